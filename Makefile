@@ -1,0 +1,136 @@
+# pccx — top-level build.
+#
+#   make            build every userspace component into build/
+#   make test       install what the tests need, build, run every test (plain + ASan/UBSan)
+#   make demo       install what the demo needs and run the main job
+#   make bench      run the benchmarks (figures are printed, nothing passes or fails)
+#   make fuzz       run each fuzz target for FUZZ_SECONDS (default 60)
+#   make install    install library, headers, CLI and pkg-config file under DESTDIR/PREFIX
+#
+# Sources are discovered by directory, so adding a file needs no Makefile edit:
+#   isa/*.c          -> libpccx_isa.a  (freestanding: also built into the kernel module and firmware)
+#   isa/num/*.c      -> libpccx_num.a  (freestanding FP32 numerics shared by reference/ and sim/)
+#   reference/**.c   -> libpccx_ref.a
+#   sim/**.c         -> libpccx_sim.a
+#   host/lib/**.c    -> libpccx.a
+#   host/cli/*.c     -> bin/pccx
+#   tests/unit/test_*.c -> tests/test_*  (one Check program per file)
+#   tests/fuzz/fuzz_*.c -> libFuzzer targets (make fuzz)
+
+BUILD   ?= build
+PREFIX  ?= /usr/local
+DESTDIR ?=
+CC      ?= gcc
+SAN     ?= 0
+FUZZ_SECONDS ?= 60
+
+WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+           -Wpointer-arith -Wvla -Wformat=2 -Wno-format-nonliteral
+# Floating point is part of the contract: never contract a*b+c into an FMA, never fast-math.
+FPFLAGS := -ffp-contract=off -fno-fast-math -fexcess-precision=standard
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c11 -D_GNU_SOURCE $(WARN) $(FPFLAGS) -fno-strict-aliasing \
+           -Iisa -Iisa/num -Ireference -Isim -Ihost/include -Ihost/lib -Idriver/include \
+           -MMD -MP
+LDLIBS  := -lm -lpthread
+
+ifeq ($(SAN),1)
+CFLAGS  += -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+LDFLAGS += -fsanitize=address,undefined
+endif
+
+rfind = $(shell find $(1) -name '*.c' 2>/dev/null | sort)
+
+ISA_SRC  := $(wildcard isa/*.c)
+NUM_SRC  := $(wildcard isa/num/*.c)
+REF_SRC  := $(call rfind,reference)
+SIM_SRC  := $(call rfind,sim)
+HOST_SRC := $(call rfind,host/lib)
+CLI_SRC  := $(wildcard host/cli/*.c)
+TEST_SRC := $(wildcard tests/unit/test_*.c)
+TSUP_SRC := $(wildcard tests/unit/support/*.c)
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+LIB_ISA  := $(BUILD)/lib/libpccx_isa.a
+LIB_NUM  := $(BUILD)/lib/libpccx_num.a
+LIB_REF  := $(BUILD)/lib/libpccx_ref.a
+LIB_SIM  := $(BUILD)/lib/libpccx_sim.a
+LIB_HOST := $(BUILD)/lib/libpccx.a
+LIBS     := $(LIB_HOST) $(LIB_SIM) $(LIB_REF) $(LIB_ISA) $(LIB_NUM)
+LINKLIBS := -Wl,--start-group $(LIBS) -Wl,--end-group
+
+CLI      := $(BUILD)/bin/pccx
+TESTS    := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+
+CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
+CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
+
+.PHONY: all test test-plain test-asan demo bench fuzz install clean deps-test deps-demo qemu-test
+all: $(CLI) $(TESTS)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/tests/%.o: tests/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(CHECK_CFLAGS) -Itests/unit -c $< -o $@
+
+define mklib
+$(1): $(call obj,$(2))
+	@mkdir -p $$(dir $$@)
+	rm -f $$@
+	ar rcs $$@ $$^ $(if $(2),,$(BUILD)/obj/.empty.o)
+endef
+
+$(BUILD)/obj/.empty.o:
+	@mkdir -p $(dir $@)
+	echo 'typedef int pccx_empty_unit;' | $(CC) $(CFLAGS) -x c -c - -o $@
+
+$(foreach L,ISA NUM REF SIM HOST,$(eval $(call mklib,$(LIB_$(L)),$($(L)_SRC))))
+$(LIB_ISA) $(LIB_NUM) $(LIB_REF) $(LIB_SIM) $(LIB_HOST): | $(BUILD)/obj/.empty.o
+
+$(CLI): $(call obj,$(CLI_SRC)) $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $(call obj,$(CLI_SRC)) $(LINKLIBS) $(LDLIBS) -o $@
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(call obj,$(TSUP_SRC)) $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $< $(call obj,$(TSUP_SRC)) $(LINKLIBS) $(CHECK_LIBS) $(LDLIBS) -o $@
+
+$(call obj,$(TSUP_SRC)): CFLAGS += $(CHECK_CFLAGS) -Itests/unit
+
+# ---------------------------------------------------------------------------
+# test: everything, plain and under ASan+UBSan; the last line is "N passed, N failed".
+test: deps-test
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all SAN=1 BUILD=$(BUILD)/asan
+	@scripts/run-tests.sh $(BUILD) $(BUILD)/asan
+
+test-plain: all
+	@scripts/run-tests.sh $(BUILD)
+
+deps-test:
+	@scripts/deps.sh test
+
+deps-demo:
+	@scripts/deps.sh demo
+
+demo: deps-demo
+	@$(MAKE) --no-print-directory all
+	@scripts/demo.sh $(BUILD)
+
+bench: all
+	@scripts/bench.sh $(BUILD)
+
+fuzz: deps-test
+	@scripts/fuzz.sh $(BUILD)/fuzz $(FUZZ_SECONDS)
+
+install: all
+	scripts/install.sh "$(BUILD)" "$(DESTDIR)" "$(PREFIX)"
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

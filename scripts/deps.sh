@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Install the Debian packages a make target needs; idempotent and quiet when all are present.
+# Usage: scripts/deps.sh test|demo|qemu|fuzz
+set -euo pipefail
+
+common=(gcc make pkg-config check libsubunit-dev libcmocka-dev libfdt-dev device-tree-compiler)
+case "${1:-test}" in
+  test) pkgs=("${common[@]}" clang libclang-rt-14-dev nodejs npm) ;;
+  demo) pkgs=("${common[@]}" nodejs npm) ;;
+  fuzz) pkgs=("${common[@]}" clang libclang-rt-14-dev) ;;
+  *) echo "deps.sh: unknown set '$1' (test|demo|fuzz)" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${pkgs[@]}"; do
+  # A command already on PATH (e.g. a newer node from elsewhere) counts as present.
+  case "$p" in
+    nodejs) command -v node >/dev/null 2>&1 && continue ;;
+    npm) command -v npm >/dev/null 2>&1 && continue ;;
+  esac
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "deps.sh: missing Debian packages: ${missing[*]} (run as root, or install them)" >&2
+  exit 1
+fi
+echo "deps.sh: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
