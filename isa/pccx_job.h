@@ -63,6 +63,10 @@ struct pccx_vlimits {
 	uint32_t max_dma;         /* at most 2^17: the desc field is 17 bits */
 	uint32_t max_stream;
 	uint64_t max_desc_bytes;
+	/* Check the instructions alone (a bare program file): the pairing of
+	 * MEMCPY with host DMA descriptors and of GEMV/GEMM with weight streams is
+	 * skipped, everything else is checked. */
+	bool program_only;
 };
 
 void pccx_vlimits_default(struct pccx_vlimits *lim);
@@ -129,12 +133,15 @@ int pccx_insn_effects(const struct pccx_insn *in, const struct pccx_shape_state 
 
 /*
  * Validate a whole job. Reads exactly n_insn words and n_dma / n_stream
- * descriptors, never more. Returns 0 (accepted; res holds a summary) or the
- * first problem as a PCCX_ISA_E_* code with res->where/index/field saying
- * where it is.
+ * descriptors, never more. `used` is caller scratch of at least
+ * PCCX_DMA_BITMAP_BYTES(n_dma) bytes (the validator is freestanding and does
+ * not allocate); it lets the check "every descriptor is used" run in linear
+ * time. Returns 0 (accepted; res holds a summary) or the first problem as a
+ * PCCX_ISA_E_* code with res->where/index/field saying where it is.
  */
+#define PCCX_DMA_BITMAP_BYTES(n) (((size_t)(n) + 7) / 8 + 1)
 int pccx_validate(const struct pccx_job_view *job, pccx_buf_lookup_fn lookup, void *ctx,
-		  const struct pccx_vlimits *lim, struct pccx_vresult *res);
+		  const struct pccx_vlimits *lim, uint8_t *used, struct pccx_vresult *res);
 
 #ifdef __cplusplus
 }

@@ -14,6 +14,7 @@ void pccx_vlimits_default(struct pccx_vlimits *lim)
 	lim->max_dma = 1u << 17;
 	lim->max_stream = 1u << 16;
 	lim->max_desc_bytes = (1ull << 32) - DESC_ALIGN;
+	lim->program_only = false;
 }
 
 static int reject(struct pccx_vresult *res, int err, enum pccx_vwhere where, uint32_t index,
@@ -52,7 +53,7 @@ static int check_span(pccx_buf_lookup_fn lookup, void *ctx, const struct pccx_vl
 }
 
 int pccx_validate(const struct pccx_job_view *job, pccx_buf_lookup_fn lookup, void *ctx,
-		  const struct pccx_vlimits *lim, struct pccx_vresult *res)
+		  const struct pccx_vlimits *lim, uint8_t *used, struct pccx_vresult *res)
 {
 	struct pccx_vlimits deflim;
 	struct pccx_shape_state st;
@@ -86,6 +87,10 @@ int pccx_validate(const struct pccx_job_view *job, pccx_buf_lookup_fn lookup, vo
 	if (job->n_stream > lim->max_stream || (job->n_stream && !job->stream))
 		return reject(res, PCCX_ISA_E_JOB_LIMIT, PCCX_VW_STREAM, 0, -1, lim->max_stream,
 			      job->n_stream);
+	if (job->n_dma && !used && !lim->program_only)
+		return reject(res, PCCX_ISA_E_JOB_LIMIT, PCCX_VW_DMA, 0, -1, 0, job->n_dma);
+	for (i = 0; used && i < PCCX_DMA_BITMAP_BYTES(job->n_dma); i++)
+		used[i] = 0;
 
 	for (i = 0; i < job->n_dma; i++) {
 		const struct pccx_dma_desc *d = &job->dma[i];
@@ -129,7 +134,7 @@ int pccx_validate(const struct pccx_job_view *job, pccx_buf_lookup_fn lookup, vo
 			pccx_shape_apply(&st, &in);
 		for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
 			consumed[p] += fx.port_bytes[p];
-		if (fx.dma >= 0) {
+		if (fx.dma >= 0 && !lim->program_only) {
 			const struct pccx_dma_desc *d;
 
 			if ((uint32_t)fx.dma >= job->n_dma)
@@ -142,6 +147,7 @@ int pccx_validate(const struct pccx_job_view *job, pccx_buf_lookup_fn lookup, vo
 			if (d->length != fx.xfer_bytes)
 				return reject(res, PCCX_ISA_E_DMA_LENGTH, PCCX_VW_INSN, i,
 					      PCCX_FID_B_desc, fx.xfer_bytes, d->length);
+			used[fx.dma / 8] |= (uint8_t)(1u << (fx.dma % 8));
 			if (fx.dma_flags == PCCX_DMA_TO_DEVICE)
 				res->dma_bytes_in += fx.xfer_bytes;
 			else
@@ -149,21 +155,12 @@ int pccx_validate(const struct pccx_job_view *job, pccx_buf_lookup_fn lookup, vo
 		}
 	}
 
+	if (lim->program_only)
+		return PCCX_ISA_E_OK;
 	/* Every descriptor must be named by some MEMCPY: a stray one is a bug upstream. */
-	for (i = 0; i < job->n_dma; i++) {
-		bool used = false;
-		uint32_t j;
-
-		for (j = 0; j < job->n_insn && !used; j++) {
-			uint64_t w = job->insn[j];
-
-			used = pccx_opcode_of(w) == PCCX_OP_MEMCPY &&
-			       (PCCX_GET(w, B, from_host) || PCCX_GET(w, B, to_host)) &&
-			       PCCX_GET(w, B, desc) == i;
-		}
-		if (!used)
+	for (i = 0; i < job->n_dma; i++)
+		if (!(used[i / 8] & (1u << (i % 8))))
 			return reject(res, PCCX_ISA_E_DMA_UNUSED, PCCX_VW_DMA, i, -1, 0, 0);
-	}
 	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
 		if (provided[p] != consumed[p])
 			return reject(res, PCCX_ISA_E_STREAM_MISMATCH, PCCX_VW_PORT, p, -1,

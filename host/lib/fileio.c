@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "diag.h"
+#include "fileio.h"
+
+int pccx_read_file(const char *path, size_t max_bytes, uint8_t **data, size_t *len, pccx_diag *d)
+{
+	struct stat sb;
+	uint8_t *buf;
+	size_t got = 0;
+	int fd;
+
+	*data = NULL;
+	*len = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return pccx_fail(d, PCCX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+		close(fd);
+		return pccx_fail(d, PCCX_ERR_IO, "%s: not a regular file", path);
+	}
+	if ((uint64_t)sb.st_size > max_bytes) {
+		close(fd);
+		return pccx_fail(d, PCCX_ERR_RANGE, "%s: %lld bytes, more than the limit of %zu",
+				 path, (long long)sb.st_size, max_bytes);
+	}
+	buf = malloc((size_t)sb.st_size + 1);
+	if (!buf) {
+		close(fd);
+		return pccx_fail(d, PCCX_ERR_NOMEM, "%s: cannot allocate %lld bytes", path,
+				 (long long)sb.st_size);
+	}
+	while (got < (size_t)sb.st_size) {
+		ssize_t r = read(fd, buf + got, (size_t)sb.st_size - got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			int e = errno;
+
+			free(buf);
+			close(fd);
+			return pccx_fail(d, PCCX_ERR_IO, "%s: read failed after %zu bytes: %s",
+					 path, got, r < 0 ? strerror(e) : "unexpected end of file");
+		}
+		got += (size_t)r;
+	}
+	close(fd);
+	buf[got] = 0;
+	*data = buf;
+	*len = got;
+	return PCCX_OK;
+}
+
+int pccx_write_file_atomic(const char *path, const void *data, size_t len, pccx_diag *d)
+{
+	size_t plen = strlen(path);
+	char *tmp = malloc(plen + 16);
+	const uint8_t *p = data;
+	size_t done = 0;
+	int fd, e;
+
+	if (!tmp)
+		return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
+	snprintf(tmp, plen + 16, "%s.tmpXXXXXX", path);
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		e = errno;
+		free(tmp);
+		return pccx_fail(d, PCCX_ERR_IO, "%s: cannot create a temporary file: %s", path,
+				 strerror(e));
+	}
+	while (done < len) {
+		ssize_t w = write(fd, p + done, len - done);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			e = w < 0 ? errno : ENOSPC;
+			goto fail;
+		}
+		done += (size_t)w;
+	}
+	if (fsync(fd)) {
+		e = errno;
+		goto fail;
+	}
+	if (close(fd)) {
+		e = errno;
+		fd = -1;
+		goto fail;
+	}
+	fd = -1;
+	if (rename(tmp, path)) {
+		e = errno;
+		goto fail;
+	}
+	free(tmp);
+	return PCCX_OK;
+fail:
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	free(tmp);
+	return pccx_fail(d, PCCX_ERR_IO, "%s: write failed after %zu of %zu bytes: %s", path, done,
+			 len, strerror(e));
+}

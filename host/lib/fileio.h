@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+/* Whole-file reads with a size limit, and atomic whole-file writes. */
+#ifndef PCCX_FILEIO_H
+#define PCCX_FILEIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "pccx/status.h"
+
+/* Read all of `path` (at most max_bytes) into a malloc'd buffer the caller frees. */
+PCCX_MUST_CHECK int pccx_read_file(const char *path, size_t max_bytes, uint8_t **data,
+				   size_t *len, pccx_diag *d);
+
+/*
+ * Write `len` bytes to `path` through a temporary file in the same directory,
+ * fsync'd and renamed over the destination, so a failure (full disk, I/O
+ * error) leaves any previous file untouched and no partial file behind.
+ */
+PCCX_MUST_CHECK int pccx_write_file_atomic(const char *path, const void *data, size_t len,
+					   pccx_diag *d);
+
+#endif
