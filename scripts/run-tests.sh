@@ -1,44 +1,72 @@
 #!/usr/bin/env bash
-# Run every test program of each build directory given; print one line per program and end
-# with the summary line "N passed, N failed" (counting Check test cases), exit 1 on any failure.
+# Run the test suite and end with the summary line "N passed, N failed".
+#
+#   scripts/run-tests.sh BUILD [BUILD...]
+#
+# For each build directory: every Check program BUILD/tests/test_* (each Check test
+# case counts), then every script tests/scripts/*.sh, run once with the first build
+# directory as $1 (each script counts as one test: exit 0 passes; exit 77 skips and is
+# reported as a skip, never as a pass). Exit status 1 if anything failed.
 set -u
 total_pass=0
 total_fail=0
-failed_progs=()
+total_skip=0
+failed=()
+
+run_check_prog() {
+  local t=$1 name=$2 log rc line n f e bad good
+  log=$(mktemp)
+  CK_FORK=yes CK_VERBOSITY=normal timeout 1200 "$t" >"$log" 2>&1
+  rc=$?
+  line=$(grep -E '^[0-9]+%: Checks: [0-9]+, Failures: [0-9]+, Errors: [0-9]+' "$log" | tail -n 1)
+  if [ -n "$line" ]; then
+    n=$(sed -E 's/.*Checks: ([0-9]+).*/\1/' <<<"$line")
+    f=$(sed -E 's/.*Failures: ([0-9]+).*/\1/' <<<"$line")
+    e=$(sed -E 's/.*Errors: ([0-9]+).*/\1/' <<<"$line")
+    bad=$((f + e)); good=$((n - bad))
+  else
+    good=0; bad=1
+  fi
+  [ $rc -ne 0 ] && [ $bad -eq 0 ] && bad=1
+  total_pass=$((total_pass + good)); total_fail=$((total_fail + bad))
+  if [ $bad -ne 0 ]; then
+    failed+=("$name"); echo "FAIL $name (exit $rc)"; sed -e 's/^/    /' "$log" | tail -n 60
+  else
+    echo "ok   $name: $line"
+  fi
+  rm -f "$log"
+}
+
+first=${1:-build}
 for build in "$@"; do
   for t in "$build"/tests/test_*; do
     [ -x "$t" ] || continue
-    name="$build/${t##*/}"
-    log=$(mktemp)
-    CK_FORK=yes CK_VERBOSITY=normal timeout 900 "$t" >"$log" 2>&1
-    rc=$?
-    # Check prints "NN%: Checks: N, Failures: F, Errors: E"
-    line=$(grep -E '^[0-9]+%: Checks: [0-9]+, Failures: [0-9]+, Errors: [0-9]+' "$log" | tail -n 1)
-    if [ -n "$line" ]; then
-      n=$(sed -E 's/.*Checks: ([0-9]+).*/\1/' <<<"$line")
-      f=$(sed -E 's/.*Failures: ([0-9]+).*/\1/' <<<"$line")
-      e=$(sed -E 's/.*Errors: ([0-9]+).*/\1/' <<<"$line")
-      bad=$((f + e))
-      good=$((n - bad))
-    else
-      good=0; bad=1
-    fi
-    if [ $rc -ne 0 ] && [ $bad -eq 0 ]; then bad=1; fi
-    total_pass=$((total_pass + good))
-    total_fail=$((total_fail + bad))
-    if [ $bad -ne 0 ]; then
-      failed_progs+=("$name")
-      echo "FAIL $name (exit $rc)"
-      sed -e 's/^/    /' "$log" | tail -n 40
-    else
-      echo "ok   $name: ${line:-no summary}"
-    fi
-    rm -f "$log"
+    run_check_prog "$t" "$build/${t##*/}"
   done
 done
-for extra in "${PCCX_EXTRA_TESTS[@]:-}"; do :; done
-if [ ${#failed_progs[@]} -ne 0 ]; then
-  echo "failed: ${failed_progs[*]}"
+
+for s in tests/scripts/*.sh; do
+  [ -f "$s" ] || continue
+  log=$(mktemp)
+  start=$(date +%s)
+  timeout 3600 bash "$s" "$first" "$@" >"$log" 2>&1
+  rc=$?
+  secs=$(( $(date +%s) - start ))
+  if [ $rc -eq 0 ]; then
+    total_pass=$((total_pass + 1)); echo "ok   $s (${secs}s): $(tail -n 1 "$log")"
+  elif [ $rc -eq 77 ]; then
+    total_skip=$((total_skip + 1)); echo "skip $s: $(tail -n 1 "$log")"
+  else
+    total_fail=$((total_fail + 1)); failed+=("$s"); echo "FAIL $s (exit $rc, ${secs}s)"
+    sed -e 's/^/    /' "$log" | tail -n 60
+  fi
+  rm -f "$log"
+done
+
+[ ${#failed[@]} -ne 0 ] && echo "failed: ${failed[*]}"
+if [ $total_skip -ne 0 ]; then
+  echo "$total_pass passed, $total_fail failed, $total_skip skipped"
+else
+  echo "$total_pass passed, $total_fail failed"
 fi
-echo "$total_pass passed, $total_fail failed"
 [ $total_fail -eq 0 ]

@@ -212,9 +212,12 @@ void pccx_vresult_describe(const struct pccx_vresult *res, const uint64_t *insn,
 		break;
 	case PCCX_VW_INSN: {
 		char dis[200];
+		struct pccx_insn tmp;
 
-		if (insn && res->index < n_insn)
+		if (insn && res->index < n_insn && pccx_decode(insn[res->index], &tmp, NULL) == 0)
 			pccx_disasm(insn[res->index], dis, sizeof(dis));
+		else if (insn && res->index < n_insn)
+			snprintf(dis, sizeof(dis), "word 0x%016" PRIx64, insn[res->index]);
 		else
 			snprintf(dis, sizeof(dis), "?");
 		snprintf(where, sizeof(where), "instruction %u (%.120s)", res->index, dis);

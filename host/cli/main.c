@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: MIT
+/* pccx: the command-line front end of libpccx. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct pccx_cmd commands[] = {
+	{ "asm", "assemble a program: pccx asm FILE.s -o FILE.bin", pccx_cmd_asm },
+	{ "dis", "disassemble a program or job file: pccx dis FILE", pccx_cmd_dis },
+	{ "validate", "validate a program or job file: pccx validate FILE", pccx_cmd_validate },
+	{ "isa-table", "print the ISA reference tables (docs/isa.md is checked against it)",
+	  pccx_cmd_isa_table },
+};
+
+#define NCMDS (sizeof(commands) / sizeof(commands[0]))
+
+bool pccx_cli_wants_help(int argc, char **argv)
+{
+	int i;
+
+	for (i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+			return true;
+	return false;
+}
+
+int pccx_cli_fail(int status, const pccx_diag *d)
+{
+	if (d && d->msg[0])
+		fprintf(stderr, "pccx: %s\n", d->msg);
+	else
+		fprintf(stderr, "pccx: %s\n", pccx_strerror(status));
+	return 1;
+}
+
+static void usage(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "usage: pccx <command> [options]\n\n"
+		   "The pccx v002 NPU toolchain.\n\ncommands:\n");
+	for (i = 0; i < NCMDS; i++)
+		fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\n'pccx <command> --help' describes a command.\n");
+}
+
+int main(int argc, char **argv)
+{
+	size_t i;
+
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	for (i = 0; i < NCMDS; i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "pccx: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return 2;
+}
