@@ -21,5 +21,8 @@ int pccx_cmd_asm(int argc, char **argv);
 int pccx_cmd_dis(int argc, char **argv);
 int pccx_cmd_validate(int argc, char **argv);
 int pccx_cmd_isa_table(int argc, char **argv);
+int pccx_cmd_numerics(int argc, char **argv);
+int pccx_cmd_tokenize(int argc, char **argv);
+int pccx_cmd_bench_sampler(int argc, char **argv);
 
 #endif
