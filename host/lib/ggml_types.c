@@ -6,6 +6,8 @@
  * results do not depend on the host.
  */
 #include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "diag.h"
@@ -426,5 +428,128 @@ int pccx_ggml_decode(uint32_t type, const void *src, size_t src_len, float *dst,
 	}
 	for (uint64_t i = 0; i < nb; i++)
 		blk(p + i * ti->bytes, dst + i * ti->blck);
+	return PCCX_OK;
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* Q4 import and requantisation                                                           */
+
+void pccx_q4_error_init(pccx_q4_error *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->lossless = true;
+}
+
+double pccx_q4_error_rms(const pccx_q4_error *e)
+{
+	return e->n ? sqrt(e->sum_sq_err / (double)e->n) : 0.0;
+}
+
+double pccx_q4_error_rel_rms(const pccx_q4_error *e)
+{
+	return e->sum_sq_ref > 0.0 ? sqrt(e->sum_sq_err / e->sum_sq_ref) : 0.0;
+}
+
+const char *pccx_q4_error_format(const pccx_q4_error *e, char *buf, size_t size)
+{
+	if (e->lossless && e->sum_sq_err == 0.0)
+		snprintf(buf, size, "lossless (n %" PRIu64 ")", e->n);
+	else
+		snprintf(buf, size, "rms %.3e, max %.3e, relative rms %.3e (n %" PRIu64 ")",
+			 pccx_q4_error_rms(e), e->max_abs_err, pccx_q4_error_rel_rms(e), e->n);
+	return buf;
+}
+
+/* Compare one Q4 block (dequantised) with its source values. */
+static void err_block(pccx_q4_error *e, const float *x, const uint8_t *nib, const uint16_t *d)
+{
+	if (!e)
+		return;
+	for (unsigned i = 0; i < PCCX_QBLK; i++) {
+		double ref = x[i];
+		double diff = (double)pccx_q4_weight(nib, d, i) - ref;
+
+		e->sum_sq_err += diff * diff;
+		e->sum_sq_ref += ref * ref;
+		if (fabs(diff) > e->max_abs_err || diff != diff)
+			e->max_abs_err = fabs(diff);
+	}
+	e->n += PCCX_QBLK;
+}
+
+int pccx_q4_quantize(const float *x, uint64_t n, uint8_t *nibbles, uint16_t *scales,
+		     pccx_q4_error *err, const char *what, pccx_diag *d)
+{
+	if (!what)
+		what = "tensor";
+	if (n % PCCX_QBLK)
+		return pccx_fail(d, PCCX_ERR_INVALID, "%s: %" PRIu64 " elements is not a multiple of 32",
+				 what, n);
+	for (uint64_t b = 0; b < n / PCCX_QBLK; b++) {
+		if (pccx_q4_quantize_block(x + b * PCCX_QBLK, &scales[b], nibbles + b * 16) != 0)
+			return pccx_fail(d, PCCX_ERR_RANGE,
+					 "%s: block %" PRIu64 " (elements %" PRIu64 "..%" PRIu64 ") holds Inf or NaN, cannot quantise",
+					 what, b, b * PCCX_QBLK, b * PCCX_QBLK + PCCX_QBLK - 1);
+		err_block(err, x + b * PCCX_QBLK, nibbles + b * 16, &scales[b]);
+		if (err)
+			err->lossless = false;
+	}
+	return PCCX_OK;
+}
+
+/* Elements decoded per step when requantising: a multiple of every block size. */
+#define Q4_CHUNK 8192u
+
+int pccx_q4_import(uint32_t type, const void *src, size_t src_len, uint64_t n, uint8_t *nibbles,
+		   uint16_t *scales, pccx_q4_error *err, const char *what, pccx_diag *d)
+{
+	const struct type_info *ti = info(type);
+	const uint8_t *p = src;
+	float x[Q4_CHUNK];
+	uint64_t bytes;
+	int rc;
+
+	if (!what)
+		what = "tensor";
+	if (!ti)
+		return pccx_fail(d, PCCX_ERR_UNSUPPORTED, "%s: unknown ggml type %" PRIu32, what, type);
+	if (n % PCCX_QBLK || n % ti->blck)
+		return pccx_fail(d, PCCX_ERR_INVALID,
+				 "%s: %" PRIu64 " elements is not a multiple of 32 and of the %s block",
+				 what, n, ti->name);
+	if (pccx_mf_mul_ovf(n / ti->blck, ti->bytes, &bytes) || bytes > src_len)
+		return pccx_fail(d, PCCX_ERR_RANGE,
+				 "%s: %" PRIu64 " %s elements need more than the %zu bytes given", what, n,
+				 ti->name, src_len);
+	if (type == PCCX_GGML_Q4_0) {
+		for (uint64_t b = 0; b < n / PCCX_QBLK; b++) {
+			pccx_q4_from_ggml_q4_0(p + b * 18, &scales[b], nibbles + b * 16);
+			if (err) {
+				dec_q4_0(p + b * 18, x);
+				err_block(err, x, nibbles + b * 16, &scales[b]);
+			}
+		}
+		return PCCX_OK;
+	}
+	for (uint64_t done = 0; done < n;) {
+		uint64_t k = n - done < Q4_CHUNK ? n - done : Q4_CHUNK;
+		uint64_t off = done / ti->blck * ti->bytes;
+
+		rc = pccx_ggml_decode(type, p + off, (size_t)(bytes - off), x, k, what, d);
+		if (rc)
+			return rc;
+		for (uint64_t b = 0; b < k / PCCX_QBLK; b++) {
+			uint64_t gb = done / PCCX_QBLK + b;
+
+			if (pccx_q4_quantize_block(x + b * PCCX_QBLK, &scales[gb], nibbles + gb * 16) != 0)
+				return pccx_fail(d, PCCX_ERR_RANGE,
+						 "%s: block %" PRIu64 " (elements %" PRIu64 "..%" PRIu64 ") holds Inf or NaN, cannot quantise",
+						 what, gb, gb * PCCX_QBLK, gb * PCCX_QBLK + PCCX_QBLK - 1);
+			err_block(err, x + b * PCCX_QBLK, nibbles + gb * 16, &scales[gb]);
+		}
+		if (err)
+			err->lossless = false;
+		done += k;
+	}
 	return PCCX_OK;
 }

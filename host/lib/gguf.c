@@ -1212,3 +1212,17 @@ int pccx_gguf_decode_rows(const pccx_gguf *g, const pccx_gguf_tensor *t, uint64_
 	return pccx_ggml_decode(t->type, t->data + row * row_bytes, (size_t)(n_rows * row_bytes), dst,
 				n, what, d);
 }
+
+int pccx_gguf_tensor_to_q4(const pccx_gguf *g, const pccx_gguf_tensor *t, uint8_t *nibbles,
+			   uint16_t *scales, pccx_q4_error *err, pccx_diag *d)
+{
+	char what[PCCX_GGUF_MAX_NAME + 64];
+
+	snprintf(what, sizeof(what), "%s: tensor '%s'", g->name, t->name);
+	if (t->ne[0] % 32)
+		return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
+				 "%s: row length %" PRIu64 " is not a multiple of the Q4 block of 32",
+				 what, t->ne[0]);
+	return pccx_q4_import(t->type, t->data, (size_t)t->nbytes, t->n_elems, nibbles, scales, err,
+			      what, d);
+}

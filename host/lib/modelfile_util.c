@@ -262,6 +262,7 @@ static void sink_fd_write(pccx_mf_sink *s, const uint8_t *p, size_t n)
 		}
 		p += r;
 		n -= (size_t)r;
+		s->on_disk += (uint64_t)r;
 	}
 }
 
@@ -390,7 +391,7 @@ int pccx_mf_write_atomic(const char *path,
 	if (rc != PCCX_OK) {
 		if (s.status != PCCX_OK)
 			rc = pccx_fail(d, s.status, "%s: write failed after %llu bytes: %s", path,
-				       (unsigned long long)s.written,
+				       (unsigned long long)(s.fd >= 0 ? s.on_disk : s.written),
 				       s.status == PCCX_ERR_IO ? strerror(s.err) : pccx_strerror(s.status));
 		else if (s.err)
 			rc = pccx_fail(d, rc, "%s: fsync failed: %s", path, strerror(s.err));

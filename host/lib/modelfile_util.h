@@ -112,7 +112,8 @@ typedef struct pccx_mf_sink {
 	int fd;			/* -1 for memory */
 	uint8_t *buf;
 	size_t len, cap;
-	uint64_t written;
+	uint64_t written;	/* bytes accepted (the logical file position) */
+	uint64_t on_disk;	/* bytes the file descriptor took */
 	int status;
 	int err;		/* errno of the failed write */
 	uint8_t *stage;		/* staging buffer for small writes to a file */

@@ -85,6 +85,51 @@ PCCX_MUST_CHECK int pccx_ggml_decode(uint32_t type, const void *src, size_t src_
 				     uint64_t n, const char *what, pccx_diag *d);
 
 /* ===================================================================================== */
+/* Device weight format "Q4"                                                              */
+/*
+ * A Q4 matrix of (rows, cols) with cols a multiple of 32 is two arrays (pccx_num.h):
+ *   nibbles  rows * cols / 2 bytes, row-major; element 2j is the low nibble of byte j,
+ *            element 2j+1 the high nibble, each a 4-bit two's complement value q (-8..7);
+ *   scales   rows * cols / 32 FP16 values, one per block of 32 consecutive elements;
+ * weight k = fp16_to_f32(scales[k / 32]) * q_k.
+ *
+ * ggml Q4_0 is imported without loss (same scale bits, q = nibble - 8, reordered). Every
+ * other type is decoded to FP32 and requantised with pccx_q4_quantize_block(); the error
+ * against the decoded values is accumulated in a pccx_q4_error.
+ */
+
+typedef struct pccx_q4_error {
+	uint64_t n;		/* elements compared */
+	double sum_sq_err;	/* sum of (dequantised - source)^2 */
+	double sum_sq_ref;	/* sum of source^2 */
+	double max_abs_err;	/* largest |dequantised - source| */
+	bool lossless;		/* every element came from a lossless import */
+} pccx_q4_error;
+
+/* Zero the statistics (lossless starts true). */
+void pccx_q4_error_init(pccx_q4_error *e);
+/* Root-mean-square error; 0 when n == 0. */
+double pccx_q4_error_rms(const pccx_q4_error *e);
+/* RMS error divided by the RMS of the source; 0 when the source is all zeros. */
+double pccx_q4_error_rel_rms(const pccx_q4_error *e);
+/* One line: "lossless" or "rms 1.23e-03, max 4.56e-03, relative rms 2.10e-02 (n 4096)". */
+const char *pccx_q4_error_format(const pccx_q4_error *e, char *buf, size_t size);
+
+/*
+ * Convert `n` elements (a multiple of 32 and of the type's block) of ggml `type` at `src`
+ * into nibbles (n / 2 bytes) and scales (n / 32). `err` (may be NULL) accumulates the error;
+ * `what` names the tensor in diagnostics. Fails on undecodable types and on Inf/NaN in a
+ * block that must be requantised (naming the block).
+ */
+PCCX_MUST_CHECK int pccx_q4_import(uint32_t type, const void *src, size_t src_len, uint64_t n,
+				   uint8_t *nibbles, uint16_t *scales, pccx_q4_error *err,
+				   const char *what, pccx_diag *d);
+/* Quantise FP32 values (n a multiple of 32) into Q4, accumulating the error. */
+PCCX_MUST_CHECK int pccx_q4_quantize(const float *x, uint64_t n, uint8_t *nibbles,
+				     uint16_t *scales, pccx_q4_error *err, const char *what,
+				     pccx_diag *d);
+
+/* ===================================================================================== */
 /* GGUF reader                                                                            */
 
 typedef enum pccx_gguf_type {
@@ -230,6 +275,14 @@ PCCX_MUST_CHECK int pccx_gguf_get_tensor(const pccx_gguf *g, const char *name,
 /* Decode rows [row, row + n_rows) of a tensor (rows are ne[0] long) into floats. */
 PCCX_MUST_CHECK int pccx_gguf_decode_rows(const pccx_gguf *g, const pccx_gguf_tensor *t,
 					  uint64_t row, uint64_t n_rows, float *dst, pccx_diag *d);
+
+/*
+ * Convert a whole tensor to Q4 (rows of ne[0] elements; ne[0] must be a multiple of 32).
+ * `nibbles` holds n_elems / 2 bytes, `scales` n_elems / 32 values.
+ */
+PCCX_MUST_CHECK int pccx_gguf_tensor_to_q4(const pccx_gguf *g, const pccx_gguf_tensor *t,
+					   uint8_t *nibbles, uint16_t *scales, pccx_q4_error *err,
+					   pccx_diag *d);
 
 /* ===================================================================================== */
 /* GGUF writer                                                                            */
