@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internals of the host sampler shared with its tests and benchmark: the deterministic
+ * exponential and the literal, full-sort statement of the sampling definition that the
+ * fast path (partial selection) must match bit for bit.
+ */
+#ifndef PCCX_LIB_SAMPLER_H
+#define PCCX_LIB_SAMPLER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pccx/sampler.h"
+
+/*
+ * e^x from IEEE-754 double +, -, * only, so it is the same on every machine (libm's exp is
+ * not: implementations differ in the last bit). Returns 0 for x < -700 (and for -inf and
+ * NaN), +inf for x > 700, exactly 1 for x == 0. Relative error about 1e-16.
+ *
+ * Method: k = x / ln2 rounded half away from zero; r = (x - k*ln2_hi) - k*ln2_lo with ln2
+ * split so that k*ln2_hi is exact; e^r by its Taylor series to degree 13 in Horner form
+ * (|r| <= 0.347, truncation < 1e-17); result scaled by the exact power 2^k.
+ */
+double pccx_sampler_exp(double x);
+
+/* The repetition-penalty rule on one logit: x > 0 -> x / rho, otherwise x * rho (float). */
+float pccx_sampler_penalise(float x, float rho);
+
+/*
+ * Reference implementation: copies and sorts all n logits, then applies each step as written
+ * in docs/sampling.md. O(n log n) per call, allocates; for tests. On success *out owns its
+ * arrays (free with pccx_sampler_naive_free) and out->dist describes them.
+ */
+typedef struct pccx_sampler_naive {
+	pccx_sampler_dist dist;
+	int32_t *ids;
+	double *weights;
+	double *probs;
+} pccx_sampler_naive;
+
+PCCX_MUST_CHECK int pccx_sampler_naive_distribution(const pccx_sampler_config *cfg,
+						    const float *logits, size_t n,
+						    const int32_t *history, size_t n_history,
+						    pccx_sampler_naive *out, pccx_diag *d);
+void pccx_sampler_naive_free(pccx_sampler_naive *nv);
+
+/* Candidates the fast path examined in its last call (top-k / adaptive bound), for tests. */
+size_t pccx_sampler_last_bound(const pccx_sampler *s);
+
+#endif /* PCCX_LIB_SAMPLER_H */
