@@ -52,6 +52,16 @@ TSUP_SRC := $(wildcard tests/unit/support/*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
+# Quiet by default; V=1 shows the full command lines.
+ifeq ($(V),1)
+Q :=
+say = @true
+else
+Q := @
+say = @printf '  %-6s %s\n' $(1) $(2)
+endif
+NPROC := $(shell nproc 2>/dev/null || echo 2)
+
 LIB_ISA  := $(BUILD)/lib/libpccx_isa.a
 LIB_NUM  := $(BUILD)/lib/libpccx_num.a
 LIB_REF  := $(BUILD)/lib/libpccx_ref.a
@@ -66,46 +76,52 @@ TESTS    := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
 
+.SECONDARY:
 .PHONY: all test test-plain test-asan demo bench fuzz install clean deps-test deps-demo qemu-test
 all: $(CLI) $(TESTS)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/obj/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(CHECK_CFLAGS) -Itests/unit -c $< -o $@
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CFLAGS) $(CHECK_CFLAGS) -Itests/unit -c $< -o $@
 
 define mklib
 $(1): $(call obj,$(2))
 	@mkdir -p $$(dir $$@)
-	rm -f $$@
-	ar rcs $$@ $$^ $(if $(2),,$(BUILD)/obj/.empty.o)
+	$$(call say,AR,$$@)
+	$(Q)rm -f $$@
+	$(Q)ar rcs $$@ $$^ $(if $(2),,$(BUILD)/obj/.empty.o)
 endef
 
 $(BUILD)/obj/.empty.o:
 	@mkdir -p $(dir $@)
-	echo 'typedef int pccx_empty_unit;' | $(CC) $(CFLAGS) -x c -c - -o $@
+	$(Q)echo 'typedef int pccx_empty_unit;' | $(CC) $(CFLAGS) -x c -c - -o $@
 
 $(foreach L,ISA NUM REF SIM HOST,$(eval $(call mklib,$(LIB_$(L)),$($(L)_SRC))))
 $(LIB_ISA) $(LIB_NUM) $(LIB_REF) $(LIB_SIM) $(LIB_HOST): | $(BUILD)/obj/.empty.o
 
 $(CLI): $(call obj,$(CLI_SRC)) $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $(call obj,$(CLI_SRC)) $(LINKLIBS) $(LDLIBS) -o $@
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) $(call obj,$(CLI_SRC)) $(LINKLIBS) $(LDLIBS) -o $@
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(call obj,$(TSUP_SRC)) $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $< $(call obj,$(TSUP_SRC)) $(LINKLIBS) $(CHECK_LIBS) $(LDLIBS) -o $@
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) $< $(call obj,$(TSUP_SRC)) $(LINKLIBS) $(CHECK_LIBS) $(LDLIBS) -o $@
 
 $(call obj,$(TSUP_SRC)): CFLAGS += $(CHECK_CFLAGS) -Itests/unit
 
 # ---------------------------------------------------------------------------
 # test: everything, plain and under ASan+UBSan; the last line is "N passed, N failed".
 test: deps-test
-	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory all SAN=1 BUILD=$(BUILD)/asan
+	@$(MAKE) --no-print-directory -j$(NPROC) all
+	@$(MAKE) --no-print-directory -j$(NPROC) all SAN=1 BUILD=$(BUILD)/asan
 	@scripts/run-tests.sh $(BUILD) $(BUILD)/asan
 
 test-plain: all
@@ -118,7 +134,7 @@ deps-demo:
 	@scripts/deps.sh demo
 
 demo: deps-demo
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$(NPROC) all
 	@scripts/demo.sh $(BUILD)
 
 bench: all
