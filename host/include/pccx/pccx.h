@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libpccx — run Gemma 3n on a pccx v002 NPU.
+ *
+ *   pccx_device_open()   pick a backend: "sim" (in-process cycle simulator, the default),
+ *                        "kernel" (/dev/pccx), later "usb"
+ *   pccx_model_load()    a GGUF or safetensors checkpoint, or a synthetic model; weights are
+ *                        placed in device buffers in stream order
+ *   pccx_session_*()     a conversation: KV cache, prefill, token-by-token generation with the
+ *                        host sampler, statistics
+ *
+ * Every function returns a pccx_status (0 success, negative failure; see pccx/status.h) that
+ * the caller must check, and fills the optional pccx_diag with a message naming the cause.
+ * Objects are not thread-safe; use one session per thread.
+ */
+#ifndef PCCX_PCCX_H
+#define PCCX_PCCX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pccx/status.h"
+#include "pccx/sampler.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PCCX_VERSION_MAJOR 0
+#define PCCX_VERSION_MINOR 1
+
+typedef struct pccx_device pccx_device;
+typedef struct pccx_model pccx_model;
+typedef struct pccx_session pccx_session;
+
+/* ---- devices ------------------------------------------------------------------- */
+
+struct pccx_device_opts {
+	size_t struct_size;       /* sizeof(struct pccx_device_opts): lets the struct grow */
+	const char *backend;      /* "sim" (default when NULL), "kernel" */
+	const char *path;         /* kernel: device node (default "/dev/pccx") */
+	const char *dtb;          /* sim: device-tree blob with the pccx,npu-v002 node (default:
+				   * the built-in KV260 configuration) */
+	const char *trace_path;   /* sim: write a Chrome/Perfetto trace here (NULL: none) */
+};
+
+struct pccx_device_info {
+	char backend[16];
+	uint32_t hw_version;      /* ID register [31:0] */
+	uint32_t features;        /* FEATURES register */
+	uint32_t l2_words;
+	uint32_t dma_addr_bits;
+	uint64_t core_hz, axi_hz;
+	uint64_t ddr_bytes_per_s; /* modelled or nominal DDR peak */
+};
+
+/* Open a device. Returns PCCX_ERR_NOT_FOUND for an unknown backend or a missing node. */
+PCCX_MUST_CHECK int pccx_device_open(const struct pccx_device_opts *opts, pccx_device **dev,
+				     pccx_diag *d);
+void pccx_device_close(pccx_device *dev);
+PCCX_MUST_CHECK int pccx_device_info(pccx_device *dev, struct pccx_device_info *info);
+
+/* ---- models -------------------------------------------------------------------- */
+
+/* Called while a model loads: stage ("reading", "converting", "uploading"), done of total. */
+typedef void (*pccx_progress_fn)(void *user, const char *stage, uint64_t done, uint64_t total);
+
+struct pccx_model_opts {
+	size_t struct_size;
+	const char *path;         /* .gguf, a safetensors directory/file, or NULL for synthetic */
+	const char *synth_config; /* with path == NULL: "tiny", "e2b", "e4b", ... */
+	uint64_t synth_seed;
+	const char *tokenizer;    /* tokenizer.json; NULL: the model's own vocabulary */
+	pccx_progress_fn progress;
+	void *user;
+};
+
+PCCX_MUST_CHECK int pccx_model_load(pccx_device *dev, const struct pccx_model_opts *opts,
+				    pccx_model **model, pccx_diag *d);
+void pccx_model_free(pccx_model *model);
+
+/* ---- sessions ------------------------------------------------------------------ */
+
+struct pccx_session_opts {
+	size_t struct_size;
+	uint32_t max_context;     /* positions in the KV cache (0: the model's default) */
+	bool verify;              /* run the bit-exact reference alongside and compare every stage */
+};
+
+/* Called for each sampled token with its text piece; return non-zero to stop generating. */
+typedef int (*pccx_token_fn)(void *user, int32_t token, const char *piece, size_t len);
+
+struct pccx_stats {
+	uint64_t tokens;               /* tokens generated */
+	uint64_t prompt_tokens;        /* tokens prefilled */
+	double host_seconds;           /* wall time spent in prefill and generation */
+	uint64_t device_cycles;        /* simulated core cycles (sim backend; 0 otherwise) */
+	double device_seconds;         /* device time at the modelled clock */
+	uint64_t weight_bytes;         /* bytes streamed from DDR as weights */
+	uint64_t dma_bytes;            /* other DDR traffic */
+	double ddr_utilisation;        /* fraction of the DDR bandwidth ceiling reached */
+	uint64_t jobs;                 /* jobs submitted */
+};
+
+PCCX_MUST_CHECK int pccx_session_create(pccx_model *model, const struct pccx_session_opts *opts,
+					pccx_session **s, pccx_diag *d);
+void pccx_session_free(pccx_session *s);
+
+/* Tokenize `text` with the model's tokenizer (chat=true applies the Gemma chat template). */
+PCCX_MUST_CHECK int pccx_session_tokenize(pccx_session *s, const char *text, bool chat,
+					  int32_t **ids, size_t *n, pccx_diag *d);
+/* Feed prompt tokens (appended to the context). */
+PCCX_MUST_CHECK int pccx_session_prefill(pccx_session *s, const int32_t *ids, size_t n,
+					 pccx_diag *d);
+/*
+ * Generate up to max_tokens tokens with the sampler configuration, calling cb for each.
+ * Stops early at an end-of-turn/end-of-sequence token or when cb returns non-zero.
+ * With verify set, returns PCCX_ERR_MISMATCH at the first differing stage; the diag names
+ * the stage, the token, the instruction index and the first differing element.
+ */
+PCCX_MUST_CHECK int pccx_session_generate(pccx_session *s, const struct pccx_sampler_config *cfg,
+					  size_t max_tokens, pccx_token_fn cb, void *user,
+					  pccx_diag *d);
+PCCX_MUST_CHECK int pccx_session_stats(const pccx_session *s, struct pccx_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PCCX_PCCX_H */
