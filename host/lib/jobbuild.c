@@ -1,0 +1,316 @@
+// SPDX-License-Identifier: MIT
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag.h"
+#include "jobbuild.h"
+
+void pccx_jb_init(struct pccx_jb *jb)
+{
+	memset(jb, 0, sizeof(*jb));
+	jb->async = true;
+}
+
+void pccx_jb_free(struct pccx_jb *jb)
+{
+	free(jb->insn);
+	free(jb->dma);
+	free(jb->stream);
+	free(jb->stages);
+	memset(jb, 0, sizeof(*jb));
+}
+
+void pccx_jb_reset(struct pccx_jb *jb)
+{
+	jb->n_insn = jb->n_dma = jb->n_stream = jb->n_stages = 0;
+	jb->valid[0] = jb->valid[1] = 0;
+	jb->next_victim[0] = jb->next_victim[1] = 0;
+	jb->status = PCCX_OK;
+	pccx_diag_clear(&jb->diag);
+}
+
+static bool failed(struct pccx_jb *jb)
+{
+	return jb->status != PCCX_OK;
+}
+
+static int jb_fail(struct pccx_jb *jb, int status, const char *what)
+{
+	if (!failed(jb))
+		jb->status = pccx_fail(&jb->diag, status, "job builder: %s", what);
+	return jb->status;
+}
+
+/* Grow *arr (n used, *cap slots of `each` bytes) to hold one more. */
+static bool grow(struct pccx_jb *jb, void **arr, uint32_t n, uint32_t *cap, size_t each,
+		 uint32_t limit)
+{
+	uint32_t ncap;
+	void *p;
+
+	if (n < *cap)
+		return true;
+	if (n >= limit) {
+		jb_fail(jb, PCCX_ERR_RANGE, "job exceeds the validator's size limits");
+		return false;
+	}
+	ncap = *cap ? *cap * 2 : 256;
+	if (ncap > limit)
+		ncap = limit;
+	p = realloc(*arr, (size_t)ncap * each);
+	if (!p) {
+		jb_fail(jb, PCCX_ERR_NOMEM, "out of memory");
+		return false;
+	}
+	*arr = p;
+	*cap = ncap;
+	return true;
+}
+
+static void emit(struct pccx_jb *jb, const struct pccx_insn *in)
+{
+	struct pccx_isa_fault f;
+	struct pccx_insn chk;
+	uint64_t w;
+
+	if (failed(jb))
+		return;
+	if (pccx_encode(in, &w, &f) || pccx_decode(w, &chk, &f)) {
+		pccx_fail(&jb->diag, PCCX_ERR_INTERNAL, "job builder: illegal %s (field %s): %s",
+			  pccx_opcode_desc(in->opcode) ? pccx_opcode_desc(in->opcode)->mnemonic : "?",
+			  f.field >= 0 ? pccx_fields[f.field].name : "-", pccx_isa_strerror(f.err));
+		jb->status = PCCX_ERR_INTERNAL;
+		return;
+	}
+	if (!grow(jb, (void **)&jb->insn, jb->n_insn, &jb->cap_insn, sizeof(uint64_t), 1u << 20))
+		return;
+	jb->insn[jb->n_insn++] = w;
+}
+
+static void insn_init(struct pccx_insn *in, unsigned opcode)
+{
+	memset(in, 0, sizeof(*in));
+	in->opcode = opcode;
+}
+
+int pccx_jb_shape(struct pccx_jb *jb, unsigned cache, uint32_t a, uint32_t b, uint32_t c)
+{
+	struct pccx_insn in;
+	unsigned e;
+
+	if (failed(jb))
+		return 0;
+	if (cache > 1 || a > 0xffff || b > 0xffff || c > 0xffff) {
+		jb_fail(jb, PCCX_ERR_RANGE, "shape value does not fit 16 bits");
+		return 0;
+	}
+	for (e = 0; e < PCCX_SHAPE_ENTRIES; e++)
+		if ((jb->valid[cache] >> e & 1) && jb->v[cache][e][0] == a &&
+		    jb->v[cache][e][1] == b && jb->v[cache][e][2] == c)
+			return (int)e;
+	/* round-robin replacement: the entry was consumed by earlier instructions already,
+	 * and the device's interlocks order the MEMSET after them */
+	e = jb->next_victim[cache]++ % PCCX_SHAPE_ENTRIES;
+	insn_init(&in, PCCX_OP_MEMSET);
+	in.f[PCCX_FID_C_cache] = cache;
+	in.f[PCCX_FID_C_entry] = e;
+	in.f[PCCX_FID_C_a] = a;
+	in.f[PCCX_FID_C_b] = b;
+	in.f[PCCX_FID_C_c] = c;
+	emit(jb, &in);
+	jb->valid[cache] |= 1ull << e;
+	jb->v[cache][e][0] = (uint16_t)a;
+	jb->v[cache][e][1] = (uint16_t)b;
+	jb->v[cache][e][2] = (uint16_t)c;
+	return (int)e;
+}
+
+static void add_stream(struct pccx_jb *jb, uint32_t handle, unsigned port, uint64_t offset,
+		       uint64_t length)
+{
+	struct pccx_stream_desc *last = NULL;
+	uint32_t i;
+
+	if (failed(jb) || !length)
+		return;
+	/* extend the port's previous descriptor when this one continues it */
+	for (i = jb->n_stream; i-- > 0;)
+		if (jb->stream[i].port == port) {
+			last = &jb->stream[i];
+			break;
+		}
+	if (last && last->handle == handle && last->offset + last->length == offset &&
+	    last->length + length < (1ull << 32) - PCCX_BEAT_BYTES) {
+		last->length += length;
+		return;
+	}
+	if (!grow(jb, (void **)&jb->stream, jb->n_stream, &jb->cap_stream, sizeof(*jb->stream),
+		  1u << 16))
+		return;
+	jb->stream[jb->n_stream].handle = handle;
+	jb->stream[jb->n_stream].port = port;
+	jb->stream[jb->n_stream].offset = offset;
+	jb->stream[jb->n_stream].length = length;
+	jb->n_stream++;
+}
+
+void pccx_jb_matmul(struct pccx_jb *jb, unsigned opcode, uint32_t dest, uint32_t src, uint32_t m,
+		    const struct pccx_jb_weights *w, bool accm, bool findemax)
+{
+	struct pccx_wshape ws = { w->n, w->k, w->fmt, w->w_scale };
+	uint64_t row_bytes = pccx_wstream_row_bytes(&ws);
+	struct pccx_insn in;
+	int fe, we;
+	unsigned p;
+
+	fe = pccx_jb_shape(jb, PCCX_CACHE_FMAP, w->k, m, 1);
+	we = pccx_jb_shape(jb, PCCX_CACHE_WEIGHT, w->n, w->k, w->fmt);
+	insn_init(&in, opcode);
+	in.f[PCCX_FID_A_dest] = dest;
+	in.f[PCCX_FID_A_src] = src;
+	in.f[PCCX_FID_A_wshape] = (uint32_t)we;
+	in.f[PCCX_FID_A_fshape] = (uint32_t)fe;
+	in.f[PCCX_FID_A_w_scale] = w->w_scale;
+	in.f[PCCX_FID_A_accm] = accm;
+	in.f[PCCX_FID_A_findemax] = findemax;
+	emit(jb, &in);
+	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
+		uint32_t first, count;
+
+		pccx_wstream_port_rows(&ws, p, &first, &count);
+		add_stream(jb, w->handle, p, w->offset + (uint64_t)first * row_bytes,
+			   (uint64_t)count * row_bytes);
+	}
+}
+
+void pccx_jb_cvo(struct pccx_jb *jb, unsigned func, uint32_t src, uint32_t dst, uint32_t len,
+		 uint32_t flags)
+{
+	struct pccx_insn in;
+
+	insn_init(&in, PCCX_OP_CVO);
+	in.f[PCCX_FID_D_func] = func;
+	in.f[PCCX_FID_D_src] = src;
+	in.f[PCCX_FID_D_dst] = dst;
+	in.f[PCCX_FID_D_len] = len;
+	in.f[PCCX_FID_D_sub_emax] = !!(flags & PCCX_CVOF_SUB);
+	in.f[PCCX_FID_D_recip_scale] = !!(flags & PCCX_CVOF_RECIP);
+	in.f[PCCX_FID_D_accm] = !!(flags & PCCX_CVOF_ACCM);
+	in.f[PCCX_FID_D_sreg] = !!(flags & PCCX_CVOF_SREG);
+	in.f[PCCX_FID_D_relu] = !!(flags & PCCX_CVOF_RELU);
+	in.f[PCCX_FID_D_async] = jb->async;
+	emit(jb, &in);
+}
+
+/* Largest transfer of one MEMCPY: the shape (8, words, 1) needs words < 2^16. */
+#define MAX_XFER_WORDS 0xffffu
+
+static void memcpy_host_one(struct pccx_jb *jb, bool from_host, uint32_t word, uint32_t handle,
+			    uint64_t offset, uint32_t words)
+{
+	struct pccx_insn in;
+	int fe;
+
+	if (failed(jb))
+		return;
+	if (!grow(jb, (void **)&jb->dma, jb->n_dma, &jb->cap_dma, sizeof(*jb->dma), 1u << 17))
+		return;
+	/* a shape of whole words so the descriptor length is exactly the transfer */
+	fe = pccx_jb_shape(jb, PCCX_CACHE_FMAP, 8, words, 1);
+	jb->dma[jb->n_dma].handle = handle;
+	jb->dma[jb->n_dma].flags = from_host ? PCCX_DMA_TO_DEVICE : PCCX_DMA_FROM_DEVICE;
+	jb->dma[jb->n_dma].offset = offset;
+	jb->dma[jb->n_dma].length = (uint64_t)words * PCCX_BEAT_BYTES;
+	insn_init(&in, PCCX_OP_MEMCPY);
+	in.f[PCCX_FID_B_from_host] = from_host;
+	in.f[PCCX_FID_B_to_host] = !from_host;
+	in.f[from_host ? PCCX_FID_B_dest : PCCX_FID_B_src] = word;
+	in.f[PCCX_FID_B_desc] = jb->n_dma;
+	in.f[PCCX_FID_B_fshape] = (uint32_t)fe;
+	in.f[PCCX_FID_B_async] = jb->async;
+	jb->n_dma++;
+	emit(jb, &in);
+}
+
+static void memcpy_host(struct pccx_jb *jb, bool from_host, uint32_t word, uint32_t handle,
+			uint64_t offset, uint32_t n)
+{
+	uint32_t words = pccx_words_for(n);
+
+	while (words) {
+		uint32_t chunk = words < MAX_XFER_WORDS ? words : MAX_XFER_WORDS;
+
+		memcpy_host_one(jb, from_host, word, handle, offset, chunk);
+		word += chunk;
+		offset += (uint64_t)chunk * PCCX_BEAT_BYTES;
+		words -= chunk;
+	}
+}
+
+void pccx_jb_load(struct pccx_jb *jb, uint32_t dst, uint32_t handle, uint64_t offset, uint32_t n)
+{
+	memcpy_host(jb, true, dst, handle, offset, n);
+}
+
+void pccx_jb_store(struct pccx_jb *jb, uint32_t src, uint32_t handle, uint64_t offset, uint32_t n)
+{
+	memcpy_host(jb, false, src, handle, offset, n);
+}
+
+void pccx_jb_copy(struct pccx_jb *jb, uint32_t dst, uint32_t src, uint32_t n)
+{
+	uint32_t words = pccx_words_for(n);
+
+	while (words && !failed(jb)) {
+		uint32_t chunk = words < MAX_XFER_WORDS ? words : MAX_XFER_WORDS;
+		struct pccx_insn in;
+		int fe = pccx_jb_shape(jb, PCCX_CACHE_FMAP, 8, chunk, 1);
+
+		insn_init(&in, PCCX_OP_MEMCPY);
+		in.f[PCCX_FID_B_dest] = dst;
+		in.f[PCCX_FID_B_src] = src;
+		in.f[PCCX_FID_B_fshape] = (uint32_t)fe;
+		in.f[PCCX_FID_B_async] = jb->async;
+		emit(jb, &in);
+		dst += chunk;
+		src += chunk;
+		words -= chunk;
+	}
+}
+
+void pccx_jb_stage(struct pccx_jb *jb, const char *name, uint32_t word, uint32_t n)
+{
+	struct pccx_jb_stage *s;
+
+	if (failed(jb))
+		return;
+	if (!jb->n_insn) {
+		jb_fail(jb, PCCX_ERR_INVALID, "stage marker before any instruction");
+		return;
+	}
+	if (!grow(jb, (void **)&jb->stages, jb->n_stages, &jb->cap_stages, sizeof(*jb->stages),
+		  1u << 20))
+		return;
+	s = &jb->stages[jb->n_stages++];
+	s->insn = jb->n_insn - 1;
+	s->word = word;
+	s->n = n;
+	strncpy(s->name, name, sizeof(s->name) - 1);
+	s->name[sizeof(s->name) - 1] = '\0';
+}
+
+int pccx_jb_finish(struct pccx_jb *jb, struct pccx_job_view *view, pccx_diag *d)
+{
+	if (failed(jb)) {
+		if (d)
+			*d = jb->diag;
+		return jb->status;
+	}
+	view->insn = jb->insn;
+	view->n_insn = jb->n_insn;
+	view->dma = jb->dma;
+	view->n_dma = jb->n_dma;
+	view->stream = jb->stream;
+	view->n_stream = jb->n_stream;
+	return PCCX_OK;
+}

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Job builder: emits v002 instructions and their descriptors, allocating shape entries,
+ * splitting weight streams over the four ports, and recording stage markers. Used by the
+ * compiler and by tests. Errors are sticky: after the first failure every emit is a no-op
+ * and pccx_jb_finish() reports it, so a sequence of emits is checked once.
+ */
+#ifndef PCCX_JOBBUILD_H
+#define PCCX_JOBBUILD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "pccx/status.h"
+#include "pccx_job.h"
+
+struct pccx_jb_stage {
+	uint32_t insn;        /* index of the last instruction producing the stage */
+	uint32_t word;        /* L2 word of the tensor */
+	uint32_t n;           /* BF16 elements */
+	char name[48];
+};
+
+/* A weight tensor as stored in a device buffer: row records in row order. */
+struct pccx_jb_weights {
+	uint32_t handle;
+	uint64_t offset;      /* byte offset of row 0's record */
+	uint32_t n, k;        /* output and input elements */
+	uint32_t fmt;         /* enum pccx_wfmt */
+	bool w_scale;
+};
+
+struct pccx_jb {
+	uint64_t *insn;
+	uint32_t n_insn, cap_insn;
+	struct pccx_dma_desc *dma;
+	uint32_t n_dma, cap_dma;
+	struct pccx_stream_desc *stream;
+	uint32_t n_stream, cap_stream;
+	struct pccx_jb_stage *stages;
+	uint32_t n_stages, cap_stages;
+	/* shape RAM contents as the job leaves them so far */
+	uint64_t valid[2];
+	uint16_t v[2][PCCX_SHAPE_ENTRIES][3];
+	uint32_t next_victim[2];
+	bool async;           /* mark MEMCPY/CVO async (default true) */
+	int status;           /* sticky pccx_status */
+	pccx_diag diag;
+};
+
+void pccx_jb_init(struct pccx_jb *jb);
+void pccx_jb_free(struct pccx_jb *jb);
+/* Forget the instructions and descriptors but keep the allocations (next token's job). */
+void pccx_jb_reset(struct pccx_jb *jb);
+
+/* Shape entry holding (a, b, c) in `cache` (emits a MEMSET unless one already does). */
+int pccx_jb_shape(struct pccx_jb *jb, unsigned cache, uint32_t a, uint32_t b, uint32_t c);
+
+/* y (M rows of N at word dest) = x (M rows of K at word src) . W^T; op GEMV (M=1) or GEMM. */
+void pccx_jb_matmul(struct pccx_jb *jb, unsigned opcode, uint32_t dest, uint32_t src, uint32_t m,
+		    const struct pccx_jb_weights *w, bool accm, bool findemax);
+/* One CVO word; flags are PCCX_CVOF_* (sreg included). */
+void pccx_jb_cvo(struct pccx_jb *jb, unsigned func, uint32_t src, uint32_t dst, uint32_t len,
+		 uint32_t flags);
+/* host buffer (handle, byte offset) -> L2 words at dst, n BF16 elements (whole words move). */
+void pccx_jb_load(struct pccx_jb *jb, uint32_t dst, uint32_t handle, uint64_t offset, uint32_t n);
+/* L2 words at src -> host buffer (handle, byte offset). */
+void pccx_jb_store(struct pccx_jb *jb, uint32_t src, uint32_t handle, uint64_t offset, uint32_t n);
+/* L2 -> L2 copy of n elements (whole words). */
+void pccx_jb_copy(struct pccx_jb *jb, uint32_t dst, uint32_t src, uint32_t n);
+/* Name the tensor at (word, n) as produced by the last instruction emitted. */
+void pccx_jb_stage(struct pccx_jb *jb, const char *name, uint32_t word, uint32_t n);
+
+/* The job so far; returns the sticky status (with jb->diag) if any emit failed. */
+PCCX_MUST_CHECK int pccx_jb_finish(struct pccx_jb *jb, struct pccx_job_view *view, pccx_diag *d);
+
+#endif
