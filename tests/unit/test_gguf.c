@@ -1291,6 +1291,210 @@ START_TEST(decode_rows)
 }
 END_TEST
 
+/* ------------------------------------------------------------------------------------- */
+/* Q4 import and requantisation                                                           */
+
+static uint32_t lcg(uint32_t *st)
+{
+	*st = *st * 1664525u + 1013904223u;
+	return *st >> 8;
+}
+
+/* Q4_0 -> Q4 is lossless: same scale bits, q = nibble - 8 in element order, and every
+ * dequantised weight equals the ggml value bit for bit. */
+START_TEST(q4_0_import_bit_exact)
+{
+	enum { NB = 64 };
+	uint8_t src[NB * 18], nib[NB * 16];
+	uint16_t sc[NB];
+	float ref[NB * 32];
+	pccx_q4_error e;
+	pccx_diag d = { 0 };
+	uint32_t st = 12345;
+	char line[128];
+
+	for (int b = 0; b < NB; b++) {
+		/* finite FP16 scales of both signs, including subnormal and zero */
+		uint16_t h = (uint16_t)(lcg(&st) & 0xfbff);
+
+		if (b == 0)
+			h = 0;
+		if (b == 1)
+			h = 0x0001;
+		put_le(src + 18 * b, h, 2);
+		for (int j = 0; j < 16; j++)
+			src[18 * b + 2 + j] = (uint8_t)lcg(&st);
+	}
+	decode_ok(PCCX_GGML_Q4_0, src, sizeof(src), ref, NB * 32);
+	pccx_q4_error_init(&e);
+	ck_assert_int_eq(pccx_q4_import(PCCX_GGML_Q4_0, src, sizeof(src), NB * 32, nib, sc, &e, "w",
+					&d), 0);
+	for (int b = 0; b < NB; b++) {
+		ck_assert_uint_eq(sc[b], (uint16_t)(src[18 * b] | src[18 * b + 1] << 8));
+		for (int j = 0; j < 16; j++) {
+			ck_assert_int_eq(pccx_int4_get(nib, (size_t)(32 * b + j)),
+					 (src[18 * b + 2 + j] & 15) - 8);
+			ck_assert_int_eq(pccx_int4_get(nib, (size_t)(32 * b + 16 + j)),
+					 (src[18 * b + 2 + j] >> 4) - 8);
+		}
+	}
+	for (size_t k = 0; k < NB * 32; k++)
+		ck_assert_uint_eq(pccx_f32_bits(pccx_q4_weight(nib, sc, k)), pccx_f32_bits(ref[k]));
+	ck_assert(e.lossless);
+	ck_assert_uint_eq(e.n, NB * 32);
+	ck_assert(e.sum_sq_err == 0.0 && e.max_abs_err == 0.0);
+	ck_assert(pccx_q4_error_rms(&e) == 0.0);
+	ck_assert_str_eq(pccx_q4_error_format(&e, line, sizeof(line)), "lossless (n 2048)");
+}
+END_TEST
+
+/* Requantising F32 is exactly pccx_q4_quantize_block per block, and the error report
+ * matches an independent computation. */
+START_TEST(requant_f32_and_error_report)
+{
+	enum { N = 8192 + 96 };
+	static float x[N];
+	static uint8_t src[N * 4], nib[N / 2], nib2[16];
+	static uint16_t sc[N / 32];
+	double se = 0, sr = 0, mx = 0, maxd = 0;
+	pccx_q4_error e;
+	pccx_diag d = { 0 };
+	uint32_t st = 777;
+	char line[160], want[160];
+
+	for (int i = 0; i < N; i++) {
+		x[i] = ((float)(int)(lcg(&st) % 20001) - 10000.0f) * 1e-4f;
+		put_le(src + 4 * i, pccx_f32_bits(x[i]), 4);
+	}
+	pccx_q4_error_init(&e);
+	ck_assert_int_eq(pccx_q4_import(PCCX_GGML_F32, src, sizeof(src), N, nib, sc, &e, "w", &d), 0);
+	for (int b = 0; b < N / 32; b++) {
+		uint16_t h;
+
+		ck_assert_int_eq(pccx_q4_quantize_block(x + 32 * b, &h, nib2), 0);
+		ck_assert_uint_eq(h, sc[b]);
+		ck_assert_int_eq(memcmp(nib2, nib + 16 * b, 16), 0);
+		if (fabs((double)pccx_fp16_to_f32(h)) > maxd)
+			maxd = fabs((double)pccx_fp16_to_f32(h));
+	}
+	for (int i = 0; i < N; i++) {
+		double diff = (double)pccx_q4_weight(nib, sc, (size_t)i) - x[i];
+
+		se += diff * diff;
+		sr += (double)x[i] * x[i];
+		if (fabs(diff) > mx)
+			mx = fabs(diff);
+	}
+	ck_assert(!e.lossless);
+	ck_assert_uint_eq(e.n, N);
+	ck_assert(e.sum_sq_err == se);
+	ck_assert(e.max_abs_err == mx);
+	ck_assert(pccx_q4_error_rms(&e) == sqrt(se / N));
+	ck_assert(pccx_q4_error_rel_rms(&e) == sqrt(se / sr));
+	/* Contract of the rounding rule: no weight moves by more than one step |d|. */
+	ck_assert(e.max_abs_err > 0 && e.max_abs_err <= maxd);
+	snprintf(want, sizeof(want), "rms %.3e, max %.3e, relative rms %.3e (n %d)", sqrt(se / N),
+		 mx, sqrt(se / sr), N);
+	ck_assert_str_eq(pccx_q4_error_format(&e, line, sizeof(line)), want);
+}
+END_TEST
+
+/* Q8_0 and Q4_K go through the decoder then the quantiser; an exactly representable
+ * source (values d * q with q in -8..7 and the largest magnitude -8 d) comes back exact. */
+START_TEST(requant_other_types)
+{
+	uint8_t q8[34 * 2], nib[32];
+	uint16_t sc[2];
+	float ref[64];
+	pccx_q4_error e;
+	pccx_diag d = { 0 };
+
+	put_le(q8, 0x3c00, 2);	/* 1.0 */
+	for (int j = 0; j < 32; j++)
+		q8[2 + j] = (uint8_t)(int8_t)(j % 16 - 8);
+	put_le(q8 + 34, 0x3800, 2);	/* 0.5, values up to 127 -> lossy */
+	for (int j = 0; j < 32; j++)
+		q8[36 + j] = (uint8_t)(int8_t)(j * 8 - 127);
+	decode_ok(PCCX_GGML_Q8_0, q8, sizeof(q8), ref, 64);
+	pccx_q4_error_init(&e);
+	ck_assert_int_eq(pccx_q4_import(PCCX_GGML_Q8_0, q8, sizeof(q8), 64, nib, sc, &e, "w", &d), 0);
+	ck_assert(!e.lossless);
+	for (int k = 0; k < 32; k++)
+		ck_assert(pccx_q4_weight(nib, sc, (size_t)k) == ref[k]);
+	ck_assert(e.max_abs_err > 0);
+
+	/* Q4_K block: d = 1, every scale 1, min 0 -> values 0..15 (a multiple of 256 elements). */
+	{
+		uint8_t k4[144], n4[128];
+		uint16_t s4[8];
+
+		memset(k4, 0, sizeof(k4));
+		put_le(k4, 0x3c00, 2);
+		for (int j = 0; j < 4; j++)
+			k4[4 + j] = 1;
+		for (int j = 8; j < 12; j++)
+			k4[4 + j] = 0x01;
+		for (int l = 0; l < 128; l++)
+			k4[16 + l] = (uint8_t)(l % 16 | (15 - l % 16) << 4);
+		pccx_q4_error_init(&e);
+		ck_assert_int_eq(pccx_q4_import(PCCX_GGML_Q4_K, k4, 144, 256, n4, s4, &e, "w", &d), 0);
+		ck_assert_uint_eq(e.n, 256);
+		ck_assert(!e.lossless);
+		ck_assert(e.max_abs_err > 0);
+	}
+}
+END_TEST
+
+START_TEST(requant_refusals)
+{
+	float x[64];
+	uint8_t nib[32], b[64] = { 0 };
+	uint16_t sc[2];
+	pccx_diag d = { 0 };
+
+	for (int i = 0; i < 64; i++)
+		x[i] = 1.0f;
+	x[40] = NAN;
+	ck_assert_int_eq(pccx_q4_quantize(x, 64, nib, sc, NULL, "blk.0.ffn_up.weight", &d),
+			 PCCX_ERR_RANGE);
+	ck_assert_str_eq(d.msg, "blk.0.ffn_up.weight: block 1 (elements 32..63) holds Inf or NaN, cannot quantise");
+	ck_assert_int_eq(pccx_q4_quantize(x, 48, nib, sc, NULL, "w", &d), PCCX_ERR_INVALID);
+	ck_assert_int_eq(pccx_q4_import(PCCX_GGML_IQ4_NL, b, 64, 32, nib, sc, NULL, "w", &d),
+			 PCCX_ERR_UNSUPPORTED);
+	ck_assert_str_eq(d.msg, "w: decoding ggml type IQ4_NL is not supported");
+	ck_assert_int_eq(pccx_q4_import(PCCX_GGML_Q4_0, b, 35, 64, nib, sc, NULL, "w", &d),
+			 PCCX_ERR_RANGE);
+}
+END_TEST
+
+START_TEST(tensor_to_q4)
+{
+	uint8_t *buf;
+	size_t len;
+	pccx_gguf *g;
+	pccx_diag d = { 0 };
+	uint8_t nib[64];
+	uint16_t sc[4];
+	pccx_q4_error e;
+
+	sample_image(3, 0, &buf, &len);
+	g = open_ok(buf, len);
+	pccx_q4_error_init(&e);
+	ck_assert_int_eq(pccx_gguf_tensor_to_q4(g, pccx_gguf_find_tensor(g, "t.q4"), nib, sc, &e, &d), 0);
+	ck_assert(e.lossless);
+	ck_assert_uint_eq(sc[2], 0x4000);
+	ck_assert_int_eq(pccx_gguf_tensor_to_q4(g, pccx_gguf_find_tensor(g, "t.f32"), nib, sc, &e, &d),
+			 PCCX_ERR_UNSUPPORTED);
+	ck_assert_str_eq(d.msg, "s.gguf: tensor 't.f32': row length 8 is not a multiple of the Q4 block of 32");
+	pccx_q4_error_init(&e);
+	ck_assert_int_eq(pccx_gguf_tensor_to_q4(g, pccx_gguf_find_tensor(g, "t.q8"), nib, sc, &e, &d), 0);
+	ck_assert(!e.lossless);
+	ck_assert_uint_eq(e.n, 96);
+	pccx_gguf_close(g);
+	free(buf);
+}
+END_TEST
+
 static Suite *gguf_suite(void)
 {
 	Suite *s = suite_create("gguf");
@@ -1336,6 +1540,14 @@ static Suite *gguf_suite(void)
 	tcase_add_test(tc, decode_k_quants);
 	tcase_add_test(tc, decode_refusals);
 	tcase_add_test(tc, decode_rows);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("q4");
+	tcase_add_test(tc, q4_0_import_bit_exact);
+	tcase_add_test(tc, requant_f32_and_error_report);
+	tcase_add_test(tc, requant_other_types);
+	tcase_add_test(tc, requant_refusals);
+	tcase_add_test(tc, tensor_to_q4);
 	suite_add_tcase(s, tc);
 	return s;
 }
