@@ -109,7 +109,7 @@ static const char *describe(const char *p, const char *end, char *buf, size_t si
 	return buf;
 }
 
-static void skip_ws(struct parser *ps)
+static inline void skip_ws(struct parser *ps)
 {
 	const char *p = ps->p, *end = ps->end;
 
