@@ -353,6 +353,188 @@ PCCX_MUST_CHECK int pccx_gguf_writer_write(pccx_gguf_writer *w, const char *path
 PCCX_MUST_CHECK int pccx_gguf_writer_write_mem(pccx_gguf_writer *w, uint8_t **buf, size_t *len,
 					       pccx_diag *d);
 
+/* ===================================================================================== */
+/* safetensors reader                                                                     */
+/*
+ * A file is an 8-byte little-endian header length N, N bytes of JSON header mapping tensor
+ * names to {"dtype", "shape", "data_offsets": [begin, end]} (plus an optional
+ * "__metadata__" object of strings), then the data. Offsets are relative to the data; the
+ * tensors must cover it exactly (no holes, no overlap, nothing after the last one).
+ * Tensor data is used in place (memory-mapped). F32, F16 and BF16 tensors are readable;
+ * tensors of the other safetensors dtypes are listed (their extents are validated) but
+ * refused when accessed; an unknown dtype string refuses the file.
+ */
+
+#define PCCX_ST_MAX_DIMS 8u
+/* Largest header accepted (the reference implementation's limit). */
+#define PCCX_ST_MAX_HEADER ((uint64_t)100 << 20)
+/* `type` of a tensor whose dtype is valid safetensors but not readable here. */
+#define PCCX_ST_UNSUPPORTED UINT32_MAX
+
+typedef struct pccx_st_tensor {
+	const char *name;
+	const char *dtype;	/* as written: "BF16", "I64" ... */
+	uint32_t type;		/* PCCX_GGML_F32 / F16 / BF16, or PCCX_ST_UNSUPPORTED */
+	uint32_t n_dims;	/* 0 for a scalar */
+	uint64_t shape[PCCX_ST_MAX_DIMS];	/* row-major: shape[n_dims - 1] is the row length */
+	uint64_t n_elems;
+	uint64_t nbytes;
+	uint64_t offset;	/* from the start of the data section */
+	const uint8_t *data;
+	const char *file;	/* the shard holding it */
+} pccx_st_tensor;
+
+typedef struct pccx_safetensors pccx_safetensors;
+
+/*
+ * Open a checkpoint: `path` is a .safetensors file, a model.safetensors.index.json (every
+ * shard named in its weight_map is opened and checked to hold the tensors the index
+ * assigns to it; a tensor in two shards is refused), or a directory holding either
+ * (the index is preferred).
+ */
+PCCX_MUST_CHECK int pccx_st_open(pccx_safetensors **out, const char *path, pccx_diag *d);
+/* One safetensors image in memory (kept by reference until pccx_st_close). */
+PCCX_MUST_CHECK int pccx_st_open_mem(pccx_safetensors **out, const void *buf, size_t len,
+				     const char *name, pccx_diag *d);
+void pccx_st_close(pccx_safetensors *st);
+
+uint64_t pccx_st_n_tensors(const pccx_safetensors *st);
+const pccx_st_tensor *pccx_st_tensor_at(const pccx_safetensors *st, uint64_t i);
+const pccx_st_tensor *pccx_st_find(const pccx_safetensors *st, const char *name);
+/* Fails with PCCX_ERR_NOT_FOUND, or PCCX_ERR_UNSUPPORTED for a dtype other than F32/F16/BF16. */
+PCCX_MUST_CHECK int pccx_st_get_tensor(const pccx_safetensors *st, const char *name,
+				       const pccx_st_tensor **out, pccx_diag *d);
+/* Value of a "__metadata__" entry (first shard that has it), or NULL. */
+const char *pccx_st_metadata(const pccx_safetensors *st, const char *key);
+/* Number of shard files (1 for a single file). */
+uint64_t pccx_st_n_files(const pccx_safetensors *st);
+/* Decode rows [row, row + n_rows) (rows are shape[n_dims - 1] long) into floats. */
+PCCX_MUST_CHECK int pccx_st_decode_rows(const pccx_safetensors *st, const pccx_st_tensor *t,
+					uint64_t row, uint64_t n_rows, float *dst, pccx_diag *d);
+
+/* ===================================================================================== */
+/* Gemma 3n text configuration (Hugging Face config.json)                                 */
+
+#define PCCX_G3N_MAX_LAYERS 128u
+
+typedef struct pccx_g3n_config {
+	uint32_t hidden_size;
+	uint32_t num_hidden_layers;
+	uint32_t intermediate_size[PCCX_G3N_MAX_LAYERS];	/* per layer */
+	uint32_t num_attention_heads;
+	uint32_t num_key_value_heads;
+	uint32_t head_dim;
+	uint32_t vocab_size;
+	uint32_t vocab_size_per_layer_input;
+	uint32_t hidden_size_per_layer_input;
+	uint32_t sliding_window;
+	bool layer_is_sliding[PCCX_G3N_MAX_LAYERS];	/* layer_types[i] == "sliding_attention" */
+	double rope_theta;		/* full-attention layers */
+	double rope_local_base_freq;	/* sliding layers */
+	double rms_norm_eps;
+	uint32_t altup_num_inputs;
+	uint32_t altup_active_idx;
+	uint32_t laurel_rank;
+	uint32_t num_kv_shared_layers;
+	float activation_sparsity[PCCX_G3N_MAX_LAYERS];	/* per layer, 0 = dense */
+	double final_logit_softcapping;	/* 0 when null */
+	/* Bit i set when field i of the list in docs/model-files.md took its default. */
+	uint32_t defaulted;
+} pccx_g3n_config;
+
+/*
+ * Read the text part of a Gemma 3n config.json: the object under "text_config" when the
+ * root has one (multimodal Gemma3nForConditionalGeneration config), else the root.
+ * Required: hidden_size, num_hidden_layers, intermediate_size (a number or one per layer),
+ * num_attention_heads, num_key_value_heads, head_dim, vocab_size. The others take the
+ * Hugging Face defaults when absent (listed in docs/model-files.md). Every value is
+ * checked (ranges, list lengths, consistency); the diag names the file and the field.
+ */
+PCCX_MUST_CHECK int pccx_g3n_config_read(const char *path, pccx_g3n_config *cfg, pccx_diag *d);
+PCCX_MUST_CHECK int pccx_g3n_config_parse(const void *json, size_t len, const char *name,
+					  pccx_g3n_config *cfg, pccx_diag *d);
+/* The default E4B configuration (the values of the published config.json). */
+void pccx_g3n_config_e4b(pccx_g3n_config *cfg);
+
+/* ===================================================================================== */
+/* Gemma 3n text-decoder tensor map                                                       */
+
+typedef enum pccx_g3n_tensor {
+	/* global */
+	PCCX_G3N_TOKEN_EMBD,
+	PCCX_G3N_PER_LAYER_TOKEN_EMBD,
+	PCCX_G3N_PER_LAYER_MODEL_PROJ,
+	PCCX_G3N_PER_LAYER_PROJ_NORM,
+	PCCX_G3N_ALTUP_PROJ,		/* GGUF: one stacked tensor; safetensors: parts 0..A-2 */
+	PCCX_G3N_ALTUP_UNEMBD_PROJ,	/* likewise */
+	PCCX_G3N_OUTPUT_NORM,
+	/* per layer */
+	PCCX_G3N_ATTN_NORM,
+	PCCX_G3N_ATTN_Q,
+	PCCX_G3N_ATTN_K,
+	PCCX_G3N_ATTN_V,
+	PCCX_G3N_ATTN_OUTPUT,
+	PCCX_G3N_ATTN_Q_NORM,
+	PCCX_G3N_ATTN_K_NORM,
+	PCCX_G3N_POST_ATTN_NORM,
+	PCCX_G3N_FFN_NORM,
+	PCCX_G3N_FFN_GATE,
+	PCCX_G3N_FFN_UP,
+	PCCX_G3N_FFN_DOWN,
+	PCCX_G3N_POST_FFW_NORM,
+	PCCX_G3N_LAUREL_L,
+	PCCX_G3N_LAUREL_R,
+	PCCX_G3N_LAUREL_POST_NORM,
+	PCCX_G3N_ALTUP_ROUTER,
+	PCCX_G3N_ALTUP_ROUTER_NORM,
+	PCCX_G3N_ALTUP_PREDICT_COEF,
+	PCCX_G3N_ALTUP_CORRECT_COEF,
+	PCCX_G3N_ALTUP_CORRECT_SCALE,
+	PCCX_G3N_INP_GATE,
+	PCCX_G3N_PROJ,
+	PCCX_G3N_POST_NORM,
+	PCCX_G3N_TENSOR_COUNT
+} pccx_g3n_tensor;
+
+/* Short key ("ffn_up", the GGUF name without "blk.N." and ".weight"); NULL if out of range. */
+const char *pccx_g3n_tensor_key(int id);
+/* Id of a short key, or -1. */
+int pccx_g3n_tensor_by_key(const char *key);
+/* True for tensors that exist once per layer. */
+bool pccx_g3n_tensor_per_layer(int id);
+/* Number of safetensors tensors making up the GGUF one (altup_num_inputs - 1 or 1). */
+uint32_t pccx_g3n_st_parts(const pccx_g3n_config *cfg, int id);
+
+/* Names. `layer` is ignored for global tensors, `part` for non-stacked ones. */
+PCCX_MUST_CHECK int pccx_g3n_gguf_name(int id, uint32_t layer, char *buf, size_t size);
+PCCX_MUST_CHECK int pccx_g3n_st_name(int id, uint32_t layer, uint32_t part, char *buf,
+				     size_t size);
+/*
+ * Expected shape in PyTorch order (outermost first; a GGUF tensor's ne is the reverse).
+ * For the stacked AltUp projections the GGUF shape is (A-1, D, D) and each safetensors
+ * part (D, D); `for_gguf` selects which.
+ */
+PCCX_MUST_CHECK int pccx_g3n_expected_shape(const pccx_g3n_config *cfg, int id, uint32_t layer,
+					    bool for_gguf, uint32_t *n_dims, uint64_t shape[4],
+					    pccx_diag *d);
+/*
+ * Find a tensor and check its shape. Missing tensors fail with PCCX_ERR_NOT_FOUND, shape
+ * mismatches with PCCX_ERR_FORMAT; the diag names the file, the tensor, the expected and
+ * the actual shape. The GGUF per_layer_token_embd may have vocab_size rows instead of
+ * vocab_size_per_layer_input (newer converters pad it).
+ */
+PCCX_MUST_CHECK int pccx_g3n_find_gguf(const pccx_gguf *g, const pccx_g3n_config *cfg, int id,
+				       uint32_t layer, const pccx_gguf_tensor **out,
+				       pccx_diag *d);
+PCCX_MUST_CHECK int pccx_g3n_find_st(const pccx_safetensors *st, const pccx_g3n_config *cfg,
+				     int id, uint32_t layer, uint32_t part,
+				     const pccx_st_tensor **out, pccx_diag *d);
+/* Check every text-decoder tensor of every layer (first failure reported). */
+PCCX_MUST_CHECK int pccx_g3n_check_gguf(const pccx_gguf *g, const pccx_g3n_config *cfg,
+					pccx_diag *d);
+PCCX_MUST_CHECK int pccx_g3n_check_st(const pccx_safetensors *st, const pccx_g3n_config *cfg,
+				      pccx_diag *d);
+
 #ifdef __cplusplus
 }
 #endif
