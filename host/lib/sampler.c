@@ -56,42 +56,61 @@ struct pccx_sampler {
 /* ------------------------------------------------------------------------------------------ */
 /* Numerics shared by both paths */
 
-#define LN2_HI	0x1.62e42feep-1		/* 21 trailing zero bits: k * LN2_HI exact */
-#define LN2_LO	0x1.a39ef35793c76p-33		/* ln 2 - LN2_HI */
-#define INV_LN2	0x1.71547652b82fep+0
+/* ln 2 / 32 split so that k * LN2_32_HI is exact for |k| < 2^21. */
+#define LN2_32_HI	0x1.62e42feep-6
+#define LN2_32_LO	0x1.a39ef35793c76p-38
+#define INV_LN2_32	0x1.71547652b82fep+5	/* 32 / ln 2 */
+
+/* 2^(j/32), j = 0..31, each correctly rounded to double. */
+static const double exp2_32nds[32] = {
+	0x1.0000000000000p+0, 0x1.059b0d3158574p+0,
+	0x1.0b5586cf9890fp+0, 0x1.11301d0125b51p+0,
+	0x1.172b83c7d517bp+0, 0x1.1d4873168b9aap+0,
+	0x1.2387a6e756238p+0, 0x1.29e9df51fdee1p+0,
+	0x1.306fe0a31b715p+0, 0x1.371a7373aa9cbp+0,
+	0x1.3dea64c123422p+0, 0x1.44e086061892dp+0,
+	0x1.4bfdad5362a27p+0, 0x1.5342b569d4f82p+0,
+	0x1.5ab07dd485429p+0, 0x1.6247eb03a5585p+0,
+	0x1.6a09e667f3bcdp+0, 0x1.71f75e8ec5f74p+0,
+	0x1.7a11473eb0187p+0, 0x1.82589994cce13p+0,
+	0x1.8ace5422aa0dbp+0, 0x1.93737b0cdc5e5p+0,
+	0x1.9c49182a3f090p+0, 0x1.a5503b23e255dp+0,
+	0x1.ae89f995ad3adp+0, 0x1.b7f76f2fb5e47p+0,
+	0x1.c199bdd85529cp+0, 0x1.cb720dcef9069p+0,
+	0x1.d5818dcfba487p+0, 0x1.dfc97337b9b5fp+0,
+	0x1.ea4afa2a490dap+0, 0x1.f50765b6e4540p+0,
+};
 
 double pccx_sampler_exp(double x)
 {
-	double t, r, p, scale;
+	double t, r, q, tj, scale;
 	uint64_t bits;
-	int k;
+	unsigned j;
+	int k, e;
 
 	if (!(x >= -700.0))
 		return 0.0;
 	if (x > 700.0)
 		return INFINITY;
-	t = x * INV_LN2;
+	t = x * INV_LN2_32;
 	/* Conversion truncates toward zero, so +-0.5 rounds half away from zero. */
 	k = (int)(t < 0.0 ? t - 0.5 : t + 0.5);
-	r = (x - (double)k * LN2_HI) - (double)k * LN2_LO;
-	p = 1.0 / 6227020800.0;
-	p = 1.0 / 479001600.0 + r * p;
-	p = 1.0 / 39916800.0 + r * p;
-	p = 1.0 / 3628800.0 + r * p;
-	p = 1.0 / 362880.0 + r * p;
-	p = 1.0 / 40320.0 + r * p;
-	p = 1.0 / 5040.0 + r * p;
-	p = 1.0 / 720.0 + r * p;
-	p = 1.0 / 120.0 + r * p;
-	p = 1.0 / 24.0 + r * p;
-	p = 1.0 / 6.0 + r * p;
-	p = 0.5 + r * p;
-	p = 1.0 + r * p;
-	p = 1.0 + r * p;
-	/* |k| <= 1010: 2^k is a normal double and p * 2^k is exact. */
-	bits = (uint64_t)(k + 1023) << 52;
+	j = (unsigned)k & 31u;
+	e = (k - (int)j) / 32;
+	r = (x - (double)k * LN2_32_HI) - (double)k * LN2_32_LO;
+	/* e^r - 1 for |r| <= ln2/64 (truncation after r^6 < 4e-18). */
+	q = 1.0 / 720.0;
+	q = 1.0 / 120.0 + r * q;
+	q = 1.0 / 24.0 + r * q;
+	q = 1.0 / 6.0 + r * q;
+	q = 0.5 + r * q;
+	q = 1.0 + r * q;
+	q = r * q;
+	tj = exp2_32nds[j];
+	/* |e| <= 1011: 2^e is a normal double and the final product is exact. */
+	bits = (uint64_t)(e + 1023) << 52;
 	memcpy(&scale, &bits, sizeof(scale));
-	return p * scale;
+	return (tj + tj * q) * scale;
 }
 
 float pccx_sampler_penalise(float x, float rho)

@@ -15,11 +15,12 @@
 /*
  * e^x from IEEE-754 double +, -, * only, so it is the same on every machine (libm's exp is
  * not: implementations differ in the last bit). Returns 0 for x < -700 (and for -inf and
- * NaN), +inf for x > 700, exactly 1 for x == 0. Relative error about 1e-16.
+ * NaN), +inf for x > 700, exactly 1 for x == 0. Relative error below 2^-52.
  *
- * Method: k = x / ln2 rounded half away from zero; r = (x - k*ln2_hi) - k*ln2_lo with ln2
- * split so that k*ln2_hi is exact; e^r by its Taylor series to degree 13 in Horner form
- * (|r| <= 0.347, truncation < 1e-17); result scaled by the exact power 2^k.
+ * Method: k = 32 x / ln 2 rounded half away from zero, j = k mod 32, e = (k - j) / 32;
+ * r = (x - k*c_hi) - k*c_lo with ln2/32 = c_hi + c_lo split so that k*c_hi is exact
+ * (|r| <= ln2/64); q = e^r - 1 by its Taylor series to r^6 in Horner form (truncation
+ * < 4e-18); result (T_j + T_j*q) * 2^e with T_j = 2^(j/32) correctly rounded and 2^e exact.
  */
 double pccx_sampler_exp(double x);
 

@@ -132,12 +132,13 @@ START_TEST(test_exp_exact_points_and_bound)
 	ck_assert(pccx_sampler_exp(NAN) == 0.0);
 	ck_assert(pccx_sampler_exp(701.0) == INFINITY);
 	/*
-	 * Pins the implementation: e^-1 and e^-10 as this function rounds them (the correctly
-	 * rounded e^-10 is 0x1.7cd79b5647c9bp-15, one ulp above; the contract is this function,
-	 * not the true value).
+	 * Pins the implementation: values as this function rounds them. The contract is this
+	 * function, not the true value: the first two are correctly rounded, the third is one
+	 * ulp above the correctly rounded 0x1.e3b40ebefcd7ep-2.
 	 */
 	ck_assert(pccx_sampler_exp(-1.0) == 0x1.78b56362cef38p-2);
-	ck_assert(pccx_sampler_exp(-10.0) == 0x1.7cd79b5647c9ap-15);
+	ck_assert(pccx_sampler_exp(-10.0) == 0x1.7cd79b5647c9bp-15);
+	ck_assert(pccx_sampler_exp(-0.75) == 0x1.e3b40ebefcd7fp-2);
 	/* Documented bound: relative error <= 2^-52 against the C library's exp. */
 	for (x = -700.0; x <= 0.0; x += 0.0137) {
 		double a = pccx_sampler_exp(x), b = exp(x), e = fabs(a - b) / b;
@@ -895,6 +896,45 @@ START_TEST(test_recorded_sequence_adaptive)
 }
 END_TEST
 
+/*
+ * The first step's distribution, bit for bit (recorded like the tokens above): catches
+ * changes in rounding that are too small to move a token.
+ */
+START_TEST(test_recorded_distribution_bits)
+{
+	float *l = malloc(GEMMA_VOCAB * sizeof(*l));
+	int32_t h[8];
+	pccx_sampler_config c;
+	pccx_sampler *s;
+	pccx_sampler_dist dist;
+	unsigned t;
+
+	ck_assert_ptr_nonnull(l);
+	for (t = 0; t < 8; t++)
+		h[t] = (int32_t)(t * 32771u % GEMMA_VOCAB);
+	recorded_logits(l, GEMMA_VOCAB, 0);
+	pccx_sampler_config_default(&c);
+	s = mk(&c, GEMMA_VOCAB);
+	dist_of(s, l, GEMMA_VOCAB, h, 8, &dist);
+	ck_assert_uint_eq(dist.n, 6);
+	ck_assert_int_eq(dist.ids[0], 134284);
+	ck_assert(dist.total == 0x1.957a394942479p+1);
+	ck_assert(dist.probs[0] == 0x1.4340e5492eb24p-2);
+	ck_assert(dist.probs[5] == 0x1.556eef82958b8p-5);
+
+	/* top-k off, T 0.8, top-p 0.9: the kept set needs the candidate bound to grow. */
+	c.top_k = 0;
+	c.temperature = 0.8f;
+	ck_assert_int_eq(pccx_sampler_set_config(s, &c, NULL), PCCX_OK);
+	dist_of(s, l, GEMMA_VOCAB, h, 8, &dist);
+	ck_assert_uint_eq(dist.n, 12427);
+	ck_assert(dist.total == 0x1.cc847ae129a1fp+1);
+	ck_assert_uint_eq(pccx_sampler_last_bound(s), 16384);
+	pccx_sampler_destroy(s);
+	free(l);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------------------------ */
 
 static Suite *sampler_suite(void)
@@ -940,6 +980,7 @@ static Suite *sampler_suite(void)
 	tcase_set_timeout(rec, 120);
 	tcase_add_test(rec, test_recorded_sequence_defaults);
 	tcase_add_test(rec, test_recorded_sequence_adaptive);
+	tcase_add_test(rec, test_recorded_distribution_bits);
 	suite_add_tcase(s, rec);
 	return s;
 }
