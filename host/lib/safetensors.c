@@ -714,6 +714,11 @@ uint64_t pccx_st_n_tensors(const pccx_safetensors *st)
 	return st->n_all;
 }
 
+const char *pccx_st_name(const pccx_safetensors *st)
+{
+	return st->name;
+}
+
 uint64_t pccx_st_n_files(const pccx_safetensors *st)
 {
 	return st->n_sh;

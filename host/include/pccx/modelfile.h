@@ -406,6 +406,8 @@ PCCX_MUST_CHECK int pccx_st_get_tensor(const pccx_safetensors *st, const char *n
 				       const pccx_st_tensor **out, pccx_diag *d);
 /* Value of a "__metadata__" entry (first shard that has it), or NULL. */
 const char *pccx_st_metadata(const pccx_safetensors *st, const char *key);
+/* The path given to pccx_st_open (or the name given to pccx_st_open_mem). */
+const char *pccx_st_name(const pccx_safetensors *st);
 /* Number of shard files (1 for a single file). */
 uint64_t pccx_st_n_files(const pccx_safetensors *st);
 /* Decode rows [row, row + n_rows) (rows are shape[n_dims - 1] long) into floats. */
