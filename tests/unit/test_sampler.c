@@ -225,9 +225,10 @@ START_TEST(test_llama_top_p)
 
 	/*
 	 * 0.4 + 0.3 reaches 0.7: the mass ranked before 0.2 is 0.7, not < 0.7, so 0.2 is
-	 * dropped and the token that reached 0.7 (0.3) is kept, as in llama.cpp. Here the
-	 * float 0.7f is 0.699999988 and the computed prefix/S is 0.7 within ~1e-8, so the
-	 * boundary is decided by the rule and not by rounding luck (see the exact test below).
+	 * dropped and the token that reached 0.7 (0.3) is kept, as in llama.cpp. In floating
+	 * point the computed mass before 0.2 is 0.700000002 of S and 0.7f is 0.699999988, so
+	 * the outcome at this exact-arithmetic boundary rests on a 1.4e-8 margin; the boundary
+	 * rule itself is checked with exact sums in test_top_p_exact_boundary.
 	 */
 	c.top_p = 0.7f;
 	expect_probs(c, P4, 4, NULL, 0, p07);
@@ -238,6 +239,38 @@ START_TEST(test_llama_top_p)
 	expect_probs(c, P4, 4, NULL, 0, p0);
 	c.top_p = 1.0f;
 	expect_probs(c, P4, 4, NULL, 0, P4);
+}
+END_TEST
+
+START_TEST(test_hf_top_p_examples)
+{
+	static const double a[4] = { 0.3, 0.1, 0.1, 0.5 }, b[4] = { 0.15, 0.3, 0.3, 0.25 };
+	pccx_sampler_config c = plain_cfg();
+	pccx_sampler *s;
+	pccx_sampler_dist dist;
+	float l[4];
+
+	c.top_p = 0.8f;
+	s = mk(&c, 4);
+	/* Same as HF: mass before 0.25 is 0.6 (kept), before 0.15 it is 0.85 (dropped). */
+	logits_from_probs(l, b, 4);
+	dist_of(s, l, 4, NULL, 0, &dist);
+	ck_assert_uint_eq(dist.n, 3);
+	ck_assert_int_eq(dist.ids[0], 1);
+	ck_assert_int_eq(dist.ids[1], 2);
+	ck_assert_int_eq(dist.ids[2], 3);
+	/*
+	 * Documented difference: HF keeps {0.5, 0.3} because their mass is exactly 0.8. Here
+	 * the mass before the first 0.1 computes to 0.800000004 of S, below 0.8f = 0.800000012,
+	 * so that 0.1 (the lower id, 1) is kept too.
+	 */
+	logits_from_probs(l, a, 4);
+	dist_of(s, l, 4, NULL, 0, &dist);
+	ck_assert_uint_eq(dist.n, 3);
+	ck_assert_int_eq(dist.ids[0], 3);
+	ck_assert_int_eq(dist.ids[1], 0);
+	ck_assert_int_eq(dist.ids[2], 1);
+	pccx_sampler_destroy(s);
 }
 END_TEST
 
@@ -954,6 +987,7 @@ static Suite *sampler_suite(void)
 	tcase_add_test(rules, test_penalise_rule);
 	tcase_add_test(rules, test_llama_top_k);
 	tcase_add_test(rules, test_llama_top_p);
+	tcase_add_test(rules, test_hf_top_p_examples);
 	tcase_add_test(rules, test_top_p_exact_boundary);
 	tcase_add_test(rules, test_llama_penalties);
 	tcase_add_test(rules, test_penalty_sign_and_window);
