@@ -1,0 +1,542 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The reference NPU: executes each op directly on a host L2 with the isa/num primitives.
+ * Semantics are those of docs/isa.md; the arithmetic is entirely in isa/num.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag.h"
+#include "exec_ref.h"
+#include "pccx_job.h"
+#include "pccx_num.h"
+
+#define L2_ELEMS ((size_t)PCCX_L2_WORDS * PCCX_L2_ELEMS_PER_WORD)
+#define MAX_DIM 65536u
+
+enum { OP_MATMUL, OP_CVO, OP_COPY, OP_LOAD, OP_STORE, OP_STAGE, OP_BEGIN, OP_END };
+
+struct hostbuf {
+	uint8_t *base;
+	uint64_t size;
+	bool dev_write;
+};
+
+struct pccx_ref_exec {
+	uint16_t *l2;			/* (PCCX_L2_WORDS, 8) */
+	float S;			/* the SFU scalar register */
+	struct hostbuf buf[PCCX_NPU_NBUF];
+	struct pccx_pool *pool;
+	enum pccx_kern_impl impl;
+	pccx_ref_stage_fn on_stage;
+	void *stage_user;
+	struct pccx_ref_counters cnt;
+	pccx_diag err;
+	/* scratch */
+	int8_t *q8;			/* (MAX_DIM) */
+	int8_t *xp;			/* (MAX_DIM) */
+	float *sx;			/* (MAX_DIM / 32) */
+	int32_t *xsum;			/* (MAX_DIM / 32) */
+	float *y;			/* (MAX_DIM) */
+};
+
+static struct pccx_ref_exec *X(void *ctx)
+{
+	return ctx;
+}
+
+static uint16_t *word(struct pccx_ref_exec *x, uint32_t w)
+{
+	return x->l2 + (size_t)w * PCCX_L2_ELEMS_PER_WORD;
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* Legality: each op is encoded as the instructions it stands for and checked by isa/.   */
+
+static int isa_fail(struct pccx_ref_exec *x, const char *what, const struct pccx_isa_fault *f)
+{
+	const char *field = f->field >= 0 && f->field < PCCX_NFIELDS ? pccx_fields[f->field].name : "-";
+
+	return pccx_fail(&x->err, PCCX_ERR_INVALID, "%s: %s (field %s)", what,
+			 pccx_isa_strerror(f->err), field);
+}
+
+/* Encode, decode (word-level legality) and compute effects against the shape state. */
+static int check_insn(struct pccx_ref_exec *x, const char *what, struct pccx_insn *in,
+		      struct pccx_shape_state *st)
+{
+	struct pccx_isa_fault f = { 0, -1 };
+	struct pccx_effects fx;
+	struct pccx_insn dec;
+	uint64_t w;
+
+	if (pccx_encode(in, &w, &f) || pccx_decode(w, &dec, &f))
+		return isa_fail(x, what, &f);
+	if (dec.opcode == PCCX_OP_MEMSET) {
+		pccx_shape_apply(st, &dec);
+		return PCCX_OK;
+	}
+	if (pccx_insn_effects(&dec, st, PCCX_L2_WORDS, &fx, &f))
+		return isa_fail(x, what, &f);
+	return PCCX_OK;
+}
+
+static int memset_fmap(struct pccx_ref_exec *x, const char *what, struct pccx_shape_state *st,
+		       uint32_t k, uint32_t m)
+{
+	struct pccx_insn in = { .opcode = PCCX_OP_MEMSET };
+
+	in.f[PCCX_FID_C_cache] = PCCX_CACHE_FMAP;
+	in.f[PCCX_FID_C_a] = k;
+	in.f[PCCX_FID_C_b] = m;
+	in.f[PCCX_FID_C_c] = 1;
+	return check_insn(x, what, &in, st);
+}
+
+/* The fmap shape of a transfer of n elements: (n, 1) when it fits, else (8, words). */
+static int memset_xfer(struct pccx_ref_exec *x, const char *what, struct pccx_shape_state *st,
+		       uint32_t n)
+{
+	if (n <= 0xFFFFu)
+		return memset_fmap(x, what, st, n, 1);
+	return memset_fmap(x, what, st, 8, pccx_words_for(n));
+}
+
+static int check_host(struct pccx_ref_exec *x, const char *what, uint32_t buf, uint64_t off,
+		      uint64_t bytes, bool write)
+{
+	const struct hostbuf *b;
+
+	if (buf >= PCCX_NPU_NBUF || !x->buf[buf].base)
+		return pccx_fail(&x->err, PCCX_ERR_INVALID, "%s: host buffer %u is not bound", what,
+				 buf);
+	b = &x->buf[buf];
+	if (off % 16)
+		return pccx_fail(&x->err, PCCX_ERR_INVALID, "%s: host offset %llu not a multiple of 16",
+				 what, (unsigned long long)off);
+	if (off > b->size || bytes > b->size - off)
+		return pccx_fail(&x->err, PCCX_ERR_RANGE,
+				 "%s: host range %llu+%llu outside buffer %u (%llu bytes)", what,
+				 (unsigned long long)off, (unsigned long long)bytes, buf,
+				 (unsigned long long)b->size);
+	if (write && !b->dev_write)
+		return pccx_fail(&x->err, PCCX_ERR_INVALID, "%s: buffer %u is read-only", what, buf);
+	return PCCX_OK;
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* Ops.                                                                                  */
+
+static int op_bind(void *ctx, uint32_t buf, void *base, uint64_t size, bool dev_write)
+{
+	struct pccx_ref_exec *x = X(ctx);
+
+	if (buf >= PCCX_NPU_NBUF)
+		return pccx_fail(&x->err, PCCX_ERR_INVALID, "bind: buffer %u", buf);
+	x->buf[buf].base = base;
+	x->buf[buf].size = size;
+	x->buf[buf].dev_write = dev_write;
+	return PCCX_OK;
+}
+
+static int op_begin(void *ctx, uint32_t pos)
+{
+	(void)pos;
+	X(ctx)->cnt.ops[OP_BEGIN]++;
+	return PCCX_OK;
+}
+
+static int op_end(void *ctx)
+{
+	X(ctx)->cnt.ops[OP_END]++;
+	return PCCX_OK;
+}
+
+/* GEMV/GEMM y[m][n] = x[m][:] . W[n][:] (Q4, BF16) or x[m][:] . W[:][n] (BF16T). */
+static int op_matmul(void *ctx, const struct pccx_npu_matmul *mm)
+{
+	struct pccx_ref_exec *x = X(ctx);
+	struct pccx_shape_state st;
+	struct pccx_insn in = { .opcode = mm->m == 1 ? PCCX_OP_GEMV : PCCX_OP_GEMM };
+	struct pccx_wshape ws = { mm->n, mm->k, mm->fmt, mm->fmt == PCCX_WFMT_Q4 };
+	uint64_t rb, bytes;
+	const uint8_t *w;
+	float smax = 0.0f;
+	uint32_t r, i;
+	int rc;
+
+	x->cnt.ops[OP_MATMUL]++;
+	pccx_shape_reset(&st);
+	rc = memset_fmap(x, "matmul fmap shape", &st, mm->k, mm->m);
+	if (!rc) {
+		struct pccx_insn ms = { .opcode = PCCX_OP_MEMSET };
+
+		ms.f[PCCX_FID_C_cache] = PCCX_CACHE_WEIGHT;
+		ms.f[PCCX_FID_C_a] = mm->n;
+		ms.f[PCCX_FID_C_b] = mm->k;
+		ms.f[PCCX_FID_C_c] = mm->fmt;
+		rc = check_insn(x, "matmul weight shape", &ms, &st);
+	}
+	if (rc)
+		return rc;
+	in.f[PCCX_FID_A_dest] = mm->dst;
+	in.f[PCCX_FID_A_src] = mm->src;
+	in.f[PCCX_FID_A_findemax] = mm->findemax;
+	in.f[PCCX_FID_A_accm] = mm->accm;
+	in.f[PCCX_FID_A_w_scale] = ws.w_scale;
+	rc = check_insn(x, mm->m == 1 ? "gemv" : "gemm", &in, &st);
+	if (rc)
+		return rc;
+	rb = pccx_wstream_row_bytes(&ws);
+	bytes = (uint64_t)pccx_wstream_rows(&ws) * rb;
+	rc = check_host(x, "matmul weights", mm->w.buf, mm->w.offset, bytes, false);
+	if (rc)
+		return rc;
+	w = x->buf[mm->w.buf].base + mm->w.offset;
+	x->cnt.stream_bytes += bytes;
+
+	for (r = 0; r < mm->m; r++) {
+		const uint16_t *xin = word(x, mm->src + r * pccx_words_for(mm->k));
+		uint16_t *out = word(x, mm->dst + r * pccx_words_for(mm->n));
+
+		switch (mm->fmt) {
+		case PCCX_WFMT_Q4: {
+			struct pccx_kern_act a = { mm->k, x->q8, x->sx, x->xp, x->xsum };
+
+			pccx_q8_quantize(xin, mm->k, x->q8, x->sx);
+			pccx_kern_act_prepare(&a);
+			pccx_kern_q4_gemv(x->pool, x->impl, w, rb, mm->n, &a, x->y);
+			break;
+		}
+		case PCCX_WFMT_BF16:
+			for (i = 0; i < mm->n; i++)
+				x->y[i] = pccx_bf16_row_dot((const uint16_t *)(const void *)(w + i * rb),
+							    xin, mm->k);
+			break;
+		case PCCX_WFMT_BF16T:
+			if (rb == (uint64_t)mm->n * 2) {
+				pccx_bf16_colsum((const uint16_t *)(const void *)w, xin, mm->k, mm->n,
+						 x->y);
+			} else {
+				/* rows padded to 16 bytes: repack to (K, N) for the primitive */
+				uint16_t *t = malloc((size_t)mm->k * mm->n * 2);
+
+				if (!t)
+					return pccx_fail(&x->err, PCCX_ERR_NOMEM, "bf16t: out of memory");
+				for (i = 0; i < mm->k; i++)
+					memcpy(t + (size_t)i * mm->n, w + i * rb, (size_t)mm->n * 2);
+				pccx_bf16_colsum(t, xin, mm->k, mm->n, x->y);
+				free(t);
+			}
+			break;
+		}
+		for (i = 0; i < mm->n; i++)
+			out[i] = pccx_out_store(x->y[i], mm->accm, out[i]);
+		if (mm->findemax) {
+			float rmax = pccx_sfu_reduce(PCCX_SFU_MAX, 0, 0.0f, out, mm->n);
+
+			smax = r ? pccx_sfu_scalar(PCCX_SFU_MAX, 0, smax, rmax) : rmax;
+		}
+	}
+	if (mm->findemax)
+		x->S = smax;
+	return PCCX_OK;
+}
+
+/* ISA CVO function -> isa/num SFU operation; -1 for LDS (no arithmetic). */
+static int sfu_fn(uint32_t func)
+{
+	switch (func) {
+	case PCCX_CVO_EXP:	return PCCX_SFU_EXP;
+	case PCCX_CVO_SQRT:	return PCCX_SFU_SQRT;
+	case PCCX_CVO_GELU:	return PCCX_SFU_GELU;
+	case PCCX_CVO_SIN:	return PCCX_SFU_SIN;
+	case PCCX_CVO_COS:	return PCCX_SFU_COS;
+	case PCCX_CVO_SUM:	return PCCX_SFU_SUM;
+	case PCCX_CVO_SCALE:	return PCCX_SFU_SCALE;
+	case PCCX_CVO_RECIP:	return PCCX_SFU_RECIP;
+	case PCCX_CVO_MUL:	return PCCX_SFU_MUL;
+	case PCCX_CVO_ADD:	return PCCX_SFU_ADD;
+	case PCCX_CVO_TANH:	return PCCX_SFU_TANH;
+	case PCCX_CVO_MAX:	return PCCX_SFU_MAX;
+	case PCCX_CVO_SUMSQ:	return PCCX_SFU_SUMSQ;
+	case PCCX_CVO_RSQRT:	return PCCX_SFU_RSQRT;
+	}
+	return -1;
+}
+
+/* ISA flags -> isa/num flags (recip_scale means "mean" for the reductions). */
+static unsigned sfu_flags(uint32_t func, uint32_t flags)
+{
+	unsigned f = 0;
+
+	if (flags & PCCX_CVOF_SUB)
+		f |= PCCX_SFU_F_SUB;
+	if (flags & PCCX_CVOF_RELU)
+		f |= PCCX_SFU_F_RELU;
+	if (flags & PCCX_CVOF_ACCM)
+		f |= PCCX_SFU_F_ACCM;
+	if (flags & PCCX_CVOF_RECIP)
+		f |= (func == PCCX_CVO_SUM || func == PCCX_CVO_SUMSQ) ? PCCX_SFU_F_MEAN : PCCX_SFU_F_RECIP;
+	return f;
+}
+
+static float slot_get(struct pccx_ref_exec *x, uint32_t w, uint32_t slot)
+{
+	const uint16_t *e = word(x, w) + 2 * slot;
+
+	return pccx_f32_from_bits((uint32_t)e[0] | (uint32_t)e[1] << 16);
+}
+
+/* A scalar result: S and FP32 slot 0 of word dst (element 0 low half, element 1 high). */
+static void scalar_out(struct pccx_ref_exec *x, uint32_t dst, float s)
+{
+	uint32_t b = pccx_f32_bits(s);
+	uint16_t *e = word(x, dst);
+
+	x->S = s;
+	e[0] = (uint16_t)b;
+	e[1] = (uint16_t)(b >> 16);
+}
+
+static int op_cvo(void *ctx, const struct pccx_npu_cvo *op)
+{
+	struct pccx_ref_exec *x = X(ctx);
+	const struct pccx_cvo_desc *cd = pccx_cvo_desc(op->func);
+	struct pccx_insn in = { .opcode = PCCX_OP_CVO };
+	struct pccx_shape_state st;
+	char what[32];
+	bool sform = op->flags & PCCX_CVOF_SREG;
+	int fn = sfu_fn(op->func), rc;
+	unsigned f = sfu_flags(op->func, op->flags);
+
+	x->cnt.ops[OP_CVO]++;
+	snprintf(what, sizeof(what), "cvo %s", cd ? cd->name : "?");
+	pccx_shape_reset(&st);
+	in.f[PCCX_FID_D_func] = op->func;
+	in.f[PCCX_FID_D_src] = op->src;
+	in.f[PCCX_FID_D_dst] = op->dst;
+	in.f[PCCX_FID_D_len] = op->len;
+	in.f[PCCX_FID_D_sub_emax] = !!(op->flags & PCCX_CVOF_SUB);
+	in.f[PCCX_FID_D_recip_scale] = !!(op->flags & PCCX_CVOF_RECIP);
+	in.f[PCCX_FID_D_accm] = !!(op->flags & PCCX_CVOF_ACCM);
+	in.f[PCCX_FID_D_sreg] = sform;
+	in.f[PCCX_FID_D_relu] = !!(op->flags & PCCX_CVOF_RELU);
+	rc = check_insn(x, what, &in, &st);
+	if (rc)
+		return rc;
+
+	if (cd->cls == PCCX_CVOC_LOAD) {
+		if (sform)
+			scalar_out(x, op->dst, slot_get(x, op->src, op->len));
+		else
+			scalar_out(x, op->dst, pccx_bf16_to_f32(word(x, op->src)[op->len]));
+	} else if (sform) {
+		if (cd->cls == PCCX_CVOC_UNARY)
+			scalar_out(x, op->dst, pccx_sfu_elem(fn, f, x->S, x->S, 0.0f));
+		else
+			scalar_out(x, op->dst, pccx_sfu_scalar(fn, f, x->S, slot_get(x, op->src, 0)));
+	} else if (cd->cls == PCCX_CVOC_REDUCE) {
+		scalar_out(x, op->dst, pccx_sfu_reduce(fn, f, x->S, word(x, op->src), op->len));
+	} else {
+		pccx_sfu_vector(fn, f, x->S, word(x, op->src), word(x, op->dst), op->len);
+	}
+	return PCCX_OK;
+}
+
+static int op_copy(void *ctx, uint32_t dst, uint32_t src, uint32_t words)
+{
+	struct pccx_ref_exec *x = X(ctx);
+	struct pccx_insn in = { .opcode = PCCX_OP_MEMCPY };
+	struct pccx_shape_state st;
+	int rc;
+
+	x->cnt.ops[OP_COPY]++;
+	pccx_shape_reset(&st);
+	rc = memset_fmap(x, "copy shape", &st, 8, words);
+	in.f[PCCX_FID_B_dest] = dst;
+	in.f[PCCX_FID_B_src] = src;
+	if (!rc)
+		rc = check_insn(x, "copy", &in, &st);
+	if (rc)
+		return rc;
+	memcpy(word(x, dst), word(x, src), (size_t)words * 16);
+	return PCCX_OK;
+}
+
+static int op_load(void *ctx, uint32_t dst, uint32_t buf, uint64_t off, uint32_t n)
+{
+	struct pccx_ref_exec *x = X(ctx);
+	struct pccx_insn in = { .opcode = PCCX_OP_MEMCPY };
+	struct pccx_shape_state st;
+	uint64_t bytes = (uint64_t)pccx_words_for(n) * 16;
+	int rc;
+
+	x->cnt.ops[OP_LOAD]++;
+	pccx_shape_reset(&st);
+	rc = memset_xfer(x, "load shape", &st, n);
+	in.f[PCCX_FID_B_from_host] = 1;
+	in.f[PCCX_FID_B_dest] = dst;
+	if (!rc)
+		rc = check_insn(x, "load", &in, &st);
+	if (!rc)
+		rc = check_host(x, "load", buf, off, bytes, false);
+	if (rc)
+		return rc;
+	memcpy(word(x, dst), x->buf[buf].base + off, bytes);
+	x->cnt.load_bytes += bytes;
+	return PCCX_OK;
+}
+
+static int op_store(void *ctx, uint32_t buf, uint64_t off, uint32_t src, uint32_t n)
+{
+	struct pccx_ref_exec *x = X(ctx);
+	struct pccx_insn in = { .opcode = PCCX_OP_MEMCPY };
+	struct pccx_shape_state st;
+	uint64_t bytes = (uint64_t)pccx_words_for(n) * 16;
+	int rc;
+
+	x->cnt.ops[OP_STORE]++;
+	pccx_shape_reset(&st);
+	rc = memset_xfer(x, "store shape", &st, n);
+	in.f[PCCX_FID_B_to_host] = 1;
+	in.f[PCCX_FID_B_src] = src;
+	if (!rc)
+		rc = check_insn(x, "store", &in, &st);
+	if (!rc)
+		rc = check_host(x, "store", buf, off, bytes, true);
+	if (rc)
+		return rc;
+	memcpy(x->buf[buf].base + off, word(x, src), bytes);
+	x->cnt.store_bytes += bytes;
+	return PCCX_OK;
+}
+
+static int op_stage(void *ctx, const char *name, uint32_t addr, uint32_t rows, uint32_t cols)
+{
+	struct pccx_ref_exec *x = X(ctx);
+	uint32_t stride = pccx_words_for(cols);
+
+	x->cnt.ops[OP_STAGE]++;
+	if ((uint64_t)addr + (uint64_t)rows * stride > PCCX_L2_WORDS)
+		return pccx_fail(&x->err, PCCX_ERR_RANGE, "stage %s: outside L2", name);
+	if (!x->on_stage)
+		return PCCX_OK;
+	return x->on_stage(x->stage_user, name, word(x, addr), rows, cols, stride * 8);
+}
+
+static const char *op_error(void *ctx)
+{
+	return X(ctx)->err.msg;
+}
+
+static const struct pccx_npu_ops ref_ops = {
+	.name = "reference",
+	.bind = op_bind,
+	.begin = op_begin,
+	.end = op_end,
+	.matmul = op_matmul,
+	.cvo = op_cvo,
+	.copy = op_copy,
+	.load = op_load,
+	.store = op_store,
+	.stage = op_stage,
+	.error = op_error,
+};
+
+const struct pccx_npu_ops *pccx_ref_exec_ops(void)
+{
+	return &ref_ops;
+}
+
+/* ------------------------------------------------------------------------------------- */
+
+int pccx_ref_exec_create(struct pccx_ref_exec **out, unsigned n_threads, enum pccx_kern_impl impl,
+			 pccx_diag *d)
+{
+	struct pccx_ref_exec *x;
+	int rc;
+
+	*out = NULL;
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return pccx_fail(d, PCCX_ERR_NOMEM, "reference NPU: out of memory");
+	x->l2 = calloc(L2_ELEMS, sizeof(uint16_t));
+	x->q8 = malloc(MAX_DIM);
+	x->xp = malloc(MAX_DIM);
+	x->sx = malloc(MAX_DIM / 32 * sizeof(float));
+	x->xsum = malloc(MAX_DIM / 32 * sizeof(int32_t));
+	x->y = malloc(MAX_DIM * sizeof(float));
+	if (!x->l2 || !x->q8 || !x->xp || !x->sx || !x->xsum || !x->y) {
+		pccx_ref_exec_free(x);
+		return pccx_fail(d, PCCX_ERR_NOMEM, "reference NPU: out of memory");
+	}
+	if (impl == PCCX_KERN_AVX2 && !pccx_kern_have_avx2()) {
+		pccx_ref_exec_free(x);
+		return pccx_fail(d, PCCX_ERR_UNSUPPORTED, "reference NPU: this CPU has no AVX2/F16C");
+	}
+	x->impl = pccx_kern_resolve(impl);
+	rc = pccx_pool_create(&x->pool, n_threads ? n_threads : pccx_pool_ncpu(), d);
+	if (rc) {
+		pccx_ref_exec_free(x);
+		return rc;
+	}
+	*out = x;
+	return PCCX_OK;
+}
+
+void pccx_ref_exec_free(struct pccx_ref_exec *x)
+{
+	if (!x)
+		return;
+	pccx_pool_destroy(x->pool);
+	free(x->l2);
+	free(x->q8);
+	free(x->xp);
+	free(x->sx);
+	free(x->xsum);
+	free(x->y);
+	free(x);
+}
+
+void pccx_ref_exec_on_stage(struct pccx_ref_exec *x, pccx_ref_stage_fn fn, void *user)
+{
+	x->on_stage = fn;
+	x->stage_user = user;
+}
+
+const char *pccx_ref_exec_error(const struct pccx_ref_exec *x)
+{
+	return x->err.msg;
+}
+
+const struct pccx_ref_counters *pccx_ref_exec_counters(const struct pccx_ref_exec *x)
+{
+	return &x->cnt;
+}
+
+void pccx_ref_exec_reset_counters(struct pccx_ref_exec *x)
+{
+	memset(&x->cnt, 0, sizeof(x->cnt));
+}
+
+uint16_t *pccx_ref_exec_l2(struct pccx_ref_exec *x)
+{
+	return x->l2;
+}
+
+float pccx_ref_exec_sreg(const struct pccx_ref_exec *x)
+{
+	return x->S;
+}
+
+unsigned pccx_ref_exec_threads(const struct pccx_ref_exec *x)
+{
+	return pccx_pool_threads(x->pool);
+}
+
+enum pccx_kern_impl pccx_ref_exec_kernel(const struct pccx_ref_exec *x)
+{
+	return x->impl;
+}

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: MIT
+/* Decoding session: host buffers, per-token inputs, one NPU step per token. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "diag.h"
+#include "gemma3n.h"
+#include "pccx_num.h"
+
+static void *map_zero(uint64_t bytes)
+{
+	void *p = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+int pccx_g3n_session_create(struct pccx_g3n_session **out, const struct pccx_g3n_model *m,
+			    const struct pccx_npu_ops *ops, void *ctx, pccx_diag *d)
+{
+	struct pccx_g3n_session *s;
+	int rc;
+
+	*out = NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return pccx_fail(d, PCCX_ERR_NOMEM, "session: out of memory");
+	s->m = m;
+	s->ops = ops;
+	s->ctx = ctx;
+	rc = pccx_g3n_plan_build(m, &s->plan, d);
+	if (rc) {
+		free(s);
+		return rc;
+	}
+	s->in = calloc(1, s->plan.in_bytes);
+	s->out = calloc(1, s->plan.out_bytes);
+	s->kv = map_zero(s->plan.kv_bytes);
+	if (!s->in || !s->out || !s->kv) {
+		unsigned long long kv = s->plan.kv_bytes;
+
+		pccx_g3n_session_free(s);
+		return pccx_fail(d, PCCX_ERR_NOMEM, "session: cannot allocate %llu bytes of KV cache",
+				 kv);
+	}
+	rc = ops->bind(ctx, PCCX_NPU_BUF_WEIGHTS, m->data, m->size, false);
+	if (!rc)
+		rc = ops->bind(ctx, PCCX_NPU_BUF_KV, s->kv, s->plan.kv_bytes, true);
+	if (!rc)
+		rc = ops->bind(ctx, PCCX_NPU_BUF_IN, s->in, s->plan.in_bytes, false);
+	if (!rc)
+		rc = ops->bind(ctx, PCCX_NPU_BUF_OUT, s->out, s->plan.out_bytes, true);
+	if (rc) {
+		pccx_g3n_session_free(s);
+		return pccx_fail(d, rc, "session: cannot bind host buffers to '%s'", ops->name);
+	}
+	*out = s;
+	return PCCX_OK;
+}
+
+void pccx_g3n_session_free(struct pccx_g3n_session *s)
+{
+	if (!s)
+		return;
+	free(s->in);
+	free(s->out);
+	if (s->kv)
+		munmap(s->kv, s->plan.kv_bytes ? s->plan.kv_bytes : 1);
+	free(s);
+}
+
+void pccx_g3n_session_reset(struct pccx_g3n_session *s)
+{
+	s->pos = 0;
+}
+
+int pccx_g3n_session_step(struct pccx_g3n_session *s, uint32_t token, float *logits,
+			  pccx_diag *d)
+{
+	const struct pccx_g3n_config *c = &s->m->cfg;
+	uint32_t i;
+	int rc;
+
+	if (s->pos >= c->max_ctx)
+		return pccx_fail(d, PCCX_ERR_RANGE, "context full: %u positions (max_ctx)", c->max_ctx);
+	rc = pccx_g3n_host_inputs(s->m, &s->plan, token, s->pos, s->in, d);
+	if (rc)
+		return rc;
+	rc = pccx_g3n_step(s->m, &s->plan, s->ops, s->ctx, s->pos, logits != NULL);
+	if (rc)
+		return pccx_fail(d, rc, "decode step at position %u: %s", s->pos,
+				 s->ops->error ? s->ops->error(s->ctx) : pccx_strerror(rc));
+	if (logits) {
+		const uint8_t *b = s->out;
+
+		for (i = 0; i < c->vocab; i++)
+			logits[i] = pccx_bf16_to_f32((uint16_t)(b[2 * i] | b[2 * i + 1] << 8));
+	}
+	s->pos++;
+	return PCCX_OK;
+}

@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: MIT
+/* Gemma 3n configurations (docs/reference.md, "Configurations"). */
+#include <string.h>
+
+#include "diag.h"
+#include "gemma3n_config.h"
+
+/* float32 Normal.icdf(0.95) as Hugging Face evaluates it (2 ulp below the rounded value). */
+#define SPARSE_Z 1.6448533535f
+
+static const struct pccx_g3n_config presets[] = {
+	{
+		/* google/gemma-3n-E4B text decoder (research note model-sim-anchors §1.2) */
+		.name = "e4b", .n_layers = 35, .d_model = 2048, .d_ffn = 16384,
+		.n_heads = 8, .n_kv_heads = 2, .head_dim = 256,
+		.vocab = 262400, .ple_vocab = 262144, .d_ple = 256,
+		.window = 512, .global_period = 5, .n_kv_shared = 15, .laurel_rank = 64,
+		.n_sparse = 10, .sparse_z = SPARSE_Z, .softcap = 30.0f, .eps = 1e-6f,
+		.theta_local = 10000.0f, .theta_global = 1000000.0f, .max_ctx = 4096,
+	},
+	{
+		/*
+		 * google/gemma-3n-E2B text decoder: 30 layers, FFN 8192, 10 KV-shared layers
+		 * (first shared 20, sources 18/19 as in E4B), sparsity on layers 0-9; everything
+		 * else as E4B. Taken from copies of the published config, not from the
+		 * research note, which only gives the layer count.
+		 */
+		.name = "e2b", .n_layers = 30, .d_model = 2048, .d_ffn = 8192,
+		.n_heads = 8, .n_kv_heads = 2, .head_dim = 256,
+		.vocab = 262400, .ple_vocab = 262144, .d_ple = 256,
+		.window = 512, .global_period = 5, .n_kv_shared = 10, .laurel_rank = 64,
+		.n_sparse = 10, .sparse_z = SPARSE_Z, .softcap = 30.0f, .eps = 1e-6f,
+		.theta_local = 10000.0f, .theta_global = 1000000.0f, .max_ctx = 4096,
+	},
+	{
+		/*
+		 * Test shape: 10 layers, owners 0-4 (4 global), shared 5-9 reading 3 (local) and
+		 * 4 (global) as E4B's 20-34 read 18/19; sparse layers 0-2; 8 q / 2 kv heads of 32.
+		 * Vocabulary 512 with a 480-row PLE table so ids >= ple_vocab are exercised.
+		 */
+		.name = "tiny", .n_layers = 10, .d_model = 128, .d_ffn = 512,
+		.n_heads = 8, .n_kv_heads = 2, .head_dim = 32,
+		.vocab = 512, .ple_vocab = 480, .d_ple = 32,
+		.window = 64, .global_period = 5, .n_kv_shared = 5, .laurel_rank = 32,
+		.n_sparse = 3, .sparse_z = SPARSE_Z, .softcap = 30.0f, .eps = 1e-6f,
+		.theta_local = 10000.0f, .theta_global = 1000000.0f, .max_ctx = 1024,
+	},
+	{
+		/* "tiny" with the real Gemma vocabulary size, for demos with the real tokenizer. */
+		.name = "tiny-vocab", .n_layers = 10, .d_model = 128, .d_ffn = 512,
+		.n_heads = 8, .n_kv_heads = 2, .head_dim = 32,
+		.vocab = 262400, .ple_vocab = 262144, .d_ple = 32,
+		.window = 64, .global_period = 5, .n_kv_shared = 5, .laurel_rank = 32,
+		.n_sparse = 3, .sparse_z = SPARSE_Z, .softcap = 30.0f, .eps = 1e-6f,
+		.theta_local = 10000.0f, .theta_global = 1000000.0f, .max_ctx = 1024,
+	},
+};
+
+#define NPRESETS (sizeof(presets) / sizeof(presets[0]))
+
+const char *pccx_g3n_config_names(void)
+{
+	return "e4b, e2b, tiny, tiny-vocab";
+}
+
+int pccx_g3n_config_preset(const char *name, struct pccx_g3n_config *cfg, pccx_diag *d)
+{
+	size_t i;
+
+	for (i = 0; i < NPRESETS; i++) {
+		if (!strcmp(name, presets[i].name)) {
+			*cfg = presets[i];
+			return PCCX_OK;
+		}
+	}
+	return pccx_fail(d, PCCX_ERR_NOT_FOUND, "config '%s': unknown (known: %s)", name,
+			 pccx_g3n_config_names());
+}
+
+uint32_t pccx_g3n_kv_source(const struct pccx_g3n_config *c, uint32_t layer)
+{
+	uint32_t first = pccx_g3n_first_shared(c), i;
+	bool global = pccx_g3n_is_global(c, layer);
+
+	if (layer < first)
+		return layer;
+	for (i = first; i-- > 0;)
+		if (pccx_g3n_is_global(c, i) == global)
+			return i;
+	return layer;	/* unreachable for a checked config */
+}
+
+#define BAD(field, why) \
+	pccx_fail(d, PCCX_ERR_INVALID, "config '%s': %s %s", c->name, field, why)
+
+int pccx_g3n_config_check(const struct pccx_g3n_config *c, pccx_diag *d)
+{
+	uint32_t first, i;
+	bool have_local = false, have_global = false;
+
+	if (c->n_layers == 0 || c->n_layers > PCCX_G3N_MAX_LAYERS)
+		return BAD("n_layers", "must be 1..64");
+	if (c->d_model == 0 || c->d_model % 32 || c->d_model > 8192)
+		return BAD("d_model", "must be a multiple of 32, at most 8192");
+	if (c->d_ffn == 0 || c->d_ffn % 32 || c->d_ffn > 65504)
+		return BAD("d_ffn", "must be a multiple of 32 that fits a 16-bit shape field");
+	if (c->n_kv_heads == 0 || c->n_heads == 0 || c->n_heads % c->n_kv_heads)
+		return BAD("n_heads", "must be a multiple of n_kv_heads");
+	if (c->head_dim == 0 || c->head_dim % 32 || c->head_dim > 1024)
+		return BAD("head_dim", "must be a multiple of 32 (word-aligned RoPE halves), <= 1024");
+	if (pccx_g3n_q_dim(c) % 32 || pccx_g3n_q_dim(c) > 65504)
+		return BAD("n_heads * head_dim", "must fit a 16-bit shape field");
+	if (c->d_ple == 0 || c->d_ple % 32 || (uint64_t)c->d_ple * c->n_layers > 65504)
+		return BAD("d_ple", "must be a multiple of 32 with n_layers * d_ple <= 65504");
+	if (c->laurel_rank == 0 || c->laurel_rank % 32)
+		return BAD("laurel_rank", "must be a multiple of 32");
+	if (c->vocab == 0 || c->vocab > (1u << 24) || c->ple_vocab == 0 || c->ple_vocab > c->vocab)
+		return BAD("vocab", "must be 1..2^24 with 0 < ple_vocab <= vocab");
+	if (c->window == 0 || c->window > 65535 || c->max_ctx == 0 || c->max_ctx > 65535)
+		return BAD("window/max_ctx", "must be 1..65535 (16-bit GEMV K field)");
+	if (c->global_period == 0)
+		return BAD("global_period", "must be > 0");
+	if (c->n_kv_shared >= c->n_layers)
+		return BAD("n_kv_shared", "must leave at least one KV-owner layer");
+	if (c->n_sparse > c->n_layers)
+		return BAD("n_sparse", "exceeds n_layers");
+	if (!(c->eps > 0.0f) || !(c->softcap > 0.0f) || !(c->theta_local > 1.0f) ||
+	    !(c->theta_global > 1.0f) || !(c->sparse_z >= 0.0f))
+		return BAD("eps/softcap/theta/sparse_z", "out of range");
+	first = pccx_g3n_first_shared(c);
+	for (i = 0; i < first; i++) {
+		if (pccx_g3n_is_global(c, i))
+			have_global = true;
+		else
+			have_local = true;
+	}
+	for (i = first; i < c->n_layers; i++) {
+		if (pccx_g3n_is_global(c, i) ? !have_global : !have_local)
+			return BAD("n_kv_shared", "leaves a shared layer without an owner of its type");
+	}
+	return PCCX_OK;
+}

@@ -1,0 +1,724 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The Gemma 3n decode step as NPU ops, written once, top to bottom in the order of the model
+ * (Hugging Face Gemma3nTextModel / Gemma3nTextDecoderLayer; research note model-sim-anchors
+ * §1.3). Every op is one v002 instruction on L2 word addresses from the plan; the host only
+ * supplies the per-step inputs (embedding row, PLE row, RoPE tables, constants).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "diag.h"
+#include "gemma3n_graph.h"
+#include "pccx_num.h"
+
+#define W(n) pccx_words_for(n)
+#define NSTREAM PCCX_G3N_STREAMS
+
+/* Largest matmul n / CVO len that keeps the next row word-aligned (16-bit fields). */
+#define CHUNK 65528u
+
+/* ===================================================================================== */
+/* The L2 plan and the host buffers.                                                     */
+
+static uint32_t take(uint64_t *next, uint64_t words)
+{
+	uint32_t a = (uint32_t)*next;
+
+	*next += words;
+	return a;
+}
+
+int pccx_g3n_plan_build(const struct pccx_g3n_model *m, struct pccx_g3n_plan *p, pccx_diag *d)
+{
+	const struct pccx_g3n_config *c = &m->cfg;
+	uint32_t D = c->d_model, hd = c->head_dim, L = c->n_layers, P = c->d_ple, t, l;
+	uint32_t group = c->n_heads / c->n_kv_heads;
+	uint64_t next = 0, kv = 0;
+
+	memset(p, 0, sizeof(*p));
+	p->max_keys = c->window > c->max_ctx ? c->window : c->max_ctx;
+
+	/* The image of BUF_IN, in the order the host writes it. */
+	p->in = take(&next, 0);
+	p->consts = take(&next, PCCX_G3N_NCONST);
+	p->ones = take(&next, 1);
+	for (t = 0; t < 2; t++) {
+		p->rope_cos[t] = take(&next, W(hd));
+		p->rope_sin[t] = take(&next, W(hd));
+	}
+	p->embed = take(&next, W(D));
+	p->ple_in = take(&next, W((uint64_t)L * P));
+	p->in_words = (uint32_t)next - p->in;
+
+	for (t = 0; t < 2; t++) {
+		p->rep_cos[t] = take(&next, (uint64_t)c->n_heads * W(hd));
+		p->rep_sin[t] = take(&next, (uint64_t)c->n_heads * W(hd));
+	}
+	p->gvec = take(&next, m->w.gvec_bytes / 16);
+	p->lvec = take(&next, m->w.layer[0].vec_bytes / 16);
+	p->xs[0] = take(&next, NSTREAM * W(D));
+	p->xs[1] = take(&next, NSTREAM * W(D));
+	p->u = take(&next, W((uint64_t)L * P));
+	p->h = take(&next, W(D));
+	p->lr = take(&next, W(D));
+	p->lrank = take(&next, W(c->laurel_rank));
+	p->q = take(&next, (uint64_t)c->n_heads * W(hd));
+	p->k = take(&next, (uint64_t)c->n_kv_heads * W(hd));
+	p->v = take(&next, (uint64_t)c->n_kv_heads * W(hd));
+	p->swap = take(&next, (uint64_t)c->n_heads * W(hd));
+	p->scores = take(&next, (uint64_t)group * W(p->max_keys));
+	p->ctx = take(&next, (uint64_t)c->n_heads * W(hd));
+	p->o = take(&next, W(D));
+	p->al = take(&next, W(D));
+	p->t = take(&next, W(D));
+	p->gate = take(&next, W(c->d_ffn));
+	p->up = take(&next, W(c->d_ffn));
+	p->f = take(&next, W(D));
+	p->innov = take(&next, W(D));
+	p->tmp = take(&next, W(D));
+	p->hsum = take(&next, W(D));
+	p->pleg = take(&next, W(P));
+	p->rm = take(&next, 1);
+	p->coefs = take(&next, W(NSTREAM * NSTREAM));
+	p->corr = take(&next, 1);
+	p->scal = take(&next, PCCX_G3N_NSCAL);
+	p->logits = take(&next, W(c->vocab));
+	if (next > PCCX_L2_WORDS)
+		return pccx_fail(d, PCCX_ERR_RANGE,
+				 "config '%s': the L2 plan needs %llu words, L2 has %u (lower max_ctx)",
+				 c->name, (unsigned long long)next, PCCX_L2_WORDS);
+	p->words = (uint32_t)next;
+
+	p->in_bytes = (uint64_t)p->in_words * 16;
+	p->out_bytes = (uint64_t)W(c->vocab) * 16;
+	for (l = 0; l < pccx_g3n_first_shared(c); l++) {
+		p->kv_off[l] = kv;
+		kv += 2ull * c->n_kv_heads * pccx_g3n_kv_rows(c, l) * W(hd) * 16;
+	}
+	p->kv_bytes = kv;
+	return PCCX_OK;
+}
+
+uint64_t pccx_g3n_kv_row_offset(const struct pccx_g3n_model *m, const struct pccx_g3n_plan *p,
+				uint32_t layer, uint32_t head, unsigned v, uint32_t row)
+{
+	const struct pccx_g3n_config *c = &m->cfg;
+	uint64_t rows = pccx_g3n_kv_rows(c, layer);
+
+	return p->kv_off[layer] + (((uint64_t)v * c->n_kv_heads + head) * rows + row) *
+				  W(c->head_dim) * 16;
+}
+
+uint32_t pccx_g3n_n_keys(const struct pccx_g3n_config *c, uint32_t layer, uint32_t pos)
+{
+	if (pccx_g3n_is_global(c, layer))
+		return pos + 1;
+	return pos + 1 < c->window ? pos + 1 : c->window;
+}
+
+/* ===================================================================================== */
+/* Per-step inputs computed by the host.                                                 */
+
+static void put_f32_slot(uint8_t *in, uint32_t word, float v)
+{
+	uint32_t b = pccx_f32_bits(v);
+
+	in[16 * word + 0] = (uint8_t)b;
+	in[16 * word + 1] = (uint8_t)(b >> 8);
+	in[16 * word + 2] = (uint8_t)(b >> 16);
+	in[16 * word + 3] = (uint8_t)(b >> 24);
+}
+
+static void put_bf16(uint8_t *in, uint32_t word, uint32_t i, uint16_t h)
+{
+	in[16 * word + 2 * i] = (uint8_t)h;
+	in[16 * word + 2 * i + 1] = (uint8_t)(h >> 8);
+}
+
+/*
+ * ln x for x > 1 in FP32 by Halley's iteration on exp: y <- y + 2 (x - e^y) / (x + e^y),
+ * starting from (unbiased exponent) * ln 2. Only isa/num operations, so every host agrees.
+ */
+static float ln_f32(float x)
+{
+	int e = (int)((pccx_f32_bits(x) >> 23) & 0xFF) - 127;
+	float y = (float)e * 0.693147182f, ey;
+	int i;
+
+	for (i = 0; i < 8; i++) {
+		ey = pccx_f32_exp(y);
+		y = y + 2.0f * (x - ey) / (x + ey);
+	}
+	return y;
+}
+
+int pccx_g3n_host_inputs(const struct pccx_g3n_model *m, const struct pccx_g3n_plan *p,
+			 uint32_t token, uint32_t pos, uint8_t *in, pccx_diag *d)
+{
+	const struct pccx_g3n_config *c = &m->cfg;
+	const struct pccx_g3n_weights *w = &m->w;
+	uint32_t hd = c->head_dim, half = hd / 2, D = c->d_model, i, t;
+	float consts[PCCX_G3N_NCONST], scale;
+	uint32_t base = p->in;
+	const uint8_t *rec;
+
+	if (token >= c->vocab)
+		return pccx_fail(d, PCCX_ERR_RANGE, "token %u outside the vocabulary (%u)", token,
+				 c->vocab);
+	if (pos >= c->max_ctx)
+		return pccx_fail(d, PCCX_ERR_RANGE, "position %u beyond the context (%u)", pos,
+				 c->max_ctx);
+	memset(in, 0, p->in_bytes);
+
+	consts[PCCX_G3N_C_EPS] = c->eps;
+	consts[PCCX_G3N_C_INV_D] = 1.0f / (float)D;
+	consts[PCCX_G3N_C_INV_SQRT_D] = pccx_f32_rsqrt((float)D);
+	consts[PCCX_G3N_C_INV_SQRT2] = pccx_f32_rsqrt(2.0f);
+	consts[PCCX_G3N_C_MAG_EPS] = 1e-5f;
+	consts[PCCX_G3N_C_QUARTER] = 0.25f;
+	consts[PCCX_G3N_C_SPARSE_Z] = c->sparse_z;
+	consts[PCCX_G3N_C_NEG_ONE] = -1.0f;
+	consts[PCCX_G3N_C_SOFTCAP] = c->softcap;
+	for (i = 0; i < PCCX_G3N_NCONST; i++)
+		put_f32_slot(in, p->consts - base + i, consts[i]);
+	for (i = 0; i < 8; i++)
+		put_bf16(in, p->ones - base, i, 0x3F80);
+
+	/* RoPE, rotate-half pairing i <-> i + hd/2: phase_i = pos * theta^(-2i/hd) in FP32. */
+	for (t = 0; t < 2; t++) {
+		float ln_theta = ln_f32(t ? c->theta_global : c->theta_local);
+
+		for (i = 0; i < half; i++) {
+			float frac = (float)(2 * i) / (float)hd;
+			float inv_freq = pccx_f32_exp(-(frac * ln_theta));
+			float ph = (float)pos * inv_freq;
+			uint16_t cs = pccx_bf16_store(pccx_f32_cos(ph));
+			float sn = pccx_f32_sin(ph);
+
+			put_bf16(in, p->rope_cos[t] - base, i, cs);
+			put_bf16(in, p->rope_cos[t] - base, i + half, cs);
+			put_bf16(in, p->rope_sin[t] - base, i, pccx_bf16_store(-sn));
+			put_bf16(in, p->rope_sin[t] - base, i + half, pccx_bf16_store(sn));
+		}
+	}
+
+	/* Embedding row, dequantised, times sqrt(D) (FP32, one rounding to BF16). */
+	scale = pccx_f32_sqrt((float)D);
+	rec = pccx_g3n_row(m, w->embed, token);
+	for (i = 0; i < D; i++) {
+		float x = pccx_q4_weight(pccx_g3n_q4_nibbles(rec, D), pccx_g3n_q4_scales(rec), i);
+
+		put_bf16(in, p->embed - base, i, pccx_bf16_store(x * scale));
+	}
+
+	/* PLE row times sqrt(d_ple); ids beyond the PLE table use row 0 (Hugging Face). */
+	scale = pccx_f32_sqrt((float)c->d_ple);
+	rec = pccx_g3n_row(m, w->ple_table, token < c->ple_vocab ? token : 0);
+	for (i = 0; i < c->n_layers * c->d_ple; i++) {
+		uint32_t cols = c->n_layers * c->d_ple;
+		float x = pccx_q4_weight(pccx_g3n_q4_nibbles(rec, cols), pccx_g3n_q4_scales(rec), i);
+
+		put_bf16(in, p->ple_in - base + i / 8, i % 8, pccx_bf16_store(x * scale));
+	}
+	return PCCX_OK;
+}
+
+/* ===================================================================================== */
+/* The op emitter: ops are issued in order; the first failure sticks and ends the step.  */
+
+struct emit {
+	const struct pccx_npu_ops *ops;
+	void *ctx;
+	const struct pccx_g3n_model *m;
+	const struct pccx_g3n_config *c;
+	const struct pccx_g3n_plan *p;
+	int rc;
+};
+
+static void matmul(struct emit *e, uint32_t fmt, struct pccx_npu_wref w, uint32_t n, uint32_t k,
+		   uint32_t rows, uint32_t src, uint32_t dst, bool accm)
+{
+	struct pccx_npu_matmul mm = {
+		.dst = dst, .src = src, .n = n, .k = k, .m = rows, .fmt = fmt, .accm = accm, .w = w,
+	};
+
+	if (!e->rc)
+		e->rc = e->ops->matmul(e->ctx, &mm);
+}
+
+/* y = W x over all rows of weight tensor `t` (LM-head sized tensors are split in chunks). */
+static void gemv(struct emit *e, int32_t t, uint32_t src, uint32_t dst, bool accm)
+{
+	const struct pccx_g3n_tensor *T = &e->m->t[t];
+	uint32_t r, n;
+
+	for (r = 0; r < T->rows; r += n) {
+		struct pccx_npu_wref w = {
+			.buf = PCCX_NPU_BUF_WEIGHTS, .offset = T->offset + (uint64_t)r * T->row_bytes,
+			.tensor = t, .row0 = r,
+		};
+
+		n = T->rows - r < CHUNK ? T->rows - r : CHUNK;
+		matmul(e, T->fmt, w, n, T->cols, 1, src, dst + r / 8, accm);
+	}
+}
+
+static void cvo(struct emit *e, uint32_t func, uint32_t flags, uint32_t src, uint32_t dst,
+		uint32_t len)
+{
+	struct pccx_npu_cvo op = { .func = func, .flags = flags, .src = src, .dst = dst, .len = len };
+
+	if (!e->rc)
+		e->rc = e->ops->cvo(e->ctx, &op);
+}
+
+/* The vector form over any length (chunks of at most 65528 elements). */
+static void cvo_vec(struct emit *e, uint32_t func, uint32_t flags, uint32_t src, uint32_t dst,
+		    uint32_t len)
+{
+	uint32_t i, n;
+
+	for (i = 0; i < len; i += n) {
+		n = len - i < CHUNK ? len - i : CHUNK;
+		cvo(e, func, flags, src + i / 8, dst + i / 8, n);
+	}
+}
+
+/* S <- constant c. */
+static void s_const(struct emit *e, enum pccx_g3n_const c)
+{
+	cvo(e, PCCX_CVO_LDS, PCCX_CVOF_SREG, e->p->consts + c, e->p->scal + PCCX_G3N_S_DUMP, 0);
+}
+
+/* S <- S op v, v = FP32 slot 0 of word `v`; the result also lands in scratch word `keep`. */
+static void s_op(struct emit *e, uint32_t func, uint32_t v, enum pccx_g3n_scal keep)
+{
+	cvo(e, func, PCCX_CVOF_SREG, v, e->p->scal + keep, 0);
+}
+
+/* S <- f(S) (no vector operand: src is 0). */
+static void s_fn(struct emit *e, uint32_t func, enum pccx_g3n_scal keep)
+{
+	cvo(e, func, PCCX_CVOF_SREG, 0, e->p->scal + keep, 0);
+}
+
+static void copy(struct emit *e, uint32_t dst, uint32_t src, uint32_t words)
+{
+	if (!e->rc)
+		e->rc = e->ops->copy(e->ctx, dst, src, words);
+}
+
+static void load(struct emit *e, uint32_t dst, uint32_t buf, uint64_t off, uint32_t n)
+{
+	if (!e->rc)
+		e->rc = e->ops->load(e->ctx, dst, buf, off, n);
+}
+
+static void store(struct emit *e, uint32_t buf, uint64_t off, uint32_t src, uint32_t n)
+{
+	if (!e->rc)
+		e->rc = e->ops->store(e->ctx, buf, off, src, n);
+}
+
+static void stage(struct emit *e, uint32_t addr, uint32_t rows, uint32_t cols, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+static void stage(struct emit *e, uint32_t addr, uint32_t rows, uint32_t cols, const char *fmt, ...)
+{
+	char name[64];
+	va_list ap;
+
+	if (e->rc || !e->ops->stage)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(name, sizeof(name), fmt, ap);
+	va_end(ap);
+	e->rc = e->ops->stage(e->ctx, name, addr, rows, cols);
+}
+
+/* L2 word of layer vector k (inside the layer vector block at plan.lvec). */
+static uint32_t lvec(struct emit *e, uint32_t layer, enum pccx_g3n_lvec k)
+{
+	const struct pccx_g3n_layer_w *lw = &e->m->w.layer[layer];
+
+	return e->p->lvec + (uint32_t)((e->m->t[lw->vec[k]].offset - lw->vec_offset) / 16);
+}
+
+static uint32_t gvec(struct emit *e, int32_t t)
+{
+	return e->p->gvec + (uint32_t)((e->m->t[t].offset - e->m->w.gvec_offset) / 16);
+}
+
+#define NO_WEIGHT UINT32_MAX
+
+/*
+ * RMSNorm: dst = src / sqrt(mean(src^2) + eps) * w  (w stored as is, no 1 + w; Gemma 3n).
+ *   S = mean(x^2); S = S + eps; S = rsqrt(S); dst = x * S; dst = dst * w
+ */
+static void rmsnorm(struct emit *e, uint32_t src, uint32_t dst, uint32_t n, uint32_t w)
+{
+	cvo(e, PCCX_CVO_SUMSQ, PCCX_CVOF_RECIP, src, e->p->scal + PCCX_G3N_S_DUMP, n);
+	s_op(e, PCCX_CVO_ADD, e->p->consts + PCCX_G3N_C_EPS, PCCX_G3N_S_DUMP);
+	s_fn(e, PCCX_CVO_RSQRT, PCCX_G3N_S_DUMP);
+	cvo(e, PCCX_CVO_SCALE, 0, src, dst, n);
+	if (w != NO_WEIGHT)
+		cvo(e, PCCX_CVO_MUL, 0, w, dst, n);
+}
+
+/* The same norm on each of `rows` rows of n elements (per head, per PLE slice). */
+static void rmsnorm_rows(struct emit *e, uint32_t src, uint32_t dst, uint32_t rows, uint32_t n,
+			 uint32_t w)
+{
+	uint32_t r;
+
+	for (r = 0; r < rows; r++)
+		rmsnorm(e, src + r * W(n), dst + r * W(n), n, w);
+}
+
+/*
+ * RoPE on `heads` rows of head_dim at x with the tables of layer type `g` (rotate-half):
+ *   x' = x * cos + swap(x) * [-sin | +sin],  swap(x) = [x_hi | x_lo]
+ */
+static void rope(struct emit *e, uint32_t x, uint32_t heads, unsigned g)
+{
+	uint32_t hw = W(e->c->head_dim), half = hw / 2, n = heads * e->c->head_dim, h;
+
+	for (h = 0; h < heads; h++) {
+		copy(e, e->p->swap + h * hw, x + h * hw + half, half);
+		copy(e, e->p->swap + h * hw + half, x + h * hw, half);
+	}
+	cvo(e, PCCX_CVO_MUL, 0, e->p->rep_sin[g], e->p->swap, n);
+	cvo(e, PCCX_CVO_MUL, 0, e->p->rep_cos[g], x, n);
+	cvo(e, PCCX_CVO_ADD, 0, e->p->swap, x, n);
+}
+
+/*
+ * AltUp magnitude matching of y to the target rms in scratch word TMAG (S2 and S4):
+ *   y = y * rms(x0) / sqrt(max(mean(y^2), 1e-5))
+ */
+static void match_magnitude(struct emit *e, uint32_t y)
+{
+	uint32_t D = e->c->d_model;
+
+	cvo(e, PCCX_CVO_SUMSQ, PCCX_CVOF_RECIP, y, e->p->scal + PCCX_G3N_S_DUMP, D);
+	s_op(e, PCCX_CVO_MAX, e->p->consts + PCCX_G3N_C_MAG_EPS, PCCX_G3N_S_DUMP);
+	s_fn(e, PCCX_CVO_RSQRT, PCCX_G3N_S_DUMP);
+	s_op(e, PCCX_CVO_MUL, e->p->scal + PCCX_G3N_S_TMAG, PCCX_G3N_S_DUMP);
+	cvo(e, PCCX_CVO_SCALE, 0, y, y, D);
+}
+
+/* Scratch word TMAG <- rms(x) = sqrt(mean(x^2)). */
+static void target_magnitude(struct emit *e, uint32_t x)
+{
+	cvo(e, PCCX_CVO_SUMSQ, PCCX_CVOF_RECIP, x, e->p->scal + PCCX_G3N_S_DUMP, e->c->d_model);
+	s_fn(e, PCCX_CVO_SQRT, PCCX_G3N_S_TMAG);
+}
+
+/* Router modalities m = tanh(W_r (RMSNorm_{g_r}(x) / D)) into plan.rm (4 values). */
+static void router(struct emit *e, uint32_t layer, uint32_t x)
+{
+	uint32_t tmp = e->p->tmp, D = e->c->d_model;
+
+	rmsnorm(e, x, tmp, D, lvec(e, layer, PCCX_G3N_LV_ROUTER_NORM));
+	s_const(e, PCCX_G3N_C_INV_D);
+	cvo(e, PCCX_CVO_SCALE, 0, tmp, tmp, D);
+	gemv(e, e->m->w.layer[layer].router, tmp, e->p->rm, false);
+	cvo(e, PCCX_CVO_TANH, 0, e->p->rm, e->p->rm, NSTREAM);
+}
+
+/* Address of stream k of a stream set. */
+static uint32_t stream(struct emit *e, uint32_t set, uint32_t k)
+{
+	return e->p->xs[set] + k * W(e->c->d_model);
+}
+
+/* ===================================================================================== */
+/* The stages, in the order of the model.                                                */
+
+/* S0-S2: embedding, per-layer inputs, AltUp expansion into stream set 0. */
+static void forward_inputs(struct emit *e)
+{
+	const struct pccx_g3n_config *c = e->c;
+	const struct pccx_g3n_plan *p = e->p;
+	const struct pccx_g3n_weights *w = &e->m->w;
+	uint32_t D = c->d_model, LP = c->n_layers * c->d_ple, k, i;
+
+	/* the step's inputs, the RoPE tables for every head, the global vectors */
+	load(e, p->in, PCCX_NPU_BUF_IN, 0, p->in_words * 8);
+	for (k = 0; k < 2; k++) {
+		for (i = 0; i < c->n_heads; i++) {
+			copy(e, p->rep_cos[k] + i * W(c->head_dim), p->rope_cos[k], W(c->head_dim));
+			copy(e, p->rep_sin[k] + i * W(c->head_dim), p->rope_sin[k], W(c->head_dim));
+		}
+	}
+	load(e, p->gvec, PCCX_NPU_BUF_WEIGHTS, w->gvec_offset, (uint32_t)(w->gvec_bytes / 2));
+	stage(e, p->embed, 1, D, "embed");
+	stage(e, p->ple_in, 1, LP, "ple.inputs");
+
+	/* PLE setup: u = (RMSNorm_{g_pl}(W_plmp e / sqrt D) per slice + p) / sqrt 2 */
+	gemv(e, w->ple_model_proj, p->embed, p->u, false);
+	s_const(e, PCCX_G3N_C_INV_SQRT_D);
+	cvo_vec(e, PCCX_CVO_SCALE, 0, p->u, p->u, LP);
+	rmsnorm_rows(e, p->u, p->u, c->n_layers, c->d_ple, gvec(e, w->ple_proj_norm));
+	stage(e, p->u, 1, LP, "ple.proj");
+	cvo_vec(e, PCCX_CVO_ADD, 0, p->ple_in, p->u, LP);
+	s_const(e, PCCX_G3N_C_INV_SQRT2);
+	cvo_vec(e, PCCX_CVO_SCALE, 0, p->u, p->u, LP);
+	stage(e, p->u, 1, LP, "ple.u");
+
+	/* AltUp: x0 = e; x_k = W_ap[k] e matched to rms(e) */
+	copy(e, stream(e, 0, 0), p->embed, W(D));
+	target_magnitude(e, p->embed);
+	for (k = 1; k < NSTREAM; k++) {
+		gemv(e, w->altup_proj[k - 1], p->embed, stream(e, 0, k), false);
+		match_magnitude(e, stream(e, 0, k));
+	}
+	stage(e, p->xs[0], NSTREAM, D, "altup.streams");
+}
+
+/* S3.1-2: AltUp predict: m = router(x0); c = W_pred m; pred_k = sum_j c[4k+j] x_j + x_k. */
+static void forward_altup_predict(struct emit *e, uint32_t l, uint32_t X, uint32_t P)
+{
+	const struct pccx_g3n_plan *p = e->p;
+	uint32_t D = e->c->d_model, k, j;
+
+	router(e, l, stream(e, X, 0));
+	stage(e, p->rm, 1, NSTREAM, "L%u.altup.router", l);
+	gemv(e, e->m->w.layer[l].pred_coef, p->rm, p->coefs, false);
+	for (k = 0; k < NSTREAM; k++) {
+		for (j = 0; j < NSTREAM; j++) {
+			cvo(e, PCCX_CVO_LDS, 0, p->coefs, p->scal + PCCX_G3N_S_DUMP, NSTREAM * k + j);
+			cvo(e, PCCX_CVO_SCALE, j ? PCCX_CVOF_ACCM : 0, stream(e, X, j),
+			    stream(e, P, k), D);
+		}
+		cvo(e, PCCX_CVO_ADD, 0, stream(e, X, k), stream(e, P, k), D);
+	}
+	stage(e, p->xs[P], NSTREAM, D, "L%u.altup.pred", l);
+}
+
+/* S3.5: attention on h; q, (k, v for owners), softmax over the cache, o = W_o ctx. */
+static void forward_attention(struct emit *e, uint32_t l, uint32_t pos)
+{
+	const struct pccx_g3n_config *c = e->c;
+	const struct pccx_g3n_plan *p = e->p;
+	const struct pccx_g3n_layer_w *lw = &e->m->w.layer[l];
+	uint32_t hd = c->head_dim, hw = W(hd), nkv = c->n_kv_heads, group = c->n_heads / nkv;
+	uint32_t src = pccx_g3n_kv_source(c, l), keys = pccx_g3n_n_keys(c, l, pos);
+	uint32_t row = pos % pccx_g3n_kv_rows(c, src), sw = W(keys), g, r;
+	unsigned glob = pccx_g3n_is_global(c, l);
+
+	/* q = RoPE(RMSNorm_{g_q}(W_q h)) per head */
+	gemv(e, lw->attn_q, p->h, p->q, false);
+	rmsnorm_rows(e, p->q, p->q, c->n_heads, hd, lvec(e, l, PCCX_G3N_LV_Q_NORM));
+	rope(e, p->q, c->n_heads, glob);
+	stage(e, p->q, c->n_heads, hd, "L%u.attn.q_rope", l);
+
+	/* owners: k = RoPE(RMSNorm_{g_k}(W_k h)), v = RMSNorm(W_v h), appended to the cache */
+	if (pccx_g3n_owns_kv(c, l)) {
+		gemv(e, lw->attn_k, p->h, p->k, false);
+		rmsnorm_rows(e, p->k, p->k, nkv, hd, lvec(e, l, PCCX_G3N_LV_K_NORM));
+		rope(e, p->k, nkv, glob);
+		stage(e, p->k, nkv, hd, "L%u.attn.k_rope", l);
+		gemv(e, lw->attn_v, p->h, p->v, false);
+		rmsnorm_rows(e, p->v, p->v, nkv, hd, NO_WEIGHT);
+		stage(e, p->v, nkv, hd, "L%u.attn.v", l);
+		for (g = 0; g < nkv; g++) {
+			store(e, PCCX_NPU_BUF_KV, pccx_g3n_kv_row_offset(e->m, p, l, g, 0, row),
+			      p->k + g * hw, hd);
+			store(e, PCCX_NPU_BUF_KV, pccx_g3n_kv_row_offset(e->m, p, l, g, 1, row),
+			      p->v + g * hw, hd);
+		}
+	}
+
+	/* per kv head: the `group` query heads that share it, as one GEMM over its rows */
+	for (g = 0; g < nkv; g++) {
+		struct pccx_npu_wref kr = {
+			.buf = PCCX_NPU_BUF_KV, .offset = pccx_g3n_kv_row_offset(e->m, p, src, g, 0, 0),
+			.tensor = -1,
+		};
+		struct pccx_npu_wref vr = {
+			.buf = PCCX_NPU_BUF_KV, .offset = pccx_g3n_kv_row_offset(e->m, p, src, g, 1, 0),
+			.tensor = -1,
+		};
+
+		/* scores = q K^T (scale 1.0); rows of the ring buffer in slot order */
+		matmul(e, PCCX_WFMT_BF16, kr, keys, hd, group, p->q + g * group * hw, p->scores,
+		       false);
+		/* softmax per query head: S = max; e = exp(s - S); S = sum; p = e / S */
+		for (r = 0; r < group; r++) {
+			uint32_t s = p->scores + r * sw;
+
+			cvo(e, PCCX_CVO_MAX, 0, s, p->scal + PCCX_G3N_S_DUMP, keys);
+			cvo(e, PCCX_CVO_EXP, PCCX_CVOF_SUB, s, s, keys);
+			cvo(e, PCCX_CVO_SUM, 0, s, p->scal + PCCX_G3N_S_DUMP, keys);
+			cvo(e, PCCX_CVO_SCALE, PCCX_CVOF_RECIP, s, s, keys);
+		}
+		/* ctx = P V: V rows of the window as a transposed weight */
+		matmul(e, PCCX_WFMT_BF16T, vr, hd, keys, group, p->scores, p->ctx + g * group * hw,
+		       false);
+	}
+	stage(e, p->ctx, c->n_heads, hd, "L%u.attn.ctx", l);
+	gemv(e, lw->attn_o, p->ctx, p->o, false);
+	stage(e, p->o, 1, c->d_model, "L%u.attn.out", l);
+}
+
+/* S3.7: FFN: f = W_down(GELU(gate') * W_up t), gate' = W_gate t or its Gaussian top-k. */
+static void forward_ffn(struct emit *e, uint32_t l)
+{
+	const struct pccx_g3n_plan *p = e->p;
+	const struct pccx_g3n_layer_w *lw = &e->m->w.layer[l];
+	uint32_t F = e->c->d_ffn;
+
+	gemv(e, lw->ffn_gate, p->t, p->gate, false);
+	gemv(e, lw->ffn_up, p->t, p->up, false);
+	stage(e, p->gate, 1, F, "L%u.ffn.gate", l);
+	stage(e, p->up, 1, F, "L%u.ffn.up", l);
+	if (pccx_g3n_is_sparse(e->c, l)) {
+		/* cutoff = mean + std * z (population std); gate' = max(gate - cutoff, 0) */
+		cvo(e, PCCX_CVO_SUM, PCCX_CVOF_RECIP, p->gate, p->scal + PCCX_G3N_S_MEAN, F);
+		cvo(e, PCCX_CVO_SUMSQ, PCCX_CVOF_SUB | PCCX_CVOF_RECIP, p->gate,
+		    p->scal + PCCX_G3N_S_DUMP, F);
+		s_fn(e, PCCX_CVO_SQRT, PCCX_G3N_S_DUMP);
+		s_op(e, PCCX_CVO_MUL, p->consts + PCCX_G3N_C_SPARSE_Z, PCCX_G3N_S_DUMP);
+		s_op(e, PCCX_CVO_ADD, p->scal + PCCX_G3N_S_MEAN, PCCX_G3N_S_DUMP);
+		cvo(e, PCCX_CVO_GELU, PCCX_CVOF_SUB | PCCX_CVOF_RELU, p->gate, p->gate, F);
+	} else {
+		cvo(e, PCCX_CVO_GELU, 0, p->gate, p->gate, F);
+	}
+	stage(e, p->gate, 1, F, "L%u.ffn.act", l);
+	cvo(e, PCCX_CVO_MUL, 0, p->up, p->gate, F);
+	stage(e, p->gate, 1, F, "L%u.ffn.hidden", l);
+	gemv(e, lw->ffn_down, p->gate, p->f, false);
+	stage(e, p->f, 1, e->c->d_model, "L%u.ffn.down", l);
+}
+
+/* S3.8-9: AltUp correct with the layer output, then the PLE mix into streams 1..3. */
+static void forward_altup_correct(struct emit *e, uint32_t l, uint32_t P, uint32_t out)
+{
+	const struct pccx_g3n_plan *p = e->p;
+	const struct pccx_g3n_layer_w *lw = &e->m->w.layer[l];
+	uint32_t D = e->c->d_model, dp = e->c->d_ple, k;
+
+	/* w = W_corr tanh(router(out)) + 1 */
+	router(e, l, out);
+	copy(e, p->corr, p->ones, 1);
+	gemv(e, lw->corr_coef, p->rm, p->corr, true);
+	stage(e, p->corr, 1, NSTREAM, "L%u.altup.corr", l);
+	/* X'_k = pred_k + w_k (out - pred_0) */
+	copy(e, p->innov, out, W(D));
+	s_const(e, PCCX_G3N_C_NEG_ONE);
+	cvo(e, PCCX_CVO_SCALE, PCCX_CVOF_ACCM, stream(e, P, 0), p->innov, D);
+	for (k = 0; k < NSTREAM; k++) {
+		cvo(e, PCCX_CVO_LDS, 0, p->corr, p->scal + PCCX_G3N_S_DUMP, k);
+		cvo(e, PCCX_CVO_SCALE, PCCX_CVOF_ACCM, p->innov, stream(e, P, k), D);
+	}
+
+	/* PLE: d = RMSNorm(W_proj (GELU(W_gate (X'_0 * gamma)) * u_l)); X'_k += d, k = 1..3 */
+	copy(e, p->tmp, stream(e, P, 0), W(D));
+	cvo(e, PCCX_CVO_MUL, 0, lvec(e, l, PCCX_G3N_LV_CORRECT_SCALE), p->tmp, D);
+	gemv(e, lw->ple_gate, p->tmp, p->pleg, false);
+	cvo(e, PCCX_CVO_GELU, 0, p->pleg, p->pleg, dp);
+	cvo(e, PCCX_CVO_MUL, 0, p->u + l * W(dp), p->pleg, dp);
+	stage(e, p->pleg, 1, dp, "L%u.ple.gate", l);
+	gemv(e, lw->ple_proj, p->pleg, p->tmp, false);
+	rmsnorm(e, p->tmp, p->tmp, D, lvec(e, l, PCCX_G3N_LV_POST_PLE_NORM));
+	stage(e, p->tmp, 1, D, "L%u.ple.mix", l);
+	for (k = 1; k < NSTREAM; k++)
+		cvo(e, PCCX_CVO_ADD, 0, p->tmp, stream(e, P, k), D);
+	stage(e, p->xs[P], NSTREAM, D, "L%u.out", l);
+}
+
+/* S3: decoder layer l: streams in set X, result in set P = 1 - X. */
+static void forward_layer(struct emit *e, uint32_t l, uint32_t pos)
+{
+	const struct pccx_g3n_plan *p = e->p;
+	const struct pccx_g3n_layer_w *lw = &e->m->w.layer[l];
+	uint32_t D = e->c->d_model, X = l % 2, P = 1 - X;
+
+	load(e, p->lvec, PCCX_NPU_BUF_WEIGHTS, lw->vec_offset, (uint32_t)(lw->vec_bytes / 2));
+
+	forward_altup_predict(e, l, X, P);
+
+	/* a = pred_0; h = RMSNorm_in(a) */
+	rmsnorm(e, stream(e, P, 0), p->h, D, lvec(e, l, PCCX_G3N_LV_ATTN_NORM));
+	stage(e, p->h, 1, D, "L%u.attn.norm", l);
+
+	/* LAuReL: lr = h + RMSNorm_laurel(W_R W_L h) */
+	gemv(e, lw->laurel_l, p->h, p->lrank, false);
+	gemv(e, lw->laurel_r, p->lrank, p->lr, false);
+	rmsnorm(e, p->lr, p->lr, D, lvec(e, l, PCCX_G3N_LV_LAUREL_NORM));
+	cvo(e, PCCX_CVO_ADD, 0, p->h, p->lr, D);
+	stage(e, p->lr, 1, D, "L%u.laurel", l);
+
+	forward_attention(e, l, pos);
+
+	/* al = (a + RMSNorm_postattn(o) + lr) / sqrt 2 */
+	rmsnorm(e, p->o, p->al, D, lvec(e, l, PCCX_G3N_LV_POST_ATTN_NORM));
+	cvo(e, PCCX_CVO_ADD, 0, stream(e, P, 0), p->al, D);
+	cvo(e, PCCX_CVO_ADD, 0, p->lr, p->al, D);
+	s_const(e, PCCX_G3N_C_INV_SQRT2);
+	cvo(e, PCCX_CVO_SCALE, 0, p->al, p->al, D);
+	stage(e, p->al, 1, D, "L%u.attn.resid", l);
+
+	/* out = al + RMSNorm_postffn(FFN(RMSNorm_preffn(al))) */
+	rmsnorm(e, p->al, p->t, D, lvec(e, l, PCCX_G3N_LV_FFN_NORM));
+	stage(e, p->t, 1, D, "L%u.ffn.norm", l);
+	forward_ffn(e, l);
+	rmsnorm(e, p->f, p->f, D, lvec(e, l, PCCX_G3N_LV_POST_FFN_NORM));
+	cvo(e, PCCX_CVO_ADD, 0, p->al, p->f, D);
+	stage(e, p->f, 1, D, "L%u.ffn.out", l);
+
+	forward_altup_correct(e, l, P, p->f);
+}
+
+/* S4: unembed streams 1..3, average, final norm, tied LM head, soft-cap. */
+static void forward_output(struct emit *e)
+{
+	const struct pccx_g3n_config *c = e->c;
+	const struct pccx_g3n_plan *p = e->p;
+	const struct pccx_g3n_weights *w = &e->m->w;
+	uint32_t D = c->d_model, X = c->n_layers % 2, k;
+
+	/* h = (x0 + sum_k match(W_au[k] x_k)) / 4 */
+	copy(e, p->hsum, stream(e, X, 0), W(D));
+	target_magnitude(e, stream(e, X, 0));
+	for (k = 1; k < NSTREAM; k++) {
+		gemv(e, w->altup_unembd[k - 1], stream(e, X, k), p->tmp, false);
+		match_magnitude(e, p->tmp);
+		cvo(e, PCCX_CVO_ADD, 0, p->tmp, p->hsum, D);
+	}
+	s_const(e, PCCX_G3N_C_QUARTER);
+	cvo(e, PCCX_CVO_SCALE, 0, p->hsum, p->hsum, D);
+	rmsnorm(e, p->hsum, p->h, D, gvec(e, w->final_norm));
+	stage(e, p->h, 1, D, "final.hidden");
+
+	/* logits = 30 tanh(E h / 30) */
+	gemv(e, w->embed, p->h, p->logits, false);
+	s_const(e, PCCX_G3N_C_SOFTCAP);
+	cvo_vec(e, PCCX_CVO_SCALE, PCCX_CVOF_RECIP, p->logits, p->logits, c->vocab);
+	cvo_vec(e, PCCX_CVO_TANH, 0, p->logits, p->logits, c->vocab);
+	cvo_vec(e, PCCX_CVO_SCALE, 0, p->logits, p->logits, c->vocab);
+	stage(e, p->logits, 1, c->vocab, "final.logits");
+	store(e, PCCX_NPU_BUF_OUT, 0, p->logits, c->vocab);
+}
+
+int pccx_g3n_step(const struct pccx_g3n_model *m, const struct pccx_g3n_plan *p,
+		  const struct pccx_npu_ops *ops, void *ctx, uint32_t pos, bool with_logits)
+{
+	struct emit e = { .ops = ops, .ctx = ctx, .m = m, .c = &m->cfg, .p = p };
+	uint32_t l;
+
+	if (pos >= m->cfg.max_ctx)
+		return PCCX_ERR_RANGE;
+	e.rc = ops->begin ? ops->begin(ctx, pos) : 0;
+	forward_inputs(&e);
+	for (l = 0; l < m->cfg.n_layers; l++)
+		forward_layer(&e, l, pos);
+	if (with_logits)
+		forward_output(&e);
+	if (!e.rc && ops->end)
+		e.rc = ops->end(ctx);
+	return e.rc;
+}

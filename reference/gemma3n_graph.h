@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The Gemma 3n decode step as a program of NPU ops (npu_ops.h), and everything it needs
+ * decided up front: the L2 plan (where every activation lives), the layout of the host
+ * buffers (per-step inputs, KV cache, logits) and the per-step inputs the host computes.
+ *
+ * docs/reference.md lists the op sequence of every stage and the plan.
+ */
+#ifndef PCCX_GEMMA3N_GRAPH_H
+#define PCCX_GEMMA3N_GRAPH_H
+
+#include "gemma3n_model.h"
+#include "npu_ops.h"
+
+/* FP32 constants the host writes into slot 0 of one word each (PCCX_NPU_BUF_IN). */
+enum pccx_g3n_const {
+	PCCX_G3N_C_EPS,		/* rms_norm_eps */
+	PCCX_G3N_C_INV_D,	/* 1/D: AltUp router input scale */
+	PCCX_G3N_C_INV_SQRT_D,	/* D^-1/2: PLE model projection scale */
+	PCCX_G3N_C_INV_SQRT2,	/* 2^-1/2: LAuReL and PLE combination */
+	PCCX_G3N_C_MAG_EPS,	/* 1e-5: floor of the AltUp magnitude mean square */
+	PCCX_G3N_C_QUARTER,	/* 1/4: mean of the four streams */
+	PCCX_G3N_C_SPARSE_Z,	/* Gaussian top-k multiplier */
+	PCCX_G3N_C_NEG_ONE,	/* -1: the AltUp innovation out - pred0 */
+	PCCX_G3N_C_SOFTCAP,	/* final logit soft-cap */
+	PCCX_G3N_NCONST
+};
+
+/* Scalar scratch words (FP32 results kept in slot 0). */
+enum pccx_g3n_scal {
+	PCCX_G3N_S_DUMP,	/* results nobody reads again */
+	PCCX_G3N_S_MEAN,	/* Gaussian top-k mean */
+	PCCX_G3N_S_TMAG,	/* AltUp target magnitude rms(x0) */
+	PCCX_G3N_NSCAL
+};
+
+/*
+ * Every L2 address of the step (words). Shapes (rows, cols) in elements; a row of cols
+ * elements takes ceil(cols/8) words. Nothing persists in L2 between steps: every step loads
+ * its inputs and the weights' vectors again, so a step is a self-contained job.
+ */
+struct pccx_g3n_plan {
+	/* image of PCCX_NPU_BUF_IN, loaded by the step's first op */
+	uint32_t in;		/* (in_words) start of the image */
+	uint32_t in_words;
+	uint32_t consts;	/* (NCONST) one FP32 constant per word */
+	uint32_t ones;		/* (8) BF16 1.0: the +1 of the AltUp correction coefficients */
+	uint32_t rope_cos[2];	/* (head_dim) cos(pos * inv_freq_i), i mod head_dim/2; [0] local, [1] global */
+	uint32_t rope_sin[2];	/* (head_dim) -sin for the first half, +sin for the second */
+	uint32_t embed;		/* (D) embedding row * sqrt(D) */
+	uint32_t ple_in;	/* (n_layers, d_ple) PLE row * sqrt(d_ple) */
+	/* the RoPE tables repeated for every head (filled by copies) */
+	uint32_t rep_cos[2];	/* (n_heads, head_dim) */
+	uint32_t rep_sin[2];	/* (n_heads, head_dim) */
+	/* weight vectors */
+	uint32_t gvec;		/* per_layer_proj_norm, output_norm (the global vector block) */
+	uint32_t lvec;		/* the current layer's vector block */
+	/* activations */
+	uint32_t xs[2];		/* (4, D) two stream sets: layer l reads xs[l%2], writes xs[(l+1)%2] */
+	uint32_t u;		/* (n_layers, d_ple) per-layer inputs u_l */
+	uint32_t h;		/* (D) normalised attention input */
+	uint32_t lr;		/* (D) LAuReL output */
+	uint32_t lrank;		/* (laurel_rank) */
+	uint32_t q;		/* (n_heads, head_dim) */
+	uint32_t k;		/* (n_kv_heads, head_dim) */
+	uint32_t v;		/* (n_kv_heads, head_dim) */
+	uint32_t swap;		/* (n_heads, head_dim) rotate-half scratch */
+	uint32_t scores;	/* (n_heads/n_kv_heads, max_keys) scores, then probabilities */
+	uint32_t ctx;		/* (n_heads, head_dim) attention context */
+	uint32_t o;		/* (D) */
+	uint32_t al;		/* (D) (a + attn + laurel) / sqrt 2 */
+	uint32_t t;		/* (D) FFN input */
+	uint32_t gate;		/* (F) */
+	uint32_t up;		/* (F) */
+	uint32_t f;		/* (D) FFN output, then the layer output */
+	uint32_t innov;		/* (D) out - pred0 */
+	uint32_t tmp;		/* (D) */
+	uint32_t hsum;		/* (D) */
+	uint32_t pleg;		/* (d_ple) */
+	uint32_t rm;		/* (4) router modalities */
+	uint32_t coefs;		/* (16) prediction coefficients */
+	uint32_t corr;		/* (4) correction coefficients + 1 */
+	uint32_t scal;		/* (NSCAL) scalar scratch words */
+	uint32_t logits;	/* (vocab) */
+	uint32_t words;		/* L2 words used */
+	uint32_t max_keys;	/* max(window, max_ctx) */
+	/* host buffers */
+	uint64_t in_bytes;
+	uint64_t kv_bytes;
+	uint64_t out_bytes;	/* vocab BF16 logits, padded to 16 bytes */
+	uint64_t kv_off[PCCX_G3N_MAX_LAYERS];	/* owner layer: K head 0..n, then V head 0..n */
+};
+
+/* Lay out L2 and the host buffers for a model; PCCX_ERR_RANGE if L2 is too small. */
+PCCX_MUST_CHECK int pccx_g3n_plan_build(const struct pccx_g3n_model *m,
+					struct pccx_g3n_plan *p, pccx_diag *d);
+
+/* Byte offset in the KV buffer of row `row` of (owner layer, kv head, 0 = K / 1 = V). */
+uint64_t pccx_g3n_kv_row_offset(const struct pccx_g3n_model *m, const struct pccx_g3n_plan *p,
+				uint32_t layer, uint32_t head, unsigned v, uint32_t row);
+
+/*
+ * Write the per-step inputs of (token, pos) into `in` (p->in_bytes): constants, the RoPE
+ * tables, the embedding row and the PLE row, computed on the host with isa/num (the formulas
+ * are in docs/reference.md). PCCX_ERR_RANGE for a token outside the vocabulary.
+ */
+PCCX_MUST_CHECK int pccx_g3n_host_inputs(const struct pccx_g3n_model *m,
+					 const struct pccx_g3n_plan *p, uint32_t token,
+					 uint32_t pos, uint8_t *in, pccx_diag *d);
+
+/*
+ * Emit one decode step at position `pos` (inputs already in BUF_IN). with_logits == false
+ * stops after the last layer (prefill of all but the last prompt token). Returns the first
+ * non-zero status an op returned. pos must be < max_ctx.
+ */
+PCCX_MUST_CHECK int pccx_g3n_step(const struct pccx_g3n_model *m, const struct pccx_g3n_plan *p,
+				  const struct pccx_npu_ops *ops, void *ctx, uint32_t pos,
+				  bool with_logits);
+
+/* Keys a layer attends to at pos: min(pos+1, window) for local layers, pos+1 for global. */
+uint32_t pccx_g3n_n_keys(const struct pccx_g3n_config *c, uint32_t layer, uint32_t pos);
+
+#endif /* PCCX_GEMMA3N_GRAPH_H */

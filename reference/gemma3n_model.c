@@ -1,0 +1,357 @@
+// SPDX-License-Identifier: MIT
+/* Gemma 3n weights in device layout: the tensor table, the buffer, the synthesiser. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "diag.h"
+#include "gemma3n_model.h"
+#include "pccx_num.h"
+#include "pool.h"
+
+#define TENSOR_ALIGN 64u
+
+struct layout {
+	struct pccx_g3n_model *m;
+	uint32_t cap;
+	uint64_t off;
+	int failed;
+};
+
+static uint64_t align_up(uint64_t x, uint64_t a)
+{
+	return (x + a - 1) / a * a;
+}
+
+static uint64_t row_bytes(uint32_t fmt, uint32_t cols)
+{
+	struct pccx_wshape ws = { .n = 1, .k = cols, .fmt = fmt, .w_scale = true };
+
+	if (fmt == PCCX_WFMT_BF16)
+		ws.w_scale = false;
+	return pccx_wstream_row_bytes(&ws);
+}
+
+/* Append a tensor at the next `align`-byte boundary; returns its id. */
+static int32_t add(struct layout *L, uint64_t align, uint32_t fmt, uint32_t rows, uint32_t cols,
+		   enum pccx_g3n_init init, float std, const char *fmt_name, ...)
+	__attribute__((format(printf, 8, 9)));
+
+static int32_t add(struct layout *L, uint64_t align, uint32_t fmt, uint32_t rows, uint32_t cols,
+		   enum pccx_g3n_init init, float std, const char *fmt_name, ...)
+{
+	struct pccx_g3n_tensor *t;
+	va_list ap;
+
+	if (L->failed)
+		return -1;
+	if (L->m->n_t == L->cap) {
+		uint32_t ncap = L->cap ? 2 * L->cap : 64;
+		void *p = realloc(L->m->t, ncap * sizeof(*L->m->t));
+
+		if (!p) {
+			L->failed = 1;
+			return -1;
+		}
+		L->m->t = p;
+		L->cap = ncap;
+	}
+	t = &L->m->t[L->m->n_t];
+	memset(t, 0, sizeof(*t));
+	va_start(ap, fmt_name);
+	vsnprintf(t->name, sizeof(t->name), fmt_name, ap);
+	va_end(ap);
+	t->fmt = fmt;
+	t->rows = rows;
+	t->cols = cols;
+	t->row_bytes = row_bytes(fmt, cols);
+	t->offset = align_up(L->off, align);
+	t->init = init;
+	t->std = std;
+	L->off = t->offset + (uint64_t)rows * t->row_bytes;
+	return (int32_t)L->m->n_t++;
+}
+
+static float inv_sqrt(uint32_t n)
+{
+	return (float)(1.0 / sqrt((double)n));
+}
+
+static void lay_out(struct layout *L)
+{
+	struct pccx_g3n_model *m = L->m;
+	const struct pccx_g3n_config *c = &m->cfg;
+	struct pccx_g3n_weights *w = &m->w;
+	uint32_t D = c->d_model, F = c->d_ffn, Q = pccx_g3n_q_dim(c), KV = pccx_g3n_kv_dim(c);
+	uint32_t P = c->d_ple, R = c->laurel_rank, l, k;
+	const uint32_t Q4 = PCCX_WFMT_Q4, B16 = PCCX_WFMT_BF16;
+	const enum pccx_g3n_init N = PCCX_G3N_INIT_NORMAL, ONE = PCCX_G3N_INIT_NEAR_ONE;
+	static const char *const lvec_names[PCCX_G3N_LV_COUNT] = {
+		"attn_norm", "post_attention_norm", "ffn_norm", "post_ffw_norm",
+		"laurel_post_norm", "post_norm", "altup_router_norm", "altup_correct_scale",
+		"attn_q_norm", "attn_k_norm",
+	};
+
+	/* Embedding rows ~ N(0, 1/D): after the sqrt(D) scale the embedding has unit RMS. */
+	w->embed = add(L, TENSOR_ALIGN, Q4, c->vocab, D, N, inv_sqrt(D), "token_embd.weight");
+	/* PLE rows ~ N(0, 1/d_ple): after the x sqrt(d_ple) scale they have unit RMS. */
+	w->ple_table = add(L, TENSOR_ALIGN, Q4, c->ple_vocab, c->n_layers * P, N, inv_sqrt(P),
+			   "per_layer_token_embd.weight");
+	w->ple_model_proj = add(L, TENSOR_ALIGN, Q4, c->n_layers * P, D, N, inv_sqrt(D),
+				"per_layer_model_proj.weight");
+	for (k = 0; k < 3; k++)
+		w->altup_proj[k] = add(L, TENSOR_ALIGN, Q4, D, D, N, inv_sqrt(D),
+				       "altup_proj.%u.weight", k);
+	for (k = 0; k < 3; k++)
+		w->altup_unembd[k] = add(L, TENSOR_ALIGN, Q4, D, D, N, inv_sqrt(D),
+					 "altup_unembd_proj.%u.weight", k);
+	w->ple_proj_norm = add(L, TENSOR_ALIGN, B16, 1, P, ONE, 0.1f, "per_layer_proj_norm.weight");
+	w->final_norm = add(L, 16, B16, 1, D, ONE, 0.1f, "output_norm.weight");
+	if (!L->failed) {
+		w->gvec_offset = m->t[w->ple_proj_norm].offset;
+		w->gvec_bytes = L->off - w->gvec_offset;
+	}
+
+	for (l = 0; l < c->n_layers; l++) {
+		struct pccx_g3n_layer_w *lw = &w->layer[l];
+
+		for (k = 0; k < PCCX_G3N_LV_COUNT; k++) {
+			uint32_t n = k >= PCCX_G3N_LV_Q_NORM ? c->head_dim : D;
+
+			lw->vec[k] = add(L, k ? 16 : TENSOR_ALIGN, B16, 1, n, ONE, 0.1f,
+					 "blk.%u.%s.weight", l, lvec_names[k]);
+		}
+		if (!L->failed) {
+			lw->vec_offset = m->t[lw->vec[0]].offset;
+			lw->vec_bytes = L->off - lw->vec_offset;
+		}
+		/*
+		 * Router input is RMS-normalised and divided by D, so its entries are ~1/D:
+		 * weights ~ N(0, D/4) give tanh arguments of about 0.5.
+		 */
+		lw->router = add(L, TENSOR_ALIGN, B16, PCCX_G3N_STREAMS, D, N,
+				 0.5f * (float)sqrt((double)D), "blk.%u.altup_router.weight", l);
+		lw->pred_coef = add(L, TENSOR_ALIGN, B16, PCCX_G3N_STREAMS * PCCX_G3N_STREAMS,
+				    PCCX_G3N_STREAMS, N, 0.05f, "blk.%u.altup_predict_coef.weight", l);
+		lw->corr_coef = add(L, TENSOR_ALIGN, B16, PCCX_G3N_STREAMS, PCCX_G3N_STREAMS, N,
+				    0.05f, "blk.%u.altup_correct_coef.weight", l);
+		lw->attn_q = add(L, TENSOR_ALIGN, Q4, Q, D, N, inv_sqrt(D), "blk.%u.attn_q.weight", l);
+		lw->attn_k = add(L, TENSOR_ALIGN, Q4, KV, D, N, inv_sqrt(D), "blk.%u.attn_k.weight", l);
+		lw->attn_v = add(L, TENSOR_ALIGN, Q4, KV, D, N, inv_sqrt(D), "blk.%u.attn_v.weight", l);
+		lw->attn_o = add(L, TENSOR_ALIGN, Q4, D, Q, N, inv_sqrt(Q),
+				 "blk.%u.attn_output.weight", l);
+		lw->laurel_l = add(L, TENSOR_ALIGN, Q4, R, D, N, inv_sqrt(D), "blk.%u.laurel_l.weight", l);
+		lw->laurel_r = add(L, TENSOR_ALIGN, Q4, D, R, N, inv_sqrt(R), "blk.%u.laurel_r.weight", l);
+		lw->ffn_gate = add(L, TENSOR_ALIGN, Q4, F, D, N, inv_sqrt(D), "blk.%u.ffn_gate.weight", l);
+		lw->ffn_up = add(L, TENSOR_ALIGN, Q4, F, D, N, inv_sqrt(D), "blk.%u.ffn_up.weight", l);
+		lw->ffn_down = add(L, TENSOR_ALIGN, Q4, D, F, N, inv_sqrt(F), "blk.%u.ffn_down.weight", l);
+		lw->ple_gate = add(L, TENSOR_ALIGN, Q4, P, D, N, inv_sqrt(D), "blk.%u.inp_gate.weight", l);
+		lw->ple_proj = add(L, TENSOR_ALIGN, Q4, D, P, N, inv_sqrt(P), "blk.%u.proj.weight", l);
+	}
+	L->off = align_up(L->off, 4096);
+}
+
+int pccx_g3n_model_create(struct pccx_g3n_model **out, const struct pccx_g3n_config *cfg,
+			  pccx_diag *d)
+{
+	struct pccx_g3n_model *m;
+	struct layout L = { 0 };
+	int rc;
+
+	*out = NULL;
+	rc = pccx_g3n_config_check(cfg, d);
+	if (rc)
+		return rc;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return pccx_fail(d, PCCX_ERR_NOMEM, "model '%s': out of memory", cfg->name);
+	m->cfg = *cfg;
+	L.m = m;
+	lay_out(&L);
+	if (L.failed) {
+		pccx_g3n_model_free(m);
+		return pccx_fail(d, PCCX_ERR_NOMEM, "model '%s': out of memory (tensor table)",
+				 cfg->name);
+	}
+	m->size = L.off;
+	m->mapping = mmap(NULL, m->size, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m->mapping == MAP_FAILED) {
+		m->mapping = NULL;
+		rc = pccx_fail(d, PCCX_ERR_NOMEM, "model '%s': cannot map %llu bytes of weights",
+			       cfg->name, (unsigned long long)m->size);
+		pccx_g3n_model_free(m);
+		return rc;
+	}
+	m->mapping_size = m->size;
+	m->data = m->mapping;
+	*out = m;
+	return PCCX_OK;
+}
+
+void pccx_g3n_model_free(struct pccx_g3n_model *m)
+{
+	if (!m)
+		return;
+	if (m->mapping)
+		munmap(m->mapping, m->mapping_size);
+	free(m->t);
+	free(m);
+}
+
+int32_t pccx_g3n_find(const struct pccx_g3n_model *m, const char *name)
+{
+	uint32_t i;
+
+	for (i = 0; i < m->n_t; i++)
+		if (!strcmp(m->t[i].name, name))
+			return (int32_t)i;
+	return -1;
+}
+
+void pccx_g3n_row_f32(const struct pccx_g3n_model *m, int32_t t, uint32_t r, float *out)
+{
+	const struct pccx_g3n_tensor *T = &m->t[t];
+	const uint8_t *rec = pccx_g3n_row(m, t, r);
+	uint32_t k;
+
+	if (T->fmt == PCCX_WFMT_Q4) {
+		const uint16_t *sc = pccx_g3n_q4_scales(rec);
+		const uint8_t *nib = pccx_g3n_q4_nibbles(rec, T->cols);
+
+		for (k = 0; k < T->cols; k++)
+			out[k] = pccx_q4_weight(nib, sc, k);
+	} else {
+		const uint16_t *h = (const uint16_t *)(const void *)rec;
+
+		for (k = 0; k < T->cols; k++)
+			out[k] = pccx_bf16_to_f32(h[k]);
+	}
+}
+
+uint64_t pccx_g3n_streamed_bytes(const struct pccx_g3n_model *m)
+{
+	const struct pccx_g3n_config *c = &m->cfg;
+	const struct pccx_g3n_weights *w = &m->w;
+	uint64_t b = 0;
+	uint32_t l, k;
+
+#define TB(id) ((uint64_t)m->t[id].rows * m->t[id].row_bytes)
+	b += TB(w->embed) + TB(w->ple_model_proj) + w->gvec_bytes;
+	for (k = 0; k < 3; k++)
+		b += TB(w->altup_proj[k]) + TB(w->altup_unembd[k]);
+	for (l = 0; l < c->n_layers; l++) {
+		const struct pccx_g3n_layer_w *lw = &w->layer[l];
+
+		b += lw->vec_bytes + TB(lw->router) + TB(lw->pred_coef) + TB(lw->corr_coef);
+		b += TB(lw->attn_q) + TB(lw->attn_o) + TB(lw->laurel_l) + TB(lw->laurel_r);
+		b += TB(lw->ffn_gate) + TB(lw->ffn_up) + TB(lw->ffn_down);
+		b += TB(lw->ple_gate) + TB(lw->ple_proj);
+		if (pccx_g3n_owns_kv(c, l))
+			b += TB(lw->attn_k) + TB(lw->attn_v);
+	}
+#undef TB
+	return b;
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* Synthesiser.                                                                          */
+
+static uint64_t splitmix64(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
+/*
+ * Approximately standard normal from 64 random bits: the sum of four 16-bit uniforms
+ * (Irwin-Hall, n = 4), centred and scaled to unit variance. Tails end at +-3.46; the
+ * kurtosis is 2.7 instead of 3. Good enough for weights that only need plausible statistics.
+ */
+static float gauss(uint64_t *s)
+{
+	uint64_t r = splitmix64(s);
+	int32_t sum = (int32_t)(r & 0xFFFF) + (int32_t)((r >> 16) & 0xFFFF) +
+		      (int32_t)((r >> 32) & 0xFFFF) + (int32_t)(r >> 48);
+
+	return (float)(sum - 131070) * (1.0f / 37837.23f);
+}
+
+struct synth_job {
+	struct pccx_g3n_model *m;
+	int32_t t;
+	uint64_t seed;
+	int failed;
+};
+
+static void synth_rows(void *ctx, unsigned part, unsigned nparts)
+{
+	struct synth_job *j = ctx;
+	const struct pccx_g3n_tensor *T = &j->m->t[j->t];
+	unsigned long long lo, hi, r;
+	float x[32];
+	uint32_t b, i;
+
+	pccx_pool_split(T->rows, 1, part, nparts, &lo, &hi);
+	for (r = lo; r < hi; r++) {
+		uint8_t *rec = j->m->data + T->offset + r * T->row_bytes;
+		uint64_t s = j->seed ^ ((uint64_t)(uint32_t)j->t << 40) ^ (r * 0xD1B54A32D192ED03ull);
+
+		splitmix64(&s);
+		if (T->fmt == PCCX_WFMT_Q4) {
+			uint8_t *sc = rec, *nib = rec + pccx_g3n_q4_scale_bytes(T->cols);
+
+			for (b = 0; b < T->cols / 32; b++) {
+				uint16_t h;
+
+				for (i = 0; i < 32; i++)
+					x[i] = T->std * gauss(&s);
+				if (pccx_q4_quantize_block(x, &h, nib + 16 * b))
+					__atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+				sc[2 * b] = (uint8_t)h;
+				sc[2 * b + 1] = (uint8_t)(h >> 8);
+			}
+		} else {
+			for (i = 0; i < T->cols; i++) {
+				float v = T->std * gauss(&s);
+				uint16_t h;
+
+				if (T->init == PCCX_G3N_INIT_NEAR_ONE)
+					v = 1.0f + v;
+				h = pccx_f32_to_bf16(v);
+				rec[2 * i] = (uint8_t)h;
+				rec[2 * i + 1] = (uint8_t)(h >> 8);
+			}
+		}
+	}
+}
+
+int pccx_g3n_synth(struct pccx_g3n_model *m, uint64_t seed, unsigned n_threads, pccx_diag *d)
+{
+	struct pccx_pool *pool = NULL;
+	struct synth_job j = { .m = m };
+	uint32_t t;
+	int rc;
+
+	if (n_threads == 0)
+		n_threads = pccx_pool_ncpu();
+	rc = pccx_pool_create(&pool, n_threads, d);
+	if (rc)
+		return rc;
+	for (t = 0; t < m->n_t; t++) {
+		j.t = (int32_t)t;
+		j.seed = seed * 0x9E3779B97F4A7C15ull + t;
+		pccx_pool_run(pool, synth_rows, &j);
+	}
+	pccx_pool_destroy(pool);
+	if (j.failed)
+		return pccx_fail(d, PCCX_ERR_INTERNAL, "model '%s': synthesis produced non-finite values",
+				 m->cfg.name);
+	return PCCX_OK;
+}

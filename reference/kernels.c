@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: MIT
+/* Q4 GEMV host kernels: the reference rows kernel, dispatch and threading. */
+#include "kernels.h"
+#include "pccx_num.h"
+
+static uint64_t scale_bytes(uint32_t k)
+{
+	return (uint64_t)((k / 32 + 7) / 8) * 16;
+}
+
+void pccx_kern_act_prepare(struct pccx_kern_act *a)
+{
+	uint32_t b, j;
+
+	for (b = 0; b < a->k / 32; b++) {
+		const int8_t *x = a->q8 + 32 * b;
+		int32_t s = 0;
+
+		for (j = 0; j < 16; j++) {
+			a->xp[32 * b + j] = x[2 * j];
+			a->xp[32 * b + 16 + j] = x[2 * j + 1];
+		}
+		for (j = 0; j < 32; j++)
+			s += x[j];
+		a->xsum[b] = s;
+	}
+}
+
+void pccx_kern_q4_rows_ref(const uint8_t *w, uint64_t row_bytes, uint32_t n,
+			   const struct pccx_kern_act *a, float *y)
+{
+	uint64_t sb = scale_bytes(a->k);
+	uint32_t r;
+
+	for (r = 0; r < n; r++) {
+		const uint8_t *rec = w + r * row_bytes;
+
+		y[r] = pccx_q4_row_dot(rec + sb, (const uint16_t *)(const void *)rec, a->q8, a->sx,
+				       a->k);
+	}
+}
+
+bool pccx_kern_have_avx2(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+#else
+	return false;
+#endif
+}
+
+enum pccx_kern_impl pccx_kern_resolve(enum pccx_kern_impl impl)
+{
+	if (impl == PCCX_KERN_AUTO || (impl == PCCX_KERN_AVX2 && !pccx_kern_have_avx2()))
+		return pccx_kern_have_avx2() ? PCCX_KERN_AVX2 : PCCX_KERN_REF;
+	return impl;
+}
+
+const char *pccx_kern_name(enum pccx_kern_impl impl)
+{
+	switch (impl) {
+	case PCCX_KERN_AUTO:
+		return "auto";
+	case PCCX_KERN_REF:
+		return "ref";
+	case PCCX_KERN_AVX2:
+		return "avx2";
+	}
+	return "?";
+}
+
+struct gemv_job {
+	enum pccx_kern_impl impl;
+	const uint8_t *w;
+	uint64_t row_bytes;
+	uint32_t n;
+	const struct pccx_kern_act *a;
+	float *y;
+};
+
+static void gemv_part(void *ctx, unsigned part, unsigned nparts)
+{
+	struct gemv_job *j = ctx;
+	unsigned long long lo, hi;
+
+	pccx_pool_split(j->n, 8, part, nparts, &lo, &hi);
+	if (lo >= hi)
+		return;
+	if (j->impl == PCCX_KERN_AVX2)
+		pccx_kern_q4_rows_avx2(j->w + lo * j->row_bytes, j->row_bytes, (uint32_t)(hi - lo),
+				       j->a, j->y + lo);
+	else
+		pccx_kern_q4_rows_ref(j->w + lo * j->row_bytes, j->row_bytes, (uint32_t)(hi - lo),
+				      j->a, j->y + lo);
+}
+
+/* Below this many weights a second thread costs more than it saves. */
+#define MT_MIN_WEIGHTS (1u << 18)
+
+void pccx_kern_q4_gemv(struct pccx_pool *pool, enum pccx_kern_impl impl, const uint8_t *w,
+		       uint64_t row_bytes, uint32_t n, const struct pccx_kern_act *a, float *y)
+{
+	struct gemv_job j = { pccx_kern_resolve(impl), w, row_bytes, n, a, y };
+
+	if ((uint64_t)n * a->k < MT_MIN_WEIGHTS)
+		pool = NULL;
+	pccx_pool_run(pool, gemv_part, &j);
+}

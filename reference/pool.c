@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: MIT
+/* Fork-join thread pool: a generation counter under one mutex, two condition variables. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "diag.h"
+#include "pool.h"
+
+struct pccx_pool {
+	pthread_mutex_t lock;	/* protects everything below */
+	pthread_cond_t go;	/* generation advanced or stopping */
+	pthread_cond_t done;	/* pending reached 0 */
+	unsigned long long gen;
+	unsigned pending;
+	int stop;
+	pccx_pool_fn fn;
+	void *ctx;
+	unsigned n;		/* parts = threads, the caller included */
+	pthread_t *tid;		/* n - 1 workers */
+	unsigned started;
+};
+
+struct worker_arg {
+	struct pccx_pool *p;
+	unsigned part;
+};
+
+static void *worker(void *arg)
+{
+	struct worker_arg *wa = arg;
+	struct pccx_pool *p = wa->p;
+	unsigned part = wa->part;
+	unsigned long long seen = 0;
+
+	free(wa);
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		while (!p->stop && p->gen == seen)
+			pthread_cond_wait(&p->go, &p->lock);
+		if (p->stop)
+			break;
+		seen = p->gen;
+		pthread_mutex_unlock(&p->lock);
+		p->fn(p->ctx, part, p->n);
+		pthread_mutex_lock(&p->lock);
+		if (--p->pending == 0)
+			pthread_cond_signal(&p->done);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+int pccx_pool_create(struct pccx_pool **out, unsigned n_threads, pccx_diag *d)
+{
+	struct pccx_pool *p;
+	unsigned i;
+
+	*out = NULL;
+	if (n_threads == 0 || n_threads > 256)
+		return pccx_fail(d, PCCX_ERR_INVALID, "thread pool: %u threads (1..256)", n_threads);
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return pccx_fail(d, PCCX_ERR_NOMEM, "thread pool: out of memory");
+	p->n = n_threads;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->go, NULL);
+	pthread_cond_init(&p->done, NULL);
+	if (n_threads > 1) {
+		p->tid = calloc(n_threads - 1, sizeof(*p->tid));
+		if (!p->tid) {
+			pccx_pool_destroy(p);
+			return pccx_fail(d, PCCX_ERR_NOMEM, "thread pool: out of memory");
+		}
+	}
+	for (i = 1; i < n_threads; i++) {
+		struct worker_arg *wa = malloc(sizeof(*wa));
+
+		if (!wa) {
+			pccx_pool_destroy(p);
+			return pccx_fail(d, PCCX_ERR_NOMEM, "thread pool: out of memory");
+		}
+		wa->p = p;
+		wa->part = i;
+		if (pthread_create(&p->tid[i - 1], NULL, worker, wa)) {
+			free(wa);
+			pccx_pool_destroy(p);
+			return pccx_fail(d, PCCX_ERR_INTERNAL, "thread pool: cannot start thread %u", i);
+		}
+		p->started++;
+	}
+	*out = p;
+	return PCCX_OK;
+}
+
+void pccx_pool_destroy(struct pccx_pool *p)
+{
+	unsigned i;
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->stop = 1;
+	pthread_cond_broadcast(&p->go);
+	pthread_mutex_unlock(&p->lock);
+	for (i = 0; i < p->started; i++)
+		pthread_join(p->tid[i], NULL);
+	pthread_cond_destroy(&p->go);
+	pthread_cond_destroy(&p->done);
+	pthread_mutex_destroy(&p->lock);
+	free(p->tid);
+	free(p);
+}
+
+unsigned pccx_pool_threads(const struct pccx_pool *p)
+{
+	return p ? p->n : 1;
+}
+
+void pccx_pool_run(struct pccx_pool *p, pccx_pool_fn fn, void *ctx)
+{
+	if (!p || p->n == 1) {
+		fn(ctx, 0, 1);
+		return;
+	}
+	pthread_mutex_lock(&p->lock);
+	p->fn = fn;
+	p->ctx = ctx;
+	p->pending = p->n - 1;
+	p->gen++;
+	pthread_cond_broadcast(&p->go);
+	pthread_mutex_unlock(&p->lock);
+	fn(ctx, 0, p->n);
+	pthread_mutex_lock(&p->lock);
+	while (p->pending)
+		pthread_cond_wait(&p->done, &p->lock);
+	pthread_mutex_unlock(&p->lock);
+}
+
+unsigned pccx_pool_ncpu(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n < 1 ? 1u : n > 256 ? 256u : (unsigned)n;
+}
+
+void pccx_pool_split(unsigned long long n, unsigned align, unsigned part, unsigned nparts,
+		     unsigned long long *lo, unsigned long long *hi)
+{
+	unsigned long long units = (n + align - 1) / align;
+	unsigned long long a = units * part / nparts, b = units * (part + 1) / nparts;
+
+	*lo = a * align < n ? a * align : n;
+	*hi = b * align < n ? b * align : n;
+}
