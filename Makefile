@@ -149,4 +149,13 @@ install: all
 clean:
 	rm -rf $(BUILD)
 
+# ---- BEGIN sim: device tree for the simulator (sim/kv260.dts -> $(BUILD)/sim/kv260.dtb) ----
+LDLIBS  += -lfdt
+SIM_DTB := $(BUILD)/sim/kv260.dtb
+all: $(SIM_DTB)
+$(SIM_DTB): sim/kv260.dts
+	@mkdir -p $(dir $@)
+	$(Q)dtc -I dts -O dtb -o $@ $<
+# ---- END sim ----
+
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

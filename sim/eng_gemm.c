@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The 32x32 GEMM array. It shares the lanes of eng_gemv.c (all four weight ports, rows dealt
+ * in quarters, one beat per port per AXI cycle) and differs in its compute rate: the weights
+ * of one pass serve all M activation rows, so a beat holding w weights costs M * w MACs of the
+ * array's budget (gemm_q4_macs INT4 MACs per cycle with two MACs packed per DSP, or
+ * gemm_bf16_macs). Small M is bound by the stream like GEMV; large M by the array.
+ */
+#include "sim_int.h"
+
+/* MACs one beat at byte offset `byte_in_row` of a row record contributes per activation row. */
+uint32_t sim_gemm_beat_macs(const struct sim_matmul *mm, uint64_t byte_in_row)
+{
+	switch (mm->ws.fmt) {
+	case PCCX_WFMT_Q4: {
+		uint32_t nb = mm->k / PCCX_Q4_BLOCK;
+		uint32_t sbeats = mm->ws.w_scale ? (nb * 2 + PCCX_BEAT_BYTES - 1) / PCCX_BEAT_BYTES : 0;
+
+		return byte_in_row < (uint64_t)sbeats * PCCX_BEAT_BYTES ? 0 : PCCX_Q4_BLOCK;
+	}
+	case PCCX_WFMT_BF16:
+	case PCCX_WFMT_BF16T:
+		return PCCX_BEAT_BYTES / 2;
+	}
+	return 0;
+}

@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The GEMV lanes, and the lane machinery the GEMM array shares.
+ *
+ * Timing of one instruction: (1) the activation rows are read from L2 (one word per cycle
+ * after the L2 latency) and, for q4, quantised per 32-block; (2) each lane p takes the rows of
+ * weight port p, at most one 16-byte beat per AXI cycle (the port width), as the weight FIFO
+ * supplies them — GEMV computes a q4 beat (32 INT4 MACs) or a bf16 beat (8 BF16 MACs) per core
+ * cycle per lane, faster than a port delivers, so it is bound by the stream; (3) a fixed tail
+ * for the reduction, output conversion and the last L2 write.
+ *
+ * Function: each row record is computed when its last beat arrives, with the numerics module
+ * (pccx_q4_row_dot, pccx_bf16_row_dot; bf16t collects the whole matrix for pccx_bf16_colsum)
+ * and the results are stored (pccx_out_store, accm reading the old values) at completion.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pccx_num.h"
+#include "sim_int.h"
+
+#define SIM_MAX_BF16T_BYTES (1ull << 30)
+
+void sim_matmul_abort(struct pccx_sim *s, struct sim_matmul *mm)
+{
+	unsigned p;
+
+	(void)s;
+	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
+		free(mm->lane[p].row);
+		mm->lane[p].row = NULL;
+	}
+	free(mm->x);
+	free(mm->q8);
+	free(mm->sx);
+	free(mm->y);
+	free(mm->out);
+	free(mm->tmp);
+	free(mm->wt);
+	mm->x = NULL;
+	mm->q8 = NULL;
+	mm->sx = NULL;
+	mm->y = NULL;
+	mm->out = NULL;
+	mm->tmp = NULL;
+	mm->wt = NULL;
+	mm->busy = false;
+	mm->op = NULL;
+}
+
+/* The stream instruction whose bytes port p delivers next has changed: skip those with none. */
+static void advance_port(struct pccx_sim *s, unsigned p)
+{
+	for (;;) {
+		struct sim_matmul *m = NULL;
+
+		if (s->gemv.busy && s->gemv.seq == s->port_seq[p])
+			m = &s->gemv;
+		else if (s->gemm.busy && s->gemm.seq == s->port_seq[p])
+			m = &s->gemm;
+		if (!m || m->lane[p].bytes_left)
+			return;
+		s->port_seq[p]++;
+	}
+}
+
+int sim_matmul_start(struct pccx_sim *s, struct sim_matmul *mm, struct sim_op *op)
+{
+	const struct pccx_effects *fx = &op->fx;
+	uint32_t src = op->in.f[PCCX_FID_A_src];
+	uint32_t r, kw, rowmax;
+	uint64_t row_bytes;
+	unsigned p;
+
+	memset(mm, 0, sizeof(*mm));
+	mm->op = op;
+	mm->ws = fx->ws;
+	mm->m = fx->m;
+	mm->n = fx->ws.n;
+	mm->k = fx->ws.k;
+	mm->accm = op->in.f[PCCX_FID_A_accm] != 0;
+	mm->findemax = op->in.f[PCCX_FID_A_findemax] != 0;
+	kw = pccx_words_for(mm->k);
+	row_bytes = pccx_wstream_row_bytes(&mm->ws);
+	rowmax = (mm->k > mm->n ? mm->k : mm->n) + 8;
+
+	mm->x = malloc((size_t)mm->m * mm->k * sizeof(*mm->x));
+	mm->y = calloc((size_t)mm->m * mm->n, sizeof(*mm->y));
+	mm->out = malloc((size_t)mm->m * mm->n * sizeof(*mm->out));
+	mm->tmp = malloc((size_t)rowmax * sizeof(*mm->tmp));
+	if (!mm->x || !mm->y || !mm->out || !mm->tmp)
+		goto fail;
+	for (r = 0; r < mm->m; r++)
+		sim_l2_get(s, src + r * kw, mm->x + (size_t)r * mm->k, mm->k);
+	if (mm->ws.fmt == PCCX_WFMT_Q4) {
+		mm->q8 = malloc((size_t)mm->m * mm->k);
+		mm->sx = malloc((size_t)mm->m * (mm->k / PCCX_Q4_BLOCK) * sizeof(float) + 1);
+		if (!mm->q8 || !mm->sx)
+			goto fail;
+		for (r = 0; r < mm->m; r++)
+			pccx_q8_quantize(mm->x + (size_t)r * mm->k, mm->k,
+					 mm->q8 + (size_t)r * mm->k,
+					 mm->sx + (size_t)r * (mm->k / PCCX_Q4_BLOCK));
+	} else if (mm->ws.fmt == PCCX_WFMT_BF16T) {
+		uint64_t bytes = (uint64_t)mm->k * mm->n * 2;
+
+		if (bytes > SIM_MAX_BF16T_BYTES)
+			goto fail;
+		mm->wt = malloc(bytes);
+		if (!mm->wt)
+			goto fail;
+	}
+	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
+		struct sim_lane *l = &mm->lane[p];
+
+		pccx_wstream_port_rows(&mm->ws, p, &l->row_first, &l->row_count);
+		l->row_bytes = row_bytes;
+		l->bytes_left = (uint64_t)l->row_count * row_bytes;
+		if (l->row_count && !(l->row = malloc(row_bytes)))
+			goto fail;
+	}
+	mm->phase = 0;
+	mm->phase_end = s->core_cycle + s->cfg.l2_latency + (uint64_t)mm->m * kw +
+			(mm->ws.fmt == PCCX_WFMT_Q4 ? s->cfg.quant_latency : 0);
+	if (op->unit == PCCX_SIM_U_GEMM)
+		mm->mac_rate = mm->ws.fmt == PCCX_WFMT_Q4 ? s->cfg.gemm_q4_macs
+							   : s->cfg.gemm_bf16_macs;
+	mm->seq = s->stream_seq++;
+	mm->busy = true;
+	for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
+		advance_port(s, p);
+	return 0;
+fail:
+	sim_matmul_abort(s, mm);
+	return PCCX_ERR_NOMEM;
+}
+
+/* The last beat of stored row `row` arrived in lane p: compute what depends on it. */
+void sim_matmul_row_done(struct pccx_sim *s, struct sim_matmul *mm, unsigned p, uint32_t row)
+{
+	const uint8_t *rec = mm->lane[p].row;
+	uint32_t r, i, nvals;
+
+	(void)s;
+	switch (mm->ws.fmt) {
+	case PCCX_WFMT_Q4: {
+		uint32_t nb = mm->k / PCCX_Q4_BLOCK;
+		uint32_t sbeats = mm->ws.w_scale ? (nb * 2 + PCCX_BEAT_BYTES - 1) / PCCX_BEAT_BYTES : 0;
+		const uint16_t *scales = NULL;
+
+		if (mm->ws.w_scale) {
+			for (i = 0; i < nb; i++)
+				mm->tmp[i] = (uint16_t)(rec[2 * i] | (rec[2 * i + 1] << 8));
+			scales = mm->tmp;
+		}
+		for (r = 0; r < mm->m; r++)
+			mm->y[(size_t)r * mm->n + row] =
+				pccx_q4_row_dot(rec + (size_t)sbeats * PCCX_BEAT_BYTES, scales,
+						mm->q8 + (size_t)r * mm->k,
+						mm->sx + (size_t)r * nb, mm->k);
+		return;
+	}
+	case PCCX_WFMT_BF16:
+		for (i = 0; i < mm->k; i++)
+			mm->tmp[i] = (uint16_t)(rec[2 * i] | (rec[2 * i + 1] << 8));
+		for (r = 0; r < mm->m; r++)
+			mm->y[(size_t)r * mm->n + row] =
+				pccx_bf16_row_dot(mm->tmp, mm->x + (size_t)r * mm->k, mm->k);
+		return;
+	case PCCX_WFMT_BF16T:
+		nvals = mm->n;
+		for (i = 0; i < nvals; i++)
+			mm->wt[(size_t)row * nvals + i] = (uint16_t)(rec[2 * i] | (rec[2 * i + 1] << 8));
+		return;
+	}
+}
+
+static void complete(struct pccx_sim *s, struct sim_matmul *mm)
+{
+	struct sim_op *op = mm->op;
+	uint32_t dest = op->in.f[PCCX_FID_A_dest], nw = pccx_words_for(mm->n);
+	uint32_t r, i;
+
+	for (r = 0; r < mm->m; r++) {
+		float *y = mm->y + (size_t)r * mm->n;
+		uint16_t *out = mm->out + (size_t)r * mm->n;
+
+		if (mm->ws.fmt == PCCX_WFMT_BF16T)
+			pccx_bf16_colsum(mm->wt, mm->x + (size_t)r * mm->k, mm->k, mm->n, y);
+		sim_l2_get(s, dest + r * nw, out, mm->n);
+		for (i = 0; i < mm->n; i++)
+			out[i] = pccx_out_store(y[i], mm->accm, out[i]);
+		sim_l2_put(s, dest + r * nw, out, mm->n);
+	}
+	if (mm->findemax)
+		s->s_bits = pccx_f32_bits(pccx_sfu_reduce(PCCX_SFU_MAX, 0, 0.0f, mm->out,
+							  (size_t)mm->m * mm->n));
+	sim_matmul_abort(s, mm);
+	sim_retire(s, op);
+}
+
+void sim_matmul_core_tick(struct pccx_sim *s, struct sim_matmul *mm)
+{
+	if (!mm->busy)
+		return;
+	if (mm->phase == 0 && s->core_cycle >= mm->phase_end) {
+		mm->phase = 1;
+	} else if (mm->phase == 1 && mm->mac_rate) {
+		uint64_t cap = 4ull * mm->mac_rate + 64ull * mm->m;
+
+		mm->mac_budget += mm->mac_rate;
+		if (mm->mac_budget > cap)
+			mm->mac_budget = cap;
+	} else if (mm->phase == 2 && s->core_cycle >= mm->phase_end) {
+		complete(s, mm);
+	}
+}
+
+void sim_matmul_axi_tick(struct pccx_sim *s, struct sim_matmul *mm)
+{
+	bool starved = false, left = false;
+	unsigned p;
+
+	if (!mm->busy || mm->phase != 1)
+		return;
+	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
+		struct sim_lane *l = &mm->lane[p];
+
+		if (!l->bytes_left)
+			continue;
+		left = true;
+		if (s->port_seq[p] != mm->seq || !s->wq[p].level) {
+			starved = true;
+			continue;
+		}
+		if (mm->mac_rate) {
+			uint64_t cost = (uint64_t)sim_gemm_beat_macs(mm, l->got) * mm->m;
+
+			if (mm->mac_budget < cost)
+				continue;      /* compute-bound: the array is busy */
+			mm->mac_budget -= cost;
+		}
+		sim_beatq_pop(&s->wq[p], l->row + l->got);
+		l->got += PCCX_BEAT_BYTES;
+		l->bytes_left -= PCCX_BEAT_BYTES;
+		if (l->got == l->row_bytes) {
+			sim_matmul_row_done(s, mm, p, l->row_first + l->rows_done);
+			l->rows_done++;
+			l->got = 0;
+		}
+		if (!l->bytes_left)
+			advance_port(s, p);
+	}
+	if (starved)
+		s->stall_weights_ps += s->axi_ps;
+	for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
+		if (mm->lane[p].bytes_left)
+			return;
+	(void)left;
+	mm->phase = 2;
+	mm->phase_end = s->core_cycle + (mm->mac_rate ? s->cfg.gemm_tail : s->cfg.gemv_tail);
+}

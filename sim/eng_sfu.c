@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The SFU (CVO) and the L2-to-L2 copy: units whose duration is known at issue.
+ *
+ * SFU timing: the L2 read latency, one element per core cycle (vector and reduction forms),
+ * the function's pipeline latency, and one cycle for the last write; scalar forms and LDS
+ * touch one word. Latencies follow the upstream pipeline depths where the RTL has them
+ * (exp 4, sqrt 3, recip 4, scale 3, gelu 12, sin/cos 16 stages) and are estimates for the
+ * FP32 extensions (docs/sim.md). L2 copy: one word per cycle after the read latency.
+ *
+ * Function: the numerics module's SFU entry points, at completion (the interlocks keep the
+ * operands stable from issue on).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pccx_num.h"
+#include "sim_int.h"
+
+static const uint8_t cvo_latency[16] = {
+	[PCCX_CVO_EXP] = 4, [PCCX_CVO_SQRT] = 3, [PCCX_CVO_GELU] = 12, [PCCX_CVO_SIN] = 16,
+	[PCCX_CVO_COS] = 16, [PCCX_CVO_SUM] = 4, [PCCX_CVO_SCALE] = 3, [PCCX_CVO_RECIP] = 4,
+	[PCCX_CVO_MUL] = 3, [PCCX_CVO_ADD] = 4, [PCCX_CVO_TANH] = 12, [PCCX_CVO_MAX] = 2,
+	[PCCX_CVO_SUMSQ] = 5, [PCCX_CVO_LDS] = 1, [PCCX_CVO_RSQRT] = 6,
+};
+
+/* ISA function code -> numerics SFU operation (LDS has none). */
+static const int8_t cvo_fn[16] = {
+	[PCCX_CVO_EXP] = PCCX_SFU_EXP, [PCCX_CVO_SQRT] = PCCX_SFU_SQRT,
+	[PCCX_CVO_GELU] = PCCX_SFU_GELU, [PCCX_CVO_SIN] = PCCX_SFU_SIN,
+	[PCCX_CVO_COS] = PCCX_SFU_COS, [PCCX_CVO_SUM] = PCCX_SFU_SUM,
+	[PCCX_CVO_SCALE] = PCCX_SFU_SCALE, [PCCX_CVO_RECIP] = PCCX_SFU_RECIP,
+	[PCCX_CVO_MUL] = PCCX_SFU_MUL, [PCCX_CVO_ADD] = PCCX_SFU_ADD,
+	[PCCX_CVO_TANH] = PCCX_SFU_TANH, [PCCX_CVO_MAX] = PCCX_SFU_MAX,
+	[PCCX_CVO_SUMSQ] = PCCX_SFU_SUMSQ, [PCCX_CVO_LDS] = -1,
+	[PCCX_CVO_RSQRT] = PCCX_SFU_RSQRT, [15] = -1,
+};
+
+static uint64_t cvo_cycles(const struct pccx_sim *s, const struct pccx_insn *in)
+{
+	const struct pccx_cvo_desc *cd = pccx_cvo_desc(in->f[PCCX_FID_D_func]);
+	uint64_t lat = cvo_latency[in->f[PCCX_FID_D_func] & 15];
+
+	if (!cd || cd->cls == PCCX_CVOC_LOAD)
+		return s->cfg.l2_latency + 1;
+	if (in->f[PCCX_FID_D_sreg])
+		return s->cfg.l2_latency + lat + 1;
+	return s->cfg.l2_latency + (uint64_t)in->f[PCCX_FID_D_len] + lat + 1;
+}
+
+void sim_timed_start(struct pccx_sim *s, struct sim_op *op)
+{
+	struct sim_timed *t;
+	uint64_t dur;
+
+	if (op->unit == PCCX_SIM_U_SFU) {
+		t = &s->sfu;
+		dur = cvo_cycles(s, &op->in);
+	} else {
+		t = &s->l2copy;
+		dur = s->cfg.l2_latency + op->fx.xfer_bytes / PCCX_BEAT_BYTES + 1;
+	}
+	t->op = op;
+	t->busy = true;
+	t->end = s->core_cycle + dur;
+}
+
+static float s_get(const struct pccx_sim *s)
+{
+	return pccx_f32_from_bits(s->s_bits);
+}
+
+/* FP32 slot j counted from word w. */
+static uint32_t slot_bits(struct pccx_sim *s, uint32_t w, uint64_t j)
+{
+	uint64_t e = 2 * j;
+	uint16_t v[8];
+
+	sim_l2_get(s, (uint32_t)(w + e / 8), v, 8);
+	return v[e % 8] | ((uint32_t)v[e % 8 + 1] << 16);
+}
+
+void sim_cvo_execute(struct pccx_sim *s, const struct pccx_insn *in)
+{
+	unsigned func = in->f[PCCX_FID_D_func] & 15;
+	const struct pccx_cvo_desc *cd = pccx_cvo_desc(func);
+	uint32_t src = in->f[PCCX_FID_D_src], dst = in->f[PCCX_FID_D_dst];
+	uint32_t n = in->f[PCCX_FID_D_len];
+	bool sform = in->f[PCCX_FID_D_sreg] != 0;
+	enum pccx_sfu_fn fn = (enum pccx_sfu_fn)cvo_fn[func];
+	unsigned fl = 0;
+	float S = s_get(s), r;
+
+	if (!cd)
+		return;
+	if (in->f[PCCX_FID_D_sub_emax])
+		fl |= PCCX_SFU_F_SUB;
+	if (in->f[PCCX_FID_D_relu])
+		fl |= PCCX_SFU_F_RELU;
+	if (in->f[PCCX_FID_D_accm])
+		fl |= PCCX_SFU_F_ACCM;
+	if (in->f[PCCX_FID_D_recip_scale])
+		fl |= cd->cls == PCCX_CVOC_REDUCE ? PCCX_SFU_F_MEAN : PCCX_SFU_F_RECIP;
+
+	if (cd->cls == PCCX_CVOC_LOAD) {
+		if (sform) {
+			s->s_bits = slot_bits(s, src, n);
+		} else {
+			uint16_t v[8];
+
+			sim_l2_get(s, src + n / 8, v, 8);
+			s->s_bits = pccx_f32_bits(pccx_bf16_to_f32(v[n % 8]));
+		}
+		sim_l2_put_f32(s, dst, s->s_bits);
+		return;
+	}
+	if (sform) {
+		if (cd->cls == PCCX_CVOC_UNARY)
+			/* S = fn(pre(S)): the element pipeline with S as the input, RELU only. */
+			r = pccx_sfu_elem(fn, fl & PCCX_SFU_F_RELU, S, S, 0.0f);
+		else
+			r = pccx_sfu_scalar(fn, fl & PCCX_SFU_F_RECIP, S,
+					    pccx_f32_from_bits(slot_bits(s, src, 0)));
+		s->s_bits = pccx_f32_bits(r);
+		sim_l2_put_f32(s, dst, s->s_bits);
+		return;
+	}
+	{
+		uint16_t *a = malloc((size_t)n * 2 + 2), *b = malloc((size_t)n * 2 + 2);
+
+		if (!a || !b) {
+			free(a);
+			free(b);
+			sim_set_error(s, PCCX_CAUSE_BAD_OPERANDS, PCCX_ISA_E_JOB_LIMIT, s->issued_job,
+				      0);
+			return;
+		}
+		sim_l2_get(s, src, a, n);
+		if (cd->cls == PCCX_CVOC_REDUCE) {
+			s->s_bits = pccx_f32_bits(pccx_sfu_reduce(fn, fl, S, a, n));
+			sim_l2_put_f32(s, dst, s->s_bits);
+		} else {
+			sim_l2_get(s, dst, b, n);
+			pccx_sfu_vector(fn, fl, S, a, b, n);
+			sim_l2_put(s, dst, b, n);
+		}
+		free(a);
+		free(b);
+	}
+}
+
+static void l2_copy(struct pccx_sim *s, const struct sim_op *op)
+{
+	memmove(sim_l2_word(s, op->in.f[PCCX_FID_B_dest]), sim_l2_word(s, op->in.f[PCCX_FID_B_src]),
+		(size_t)op->fx.xfer_bytes);
+}
+
+void sim_timed_core_tick(struct pccx_sim *s)
+{
+	if (s->sfu.busy && s->core_cycle >= s->sfu.end) {
+		struct sim_op *op = s->sfu.op;
+
+		s->sfu.busy = false;
+		sim_cvo_execute(s, &op->in);
+		sim_retire(s, op);
+	}
+	if (s->l2copy.busy && s->core_cycle >= s->l2copy.end) {
+		struct sim_op *op = s->l2copy.op;
+
+		s->l2copy.busy = false;
+		l2_copy(s, op);
+		sim_retire(s, op);
+	}
+}
+
+void sim_timed_abort(struct pccx_sim *s)
+{
+	s->sfu.busy = false;
+	s->l2copy.busy = false;
+}

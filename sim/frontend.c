@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The front end: decode of the FIFO head, the device-side legality checks, in-order issue of
+ * at most one instruction per core cycle, the interlocks and retirement.
+ *
+ * An instruction issues when its engine is free and no instruction in flight conflicts with it:
+ * read-after-write, write-after-read and write-after-write on the L2 ranges pccx_insn_effects()
+ * computes, on S, and on shape entries. A sync MEMCPY/CVO (async = 0) stops issue until it
+ * completes. Everything an instruction reads is therefore stable from its issue to its
+ * completion, so an engine may read its operands at issue and write its results at completion.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_int.h"
+
+void sim_frontend_flush(struct pccx_sim *s)
+{
+	s->fifo_level = 0;
+	s->head_decoded = false;
+}
+
+static bool overlap(struct pccx_l2_range a, struct pccx_l2_range b)
+{
+	return a.words && b.words && (uint64_t)a.base < (uint64_t)b.base + b.words &&
+	       (uint64_t)b.base < (uint64_t)a.base + a.words;
+}
+
+/* Does op use shape entry `e` of `cache`? */
+static bool uses_entry(const struct sim_op *op, int cache, int e)
+{
+	const struct pccx_insn *in = &op->in;
+
+	switch (in->opcode) {
+	case PCCX_OP_GEMV:
+	case PCCX_OP_GEMM:
+		return (cache == PCCX_CACHE_FMAP && (int)in->f[PCCX_FID_A_fshape] == e) ||
+		       (cache == PCCX_CACHE_WEIGHT && (int)in->f[PCCX_FID_A_wshape] == e);
+	case PCCX_OP_MEMCPY:
+		return cache == PCCX_CACHE_FMAP && (int)in->f[PCCX_FID_B_fshape] == e;
+	}
+	return false;
+}
+
+static bool conflicts(const struct sim_op *h, const struct sim_op *o)
+{
+	const struct pccx_effects *a = &h->fx, *b = &o->fx;
+
+	if (overlap(a->rd[0], b->wr) || overlap(a->rd[1], b->wr))
+		return true;                       /* RAW */
+	if (overlap(a->wr, b->rd[0]) || overlap(a->wr, b->rd[1]))
+		return true;                       /* WAR */
+	if (overlap(a->wr, b->wr))
+		return true;                       /* WAW */
+	if ((a->reads_s && b->writes_s) || (a->writes_s && (b->reads_s || b->writes_s)))
+		return true;                       /* on S */
+	if (h->in.opcode == PCCX_OP_MEMSET && uses_entry(o, a->shape_cache, a->shape_entry))
+		return true;                       /* on a shape entry */
+	return false;
+}
+
+static bool unit_busy(const struct pccx_sim *s, int unit)
+{
+	switch (unit) {
+	case PCCX_SIM_U_GEMV:
+		return s->gemv.busy;
+	case PCCX_SIM_U_GEMM:
+		return s->gemm.busy;
+	case PCCX_SIM_U_DMA_IN:
+		return s->dma_in.busy;
+	case PCCX_SIM_U_DMA_OUT:
+		return s->dma_out.busy;
+	case PCCX_SIM_U_L2COPY:
+		return s->l2copy.busy;
+	case PCCX_SIM_U_SFU:
+		return s->sfu.busy;
+	}
+	return false;
+}
+
+static enum sim_block blocked(const struct pccx_sim *s, const struct sim_op *h)
+{
+	unsigned i;
+
+	if (s->fence)
+		return SB_FENCE;
+	for (i = 0; i < SIM_MAX_INFLIGHT; i++)
+		if (s->ops[i].used && conflicts(h, &s->ops[i]))
+			return SB_INTERLOCK;
+	if (unit_busy(s, h->unit))
+		return SB_ENGINE;
+	return SB_NONE;
+}
+
+static struct sim_op *alloc_op(struct pccx_sim *s)
+{
+	unsigned i;
+
+	for (i = 0; i < SIM_MAX_INFLIGHT; i++)
+		if (!s->ops[i].used)
+			return &s->ops[i];
+	return NULL;
+}
+
+static void record_issue(struct pccx_sim *s, const struct sim_op *op)
+{
+	if (op->index >= s->cap_times) {
+		uint32_t cap = s->cap_times ? 2 * s->cap_times : 1024;
+		struct pccx_sim_insn_time *t;
+
+		if (cap > (1u << 22))
+			return;       /* past what a job may hold: stop recording */
+		t = realloc(s->times, (size_t)cap * sizeof(*t));
+		if (!t)
+			return;
+		s->times = t;
+		s->cap_times = cap;
+	}
+	if (op->index >= s->n_times)
+		s->n_times = op->index + 1;
+	s->times[op->index].issue = op->issue_cycle;
+	s->times[op->index].done = 0;
+	s->times[op->index].unit = (uint8_t)op->unit;
+}
+
+static const char *mnemonic(const struct sim_op *op)
+{
+	static const char *const cvo[16] = { "exp", "sqrt", "gelu", "sin", "cos", "sum", "scale",
+					     "recip", "mul", "add", "tanh", "max", "sumsq", "lds",
+					     "rsqrt", "?" };
+
+	switch (op->in.opcode) {
+	case PCCX_OP_GEMV:
+		return "gemv";
+	case PCCX_OP_GEMM:
+		return "gemm";
+	case PCCX_OP_MEMCPY:
+		return "memcpy";
+	case PCCX_OP_MEMSET:
+		return "memset";
+	case PCCX_OP_CVO:
+		return cvo[op->in.f[PCCX_FID_D_func] & 15];
+	}
+	return "?";
+}
+
+void sim_retire(struct pccx_sim *s, struct sim_op *op)
+{
+	s->retired++;
+	s->st.retired++;
+	s->st.unit_insns[op->unit]++;
+	if (op->index < s->n_times && op->index < s->cap_times)
+		s->times[op->index].done = s->core_cycle;
+	if (op->in.opcode != PCCX_OP_MEMCPY)
+		s->done_bit = true;
+	if (op->sync)
+		s->fence = false;
+	sim_trace_event(s, sim_unit_name(op->unit), mnemonic(op), op->issue_cycle * s->core_ps,
+			(s->core_cycle + 1) * s->core_ps, op->index);
+	op->used = false;
+}
+
+static int decode_head(struct pccx_sim *s)
+{
+	struct sim_op *h = &s->head;
+	struct pccx_isa_fault f;
+	uint64_t w = s->fifo[s->fifo_head];
+	int err;
+
+	memset(h, 0, sizeof(*h));
+	h->word = w;
+	err = pccx_decode(w, &h->in, &f);
+	if (err) {
+		sim_set_error(s, PCCX_CAUSE_ILLEGAL_INSN, (uint32_t)err, s->issued_job, w);
+		return err;
+	}
+	err = pccx_insn_effects(&h->in, &s->shape, s->cfg.l2_words, &h->fx, &f);
+	if (err) {
+		sim_set_error(s, PCCX_CAUSE_BAD_OPERANDS, (uint32_t)err, s->issued_job, w);
+		return err;
+	}
+	h->unit = (int)h->fx.engine;    /* enum pccx_engine and enum pccx_sim_unit agree */
+	if (h->in.opcode == PCCX_OP_MEMCPY)
+		h->sync = !h->in.f[PCCX_FID_B_async];
+	else if (h->in.opcode == PCCX_OP_CVO)
+		h->sync = !h->in.f[PCCX_FID_D_async];
+	s->head_decoded = true;
+	return 0;
+}
+
+void sim_frontend_tick(struct pccx_sim *s)
+{
+	struct sim_op *op = NULL;
+	enum sim_block b;
+
+	if (s->halted)
+		return;
+	if (!s->fifo_level) {
+		if (!sim_engines_idle(s) || sim_dm_busy(s))
+			s->st.stall_fifo_empty += 1;
+		return;
+	}
+	if (!s->head_decoded && decode_head(s))
+		return;
+	b = blocked(s, &s->head);
+	if (b == SB_NONE && !(op = alloc_op(s)))
+		b = SB_ENGINE;
+	switch (b) {
+	case SB_FENCE:
+		s->st.stall_fence++;
+		return;
+	case SB_INTERLOCK:
+		s->st.stall_interlock++;
+		return;
+	case SB_ENGINE:
+		s->st.stall_engine++;
+		return;
+	case SB_NONE:
+		break;
+	}
+
+	*op = s->head;
+	op->used = true;
+	op->index = s->issued_job++;
+	op->issue_cycle = s->core_cycle;
+	s->fifo_head = (s->fifo_head + 1) % SIM_MAX_FIFO;
+	s->fifo_level--;
+	s->head_decoded = false;
+	s->done_bit = false;
+	s->st.issued++;
+	record_issue(s, op);
+	if (op->sync)
+		s->fence = true;
+
+	switch (op->unit) {
+	case PCCX_SIM_U_GEMV:
+		if (sim_matmul_start(s, &s->gemv, op))
+			goto nomem;
+		break;
+	case PCCX_SIM_U_GEMM:
+		if (sim_matmul_start(s, &s->gemm, op))
+			goto nomem;
+		break;
+	case PCCX_SIM_U_DMA_IN:
+	case PCCX_SIM_U_DMA_OUT:
+		sim_dma_start(s, op);
+		break;
+	case PCCX_SIM_U_L2COPY:
+	case PCCX_SIM_U_SFU:
+		sim_timed_start(s, op);
+		break;
+	case PCCX_SIM_U_SHAPE:
+		/* The shape RAM is written in the issue stage. */
+		pccx_shape_apply(&s->shape, &op->in);
+		sim_retire(s, op);
+		break;
+	}
+	return;
+nomem:
+	/* The model could not allocate its buffers: report it as the device would a fault. */
+	op->used = false;
+	s->fence = false;
+	sim_set_error(s, PCCX_CAUSE_BAD_OPERANDS, PCCX_ISA_E_JOB_LIMIT, op->index, op->word);
+}

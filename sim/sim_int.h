@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internals of the simulator, shared by its units (one file each). Time is kept in
+ * picoseconds so the core clock and the AXI clock both land on exact edges; every report
+ * converts to core cycles.
+ */
+#ifndef PCCX_SIM_INT_H
+#define PCCX_SIM_INT_H
+
+#include "pccx_sim.h"
+#include "pccx_job.h"
+#include "uapi/pccx_regs.h"
+
+#define SIM_MAX_FIFO      15u      /* STATUS.FIFO_LEVEL is 4 bits */
+#define SIM_MAX_INFLIGHT  16u
+#define SIM_MAX_BURSTS    16u
+#define SIM_BEAT          16u
+
+/* Frontend issue-blocking causes, for the statistics. */
+enum sim_block { SB_NONE, SB_INTERLOCK, SB_ENGINE, SB_FENCE };
+
+struct sim_window {
+	uint64_t base, len;
+	uint8_t *host;
+	uint32_t access;
+};
+
+/* A FIFO of 16-byte beats with room reserved for data already requested. */
+struct sim_beatq {
+	uint8_t *data;
+	uint32_t depth, head, level, reserved;
+};
+
+struct sim_burst {
+	uint64_t ready_ps;             /* data at the port (reads) / response (writes) */
+	uint64_t addr;
+	uint32_t beats, done;
+};
+
+struct sim_dm_cmd {
+	uint64_t addr;
+	uint32_t btt;
+	uint8_t tag;
+	bool type_incr;
+};
+
+struct sim_dm {
+	unsigned ch;
+	bool write;                    /* S2MM (result) */
+	/* staged registers */
+	uint32_t cmd_lo, cmd_hi, cmd_ext, addr_hi;
+	/* command and status FIFOs */
+	struct sim_dm_cmd cmd[256];
+	uint32_t cmd_head, cmd_level;
+	uint8_t sts[256];
+	uint32_t sts_head, sts_level;
+	uint8_t sticky;                /* FLAGS[7:4]: [0] INTERR [1] DECERR [2] SLVERR [3] overflow */
+	/* the command in progress */
+	bool active;
+	struct sim_dm_cmd cur;
+	uint8_t *host;                 /* host memory of cur.addr */
+	uint64_t issued, delivered;    /* bytes requested from / delivered to DDR */
+	struct sim_burst burst[SIM_MAX_BURSTS];
+	uint32_t b_head, b_level;
+	uint32_t wr_fill;              /* S2MM: beats collected for the next write burst */
+	uint64_t start_ps;
+	struct sim_beatq *q;           /* destination (MM2S) or source (S2MM) FIFO */
+};
+
+struct sim_ddr {
+	uint64_t free_ps;
+	uint64_t next_refresh_ps;
+	int last_dir;
+	uint64_t rem;                  /* fractional picoseconds carried between bursts */
+	uint64_t *open_row;            /* per bank; ~0 = closed */
+	uint32_t bank_shift, bank_mask, row_shift;
+};
+
+/* One instruction between issue and completion. */
+struct sim_op {
+	bool used;
+	uint32_t index;                /* job-relative index */
+	uint64_t word;
+	struct pccx_insn in;
+	struct pccx_effects fx;
+	int unit;                      /* enum pccx_sim_unit */
+	bool sync;
+	uint64_t issue_cycle;
+};
+
+/* A GEMV/GEMM lane: the rows of one weight port. */
+struct sim_lane {
+	uint32_t row_first, row_count, rows_done;
+	uint64_t row_bytes, got;       /* bytes of the current row received */
+	uint64_t bytes_left;           /* for the whole instruction */
+	uint8_t *row;                  /* the current row record */
+};
+
+struct sim_matmul {
+	struct sim_op *op;
+	bool busy;
+	int phase;                     /* 0 pre (load x), 1 streaming, 2 tail */
+	uint64_t phase_end;            /* core cycle ending pre/tail */
+	uint32_t seq;                  /* stream sequence number */
+	struct pccx_wshape ws;
+	uint32_t m, n, k;
+	bool accm, findemax;
+	uint64_t mac_budget;           /* GEMM: MACs available */
+	uint32_t mac_rate;
+	struct sim_lane lane[PCCX_WSTREAM_PORTS];
+	uint16_t *x;                   /* (m, k) BF16 inputs */
+	int8_t *q8;                    /* (m, k) quantised */
+	float *sx;                     /* (m, k/32) block scales */
+	float *y;                      /* (m, n) FP32 results */
+	uint16_t *out;                 /* (m, n) BF16 results as stored */
+	uint16_t *tmp;                 /* one row record as BF16/FP16 values */
+	uint16_t *wt;                  /* bf16t: (k, n) whole matrix */
+};
+
+struct sim_timed {                 /* SFU, L2 copy, MEMSET: a fixed duration */
+	struct sim_op *op;
+	bool busy;
+	uint64_t end;                  /* core cycle */
+};
+
+struct sim_xfer {                  /* MEMCPY to/from the host */
+	struct sim_op *op;
+	bool busy;
+	uint64_t start_after;          /* core cycle (L2 latency) */
+	uint32_t words, done;
+};
+
+struct sim_trace;
+
+struct pccx_sim {
+	struct pccx_sim_config cfg;
+	uint64_t core_ps, axi_ps;
+	uint64_t now_ps;
+	uint64_t core_cycle, axi_cycle;  /* edges passed */
+
+	/* registers */
+	uint64_t fifo[SIM_MAX_FIFO];
+	uint32_t fifo_head, fifo_level;
+	uint64_t retired;
+	uint32_t issued_job;           /* words issued since RETIRED was reset */
+	uint64_t error, error_info;
+	uint64_t irq_status, irq_enable;
+	bool done_bit, halted, was_idle;
+	uint64_t reset_until;          /* core cycle; RESET reads 1 before it */
+	uint64_t overrun_since;        /* core cycle the idle-with-bytes state began, or 0 */
+
+	/* state */
+	uint8_t *l2;
+	struct pccx_shape_state shape;
+	uint32_t s_bits;
+
+	/* front end */
+	struct sim_op ops[SIM_MAX_INFLIGHT];
+	bool fence;                    /* a sync instruction is in flight */
+	bool head_decoded;
+	struct sim_op head;            /* decoded FIFO head */
+	uint32_t stream_seq;           /* next stream sequence number */
+	uint32_t port_seq[PCCX_WSTREAM_PORTS]; /* sequence whose bytes port p delivers next */
+
+	/* units */
+	struct sim_matmul gemv, gemm;
+	struct sim_timed sfu, l2copy;
+	struct sim_xfer dma_in, dma_out;
+	struct sim_beatq wq[PCCX_WSTREAM_PORTS];
+	struct sim_beatq fmapq, resq;
+	struct sim_dm dm[PCCX_DM_CHANNELS];
+	struct sim_ddr ddr;
+	unsigned ddr_rr;               /* round-robin start */
+
+	struct sim_window *win;
+	size_t n_win, cap_win;
+
+	/* per-instruction times of the current job */
+	struct pccx_sim_insn_time *times;
+	uint32_t n_times, cap_times;
+
+	/* statistics in picoseconds or counts (report converts) */
+	struct pccx_sim_stats st;
+	uint64_t st_base_ps;
+	uint64_t busy_ps[PCCX_SIM_U_COUNT];
+	uint64_t dm_busy_ps[PCCX_DM_CHANNELS], dm_full_ps[PCCX_DM_CHANNELS];
+	uint64_t ddr_busy_ps, mmio_ps, mmio_full_ps, stall_weights_ps;
+	bool stats_job;                /* instructions pushed since last idle */
+
+	struct sim_trace *trace;
+};
+
+/* l2.c */
+uint8_t *sim_l2_word(struct pccx_sim *s, uint32_t w);
+void sim_l2_get(struct pccx_sim *s, uint32_t word, uint16_t *e, uint64_t n);
+void sim_l2_put(struct pccx_sim *s, uint32_t word, const uint16_t *e, uint64_t n);
+void sim_l2_put_f32(struct pccx_sim *s, uint32_t word, uint32_t bits);
+void sim_l2_clear(struct pccx_sim *s);
+
+/* device.c */
+void sim_set_error(struct pccx_sim *s, uint32_t cause, uint32_t isa_err, uint64_t index,
+		   uint64_t info);
+void sim_reset_state(struct pccx_sim *s);
+bool sim_is_idle(const struct pccx_sim *s);
+bool sim_engines_idle(const struct pccx_sim *s);
+bool sim_stream_pending(const struct pccx_sim *s);
+void sim_device_core_tick(struct pccx_sim *s);
+struct sim_window *sim_window_find(struct pccx_sim *s, uint64_t addr);
+
+/* frontend.c */
+void sim_frontend_tick(struct pccx_sim *s);
+void sim_retire(struct pccx_sim *s, struct sim_op *op);
+void sim_frontend_flush(struct pccx_sim *s);
+
+/* wstream.c: the weight-stream and fmap/result FIFOs */
+int sim_beatq_init(struct sim_beatq *q, uint32_t depth);
+void sim_beatq_free(struct sim_beatq *q);
+void sim_beatq_clear(struct sim_beatq *q);
+uint32_t sim_beatq_room(const struct sim_beatq *q);
+void sim_beatq_push(struct sim_beatq *q, const uint8_t *beat);
+void sim_beatq_pop(struct sim_beatq *q, uint8_t *beat);
+
+/* datamover.c */
+void sim_dm_init(struct pccx_sim *s);
+void sim_dm_reset(struct pccx_sim *s, struct sim_dm *dm);
+uint32_t sim_dm_read(struct pccx_sim *s, unsigned ch, uint32_t reg);
+void sim_dm_write(struct pccx_sim *s, unsigned ch, uint32_t reg, uint32_t v);
+void sim_dm_axi_tick(struct pccx_sim *s);
+bool sim_dm_busy(const struct pccx_sim *s);          /* can still make progress */
+bool sim_dm_outstanding(const struct pccx_sim *s);   /* a command queued or running */
+
+/* eng_dma.c: MEMCPY engines */
+void sim_dma_start(struct pccx_sim *s, struct sim_op *op);
+void sim_dma_core_tick(struct pccx_sim *s);
+void sim_dma_abort(struct pccx_sim *s);
+
+/* eng_gemv.c / eng_gemm.c: the matmul units share the lane code in eng_gemv.c */
+int sim_matmul_start(struct pccx_sim *s, struct sim_matmul *mm, struct sim_op *op);
+void sim_matmul_core_tick(struct pccx_sim *s, struct sim_matmul *mm);
+void sim_matmul_axi_tick(struct pccx_sim *s, struct sim_matmul *mm);
+void sim_matmul_abort(struct pccx_sim *s, struct sim_matmul *mm);
+void sim_matmul_row_done(struct pccx_sim *s, struct sim_matmul *mm, unsigned p, uint32_t row);
+uint32_t sim_gemm_beat_macs(const struct sim_matmul *mm, uint64_t byte_in_row);
+
+/* eng_sfu.c: CVO, MEMSET and the L2 copy (fixed-duration units) */
+void sim_timed_start(struct pccx_sim *s, struct sim_op *op);
+void sim_timed_core_tick(struct pccx_sim *s);
+void sim_timed_abort(struct pccx_sim *s);
+void sim_cvo_execute(struct pccx_sim *s, const struct pccx_insn *in);
+
+/* timing.c: the clocks and the DDR model */
+void sim_run_to(struct pccx_sim *s, uint64_t t_ps);
+uint64_t sim_ddr_access(struct pccx_sim *s, uint64_t now_ps, uint64_t addr, uint32_t bytes,
+			int write);
+int sim_ddr_init(struct pccx_sim *s);
+void sim_ddr_reset(struct pccx_sim *s);
+static inline uint64_t sim_ps_to_cycles(const struct pccx_sim *s, uint64_t ps)
+{
+	return ps / s->core_ps;
+}
+
+/* trace.c */
+void sim_trace_event(struct pccx_sim *s, const char *track, const char *name,
+		     uint64_t start_ps, uint64_t end_ps, uint64_t arg);
+void sim_trace_free(struct pccx_sim *s);
+
+/* report.c */
+const char *sim_unit_name(int unit);
+
+#endif /* PCCX_SIM_INT_H */

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The clocks and the DDR model.
+ *
+ * Two clocks: the core (400 MHz) drives the front end and the engines, the AXI clock
+ * (250 MHz) drives the DataMovers, the stream ports and the AXI-Lite interface. Time is kept
+ * in picoseconds and the device steps edge by edge; when nothing inside the device can change
+ * without an MMIO access (instruction FIFO empty or halted, every unit and DataMover idle),
+ * time jumps straight to the target.
+ *
+ * DDR: one shared data bus at the peak rate (pccx,ddr-bandwidth-mbps). Each DataMover burst
+ * occupies it for bytes/peak plus a per-burst command overhead, plus a row-miss penalty when
+ * its bank holds another row, plus a turnaround when the direction changes; every tREFI the
+ * bus is blocked for tRFC and all rows close. Constants and sources: docs/sim.md.
+ */
+#include <stdlib.h>
+
+#include "sim_int.h"
+
+static uint64_t max64(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+int sim_ddr_init(struct pccx_sim *s)
+{
+	struct sim_ddr *d = &s->ddr;
+	uint32_t b;
+
+	d->open_row = calloc(s->cfg.ddr_banks, sizeof(*d->open_row));
+	if (!d->open_row)
+		return PCCX_ERR_NOMEM;
+	for (b = 0; b < 32 && (1u << b) < s->cfg.ddr_row_bytes; b++)
+		;
+	d->bank_shift = b;
+	d->bank_mask = s->cfg.ddr_banks - 1;
+	for (b = 0; b < 32 && (1u << b) < s->cfg.ddr_banks; b++)
+		;
+	d->row_shift = d->bank_shift + b;
+	sim_ddr_reset(s);
+	return 0;
+}
+
+void sim_ddr_reset(struct pccx_sim *s)
+{
+	struct sim_ddr *d = &s->ddr;
+	uint32_t i;
+
+	d->free_ps = s->now_ps;
+	d->next_refresh_ps = s->now_ps + s->cfg.ddr_refi_ps;
+	d->last_dir = 0;
+	d->rem = 0;
+	for (i = 0; i < s->cfg.ddr_banks; i++)
+		d->open_row[i] = ~0ull;
+}
+
+/*
+ * Book one burst on the DDR bus, requested at now_ps. Returns the time its transfer ends on
+ * the bus (the caller adds the read latency or the write response time).
+ */
+uint64_t sim_ddr_access(struct pccx_sim *s, uint64_t now_ps, uint64_t addr, uint32_t bytes,
+			int write)
+{
+	struct sim_ddr *d = &s->ddr;
+	const struct pccx_sim_config *c = &s->cfg;
+	uint64_t start = max64(now_ps, d->free_ps), dur, num, end;
+	uint32_t bank = (uint32_t)(addr >> d->bank_shift) & d->bank_mask;
+	uint64_t row = addr >> d->row_shift;
+	uint32_t i;
+
+	if (start >= d->next_refresh_ps) {
+		/* Refreshes missed while the bus was idle cost nothing; the due one blocks it. */
+		uint64_t k = (start - d->next_refresh_ps) / c->ddr_refi_ps;
+
+		s->st.ddr_refreshes += k + 1;
+		d->next_refresh_ps += k * c->ddr_refi_ps;
+		if (start < d->next_refresh_ps + c->ddr_refresh_ps)
+			start = d->next_refresh_ps + c->ddr_refresh_ps;
+		d->next_refresh_ps += c->ddr_refi_ps;
+		for (i = 0; i < c->ddr_banks; i++)
+			d->open_row[i] = ~0ull;
+	}
+	num = (uint64_t)bytes * 1000000u + d->rem;
+	dur = num / c->ddr_mbps;
+	d->rem = num % c->ddr_mbps;
+	dur += c->ddr_burst_ps;
+	if (d->open_row[bank] != row) {
+		dur += c->ddr_row_miss_ps;
+		d->open_row[bank] = row;
+		s->st.ddr_row_misses++;
+	}
+	if (write != d->last_dir) {
+		dur += c->ddr_turnaround_ps;
+		d->last_dir = write;
+		s->st.ddr_turnarounds++;
+	}
+	end = start + dur;
+	d->free_ps = end;
+	s->ddr_busy_ps += dur;
+	s->st.ddr_bursts++;
+	if (write)
+		s->st.ddr_write_bytes += bytes;
+	else
+		s->st.ddr_read_bytes += bytes;
+	return end;
+}
+
+static bool quiescent(const struct pccx_sim *s)
+{
+	if (s->core_cycle < s->reset_until)
+		return false;
+	if (s->fifo_level && !s->halted)
+		return false;
+	if (s->overrun_since || (!s->halted && sim_stream_pending(s)))
+		return false;
+	return sim_engines_idle(s) && !sim_dm_busy(s);
+}
+
+static void core_tick(struct pccx_sim *s)
+{
+	if (s->core_cycle < s->reset_until)
+		return;
+	sim_frontend_tick(s);
+	sim_matmul_core_tick(s, &s->gemv);
+	sim_matmul_core_tick(s, &s->gemm);
+	sim_timed_core_tick(s);
+	sim_dma_core_tick(s);
+	if (s->gemv.busy)
+		s->busy_ps[PCCX_SIM_U_GEMV] += s->core_ps;
+	if (s->gemm.busy)
+		s->busy_ps[PCCX_SIM_U_GEMM] += s->core_ps;
+	if (s->dma_in.busy)
+		s->busy_ps[PCCX_SIM_U_DMA_IN] += s->core_ps;
+	if (s->dma_out.busy)
+		s->busy_ps[PCCX_SIM_U_DMA_OUT] += s->core_ps;
+	if (s->l2copy.busy)
+		s->busy_ps[PCCX_SIM_U_L2COPY] += s->core_ps;
+	if (s->sfu.busy)
+		s->busy_ps[PCCX_SIM_U_SFU] += s->core_ps;
+	sim_device_core_tick(s);
+}
+
+static void axi_tick(struct pccx_sim *s)
+{
+	if (s->core_cycle < s->reset_until)
+		return;
+	sim_matmul_axi_tick(s, &s->gemv);
+	sim_matmul_axi_tick(s, &s->gemm);
+	sim_dm_axi_tick(s);
+}
+
+void sim_run_to(struct pccx_sim *s, uint64_t t)
+{
+	if (t <= s->now_ps)
+		return;
+	for (;;) {
+		uint64_t tc = (s->core_cycle + 1) * s->core_ps;
+		uint64_t ta = (s->axi_cycle + 1) * s->axi_ps;
+		uint64_t e = tc < ta ? tc : ta;
+
+		if (e > t)
+			break;
+		if (quiescent(s)) {
+			s->core_cycle = t / s->core_ps;
+			s->axi_cycle = t / s->axi_ps;
+			break;
+		}
+		s->now_ps = e;
+		if (ta == e) {
+			s->axi_cycle++;
+			axi_tick(s);
+		}
+		if (tc == e) {
+			s->core_cycle++;
+			core_tick(s);
+		}
+	}
+	s->now_ps = t;
+}
