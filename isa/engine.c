@@ -1,0 +1,386 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The command engine (docs/registers.md, "How the command engine drives a job").
+ *
+ * For each instruction in order, while the instruction FIFO has room: the DataMover commands
+ * it needs (its MEMCPY host descriptor on channel 4 or 5; its per-port weight-stream bytes on
+ * channels 0-3, taken in order from the job's stream descriptors of each port), each split at
+ * PCCX_ENGINE_CHUNK bytes and where the translation is not contiguous, pushed while the
+ * channel has room; then the instruction word. What an instruction needs comes from
+ * pccx_insn_effects() over a shape state the engine keeps as the words go by, the same
+ * function the validator and the device's interlocks use. After the last word, stream bytes
+ * the descriptors still hold are pushed too, so a job that provides more than it consumes is
+ * caught by the device (STREAM_OVERRUN) instead of being silently cut.
+ *
+ * DataMover statuses are popped when IRQ_STATUS.DM says some arrived (the bit is cleared
+ * first, so none is missed); each must carry the next expected tag of its channel and OKAY.
+ * The job is done when every word and command is pushed, every status checked, STATUS.IDLE
+ * is set and RETIRED equals the job's length.
+ */
+#include "pccx_engine.h"
+
+#define DM_REG(ch, r) (PCCX_DM_PAGE(ch) + (r))
+
+static uint64_t rd64(struct pccx_engine_ctx *e, uint32_t off)
+{
+	e->mmio++;
+	return e->ops->rd64(e->io, off);
+}
+
+static void wr64(struct pccx_engine_ctx *e, uint32_t off, uint64_t v)
+{
+	e->mmio++;
+	e->ops->wr64(e->io, off, v);
+}
+
+static uint32_t rd32(struct pccx_engine_ctx *e, uint32_t off)
+{
+	e->mmio++;
+	return e->ops->rd32(e->io, off);
+}
+
+static void wr32(struct pccx_engine_ctx *e, uint32_t off, uint32_t v)
+{
+	e->mmio++;
+	e->ops->wr32(e->io, off, v);
+}
+
+static int fail(struct pccx_engine_ctx *e, int kind, uint64_t error, uint64_t info, uint32_t ch)
+{
+	e->err.kind = kind;
+	e->err.error = error;
+	e->err.info = info;
+	e->err.channel = ch;
+	e->err.insn = e->next;
+	e->state = PCCX_ENGINE_ERROR;
+	return e->state;
+}
+
+const char *pccx_engine_fail_name(int kind)
+{
+	switch (kind) {
+	case PCCX_EF_NONE:
+		return "NONE";
+	case PCCX_EF_NODEV:
+		return "NODEV";
+	case PCCX_EF_BUSY:
+		return "BUSY";
+	case PCCX_EF_DEVICE:
+		return "DEVICE";
+	case PCCX_EF_DM_STATUS:
+		return "DM_STATUS";
+	case PCCX_EF_DM_TAG:
+		return "DM_TAG";
+	case PCCX_EF_XLATE:
+		return "XLATE";
+	case PCCX_EF_ADDR:
+		return "ADDR";
+	case PCCX_EF_RETIRED:
+		return "RETIRED";
+	case PCCX_EF_JOB:
+		return "JOB";
+	}
+	return "?";
+}
+
+/* Next stream descriptor of `port` after index i (n_stream if none). */
+static uint32_t next_sdesc(const struct pccx_engine_ctx *e, unsigned port, uint32_t i)
+{
+	for (; i < e->job.n_stream; i++)
+		if (e->job.stream[i].port == port)
+			return i;
+	return e->job.n_stream;
+}
+
+int pccx_engine_start(struct pccx_engine_ctx *e, const struct pccx_job_view *job,
+		      const struct pccx_engine_ops *ops, void *io, pccx_engine_xlate_fn xlate,
+		      void *xctx)
+{
+	uint64_t id, caps, st;
+	unsigned i, j;
+
+	e->ops = ops;
+	e->io = io;
+	e->xlate = xlate;
+	e->xctx = xctx;
+	e->job = *job;
+	e->next = 0;
+	e->prepared = false;
+	e->tail = false;
+	e->dma = 0;
+	e->dma_done = 0;
+	e->retired = 0;
+	e->progress = 0;
+	e->mmio = 0;
+	e->state = PCCX_ENGINE_RUNNING;
+	e->err.kind = PCCX_EF_NONE;
+	e->err.error = e->err.info = 0;
+	e->err.channel = e->err.insn = 0;
+	pccx_shape_reset(&e->shape);
+	for (i = 0; i < PCCX_DM_CHANNELS; i++) {
+		e->ch[i].pushed = e->ch[i].popped = 0;
+		e->ch[i].need = 0;
+		for (j = 0; j < 16; j++)
+			e->ch[i].tag[j] = 0;
+	}
+	for (i = 0; i < PCCX_WSTREAM_PORTS; i++) {
+		e->sidx[i] = next_sdesc(e, i, 0);
+		e->soff[i] = 0;
+	}
+
+	id = rd64(e, PCCX_REG_ID);
+	if ((id >> 32) != PCCX_ID_MAGIC || ((id >> 24) & 0xff) != PCCX_ID_MAJOR)
+		return fail(e, PCCX_EF_NODEV, 0, id, 0);
+	caps = rd64(e, PCCX_REG_CAPS);
+	e->fifo_depth = (uint32_t)((caps >> 32) & 0xff);
+	e->dm_depth = (uint32_t)((caps >> 56) & 0xff);
+	e->l2_words = (uint32_t)caps;
+	if (!e->fifo_depth || !e->dm_depth)
+		return fail(e, PCCX_EF_NODEV, 0, caps, 0);
+	e->wide = (rd64(e, PCCX_REG_FEATURES) & PCCX_FEAT_WIDE_DMA) != 0;
+	e->addr_bits = (uint32_t)rd64(e, PCCX_REG_DMA_ADDR_BITS);
+	if (e->addr_bits < 32 || e->addr_bits > 64 || (!e->wide && e->addr_bits > 32))
+		e->addr_bits = 32;
+	st = rd64(e, PCCX_REG_STATUS);
+	if (!(st & PCCX_STATUS_IDLE) || (st & (PCCX_STATUS_ERROR | PCCX_STATUS_HALTED)))
+		return fail(e, PCCX_EF_BUSY, 0, st, 0);
+	wr64(e, PCCX_REG_RETIRED, 0);
+	wr64(e, PCCX_REG_IRQ_STATUS, PCCX_IRQ_IDLE | PCCX_IRQ_ERROR | PCCX_IRQ_DM);
+	return e->state;
+}
+
+/* ---- DataMover commands --------------------------------------------------------------- */
+
+static bool chan_room(struct pccx_engine_ctx *e, unsigned ch)
+{
+	struct pccx_engine_chan *c = &e->ch[ch];
+	uint32_t out = c->pushed - c->popped;
+
+	if (out >= PCCX_ENGINE_MAX_OUT)
+		return false;
+	if (out < e->dm_depth)
+		return true;    /* the command FIFO holds at most what is outstanding */
+	return rd32(e, DM_REG(ch, PCCX_DM_CMD_LVL)) < e->dm_depth;
+}
+
+static int push_cmd(struct pccx_engine_ctx *e, unsigned ch, uint64_t addr, uint32_t btt)
+{
+	struct pccx_engine_chan *c = &e->ch[ch];
+	uint8_t tag = (uint8_t)(c->pushed & PCCX_DM_EXT_TAG_MASK);
+
+	if (addr + btt - 1 < addr || (e->addr_bits < 64 && ((addr + btt - 1) >> e->addr_bits)))
+		return fail(e, PCCX_EF_ADDR, 0, addr, ch);
+	if (e->wide)
+		wr32(e, DM_REG(ch, PCCX_DM_CMD_ADDR_HI), (uint32_t)(addr >> 32));
+	wr32(e, DM_REG(ch, PCCX_DM_CMD_LO), btt | PCCX_DM_CMD_TYPE_INCR | PCCX_DM_CMD_EOF);
+	wr32(e, DM_REG(ch, PCCX_DM_CMD_HI), (uint32_t)addr);
+	wr32(e, DM_REG(ch, PCCX_DM_CMD_EXT), tag);
+	wr32(e, DM_REG(ch, PCCX_DM_CMD_PUSH), 1);
+	c->tag[c->pushed % 16] = tag;
+	c->pushed++;
+	e->progress++;
+	return PCCX_ENGINE_RUNNING;
+}
+
+/* Translate and push one chunk of (handle, offset, len); *done = bytes commanded (0: no room). */
+static int feed_chunk(struct pccx_engine_ctx *e, unsigned ch, uint32_t handle, uint64_t offset,
+		      uint64_t len, uint64_t *done)
+{
+	uint64_t addr = 0, contig = 0;
+
+	*done = 0;
+	if (len > PCCX_ENGINE_CHUNK)
+		len = PCCX_ENGINE_CHUNK;
+	if (!chan_room(e, ch))
+		return PCCX_ENGINE_RUNNING;
+	if (!e->xlate || e->xlate(e->xctx, handle, offset, len, &addr, &contig) || contig < 16 ||
+	    contig % 16)
+		return fail(e, PCCX_EF_XLATE, 0, offset, ch);
+	if (contig < len)
+		len = contig;
+	if (push_cmd(e, ch, addr, (uint32_t)len))
+		return e->state;
+	*done = len;
+	return PCCX_ENGINE_RUNNING;
+}
+
+/* Push what channel `ch` still needs for the current instruction; true when all is pushed. */
+static bool feed_channel(struct pccx_engine_ctx *e, unsigned ch)
+{
+	struct pccx_engine_chan *c = &e->ch[ch];
+	uint64_t done;
+
+	while (c->need && e->state == PCCX_ENGINE_RUNNING) {
+		if (ch < PCCX_WSTREAM_PORTS) {
+			const struct pccx_stream_desc *d;
+			uint64_t avail;
+
+			if (e->sidx[ch] >= e->job.n_stream) {
+				/* The descriptors ran out: the device will wait for the rest and the
+				 * caller's timeout reports it. */
+				c->need = 0;
+				break;
+			}
+			d = &e->job.stream[e->sidx[ch]];
+			avail = d->length - e->soff[ch];
+			if (!avail) {
+				e->sidx[ch] = next_sdesc(e, ch, e->sidx[ch] + 1);
+				e->soff[ch] = 0;
+				continue;
+			}
+			if (feed_chunk(e, ch, d->handle, d->offset + e->soff[ch],
+				       c->need < avail ? c->need : avail, &done))
+				return false;
+			if (!done)
+				return false;
+			e->soff[ch] += done;
+			if (c->need != ~0ull)
+				c->need -= done;
+		} else {
+			if (feed_chunk(e, ch, e->dma->handle, e->dma->offset + e->dma_done, c->need,
+				       &done) || !done)
+				return false;
+			e->dma_done += done;
+			c->need -= done;
+		}
+	}
+	return c->need == 0;
+}
+
+/* Work out what the next word needs. Words the device will refuse need nothing. */
+static int prepare(struct pccx_engine_ctx *e)
+{
+	struct pccx_insn in;
+	struct pccx_effects fx;
+	struct pccx_isa_fault f;
+	unsigned p;
+
+	e->prepared = true;
+	if (pccx_decode(e->job.insn[e->next], &in, &f) ||
+	    pccx_insn_effects(&in, &e->shape, e->l2_words, &fx, &f))
+		return PCCX_ENGINE_RUNNING;
+	if (in.opcode == PCCX_OP_MEMSET)
+		pccx_shape_apply(&e->shape, &in);
+	for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
+		e->ch[p].need = fx.port_bytes[p];
+	if (fx.dma >= 0) {
+		if ((uint32_t)fx.dma >= e->job.n_dma)
+			return fail(e, PCCX_EF_JOB, 0, (uint64_t)fx.dma, 0);
+		e->dma = &e->job.dma[fx.dma];
+		e->dma_done = 0;
+		e->ch[fx.dma_flags == PCCX_DMA_TO_DEVICE ? PCCX_DM_FMAP : PCCX_DM_RESULT].need =
+			e->dma->length;
+	}
+	return PCCX_ENGINE_RUNNING;
+}
+
+static bool feed_all(struct pccx_engine_ctx *e)
+{
+	bool all = true;
+	unsigned ch;
+
+	for (ch = 0; ch < PCCX_DM_CHANNELS; ch++)
+		if (e->ch[ch].need && !feed_channel(e, ch))
+			all = false;
+	return all && e->state == PCCX_ENGINE_RUNNING;
+}
+
+/* ---- statuses --------------------------------------------------------------------------- */
+
+static int pop_statuses(struct pccx_engine_ctx *e)
+{
+	unsigned ch;
+
+	for (ch = 0; ch < PCCX_DM_CHANNELS; ch++) {
+		struct pccx_engine_chan *c = &e->ch[ch];
+
+		while (c->popped != c->pushed) {
+			uint32_t sts = rd32(e, DM_REG(ch, PCCX_DM_STS_POP)) & 0xffu;
+
+			if (!sts)
+				break;          /* none (a real status has OKAY or an error bit) */
+			if (!(sts & PCCX_DM_STS_OKAY) ||
+			    (sts & (PCCX_DM_STS_INTERR | PCCX_DM_STS_DECERR | PCCX_DM_STS_SLVERR)))
+				return fail(e, PCCX_EF_DM_STATUS, 0, sts, ch);
+			if ((sts & PCCX_DM_STS_TAG_MASK) != c->tag[c->popped % 16])
+				return fail(e, PCCX_EF_DM_TAG, 0, sts, ch);
+			c->popped++;
+			e->progress++;
+		}
+	}
+	return PCCX_ENGINE_RUNNING;
+}
+
+static bool all_popped(const struct pccx_engine_ctx *e)
+{
+	unsigned ch;
+
+	for (ch = 0; ch < PCCX_DM_CHANNELS; ch++)
+		if (e->ch[ch].popped != e->ch[ch].pushed)
+			return false;
+	return true;
+}
+
+/* ---- the step ------------------------------------------------------------------------------ */
+
+int pccx_engine_step(struct pccx_engine_ctx *e)
+{
+	uint64_t st, irq;
+	uint32_t room, level;
+
+	if (e->state != PCCX_ENGINE_RUNNING)
+		return e->state;
+	st = rd64(e, PCCX_REG_STATUS);
+	if (st & PCCX_STATUS_ERROR) {
+		uint64_t err = rd64(e, PCCX_REG_ERROR);
+
+		return fail(e, PCCX_EF_DEVICE, err, rd64(e, PCCX_REG_ERROR_INFO), 0);
+	}
+	irq = rd64(e, PCCX_REG_IRQ_STATUS);
+	if (irq & PCCX_IRQ_DM) {
+		wr64(e, PCCX_REG_IRQ_STATUS, PCCX_IRQ_DM);
+		if (pop_statuses(e))
+			return e->state;
+	}
+
+	level = (uint32_t)((st & PCCX_STATUS_FIFO_MASK) >> PCCX_STATUS_FIFO_SHIFT);
+	room = level < e->fifo_depth ? e->fifo_depth - level : 0;
+	while (room && e->next < e->job.n_insn) {
+		if (!e->prepared && prepare(e))
+			return e->state;
+		if (!feed_all(e))
+			return e->state;
+		wr64(e, PCCX_REG_INSTR, e->job.insn[e->next]);
+		e->next++;
+		e->prepared = false;
+		e->progress++;
+		room--;
+	}
+	if (e->next == e->job.n_insn && !e->tail) {
+		unsigned p;
+
+		for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
+			if (e->sidx[p] < e->job.n_stream)
+				e->ch[p].need = ~0ull;
+		if (!feed_all(e))
+			return e->state;
+		e->tail = true;
+	}
+	if (e->tail && all_popped(e)) {
+		uint64_t r = rd64(e, PCCX_REG_RETIRED);
+
+		if (r != e->retired) {
+			e->retired = r;
+			e->progress++;
+		}
+		st = rd64(e, PCCX_REG_STATUS);
+		if (st & PCCX_STATUS_ERROR)
+			return PCCX_ENGINE_RUNNING;     /* reported by the next step */
+		if ((st & PCCX_STATUS_IDLE) && all_popped(e)) {
+			if (r != e->job.n_insn)
+				return fail(e, PCCX_EF_RETIRED, 0, r, 0);
+			e->state = PCCX_ENGINE_DONE;
+		}
+	}
+	return e->state;
+}
