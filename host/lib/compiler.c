@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: MIT
+#include <string.h>
+
+#include "compiler.h"
+#include "diag.h"
+
+static int cfail(struct pccx_compiler *c, int status, const char *what)
+{
+	return pccx_fail(&c->err, status, "compiler: %s", what);
+}
+
+void pccx_compiler_init(struct pccx_compiler *c, pccx_compiler_bind_fn bind, void *user)
+{
+	memset(c, 0, sizeof(*c));
+	pccx_jb_init(&c->jb);
+	c->bind = bind;
+	c->bind_user = user;
+}
+
+void pccx_compiler_free(struct pccx_compiler *c)
+{
+	pccx_jb_free(&c->jb);
+}
+
+static int op_bind(void *ctx, uint32_t buf, void *base, uint64_t size, bool dev_write)
+{
+	struct pccx_compiler *c = ctx;
+	int rc;
+
+	if (buf >= PCCX_NPU_NBUF)
+		return pccx_fail(&c->err, PCCX_ERR_INVALID, "compiler: bind of unknown buffer %u",
+				 buf);
+	if (!c->bind)
+		return cfail(c, PCCX_ERR_INVALID, "no backend to bind buffers");
+	rc = c->bind(c->bind_user, buf, base, size, dev_write, &c->handle[buf]);
+	if (rc)
+		return pccx_fail(&c->err, rc, "compiler: the backend refused buffer %u (%llu bytes)",
+				 buf, (unsigned long long)size);
+	c->size[buf] = size;
+	c->bound[buf] = true;
+	return PCCX_OK;
+}
+
+static int op_begin(void *ctx, uint32_t pos)
+{
+	struct pccx_compiler *c = ctx;
+
+	pccx_jb_reset(&c->jb);
+	c->pos = pos;
+	c->in_step = true;
+	return PCCX_OK;
+}
+
+/* The sticky builder status, with its message copied to the compiler's. */
+static int jb_status(struct pccx_compiler *c)
+{
+	if (c->jb.status)
+		c->err = c->jb.diag;
+	return c->jb.status;
+}
+
+static int op_end(void *ctx)
+{
+	struct pccx_compiler *c = ctx;
+
+	c->in_step = false;
+	return jb_status(c);
+}
+
+static int need_buf(struct pccx_compiler *c, uint32_t buf)
+{
+	if (buf >= PCCX_NPU_NBUF || !c->bound[buf])
+		return cfail(c, PCCX_ERR_INVALID, "op names an unbound host buffer");
+	return PCCX_OK;
+}
+
+static int op_matmul(void *ctx, const struct pccx_npu_matmul *mm)
+{
+	struct pccx_compiler *c = ctx;
+	struct pccx_jb_weights w;
+	int rc = need_buf(c, mm->w.buf);
+
+	if (rc)
+		return rc;
+	w.handle = c->handle[mm->w.buf];
+	w.offset = mm->w.offset;
+	w.n = mm->n;
+	w.k = mm->k;
+	w.fmt = mm->fmt;
+	w.w_scale = mm->fmt == PCCX_WFMT_Q4;   /* device-layout Q4 always carries its scales */
+	pccx_jb_matmul(&c->jb, mm->m > 1 ? PCCX_OP_GEMM : PCCX_OP_GEMV, mm->dst, mm->src, mm->m,
+		       &w, mm->accm, mm->findemax);
+	return jb_status(c);
+}
+
+static int op_cvo(void *ctx, const struct pccx_npu_cvo *op)
+{
+	struct pccx_compiler *c = ctx;
+
+	pccx_jb_cvo(&c->jb, op->func, op->src, op->dst, op->len, op->flags);
+	return jb_status(c);
+}
+
+static int op_copy(void *ctx, uint32_t dst, uint32_t src, uint32_t words)
+{
+	struct pccx_compiler *c = ctx;
+
+	pccx_jb_copy(&c->jb, dst, src, words * PCCX_L2_ELEMS_PER_WORD);
+	return jb_status(c);
+}
+
+static int op_load(void *ctx, uint32_t dst, uint32_t buf, uint64_t offset, uint32_t n_elems)
+{
+	struct pccx_compiler *c = ctx;
+	int rc = need_buf(c, buf);
+
+	if (rc)
+		return rc;
+	pccx_jb_load(&c->jb, dst, c->handle[buf], offset, n_elems);
+	return jb_status(c);
+}
+
+static int op_store(void *ctx, uint32_t buf, uint64_t offset, uint32_t src, uint32_t n_elems)
+{
+	struct pccx_compiler *c = ctx;
+	int rc = need_buf(c, buf);
+
+	if (rc)
+		return rc;
+	pccx_jb_store(&c->jb, src, c->handle[buf], offset, n_elems);
+	return jb_status(c);
+}
+
+static int op_stage(void *ctx, const char *name, uint32_t addr, uint32_t rows, uint32_t cols)
+{
+	struct pccx_compiler *c = ctx;
+	uint64_t n = (uint64_t)rows * pccx_words_for(cols) * PCCX_L2_ELEMS_PER_WORD;
+
+	/* the marker covers whole rows; the comparison uses the (rows, cols) geometry */
+	pccx_jb_stage(&c->jb, name, addr, n > UINT32_MAX ? UINT32_MAX : (uint32_t)n);
+	return jb_status(c);
+}
+
+static const char *op_error(void *ctx)
+{
+	struct pccx_compiler *c = ctx;
+
+	return c->err.msg;
+}
+
+static const struct pccx_npu_ops compiler_ops = {
+	.name = "compiler",
+	.bind = op_bind,
+	.begin = op_begin,
+	.end = op_end,
+	.matmul = op_matmul,
+	.cvo = op_cvo,
+	.copy = op_copy,
+	.load = op_load,
+	.store = op_store,
+	.stage = op_stage,
+	.error = op_error,
+};
+
+const struct pccx_npu_ops *pccx_compiler_ops(void)
+{
+	return &compiler_ops;
+}
+
+int pccx_compiler_job(struct pccx_compiler *c, struct pccx_job_view *job, pccx_diag *d)
+{
+	if (c->in_step)
+		return pccx_fail(d, PCCX_ERR_INVALID, "compiler: the step has not ended");
+	return pccx_jb_finish(&c->jb, job, d);
+}

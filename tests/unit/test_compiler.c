@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The compiler against the validator: every job the Gemma 3n step compiles to must be
+ * accepted by the one validator the kernel runs, for every position of a tiny model.
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler.h"
+#include "gemma3n_graph.h"
+#include "pccx_job.h"
+
+struct bufs {
+	uint64_t size[PCCX_NPU_NBUF];
+	bool dev_write[PCCX_NPU_NBUF];
+	int binds;
+};
+
+static int bind_cb(void *user, uint32_t buf, void *base, uint64_t size, bool dev_write,
+		   uint32_t *handle)
+{
+	struct bufs *b = user;
+
+	(void)base;
+	b->size[buf] = size;
+	b->dev_write[buf] = dev_write;
+	b->binds++;
+	*handle = 100 + buf;
+	return 0;
+}
+
+static int lookup(void *ctx, uint32_t handle, uint64_t *size, uint32_t *access)
+{
+	struct bufs *b = ctx;
+
+	if (handle < 100 || handle >= 100 + PCCX_NPU_NBUF)
+		return -1;
+	*size = b->size[handle - 100];
+	*access = PCCX_BUF_DEV_READ | (b->dev_write[handle - 100] ? PCCX_BUF_DEV_WRITE : 0);
+	return 0;
+}
+
+struct fixture {
+	struct pccx_g3n_model *m;
+	struct pccx_g3n_plan plan;
+	struct pccx_compiler c;
+	struct bufs b;
+	uint8_t *kv, *in, *out;
+};
+
+static void setup(struct fixture *f, const char *config)
+{
+	struct pccx_g3n_config cfg;
+	const struct pccx_npu_ops *ops = pccx_compiler_ops();
+	pccx_diag d = { 0 };
+
+	memset(f, 0, sizeof(*f));
+	ck_assert_int_eq(pccx_g3n_config_preset(config, &cfg, &d), 0);
+	ck_assert_msg(pccx_g3n_model_create(&f->m, &cfg, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx_g3n_synth(f->m, 1, 1, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx_g3n_plan_build(f->m, &f->plan, &d) == 0, "%s", d.msg);
+	f->kv = calloc(1, f->plan.kv_bytes);
+	f->in = calloc(1, f->plan.in_bytes);
+	f->out = calloc(1, f->plan.out_bytes);
+	ck_assert(f->kv && f->in && f->out);
+	pccx_compiler_init(&f->c, bind_cb, &f->b);
+	ck_assert_int_eq(ops->bind(&f->c, PCCX_NPU_BUF_WEIGHTS, f->m->data, f->m->size, false), 0);
+	ck_assert_int_eq(ops->bind(&f->c, PCCX_NPU_BUF_KV, f->kv, f->plan.kv_bytes, true), 0);
+	ck_assert_int_eq(ops->bind(&f->c, PCCX_NPU_BUF_IN, f->in, f->plan.in_bytes, false), 0);
+	ck_assert_int_eq(ops->bind(&f->c, PCCX_NPU_BUF_OUT, f->out, f->plan.out_bytes, true), 0);
+}
+
+static void teardown(struct fixture *f)
+{
+	pccx_compiler_free(&f->c);
+	pccx_g3n_model_free(f->m);
+	free(f->kv);
+	free(f->in);
+	free(f->out);
+}
+
+static void check_steps(const char *config, uint32_t n_pos)
+{
+	struct fixture f;
+	uint32_t pos;
+
+	setup(&f, config);
+	for (pos = 0; pos < n_pos; pos++) {
+		struct pccx_job_view job;
+		struct pccx_vresult res;
+		pccx_diag d = { 0 };
+		uint8_t *used;
+		int rc;
+
+		rc = pccx_g3n_step(f.m, &f.plan, pccx_compiler_ops(), &f.c, pos, true);
+		ck_assert_msg(rc == 0, "pos %u: %s", pos, f.c.err.msg);
+		ck_assert_msg(pccx_compiler_job(&f.c, &job, &d) == 0, "%s", d.msg);
+		ck_assert_uint_gt(job.n_insn, 0);
+		used = calloc(PCCX_DMA_BITMAP_BYTES(job.n_dma), 1);
+		ck_assert_ptr_nonnull(used);
+		rc = pccx_validate(&job, lookup, &f.b, NULL, used, &res);
+		free(used);
+		ck_assert_msg(rc == 0, "%s pos %u: validator %s at %u index %u field %d (%llu vs %llu)",
+			      config, pos, pccx_isa_errname(rc), res.where, res.index, res.field,
+			      (unsigned long long)res.expected, (unsigned long long)res.actual);
+		/* the stream carries every streamed weight byte the step needs, at least */
+		ck_assert_uint_gt(res.port_bytes[0], 0);
+		ck_assert_uint_gt(f.c.jb.n_stages, 0);
+	}
+	teardown(&f);
+}
+
+START_TEST(tiny_steps_validate)
+{
+	check_steps("tiny", 6);
+}
+END_TEST
+
+START_TEST(job_is_position_dependent)
+{
+	struct fixture f;
+	struct pccx_job_view j0, j1;
+	pccx_diag d = { 0 };
+	uint32_t n0;
+
+	setup(&f, "tiny");
+	ck_assert_int_eq(pccx_g3n_step(f.m, &f.plan, pccx_compiler_ops(), &f.c, 0, true), 0);
+	ck_assert_int_eq(pccx_compiler_job(&f.c, &j0, &d), 0);
+	n0 = j0.n_insn;
+	ck_assert_int_eq(pccx_g3n_step(f.m, &f.plan, pccx_compiler_ops(), &f.c, 3, true), 0);
+	ck_assert_int_eq(pccx_compiler_job(&f.c, &j1, &d), 0);
+	/* same program shape, but attention streams more KV rows at a later position */
+	ck_assert_uint_eq(j1.n_insn, n0);
+	teardown(&f);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("compiler");
+	TCase *tc = tcase_create("jobs");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, tiny_steps_validate);
+	tcase_add_test(tc, job_is_position_dependent);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
