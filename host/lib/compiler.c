@@ -17,6 +17,12 @@ void pccx_compiler_init(struct pccx_compiler *c, pccx_compiler_bind_fn bind, voi
 	c->bind_user = user;
 }
 
+void pccx_compiler_on_end(struct pccx_compiler *c, pccx_compiler_end_fn fn, void *user)
+{
+	c->on_end = fn;
+	c->end_user = user;
+}
+
 void pccx_compiler_free(struct pccx_compiler *c)
 {
 	pccx_jb_free(&c->jb);
@@ -62,9 +68,13 @@ static int jb_status(struct pccx_compiler *c)
 static int op_end(void *ctx)
 {
 	struct pccx_compiler *c = ctx;
+	int rc;
 
 	c->in_step = false;
-	return jb_status(c);
+	rc = jb_status(c);
+	if (!rc && c->on_end)
+		rc = c->on_end(c->end_user, c);
+	return rc;
 }
 
 static int need_buf(struct pccx_compiler *c, uint32_t buf)
@@ -134,10 +144,8 @@ static int op_store(void *ctx, uint32_t buf, uint64_t offset, uint32_t src, uint
 static int op_stage(void *ctx, const char *name, uint32_t addr, uint32_t rows, uint32_t cols)
 {
 	struct pccx_compiler *c = ctx;
-	uint64_t n = (uint64_t)rows * pccx_words_for(cols) * PCCX_L2_ELEMS_PER_WORD;
 
-	/* the marker covers whole rows; the comparison uses the (rows, cols) geometry */
-	pccx_jb_stage(&c->jb, name, addr, n > UINT32_MAX ? UINT32_MAX : (uint32_t)n);
+	pccx_jb_stage(&c->jb, name, addr, rows, cols);
 	return jb_status(c);
 }
 

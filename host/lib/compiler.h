@@ -19,10 +19,16 @@
 typedef int (*pccx_compiler_bind_fn)(void *user, uint32_t buf, void *base, uint64_t size,
 				     bool dev_write, uint32_t *handle);
 
+struct pccx_compiler;
+/* Called by end() once a step's job is complete (e.g. to run it); its status is end()'s. */
+typedef int (*pccx_compiler_end_fn)(void *user, struct pccx_compiler *c);
+
 struct pccx_compiler {
 	struct pccx_jb jb;
 	pccx_compiler_bind_fn bind;
 	void *bind_user;
+	pccx_compiler_end_fn on_end;
+	void *end_user;
 	uint32_t handle[PCCX_NPU_NBUF];
 	uint64_t size[PCCX_NPU_NBUF];
 	bool bound[PCCX_NPU_NBUF];
@@ -33,6 +39,7 @@ struct pccx_compiler {
 
 void pccx_compiler_init(struct pccx_compiler *c, pccx_compiler_bind_fn bind, void *user);
 void pccx_compiler_free(struct pccx_compiler *c);
+void pccx_compiler_on_end(struct pccx_compiler *c, pccx_compiler_end_fn fn, void *user);
 /* The op table; the ctx of every op is the pccx_compiler. */
 const struct pccx_npu_ops *pccx_compiler_ops(void);
 /* The job of the last completed step (between end() and the next begin()). */

@@ -278,7 +278,8 @@ void pccx_jb_copy(struct pccx_jb *jb, uint32_t dst, uint32_t src, uint32_t n)
 	}
 }
 
-void pccx_jb_stage(struct pccx_jb *jb, const char *name, uint32_t word, uint32_t n)
+void pccx_jb_stage(struct pccx_jb *jb, const char *name, uint32_t word, uint32_t rows,
+		   uint32_t cols)
 {
 	struct pccx_jb_stage *s;
 
@@ -294,7 +295,8 @@ void pccx_jb_stage(struct pccx_jb *jb, const char *name, uint32_t word, uint32_t
 	s = &jb->stages[jb->n_stages++];
 	s->insn = jb->n_insn - 1;
 	s->word = word;
-	s->n = n;
+	s->rows = rows;
+	s->cols = cols;
 	strncpy(s->name, name, sizeof(s->name) - 1);
 	s->name[sizeof(s->name) - 1] = '\0';
 }

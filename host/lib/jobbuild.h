@@ -15,8 +15,8 @@
 
 struct pccx_jb_stage {
 	uint32_t insn;        /* index of the last instruction producing the stage */
-	uint32_t word;        /* L2 word of the tensor */
-	uint32_t n;           /* BF16 elements */
+	uint32_t word;        /* L2 word of row 0 */
+	uint32_t rows, cols;  /* rows of cols BF16 elements, ceil(cols/8) words apart */
 	char name[48];
 };
 
@@ -67,8 +67,9 @@ void pccx_jb_load(struct pccx_jb *jb, uint32_t dst, uint32_t handle, uint64_t of
 void pccx_jb_store(struct pccx_jb *jb, uint32_t src, uint32_t handle, uint64_t offset, uint32_t n);
 /* L2 -> L2 copy of n elements (whole words). */
 void pccx_jb_copy(struct pccx_jb *jb, uint32_t dst, uint32_t src, uint32_t n);
-/* Name the tensor at (word, n) as produced by the last instruction emitted. */
-void pccx_jb_stage(struct pccx_jb *jb, const char *name, uint32_t word, uint32_t n);
+/* Name the tensor at word (rows x cols) as produced by the last instruction emitted. */
+void pccx_jb_stage(struct pccx_jb *jb, const char *name, uint32_t word, uint32_t rows,
+		   uint32_t cols);
 
 /* The job so far; returns the sticky status (with jb->diag) if any emit failed. */
 PCCX_MUST_CHECK int pccx_jb_finish(struct pccx_jb *jb, struct pccx_job_view *view, pccx_diag *d);
