@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "diag.h"
@@ -53,7 +54,7 @@ struct pccx_json_doc {
 	unsigned max_depth;
 };
 
-#define CHUNK_NODES 65536u
+#define CHUNK_NODES 262143u	/* 8 MiB chunks */
 
 struct frame {
 	size_t start;		/* index in the pending stack of the first member */
@@ -399,6 +400,22 @@ static int push_pending(struct parser *ps, const pccx_json *v)
 	return 0;
 }
 
+/* Large blocks are 2 MiB aligned and marked for transparent huge pages (fewer page faults). */
+static void *big_alloc(size_t size)
+{
+	void *p = NULL;
+
+	if (size < ((size_t)2 << 20))
+		return malloc(size ? size : 1);
+	size = (size + ((size_t)2 << 20) - 1) & ~(((size_t)2 << 20) - 1);
+	if (posix_memalign(&p, (size_t)2 << 20, size))
+		return NULL;
+#ifdef MADV_HUGEPAGE
+	madvise(p, size, MADV_HUGEPAGE);
+#endif
+	return p;
+}
+
 static pccx_json *alloc_nodes(pccx_json_doc *doc, size_t n)
 {
 	struct chunk *c = doc->chunks;
@@ -406,7 +423,7 @@ static pccx_json *alloc_nodes(pccx_json_doc *doc, size_t n)
 	if (!c || c->cap - c->used < n) {
 		size_t cap = n > CHUNK_NODES ? n : CHUNK_NODES;
 
-		c = malloc(sizeof(*c) + cap * sizeof(pccx_json));
+		c = big_alloc(sizeof(*c) + cap * sizeof(pccx_json));
 		if (!c)
 			return NULL;
 		c->cap = cap;
@@ -717,7 +734,7 @@ int pccx_json_parse(const void *buf, size_t len, const char *name, const pccx_js
 	if (!doc)
 		return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", name);
 	doc->name = strdup(name);
-	doc->buf = malloc(len + 1);
+	doc->buf = big_alloc(len + 1);
 	if (!doc->name || !doc->buf) {
 		pccx_json_free(doc);
 		return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", name);

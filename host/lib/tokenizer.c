@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "diag.h"
 #include "json.h"
@@ -64,6 +65,12 @@ struct vent {
 	uint64_t pre;		/* first 8 bytes, zero padded */
 };
 
+struct ment {
+	uint64_t key;		/* left << 32 | right; UINT64_MAX for an empty slot */
+	uint32_t rank;
+	int32_t result;
+};
+
 struct pccx_tokenizer {
 	char *name;
 	uint32_t n;			/* vocabulary size: ids are [0, n) */
@@ -81,8 +88,10 @@ struct pccx_tokenizer {
 
 	uint32_t n_merges;
 	int32_t *m_left, *m_right, *m_result;	/* by rank */
-	uint64_t *mkey;			/* (left << 32 | right) -> rank */
-	uint32_t *mrank, mmask;
+	struct ment *mtab;		/* (left, right) -> rank, result */
+	uint32_t mmask;
+	uint64_t *cpent;		/* code point << 32 | id + 1 of single-character pieces */
+	uint32_t cpmask;
 
 	size_t n_added;
 	uint32_t trie_n;		/* trie nodes; node 0 is the root */
@@ -199,6 +208,30 @@ static uint32_t table_size(size_t n)
 	return cap;
 }
 
+/*
+ * Zeroed allocation for the large random-access tables: 2 MiB aligned and marked for
+ * transparent huge pages, which removes most TLB misses of the hash lookups.
+ */
+static void *table_alloc(size_t size, int fill)
+{
+	void *p = NULL;
+
+	if (size >= ((size_t)2 << 20)) {
+		size = (size + ((size_t)2 << 20) - 1) & ~(((size_t)2 << 20) - 1);
+		if (posix_memalign(&p, (size_t)2 << 20, size))
+			return NULL;
+#ifdef MADV_HUGEPAGE
+		madvise(p, size, MADV_HUGEPAGE);
+#endif
+	} else {
+		p = malloc(size ? size : 1);
+		if (!p)
+			return NULL;
+	}
+	memset(p, fill, size);
+	return p;
+}
+
 /* Growable vectors. */
 struct ivec {
 	int32_t *v;
@@ -280,18 +313,12 @@ static inline uint64_t prefix8(const char *s, size_t n)
 	return p;
 }
 
-int32_t pccx_tokenizer_find(const pccx_tokenizer *tk, const char *s, size_t n)
+static int32_t find_h(const pccx_tokenizer *tk, const char *s, size_t n, uint64_t h)
 {
-	uint64_t h, pre;
+	uint64_t pre = prefix8(s, n);
+	uint16_t tag = (uint16_t)(h >> 48), len16 = n > 0xffff ? 0xffff : (uint16_t)n;
 	uint32_t slot;
-	uint16_t tag, len16;
 
-	if (!tk || !tk->vtab || (!s && n))
-		return -1;
-	h = hash_str(s, n);
-	tag = (uint16_t)(h >> 48);
-	len16 = n > 0xffff ? 0xffff : (uint16_t)n;
-	pre = prefix8(s, n);
 	for (slot = (uint32_t)h & tk->vmask;; slot = (slot + 1) & tk->vmask) {
 		const struct vent *e = &tk->vtab[slot];
 
@@ -305,12 +332,70 @@ int32_t pccx_tokenizer_find(const pccx_tokenizer *tk, const char *s, size_t n)
 	}
 }
 
+int32_t pccx_tokenizer_find(const pccx_tokenizer *tk, const char *s, size_t n)
+{
+	if (!tk || !tk->vtab || (!s && n))
+		return -1;
+	return find_h(tk, s, n, hash_str(s, n));
+}
+
+/* One merge to resolve: its two pieces. */
+struct mreq {
+	const char *l, *r;
+	size_t ll, rl;
+};
+
+#define MBATCH 64
+
+/*
+ * Resolve a batch of merges (ranks first_rank...) to ids. The hash slots of all pieces are
+ * prefetched before the lookups so their cache misses overlap. On failure *fail is the index
+ * in the batch and *what 0 (left piece), 1 (right piece) or 2 (merged piece).
+ */
+static int resolve_merges(pccx_tokenizer *tk, const struct mreq *rq, size_t n,
+			  uint32_t first_rank, struct sbuf *cat, size_t *fail, int *what)
+{
+	uint64_t h[3 * MBATCH];
+	size_t coff[MBATCH], i;
+
+	cat->n = 0;
+	for (i = 0; i < n; i++) {
+		coff[i] = cat->n;
+		if (sbuf_add(cat, rq[i].l, rq[i].ll) || sbuf_add(cat, rq[i].r, rq[i].rl))
+			return PCCX_ERR_NOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		int k;
+
+		h[3 * i] = hash_str(rq[i].l, rq[i].ll);
+		h[3 * i + 1] = hash_str(rq[i].r, rq[i].rl);
+		h[3 * i + 2] = hash_str(cat->p + coff[i], rq[i].ll + rq[i].rl);
+		for (k = 0; k < 3; k++)
+			__builtin_prefetch(&tk->vtab[(uint32_t)h[3 * i + k] & tk->vmask]);
+	}
+	for (i = 0; i < n; i++) {
+		int32_t l = find_h(tk, rq[i].l, rq[i].ll, h[3 * i]);
+		int32_t r = find_h(tk, rq[i].r, rq[i].rl, h[3 * i + 1]);
+		int32_t res = find_h(tk, cat->p + coff[i], rq[i].ll + rq[i].rl, h[3 * i + 2]);
+
+		if (l < 0 || r < 0 || res < 0) {
+			*fail = i;
+			*what = l < 0 ? 0 : r < 0 ? 1 : 2;
+			return PCCX_ERR_FORMAT;
+		}
+		tk->m_left[first_rank + i] = l;
+		tk->m_right[first_rank + i] = r;
+		tk->m_result[first_rank + i] = res;
+	}
+	return 0;
+}
+
 /* Index every piece; on duplicates the lowest id wins. Empty pieces are not indexed. */
 static int build_vocab_index(pccx_tokenizer *tk)
 {
 	uint32_t cap = table_size(tk->n), i;
 
-	tk->vtab = calloc(cap, sizeof(*tk->vtab));
+	tk->vtab = table_alloc((size_t)cap * sizeof(*tk->vtab), 0);
 	if (!tk->vtab)
 		return -1;
 	tk->vmask = cap - 1;
@@ -354,16 +439,18 @@ static void build_byte_ids(pccx_tokenizer *tk, bool require_type)
 	}
 }
 
-static uint32_t merge_lookup(const pccx_tokenizer *tk, int32_t l, int32_t r)
+static const struct ment *merge_lookup(const pccx_tokenizer *tk, int32_t l, int32_t r)
 {
 	uint64_t key = ((uint64_t)(uint32_t)l << 32) | (uint32_t)r;
 	uint32_t slot;
 
 	for (slot = (uint32_t)hash_u64(key) & tk->mmask;; slot = (slot + 1) & tk->mmask) {
-		if (tk->mkey[slot] == UINT64_MAX)
-			return NONE;
-		if (tk->mkey[slot] == key)
-			return tk->mrank[slot];
+		const struct ment *e = &tk->mtab[slot];
+
+		if (e->key == key)
+			return e;
+		if (e->key == UINT64_MAX)
+			return NULL;
 	}
 }
 
@@ -372,24 +459,68 @@ static int build_merge_index(pccx_tokenizer *tk)
 {
 	uint32_t cap = table_size(tk->n_merges), r;
 
-	tk->mkey = malloc((size_t)cap * sizeof(*tk->mkey));
-	tk->mrank = malloc((size_t)cap * sizeof(*tk->mrank));
-	if (!tk->mkey || !tk->mrank)
+	tk->mtab = table_alloc((size_t)cap * sizeof(*tk->mtab), 0xff);
+	if (!tk->mtab)
 		return -1;
-	memset(tk->mkey, 0xff, (size_t)cap * sizeof(*tk->mkey));
 	tk->mmask = cap - 1;
 	for (r = 0; r < tk->n_merges; r++) {
 		uint64_t key = ((uint64_t)(uint32_t)tk->m_left[r] << 32) | (uint32_t)tk->m_right[r];
 		uint32_t slot;
 
 		for (slot = (uint32_t)hash_u64(key) & tk->mmask;
-		     tk->mkey[slot] != UINT64_MAX && tk->mkey[slot] != key;
+		     tk->mtab[slot].key != UINT64_MAX && tk->mtab[slot].key != key;
 		     slot = (slot + 1) & tk->mmask)
 			;
-		tk->mkey[slot] = key;
-		tk->mrank[slot] = r;
+		tk->mtab[slot].key = key;
+		tk->mtab[slot].rank = r;
+		tk->mtab[slot].result = tk->m_result[r];
 	}
 	return 0;
+}
+
+/* Code point -> id of the single-character pieces, so BPE starts without string hashing. */
+static int build_cp_index(pccx_tokenizer *tk)
+{
+	size_t count = 0, i;
+	uint32_t cap;
+
+	for (i = 0; i < tk->n; i++)
+		if (tk->len[i] && cp_len((unsigned char)tk->blob[tk->off[i]]) == tk->len[i])
+			count++;
+	cap = table_size(count);
+	tk->cpent = table_alloc((size_t)cap * sizeof(*tk->cpent), 0);
+	if (!tk->cpent)
+		return -1;
+	tk->cpmask = cap - 1;
+	for (i = 0; i < tk->n; i++) {
+		const unsigned char *s = (const unsigned char *)tk->blob + tk->off[i];
+		size_t k;
+		uint32_t cp, slot;
+
+		if (!tk->len[i] || cp_len(s[0]) != tk->len[i] ||
+		    pccx_tokenizer_find(tk, (const char *)s, tk->len[i]) != (int32_t)i)
+			continue;
+		cp = decode_cp(s, &k);
+		for (slot = (uint32_t)hash_u64(cp) & tk->cpmask; tk->cpent[slot];
+		     slot = (slot + 1) & tk->cpmask)
+			;
+		tk->cpent[slot] = ((uint64_t)cp << 32) | (i + 1);
+	}
+	return 0;
+}
+
+static int32_t cp_lookup(const pccx_tokenizer *tk, uint32_t cp)
+{
+	uint32_t slot;
+
+	for (slot = (uint32_t)hash_u64(cp) & tk->cpmask;; slot = (slot + 1) & tk->cpmask) {
+		uint64_t e = tk->cpent[slot];
+
+		if (!e)
+			return -1;
+		if ((uint32_t)(e >> 32) == cp)
+			return (int32_t)(uint32_t)e - 1;
+	}
 }
 
 static uint32_t trie_step(const pccx_tokenizer *tk, uint32_t node, unsigned char c)
@@ -495,8 +626,8 @@ void pccx_tokenizer_free(pccx_tokenizer *tk)
 	free(tk->m_left);
 	free(tk->m_right);
 	free(tk->m_result);
-	free(tk->mkey);
-	free(tk->mrank);
+	free(tk->mtab);
+	free(tk->cpent);
 	free(tk->trie_tok);
 	free(tk->tkey);
 	free(tk->tchild);
@@ -859,7 +990,8 @@ static int load_json_doc(const pccx_json_doc *doc, pccx_tokenizer **out, pccx_di
 	size_t nv, na, nm, i, blen = 0, bcap = 0, unk_len = 0, total;
 	int64_t max_id = -1;
 	pccx_tokenizer *tk = NULL;
-	char *blob = NULL, *tmp = NULL;
+	char *blob = NULL;
+	struct sbuf cat = { 0 };
 	bool bf = false, im = false;
 	int rc;
 
@@ -1007,56 +1139,56 @@ static int load_json_doc(const pccx_json_doc *doc, pccx_tokenizer **out, pccx_di
 	tk->m_left = malloc((nm + 1) * sizeof(int32_t));
 	tk->m_right = malloc((nm + 1) * sizeof(int32_t));
 	tk->m_result = malloc((nm + 1) * sizeof(int32_t));
-	tmp = malloc(2 * 65536 + 2);
-	if (!tk->m_left || !tk->m_right || !tk->m_result || !tmp)
+	if (!tk->m_left || !tk->m_right || !tk->m_result)
 		goto nomem;
-	for (i = 0; i < nm; i++) {
-		const pccx_json *m = pccx_json_at(merges, i);
-		const char *l, *r, *sp;
-		size_t ll, rl;
-		int32_t li, ri, res;
+	for (i = 0; i < nm; i += MBATCH) {
+		struct mreq rq[MBATCH];
+		size_t k, nb = nm - i < MBATCH ? nm - i : MBATCH, failk = 0;
+		int what = 0;
 
-		if (pccx_json_type_of(m) == PCCX_JSON_ARRAY && pccx_json_count(m) == 2 &&
-		    (l = pccx_json_str(pccx_json_at(m, 0), &ll)) &&
-		    (r = pccx_json_str(pccx_json_at(m, 1), &rl))) {
-			/* new format */
-		} else if ((l = pccx_json_str(m, &ll)) && (sp = memchr(l, ' ', ll)) &&
-			   !memchr(sp + 1, ' ', ll - (size_t)(sp - l) - 1)) {
-			r = sp + 1;
-			rl = ll - (size_t)(r - l);
-			ll = (size_t)(sp - l);
-		} else {
-			rc = jfail(&c, m, PCCX_ERR_FORMAT,
-				   "merge must be [\"left\", \"right\"] or \"left right\"");
+		for (k = 0; k < nb; k++) {
+			const pccx_json *m = pccx_json_at(merges, i + k);
+			const char *l, *r, *sp;
+			size_t ll, rl;
+
+			if (pccx_json_type_of(m) == PCCX_JSON_ARRAY && pccx_json_count(m) == 2 &&
+			    (l = pccx_json_str(pccx_json_at(m, 0), &ll)) &&
+			    (r = pccx_json_str(pccx_json_at(m, 1), &rl))) {
+				/* [["left", "right"], ...] */
+			} else if ((l = pccx_json_str(m, &ll)) && (sp = memchr(l, ' ', ll)) &&
+				   !memchr(sp + 1, ' ', ll - (size_t)(sp - l) - 1)) {
+				/* the older ["left right", ...] */
+				r = sp + 1;
+				rl = ll - (size_t)(r - l);
+				ll = (size_t)(sp - l);
+			} else {
+				rc = jfail(&c, m, PCCX_ERR_FORMAT,
+					   "merge must be [\"left\", \"right\"] or \"left right\"");
+				goto fail;
+			}
+			rq[k] = (struct mreq){ l, r, ll, rl };
+		}
+		rc = resolve_merges(tk, rq, nb, (uint32_t)i, &cat, &failk, &what);
+		if (rc == PCCX_ERR_NOMEM)
+			goto nomem;
+		if (rc) {
+			const struct mreq *q = &rq[failk];
+			const pccx_json *m = pccx_json_at(merges, i + failk);
+
+			if (what < 2)
+				rc = jfail(&c, m, PCCX_ERR_FORMAT, "merge piece \"%.*s\" is not in the "
+					   "vocabulary", (int)((what ? q->rl : q->ll) > 40 ? 40 :
+					   (what ? q->rl : q->ll)), what ? q->r : q->l);
+			else
+				rc = jfail(&c, m, PCCX_ERR_FORMAT, "merge result \"%.*s%.*s\" is not "
+					   "in the vocabulary", (int)(q->ll > 40 ? 40 : q->ll), q->l,
+					   (int)(q->rl > 40 ? 40 : q->rl), q->r);
 			goto fail;
 		}
-		li = pccx_tokenizer_find(tk, l, ll);
-		ri = pccx_tokenizer_find(tk, r, rl);
-		if (li < 0 || ri < 0) {
-			rc = jfail(&c, m, PCCX_ERR_FORMAT, "merge piece \"%.*s\" is not in the "
-				   "vocabulary", li < 0 ? (int)(ll > 40 ? 40 : ll) :
-				   (int)(rl > 40 ? 40 : rl), li < 0 ? l : r);
-			goto fail;
-		}
-		if (ll + rl > 2 * 65536) {
-			rc = jfail(&c, m, PCCX_ERR_RANGE, "merge pieces too long");
-			goto fail;
-		}
-		memcpy(tmp, l, ll);
-		memcpy(tmp + ll, r, rl);
-		res = pccx_tokenizer_find(tk, tmp, ll + rl);
-		if (res < 0) {
-			rc = jfail(&c, m, PCCX_ERR_FORMAT, "merge result \"%.*s\" is not in the "
-				   "vocabulary", (int)((ll + rl) > 40 ? 40 : ll + rl), tmp);
-			goto fail;
-		}
-		tk->m_left[i] = li;
-		tk->m_right[i] = ri;
-		tk->m_result[i] = res;
 	}
-	free(tmp);
-	tmp = NULL;
-	if (build_merge_index(tk) || build_added_trie(tk))
+	free(cat.p);
+	cat.p = NULL;
+	if (build_merge_index(tk) || build_added_trie(tk) || build_cp_index(tk))
 		goto nomem;
 
 	rc = json_normalizer(tk, &c, pccx_json_get(root, "normalizer"));
@@ -1078,7 +1210,7 @@ nomem:
 	rc = pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", pccx_json_doc_name(doc));
 fail:
 	free(blob);
-	free(tmp);
+	free(cat.p);
 	pccx_tokenizer_free(tk);
 	return rc;
 }
@@ -1123,7 +1255,7 @@ int pccx_tokenizer_from_vocab(const pccx_tokenizer_vocab *v, const char *name,
 {
 	pccx_tokenizer *tk;
 	size_t i, total = 0, pos = 0;
-	char *tmp = NULL;
+	struct sbuf cat = { 0 };
 	int rc;
 
 	if (!name)
@@ -1248,43 +1380,47 @@ int pccx_tokenizer_from_vocab(const pccx_tokenizer_vocab *v, const char *name,
 		tk->m_left = malloc(nm * sizeof(int32_t));
 		tk->m_right = malloc(nm * sizeof(int32_t));
 		tk->m_result = malloc(nm * sizeof(int32_t));
-		tmp = malloc(2 * 65536 + 2);
-		if (!tk->m_left || !tk->m_right || !tk->m_result || !tmp)
+		if (!tk->m_left || !tk->m_right || !tk->m_result)
 			goto nomem;
-		for (i = 0; i < nm; i++) {
-			const char *m = v->merges[i], *sp;
-			size_t ml = m ? (v->merge_lens ? v->merge_lens[i] : strlen(m)) : 0;
-			int32_t li, ri, res;
+		for (i = 0; i < nm; i += MBATCH) {
+			struct mreq rq[MBATCH];
+			size_t k, nb = nm - i < MBATCH ? nm - i : MBATCH, failk = 0;
+			int what = 0;
 
-			sp = m ? memchr(m, ' ', ml) : NULL;
-			if (!sp || sp == m || sp + 1 == m + ml || ml > 2 * 65536) {
-				rc = pccx_fail(d, PCCX_ERR_FORMAT, "%s: tokenizer.ggml.merges[%zu] "
-					       "is not \"left right\"", name, i);
-				goto fail;
+			for (k = 0; k < nb; k++) {
+				const char *m = v->merges[i + k], *sp;
+				size_t ml = m ? (v->merge_lens ? v->merge_lens[i + k] : strlen(m)) : 0;
+
+				sp = m ? memchr(m, ' ', ml) : NULL;
+				if (!sp || sp == m || sp + 1 == m + ml) {
+					rc = pccx_fail(d, PCCX_ERR_FORMAT, "%s: tokenizer.ggml.merges"
+						       "[%zu] is not \"left right\"", name, i + k);
+					goto fail;
+				}
+				rq[k] = (struct mreq){ m, sp + 1, (size_t)(sp - m),
+						       ml - (size_t)(sp - m) - 1 };
 			}
-			li = pccx_tokenizer_find(tk, m, (size_t)(sp - m));
-			ri = pccx_tokenizer_find(tk, sp + 1, ml - (size_t)(sp - m) - 1);
-			memcpy(tmp, m, (size_t)(sp - m));
-			memcpy(tmp + (sp - m), sp + 1, ml - (size_t)(sp - m) - 1);
-			res = pccx_tokenizer_find(tk, tmp, ml - 1);
-			if (li < 0 || ri < 0 || res < 0) {
+			rc = resolve_merges(tk, rq, nb, (uint32_t)i, &cat, &failk, &what);
+			if (rc == PCCX_ERR_NOMEM)
+				goto nomem;
+			if (rc) {
+				const struct mreq *q = &rq[failk];
+
 				rc = pccx_fail(d, PCCX_ERR_FORMAT, "%s: tokenizer.ggml.merges[%zu] "
-					       "\"%.*s\": %s is not in the vocabulary", name, i,
-					       (int)(ml > 60 ? 60 : ml), m,
-					       li < 0 ? "left piece" : ri < 0 ? "right piece" :
+					       "\"%.*s %.*s\": %s is not in the vocabulary", name,
+					       i + failk, (int)(q->ll > 40 ? 40 : q->ll), q->l,
+					       (int)(q->rl > 40 ? 40 : q->rl), q->r,
+					       what == 0 ? "left piece" : what == 1 ? "right piece" :
 					       "merged piece");
 				goto fail;
 			}
-			tk->m_left[i] = li;
-			tk->m_right[i] = ri;
-			tk->m_result[i] = res;
 		}
-		free(tmp);
-		tmp = NULL;
+		free(cat.p);
+		cat.p = NULL;
 		if (build_merge_index(tk))
 			goto nomem;
 	}
-	if (build_added_trie(tk))
+	if (build_added_trie(tk) || build_cp_index(tk))
 		goto nomem;
 	/* SentencePiece: spaces are U+2581, optionally one in front of the text. */
 	if (add_norm(tk, NORM_REPLACE, " ", 1, "\xe2\x96\x81", 3) ||
@@ -1306,7 +1442,7 @@ int pccx_tokenizer_from_vocab(const pccx_tokenizer_vocab *v, const char *name,
 nomem:
 	rc = pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", name);
 fail:
-	free(tmp);
+	free(cat.p);
 	pccx_tokenizer_free(tk);
 	return rc;
 }
@@ -1533,15 +1669,15 @@ static int try_pair(struct enc *e, const char *text, uint32_t l, uint32_t r)
 	if (l == NONE || r == NONE)
 		return 0;
 	if (tk->use_merges) {
-		uint32_t rank;
+		const struct ment *m;
 
 		if (e->id[l] < 0 || e->id[r] < 0)
 			return 0;
-		rank = merge_lookup(tk, e->id[l], e->id[r]);
-		if (rank == NONE)
+		m = merge_lookup(tk, e->id[l], e->id[r]);
+		if (!m)
 			return 0;
-		it.key = rank;
-		it.res = tk->m_result[rank];
+		it.key = m->rank;
+		it.res = m->result;
 	} else {
 		int32_t res = pccx_tokenizer_find(tk, text + e->start[l], e->slen[l] + e->slen[r]);
 
@@ -1631,8 +1767,13 @@ static int bpe(struct enc *e, const char *text, size_t n)
 		e->next[nsym] = NONE;
 		if (nsym)
 			e->next[nsym - 1] = nsym;
-		e->id[nsym] = k == 1 && u[pos] < 128 ? tk->ascii[u[pos]] :
-			      pccx_tokenizer_find(tk, text + pos, k);
+		if (k == 1) {
+			e->id[nsym] = tk->ascii[u[pos]];
+		} else {
+			size_t kk;
+
+			e->id[nsym] = cp_lookup(tk, decode_cp(u + pos, &kk));
+		}
 		e->alive[nsym] = 1;
 		nsym++;
 		pos += k;
