@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Dot products of the GEMV/GEMM units and the output stage. The order of the FP32 operations
+ * is the contract (docs/numerics.md): a vectorised version must reproduce it exactly, which
+ * means the block loop stays sequential; only the int32 block dot may be reordered.
+ */
+#include "pccx_num.h"
+
+uint16_t pccx_out_store(float r, bool accm, uint16_t old)
+{
+	if (accm)
+		r = r + pccx_bf16_to_f32(old);
+	return pccx_bf16_store(r);
+}
+
+/* Exact int32 dot of 32 INT4 weights (16 bytes, low nibble first) with 32 INT8 activations. */
+static int32_t block_dot(const uint8_t *nib, const int8_t *q8)
+{
+	int32_t dot = 0;
+	unsigned j;
+
+	for (j = 0; j < 16; j++) {
+		/* (n ^ 8) - 8 sign-extends a 4-bit two's complement nibble. */
+		int32_t lo = (int32_t)((nib[j] & 0xFu) ^ 8u) - 8;
+		int32_t hi = (int32_t)((nib[j] >> 4) ^ 8u) - 8;
+
+		dot += lo * q8[2 * j] + hi * q8[2 * j + 1];
+	}
+	return dot;
+}
+
+float pccx_q4_row_dot(const uint8_t *nibbles, const uint16_t *scales, const int8_t *q8,
+		      const float *sx, size_t K)
+{
+	size_t nb = K / PCCX_QBLK, b;
+	float acc = 0.0f, t, d;
+
+	for (b = 0; b < nb; b++) {
+		int32_t dot = block_dot(nibbles + b * (PCCX_QBLK / 2), q8 + b * PCCX_QBLK);
+
+		d = scales ? pccx_fp16_to_f32(scales[b]) : 1.0f;
+		t = d * sx[b];
+		acc = acc + (float)dot * t;
+	}
+	return pccx_f32_canon(acc);
+}
+
+float pccx_bf16_row_dot(const uint16_t *w, const uint16_t *x, size_t K)
+{
+	float acc = 0.0f;
+	size_t k;
+
+	for (k = 0; k < K; k++)
+		acc = acc + pccx_bf16_to_f32(w[k]) * pccx_bf16_to_f32(x[k]);
+	return pccx_f32_canon(acc);
+}
+
+void pccx_bf16_colsum(const uint16_t *W, const uint16_t *x, size_t K, size_t N, float *y)
+{
+	size_t k, n;
+
+	for (n = 0; n < N; n++)
+		y[n] = 0.0f;
+	/* Row by row: each y[n] still sees its terms in ascending k, one rounding per add. */
+	for (k = 0; k < K; k++) {
+		float xk = pccx_bf16_to_f32(x[k]);
+		const uint16_t *row = W + k * N;
+
+		for (n = 0; n < N; n++)
+			y[n] = y[n] + xk * pccx_bf16_to_f32(row[n]);
+	}
+	for (n = 0; n < N; n++)
+		y[n] = pccx_f32_canon(y[n]);
+}

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The SFU ("CVO") unit: FP32 inside, BF16 in L2. Per element: widen, input stage (SUB, RELU),
+ * function, output stage (ACCM), RNE store. Reductions run strictly in index order.
+ */
+#include "pccx_num.h"
+
+static float qnan(void)
+{
+	return pccx_f32_from_bits(PCCX_F32_QNAN_BITS);
+}
+
+bool pccx_sfu_is_reduction(enum pccx_sfu_fn fn)
+{
+	return fn == PCCX_SFU_SUM || fn == PCCX_SFU_SUMSQ || fn == PCCX_SFU_MAX;
+}
+
+bool pccx_sfu_is_binary(enum pccx_sfu_fn fn)
+{
+	return fn == PCCX_SFU_MUL || fn == PCCX_SFU_ADD;
+}
+
+/* max(a, b): NaN if either is NaN, max(+0, -0) = +0. */
+static float max2(float a, float b)
+{
+	if (pccx_f32_is_nan(a) || pccx_f32_is_nan(b))
+		return qnan();
+	if (a == b)	/* only +0/-0 can differ here: prefer the positive one */
+		return (pccx_f32_bits(a) >> 31) ? b : a;
+	return a > b ? a : b;
+}
+
+float pccx_sfu_unary(enum pccx_sfu_fn fn, unsigned flags, float S, float x)
+{
+	switch (fn) {
+	case PCCX_SFU_EXP:
+		return pccx_f32_exp(x);
+	case PCCX_SFU_SQRT:
+		return pccx_f32_sqrt(x);
+	case PCCX_SFU_GELU:
+		return pccx_f32_gelu(x);
+	case PCCX_SFU_SIN:
+		return pccx_f32_sin(x);
+	case PCCX_SFU_COS:
+		return pccx_f32_cos(x);
+	case PCCX_SFU_RECIP:
+		return pccx_f32_recip(x);
+	case PCCX_SFU_TANH:
+		return pccx_f32_tanh(x);
+	case PCCX_SFU_RSQRT:
+		return pccx_f32_rsqrt(x);
+	case PCCX_SFU_SCALE:
+		return pccx_f32_canon((flags & PCCX_SFU_F_RECIP) ? x / S : x * S);
+	default:
+		return qnan();
+	}
+}
+
+/* Input stage shared by the element-wise and the reduction paths. */
+static float input_stage(unsigned flags, float S, float x)
+{
+	if (flags & PCCX_SFU_F_SUB)
+		x = x - S;
+	/* NaN > 0 is false but NaN must stay NaN, so test for it explicitly. */
+	if ((flags & PCCX_SFU_F_RELU) && !(x > 0.0f) && !pccx_f32_is_nan(x))
+		x = 0.0f;
+	return x;
+}
+
+float pccx_sfu_elem(enum pccx_sfu_fn fn, unsigned flags, float S, float s, float d)
+{
+	float x = input_stage(flags, S, s), y;
+
+	switch (fn) {
+	case PCCX_SFU_MUL:
+		y = d * x;
+		if (flags & PCCX_SFU_F_SCALE)
+			y = y * S;
+		break;
+	case PCCX_SFU_ADD:
+		y = d + x;
+		break;
+	default:
+		if (pccx_sfu_is_reduction(fn) || (unsigned)fn >= PCCX_SFU_NFN)
+			return qnan();
+		y = pccx_sfu_unary(fn, flags, S, x);
+		break;
+	}
+	if (flags & PCCX_SFU_F_ACCM)
+		y = y + d;
+	return pccx_f32_canon(y);
+}
+
+void pccx_sfu_vector(enum pccx_sfu_fn fn, unsigned flags, float S, const uint16_t *src,
+		     uint16_t *dst, size_t n)
+{
+	size_t i;
+
+	if (pccx_sfu_is_reduction(fn))
+		return;
+	for (i = 0; i < n; i++) {
+		float s = pccx_bf16_to_f32(src[i]);
+		float d = pccx_bf16_to_f32(dst[i]);
+
+		dst[i] = pccx_bf16_store(pccx_sfu_elem(fn, flags, S, s, d));
+	}
+}
+
+float pccx_sfu_reduce(enum pccx_sfu_fn fn, unsigned flags, float S, const uint16_t *src, size_t n)
+{
+	float acc, x;
+	bool nan = false;
+	size_t i;
+
+	switch (fn) {
+	case PCCX_SFU_SUM:
+	case PCCX_SFU_SUMSQ:
+		acc = 0.0f;
+		for (i = 0; i < n; i++) {
+			x = input_stage(flags, S, pccx_bf16_to_f32(src[i]));
+			if (fn == PCCX_SFU_SUMSQ)
+				x = x * x;
+			acc = acc + x;
+		}
+		if (flags & PCCX_SFU_F_MEAN)
+			acc = acc / (float)n;
+		return pccx_f32_canon(acc);
+	case PCCX_SFU_MAX:
+		acc = pccx_f32_from_bits(0xFF800000u);	/* -Inf */
+		for (i = 0; i < n; i++) {
+			x = input_stage(flags, S, pccx_bf16_to_f32(src[i]));
+			if (pccx_f32_is_nan(x))
+				nan = true;
+			else
+				acc = max2(acc, x);
+		}
+		return nan ? qnan() : acc;
+	default:
+		return qnan();
+	}
+}
+
+float pccx_sfu_scalar(enum pccx_sfu_fn fn, unsigned flags, float S, float v)
+{
+	switch (fn) {
+	case PCCX_SFU_SCALE:
+		return pccx_f32_canon((flags & PCCX_SFU_F_RECIP) ? S / v : S * v);
+	case PCCX_SFU_MUL:
+		return pccx_f32_canon(S * v);
+	case PCCX_SFU_ADD:
+	case PCCX_SFU_SUM:
+		return pccx_f32_canon(S + v);
+	case PCCX_SFU_SUMSQ:
+		return pccx_f32_canon(S + v * v);
+	case PCCX_SFU_MAX:
+		return max2(S, v);
+	default:
+		return pccx_sfu_unary(fn, flags, S, S);
+	}
+}
