@@ -79,7 +79,7 @@ struct pccx_tokenizer {
 	uint8_t *type, *flags;
 	float *score;			/* score algorithm only */
 	int32_t bos, eos, unk, pad;
-	bool add_bos, use_merges, byte_fallback, ignore_merges, space_prefix;
+	bool add_bos, use_merges, byte_fallback, ignore_merges, space_prefix, fuse_unk;
 
 	struct vent *vtab;		/* piece -> id */
 	uint32_t vmask;
@@ -992,7 +992,7 @@ static int load_json_doc(const pccx_json_doc *doc, pccx_tokenizer **out, pccx_di
 	pccx_tokenizer *tk = NULL;
 	char *blob = NULL;
 	struct sbuf cat = { 0 };
-	bool bf = false, im = false;
+	bool bf = false, im = false, fu = false;
 	int rc;
 
 	rc = pccx_json_expect(doc, root, PCCX_JSON_OBJECT, d);
@@ -1014,6 +1014,8 @@ static int load_json_doc(const pccx_json_doc *doc, pccx_tokenizer **out, pccx_di
 		rc = pccx_json_opt_bool(doc, model, "byte_fallback", &bf, d);
 	if (!rc)
 		rc = pccx_json_opt_bool(doc, model, "ignore_merges", &im, d);
+	if (!rc)
+		rc = pccx_json_opt_bool(doc, model, "fuse_unk", &fu, d);
 	if (rc)
 		return rc;
 	{
@@ -1066,6 +1068,7 @@ static int load_json_doc(const pccx_json_doc *doc, pccx_tokenizer **out, pccx_di
 		return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", pccx_json_doc_name(doc));
 	tk->byte_fallback = bf;
 	tk->ignore_merges = im;
+	tk->fuse_unk = fu;
 	tk->use_merges = true;
 	for (i = 0; i < tk->n; i++)
 		tk->type[i] = PCCX_TOKEN_UNUSED;
@@ -1354,6 +1357,7 @@ int pccx_tokenizer_from_vocab(const pccx_tokenizer_vocab *v, const char *name,
 	tk->pad = v->pad_id;
 	tk->add_bos = v->add_bos == 1 || (v->add_bos < 0 && tk->bos >= 0);
 	tk->space_prefix = v->add_space_prefix == 1;
+	tk->fuse_unk = true;	/* SentencePiece emits one <unk> for a run of unknown characters */
 	if (tk->unk < 0) {
 		for (i = 0; i < v->n_tokens; i++)
 			if (tk->type[i] == PCCX_TOKEN_UNKNOWN) {
@@ -1593,6 +1597,7 @@ struct enc {
 	struct heap_item *heap;
 	size_t nheap, capheap;
 	struct sbuf nb[2];	/* normalization buffers */
+	size_t section_start;	/* first output index of the current section */
 };
 
 static bool heap_less(const struct heap_item *a, const struct heap_item *b)
@@ -1735,6 +1740,9 @@ static int emit_unknown(struct enc *e, const unsigned char *s, size_t n)
 	}
 	if (tk->unk < 0)
 		return PCCX_ERR_NOT_FOUND;
+	/* fuse_unk: consecutive unknowns of one section become a single <unk>. */
+	if (tk->fuse_unk && e->out->n > e->section_start && e->out->v[e->out->n - 1] == tk->unk)
+		return 0;
 	return ivec_push(e->out, tk->unk) ? PCCX_ERR_NOMEM : 0;
 }
 
@@ -1984,6 +1992,7 @@ static int encode_section(struct enc *e, const char *s, size_t n, bool prefix)
 	struct span *spans;
 	int rc;
 
+	e->section_start = e->out->n;
 	rc = normalize(e, s, n, prefix, &t, &tl);
 	if (rc || !tl)
 		return rc;

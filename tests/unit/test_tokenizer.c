@@ -213,6 +213,9 @@ START_TEST(unknown_without_byte_tokens)
 
 	ck_assert_msg(pccx_tokenizer_from_vocab(&v, "v.gguf", &tk, &d) == 0, "%s", d.msg);
 	EXPECT(tk, "azb", 0, 4, 0, 5);
+	/* A run of unknown characters is one <unk>; a known character ends the run. */
+	EXPECT(tk, "az\xc3\xa9zb", 0, 4, 0, 5);
+	EXPECT(tk, "zazz", 0, 0, 4, 0);
 	EXPECT(tk, "\xc3\xa9", 0, 0);
 	pccx_tokenizer_free(tk);
 }
