@@ -1,0 +1,515 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Float oracle of the Gemma 3n decode step: FP64 arithmetic on the dequantised weights,
+ * written from the model's definition (Hugging Face Gemma3nTextModel), independently of the
+ * NPU graph. Stage names and shapes match gemma3n_graph.c.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag.h"
+#include "oracle.h"
+
+#define NS PCCX_G3N_STREAMS
+
+struct pccx_oracle {
+	const struct pccx_g3n_model *m;
+	const struct pccx_g3n_config *c;
+	pccx_oracle_stage_fn on_stage;
+	void *user;
+	int rc;
+	uint32_t pos;
+	double *kc[PCCX_G3N_MAX_LAYERS];	/* owners: (max_ctx, n_kv_heads, head_dim) */
+	double *vc[PCCX_G3N_MAX_LAYERS];	/* owners: (max_ctx, n_kv_heads, head_dim) */
+	float *row;				/* (max cols) one dequantised weight row */
+	double *xs_all, *pred_all;		/* (4, D) streams and predictions */
+	double *xs[NS], *pred[NS];		/* rows of the above */
+	double *e;				/* (D) */
+	double *u;				/* (n_layers, d_ple) */
+	double *h, *lr, *o, *al, *t, *f, *tmp, *tmp2;	/* (D) */
+	double *lrank;				/* (laurel_rank) */
+	double *q, *ctx;			/* (n_heads, head_dim) */
+	double *k, *v;				/* (n_kv_heads, head_dim) */
+	double *scores;				/* (max_ctx) */
+	double *gate, *up;			/* (F) */
+	double *pleg;				/* (d_ple) */
+	double *w;				/* (max(D, head_dim, d_ple)) a weight vector */
+	double *logits;				/* (vocab) */
+};
+
+static void emit(struct pccx_oracle *o, const double *x, uint32_t rows, uint32_t cols,
+		 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void emit(struct pccx_oracle *o, const double *x, uint32_t rows, uint32_t cols,
+		 const char *fmt, ...)
+{
+	char name[64];
+	va_list ap;
+
+	if (o->rc || !o->on_stage)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(name, sizeof(name), fmt, ap);
+	va_end(ap);
+	o->rc = o->on_stage(o->user, name, x, rows, cols);
+}
+
+/* y = W x over all rows of tensor t (dequantised row by row). */
+static void matvec(struct pccx_oracle *o, int32_t t, const double *x, double *y)
+{
+	const struct pccx_g3n_tensor *T = &o->m->t[t];
+	uint32_t r, k;
+
+	for (r = 0; r < T->rows; r++) {
+		double s = 0.0;
+
+		pccx_g3n_row_f32(o->m, t, r, o->row);
+		for (k = 0; k < T->cols; k++)
+			s += (double)o->row[k] * x[k];
+		y[r] = s;
+	}
+}
+
+/* A weight vector (tensor of one row) as doubles in o->w. */
+static const double *wvec(struct pccx_oracle *o, int32_t t)
+{
+	uint32_t k;
+
+	pccx_g3n_row_f32(o->m, t, 0, o->row);
+	for (k = 0; k < o->m->t[t].cols; k++)
+		o->w[k] = o->row[k];
+	return o->w;
+}
+
+/* out = x / sqrt(mean(x^2) + eps) * w  (w == NULL: no weight). out may equal x. */
+static void rmsnorm(const struct pccx_oracle *o, const double *x, double *out, uint32_t n,
+		    const double *w)
+{
+	double ss = 0.0, r;
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		ss += x[i] * x[i];
+	r = 1.0 / sqrt(ss / n + (double)o->c->eps);
+	for (i = 0; i < n; i++)
+		out[i] = x[i] * r * (w ? w[i] : 1.0);
+}
+
+static double gelu(double x)
+{
+	return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+static double rms(const double *x, uint32_t n)
+{
+	double ss = 0.0;
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		ss += x[i] * x[i];
+	return sqrt(ss / n);
+}
+
+/* y *= target / sqrt(max(mean(y^2), 1e-5)) */
+static void match_magnitude(double *y, uint32_t n, double target)
+{
+	double m = rms(y, n), s;
+	uint32_t i;
+
+	m = m * m < 1e-5 ? sqrt(1e-5) : m;
+	s = target / m;
+	for (i = 0; i < n; i++)
+		y[i] *= s;
+}
+
+/* Router modalities tanh(W_r (RMSNorm_{g_r}(x) / D)). */
+static void router(struct pccx_oracle *o, uint32_t l, const double *x, double m[NS])
+{
+	const struct pccx_g3n_layer_w *lw = &o->m->w.layer[l];
+	uint32_t D = o->c->d_model, i;
+
+	rmsnorm(o, x, o->tmp, D, wvec(o, lw->vec[PCCX_G3N_LV_ROUTER_NORM]));
+	for (i = 0; i < D; i++)
+		o->tmp[i] /= D;
+	matvec(o, lw->router, o->tmp, m);
+	for (i = 0; i < NS; i++)
+		m[i] = tanh(m[i]);
+}
+
+/* Rotate-half RoPE of one head at position pos with base theta. */
+static void rope(double *x, uint32_t hd, uint32_t pos, double theta)
+{
+	uint32_t half = hd / 2, i;
+
+	for (i = 0; i < half; i++) {
+		double ph = pos * pow(theta, -2.0 * i / hd);
+		double a = x[i], b = x[i + half];
+
+		x[i] = a * cos(ph) - b * sin(ph);
+		x[i + half] = b * cos(ph) + a * sin(ph);
+	}
+}
+
+static void attention(struct pccx_oracle *o, uint32_t l)
+{
+	const struct pccx_g3n_config *c = o->c;
+	const struct pccx_g3n_layer_w *lw = &o->m->w.layer[l];
+	uint32_t hd = c->head_dim, nkv = c->n_kv_heads, group = c->n_heads / nkv, p = o->pos;
+	uint32_t src = pccx_g3n_kv_source(c, l), h, j, i, first;
+	bool glob = pccx_g3n_is_global(c, l);
+	double theta = glob ? c->theta_global : c->theta_local;
+
+	matvec(o, lw->attn_q, o->h, o->q);
+	wvec(o, lw->vec[PCCX_G3N_LV_Q_NORM]);
+	for (h = 0; h < c->n_heads; h++) {
+		rmsnorm(o, o->q + h * hd, o->q + h * hd, hd, o->w);
+		rope(o->q + h * hd, hd, p, theta);
+	}
+	emit(o, o->q, c->n_heads, hd, "L%u.attn.q_rope", l);
+	if (pccx_g3n_owns_kv(c, l)) {
+		matvec(o, lw->attn_k, o->h, o->k);
+		matvec(o, lw->attn_v, o->h, o->v);
+		wvec(o, lw->vec[PCCX_G3N_LV_K_NORM]);
+		for (h = 0; h < nkv; h++) {
+			rmsnorm(o, o->k + h * hd, o->k + h * hd, hd, o->w);
+			rope(o->k + h * hd, hd, p, theta);
+			rmsnorm(o, o->v + h * hd, o->v + h * hd, hd, NULL);
+		}
+		emit(o, o->k, nkv, hd, "L%u.attn.k_rope", l);
+		emit(o, o->v, nkv, hd, "L%u.attn.v", l);
+		memcpy(o->kc[l] + (size_t)p * nkv * hd, o->k, sizeof(double) * nkv * hd);
+		memcpy(o->vc[l] + (size_t)p * nkv * hd, o->v, sizeof(double) * nkv * hd);
+	}
+	/* causal; local layers see keys p - window + 1 .. p */
+	first = (!glob && p + 1 > c->window) ? p + 1 - c->window : 0;
+	for (h = 0; h < c->n_heads; h++) {
+		const double *qh = o->q + h * hd;
+		uint32_t g = h / group;
+		double mx = -INFINITY, sum = 0.0;
+
+		for (j = first; j <= p; j++) {
+			const double *kj = o->kc[src] + ((size_t)j * nkv + g) * hd;
+			double s = 0.0;
+
+			for (i = 0; i < hd; i++)
+				s += qh[i] * kj[i];
+			o->scores[j] = s;	/* scaling 1.0, no soft-cap */
+			mx = s > mx ? s : mx;
+		}
+		for (j = first; j <= p; j++) {
+			o->scores[j] = exp(o->scores[j] - mx);
+			sum += o->scores[j];
+		}
+		for (i = 0; i < hd; i++)
+			o->ctx[h * hd + i] = 0.0;
+		for (j = first; j <= p; j++) {
+			const double *vj = o->vc[src] + ((size_t)j * nkv + g) * hd;
+			double pj = o->scores[j] / sum;
+
+			for (i = 0; i < hd; i++)
+				o->ctx[h * hd + i] += pj * vj[i];
+		}
+	}
+	emit(o, o->ctx, c->n_heads, hd, "L%u.attn.ctx", l);
+	matvec(o, lw->attn_o, o->ctx, o->o);
+	emit(o, o->o, 1, c->d_model, "L%u.attn.out", l);
+}
+
+static void ffn(struct pccx_oracle *o, uint32_t l)
+{
+	const struct pccx_g3n_config *c = o->c;
+	const struct pccx_g3n_layer_w *lw = &o->m->w.layer[l];
+	uint32_t F = c->d_ffn, i;
+
+	matvec(o, lw->ffn_gate, o->t, o->gate);
+	matvec(o, lw->ffn_up, o->t, o->up);
+	emit(o, o->gate, 1, F, "L%u.ffn.gate", l);
+	emit(o, o->up, 1, F, "L%u.ffn.up", l);
+	if (pccx_g3n_is_sparse(c, l)) {
+		/* Gaussian top-k: shifted ReLU at mean + population std * z */
+		double mean = 0.0, var = 0.0, cut;
+
+		for (i = 0; i < F; i++)
+			mean += o->gate[i];
+		mean /= F;
+		for (i = 0; i < F; i++)
+			var += (o->gate[i] - mean) * (o->gate[i] - mean);
+		cut = mean + sqrt(var / F) * (double)c->sparse_z;
+		for (i = 0; i < F; i++)
+			o->gate[i] = o->gate[i] - cut > 0.0 ? o->gate[i] - cut : 0.0;
+	}
+	for (i = 0; i < F; i++)
+		o->gate[i] = gelu(o->gate[i]);
+	emit(o, o->gate, 1, F, "L%u.ffn.act", l);
+	for (i = 0; i < F; i++)
+		o->gate[i] *= o->up[i];
+	emit(o, o->gate, 1, F, "L%u.ffn.hidden", l);
+	matvec(o, lw->ffn_down, o->gate, o->f);
+	emit(o, o->f, 1, c->d_model, "L%u.ffn.down", l);
+}
+
+static void layer(struct pccx_oracle *o, uint32_t l)
+{
+	const struct pccx_g3n_config *c = o->c;
+	const struct pccx_g3n_layer_w *lw = &o->m->w.layer[l];
+	uint32_t D = c->d_model, P = c->d_ple, k, j, i;
+	double m[NS], coef[NS * NS], corr[NS];
+
+	/* AltUp predict: pred_k = x_k + sum_j c[4k+j] x_j */
+	router(o, l, o->xs[0], m);
+	emit(o, m, 1, NS, "L%u.altup.router", l);
+	matvec(o, lw->pred_coef, m, coef);
+	for (k = 0; k < NS; k++) {
+		for (i = 0; i < D; i++) {
+			double s = 0.0;
+
+			for (j = 0; j < NS; j++)
+				s += coef[NS * k + j] * o->xs[j][i];
+			o->pred[k][i] = o->xs[k][i] + s;
+		}
+	}
+	emit(o, o->pred_all, NS, D, "L%u.altup.pred", l);
+
+	/* h = RMSNorm_in(pred_0); LAuReL */
+	rmsnorm(o, o->pred[0], o->h, D, wvec(o, lw->vec[PCCX_G3N_LV_ATTN_NORM]));
+	emit(o, o->h, 1, D, "L%u.attn.norm", l);
+	matvec(o, lw->laurel_l, o->h, o->lrank);
+	matvec(o, lw->laurel_r, o->lrank, o->lr);
+	rmsnorm(o, o->lr, o->lr, D, wvec(o, lw->vec[PCCX_G3N_LV_LAUREL_NORM]));
+	for (i = 0; i < D; i++)
+		o->lr[i] += o->h[i];
+	emit(o, o->lr, 1, D, "L%u.laurel", l);
+
+	attention(o, l);
+	rmsnorm(o, o->o, o->al, D, wvec(o, lw->vec[PCCX_G3N_LV_POST_ATTN_NORM]));
+	for (i = 0; i < D; i++)
+		o->al[i] = (o->pred[0][i] + o->al[i] + o->lr[i]) / sqrt(2.0);
+	emit(o, o->al, 1, D, "L%u.attn.resid", l);
+
+	rmsnorm(o, o->al, o->t, D, wvec(o, lw->vec[PCCX_G3N_LV_FFN_NORM]));
+	emit(o, o->t, 1, D, "L%u.ffn.norm", l);
+	ffn(o, l);
+	rmsnorm(o, o->f, o->f, D, wvec(o, lw->vec[PCCX_G3N_LV_POST_FFN_NORM]));
+	for (i = 0; i < D; i++)
+		o->f[i] += o->al[i];
+	emit(o, o->f, 1, D, "L%u.ffn.out", l);
+
+	/* AltUp correct: w = W_corr tanh(router(out)) + 1; x_k = pred_k + w_k (out - pred_0) */
+	router(o, l, o->f, m);
+	matvec(o, lw->corr_coef, m, corr);
+	for (k = 0; k < NS; k++)
+		corr[k] += 1.0;
+	emit(o, corr, 1, NS, "L%u.altup.corr", l);
+	for (k = 0; k < NS; k++)
+		for (i = 0; i < D; i++)
+			o->xs[k][i] = o->pred[k][i] + corr[k] * (o->f[i] - o->pred[0][i]);
+
+	/* PLE: d = RMSNorm(W_proj (GELU(W_gate (x_0 * gamma)) * u_l)); x_k += d for k >= 1 */
+	wvec(o, lw->vec[PCCX_G3N_LV_CORRECT_SCALE]);
+	for (i = 0; i < D; i++)
+		o->tmp[i] = o->xs[0][i] * o->w[i];
+	matvec(o, lw->ple_gate, o->tmp, o->pleg);
+	for (i = 0; i < P; i++)
+		o->pleg[i] = gelu(o->pleg[i]) * o->u[l * P + i];
+	emit(o, o->pleg, 1, P, "L%u.ple.gate", l);
+	matvec(o, lw->ple_proj, o->pleg, o->tmp);
+	rmsnorm(o, o->tmp, o->tmp, D, wvec(o, lw->vec[PCCX_G3N_LV_POST_PLE_NORM]));
+	emit(o, o->tmp, 1, D, "L%u.ple.mix", l);
+	for (k = 1; k < NS; k++)
+		for (i = 0; i < D; i++)
+			o->xs[k][i] += o->tmp[i];
+	emit(o, o->xs_all, NS, D, "L%u.out", l);
+}
+
+int pccx_oracle_step(struct pccx_oracle *o, uint32_t token, double *logits, pccx_diag *d)
+{
+	const struct pccx_g3n_config *c = o->c;
+	const struct pccx_g3n_weights *w = &o->m->w;
+	uint32_t D = c->d_model, P = c->d_ple, LP = c->n_layers * P, l, k, i;
+	double target;
+
+	if (token >= c->vocab)
+		return pccx_fail(d, PCCX_ERR_RANGE, "oracle: token %u outside the vocabulary", token);
+	if (o->pos >= c->max_ctx)
+		return pccx_fail(d, PCCX_ERR_RANGE, "oracle: context full (%u)", c->max_ctx);
+	o->rc = 0;
+
+	/* S0: e = E[tok] * sqrt(D) */
+	pccx_g3n_row_f32(o->m, w->embed, token, o->row);
+	for (i = 0; i < D; i++)
+		o->e[i] = o->row[i] * sqrt((double)D);
+	emit(o, o->e, 1, D, "embed");
+
+	/* S1: u = (RMSNorm_{g_pl}(W_plmp e / sqrt D) per slice + E_pl[tok'] * sqrt P) / sqrt 2 */
+	pccx_g3n_row_f32(o->m, w->ple_table, token < c->ple_vocab ? token : 0, o->row);
+	for (i = 0; i < LP; i++)
+		o->tmp2[i] = o->row[i] * sqrt((double)P);
+	emit(o, o->tmp2, 1, LP, "ple.inputs");
+	matvec(o, w->ple_model_proj, o->e, o->u);
+	for (i = 0; i < LP; i++)
+		o->u[i] /= sqrt((double)D);
+	wvec(o, w->ple_proj_norm);
+	for (l = 0; l < c->n_layers; l++)
+		rmsnorm(o, o->u + l * P, o->u + l * P, P, o->w);
+	emit(o, o->u, 1, LP, "ple.proj");
+	for (i = 0; i < LP; i++)
+		o->u[i] = (o->u[i] + o->tmp2[i]) / sqrt(2.0);
+	emit(o, o->u, 1, LP, "ple.u");
+
+	/* S2: AltUp streams, x_k = W_ap[k] e matched to rms(e) */
+	memcpy(o->xs[0], o->e, sizeof(double) * D);
+	target = rms(o->e, D);
+	for (k = 1; k < NS; k++) {
+		matvec(o, w->altup_proj[k - 1], o->e, o->xs[k]);
+		match_magnitude(o->xs[k], D, target);
+	}
+	emit(o, o->xs_all, NS, D, "altup.streams");
+
+	/* S3 */
+	for (l = 0; l < c->n_layers && !o->rc; l++)
+		layer(o, l);
+
+	/* S4: h = RMSNorm_final(mean(x0, match(W_au[k] x_k))); logits = 30 tanh(E h / 30) */
+	if (logits && !o->rc) {
+		target = rms(o->xs[0], D);
+		memcpy(o->h, o->xs[0], sizeof(double) * D);
+		for (k = 1; k < NS; k++) {
+			matvec(o, w->altup_unembd[k - 1], o->xs[k], o->tmp);
+			match_magnitude(o->tmp, D, target);
+			for (i = 0; i < D; i++)
+				o->h[i] += o->tmp[i];
+		}
+		for (i = 0; i < D; i++)
+			o->h[i] /= NS;
+		rmsnorm(o, o->h, o->h, D, wvec(o, w->final_norm));
+		emit(o, o->h, 1, D, "final.hidden");
+		matvec(o, w->embed, o->h, o->logits);
+		for (i = 0; i < c->vocab; i++)
+			o->logits[i] = c->softcap * tanh(o->logits[i] / c->softcap);
+		emit(o, o->logits, 1, c->vocab, "final.logits");
+		memcpy(logits, o->logits, sizeof(double) * c->vocab);
+	}
+	if (o->rc)
+		return pccx_fail(d, o->rc, "oracle: step at position %u stopped (%s)", o->pos,
+				 pccx_strerror(o->rc));
+	o->pos++;
+	return PCCX_OK;
+}
+
+void pccx_oracle_on_stage(struct pccx_oracle *o, pccx_oracle_stage_fn fn, void *user)
+{
+	o->on_stage = fn;
+	o->user = user;
+}
+
+void pccx_oracle_reset(struct pccx_oracle *o)
+{
+	o->pos = 0;
+}
+
+static double *dalloc(size_t n, int *fail)
+{
+	double *p = calloc(n ? n : 1, sizeof(double));
+
+	if (!p)
+		*fail = 1;
+	return p;
+}
+
+int pccx_oracle_create(struct pccx_oracle **out, const struct pccx_g3n_model *m, pccx_diag *d)
+{
+	const struct pccx_g3n_config *c = &m->cfg;
+	uint32_t D = c->d_model, LP = c->n_layers * c->d_ple, hd = c->head_dim, l, k, maxc;
+	struct pccx_oracle *o;
+	int fail = 0;
+
+	*out = NULL;
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return pccx_fail(d, PCCX_ERR_NOMEM, "oracle: out of memory");
+	o->m = m;
+	o->c = c;
+	maxc = D > LP ? D : LP;
+	maxc = maxc > c->d_ffn ? maxc : c->d_ffn;
+	maxc = maxc > pccx_g3n_q_dim(c) ? maxc : pccx_g3n_q_dim(c);
+	o->row = malloc(sizeof(float) * maxc);
+	if (!o->row)
+		fail = 1;
+	for (l = 0; l < pccx_g3n_first_shared(c); l++) {
+		o->kc[l] = dalloc((size_t)c->max_ctx * pccx_g3n_kv_dim(c), &fail);
+		o->vc[l] = dalloc((size_t)c->max_ctx * pccx_g3n_kv_dim(c), &fail);
+	}
+	o->xs_all = dalloc((size_t)NS * D, &fail);
+	o->pred_all = dalloc((size_t)NS * D, &fail);
+	for (k = 0; k < NS && !fail; k++) {
+		o->xs[k] = o->xs_all + k * D;
+		o->pred[k] = o->pred_all + k * D;
+	}
+	o->e = dalloc(D, &fail);
+	o->u = dalloc(LP, &fail);
+	o->h = dalloc(D, &fail);
+	o->lr = dalloc(D, &fail);
+	o->o = dalloc(D, &fail);
+	o->al = dalloc(D, &fail);
+	o->t = dalloc(D, &fail);
+	o->f = dalloc(D, &fail);
+	o->tmp = dalloc(D, &fail);
+	o->tmp2 = dalloc(maxc, &fail);
+	o->lrank = dalloc(c->laurel_rank, &fail);
+	o->q = dalloc(pccx_g3n_q_dim(c), &fail);
+	o->ctx = dalloc(pccx_g3n_q_dim(c), &fail);
+	o->k = dalloc(pccx_g3n_kv_dim(c), &fail);
+	o->v = dalloc(pccx_g3n_kv_dim(c), &fail);
+	o->scores = dalloc(c->max_ctx, &fail);
+	o->gate = dalloc(c->d_ffn, &fail);
+	o->up = dalloc(c->d_ffn, &fail);
+	o->pleg = dalloc(c->d_ple, &fail);
+	o->w = dalloc(D > hd ? (D > c->d_ple ? D : c->d_ple) : hd, &fail);
+	o->logits = dalloc(c->vocab, &fail);
+	if (fail) {
+		pccx_oracle_free(o);
+		return pccx_fail(d, PCCX_ERR_NOMEM, "oracle: out of memory");
+	}
+	*out = o;
+	return PCCX_OK;
+}
+
+void pccx_oracle_free(struct pccx_oracle *o)
+{
+	uint32_t l;
+
+	if (!o)
+		return;
+	for (l = 0; l < PCCX_G3N_MAX_LAYERS; l++) {
+		free(o->kc[l]);
+		free(o->vc[l]);
+	}
+	free(o->xs_all);
+	free(o->pred_all);
+	free(o->row);
+	free(o->e);
+	free(o->u);
+	free(o->h);
+	free(o->lr);
+	free(o->o);
+	free(o->al);
+	free(o->t);
+	free(o->f);
+	free(o->tmp);
+	free(o->tmp2);
+	free(o->lrank);
+	free(o->q);
+	free(o->ctx);
+	free(o->k);
+	free(o->v);
+	free(o->scores);
+	free(o->gate);
+	free(o->up);
+	free(o->pleg);
+	free(o->w);
+	free(o->logits);
+	free(o);
+}

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The float oracle: Hugging Face's Gemma 3n text decoder (research note model-sim-anchors
+ * §1.3) in FP64 on the dequantised weights, with none of the NPU's numerics: no activation
+ * quantisation, no BF16 rounding, libm transcendentals, an explicit sliding-window mask over
+ * a full-length KV cache. It emits the same stage names and shapes as the NPU graph, so the
+ * two can be compared stage by stage (compare.h).
+ */
+#ifndef PCCX_ORACLE_H
+#define PCCX_ORACLE_H
+
+#include "gemma3n_model.h"
+
+struct pccx_oracle;
+
+typedef int (*pccx_oracle_stage_fn)(void *user, const char *name, const double *x, uint32_t rows,
+				    uint32_t cols);
+
+/* An oracle for model m holding up to m->cfg.max_ctx positions. */
+PCCX_MUST_CHECK int pccx_oracle_create(struct pccx_oracle **out, const struct pccx_g3n_model *m,
+				       pccx_diag *d);
+void pccx_oracle_free(struct pccx_oracle *o);
+void pccx_oracle_on_stage(struct pccx_oracle *o, pccx_oracle_stage_fn fn, void *user);
+void pccx_oracle_reset(struct pccx_oracle *o);
+
+/* Decode `token` at the next position; logits (vocab values, soft-capped) when non-NULL. */
+PCCX_MUST_CHECK int pccx_oracle_step(struct pccx_oracle *o, uint32_t token, double *logits,
+				     pccx_diag *d);
+
+#endif /* PCCX_ORACLE_H */
