@@ -367,13 +367,15 @@ int pccx_engine_step(struct pccx_engine_ctx *e)
 		e->tail = true;
 	}
 	if (e->tail && all_popped(e)) {
-		uint64_t r = rd64(e, PCCX_REG_RETIRED);
+		uint64_t r;
 
+		/* STATUS first: RETIRED read after IDLE is final. */
+		st = rd64(e, PCCX_REG_STATUS);
+		r = rd64(e, PCCX_REG_RETIRED);
 		if (r != e->retired) {
 			e->retired = r;
 			e->progress++;
 		}
-		st = rd64(e, PCCX_REG_STATUS);
 		if (st & PCCX_STATUS_ERROR)
 			return PCCX_ENGINE_RUNNING;     /* reported by the next step */
 		if ((st & PCCX_STATUS_IDLE) && all_popped(e)) {

@@ -1,0 +1,337 @@
+// SPDX-License-Identifier: MIT
+/* The in-process backend: simulator + buffers + command engine (backend_sim.h). */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend_sim.h"
+#include "diag.h"
+#include "jobfile.h"
+
+#define DEV_BASE     0x10000000ull
+#define DEV_PAGE     4096ull
+
+struct simb_buf {
+	uint8_t *host;
+	uint64_t size, dev;
+	uint32_t access;
+	bool used;
+};
+
+struct pccx_simb {
+	pccx_sim *sim;
+	struct simb_buf *buf;
+	uint32_t n_buf, cap_buf;
+	uint64_t next_dev;
+};
+
+/* ---- register access for the engine -------------------------------------------------- */
+
+static uint32_t io_rd32(void *io, uint32_t off)
+{
+	uint32_t v = 0;
+
+	if (pccx_sim_mmio_read32(io, off, &v))
+		return 0;
+	return v;
+}
+
+static void io_wr32(void *io, uint32_t off, uint32_t v)
+{
+	if (pccx_sim_mmio_write32(io, off, v))
+		return;
+}
+
+static uint64_t io_rd64(void *io, uint32_t off)
+{
+	uint64_t v = 0;
+
+	if (pccx_sim_mmio_read64(io, off, &v))
+		return 0;
+	return v;
+}
+
+static void io_wr64(void *io, uint32_t off, uint64_t v)
+{
+	if (pccx_sim_mmio_write64(io, off, v))
+		return;
+}
+
+static const struct pccx_engine_ops sim_ops = { io_rd32, io_wr32, io_rd64, io_wr64 };
+
+/* ---- buffers ----------------------------------------------------------------------------- */
+
+static struct simb_buf *find(const struct pccx_simb *b, uint32_t handle)
+{
+	if (handle == 0 || handle > b->n_buf || !b->buf[handle - 1].used)
+		return NULL;
+	return &b->buf[handle - 1];
+}
+
+int pccx_simb_lookup(void *ctx, uint32_t handle, uint64_t *size, uint32_t *access)
+{
+	struct simb_buf *bf = find(ctx, handle);
+
+	if (!bf)
+		return -1;
+	*size = bf->size;
+	*access = bf->access;
+	return 0;
+}
+
+static int xlate(void *ctx, uint32_t handle, uint64_t offset, uint64_t len, uint64_t *dev_addr,
+		 uint64_t *contig)
+{
+	struct simb_buf *bf = find(ctx, handle);
+
+	if (!bf || offset > bf->size || len > bf->size - offset)
+		return -1;
+	*dev_addr = bf->dev + offset;
+	*contig = len;
+	return 0;
+}
+
+int pccx_simb_buf_alloc(struct pccx_simb *b, uint64_t size, uint32_t access, uint32_t *handle,
+			pccx_diag *d)
+{
+	const struct pccx_sim_config *c = pccx_sim_get_config(b->sim);
+	uint64_t span, limit = c->dma_address_bits >= 64 ? ~0ull : 1ull << c->dma_address_bits;
+	uint32_t win = 0;
+	struct simb_buf *bf;
+	void *p = NULL;
+	int rc;
+
+	if (!size || size > (1ull << 40) || !(access & (PCCX_BUF_DEV_READ | PCCX_BUF_DEV_WRITE)))
+		return pccx_fail(d, PCCX_ERR_INVALID, "sim buffer: size %llu or access %u invalid",
+				 (unsigned long long)size, access);
+	span = (size + DEV_PAGE - 1) / DEV_PAGE * DEV_PAGE;
+	if (b->next_dev + span > limit)
+		return pccx_fail(d, PCCX_ERR_NOMEM,
+				 "sim buffer: %llu bytes do not fit below the %u-bit DMA limit",
+				 (unsigned long long)size, c->dma_address_bits);
+	if (b->n_buf == b->cap_buf) {
+		uint32_t cap = b->cap_buf ? 2 * b->cap_buf : 16;
+		struct simb_buf *nb = realloc(b->buf, cap * sizeof(*nb));
+
+		if (!nb)
+			return pccx_fail(d, PCCX_ERR_NOMEM, "sim buffer: out of memory");
+		b->buf = nb;
+		b->cap_buf = cap;
+	}
+	if (posix_memalign(&p, DEV_PAGE, span) || !p)
+		return pccx_fail(d, PCCX_ERR_NOMEM, "sim buffer: cannot allocate %llu bytes",
+				 (unsigned long long)size);
+	memset(p, 0, span);
+	if (access & PCCX_BUF_DEV_READ)
+		win |= PCCX_SIM_WIN_READ;
+	if (access & PCCX_BUF_DEV_WRITE)
+		win |= PCCX_SIM_WIN_WRITE;
+	/* The window covers exactly the buffer; the page after it stays unmapped. */
+	rc = pccx_sim_dma_window_add(b->sim, b->next_dev, size, p, win);
+	if (rc) {
+		free(p);
+		return pccx_fail(d, rc, "sim buffer: cannot open a DMA window");
+	}
+	bf = &b->buf[b->n_buf++];
+	bf->host = p;
+	bf->size = size;
+	bf->dev = b->next_dev;
+	bf->access = access;
+	bf->used = true;
+	b->next_dev += span + DEV_PAGE;
+	*handle = b->n_buf;
+	return 0;
+}
+
+int pccx_simb_buf_free(struct pccx_simb *b, uint32_t handle)
+{
+	struct simb_buf *bf = find(b, handle);
+
+	if (!bf)
+		return PCCX_ERR_NOT_FOUND;
+	if (pccx_sim_dma_window_remove(b->sim, bf->dev))
+		return PCCX_ERR_INTERNAL;
+	free(bf->host);
+	bf->host = NULL;
+	bf->used = false;
+	return 0;
+}
+
+void *pccx_simb_buf_map(struct pccx_simb *b, uint32_t handle, uint64_t *size)
+{
+	struct simb_buf *bf = find(b, handle);
+
+	if (!bf)
+		return NULL;
+	if (size)
+		*size = bf->size;
+	return bf->host;
+}
+
+uint64_t pccx_simb_buf_devaddr(const struct pccx_simb *b, uint32_t handle)
+{
+	struct simb_buf *bf = find(b, handle);
+
+	return bf ? bf->dev : 0;
+}
+
+/* ---- lifetime ------------------------------------------------------------------------------ */
+
+int pccx_simb_create(const struct pccx_sim_config *cfg, struct pccx_simb **out, pccx_diag *d)
+{
+	struct pccx_simb *b = calloc(1, sizeof(*b));
+	int rc;
+
+	*out = NULL;
+	if (!b)
+		return pccx_fail(d, PCCX_ERR_NOMEM, "sim backend: out of memory");
+	rc = pccx_sim_create(cfg, &b->sim, d);
+	if (rc) {
+		free(b);
+		return rc;
+	}
+	b->next_dev = DEV_BASE;
+	*out = b;
+	return 0;
+}
+
+void pccx_simb_destroy(struct pccx_simb *b)
+{
+	uint32_t i;
+
+	if (!b)
+		return;
+	for (i = 0; i < b->n_buf; i++)
+		free(b->buf[i].host);
+	free(b->buf);
+	pccx_sim_destroy(b->sim);
+	free(b);
+}
+
+pccx_sim *pccx_simb_sim(struct pccx_simb *b)
+{
+	return b->sim;
+}
+
+void pccx_simb_reset(struct pccx_simb *b)
+{
+	uint64_t v = 1;
+	int i;
+
+	if (pccx_sim_mmio_write64(b->sim, PCCX_REG_RESET, 1))
+		return;
+	for (i = 0; i < 1000 && v; i++)
+		if (pccx_sim_mmio_read64(b->sim, PCCX_REG_RESET, &v))
+			return;
+}
+
+/* ---- submit ---------------------------------------------------------------------------------- */
+
+static const char *cause_name(uint64_t cause)
+{
+	static const char *const names[] = { "?", "ILLEGAL_INSN", "BAD_OPERANDS", "DMA_SLVERR",
+					     "DMA_DECERR", "DMA_INTERR", "STREAM_OVERRUN",
+					     "DMA_WINDOW" };
+
+	return cause < sizeof(names) / sizeof(names[0]) ? names[cause] : "?";
+}
+
+static int describe(const struct pccx_engine_ctx *e, pccx_diag *d)
+{
+	const struct pccx_engine_error *er = &e->err;
+
+	if (er->kind == PCCX_EF_DEVICE) {
+		uint64_t cause = er->error & PCCX_ERROR_CAUSE_MASK;
+		unsigned isa = (unsigned)((er->error & PCCX_ERROR_ISA_MASK) >> PCCX_ERROR_ISA_SHIFT);
+
+		return pccx_fail(d, PCCX_ERR_DEVICE,
+				 "device error %s at instruction %llu%s%s, info 0x%llx",
+				 cause_name(cause),
+				 (unsigned long long)(er->error >> PCCX_ERROR_INDEX_SHIFT),
+				 isa ? ": " : "", isa ? pccx_isa_errname((int)isa) : "",
+				 (unsigned long long)er->info);
+	}
+	return pccx_fail(d, PCCX_ERR_DEVICE,
+			 "command engine: %s (channel %u, instruction %u, info 0x%llx)",
+			 pccx_engine_fail_name(er->kind), er->channel, er->insn,
+			 (unsigned long long)er->info);
+}
+
+int pccx_simb_submit_wait(struct pccx_simb *b, const struct pccx_job_view *job,
+			  const struct pccx_simb_opts *opts, struct pccx_simb_result *res,
+			  pccx_diag *d)
+{
+	struct pccx_simb_opts defo = { 0 };
+	struct pccx_simb_result dummy;
+	struct pccx_engine_ctx e;
+	struct timespec t0, t1;
+	uint64_t start, last_cycle, last_prog, timeout, poll;
+	int rc = 0;
+
+	if (!opts)
+		opts = &defo;
+	if (!res)
+		res = &dummy;
+	memset(res, 0, sizeof(*res));
+	timeout = opts->timeout_cycles ? opts->timeout_cycles : 1ull << 27;
+	poll = opts->poll_cycles ? opts->poll_cycles : 64;
+
+	if (!opts->no_validate) {
+		struct pccx_vresult vr;
+		uint8_t *used = malloc(PCCX_DMA_BITMAP_BYTES(job->n_dma));
+		int err;
+
+		if (!used)
+			return pccx_fail(d, PCCX_ERR_NOMEM, "sim backend: out of memory");
+		err = pccx_validate(job, pccx_simb_lookup, b, NULL, used, &vr);
+		free(used);
+		if (err) {
+			char msg[400];
+
+			pccx_vresult_describe(&vr, job->insn, job->n_insn, msg, sizeof(msg));
+			return pccx_fail(d, PCCX_ERR_VALIDATE, "job refused: %s", msg);
+		}
+	}
+	if (!opts->keep_stats)
+		pccx_sim_stats_reset(b->sim);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	start = pccx_sim_cycles(b->sim);
+	res->state = pccx_engine_start(&e, job, &sim_ops, b->sim, xlate, b);
+	last_cycle = pccx_sim_cycles(b->sim);
+	last_prog = e.progress;
+	while (res->state == PCCX_ENGINE_RUNNING) {
+		uint64_t now;
+
+		res->state = pccx_engine_step(&e);
+		res->steps++;
+		now = pccx_sim_cycles(b->sim);
+		if (e.progress != last_prog) {
+			last_prog = e.progress;
+			last_cycle = now;
+		} else if (res->state == PCCX_ENGINE_RUNNING) {
+			if (now - last_cycle > timeout) {
+				res->timed_out = true;
+				break;
+			}
+			pccx_sim_advance(b->sim, poll);
+		}
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	res->err = e.err;
+	res->mmio = e.mmio;
+	res->cycles = pccx_sim_cycles(b->sim) - start;
+	res->host_seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	pccx_sim_get_stats(b->sim, &res->stats);
+	if (res->timed_out) {
+		rc = pccx_fail(d, PCCX_ERR_TIMEOUT,
+			       "device made no progress for %llu cycles (%u of %u words pushed, "
+			       "RETIRED %llu)",
+			       (unsigned long long)timeout, e.next, job->n_insn,
+			       (unsigned long long)e.retired);
+		pccx_simb_reset(b);
+	} else if (res->state == PCCX_ENGINE_ERROR) {
+		rc = describe(&e, d);
+		pccx_simb_reset(b);
+	}
+	return rc;
+}

@@ -1,0 +1,1282 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The cycle simulator: register semantics, DataMover commands, every instruction kind against
+ * a direct computation with isa/num (bit-exact), hazards, overlap, error paths, the device-tree
+ * configuration and the trace.
+ */
+#include <check.h>
+#include <libfdt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "json.h"
+#include "test_sim_util.h"
+#include "uapi/pccx_regs.h"
+
+static uint64_t rd(pccx_sim *s, uint32_t off)
+{
+	uint64_t v = 0;
+
+	ck_assert_int_eq(pccx_sim_mmio_read64(s, off, &v), 0);
+	return v;
+}
+
+static void wr(pccx_sim *s, uint32_t off, uint64_t v)
+{
+	ck_assert_int_eq(pccx_sim_mmio_write64(s, off, v), 0);
+}
+
+static uint32_t rd32(pccx_sim *s, uint32_t off)
+{
+	uint32_t v = 0;
+
+	ck_assert_int_eq(pccx_sim_mmio_read32(s, off, &v), 0);
+	return v;
+}
+
+static void wr32(pccx_sim *s, uint32_t off, uint32_t v)
+{
+	ck_assert_int_eq(pccx_sim_mmio_write32(s, off, v), 0);
+}
+
+static pccx_sim *mksim(void)
+{
+	pccx_sim *s = NULL;
+	pccx_diag d = { 0 };
+
+	ck_assert_msg(pccx_sim_create(NULL, &s, &d) == 0, "%s", d.msg);
+	return s;
+}
+
+static struct pccx_simb *mkb(void)
+{
+	struct pccx_simb *b = NULL;
+	pccx_diag d = { 0 };
+
+	ck_assert_msg(pccx_simb_create(NULL, &b, &d) == 0, "%s", d.msg);
+	return b;
+}
+
+static uint32_t balloc(struct pccx_simb *b, uint64_t size, uint32_t access)
+{
+	uint32_t h = 0;
+	pccx_diag d = { 0 };
+
+	ck_assert_msg(pccx_simb_buf_alloc(b, size, access, &h, &d) == 0, "%s", d.msg);
+	return h;
+}
+
+static uint8_t *bmap(struct pccx_simb *b, uint32_t h)
+{
+	uint8_t *p = pccx_simb_buf_map(b, h, NULL);
+
+	ck_assert_ptr_nonnull(p);
+	return p;
+}
+
+static void submit_ok(struct pccx_simb *b, const struct tjob *j, struct pccx_simb_result *res)
+{
+	struct pccx_job_view v = tj_view(j);
+	pccx_diag d = { 0 };
+	int rc = pccx_simb_submit_wait(b, &v, NULL, res, &d);
+
+	ck_assert_msg(rc == 0, "submit: %s", d.msg);
+}
+
+/* Elements of L2 (test access) */
+static uint16_t *l2e(struct pccx_simb *b, uint32_t word)
+{
+	return (uint16_t *)(void *)(pccx_sim_l2(pccx_simb_sim(b)) + (size_t)word * 16);
+}
+
+/* ---- registers -------------------------------------------------------------------------- */
+
+START_TEST(regs_id_caps)
+{
+	pccx_sim *s = mksim();
+	uint64_t id = rd(s, PCCX_REG_ID), caps = rd(s, PCCX_REG_CAPS), f;
+
+	ck_assert_uint_eq(id >> 32, PCCX_ID_MAGIC);
+	ck_assert_uint_eq((id >> 24) & 0xff, PCCX_ID_MAJOR);
+	f = rd(s, PCCX_REG_FEATURES);
+	ck_assert(f & PCCX_FEAT_STATUS_REGS);
+	ck_assert(f & PCCX_FEAT_ERROR_REG);
+	ck_assert(f & PCCX_FEAT_IRQ);
+	ck_assert(f & PCCX_FEAT_SOFT_RESET);
+	ck_assert(f & PCCX_FEAT_RETIRED);
+	ck_assert(f & PCCX_FEAT_CVO_EXT);
+	ck_assert(f & PCCX_FEAT_WSTREAM4);
+	ck_assert(f & PCCX_FEAT_PERF);
+	ck_assert(!(f & PCCX_FEAT_WIDE_DMA));
+	ck_assert_uint_eq(caps & 0xffffffffu, 114688);
+	ck_assert_uint_eq((caps >> 32) & 0xff, 8);
+	ck_assert_uint_eq((caps >> 40) & 0xff, 64);
+	ck_assert_uint_eq((caps >> 48) & 0xff, 4);
+	ck_assert_uint_eq((caps >> 56) & 0xff, 8);
+	ck_assert_uint_eq(rd(s, PCCX_REG_CLOCKS), 400000ull | (250000ull << 32));
+	ck_assert_uint_eq(rd(s, PCCX_REG_WFIFO_DEPTH), 4096);
+	ck_assert_uint_eq(rd(s, PCCX_REG_DMA_ADDR_BITS), 32);
+	ck_assert_uint_eq(rd(s, PCCX_REG_STATUS), PCCX_STATUS_IDLE);
+	/* a read of 0x000 is STATUS and does not stall */
+	ck_assert_uint_eq(rd(s, PCCX_REG_INSTR), PCCX_STATUS_IDLE);
+	/* 32-bit reads give halves */
+	ck_assert_uint_eq(rd32(s, PCCX_REG_ID + 4), PCCX_ID_MAGIC);
+	/* every access costs time; the counter runs */
+	ck_assert_uint_gt(rd(s, PCCX_REG_CYCLES), 0);
+	ck_assert_int_eq(pccx_sim_mmio_read64(s, PCCX_MMIO_SIZE, &id), PCCX_ERR_RANGE);
+	ck_assert_int_eq(pccx_sim_mmio_read64(s, 0x104, &id), PCCX_ERR_RANGE);
+	pccx_sim_destroy(s);
+}
+END_TEST
+
+/* A sync CVO of `len` elements keeps the front end fenced. */
+START_TEST(regs_fifo_backpressure)
+{
+	pccx_sim *s = mksim();
+	struct pccx_sim_stats st;
+	unsigned i;
+
+	wr(s, PCCX_REG_INSTR, t_cvo(PCCX_CVO_EXP, 0, 0x4000, 20000, 0));
+	for (i = 0; i < 8; i++)
+		wr(s, PCCX_REG_INSTR, t_memset(0, i, 8, 1, 1));
+	ck_assert_uint_eq((rd(s, PCCX_REG_STATUS) & PCCX_STATUS_FIFO_MASK) >> PCCX_STATUS_FIFO_SHIFT,
+			  8);
+	ck_assert(rd(s, PCCX_REG_STATUS) & PCCX_STATUS_BUSY);
+	/* the ninth write stalls until the CVO retires and a slot frees */
+	wr(s, PCCX_REG_INSTR, t_memset(0, 9, 8, 1, 1));
+	pccx_sim_get_stats(s, &st);
+	ck_assert_uint_gt(st.mmio_fifo_full, 15000);
+	ck_assert(pccx_sim_run_until_idle(s, 100000));
+	ck_assert_uint_eq(rd(s, PCCX_REG_RETIRED), 10);
+	ck_assert(rd(s, PCCX_REG_STATUS) & PCCX_STATUS_DONE);
+	wr(s, PCCX_REG_RETIRED, 12345);
+	ck_assert_uint_eq(rd(s, PCCX_REG_RETIRED), 0);
+	pccx_sim_destroy(s);
+}
+END_TEST
+
+START_TEST(regs_irq_w1c)
+{
+	pccx_sim *s = mksim();
+
+	wr(s, PCCX_REG_IRQ_ENABLE, PCCX_IRQ_IDLE | PCCX_IRQ_ERROR);
+	wr(s, PCCX_REG_INSTR, t_memset(0, 0, 8, 1, 1));
+	ck_assert(pccx_sim_run_until_idle(s, 1000));
+	pccx_sim_advance(s, 4);
+	ck_assert(rd(s, PCCX_REG_IRQ_STATUS) & PCCX_IRQ_IDLE);
+	ck_assert(pccx_sim_irq(s));
+	wr(s, PCCX_REG_IRQ_STATUS, PCCX_IRQ_IDLE);
+	ck_assert(!(rd(s, PCCX_REG_IRQ_STATUS) & PCCX_IRQ_IDLE));
+	ck_assert(!pccx_sim_irq(s));
+	/* an illegal word: ERROR, HALTED, the error interrupt, index = words before it */
+	wr(s, PCCX_REG_RETIRED, 0);
+	wr(s, PCCX_REG_INSTR, t_memset(0, 1, 8, 1, 1));
+	wr(s, PCCX_REG_INSTR, t_memset(0, 2, 8, 1, 1));
+	wr(s, PCCX_REG_INSTR, 0x8000000000000000ull);
+	wr(s, PCCX_REG_INSTR, t_memset(0, 3, 8, 1, 1));
+	pccx_sim_advance(s, 100);
+	{
+		uint64_t e = rd(s, PCCX_REG_ERROR), st = rd(s, PCCX_REG_STATUS);
+
+		ck_assert(e & PCCX_ERROR_VALID);
+		ck_assert_uint_eq(e & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_ILLEGAL_INSN);
+		ck_assert_uint_eq((e & PCCX_ERROR_ISA_MASK) >> PCCX_ERROR_ISA_SHIFT,
+				  PCCX_ISA_E_OPCODE);
+		ck_assert_uint_eq(e >> PCCX_ERROR_INDEX_SHIFT, 2);
+		ck_assert_uint_eq(rd(s, PCCX_REG_ERROR_INFO), 0x8000000000000000ull);
+		ck_assert(st & PCCX_STATUS_HALTED);
+		ck_assert(st & PCCX_STATUS_ERROR);
+		ck_assert(pccx_sim_irq(s));
+	}
+	/* queued words were not executed; writes while halted are dropped */
+	ck_assert_uint_eq(rd(s, PCCX_REG_RETIRED), 2);
+	wr(s, PCCX_REG_ERROR, PCCX_ERROR_VALID);
+	ck_assert_uint_eq(rd(s, PCCX_REG_ERROR), 0);
+	ck_assert(!(rd(s, PCCX_REG_STATUS) & PCCX_STATUS_HALTED));
+	wr(s, PCCX_REG_INSTR, t_memset(0, 4, 8, 1, 1));
+	ck_assert(pccx_sim_run_until_idle(s, 1000));
+	ck_assert_uint_eq(rd(s, PCCX_REG_RETIRED), 3);
+	pccx_sim_destroy(s);
+}
+END_TEST
+
+START_TEST(regs_reset_clears)
+{
+	pccx_sim *s = mksim();
+	uint8_t *l2 = pccx_sim_l2(s);
+	uint64_t e;
+
+	/* L2 content, a shape entry and S */
+	l2[16 * 100] = 0x80;
+	l2[16 * 100 + 1] = 0x3f;      /* element 0 of word 100 = 1.0 */
+	wr(s, PCCX_REG_INSTR, t_memset(0, 5, 16, 1, 1));
+	wr(s, PCCX_REG_INSTR, t_cvo(PCCX_CVO_LDS, 100, 200, 0, 0));
+	ck_assert(pccx_sim_run_until_idle(s, 1000));
+	ck_assert_uint_eq(pccx_sim_s_bits(s), 0x3f800000u);
+	wr(s, PCCX_REG_RESET, 1);
+	ck_assert_uint_eq(rd(s, PCCX_REG_RESET), 1);
+	pccx_sim_advance(s, 114688 / 8);
+	ck_assert_uint_eq(rd(s, PCCX_REG_RESET), 0);
+	ck_assert_uint_eq(pccx_sim_s_bits(s), 0);
+	ck_assert_uint_eq(rd(s, PCCX_REG_RETIRED), 0);
+	ck_assert_uint_eq(l2[16 * 100 + 1], 0);
+	ck_assert_uint_eq(l2[16 * 200 + 3], 0);
+	/* the shape entry is gone: a copy that uses it has bad operands */
+	wr(s, PCCX_REG_INSTR, t_memcpy(false, false, 10, 0, 0, 5, true));
+	pccx_sim_advance(s, 100);
+	e = rd(s, PCCX_REG_ERROR);
+	ck_assert_uint_eq(e & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_BAD_OPERANDS);
+	ck_assert_uint_eq((e & PCCX_ERROR_ISA_MASK) >> PCCX_ERROR_ISA_SHIFT,
+			  PCCX_ISA_E_SHAPE_UNSET);
+	wr(s, PCCX_REG_RESET, 1);
+	pccx_sim_advance(s, 114688 / 8);
+	ck_assert_uint_eq(rd(s, PCCX_REG_ERROR), 0);
+	pccx_sim_destroy(s);
+}
+END_TEST
+
+/* ---- DataMover pages -------------------------------------------------------------------- */
+
+static void dm_push(pccx_sim *s, unsigned ch, uint64_t addr, uint32_t btt, unsigned tag,
+		    bool incr)
+{
+	uint32_t base = PCCX_DM_PAGE(ch);
+
+	wr32(s, base + PCCX_DM_CMD_LO, btt | (incr ? PCCX_DM_CMD_TYPE_INCR : 0) | PCCX_DM_CMD_EOF);
+	wr32(s, base + PCCX_DM_CMD_HI, (uint32_t)addr);
+	wr32(s, base + PCCX_DM_CMD_EXT, tag);
+	wr32(s, base + PCCX_DM_CMD_PUSH, 1);
+}
+
+START_TEST(dm_commands_and_statuses)
+{
+	pccx_sim *s = mksim();
+	uint32_t fm = PCCX_DM_PAGE(PCCX_DM_FMAP), res = PCCX_DM_PAGE(PCCX_DM_RESULT);
+	uint8_t *host = aligned_alloc(4096, 4096), *l2 = pccx_sim_l2(s);
+	unsigned i;
+
+	for (i = 0; i < 4096; i++)
+		host[i] = (uint8_t)(i * 7 + 1);
+	ck_assert_int_eq(pccx_sim_dma_window_add(s, 0x40000000, 4096, host,
+						 PCCX_SIM_WIN_READ | PCCX_SIM_WIN_WRITE), 0);
+	ck_assert_uint_eq(rd32(s, fm + PCCX_DM_FLAGS),
+			  PCCX_DM_FLAG_CMD_EMPTY | PCCX_DM_FLAG_STS_EMPTY);
+	/* host -> L2: 64 bytes = 4 words at L2 word 50 */
+	wr(s, PCCX_REG_INSTR, t_memset(0, 0, 32, 1, 1));
+	dm_push(s, PCCX_DM_FMAP, 0x40000100, 64, 9, true);
+	ck_assert_uint_eq(rd32(s, fm + PCCX_DM_CMD_LO) & PCCX_DM_BTT_MAX, 64);
+	wr(s, PCCX_REG_INSTR, t_memcpy(true, false, 50, 0, 0, 0, false));
+	ck_assert(pccx_sim_run_until_idle(s, 10000));
+	ck_assert_int_eq(memcmp(l2 + 50 * 16, host + 0x100, 64), 0);
+	ck_assert_uint_eq(rd32(s, fm + PCCX_DM_STS_LVL), 1);
+	ck_assert(rd(s, PCCX_REG_IRQ_STATUS) & PCCX_IRQ_DM);
+	ck_assert_uint_eq(rd32(s, fm + PCCX_DM_STS_POP), PCCX_DM_STS_OKAY | 9);
+	ck_assert_uint_eq(rd32(s, fm + PCCX_DM_STS_POP), 0);
+	/* L2 -> host: 4 words to offset 0x800 */
+	dm_push(s, PCCX_DM_RESULT, 0x40000800, 64, 3, true);
+	wr(s, PCCX_REG_INSTR, t_memcpy(false, true, 0, 50, 0, 0, true));
+	ck_assert(pccx_sim_run_until_idle(s, 10000));
+	ck_assert_int_eq(memcmp(host + 0x800, host + 0x100, 64), 0);
+	ck_assert_uint_eq(rd32(s, res + PCCX_DM_STS_POP), PCCX_DM_STS_OKAY | 3);
+
+	/* BTT of 0: INTERR status, sticky bit, device error DMA_INTERR */
+	dm_push(s, PCCX_DM_FMAP, 0x40000000, 0, 5, true);
+	pccx_sim_advance(s, 100);
+	ck_assert_uint_eq(rd32(s, fm + PCCX_DM_STS_POP), PCCX_DM_STS_INTERR | 5);
+	ck_assert_uint_eq((rd32(s, fm + PCCX_DM_FLAGS) >> 4) & 0xf, 1);
+	ck_assert_uint_eq(rd(s, PCCX_REG_ERROR) & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_DMA_INTERR);
+	wr32(s, fm + PCCX_DM_ERR_W1C, 0xf0);
+	ck_assert_uint_eq((rd32(s, fm + PCCX_DM_FLAGS) >> 4) & 0xf, 0);
+	wr(s, PCCX_REG_ERROR, PCCX_ERROR_VALID);
+	/* FIXED type is not supported: INTERR */
+	dm_push(s, PCCX_DM_FMAP, 0x40000000, 16, 6, false);
+	pccx_sim_advance(s, 100);
+	ck_assert_uint_eq(rd32(s, fm + PCCX_DM_STS_POP), PCCX_DM_STS_INTERR | 6);
+	wr32(s, fm + PCCX_DM_ERR_W1C, 0xf0);
+	wr(s, PCCX_REG_ERROR, PCCX_ERROR_VALID);
+
+	/* overflow of the 8-deep command FIFO (no consumer: they wait) */
+	for (i = 0; i < 10; i++)     /* one runs (waiting for data), eight wait, one overflows */
+		dm_push(s, PCCX_DM_RESULT, 0x40000000, 16, i, true);
+	ck_assert_uint_le(rd32(s, res + PCCX_DM_CMD_LVL), 8);
+	ck_assert(rd32(s, res + PCCX_DM_FLAGS) & (8u << 4));
+	wr(s, PCCX_REG_RESET, 1);
+	pccx_sim_advance(s, 20000);
+	ck_assert_uint_eq(rd32(s, res + PCCX_DM_CMD_LVL), 0);
+	ck_assert_uint_eq(rd32(s, res + PCCX_DM_FLAGS),
+			  PCCX_DM_FLAG_CMD_EMPTY | PCCX_DM_FLAG_STS_EMPTY);
+	pccx_sim_destroy(s);
+	free(host);
+}
+END_TEST
+
+START_TEST(dm_window_fault)
+{
+	pccx_sim *s = mksim();
+	uint8_t *host = aligned_alloc(4096, 4096);
+	struct pccx_sim_stats st;
+
+	memset(host, 0, 4096);
+	ck_assert_int_eq(pccx_sim_dma_window_add(s, 0x40000000, 4096, host, PCCX_SIM_WIN_READ), 0);
+	/* overlapping windows are refused */
+	ck_assert_int_eq(pccx_sim_dma_window_add(s, 0x40000800, 4096, host, PCCX_SIM_WIN_READ),
+			 PCCX_ERR_INVALID);
+	/* a command that runs past the window's end faults at the end */
+	dm_push(s, PCCX_DM_HP(2), 0x40000f00, 512, 1, true);
+	pccx_sim_advance(s, 100);
+	ck_assert_uint_eq(rd(s, PCCX_REG_ERROR) & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_DMA_WINDOW);
+	ck_assert_uint_eq(rd(s, PCCX_REG_ERROR_INFO), 0x40001000);
+	ck_assert_uint_eq(rd32(s, PCCX_DM_PAGE(2) + PCCX_DM_STS_POP), PCCX_DM_STS_DECERR | 1);
+	pccx_sim_get_stats(s, &st);
+	ck_assert_uint_eq(st.window_faults, 1);
+	/* a write into a read-only window faults too */
+	wr(s, PCCX_REG_RESET, 1);
+	pccx_sim_advance(s, 20000);
+	dm_push(s, PCCX_DM_RESULT, 0x40000000, 16, 2, true);
+	pccx_sim_advance(s, 100);
+	ck_assert_uint_eq(rd(s, PCCX_REG_ERROR) & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_DMA_WINDOW);
+	ck_assert_uint_eq(rd(s, PCCX_REG_ERROR_INFO), 0x40000000);
+	pccx_sim_get_stats(s, &st);
+	ck_assert_uint_eq(st.window_faults, 2);
+	pccx_sim_destroy(s);
+	free(host);
+}
+END_TEST
+
+/* ---- GEMV / GEMM -------------------------------------------------------------------------- */
+
+struct mm_case {
+	unsigned op;
+	uint32_t m, n, k;
+	unsigned fmt, fl;
+	bool as_gemvs;     /* M GEMVs over the rows instead of one GEMM */
+};
+
+/* Fill the weight image (row records) of ws with random data. */
+static void fill_weights(uint8_t *w, const struct pccx_wshape *ws, uint64_t *rng)
+{
+	uint64_t rb = pccx_wstream_row_bytes(ws), rows = pccx_wstream_rows(ws), r, i;
+
+	memset(w, 0, rb * rows);
+	for (r = 0; r < rows; r++) {
+		uint8_t *rec = w + r * rb;
+
+		if (ws->fmt == PCCX_WFMT_Q4) {
+			uint64_t nb = ws->k / 32, sb = ws->w_scale ? (nb * 2 + 15) / 16 * 16 : 0;
+
+			for (i = 0; i < nb && ws->w_scale; i++)
+				put16(rec + 2 * i,
+				      pccx_f32_to_fp16(pccx_bf16_to_f32(t_bf16(rng, 0.0625f))));
+			for (i = 0; i < nb * 16; i++)
+				rec[sb + i] = (uint8_t)t_rand(rng);
+		} else {
+			uint64_t nv = ws->fmt == PCCX_WFMT_BF16 ? ws->k : ws->n;
+
+			for (i = 0; i < nv; i++)
+				put16(rec + 2 * i, t_bf16(rng, 1.0f));
+		}
+	}
+}
+
+/* y (n) of one input row as the contract defines it, computed directly with isa/num. */
+static void expect_row(const uint8_t *w, const struct pccx_wshape *ws, const uint16_t *x,
+		       float *y)
+{
+	uint64_t rb = pccx_wstream_row_bytes(ws);
+	uint32_t i, j, nb = ws->k / 32;
+
+	if (ws->fmt == PCCX_WFMT_Q4) {
+		int8_t *q8 = malloc(ws->k);
+		float *sx = malloc(nb * sizeof(float));
+		uint16_t *sc = malloc(nb * 2 + 2);
+		uint64_t sb = ws->w_scale ? (nb * 2 + 15) / 16 * 16 : 0;
+
+		pccx_q8_quantize(x, ws->k, q8, sx);
+		for (i = 0; i < ws->n; i++) {
+			const uint8_t *rec = w + i * rb;
+
+			for (j = 0; j < nb; j++)
+				sc[j] = get16(rec + 2 * j);
+			y[i] = pccx_q4_row_dot(rec + sb, ws->w_scale ? sc : NULL, q8, sx, ws->k);
+		}
+		free(q8);
+		free(sx);
+		free(sc);
+	} else if (ws->fmt == PCCX_WFMT_BF16) {
+		uint16_t *row = malloc(ws->k * 2);
+
+		for (i = 0; i < ws->n; i++) {
+			for (j = 0; j < ws->k; j++)
+				row[j] = get16(w + i * rb + 2 * j);
+			y[i] = pccx_bf16_row_dot(row, x, ws->k);
+		}
+		free(row);
+	} else {
+		uint16_t *W = malloc((size_t)ws->k * ws->n * 2);
+
+		for (i = 0; i < ws->k; i++)
+			for (j = 0; j < ws->n; j++)
+				W[(size_t)i * ws->n + j] = get16(w + i * rb + 2 * j);
+		pccx_bf16_colsum(W, x, ws->k, ws->n, y);
+		free(W);
+	}
+}
+
+static void run_matmul(const struct mm_case *c, uint64_t seed, struct pccx_simb_result *res_out)
+{
+	struct pccx_simb *b = mkb();
+	struct pccx_wshape ws = { c->n, c->k, c->fmt, !!(c->fl & TF_WSCALE) };
+	uint32_t kw = pccx_words_for(c->k), nw = pccx_words_for(c->n), r, i;
+	uint64_t rb = pccx_wstream_row_bytes(&ws), rows = pccx_wstream_rows(&ws);
+	uint64_t xb = (uint64_t)c->m * kw * 16, yb = (uint64_t)c->m * nw * 16, rng = seed;
+	uint32_t hx = balloc(b, xb, PCCX_BUF_DEV_READ);
+	uint32_t hw = balloc(b, rb * rows * (c->as_gemvs ? c->m : 1), PCCX_BUF_DEV_READ);
+	uint32_t hy = balloc(b, yb, PCCX_BUF_DEV_READ | PCCX_BUF_DEV_WRITE);
+	uint8_t *x8 = bmap(b, hx), *w8 = bmap(b, hw), *y8 = bmap(b, hy);
+	uint16_t *xrow = malloc((size_t)c->k * 2), *yold = malloc(yb), *outs;
+	float *y = malloc((size_t)c->n * sizeof(float));
+	uint32_t X = 0x100, Y = X + c->m * kw + 64;
+	struct pccx_simb_result res;
+	struct tjob j = { 0 };
+
+	for (r = 0; r < c->m; r++)
+		for (i = 0; i < c->k; i++)
+			put16(x8 + (uint64_t)r * kw * 16 + 2 * i, t_bf16(&rng, 2.0f));
+	fill_weights(w8, &ws, &rng);
+	for (r = 1; c->as_gemvs && r < c->m; r++)
+		memcpy(w8 + r * rb * rows, w8, rb * rows);
+	for (i = 0; i < yb / 2; i++)
+		put16(y8 + 2 * i, (c->fl & TF_ACCM) ? t_bf16(&rng, 4.0f) : 0x1234);
+	memcpy(yold, y8, yb);
+
+	tj_add(&j, t_memset(0, 0, c->k, c->as_gemvs ? 1 : c->m, 1));
+	tj_add(&j, t_memset(1, 1, c->n, c->k, c->fmt));
+	tj_add(&j, t_memset(0, 2, 8, c->m * kw, 1));
+	tj_add(&j, t_memset(0, 3, 8, c->m * nw, 1));
+	tj_add(&j, t_memcpy(true, false, X, 0, tj_dma(&j, hx, PCCX_DMA_TO_DEVICE, 0, xb), 2, true));
+	tj_add(&j, t_memcpy(true, false, Y, 0, tj_dma(&j, hy, PCCX_DMA_TO_DEVICE, 0, yb), 3, true));
+	if (c->as_gemvs) {
+		for (r = 0; r < c->m; r++) {
+			tj_add(&j, t_matmul(PCCX_OP_GEMV, Y + r * nw, X + r * kw, 1, 0, c->fl));
+			tj_streams(&j, &ws, hw, r * rb * rows);
+		}
+	} else {
+		tj_add(&j, t_matmul(c->op, Y, X, 1, 0, c->fl));
+		tj_streams(&j, &ws, hw, 0);
+	}
+	tj_add(&j, t_memcpy(false, true, 0, Y, tj_dma(&j, hy, PCCX_DMA_FROM_DEVICE, 0, yb), 3,
+			    false));
+	submit_ok(b, &j, &res);
+	if (res_out)
+		*res_out = res;
+
+	outs = malloc((size_t)c->m * c->n * 2);
+	for (r = 0; r < c->m; r++) {
+		uint16_t *old = yold + (size_t)r * nw * 8, exp[8];
+		const uint8_t *got = y8 + (uint64_t)r * nw * 16;
+
+		for (i = 0; i < c->k; i++)
+			xrow[i] = get16(x8 + (uint64_t)r * kw * 16 + 2 * i);
+		expect_row(w8, &ws, xrow, y);
+		for (i = 0; i < c->n; i++) {
+			uint16_t e = pccx_out_store(y[i], !!(c->fl & TF_ACCM), old[i]);
+
+			outs[(size_t)r * c->n + i] = e;
+			ck_assert_msg(get16(got + 2 * i) == e,
+				      "row %u elem %u: got 0x%04x expected 0x%04x", r, i,
+				      get16(got + 2 * i), e);
+		}
+		/* lanes past the end of the vector are unchanged */
+		memcpy(exp, old + c->n / 8 * 8, 16);
+		for (i = c->n; i % 8; i++)
+			ck_assert_uint_eq(get16(got + 2 * i), exp[i % 8]);
+	}
+	if (c->fl & TF_FINDEMAX) {
+		uint32_t want;
+
+		if (c->as_gemvs)   /* S is the last GEMV's maximum */
+			want = pccx_f32_bits(pccx_sfu_reduce(PCCX_SFU_MAX, 0, 0.0f,
+							     outs + (size_t)(c->m - 1) * c->n, c->n));
+		else
+			want = pccx_f32_bits(pccx_sfu_reduce(PCCX_SFU_MAX, 0, 0.0f, outs,
+							     (size_t)c->m * c->n));
+		ck_assert_uint_eq(pccx_sim_s_bits(pccx_simb_sim(b)), want);
+	}
+	ck_assert_uint_eq(res.stats.window_faults, 0);
+	free(outs);
+	free(xrow);
+	free(yold);
+	free(y);
+	pccx_simb_destroy(b);
+}
+
+START_TEST(gemv_q4_scaled)
+{
+	struct mm_case c = { PCCX_OP_GEMV, 1, 203, 512, PCCX_WFMT_Q4, TF_WSCALE | TF_FINDEMAX, 0 };
+
+	run_matmul(&c, 11, NULL);
+}
+END_TEST
+
+START_TEST(gemv_q4_unscaled_accm)
+{
+	struct mm_case c = { PCCX_OP_GEMV, 1, 130, 288, PCCX_WFMT_Q4, TF_ACCM, 0 };
+
+	run_matmul(&c, 12, NULL);
+}
+END_TEST
+
+START_TEST(gemv_bf16)
+{
+	struct mm_case c = { PCCX_OP_GEMV, 1, 37, 100, PCCX_WFMT_BF16, TF_FINDEMAX, 0 };
+
+	run_matmul(&c, 13, NULL);
+}
+END_TEST
+
+START_TEST(gemv_bf16t)
+{
+	struct mm_case c = { PCCX_OP_GEMV, 1, 21, 45, PCCX_WFMT_BF16T, TF_ACCM, 0 };
+
+	run_matmul(&c, 14, NULL);
+}
+END_TEST
+
+START_TEST(gemm_equals_gemvs)
+{
+	struct mm_case c = { PCCX_OP_GEMM, 5, 77, 256, PCCX_WFMT_Q4, TF_WSCALE | TF_FINDEMAX, 0 };
+	struct mm_case v = c;
+	struct mm_case t = { PCCX_OP_GEMM, 3, 19, 40, PCCX_WFMT_BF16T, TF_FINDEMAX, 0 };
+
+	/* the same seed gives the same inputs: both compare to the same direct rows */
+	run_matmul(&c, 21, NULL);
+	v.as_gemvs = true;
+	run_matmul(&v, 21, NULL);
+	run_matmul(&t, 22, NULL);
+	t.fmt = PCCX_WFMT_BF16;
+	run_matmul(&t, 23, NULL);
+}
+END_TEST
+
+/* ---- CVO against a sequential model ---------------------------------------------------- */
+
+#define MW 2048u      /* words of the modelled L2 region */
+
+struct cvo_model {
+	uint16_t e[MW * 8];
+	uint32_t S;
+};
+
+static uint32_t m_slot(const struct cvo_model *m, uint32_t w, uint32_t j)
+{
+	return m->e[w * 8 + 2 * j] | ((uint32_t)m->e[w * 8 + 2 * j + 1] << 16);
+}
+
+static void m_scalar(struct cvo_model *m, uint32_t dst, float v)
+{
+	m->S = pccx_f32_bits(v);
+	m->e[dst * 8] = (uint16_t)m->S;
+	m->e[dst * 8 + 1] = (uint16_t)(m->S >> 16);
+}
+
+static int m_fn(unsigned f)
+{
+	static const int map[16] = { PCCX_SFU_EXP, PCCX_SFU_SQRT, PCCX_SFU_GELU, PCCX_SFU_SIN,
+				     PCCX_SFU_COS, PCCX_SFU_SUM, PCCX_SFU_SCALE, PCCX_SFU_RECIP,
+				     PCCX_SFU_MUL, PCCX_SFU_ADD, PCCX_SFU_TANH, PCCX_SFU_MAX,
+				     PCCX_SFU_SUMSQ, -1, PCCX_SFU_RSQRT, -1 };
+
+	return map[f & 15];
+}
+
+/* docs/isa.md CVO semantics, step by step, through isa/num. */
+static void m_cvo(struct cvo_model *m, uint64_t w)
+{
+	unsigned func = PCCX_GET(w, D, func);
+	const struct pccx_cvo_desc *cd = pccx_cvo_desc(func);
+	uint32_t src = PCCX_GET(w, D, src), dst = PCCX_GET(w, D, dst), n = PCCX_GET(w, D, len);
+	bool sform = PCCX_GET(w, D, sreg);
+	unsigned fl = 0;
+	float S = pccx_f32_from_bits(m->S);
+	int fn = m_fn(func);
+
+	if (PCCX_GET(w, D, sub_emax))
+		fl |= PCCX_SFU_F_SUB;
+	if (PCCX_GET(w, D, relu))
+		fl |= PCCX_SFU_F_RELU;
+	if (PCCX_GET(w, D, accm))
+		fl |= PCCX_SFU_F_ACCM;
+	if (PCCX_GET(w, D, recip_scale))
+		fl |= cd->cls == PCCX_CVOC_REDUCE ? PCCX_SFU_F_MEAN : PCCX_SFU_F_RECIP;
+	if (cd->cls == PCCX_CVOC_LOAD) {
+		if (sform)
+			m_scalar(m, dst, pccx_f32_from_bits(m_slot(m, src, n)));
+		else
+			m_scalar(m, dst, pccx_bf16_to_f32(m->e[src * 8 + n]));
+	} else if (sform && cd->cls == PCCX_CVOC_UNARY) {
+		m_scalar(m, dst, pccx_sfu_elem(fn, fl, S, S, 0.0f));
+	} else if (sform) {
+		m_scalar(m, dst, pccx_sfu_scalar(fn, fl, S, pccx_f32_from_bits(m_slot(m, src, 0))));
+	} else if (cd->cls == PCCX_CVOC_REDUCE) {
+		m_scalar(m, dst, pccx_sfu_reduce(fn, fl, S, m->e + src * 8, n));
+	} else {
+		pccx_sfu_vector(fn, fl, S, m->e + src * 8, m->e + dst * 8, n);
+	}
+}
+
+static void m_copy(struct cvo_model *m, uint32_t dst, uint32_t src, uint32_t words)
+{
+	memmove(m->e + dst * 8, m->e + src * 8, (size_t)words * 16);
+}
+
+/* Run the job on the simulator (L2 preloaded with the model), apply it to the model one
+ * instruction at a time, and compare L2 and S. */
+static void check_program(struct cvo_model *m, const struct tjob *j, struct pccx_simb_result *res)
+{
+	struct pccx_simb *b = mkb();
+	struct pccx_simb_result r;
+	uint32_t i, fm[64] = { 0 };
+
+	memcpy(l2e(b, 0), m->e, sizeof(m->e));
+	submit_ok(b, j, &r);
+	for (i = 0; i < j->n_insn; i++) {
+		uint64_t w = j->insn[i];
+
+		switch (pccx_opcode_of(w)) {
+		case PCCX_OP_CVO:
+			m_cvo(m, w);
+			break;
+		case PCCX_OP_MEMSET:
+			if (PCCX_GET(w, C, cache) == 0)
+				fm[PCCX_GET(w, C, entry)] = PCCX_GET(w, C, a) * PCCX_GET(w, C, b) *
+							    PCCX_GET(w, C, c);
+			break;
+		case PCCX_OP_MEMCPY:
+			ck_assert(!PCCX_GET(w, B, from_host) && !PCCX_GET(w, B, to_host));
+			m_copy(m, PCCX_GET(w, B, dest), PCCX_GET(w, B, src),
+			       pccx_words_for(fm[PCCX_GET(w, B, fshape)]));
+			break;
+		}
+	}
+	for (i = 0; i < MW * 8; i++)
+		ck_assert_msg(l2e(b, 0)[i] == m->e[i], "element %u (word %u): got 0x%04x want 0x%04x",
+			      i, i / 8, l2e(b, 0)[i], m->e[i]);
+	ck_assert_uint_eq(pccx_sim_s_bits(pccx_simb_sim(b)), m->S);
+	if (res)
+		*res = r;
+	pccx_simb_destroy(b);
+}
+
+static void m_init(struct cvo_model *m, uint64_t seed)
+{
+	uint64_t rng = seed;
+	uint32_t i;
+
+	for (i = 0; i < MW * 8; i++)
+		m->e[i] = t_bf16(&rng, 4.0f);
+	/* FP32 constants in slot 0 of words 0..3 */
+	m->e[0] = 0x0000; m->e[1] = 0x3fc0;      /* 1.5 */
+	m->e[8] = 0x0000; m->e[9] = 0xbf40;      /* -0.75 */
+	m->e[16] = 0x1234; m->e[17] = 0x4040;    /* ~3.0 */
+	m->e[24] = 0x0000; m->e[25] = 0x0000;    /* 0 */
+	m->S = 0;
+}
+
+/* Every function, vector form with each allowed flag subset, scalar form likewise. */
+START_TEST(cvo_every_function_and_flag)
+{
+	static struct cvo_model m;
+	uint64_t prog[256];
+	uint32_t np = 0, func, sub;
+	struct tjob j = { 0 };
+	uint32_t out = 64;
+
+	m_init(&m, 31);
+	prog[np++] = t_cvo(PCCX_CVO_LDS, 0, 4, 0, PCCX_CVOF_SREG);     /* S = 1.5 */
+	for (func = 0; func < 15; func++) {
+		const struct pccx_cvo_desc *cd = pccx_cvo_desc(func);
+		uint32_t vf = cd->vec_flags, sf = cd->s_flags;
+
+		if (cd->cls == PCCX_CVOC_LOAD) {
+			prog[np++] = t_cvo(func, 100, 5, 13, 1);             /* element 13 */
+			prog[np++] = t_cvo(func, 0, 6, 4, PCCX_CVOF_SREG);  /* slot 4 = word 1 slot 0 */
+			prog[np++] = t_cvo(func, 0, 7, 0, PCCX_CVOF_SREG);  /* back to 1.5 */
+			continue;
+		}
+		/* vector form: every subset of the allowed flags */
+		for (sub = 0; sub < 64; sub++) {
+			if ((sub & ~vf) || (sub & PCCX_CVOF_SREG))
+				continue;
+			if (cd->cls == PCCX_CVOC_BINARY || cd->cls == PCCX_CVOC_REDUCE ||
+			    (sub & PCCX_CVOF_ACCM))
+				prog[np++] = t_cvo(func, 1550 + func * 3, out, 37, sub | 1);
+			else if (sub & PCCX_CVOF_RELU)
+				prog[np++] = t_cvo(func, out, out, 37, sub | 1);   /* in place */
+			else
+				prog[np++] = t_cvo(func, 1600 + func * 3, out, 37, sub);
+			out += 6;
+			/* reductions leave S: put 1.5 back */
+			if (cd->cls == PCCX_CVOC_REDUCE)
+				prog[np++] = t_cvo(PCCX_CVO_LDS, 0, 8, 0, PCCX_CVOF_SREG | (sub & 1));
+		}
+		if (sf == PCCX_CVO_NO_SFORM)
+			continue;
+		for (sub = 0; sub < 64; sub++) {
+			if (sub & ~sf & ~PCCX_CVOF_SREG)
+				continue;
+			if (!(sub & PCCX_CVOF_SREG))
+				continue;
+			prog[np++] = t_cvo(func, cd->cls == PCCX_CVOC_UNARY ? 0 : 2, 9 + (sub & 3), 0,
+					   sub);
+			prog[np++] = t_cvo(PCCX_CVO_LDS, 0, 8, 1, PCCX_CVOF_SREG);   /* S = -0.75 */
+			prog[np++] = t_cvo(func, cd->cls == PCCX_CVOC_UNARY ? 0 : 1, 12, 0, sub);
+			prog[np++] = t_cvo(PCCX_CVO_LDS, 0, 8, 0, PCCX_CVOF_SREG);
+		}
+		ck_assert_uint_lt(np, 250);
+		ck_assert_uint_lt(out, 1540);
+	}
+	memcpy(j.insn, prog, np * 8);
+	j.n_insn = np;
+	check_program(&m, &j, NULL);
+}
+END_TEST
+
+START_TEST(cvo_reductions_long)
+{
+	static struct cvo_model m;
+	uint64_t prog[16];
+	struct tjob j = { 0 };
+	uint32_t np = 0;
+
+	m_init(&m, 32);
+	prog[np++] = t_cvo(PCCX_CVO_MAX, 100, 10, 1000, 0);
+	prog[np++] = t_cvo(PCCX_CVO_EXP, 100, 100, 1000, PCCX_CVOF_SUB);
+	prog[np++] = t_cvo(PCCX_CVO_SUM, 100, 11, 1000, 1);
+	prog[np++] = t_cvo(PCCX_CVO_SCALE, 100, 100, 1000, PCCX_CVOF_RECIP);
+	prog[np++] = t_cvo(PCCX_CVO_SUMSQ, 400, 12, 777, PCCX_CVOF_RECIP | 1);
+	prog[np++] = t_cvo(PCCX_CVO_ADD, 3, 12, 0, PCCX_CVOF_SREG);
+	prog[np++] = t_cvo(PCCX_CVO_RSQRT, 0, 12, 0, PCCX_CVOF_SREG);
+	prog[np++] = t_cvo(PCCX_CVO_SCALE, 400, 600, 777, 1);
+	prog[np++] = t_cvo(PCCX_CVO_MUL, 800, 600, 777, 0);
+	memcpy(j.insn, prog, np * 8);
+	j.n_insn = np;
+	check_program(&m, &j, NULL);
+}
+END_TEST
+
+/* ---- MEMCPY routes ------------------------------------------------------------------------- */
+
+START_TEST(memcpy_routes)
+{
+	struct pccx_simb *b = mkb();
+	uint32_t hin = balloc(b, 4096, PCCX_BUF_DEV_READ);
+	uint32_t hout = balloc(b, 4096, PCCX_BUF_DEV_WRITE);
+	uint8_t *in = bmap(b, hin), *out = bmap(b, hout);
+	struct pccx_simb_result res;
+	struct tjob j = { 0 };
+	uint64_t rng = 5;
+	unsigned i;
+
+	for (i = 0; i < 4096; i++)
+		in[i] = (uint8_t)t_rand(&rng);
+	/* 100 elements = 13 words = 208 bytes; the last word moves whole */
+	tj_add(&j, t_memset(0, 7, 100, 1, 1));
+	tj_add(&j, t_memcpy(true, false, 1000, 0, tj_dma(&j, hin, PCCX_DMA_TO_DEVICE, 512, 208), 7,
+			    true));
+	tj_add(&j, t_memcpy(false, false, 3000, 1000, 0, 7, true));
+	tj_add(&j, t_memcpy(false, true, 0, 3000, tj_dma(&j, hout, PCCX_DMA_FROM_DEVICE, 1024, 208),
+			    7, false));
+	submit_ok(b, &j, &res);
+	ck_assert_int_eq(memcmp(out + 1024, in + 512, 208), 0);
+	ck_assert_int_eq(memcmp(l2e(b, 1000), in + 512, 208), 0);
+	ck_assert_int_eq(memcmp(l2e(b, 3000), in + 512, 208), 0);
+	for (i = 0; i < 1024; i++)
+		ck_assert_uint_eq(out[i], 0);
+	ck_assert_uint_eq(res.stats.dm_bytes[PCCX_DM_FMAP], 208);
+	ck_assert_uint_eq(res.stats.dm_bytes[PCCX_DM_RESULT], 208);
+	ck_assert_uint_eq(res.stats.unit_insns[PCCX_SIM_U_L2COPY], 1);
+	pccx_simb_destroy(b);
+}
+END_TEST
+
+/* ---- hazards and overlap --------------------------------------------------------------------- */
+
+/* Async chains over overlapping ranges give the sequential result. */
+START_TEST(hazards_sequential_result)
+{
+	static struct cvo_model m;
+	uint64_t prog[64];
+	struct tjob j = { 0 };
+	uint32_t np = 0, i;
+	struct pccx_simb_result res;
+
+	m_init(&m, 41);
+	tj_add(&j, t_memset(0, 0, 80, 1, 1));      /* 10 words */
+	prog[np++] = t_cvo(PCCX_CVO_EXP, 100, 200, 400, 1);           /* B = exp(A) */
+	prog[np++] = t_cvo(PCCX_CVO_MUL, 200, 250, 80, 1);            /* RAW on B */
+	prog[np++] = t_cvo(PCCX_CVO_TANH, 300, 100, 400, 1);          /* WAR on A (read above) */
+	prog[np++] = t_cvo(PCCX_CVO_MAX, 230, 20, 64, 1);             /* S <- */
+	prog[np++] = t_cvo(PCCX_CVO_EXP, 230, 230, 64, PCCX_CVOF_SUB | 1);  /* RAW on S */
+	prog[np++] = t_cvo(PCCX_CVO_SUM, 230, 21, 64, 1);             /* S <- (WAW on S) */
+	prog[np++] = t_cvo(PCCX_CVO_SCALE, 230, 230, 64, PCCX_CVOF_RECIP | 1);
+	for (i = 0; i < np; i++)
+		tj_add(&j, prog[i]);
+	/* a copy over part of what the next CVO writes, then a CVO reading the copy */
+	tj_add(&j, t_memcpy(false, false, 1200, 200, 0, 0, true));
+	tj_add(&j, t_cvo(PCCX_CVO_ADD, 1200, 1205, 40, 1));
+	check_program(&m, &j, NULL);
+	(void)res;
+}
+END_TEST
+
+START_TEST(hazards_gemv_then_cvo)
+{
+	/* The CVO reads the GEMV's output (RAW through L2) and the max it left in S. */
+	struct pccx_simb *b = mkb();
+	struct pccx_wshape ws = { 64, 128, PCCX_WFMT_Q4, true };
+	uint64_t rb = pccx_wstream_row_bytes(&ws), rng = 3;
+	uint32_t hw = balloc(b, rb * 64, PCCX_BUF_DEV_READ), i;
+	uint16_t x[128], yv[64], want[64];
+	float y[64];
+	struct tjob j = { 0 };
+	struct pccx_simb_result res;
+
+	fill_weights(bmap(b, hw), &ws, &rng);
+	for (i = 0; i < 128; i++)
+		x[i] = t_bf16(&rng, 1.0f);
+	memcpy(l2e(b, 10), x, sizeof(x));
+	tj_add(&j, t_memset(0, 0, 128, 1, 1));
+	tj_add(&j, t_memset(1, 1, 64, 128, PCCX_WFMT_Q4));
+	tj_add(&j, t_matmul(PCCX_OP_GEMV, 500, 10, 1, 0, TF_WSCALE | TF_FINDEMAX));
+	tj_streams(&j, &ws, hw, 0);
+	tj_add(&j, t_cvo(PCCX_CVO_EXP, 500, 600, 64, PCCX_CVOF_SUB | 1));
+	submit_ok(b, &j, &res);
+	expect_row(bmap(b, hw), &ws, x, y);
+	for (i = 0; i < 64; i++)
+		yv[i] = pccx_out_store(y[i], false, 0);
+	memcpy(want, yv, sizeof(want));
+	pccx_sfu_vector(PCCX_SFU_EXP, PCCX_SFU_F_SUB,
+			pccx_sfu_reduce(PCCX_SFU_MAX, 0, 0.0f, yv, 64), yv, want, 64);
+	ck_assert_int_eq(memcmp(l2e(b, 500), yv, sizeof(yv)), 0);
+	ck_assert_int_eq(memcmp(l2e(b, 600), want, sizeof(want)), 0);
+	pccx_simb_destroy(b);
+}
+END_TEST
+
+/* Cycles of the job; *last = issue-to-completion cycles of its last instruction. */
+static uint64_t run_cycles_cfg(const struct pccx_sim_config *cfg, const struct tjob *j,
+			       uint32_t hw_size, uint64_t *last)
+{
+	struct pccx_simb *b = NULL;
+	pccx_diag d = { 0 };
+	struct pccx_simb_result res;
+	struct tjob jj = *j;
+	uint32_t h, i;
+
+	ck_assert_msg(pccx_simb_create(cfg, &b, &d) == 0, "%s", d.msg);
+	h = balloc(b, hw_size, PCCX_BUF_DEV_READ);
+	for (i = 0; i < jj.n_stream; i++)
+		jj.stream[i].handle = h;
+	submit_ok(b, &jj, &res);
+	if (last) {
+		const struct pccx_sim_insn_time *t = pccx_sim_insn_time(pccx_simb_sim(b),
+									 jj.n_insn - 1);
+
+		ck_assert_ptr_nonnull(t);
+		*last = t->done - t->issue;
+	}
+	pccx_simb_destroy(b);
+	return res.cycles;
+}
+
+static uint64_t run_cycles(const struct tjob *j, uint32_t hw_size, uint64_t *last)
+{
+	return run_cycles_cfg(NULL, j, hw_size, last);
+}
+
+START_TEST(overlap_independent_units)
+{
+	struct pccx_wshape ws = { 2048, 512, PCCX_WFMT_Q4, true };
+	uint64_t rb = pccx_wstream_row_bytes(&ws), tg, tc, tb;
+	struct tjob g = { 0 }, c = { 0 }, both = { 0 };
+
+	tj_add(&g, t_memset(0, 0, 512, 1, 1));
+	tj_add(&g, t_memset(1, 1, 2048, 512, PCCX_WFMT_Q4));
+	tj_add(&g, t_matmul(PCCX_OP_GEMV, 1000, 0, 1, 0, TF_WSCALE));
+	tj_streams(&g, &ws, 0, 0);
+	tj_add(&c, t_cvo(PCCX_CVO_GELU, 20000, 30000, 40000, 1));
+	both = g;
+	both.n_insn = 2;
+	tj_add(&both, t_cvo(PCCX_CVO_GELU, 20000, 30000, 40000, 1));
+	tj_add(&both, g.insn[2]);
+	tg = run_cycles(&g, rb * 2048, NULL);
+	tc = run_cycles(&c, 16, NULL);
+	tb = run_cycles(&both, rb * 2048, NULL);
+	ck_assert_msg(tb < tg + tc, "together %llu, alone %llu + %llu", (unsigned long long)tb,
+		      (unsigned long long)tg, (unsigned long long)tc);
+	ck_assert_msg(tb < tc + tg / 4, "together %llu, alone %llu + %llu", (unsigned long long)tb,
+		      (unsigned long long)tg, (unsigned long long)tc);
+}
+END_TEST
+
+/*
+ * A sync CVO fences the front end; the next GEMV's weights stream in meanwhile. With a DDR of
+ * 8 GB/s the DataMovers deliver half of what the ports can take, so a GEMV that starts on
+ * full FIFOs finishes much sooner than one that waits for its weights.
+ */
+START_TEST(overlap_weight_prefetch)
+{
+	struct pccx_wshape ws = { 256, 1024, PCCX_WFMT_Q4, true };
+	uint64_t rb = pccx_wstream_row_bytes(&ws), tg, tc, tb, sg, sb;
+	struct tjob g = { 0 }, c = { 0 }, both = { 0 };
+	struct pccx_sim_config cfg;
+
+	pccx_sim_config_default(&cfg);
+	cfg.ddr_mbps = 8000;
+
+	tj_add(&g, t_memset(0, 0, 1024, 1, 1));
+	tj_add(&g, t_memset(1, 1, 256, 1024, PCCX_WFMT_Q4));
+	tj_add(&g, t_matmul(PCCX_OP_GEMV, 1000, 0, 1, 0, TF_WSCALE));
+	tj_streams(&g, &ws, 0, 0);
+	tj_add(&c, t_cvo(PCCX_CVO_EXP, 20000, 30000, 30000, 0));
+	both = g;
+	both.n_insn = 2;
+	tj_add(&both, t_cvo(PCCX_CVO_EXP, 20000, 30000, 30000, 0));
+	tj_add(&both, g.insn[2]);
+	tg = run_cycles_cfg(&cfg, &g, rb * 256, &sg);
+	tc = run_cycles_cfg(&cfg, &c, 16, NULL);
+	tb = run_cycles_cfg(&cfg, &both, rb * 256, &sb);
+	/* 144 KiB of weights fit the four FIFOs: they arrive during the CVO */
+	ck_assert_msg(tb < tg + tc, "with prefetch %llu, alone %llu + %llu",
+		      (unsigned long long)tb, (unsigned long long)tg, (unsigned long long)tc);
+	ck_assert_msg(sb * 10 < sg * 7, "GEMV %llu cycles after a CVO, %llu alone",
+		      (unsigned long long)sb, (unsigned long long)sg);
+	fprintf(stderr, "prefetch: job %llu vs %llu + %llu; gemv %llu vs %llu\n",
+		(unsigned long long)tb, (unsigned long long)tg, (unsigned long long)tc,
+		(unsigned long long)sb, (unsigned long long)sg);
+}
+END_TEST
+
+/* ---- error paths, each followed by a job that succeeds ---------------------------------- */
+
+static void good_job(struct pccx_simb *b)
+{
+	struct tjob j = { 0 };
+	struct pccx_simb_result res;
+
+	l2e(b, 20)[0] = 0x4000;     /* 2.0 */
+	tj_add(&j, t_cvo(PCCX_CVO_LDS, 20, 21, 0, 0));
+	tj_add(&j, t_cvo(PCCX_CVO_SQRT, 0, 22, 0, PCCX_CVOF_SREG));
+	submit_ok(b, &j, &res);
+	ck_assert_uint_eq(pccx_sim_s_bits(pccx_simb_sim(b)), pccx_f32_bits(pccx_f32_sqrt(2.0f)));
+	ck_assert_uint_eq(res.stats.retired, 2);
+}
+
+START_TEST(err_illegal_word)
+{
+	struct pccx_simb *b = mkb();
+	struct pccx_simb_opts o = { .no_validate = true, .timeout_cycles = 100000 };
+	struct pccx_simb_result res;
+	struct tjob j = { 0 };
+	struct pccx_job_view v;
+	pccx_diag d = { 0 };
+
+	tj_add(&j, t_memset(0, 0, 8, 1, 1));
+	tj_add(&j, t_cvo(PCCX_CVO_EXP, 0, 10, 8, 0));
+	tj_add(&j, t_cvo(PCCX_CVO_EXP, 0, 10, 8, 0) | (1ull << 7));  /* CVO function 0xF? no: len */
+	j.insn[2] = ((uint64_t)PCCX_OP_CVO << 60) | PCCX_PUT(D, func, 0xF);
+	tj_add(&j, t_memset(0, 1, 8, 1, 1));
+	v = tj_view(&j);
+	ck_assert_int_eq(pccx_simb_submit_wait(b, &v, &o, &res, &d), PCCX_ERR_DEVICE);
+	ck_assert_uint_eq(res.err.kind, PCCX_EF_DEVICE);
+	ck_assert_uint_eq(res.err.error & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_ILLEGAL_INSN);
+	ck_assert_uint_eq((res.err.error & PCCX_ERROR_ISA_MASK) >> PCCX_ERROR_ISA_SHIFT,
+			  PCCX_ISA_E_CVO_FUNC);
+	ck_assert_uint_eq(res.err.error >> PCCX_ERROR_INDEX_SHIFT, 2);
+	ck_assert_ptr_nonnull(strstr(d.msg, "ILLEGAL_INSN at instruction 2"));
+	good_job(b);
+	pccx_simb_destroy(b);
+}
+END_TEST
+
+/* After an error, clearing ERROR (without a reset) lets the next job run. */
+START_TEST(err_clear_then_next_job)
+{
+	pccx_sim *s = mksim();
+
+	wr(s, PCCX_REG_INSTR, t_matmul(PCCX_OP_GEMV, 0, 100, 1, 0, 0));   /* shapes unset */
+	pccx_sim_advance(s, 50);
+	ck_assert_uint_eq(rd(s, PCCX_REG_ERROR) & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_BAD_OPERANDS);
+	wr(s, PCCX_REG_ERROR, PCCX_ERROR_VALID);
+	wr(s, PCCX_REG_RETIRED, 0);
+	wr(s, PCCX_REG_INSTR, t_memset(0, 0, 8, 1, 1));
+	wr(s, PCCX_REG_INSTR, t_memcpy(false, false, 30, 20, 0, 0, false));
+	ck_assert(pccx_sim_run_until_idle(s, 1000));
+	ck_assert_uint_eq(rd(s, PCCX_REG_RETIRED), 2);
+	ck_assert_uint_eq(rd(s, PCCX_REG_ERROR), 0);
+	pccx_sim_destroy(s);
+}
+END_TEST
+
+static void gemv_job(struct tjob *j, struct pccx_wshape *ws, uint32_t hw)
+{
+	tj_add(j, t_memset(0, 0, ws->k, 1, 1));
+	tj_add(j, t_memset(1, 1, ws->n, ws->k, ws->fmt));
+	tj_add(j, t_matmul(PCCX_OP_GEMV, 1000, 0, 1, 0, ws->w_scale ? TF_WSCALE : 0));
+	tj_streams(j, ws, hw, 0);
+}
+
+START_TEST(err_stream_overrun)
+{
+	struct pccx_simb *b = mkb();
+	struct pccx_wshape ws = { 64, 256, PCCX_WFMT_Q4, false };
+	struct pccx_simb_opts o = { .no_validate = true };
+	uint32_t hw = balloc(b, 65536, PCCX_BUF_DEV_READ);
+	struct pccx_simb_result res;
+	struct tjob j = { 0 };
+	struct pccx_job_view v;
+	pccx_diag d = { 0 };
+
+	gemv_job(&j, &ws, hw);
+	j.stream[1].length += 64;     /* port 1 gets 4 beats nobody consumes */
+	v = tj_view(&j);
+	ck_assert_int_eq(pccx_simb_submit_wait(b, &v, &o, &res, &d), PCCX_ERR_DEVICE);
+	ck_assert_uint_eq(res.err.error & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_STREAM_OVERRUN);
+	ck_assert_uint_eq(res.err.info, (1ull << 56) | 64);
+	/* the validator refuses the same job */
+	ck_assert_int_eq(pccx_simb_submit_wait(b, &v, NULL, &res, &d), PCCX_ERR_VALIDATE);
+	ck_assert_ptr_nonnull(strstr(d.msg, "STREAM_MISMATCH"));
+	good_job(b);
+	pccx_simb_destroy(b);
+}
+END_TEST
+
+START_TEST(err_stream_short_timeout)
+{
+	struct pccx_simb *b = mkb();
+	struct pccx_wshape ws = { 64, 256, PCCX_WFMT_Q4, false };
+	struct pccx_simb_opts o = { .no_validate = true, .timeout_cycles = 200000 };
+	uint32_t hw = balloc(b, 65536, PCCX_BUF_DEV_READ);
+	struct pccx_simb_result res;
+	struct tjob j = { 0 };
+	struct pccx_job_view v;
+	pccx_diag d = { 0 };
+
+	gemv_job(&j, &ws, hw);
+	j.stream[2].length -= 16;     /* port 2 is one beat short */
+	v = tj_view(&j);
+	ck_assert_int_eq(pccx_simb_submit_wait(b, &v, &o, &res, &d), PCCX_ERR_TIMEOUT);
+	ck_assert(res.timed_out);
+	ck_assert_uint_ge(res.cycles, 200000);
+	good_job(b);
+	pccx_simb_destroy(b);
+}
+END_TEST
+
+/* A translation that points outside the buffers: the shadow IOMMU stops it. */
+static uint64_t bad_shift;
+
+START_TEST(err_dma_window)
+{
+	struct pccx_simb *b = mkb();
+	uint32_t h = balloc(b, 4096, PCCX_BUF_DEV_READ | PCCX_BUF_DEV_WRITE);
+	struct pccx_simb_result res;
+	struct tjob j = { 0 };
+	pccx_sim *s = pccx_simb_sim(b);
+	uint64_t dev = pccx_simb_buf_devaddr(b, h);
+
+	/* the backend's guard page: a command at the buffer's end faults */
+	wr(s, PCCX_REG_INSTR, t_memset(0, 0, 8, 1, 1));
+	dm_push(s, PCCX_DM_FMAP, dev + 4096, 16, 4, true);
+	wr(s, PCCX_REG_INSTR, t_memcpy(true, false, 0, 0, 0, 0, false));
+	pccx_sim_advance(s, 200);
+	ck_assert_uint_eq(rd(s, PCCX_REG_ERROR) & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_DMA_WINDOW);
+	ck_assert_uint_eq(rd(s, PCCX_REG_ERROR_INFO), dev + 4096);
+	pccx_simb_reset(b);
+	(void)bad_shift;
+	(void)j;
+	(void)res;
+	good_job(b);
+	pccx_simb_destroy(b);
+}
+END_TEST
+
+/* ---- configuration and trace ------------------------------------------------------------------ */
+
+static char *dtb_path(void)
+{
+	static char buf[4096];
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 64);
+	char *slash;
+
+	ck_assert_int_gt(n, 0);
+	buf[n] = 0;
+	slash = strrchr(buf, '/');
+	ck_assert_ptr_nonnull(slash);
+	strcpy(slash, "/../sim/kv260.dtb");
+	return buf;
+}
+
+START_TEST(config_dtb)
+{
+	struct pccx_sim_config c, def;
+	pccx_diag d = { 0 };
+	uint8_t *blob;
+	size_t len;
+	pccx_sim *s;
+	int node;
+
+	pccx_sim_config_default(&def);
+	pccx_sim_config_default(&c);
+	ck_assert_msg(pccx_sim_config_from_dtb_file(&c, dtb_path(), &d) == 0, "%s", d.msg);
+	ck_assert_int_eq(memcmp(&c, &def, sizeof(c)), 0);
+	ck_assert_int_eq(pccx_read_file(dtb_path(), 1 << 20, &blob, &len, &d), 0);
+	node = fdt_node_offset_by_compatible(blob, -1, "pccx,npu-v002");
+	ck_assert_int_ge(node, 0);
+	ck_assert_int_eq(fdt_setprop_inplace_u32(blob, node, "pccx,instr-fifo-depth", 4), 0);
+	ck_assert_int_eq(fdt_setprop_inplace_u32(blob, node, "pccx,dm-fifo-depth", 3), 0);
+	ck_assert_int_eq(fdt_setprop_inplace_u32(blob, node, "pccx,dma-address-bits", 40), 0);
+	ck_assert_int_eq(fdt_setprop_inplace_u32(blob, node, "pccx,core-clock-hz", 300000000), 0);
+	pccx_sim_config_default(&c);
+	ck_assert_msg(pccx_sim_config_from_dtb(&c, blob, len, &d) == 0, "%s", d.msg);
+	ck_assert_int_eq(pccx_sim_create(&c, &s, &d), 0);
+	ck_assert_uint_eq((rd(s, PCCX_REG_CAPS) >> 32) & 0xff, 4);
+	ck_assert_uint_eq((rd(s, PCCX_REG_CAPS) >> 56) & 0xff, 3);
+	ck_assert_uint_eq(rd(s, PCCX_REG_DMA_ADDR_BITS), 40);
+	ck_assert(rd(s, PCCX_REG_FEATURES) & PCCX_FEAT_WIDE_DMA);
+	ck_assert_uint_eq(rd(s, PCCX_REG_CLOCKS) & 0xffffffffu, 300000);
+	pccx_sim_destroy(s);
+	/* an unsupported value is refused with the property named */
+	ck_assert_int_eq(fdt_setprop_inplace_u32(blob, node, "pccx,weight-ports", 2), 0);
+	pccx_sim_config_default(&c);
+	ck_assert_int_eq(pccx_sim_config_from_dtb(&c, blob, len, &d), PCCX_ERR_RANGE);
+	ck_assert_ptr_nonnull(strstr(d.msg, "pccx,weight-ports"));
+	/* not a tree */
+	memset(blob, 0, 64);
+	ck_assert_int_eq(pccx_sim_config_from_dtb(&c, blob, len, &d), PCCX_ERR_FORMAT);
+	free(blob);
+}
+END_TEST
+
+START_TEST(trace_json)
+{
+	struct pccx_simb *b = mkb();
+	char path[] = "/tmp/pccx_trace_XXXXXX";
+	int fd = mkstemp(path);
+	pccx_json_doc *doc = NULL;
+	const pccx_json *ev;
+	pccx_diag d = { 0 };
+	struct mm_case c = { PCCX_OP_GEMV, 1, 64, 256, PCCX_WFMT_Q4, TF_WSCALE, 0 };
+	struct pccx_wshape ws = { 64, 256, PCCX_WFMT_Q4, true };
+	uint32_t hw = balloc(b, 65536, PCCX_BUF_DEV_READ);
+	struct tjob j = { 0 };
+	struct pccx_simb_result res;
+	size_t i, x = 0;
+
+	(void)c;
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(pccx_sim_trace_open(pccx_simb_sim(b), path, &d), 0);
+	gemv_job(&j, &ws, hw);
+	tj_add(&j, t_cvo(PCCX_CVO_TANH, 1000, 1100, 64, 0));
+	submit_ok(b, &j, &res);
+	ck_assert_int_eq(pccx_sim_trace_close(pccx_simb_sim(b), &d), 0);
+	ck_assert_msg(pccx_json_parse_file(path, NULL, &doc, &d) == 0, "%s", d.msg);
+	ev = pccx_json_get(pccx_json_root(doc), "traceEvents");
+	ck_assert_int_eq(pccx_json_type_of(ev), PCCX_JSON_ARRAY);
+	for (i = 0; i < pccx_json_count(ev); i++) {
+		const pccx_json *e = pccx_json_at(ev, i);
+		size_t n;
+		const char *ph = pccx_json_str(pccx_json_get(e, "ph"), &n);
+
+		ck_assert_ptr_nonnull(ph);
+		if (!strcmp(ph, "X")) {
+			x++;
+			ck_assert_int_eq(pccx_json_type_of(pccx_json_get(e, "ts")), PCCX_JSON_NUMBER);
+			ck_assert(pccx_json_num(pccx_json_get(e, "dur")) >= 0);
+		}
+	}
+	/* 2 memsets + gemv + cvo, and DataMover commands */
+	ck_assert_uint_ge(x, 4 + 4);
+	pccx_json_free(doc);
+	unlink(path);
+	pccx_simb_destroy(b);
+}
+END_TEST
+
+START_TEST(report_prints)
+{
+	struct pccx_simb *b = mkb();
+	struct pccx_wshape ws = { 64, 256, PCCX_WFMT_Q4, true };
+	uint32_t hw = balloc(b, 65536, PCCX_BUF_DEV_READ);
+	struct pccx_sim_stage stages[2] = { { 1, "shapes" }, { 2, "gemv" } };
+	struct tjob j = { 0 };
+	struct pccx_simb_result res;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	gemv_job(&j, &ws, hw);
+	submit_ok(b, &j, &res);
+	pccx_sim_report(pccx_simb_sim(b), f, stages, 2);
+	fclose(f);
+	ck_assert_ptr_nonnull(strstr(buf, "gemv"));
+	ck_assert_ptr_nonnull(strstr(buf, "shapes"));
+	ck_assert_ptr_nonnull(strstr(buf, "stalls"));
+	ck_assert_uint_eq(res.stats.dm_bytes[0] + res.stats.dm_bytes[1] + res.stats.dm_bytes[2] +
+				  res.stats.dm_bytes[3],
+			  64 * pccx_wstream_row_bytes(&ws));
+	free(buf);
+	pccx_simb_destroy(b);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("sim");
+	TCase *t = tcase_create("sim");
+
+	tcase_set_timeout(t, 120);
+	tcase_add_test(t, regs_id_caps);
+	tcase_add_test(t, regs_fifo_backpressure);
+	tcase_add_test(t, regs_irq_w1c);
+	tcase_add_test(t, regs_reset_clears);
+	tcase_add_test(t, dm_commands_and_statuses);
+	tcase_add_test(t, dm_window_fault);
+	tcase_add_test(t, gemv_q4_scaled);
+	tcase_add_test(t, gemv_q4_unscaled_accm);
+	tcase_add_test(t, gemv_bf16);
+	tcase_add_test(t, gemv_bf16t);
+	tcase_add_test(t, gemm_equals_gemvs);
+	tcase_add_test(t, cvo_every_function_and_flag);
+	tcase_add_test(t, cvo_reductions_long);
+	tcase_add_test(t, memcpy_routes);
+	tcase_add_test(t, hazards_sequential_result);
+	tcase_add_test(t, hazards_gemv_then_cvo);
+	tcase_add_test(t, overlap_independent_units);
+	tcase_add_test(t, overlap_weight_prefetch);
+	tcase_add_test(t, err_illegal_word);
+	tcase_add_test(t, err_clear_then_next_job);
+	tcase_add_test(t, err_stream_overrun);
+	tcase_add_test(t, err_stream_short_timeout);
+	tcase_add_test(t, err_dma_window);
+	tcase_add_test(t, config_dtb);
+	tcase_add_test(t, trace_json);
+	tcase_add_test(t, report_prints);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
