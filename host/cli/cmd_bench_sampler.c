@@ -13,14 +13,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli.h"
 #include "pccx/sampler.h"
 #include "rng.h"
 #include "sampler.h"
 
 #define BENCH_SETS	4	/* distinct logit vectors, cycled so caches see new data */
 #define BENCH_HISTORY	64
-
-int pccx_cmd_bench_sampler(int argc, char **argv);
 
 static double now_ns(void)
 {
@@ -143,6 +142,12 @@ int pccx_cmd_bench_sampler(int argc, char **argv)
 	for (i = 1; i < argc; i++) {
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			printf("usage: %s [--iters N] [--vocab N] [--seed S]\n"
+			       "  ns per next-token sample on random decoder-like logits\n"
+			       "  (default: 200 iterations, vocabulary 262400, seed 1)\n", argv[0]);
+			return 0;
+		}
 		if (!strcmp(argv[i], "--iters")) {
 			if (parse_num("--iters", v, 100000000ull, &iters) || iters == 0)
 				return 2;
