@@ -673,6 +673,8 @@ int32_t pccx_sampler_draw(const pccx_sampler_dist *dist, double u)
 	double t = u * dist->total, c = 0.0;
 	size_t r, last = 0;
 
+	if (dist->n == 0)
+		return -1;
 	for (r = 0; r < dist->n; r++) {
 		c += dist->weights[r];
 		if (dist->weights[r] > 0.0)
@@ -766,6 +768,12 @@ int pccx_sampler_naive_distribution(const pccx_sampler_config *cfg, const float 
 	/* 2. Repetition penalty, once per distinct token of the last penalty_last_n entries. */
 	if (cfg->repetition_penalty != 1.0f && cfg->penalty_last_n != 0 && n_history > 0) {
 		size_t start = 0;
+
+		if (!history) {
+			rc = pccx_fail(d, PCCX_ERR_INVALID,
+				       "sampler: history is NULL but n_history = %zu", n_history);
+			goto fail;
+		}
 
 		if (cfg->penalty_last_n > 0 && (size_t)cfg->penalty_last_n < n_history)
 			start = n_history - (size_t)cfg->penalty_last_n;

@@ -446,6 +446,8 @@ START_TEST(test_draw_inverse_cdf)
 	ck_assert_int_eq(pccx_sampler_draw(&dist, 1.0 - 0x1p-53), 9);
 	/* Out of range u: falls back to the last rank with a non-zero weight. */
 	ck_assert_int_eq(pccx_sampler_draw(&dist, 1.0), 9);
+	dist.n = 0;
+	ck_assert_int_eq(pccx_sampler_draw(&dist, 0.5), -1);
 }
 END_TEST
 

@@ -112,7 +112,7 @@ PCCX_MUST_CHECK int pccx_sampler_distribution(pccx_sampler *s, const float *logi
 /*
  * Inverse-CDF draw from a distribution with a uniform u in [0, 1):
  * t = u * total; the first rank r whose running weight sum (rank order) exceeds t;
- * if rounding leaves none, the last rank with a non-zero weight.
+ * if rounding leaves none, the last rank with a non-zero weight. Returns -1 when dist->n == 0.
  */
 int32_t pccx_sampler_draw(const pccx_sampler_dist *dist, double u);
 
