@@ -142,7 +142,7 @@ void pccx_sim_report(const pccx_sim *s, FILE *f, const struct pccx_sim_stage *st
 	fprintf(f, "weights: %llu B streamed, %.1f MB/s\n", (unsigned long long)wbytes,
 		mbps(s, wbytes, st.cycles));
 	fprintf(f, "stalls (core cycles): weights %llu, interlock %llu, engine busy %llu, "
-		   "fence %llu, FIFO empty (MMIO-bound) %llu, fmap wait %llu, result full %llu, "
+		   "fence %llu, FIFO empty while busy %llu, fmap wait %llu, result full %llu, "
 		   "host INSTR FIFO full %llu\n",
 		(unsigned long long)st.stall_weights, (unsigned long long)st.stall_interlock,
 		(unsigned long long)st.stall_engine, (unsigned long long)st.stall_fence,

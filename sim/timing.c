@@ -11,7 +11,7 @@
  * DDR: one shared data bus at the peak rate (pccx,ddr-bandwidth-mbps). Each DataMover burst
  * occupies it for bytes/peak plus a per-burst command overhead, plus a row-miss penalty when
  * its bank holds another row, plus a turnaround when the direction changes; every tREFI the
- * bus is blocked for tRFC and all rows close. Constants and sources: docs/sim.md.
+ * bus is blocked for tRFC and all rows close. Banks are XOR-hashed with the row. Constants and sources: docs/sim.md.
  */
 #include <stdlib.h>
 
@@ -64,7 +64,9 @@ uint64_t sim_ddr_access(struct pccx_sim *s, uint64_t now_ps, uint64_t addr, uint
 	struct sim_ddr *d = &s->ddr;
 	const struct pccx_sim_config *c = &s->cfg;
 	uint64_t start = max64(now_ps, d->free_ps), dur, num, end;
-	uint32_t bank = (uint32_t)(addr >> d->bank_shift) & d->bank_mask;
+	/* Bank bits XOR the low row bits, as memory controllers hash them, so streams whose
+	 * addresses differ by a large power of two do not all fight over one bank. */
+	uint32_t bank = (uint32_t)((addr >> d->bank_shift) ^ (addr >> d->row_shift)) & d->bank_mask;
 	uint64_t row = addr >> d->row_shift;
 	uint32_t i;
 
