@@ -136,8 +136,8 @@ START_TEST(table_bits_covered_once)
 			n++;
 			ck_assert_msg(fd->msb >= fd->lsb, "field %s: msb %u < lsb %u", fd->name,
 				      fd->msb, fd->lsb);
-			ck_assert_msg(fd->msb <= 59, "field %s reaches the opcode (bit %u)", fd->name,
-				      fd->msb);
+			ck_assert_msg(fd->msb <= 59, "field %s reaches the opcode (bit %u)",
+				      fd->name, fd->msb);
 			m = pccx_field_mask(fd->msb, fd->lsb);
 			ck_assert_msg((cover & m) == 0, "layout %c: field %s overlaps another",
 				      'A' + l, fd->name);
@@ -168,8 +168,8 @@ START_TEST(table_names_unique)
 			if (pccx_fields[j].layout != pccx_fields[i].layout)
 				continue;
 			ck_assert_msg(strcmp(pccx_fields[j].name, n) != 0,
-				      "layout %c: field name '%s' twice", 'A' + pccx_fields[i].layout,
-				      n);
+				      "layout %c: field name '%s' twice",
+				      'A' + pccx_fields[i].layout, n);
 			ck_assert_msg(strcmp(pccx_fields[j].upstream, pccx_fields[i].upstream) != 0,
 				      "layout %c: upstream name '%s' twice",
 				      'A' + pccx_fields[i].layout, pccx_fields[i].upstream);
@@ -397,7 +397,8 @@ static void check_decoded_fields(uint64_t w, const struct pccx_insn *want)
 	(void)pccx_decode(w, &got, &f);
 	ck_assert_uint_eq(got.opcode, want->opcode);
 	for (i = 0; i < PCCX_NFIELDS; i++)
-		ck_assert_msg(got.f[i] == want->f[i], "word 0x%016llx: field %s decodes as %u, not %u",
+		ck_assert_msg(got.f[i] == want->f[i],
+			      "word 0x%016llx: field %s decodes as %u, not %u",
 			      (unsigned long long)w, pccx_fields[i].name, got.f[i], want->f[i]);
 }
 
@@ -429,8 +430,8 @@ START_TEST(encode_each_field_extremes)
 								   pccx_fields[i].lsb)),
 					      "%s=%u encodes as 0x%016llx", pccx_fields[i].name,
 					      vals[k], (unsigned long long)w);
-				ck_assert_uint_eq(pccx_bits(w, pccx_fields[i].msb, pccx_fields[i].lsb),
-						  vals[k]);
+				ck_assert_uint_eq(pccx_bits(w, pccx_fields[i].msb,
+							    pccx_fields[i].lsb), vals[k]);
 				check_decoded_fields(w, &in);
 			}
 		}
@@ -779,13 +780,14 @@ static void round_trip(uint64_t w, struct rt_stats *st)
 			(unsigned long long)back);
 		for (i = 0; i < PCCX_NFIELDS; i++)
 			REQUIRE(pccx_fields[i].layout == od->layout || in.f[i] == 0,
-				"0x%016llx: field %s of another layout is %u", (unsigned long long)w,
-				pccx_fields[i].name, in.f[i]);
+				"0x%016llx: field %s of another layout is %u",
+				(unsigned long long)w, pccx_fields[i].name, in.f[i]);
 		st->per_op[in.opcode]++;
 		if (in.opcode == PCCX_OP_CVO)
 			st->cvo[in.f[PCCX_FID_D_func]][in.f[PCCX_FID_D_sreg]]++;
 		if (in.opcode == PCCX_OP_MEMCPY)
-			st->route[in.f[PCCX_FID_B_from_host] ? 0 : in.f[PCCX_FID_B_to_host] ? 1 : 2]++;
+			st->route[in.f[PCCX_FID_B_from_host] ? 0 :
+				  in.f[PCCX_FID_B_to_host] ? 1 : 2]++;
 		if (in.opcode == PCCX_OP_MEMSET)
 			st->cache[in.f[PCCX_FID_C_cache]]++;
 	} else {
