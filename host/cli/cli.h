@@ -24,5 +24,6 @@ int pccx_cmd_isa_table(int argc, char **argv);
 int pccx_cmd_numerics(int argc, char **argv);
 int pccx_cmd_tokenize(int argc, char **argv);
 int pccx_cmd_bench_sampler(int argc, char **argv);
+int pccx_cmd_sim(int argc, char **argv);
 
 #endif
