@@ -72,6 +72,7 @@ static int32_t add(struct layout *L, uint64_t align, uint32_t fmt, uint32_t rows
 	t->offset = align_up(L->off, align);
 	t->init = init;
 	t->std = std;
+	t->centre = 1.0f;
 	L->off = t->offset + (uint64_t)rows * t->row_bytes;
 	return (int32_t)L->m->n_t++;
 }
@@ -89,7 +90,14 @@ static void lay_out(struct layout *L)
 	uint32_t D = c->d_model, F = c->d_ffn, Q = pccx_ref_q_dim(c), KV = pccx_ref_kv_dim(c);
 	uint32_t P = c->d_ple, R = c->laurel_rank, l, k;
 	const uint32_t Q4 = PCCX_WFMT_Q4, B16 = PCCX_WFMT_BF16;
-	const enum pccx_ref_init N = PCCX_REF_INIT_NORMAL, ONE = PCCX_REF_INIT_NEAR_ONE;
+	const enum pccx_ref_init N = PCCX_REF_INIT_NORMAL, ONE = PCCX_REF_INIT_NEAR;
+	/*
+	 * Gemma 3n attends with scale 1.0 on RMS-normalised q and k, so its trained q/k norm
+	 * weights must carry the usual 1/sqrt(head_dim): each is centred on head_dim^(-1/4).
+	 * With weights near 1 the scores would have std sqrt(head_dim) (16 for E4B) and every
+	 * softmax would be one-hot.
+	 */
+	float qk_centre = (float)pow((double)c->head_dim, -0.25);
 	static const char *const lvec_names[PCCX_REF_LV_COUNT] = {
 		"attn_norm", "post_attention_norm", "ffn_norm", "post_ffw_norm",
 		"laurel_post_norm", "post_norm", "altup_router_norm", "altup_correct_scale",
@@ -124,6 +132,8 @@ static void lay_out(struct layout *L)
 
 			lw->vec[k] = add(L, k ? 16 : TENSOR_ALIGN, B16, 1, n, ONE, 0.1f,
 					 "blk.%u.%s.weight", l, lvec_names[k]);
+			if (!L->failed && k >= PCCX_REF_LV_Q_NORM)
+				m->t[lw->vec[k]].centre = qk_centre;
 		}
 		if (!L->failed) {
 			lw->vec_offset = m->t[lw->vec[0]].offset;
@@ -358,8 +368,8 @@ static void synth_rows(void *ctx, unsigned part, unsigned nparts)
 				float v = T->std * gauss(&s);
 				uint16_t h;
 
-				if (T->init == PCCX_REF_INIT_NEAR_ONE)
-					v = 1.0f + v;
+				if (T->init == PCCX_REF_INIT_NEAR)
+					v = T->centre * (1.0f + v);
 				h = pccx_f32_to_bf16(v);
 				rec[2 * i] = (uint8_t)h;
 				rec[2 * i + 1] = (uint8_t)(h >> 8);

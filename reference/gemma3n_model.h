@@ -30,7 +30,7 @@
 /* How the synthesiser fills a tensor. */
 enum pccx_ref_init {
 	PCCX_REF_INIT_NORMAL,	/* N(0, std^2), then quantised (Q4) or rounded (BF16) */
-	PCCX_REF_INIT_NEAR_ONE,	/* 1 + std * N(0, 1): norm weights and scales */
+	PCCX_REF_INIT_NEAR,	/* centre * (1 + std * N(0, 1)): norm weights and scales */
 };
 
 struct pccx_ref_tensor {
@@ -41,6 +41,7 @@ struct pccx_ref_tensor {
 	uint64_t row_bytes;	/* stored bytes per row (multiple of 16) */
 	enum pccx_ref_init init;
 	float std;
+	float centre;		/* PCCX_REF_INIT_NEAR */
 };
 
 /* The per-layer BF16 vectors, in their order inside the layer vector block. */
