@@ -20,8 +20,8 @@ static void usage(FILE *f)
 		"usage: pccx tokenize --tokenizer FILE [options] TEXT\n"
 		"       pccx tokenize --tokenizer FILE --decode [options] ID...\n"
 		"\n"
-		"Encode TEXT with the Gemma tokenizer and print the ids separated by spaces, or with\n"
-		"--decode turn ids back into text.\n"
+		"Encode TEXT with the Gemma tokenizer and print the ids separated by spaces,\n"
+		"or with --decode turn ids back into text.\n"
 		"\n"
 		"options:\n"
 		"  --tokenizer FILE  Hugging Face tokenizer.json (required)\n"
@@ -235,7 +235,8 @@ int pccx_cmd_tokenize(int argc, char **argv)
 	} else {
 		const char *src = text ? text : argv[first_arg];
 		size_t len = text ? text_len : strlen(src), k;
-		unsigned flags = (bos ? PCCX_TOK_ADD_BOS : 0) | (no_special ? PCCX_TOK_NO_SPECIAL : 0);
+		unsigned flags = (bos ? PCCX_TOK_ADD_BOS : 0) |
+				 (no_special ? PCCX_TOK_NO_SPECIAL : 0);
 
 		t0 = now_ms();
 		if (pccx_tokenizer_encode(tk, src, len, flags, &ids, &n_ids, &d)) {
@@ -247,8 +248,8 @@ int pccx_cmd_tokenize(int argc, char **argv)
 			printf(k ? " %d" : "%d", ids[k]);
 		putchar('\n');
 		if (timing)
-			fprintf(stderr, "tokenize: encoded %zu bytes into %zu ids in %.1f ms\n", len,
-				n_ids, t1 - t0);
+			fprintf(stderr, "tokenize: encoded %zu bytes into %zu ids in %.1f ms\n",
+				len, n_ids, t1 - t0);
 	}
 	if (fflush(stdout)) {
 		fprintf(stderr, "pccx: tokenize: write error: %s\n", strerror(errno));

@@ -48,7 +48,7 @@ typedef enum pccx_json_type {
 /* Limits applied while parsing; a zero field means "use the default". */
 typedef struct pccx_json_limits {
 	size_t max_size;	/* bytes of input; default PCCX_JSON_DEFAULT_MAX_SIZE */
-	unsigned max_depth;	/* nesting of arrays/objects; default PCCX_JSON_DEFAULT_MAX_DEPTH */
+	unsigned max_depth;	/* array/object nesting; default PCCX_JSON_DEFAULT_MAX_DEPTH */
 } pccx_json_limits;
 
 #define PCCX_JSON_DEFAULT_MAX_SIZE	((size_t)1 << 30)	/* 1 GiB */

@@ -1112,7 +1112,8 @@ static int load_json_doc(const pccx_json_doc *doc, pccx_tokenizer **out, pccx_di
 				goto nomem;
 		} else if (tk->len[id] != cl || memcmp(blob + tk->off[id], content, cl)) {
 			rc = jfail(&c, a, PCCX_ERR_UNSUPPORTED,
-				   "added token \"%.40s\" reuses id %u of another piece", content, id);
+				   "added token \"%.40s\" reuses id %u of another piece",
+				   content, id);
 			goto fail;
 		}
 		tk->type[id] = special ? PCCX_TOKEN_CONTROL : PCCX_TOKEN_USER_DEFINED;
@@ -1179,12 +1180,17 @@ static int load_json_doc(const pccx_json_doc *doc, pccx_tokenizer **out, pccx_di
 			const pccx_json *m = pccx_json_at(merges, i + failk);
 
 			if (what < 2)
-				rc = jfail(&c, m, PCCX_ERR_FORMAT, "merge piece \"%.*s\" is not in the "
-					   "vocabulary", (int)((what ? q->rl : q->ll) > 40 ? 40 :
-					   (what ? q->rl : q->ll)), what ? q->r : q->l);
+			{
+				size_t pl = what ? q->rl : q->ll;
+
+				rc = jfail(&c, m, PCCX_ERR_FORMAT,
+					   "merge piece \"%.*s\" is not in the vocabulary",
+					   (int)(pl > 40 ? 40 : pl), what ? q->r : q->l);
+			}
 			else
-				rc = jfail(&c, m, PCCX_ERR_FORMAT, "merge result \"%.*s%.*s\" is not "
-					   "in the vocabulary", (int)(q->ll > 40 ? 40 : q->ll), q->l,
+				rc = jfail(&c, m, PCCX_ERR_FORMAT,
+					   "merge result \"%.*s%.*s\" is not in the vocabulary",
+					   (int)(q->ll > 40 ? 40 : q->ll), q->l,
 					   (int)(q->rl > 40 ? 40 : q->rl), q->r);
 			goto fail;
 		}
@@ -1357,7 +1363,8 @@ int pccx_tokenizer_from_vocab(const pccx_tokenizer_vocab *v, const char *name,
 	tk->pad = v->pad_id;
 	tk->add_bos = v->add_bos == 1 || (v->add_bos < 0 && tk->bos >= 0);
 	tk->space_prefix = v->add_space_prefix == 1;
-	tk->fuse_unk = true;	/* SentencePiece emits one <unk> for a run of unknown characters */
+	/* SentencePiece emits one <unk> for a run of unknown characters. */
+	tk->fuse_unk = true;
 	if (tk->unk < 0) {
 		for (i = 0; i < v->n_tokens; i++)
 			if (tk->type[i] == PCCX_TOKEN_UNKNOWN) {
@@ -1393,12 +1400,14 @@ int pccx_tokenizer_from_vocab(const pccx_tokenizer_vocab *v, const char *name,
 
 			for (k = 0; k < nb; k++) {
 				const char *m = v->merges[i + k], *sp;
-				size_t ml = m ? (v->merge_lens ? v->merge_lens[i + k] : strlen(m)) : 0;
+				size_t ml = !m ? 0 : v->merge_lens ? v->merge_lens[i + k] :
+					    strlen(m);
 
 				sp = m ? memchr(m, ' ', ml) : NULL;
 				if (!sp || sp == m || sp + 1 == m + ml) {
-					rc = pccx_fail(d, PCCX_ERR_FORMAT, "%s: tokenizer.ggml.merges"
-						       "[%zu] is not \"left right\"", name, i + k);
+					rc = pccx_fail(d, PCCX_ERR_FORMAT,
+						       "%s: tokenizer.ggml.merges[%zu] is not "
+						       "\"left right\"", name, i + k);
 					goto fail;
 				}
 				rq[k] = (struct mreq){ m, sp + 1, (size_t)(sp - m),
@@ -1414,8 +1423,8 @@ int pccx_tokenizer_from_vocab(const pccx_tokenizer_vocab *v, const char *name,
 					       "\"%.*s %.*s\": %s is not in the vocabulary", name,
 					       i + failk, (int)(q->ll > 40 ? 40 : q->ll), q->l,
 					       (int)(q->rl > 40 ? 40 : q->rl), q->r,
-					       what == 0 ? "left piece" : what == 1 ? "right piece" :
-					       "merged piece");
+					       what == 0 ? "left piece" :
+					       what == 1 ? "right piece" : "merged piece");
 				goto fail;
 			}
 		}
@@ -1687,7 +1696,8 @@ static int try_pair(struct enc *e, const char *text, uint32_t l, uint32_t r)
 		int32_t res = pccx_tokenizer_find(tk, text + e->start[l], e->slen[l] + e->slen[r]);
 
 		if (res < 0 || !isfinite(tk->score[res]) ||
-		    (tk->type[res] != PCCX_TOKEN_NORMAL && tk->type[res] != PCCX_TOKEN_USER_DEFINED))
+		    (tk->type[res] != PCCX_TOKEN_NORMAL &&
+		     tk->type[res] != PCCX_TOKEN_USER_DEFINED))
 			return 0;
 		it.key = score_key(tk->score[res]);
 		it.res = res;

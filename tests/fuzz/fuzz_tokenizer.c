@@ -21,9 +21,10 @@ static pccx_tokenizer *tk_json, *tk_merges, *tk_scores;
 
 static char *small_json(void)
 {
-	static const char *const pieces[] = { "a", "b", "c", "ab", "bc", "abc", "aa", "\xe2\x96\x81",
-					      "\xe2\x96\x81" "a", "\xe2\x96\x81\xe2\x96\x81", "<",
-					      "\xc3\xa9", "\xc3\xa9" "a" };
+	static const char *const pieces[] = {
+		"a", "b", "c", "ab", "bc", "abc", "aa", "\xe2\x96\x81", "\xe2\x96\x81" "a",
+		"\xe2\x96\x81\xe2\x96\x81", "<", "\xc3\xa9", "\xc3\xa9" "a",
+	};
 	size_t cap = 1 << 16, n = 0, i;
 	char *s = malloc(cap);
 
@@ -43,7 +44,8 @@ static char *small_json(void)
 		"{\"SpecialToken\": {\"id\": \"<bos>\", \"type_id\": 0}},"
 		"{\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}]},"
 		"\"decoder\": {\"type\": \"Sequence\", \"decoders\": ["
-		"{\"type\": \"Replace\", \"pattern\": {\"String\": \"\\u2581\"}, \"content\": \" \"},"
+		"{\"type\": \"Replace\", \"pattern\": {\"String\": \"\\u2581\"},"
+		" \"content\": \" \"},"
 		"{\"type\": \"ByteFallback\"}, {\"type\": \"Fuse\"}]},"
 		"\"model\": {\"type\": \"BPE\", \"unk_token\": \"<unk>\", \"byte_fallback\": true,"
 		" \"vocab\": {\"<unk>\": 0, \"<bos>\": 1, \"<start_of_turn>\": 2, \"<s>\": 3,"
@@ -53,7 +55,8 @@ static char *small_json(void)
 	for (i = 0; i < sizeof(pieces) / sizeof(pieces[0]); i++)
 		n += (size_t)snprintf(s + n, cap - n, ", \"%s\": %zu", pieces[i], 261 + i);
 	snprintf(s + n, cap - n, "}, \"merges\": [[\"b\", \"c\"], [\"a\", \"b\"], [\"a\", \"bc\"],"
-		 " [\"ab\", \"c\"], [\"\\u2581\", \"a\"], [\"a\", \"a\"], [\"\\u2581\", \"\\u2581\"],"
+		 " [\"ab\", \"c\"], [\"\\u2581\", \"a\"], [\"a\", \"a\"],"
+		 " [\"\\u2581\", \"\\u2581\"],"
 		 " [\"\\u00e9\", \"a\"]]}}");
 	return s;
 }

@@ -85,8 +85,9 @@ END_TEST
 
 START_TEST(doubles_round_correctly)
 {
-	pccx_json_doc *doc = parse_ok("[0.1, 1e-400, 2.2250738585072014e-308, 1.7976931348623157e308,"
-				      " 5e-324, 123456789012345678901234567890]");
+	pccx_json_doc *doc = parse_ok("[0.1, 1e-400, 2.2250738585072014e-308,"
+				      " 1.7976931348623157e308, 5e-324,"
+				      " 123456789012345678901234567890]");
 	const pccx_json *a = pccx_json_root(doc);
 
 	ck_assert(pccx_json_num(pccx_json_at(a, 0)) == 0.1);
@@ -102,7 +103,8 @@ END_TEST
 START_TEST(string_escapes)
 {
 	pccx_json_doc *doc = parse_ok("[\"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\", \"\\u00e9\\u20AC\","
-				      " \"\\ud83d\\ude00\", \"x\\u0000y\", \"\", \"\xc3\xa9\xf0\x9f\x98\x80\"]");
+				      " \"\\ud83d\\ude00\", \"x\\u0000y\", \"\","
+				      " \"\xc3\xa9\xf0\x9f\x98\x80\"]");
 	const pccx_json *a = pccx_json_root(doc);
 	size_t n;
 	const char *s;
@@ -128,7 +130,8 @@ END_TEST
 
 START_TEST(objects_and_lookup)
 {
-	pccx_json_doc *doc = parse_ok("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1},"
+	pccx_json_doc *doc = parse_ok("{\"model\": {\"type\": \"BPE\","
+				      " \"vocab\": {\"a\": 0, \"b\": 1},"
 				      " \"list\": [[], {}, [1, [2]]]}, \"k\\u0065y\": 3}");
 	const pccx_json *root = pccx_json_root(doc), *model, *vocab, *list;
 	size_t kl;

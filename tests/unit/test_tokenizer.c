@@ -74,14 +74,16 @@ static char *small_json(const char *merges, const char *normalizer, const char *
 		"{\"id\": %d, \"content\": \"<R>\", \"rstrip\": true}%s],",
 		T_SOT, T_ADD_S, T_ADD_SX, T_ADD_L, T_ADD_R, added_extra ? added_extra : "");
 	bprintf(&b, "\"normalizer\": %s,", normalizer ? normalizer :
-		"{\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, \"content\": \"\\u2581\"}");
+		"{\"type\": \"Replace\", \"pattern\": {\"String\": \" \"},"
+		" \"content\": \"\\u2581\"}");
 	bprintf(&b, "\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"String\": \" \"},"
 		" \"behavior\": \"MergedWithPrevious\", \"invert\": false},"
 		"\"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": ["
 		"{\"SpecialToken\": {\"id\": \"<bos>\", \"type_id\": 0}},"
 		"{\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}]},"
 		"\"decoder\": {\"type\": \"Sequence\", \"decoders\": ["
-		"{\"type\": \"Replace\", \"pattern\": {\"String\": \"\\u2581\"}, \"content\": \" \"},"
+		"{\"type\": \"Replace\", \"pattern\": {\"String\": \"\\u2581\"},"
+		" \"content\": \" \"},"
 		"{\"type\": \"ByteFallback\"}, {\"type\": \"Fuse\"}]},");
 	bprintf(&b, "\"model\": {\"type\": \"BPE\", \"dropout\": null, \"unk_token\": \"<unk>\","
 		" \"byte_fallback\": true, \"fuse_unk\": true, \"vocab\": {"
@@ -375,7 +377,8 @@ END_TEST
 START_TEST(export_and_reload_tokenize_identically)
 {
 	static const char *const texts[] = {
-		"abc abab aaa", "a  a   a", "\xc3\xa9<start_of_turn>  <s>x", "cabbage", "   ", "a<L> <R>b",
+		"abc abab aaa", "a  a   a", "\xc3\xa9<start_of_turn>  <s>x", "cabbage", "   ",
+		"a<L> <R>b",
 	};
 	pccx_tokenizer *tk = small_tk(), *tm = NULL, *ts = NULL;
 	pccx_tokenizer_vocab v;
@@ -650,10 +653,10 @@ START_TEST(oracle_corpus)
 
 	if (!jpath || !cpath || !epath || !*jpath || !*cpath || !*epath) {
 		if (req && !strcmp(req, "1"))
-			ck_abort_msg("PCCX_REQUIRE_ORACLE=1 but PCCX_TOKENIZER_JSON/CORPUS/EXPECTED "
-				     "are not set: source scripts/tokenizer-oracle.sh first");
-		fprintf(stderr, "test_tokenizer: oracle data not set up (scripts/tokenizer-oracle.sh)"
-			"; oracle comparison skipped\n");
+			ck_abort_msg("PCCX_REQUIRE_ORACLE=1 but PCCX_TOKENIZER_JSON/CORPUS/"
+				     "EXPECTED are not set: source scripts/tokenizer-oracle.sh");
+		fprintf(stderr, "test_tokenizer: oracle data not set up "
+			"(scripts/tokenizer-oracle.sh); oracle comparison skipped\n");
 		return;
 	}
 	ck_assert_msg(pccx_tokenizer_load_json(jpath, &tk, &d) == 0, "%s", d.msg);
@@ -710,19 +713,20 @@ START_TEST(oracle_corpus)
 							    &got, &ngot, &d) == 0,
 				      "corpus line %zu: %s", line, d.msg);
 			if (!ids_equal(got, ngot, want, nwant) && !bad[r]++)
-				snprintf(first[r], sizeof(first[r]), "corpus line %zu (%zu ids, want "
-					 "%zu): %.60s", line, ngot, nwant, cl);
+				snprintf(first[r], sizeof(first[r]),
+					 "corpus line %zu (%zu ids, want %zu): %.60s", line, ngot,
+					 nwant, cl);
 			free(got);
 		}
 		/* Lossless round trip, except U+2581 in the input, which decodes as a space. */
 		if (!memmem(text, tl, "\xe2\x96\x81", 3)) {
 			size_t dl;
 
-			ck_assert_int_eq(pccx_tokenizer_decode(tk, want + 1, nwant - 1, 0, &dec, &dl,
-							       &d), 0);
+			ck_assert_int_eq(pccx_tokenizer_decode(tk, want + 1, nwant - 1, 0, &dec,
+							       &dl, &d), 0);
 			if ((dl != tl || memcmp(dec, text, tl)) && !bad_decode++)
-				snprintf(first_dec, sizeof(first_dec), "corpus line %zu: %.60s", line,
-					 cl);
+				snprintf(first_dec, sizeof(first_dec), "corpus line %zu: %.60s",
+					 line, cl);
 			free(dec);
 		}
 		free(want);

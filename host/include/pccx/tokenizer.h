@@ -61,8 +61,8 @@ typedef struct pccx_tokenizer_vocab {
 	const char *const *merges;
 	const uint32_t *merge_lens;
 	int32_t bos_id, eos_id, unk_id, pad_id;
-	int add_bos;			/* tokenizer.ggml.add_bos_token: 1, 0, or -1 when absent */
-	int add_space_prefix;		/* tokenizer.ggml.add_space_prefix: 1, 0, or -1 (= 0) */
+	int add_bos;		/* tokenizer.ggml.add_bos_token: 1, 0, -1 when absent */
+	int add_space_prefix;	/* tokenizer.ggml.add_space_prefix: 1, 0, -1 (= 0) */
 } pccx_tokenizer_vocab;
 
 /* Load a tokenizer.json file; diag names the path and the offending key. */
@@ -90,7 +90,8 @@ void pccx_tokenizer_vocab_free(pccx_tokenizer_vocab *v);
 
 /* Encode flags. */
 #define PCCX_TOK_ADD_BOS	0x1u	/* prepend the BOS id (when the vocabulary has one) */
-#define PCCX_TOK_NO_SPECIAL	0x2u	/* do not match added/special token text: "<bos>" is text */
+/* Do not match added/special token text: "<bos>" in the input is plain text. */
+#define PCCX_TOK_NO_SPECIAL	0x2u
 
 /*
  * Encode UTF-8 text (`len` bytes, need not be NUL-terminated) into ids: added and special
@@ -104,7 +105,8 @@ PCCX_MUST_CHECK int pccx_tokenizer_encode(const pccx_tokenizer *tk, const char *
 					  pccx_diag *d);
 
 /* Decode flags. */
-#define PCCX_TOK_SKIP_SPECIAL	0x1u	/* drop special tokens (<bos>, <end_of_turn>, ...) */
+/* Drop special tokens (<bos>, <end_of_turn>, ...). */
+#define PCCX_TOK_SKIP_SPECIAL	0x1u
 
 /*
  * Decode ids to UTF-8: U+2581 becomes a space, runs of byte tokens <0xNN> are reassembled into
