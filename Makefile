@@ -143,6 +143,10 @@ bench: all
 fuzz: deps-test
 	@scripts/fuzz.sh $(BUILD)/fuzz $(FUZZ_SECONDS)
 
+# qemu-test: the kernel driver in Debian's kernel under QEMU (scripts/qemu/run.sh)
+qemu-test:
+	@scripts/qemu/run.sh $(BUILD)
+
 install: all
 	scripts/install.sh "$(BUILD)" "$(DESTDIR)" "$(PREFIX)"
 

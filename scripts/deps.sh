@@ -4,11 +4,15 @@
 set -euo pipefail
 
 common=(gcc make pkg-config check libsubunit-dev libcmocka-dev libfdt-dev device-tree-compiler)
+# The kernel-driver stage (scripts/qemu/run.sh): headers, emulators, initramfs tools, arm64 cross.
+qemu=(linux-headers-amd64 qemu-system-x86 qemu-system-arm cpio kmod gcc-aarch64-linux-gnu
+      libc6-dev-arm64-cross device-tree-compiler python3)
 case "${1:-test}" in
-  test) pkgs=("${common[@]}" clang libclang-rt-14-dev nodejs npm) ;;
+  test) pkgs=("${common[@]}" "${qemu[@]}" clang libclang-rt-14-dev nodejs npm) ;;
+  qemu) pkgs=("${common[@]}" "${qemu[@]}") ;;
   demo) pkgs=("${common[@]}" nodejs npm) ;;
   fuzz) pkgs=("${common[@]}" clang libclang-rt-14-dev) ;;
-  *) echo "deps.sh: unknown set '$1' (test|demo|fuzz)" >&2; exit 2 ;;
+  *) echo "deps.sh: unknown set '$1' (test|demo|qemu|fuzz)" >&2; exit 2 ;;
 esac
 
 missing=()

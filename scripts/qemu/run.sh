@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# The kernel-driver test stage: build pccx.ko and pccx_simlink.ko against Debian's headers
+# (x86-64 with W=1, warnings are failures; arm64 cross-built), build the static guest programs,
+# boot Debian's own kernel in QEMU (TCG, never KVM) with a small initramfs, run the guest
+# tests against the cycle simulator, then boot arm64 `virt` with a pccx,npu-v002 node in
+# its device tree to check the OF probe path. Prints "N passed, N failed"; exits non-zero
+# on any failure.
+#
+#   scripts/qemu/run.sh [BUILD]        (BUILD defaults to build; output in BUILD/qemu)
+#   PCCX_QEMU_ARCH="amd64 arm64"       which boots to run
+#   PCCX_QEMU_TESTS=name,name          only these guest tests (x86)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+build=${1:-build}
+out=$root/$build/qemu
+cache=$root/.cache/qemu
+arches=${PCCX_QEMU_ARCH:-amd64 arm64}
+mkdir -p "$out" "$cache"
+
+pass=0 fail=0
+note() { echo "qemu: $*"; }
+ok() { pass=$((pass + 1)); echo "ok   $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL $1${2:+: $2}"; }
+finish() {
+  echo "$pass passed, $fail failed"
+  [ "$fail" -eq 0 ]
+  exit $?
+}
+
+if ! scripts/deps.sh qemu; then bad deps "cannot install the qemu package set"; finish; fi
+start=$(date +%s)
+
+# ---- userspace: libraries and static guest programs --------------------------------------
+# build_user ARCH CC: the project's libraries (the Makefile's own rules) + three static programs
+build_user() {
+  local arch=$1 cc=$2 ub=$build/qemu/user-$1 libs
+  local fdt_inc=() fdt_lib=(-lfdt)
+  if [ "$arch" = arm64 ]; then
+    fdt_inc=(-I"$krootarm/usr/include")
+    fdt_lib=("$krootarm/usr/lib/aarch64-linux-gnu/libfdt.a")
+  fi
+  # CFLAGS from the environment: the Makefile appends its own flags to it
+  if ! CFLAGS="-O2 -g ${fdt_inc[*]}" make --no-print-directory -j2 BUILD="$ub" CC="$cc" \
+      "$ub/lib/libpccx_sim.a" "$ub/lib/libpccx_isa.a" "$ub/lib/libpccx_num.a" \
+      "$ub/lib/libpccx.a" >"$out/user-$arch.log" 2>&1; then
+    tail -n 30 "$out/user-$arch.log"
+    return 1
+  fi
+  libs=(-Wl,--start-group "$ub/lib/libpccx.a" "$ub/lib/libpccx_sim.a" "$ub/lib/libpccx_isa.a"
+        "$ub/lib/libpccx_num.a" -Wl,--end-group "${fdt_lib[@]}" -lm)
+  local cflags=(-std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -ffp-contract=off -static
+                -Iisa -Iisa/num -Isim -Ihost/include -Ihost/lib -Idriver/include -Idriver
+                "${fdt_inc[@]}")
+  mkdir -p "$out/bin-$arch"
+  "$cc" "${cflags[@]}" tests/qemu/init.c -o "$out/bin-$arch/init" &&
+  "$cc" "${cflags[@]}" tests/qemu/pccx-simd.c "${libs[@]}" -o "$out/bin-$arch/pccx-simd" &&
+  "$cc" "${cflags[@]}" tests/qemu/pccx-tests.c host/lib/pccx_kdev.c "${libs[@]}" \
+      -o "$out/bin-$arch/pccx-tests"
+}
+
+# ---- modules -----------------------------------------------------------------------------
+build_modules() {   # build_modules ARCH KDIR [make args...]
+  local arch=$1 kdir=$2; shift 2
+  local log=$out/modules-$arch.log
+  if ! make --no-print-directory -C driver KDIR="$kdir" OUT="$out/driver-$arch" W=1 "$@" \
+      >"$log" 2>&1; then
+    tail -n 40 "$log"
+    return 1
+  fi
+  if grep -E "warning:|error:" "$log" | grep -v "Skipping BTF" >/dev/null; then
+    grep -E "warning:|error:" "$log" | head -n 20
+    return 1
+  fi
+}
+
+initramfs() {   # initramfs ARCH
+  local arch=$1
+  local d=$out/initramfs-$arch
+  rm -rf "$d"
+  mkdir -p "$d"/{bin,lib,dev,proc,sys,run}
+  cp "$out/bin-$arch/init" "$d/init"
+  cp "$out/bin-$arch/pccx-simd" "$out/bin-$arch/pccx-tests" "$d/bin/"
+  cp "$out/driver-$arch/pccx.ko" "$out/driver-$arch/pccx_simlink.ko" "$d/lib/"
+  (cd "$d" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) | gzip -1 >"$out/initramfs-$arch.cpio.gz"
+}
+
+# parse_log ARCH LOG QEMU_STATUS EXPECTED_STATUS: count the guest's PCCX-TEST lines
+parse_log() {
+  local arch=$1 log=$2 status=$3 want=$4 n_ok n_bad
+  n_ok=$(grep -c "^PCCX-TEST ok " "$log" | tr -d '\r')
+  n_bad=$(grep -c "^PCCX-TEST FAIL " "$log" | tr -d '\r')
+  grep -E "^PCCX-TEST (ok|FAIL) |^  \(also" "$log" | tr -d '\r' | sed "s/^PCCX-TEST /[$arch] /"
+  pass=$((pass + n_ok)); fail=$((fail + n_bad))
+  if ! grep -q "^PCCX-RESULT" "$log"; then
+    bad "[$arch] guest" "no verdict (QEMU status $status; the guest crashed or hung) - see $log"
+    grep -E "Kernel panic|BUG:|Oops|WARNING:" "$log" | head -n 5
+  elif [ "$status" != "$want" ]; then
+    bad "[$arch] qemu-exit" "QEMU exited with $status, expected $want"
+  fi
+  if awk '/PCCX-DMESG-BEGIN/{f=1} /PCCX-DMESG-END/{f=0} f' "$log" |
+      grep -E "WARNING:|BUG:|Oops|unreferenced object|memory leak" >/dev/null; then
+    bad "[$arch] dmesg" "warnings, oopses or leak reports in the kernel log"
+  fi
+}
+
+# ---- x86-64 ----------------------------------------------------------------------------
+if [[ " $arches " == *" amd64 "* ]]; then
+  kroot=$(scripts/qemu/fetch-kernel.sh "$cache" amd64) || { bad "[amd64] kernel" "download failed"; finish; }
+  abi=$(basename "$kroot"); abi=${abi#amd64-}
+  kdir=/usr/src/linux-headers-$abi-amd64
+  if build_modules amd64 "$kdir"; then ok "[amd64] modules build warning-free (W=1)"; else bad "[amd64] modules"; finish; fi
+  if build_user amd64 gcc; then ok "[amd64] guest programs"; else bad "[amd64] guest programs"; finish; fi
+  initramfs amd64
+  log=$out/serial-amd64.log
+  params="fd_quota=8388608 global_quota=12582912 max_bo_size=4194304"
+  append="console=ttyS0 panic=-1 oops=panic loglevel=4 pccx.modparams=\"$params\""
+  [ -n "${PCCX_QEMU_TESTS:-}" ] && append+=" pccx.tests=$PCCX_QEMU_TESTS"
+  t0=$(date +%s)
+  timeout 300 qemu-system-x86_64 -machine q35,accel=tcg -cpu max -m 512 -smp 1 \
+    -nodefaults -no-user-config -display none -serial stdio -no-reboot \
+    -device isa-debug-exit,iobase=0xf4,iosize=0x04 \
+    -kernel "$kroot/boot/vmlinuz-$abi-amd64" -initrd "$out/initramfs-amd64.cpio.gz" \
+    -append "$append" </dev/null >"$log" 2>&1
+  status=$?
+  note "amd64 boot + tests: $(( $(date +%s) - t0 )) s (QEMU status $status)"
+  parse_log amd64 "$log" "$status" 1
+fi
+
+# ---- arm64: the device-tree probe path -------------------------------------------------
+if [[ " $arches " == *" arm64 "* ]]; then
+  krootarm=$(scripts/qemu/fetch-kernel.sh "$cache" arm64) || { bad "[arm64] kernel" "download failed"; finish; }
+  abi=$(basename "$krootarm"); abi=${abi#arm64-}
+  kdir=$krootarm/usr/src/linux-headers-$abi-arm64
+  if build_modules arm64 "$kdir" ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-; then
+    ok "[arm64] modules cross-build warning-free (W=1)"
+  else
+    bad "[arm64] modules"; finish
+  fi
+  if build_user arm64 aarch64-linux-gnu-gcc; then ok "[arm64] guest programs"; else bad "[arm64] guest programs"; finish; fi
+  initramfs arm64
+  # QEMU's virt DTB plus a pccx node: reg as the binding says, a reserved DMA pool, no
+  # interrupt (so the polled completion path runs here and the interrupt path on x86).
+  qemu_arm=(qemu-system-aarch64 -machine virt -cpu cortex-a53 -m 512 -smp 1 -nodefaults
+            -no-user-config -display none -no-reboot)
+  "${qemu_arm[@]}" -machine dumpdtb="$out/virt.dtb" >/dev/null 2>&1
+  dtc -q -I dtb -O dts "$out/virt.dtb" -o "$out/virt.dts"
+  python3 - "$out/virt.dts" <<'EOF'
+import sys
+p = sys.argv[1]
+s = open(p).read()
+node = """
+	reserved-memory {
+		#address-cells = <0x02>;
+		#size-cells = <0x02>;
+		ranges;
+		pccx_pool: pccx-pool@58000000 {
+			compatible = "shared-dma-pool";
+			reg = <0x00 0x58000000 0x00 0x2000000>;
+			reusable;
+		};
+	};
+
+	npu@a0000000 {
+		compatible = "pccx,npu-v002";
+		reg = <0x00 0xa0000000 0x00 0x7000>;
+		memory-region = <&pccx_pool>;
+		pccx,l2-words = <114688>;
+		pccx,dma-address-bits = <32>;
+	};
+"""
+i = s.rindex("};")
+open(p, "w").write(s[:i] + node + s[i:])
+EOF
+  dtc -q -I dts -O dtb "$out/virt.dts" -o "$out/virt-pccx.dtb"
+  log=$out/serial-arm64.log
+  t0=$(date +%s)
+  timeout 300 "${qemu_arm[@]}" -dtb "$out/virt-pccx.dtb" -serial stdio \
+    -kernel "$krootarm/boot/vmlinuz-$abi-arm64" -initrd "$out/initramfs-arm64.cpio.gz" \
+    -append "console=ttyAMA0 panic=-1 oops=panic loglevel=4 pccx.tests=info,job-bitexact,hang-recovery,bo" \
+    </dev/null >"$log" 2>&1
+  status=$?
+  note "arm64 boot + tests: $(( $(date +%s) - t0 )) s (QEMU status $status)"
+  parse_log arm64 "$log" "$status" 0
+  if grep -q "a0000000.npu: pccx 2" "$log"; then ok "[arm64] probed through the device tree"; else bad "[arm64] OF probe" "no probe line for a0000000.npu"; fi
+  if grep -q "polled completion" "$log"; then ok "[arm64] polled completion without an interrupt"; else bad "[arm64] polled completion"; fi
+fi
+
+note "total $(( $(date +%s) - start )) s"
+finish

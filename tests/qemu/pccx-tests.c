@@ -1,0 +1,1093 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Guest tests of /dev/pccx (run by tests/qemu/init.c in the QEMU guest, with
+ * pccx-simd as the device). Each test prints "PCCX-TEST ok NAME" or
+ * "PCCX-TEST FAIL NAME: line: what"; the exit status is 1 if any failed.
+ *
+ *   pccx-tests [name,name,...]     run only the named tests
+ *
+ * Results of jobs run through the driver are compared bit for bit with the
+ * same job run in this process on the same cycle simulator through the same
+ * command engine (the in-process path).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <grp.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pccx_asm.h"
+#include "pccx_engine.h"
+#include "pccx_kdev.h"
+#include "pccx_sim.h"
+
+#define SYSFS "/sys/class/misc/pccx/"
+#define SIMLINK_PARAM "/sys/module/pccx_simlink/parameters/"
+
+static int n_pass, n_fail;
+static const char *cur;
+static int cur_failed;
+
+#define CHECK(c) check((c), __LINE__, #c)
+#define CHECK_RET(expr, want) check_ret((expr), (want), __LINE__, #expr)
+
+static void check(int ok, int line, const char *what)
+{
+	if (ok)
+		return;
+	if (!cur_failed)
+		printf("PCCX-TEST FAIL %s: line %d: %s\n", cur, line, what);
+	else
+		printf("  (also line %d: %s)\n", line, what);
+	fflush(stdout);
+	cur_failed = 1;
+}
+
+static void check_ret(int got, int want, int line, const char *what)
+{
+	char buf[300];
+
+	if (got == want)
+		return;
+	snprintf(buf, sizeof(buf), "%s returned %d (%s), expected %d (%s)", what, got,
+		 got < 0 ? strerror(-got) : "-", want, want < 0 ? strerror(-want) : "-");
+	check(0, line, buf);
+}
+
+/* ---- small helpers ----------------------------------------------------------------- */
+
+static int dev_open(void)
+{
+	int fd = pccx_kdev_open(NULL);
+
+	CHECK(fd >= 0);
+	return fd;
+}
+
+static long read_long(const char *path)
+{
+	char buf[64] = { 0 };
+	int fd = open(path, O_RDONLY);
+	ssize_t r;
+
+	if (fd < 0)
+		return -1;
+	r = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	return r > 0 ? strtol(buf, NULL, 0) : -1;
+}
+
+static int read_text(const char *path, char *buf, size_t n)
+{
+	int fd = open(path, O_RDONLY);
+	ssize_t r;
+
+	buf[0] = 0;
+	if (fd < 0)
+		return -errno;
+	r = read(fd, buf, n - 1);
+	close(fd);
+	if (r < 0)
+		return -errno;
+	buf[r] = 0;
+	return 0;
+}
+
+static int write_text(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY);
+	ssize_t r;
+
+	if (fd < 0)
+		return -errno;
+	r = write(fd, s, strlen(s));
+	close(fd);
+	return r == (ssize_t)strlen(s) ? 0 : -errno;
+}
+
+/* Send a command to pccx-simd and read its one-line answer. */
+static int simd(const char *cmd, char *out, size_t n)
+{
+	int ctl = open("/run/simd.ctl", O_WRONLY | O_NONBLOCK);
+	int rsp = open("/run/simd.rsp", O_RDONLY | O_NONBLOCK);
+	char line[64];
+	struct pollfd p;
+	ssize_t r = 0;
+
+	if (ctl < 0 || rsp < 0)
+		return -1;
+	snprintf(line, sizeof(line), "%s\n", cmd);
+	if (write(ctl, line, strlen(line)) < 0)
+		r = -1;
+	p.fd = rsp;
+	p.events = POLLIN;
+	if (!r && poll(&p, 1, 10000) == 1)
+		r = read(rsp, out, n - 1);
+	else
+		r = -1;
+	close(ctl);
+	close(rsp);
+	if (r <= 0)
+		return -1;
+	out[r] = 0;
+	return 0;
+}
+
+/* Path of a debugfs file of the (only) device: /sys/kernel/debug/pccx/<device>/<name>. */
+static const char *dbgfs(const char *name)
+{
+	static char path[512];
+	struct dirent *de;
+	DIR *d = opendir("/sys/kernel/debug/pccx");
+
+	snprintf(path, sizeof(path), "/nonexistent");
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/sys/kernel/debug/pccx/%s/%s", de->d_name, name);
+		break;
+	}
+	if (d)
+		closedir(d);
+	return path;
+}
+
+static uint32_t rng_state = 12345;
+
+static uint32_t rnd(void)
+{
+	rng_state = rng_state * 1664525u + 1013904223u;
+	return rng_state >> 8;
+}
+
+/* A finite BF16 value of modest magnitude. */
+static uint16_t rnd_bf16(void)
+{
+	uint32_t r = rnd();
+
+	return (uint16_t)(((r >> 20) & 1) << 15 | (uint16_t)((118 + (r % 9)) << 7) | (r >> 8 & 0x7f));
+}
+
+static int assemble(const char *text, uint64_t *w, uint32_t max)
+{
+	uint32_t n = 0;
+	const char *p = text;
+
+	while (*p) {
+		const char *e = strchr(p, '\n');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		struct pccx_asm_error err;
+		bool has;
+		uint64_t word;
+
+		if (pccx_asm_line(p, len, &word, &has, &err))
+			return -1;
+		if (has) {
+			if (n == max)
+				return -1;
+			w[n++] = word;
+		}
+		p += len + (e ? 1 : 0);
+	}
+	return (int)n;
+}
+
+/* ---- the hand-built job: y = exp(W x), W (32, 64) BF16 streamed over 4 ports ---------- */
+
+#define JOB_K 64
+#define JOB_N 32
+#define JOB_X_BYTES (JOB_K * 2)
+#define JOB_W_BYTES (JOB_N * JOB_K * 2)
+#define JOB_Y_BYTES (JOB_N * 2)
+
+static const char job_text[] =
+	"memset cache=fmap entry=0 a=64 b=1 c=1\n"
+	"memset cache=weight entry=1 a=32 b=64 c=1\n"
+	"memcpy dest=0 src=0 desc=0 fshape=0 +from_host\n"
+	"gemv dest=0x20 src=0 wshape=1 fshape=0\n"
+	"memset cache=fmap entry=2 a=32 b=1 c=1\n"
+	"cvo func=exp src=0x20 dst=0x40 len=32\n"
+	"memcpy dest=0 src=0x40 desc=1 fshape=2 +to_host\n";
+
+struct job {
+	uint64_t insn[16];
+	uint32_t n_insn;
+	struct pccx_ioc_dma_desc dma[2];
+	struct pccx_ioc_stream_desc stream[4];
+	uint8_t x[JOB_X_BYTES], w[JOB_W_BYTES];
+};
+
+/* Handles 1 (x), 2 (W), 3 (y) in the in-process run; the device run substitutes its own. */
+static void job_make(struct job *j, uint32_t seed)
+{
+	unsigned i, p;
+
+	memset(j, 0, sizeof(*j));
+	rng_state = seed;
+	j->n_insn = (uint32_t)assemble(job_text, j->insn, 16);
+	for (i = 0; i < JOB_X_BYTES / 2; i++) {
+		uint16_t v = rnd_bf16();
+
+		memcpy(j->x + 2 * i, &v, 2);
+	}
+	for (i = 0; i < JOB_W_BYTES / 2; i++) {
+		uint16_t v = rnd_bf16();
+
+		memcpy(j->w + 2 * i, &v, 2);
+	}
+	j->dma[0] = (struct pccx_ioc_dma_desc){ 1, PCCX_DESC_TO_DEVICE, 0, JOB_X_BYTES };
+	j->dma[1] = (struct pccx_ioc_dma_desc){ 3, PCCX_DESC_FROM_DEVICE, 0, 16 * 4 };
+	for (p = 0; p < 4; p++)
+		j->stream[p] = (struct pccx_ioc_stream_desc){ 2, p, p * (JOB_W_BYTES / 4),
+							      JOB_W_BYTES / 4 };
+}
+
+/* In-process: the same engine driving the same simulator directly. */
+struct inproc {
+	uint8_t *mem[4];
+	uint64_t base[4];
+};
+
+static uint32_t ip_rd32(void *io, uint32_t off)
+{
+	uint32_t v = ~0u;
+
+	if (pccx_sim_mmio_read32(io, off, &v))
+		v = ~0u;
+	return v;
+}
+
+static void ip_wr32(void *io, uint32_t off, uint32_t v)
+{
+	if (pccx_sim_mmio_write32(io, off, v))
+		fprintf(stderr, "in-process: write32 0x%x refused\n", off);
+}
+
+static uint64_t ip_rd64(void *io, uint32_t off)
+{
+	uint64_t v = ~0ull;
+
+	if (pccx_sim_mmio_read64(io, off, &v))
+		v = ~0ull;
+	return v;
+}
+
+static void ip_wr64(void *io, uint32_t off, uint64_t v)
+{
+	if (pccx_sim_mmio_write64(io, off, v))
+		fprintf(stderr, "in-process: write64 0x%x refused\n", off);
+}
+
+static const struct pccx_engine_ops ip_ops = { ip_rd32, ip_wr32, ip_rd64, ip_wr64 };
+
+static int ip_xlate(void *ctx, uint32_t handle, uint64_t offset, uint64_t len, uint64_t *addr,
+		    uint64_t *contig)
+{
+	struct inproc *ip = ctx;
+
+	if (handle < 1 || handle > 3 || offset + len > 4096)
+		return -1;
+	*addr = ip->base[handle] + offset;
+	*contig = len;
+	return 0;
+}
+
+/* Run job j in-process; y receives JOB_Y_BYTES. Returns 0 on success. */
+static int job_run_inproc(const struct job *j, uint8_t *y)
+{
+	static uint8_t mem[4][4096];
+	struct pccx_sim_config cfg;
+	struct pccx_engine_ctx e;
+	struct pccx_job_view v = { j->insn, j->n_insn, (const void *)j->dma, 2,
+				   (const void *)j->stream, 4 };
+	struct inproc ip;
+	pccx_sim *sim;
+	pccx_diag d;
+	int h, st, guard = 0;
+
+	pccx_sim_config_default(&cfg);
+	if (pccx_sim_create(&cfg, &sim, &d))
+		return -1;
+	memset(mem, 0, sizeof(mem));
+	memcpy(mem[1], j->x, JOB_X_BYTES);
+	memcpy(mem[2], j->w, JOB_W_BYTES);
+	for (h = 1; h <= 3; h++) {
+		ip.mem[h] = mem[h];
+		ip.base[h] = 0x10000000u + 0x100000u * (uint64_t)h;
+		if (pccx_sim_dma_window_add(sim, ip.base[h], 4096, mem[h],
+					    h == 3 ? PCCX_SIM_WIN_WRITE : PCCX_SIM_WIN_READ))
+			return -1;
+	}
+	st = pccx_engine_start(&e, &v, &ip_ops, sim, ip_xlate, &ip);
+	while (st == PCCX_ENGINE_RUNNING && guard++ < 10000000) {
+		st = pccx_engine_step(&e);
+		pccx_sim_advance(sim, 64);
+	}
+	if (st != PCCX_ENGINE_DONE) {
+		fprintf(stderr, "in-process run: %s\n", pccx_engine_fail_name(e.err.kind));
+		pccx_sim_destroy(sim);
+		return -1;
+	}
+	memcpy(y, mem[3], JOB_Y_BYTES);
+	pccx_sim_destroy(sim);
+	return 0;
+}
+
+/* Device-side buffers of one job. */
+struct dev_job {
+	struct pccx_bo_create bo[4];
+	uint8_t *map[4];
+	struct pccx_ioc_dma_desc dma[2];
+	struct pccx_ioc_stream_desc stream[4];
+};
+
+static int dev_job_setup(int fd, const struct job *j, struct dev_job *dj)
+{
+	static const uint32_t flags[4] = { 0, PCCX_BO_DEV_READ, PCCX_BO_DEV_READ,
+					   PCCX_BO_DEV_WRITE };
+	int h, r;
+	unsigned p;
+
+	memset(dj, 0, sizeof(*dj));
+	for (h = 1; h <= 3; h++) {
+		r = pccx_kdev_bo_create(fd, 4096, flags[h], &dj->bo[h]);
+		if (r)
+			return r;
+		r = pccx_kdev_bo_map(fd, &dj->bo[h], (void **)&dj->map[h]);
+		if (r)
+			return r;
+	}
+	memcpy(dj->map[1], j->x, JOB_X_BYTES);
+	memcpy(dj->map[2], j->w, JOB_W_BYTES);
+	memset(dj->map[3], 0xEE, 4096);
+	memcpy(dj->dma, j->dma, sizeof(dj->dma));
+	memcpy(dj->stream, j->stream, sizeof(dj->stream));
+	dj->dma[0].handle = dj->bo[1].handle;
+	dj->dma[1].handle = dj->bo[3].handle;
+	for (p = 0; p < 4; p++)
+		dj->stream[p].handle = dj->bo[2].handle;
+	return 0;
+}
+
+static void dev_job_free(int fd, struct dev_job *dj)
+{
+	int h;
+
+	for (h = 1; h <= 3; h++) {
+		if (dj->map[h])
+			pccx_kdev_bo_unmap(dj->map[h], dj->bo[h].size);
+		if (dj->bo[h].handle)
+			pccx_kdev_bo_destroy(fd, dj->bo[h].handle);
+	}
+}
+
+static int dev_job_submit(int fd, const struct job *j, struct dev_job *dj, uint64_t timeout_ns,
+			  uint64_t *id)
+{
+	struct pccx_submit s;
+	int r = pccx_kdev_submit(fd, j->insn, j->n_insn, dj->dma, 2, dj->stream, 4, timeout_ns,
+				 &s);
+
+	*id = s.job_id;
+	if (r)
+		printf("  submit: %d verr %d where %u index %u\n", r, s.verr, s.vwhere, s.vindex);
+	return r;
+}
+
+/* Run the job with this seed through /dev/pccx and in-process; 0 when bit-exact. */
+static int job_roundtrip(int fd, uint32_t seed)
+{
+	struct job j;
+	struct dev_job dj;
+	struct pccx_wait w;
+	uint8_t want[JOB_Y_BYTES];
+	uint64_t id = 0;
+	int r;
+
+	job_make(&j, seed);
+	if (j.n_insn != 7)
+		return -100;
+	if (job_run_inproc(&j, want))
+		return -101;
+	r = dev_job_setup(fd, &j, &dj);
+	if (!r)
+		r = dev_job_submit(fd, &j, &dj, 0, &id);
+	if (!r)
+		r = pccx_kdev_wait(fd, id, pccx_kdev_deadline(60000000000ll), &w);
+	if (r && r != -ENOENT)
+		printf("  job %llu: %s hw_error 0x%08x at %u info 0x%llx retired %llu\n",
+		       (unsigned long long)id, pccx_kdev_status_name(w.status), w.hw_error,
+		       w.fault_index, (unsigned long long)w.error_info,
+		       (unsigned long long)w.retired);
+	if (!r && memcmp(dj.map[3], want, JOB_Y_BYTES))
+		r = -102;
+	if (!r && dj.map[3][JOB_Y_BYTES] != 0xEE)
+		r = -103;	/* nothing written past the 64-byte transfer */
+	dev_job_free(fd, &dj);
+	return r;
+}
+
+/* ---- tests ------------------------------------------------------------------------ */
+
+static void test_info(void)
+{
+	int fd = dev_open();
+	struct pccx_get_info gi;
+	struct pccx_info info;
+	uint8_t small[8];
+	uint8_t big[sizeof(info) + 64];
+	struct stat st;
+
+	memset(&gi, 0, sizeof(gi));
+	CHECK_RET(ioctl(fd, PCCX_IOCTL_GET_INFO, &gi) ? -errno : 0, 0);
+	CHECK(gi.size == sizeof(struct pccx_info));
+	gi.ptr = (uintptr_t)small;
+	gi.size = sizeof(small);
+	memset(small, 0xAA, sizeof(small));
+	CHECK_RET(ioctl(fd, PCCX_IOCTL_GET_INFO, &gi) ? -errno : 0, 0);
+	CHECK(small[0] == PCCX_UAPI_VERSION);
+	gi.ptr = (uintptr_t)big;
+	gi.size = sizeof(big);
+	memset(big, 0xAA, sizeof(big));
+	CHECK_RET(ioctl(fd, PCCX_IOCTL_GET_INFO, &gi) ? -errno : 0, 0);
+	CHECK(big[sizeof(info)] == 0 && big[sizeof(big) - 1] == 0);
+	gi.pad = 1;
+	CHECK_RET(ioctl(fd, PCCX_IOCTL_GET_INFO, &gi) ? -errno : 0, -EINVAL);
+	gi.pad = 0;
+	gi.ptr = 16;
+	CHECK_RET(ioctl(fd, PCCX_IOCTL_GET_INFO, &gi) ? -errno : 0, -EFAULT);
+
+	CHECK_RET(pccx_kdev_info(fd, &info), 0);
+	CHECK(info.uapi_version == PCCX_UAPI_VERSION);
+	CHECK(info.flags & PCCX_INFO_EXTENDED);
+	CHECK(info.flags & PCCX_INFO_SIMULATED);
+	CHECK(!(info.flags & PCCX_INFO_WEDGED));
+	CHECK((info.hw_id >> 32) == 0x50434358u);
+	CHECK(info.l2_words == 114688);
+	CHECK(info.dma_addr_bits >= 32);
+	CHECK(info.max_insn == 1u << 20);
+	CHECK(stat("/dev/pccx", &st) == 0 && (st.st_mode & 0777) == 0660);
+	pccx_kdev_close(fd);
+}
+
+static void test_bad_ioctls(void)
+{
+	int fd = dev_open();
+	char buf[256] = { 0 };
+
+	/* unknown number, wrong size encoded in a known number, wrong direction */
+	CHECK_RET(ioctl(fd, _IOWR(PCCX_IOCTL_MAGIC, 0x7f, struct pccx_get_info), buf) ? -errno : 0,
+		  -ENOTTY);
+	CHECK_RET(ioctl(fd, _IOWR(PCCX_IOCTL_MAGIC, 0x01, struct pccx_get_info), buf) ? -errno : 0,
+		  -ENOTTY);
+	CHECK_RET(ioctl(fd, _IOR(PCCX_IOCTL_MAGIC, 0x01, struct pccx_bo_create), buf) ? -errno : 0,
+		  -ENOTTY);
+	CHECK_RET(ioctl(fd, _IOWR('x', 0x01, struct pccx_bo_create), buf) ? -errno : 0, -ENOTTY);
+	CHECK_RET(ioctl(fd, PCCX_IOCTL_SUBMIT, (void *)8) ? -errno : 0, -EFAULT);
+	CHECK_RET(ioctl(fd, PCCX_IOCTL_WAIT, NULL) ? -errno : 0, -EFAULT);
+	pccx_kdev_close(fd);
+}
+
+static void test_bo(void)
+{
+	int fd = dev_open();
+	struct pccx_bo_create bo, bo2;
+	struct pccx_bo_info bi;
+	uint8_t *m;
+	int i;
+
+	CHECK_RET(pccx_kdev_bo_create(fd, 5000, PCCX_BO_DEV_READ | PCCX_BO_DEV_WRITE, &bo), 0);
+	CHECK(bo.handle != 0);
+	CHECK(bo.size == 8192);
+	CHECK_RET(pccx_kdev_bo_info(fd, bo.handle, &bi), 0);
+	CHECK(bi.size == 8192 && bi.flags == (PCCX_BO_DEV_READ | PCCX_BO_DEV_WRITE) &&
+	      bi.mmap_offset == bo.mmap_offset);
+	CHECK_RET(pccx_kdev_bo_map(fd, &bo, (void **)&m), 0);
+	for (i = 0; i < 8192; i++)
+		CHECK(m[i] == 0);	/* zeroed */
+	memset(m, 0x5A, 8192);
+	CHECK_RET(pccx_kdev_bo_create(fd, 1, PCCX_BO_DEV_READ, &bo2), 0);
+	CHECK(bo2.handle != bo.handle && bo2.size == 4096);
+	/* a second mapping of the same buffer sees the same bytes */
+	{
+		uint8_t *m2 = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd,
+				   (off_t)bo.mmap_offset + 4096);
+
+		CHECK(m2 != MAP_FAILED);
+		if (m2 != MAP_FAILED) {
+			CHECK(m2[0] == 0x5A && m2[4095] == 0x5A);
+			munmap(m2, 4096);
+		}
+	}
+	/* destroy while mapped: the mapping stays valid, the handle is gone */
+	CHECK_RET(pccx_kdev_bo_destroy(fd, bo.handle), 0);
+	CHECK(m[100] == 0x5A);
+	CHECK_RET(pccx_kdev_bo_info(fd, bo.handle, &bi), -ENOENT);
+	pccx_kdev_bo_unmap(m, 8192);
+	CHECK_RET(pccx_kdev_bo_destroy(fd, bo2.handle), 0);
+	pccx_kdev_close(fd);
+}
+
+static void test_bo_abuse(void)
+{
+	int fd = dev_open();
+	struct pccx_bo_create bo, c;
+	struct pccx_bo_info bi;
+	struct pccx_bo_destroy bd;
+	struct pccx_info info;
+	void *m;
+
+	CHECK_RET(pccx_kdev_info(fd, &info), 0);
+	CHECK_RET(pccx_kdev_bo_create(fd, 0, PCCX_BO_DEV_READ, &c), -EINVAL);
+	CHECK_RET(pccx_kdev_bo_create(fd, 4096, 0, &c), -EINVAL);
+	CHECK_RET(pccx_kdev_bo_create(fd, 4096, 0x4 | PCCX_BO_DEV_READ, &c), -EINVAL);
+	CHECK_RET(pccx_kdev_bo_create(fd, info.max_bo_size + 1, PCCX_BO_DEV_READ, &c), -E2BIG);
+	CHECK_RET(pccx_kdev_bo_create(fd, ~0ull, PCCX_BO_DEV_READ, &c), -E2BIG);
+	/* non-zero output fields on input are must-be-zero */
+	memset(&c, 0, sizeof(c));
+	c.size = 4096;
+	c.flags = PCCX_BO_DEV_READ;
+	c.handle = 7;
+	CHECK_RET(ioctl(fd, PCCX_IOCTL_BO_CREATE, &c) ? -errno : 0, -EINVAL);
+	memset(&bi, 0, sizeof(bi));
+	bi.handle = 1;
+	bi.size = 1;
+	CHECK_RET(ioctl(fd, PCCX_IOCTL_BO_INFO, &bi) ? -errno : 0, -EINVAL);
+	memset(&bd, 0, sizeof(bd));
+	bd.handle = 1;
+	bd.pad = 1;
+	CHECK_RET(ioctl(fd, PCCX_IOCTL_BO_DESTROY, &bd) ? -errno : 0, -EINVAL);
+
+	/* unknown handles */
+	CHECK_RET(pccx_kdev_bo_info(fd, 0, &bi), -ENOENT);
+	CHECK_RET(pccx_kdev_bo_info(fd, 12345, &bi), -ENOENT);
+	CHECK_RET(pccx_kdev_bo_info(fd, 0xffffffffu, &bi), -ENOENT);
+	CHECK_RET(pccx_kdev_bo_destroy(fd, 0x80000000u), -ENOENT);
+
+	/* double destroy, use after destroy */
+	CHECK_RET(pccx_kdev_bo_create(fd, 4096, PCCX_BO_DEV_READ, &bo), 0);
+	CHECK_RET(pccx_kdev_bo_destroy(fd, bo.handle), 0);
+	CHECK_RET(pccx_kdev_bo_destroy(fd, bo.handle), -ENOENT);
+	CHECK_RET(pccx_kdev_bo_map(fd, &bo, &m), -ENOENT);
+
+	/* mmap beyond the buffer, at an offset inside, of a foreign offset */
+	CHECK_RET(pccx_kdev_bo_create(fd, 8192, PCCX_BO_DEV_READ, &bo), 0);
+	m = mmap(NULL, 3 * 4096, PROT_READ, MAP_SHARED, fd, (off_t)bo.mmap_offset);
+	CHECK(m == MAP_FAILED && errno == EINVAL);
+	m = mmap(NULL, 2 * 4096, PROT_READ, MAP_SHARED, fd, (off_t)bo.mmap_offset + 4096);
+	CHECK(m == MAP_FAILED && errno == EINVAL);
+	m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, (off_t)bo.mmap_offset + 8192);
+	CHECK(m == MAP_FAILED && errno == EINVAL);
+	m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+	CHECK(m == MAP_FAILED && errno == ENOENT);
+	/* a mapping cannot grow past the buffer */
+	m = mmap(NULL, 8192, PROT_READ, MAP_SHARED, fd, (off_t)bo.mmap_offset);
+	CHECK(m != MAP_FAILED);
+	if (m != MAP_FAILED) {
+		CHECK(mremap(m, 8192, 4 * 8192, MREMAP_MAYMOVE) == MAP_FAILED);
+		munmap(m, 8192);
+	}
+	CHECK_RET(pccx_kdev_bo_destroy(fd, bo.handle), 0);
+	pccx_kdev_close(fd);
+}
+
+static void test_bo_isolation(void)
+{
+	int fd = dev_open(), fd2 = dev_open();
+	struct pccx_bo_create bo;
+	struct pccx_bo_info bi;
+	void *m;
+	pid_t pid;
+	int st;
+
+	CHECK_RET(pccx_kdev_bo_create(fd, 4096, PCCX_BO_DEV_READ, &bo), 0);
+	/* another open file does not know this handle */
+	CHECK_RET(pccx_kdev_bo_info(fd2, bo.handle, &bi), -ENOENT);
+	CHECK_RET(pccx_kdev_bo_destroy(fd2, bo.handle), -ENOENT);
+	m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd2, (off_t)bo.mmap_offset);
+	CHECK(m == MAP_FAILED && errno == ENOENT);
+	/* nor does another process with its own open file */
+	pid = fork();
+	if (pid == 0) {
+		int f = pccx_kdev_open(NULL);
+
+		_exit(pccx_kdev_bo_info(f, bo.handle, &bi) == -ENOENT &&
+		      pccx_kdev_bo_destroy(f, bo.handle) == -ENOENT ? 0 : 1);
+	}
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK_RET(pccx_kdev_bo_info(fd, bo.handle, &bi), 0);
+	pccx_kdev_close(fd2);
+	pccx_kdev_close(fd);
+}
+
+static void test_quota(void)
+{
+	int fd = dev_open(), fd2 = dev_open();
+	struct pccx_bo_create bo[64];
+	struct pccx_info info;
+	uint64_t used0;
+	int n = 0, r = 0;
+
+	CHECK_RET(pccx_kdev_info(fd, &info), 0);
+	used0 = info.global_used;
+	/* the per-file quota (set small by the harness) stops this file */
+	while (n < 64 && !(r = pccx_kdev_bo_create(fd, 1 << 20, PCCX_BO_DEV_READ, &bo[n])))
+		n++;
+	CHECK_RET(r, -ENOSPC);
+	CHECK((uint64_t)n * (1 << 20) <= info.fd_quota);
+	CHECK((uint64_t)(n + 1) * (1 << 20) > info.fd_quota);
+	/* another file still has its own quota, up to the global one */
+	if (info.global_quota < 2 * info.fd_quota) {
+		struct pccx_bo_create b;
+		int m = 0;
+
+		while (m < 64 && !(r = pccx_kdev_bo_create(fd2, 1 << 20, PCCX_BO_DEV_READ, &b)))
+			m++;
+		CHECK_RET(r, -ENOSPC);
+		CHECK(used0 + (uint64_t)(n + m) * (1 << 20) <= info.global_quota);
+		CHECK(used0 + (uint64_t)(n + m + 1) * (1 << 20) > info.global_quota);
+	}
+	pccx_kdev_close(fd2);
+	/* freeing returns the memory */
+	CHECK_RET(pccx_kdev_bo_destroy(fd, bo[0].handle), 0);
+	CHECK_RET(pccx_kdev_bo_create(fd, 1 << 20, PCCX_BO_DEV_READ, &bo[0]), 0);
+	pccx_kdev_close(fd);
+	fd = dev_open();
+	CHECK_RET(pccx_kdev_info(fd, &info), 0);
+	CHECK(info.global_used == used0);
+	/* fault injection: the next allocation fails */
+	CHECK_RET(write_text(dbgfs("fail_alloc"), "1"), 0);
+	CHECK_RET(pccx_kdev_bo_create(fd, 4096, PCCX_BO_DEV_READ, &bo[0]), -ENOMEM);
+	CHECK_RET(pccx_kdev_bo_create(fd, 4096, PCCX_BO_DEV_READ, &bo[0]), 0);
+	pccx_kdev_close(fd);
+}
+
+static void test_submit_abuse(void)
+{
+	int fd = dev_open();
+	struct job j;
+	struct dev_job dj;
+	struct pccx_submit s;
+	struct pccx_ioc_dma_desc dma[2];
+	struct pccx_ioc_stream_desc stream[4];
+	struct pccx_bo_create wo;
+	uint64_t bad = 0x5000000000000000ull;	/* opcode 5: illegal */
+	uint64_t insn[16];
+
+	job_make(&j, 1);
+	CHECK(j.n_insn == 7);
+	CHECK_RET(dev_job_setup(fd, &j, &dj), 0);
+
+	/* counts */
+	CHECK_RET(pccx_kdev_submit(fd, j.insn, 0, NULL, 0, NULL, 0, 0, &s), -EINVAL);
+	CHECK(s.verr == PCCX_ISA_E_JOB_EMPTY);
+	CHECK_RET(pccx_kdev_submit(fd, j.insn, 0x80000000u, NULL, 0, NULL, 0, 0, &s), -E2BIG);
+	CHECK(s.verr == PCCX_ISA_E_JOB_LIMIT && s.vwhere == PCCX_VW_JOB);
+	CHECK_RET(pccx_kdev_submit(fd, j.insn, 7, dj.dma, 0xffffffffu, NULL, 0, 0, &s), -E2BIG);
+	CHECK(s.verr == PCCX_ISA_E_JOB_LIMIT && s.vwhere == PCCX_VW_DMA);
+	CHECK_RET(pccx_kdev_submit(fd, j.insn, 7, dj.dma, 2, dj.stream, 1u << 20, 0, &s), -E2BIG);
+	CHECK(s.verr == PCCX_ISA_E_JOB_LIMIT && s.vwhere == PCCX_VW_STREAM);
+	/* pointers */
+	CHECK_RET(pccx_kdev_submit(fd, (void *)16, 7, dj.dma, 2, dj.stream, 4, 0, &s), -EFAULT);
+	CHECK_RET(pccx_kdev_submit(fd, j.insn, 7, (void *)16, 2, dj.stream, 4, 0, &s), -EFAULT);
+	CHECK_RET(pccx_kdev_submit(fd, j.insn, 7, dj.dma, 2, (void *)-4096l, 4, 0, &s), -EFAULT);
+	/* must-be-zero flags */
+	memset(&s, 0, sizeof(s));
+	s.insn_ptr = (uintptr_t)j.insn;
+	s.n_insn = 7;
+	s.flags = 1;
+	CHECK_RET(ioctl(fd, PCCX_IOCTL_SUBMIT, &s) ? -errno : 0, -EINVAL);
+	/* an illegal word, reported with its index */
+	memcpy(insn, j.insn, sizeof(insn));
+	insn[3] = bad;
+	CHECK_RET(pccx_kdev_submit(fd, insn, 7, dj.dma, 2, dj.stream, 4, 0, &s), -EINVAL);
+	CHECK(s.verr == PCCX_ISA_E_OPCODE && s.vwhere == PCCX_VW_INSN && s.vindex == 3);
+	/* descriptors: offset + length overflow, outside, unknown handle, wrong access */
+	memcpy(dma, dj.dma, sizeof(dma));
+	dma[1].offset = 0xfffffffffffffff0ull;
+	CHECK_RET(pccx_kdev_submit(fd, j.insn, 7, dma, 2, dj.stream, 4, 0, &s), -EOVERFLOW);
+	CHECK(s.verr == PCCX_ISA_E_BUF_RANGE && s.vwhere == PCCX_VW_DMA && s.vindex == 1);
+	dma[1].offset = 4096;
+	CHECK_RET(pccx_kdev_submit(fd, j.insn, 7, dma, 2, dj.stream, 4, 0, &s), -EOVERFLOW);
+	memcpy(dma, dj.dma, sizeof(dma));
+	dma[0].handle = 999;
+	CHECK_RET(pccx_kdev_submit(fd, j.insn, 7, dma, 2, dj.stream, 4, 0, &s), -ENOENT);
+	CHECK(s.verr == PCCX_ISA_E_BUF_HANDLE && s.vindex == 0);
+	memcpy(dma, dj.dma, sizeof(dma));
+	dma[1].handle = dj.bo[1].handle;	/* read-only buffer as the destination */
+	CHECK_RET(pccx_kdev_submit(fd, j.insn, 7, dma, 2, dj.stream, 4, 0, &s), -EACCES);
+	CHECK(s.verr == PCCX_ISA_E_BUF_ACCESS);
+	memcpy(dma, dj.dma, sizeof(dma));
+	dma[0].flags = 3;
+	CHECK_RET(pccx_kdev_submit(fd, j.insn, 7, dma, 2, dj.stream, 4, 0, &s), -EINVAL);
+	CHECK(s.verr == PCCX_ISA_E_DESC_FLAGS);
+	memcpy(stream, dj.stream, sizeof(stream));
+	stream[2].length -= 16;
+	CHECK_RET(pccx_kdev_submit(fd, j.insn, 7, dj.dma, 2, stream, 4, 0, &s), -EINVAL);
+	CHECK(s.verr == PCCX_ISA_E_STREAM_MISMATCH && s.vwhere == PCCX_VW_PORT &&
+	      s.vindex == 2 && s.vexpected == JOB_W_BYTES / 4);
+	memcpy(stream, dj.stream, sizeof(stream));
+	stream[1].port = 9;
+	CHECK_RET(pccx_kdev_submit(fd, j.insn, 7, dj.dma, 2, stream, 4, 0, &s), -EINVAL);
+	CHECK(s.verr == PCCX_ISA_E_STREAM_PORT && s.vindex == 1);
+	CHECK_RET(pccx_kdev_bo_create(fd, 4096, PCCX_BO_DEV_WRITE, &wo), 0);
+	memcpy(stream, dj.stream, sizeof(stream));
+	stream[0].handle = wo.handle;		/* streams need device-read access */
+	CHECK_RET(pccx_kdev_submit(fd, j.insn, 7, dj.dma, 2, stream, 4, 0, &s), -EACCES);
+	/* a handle destroyed before the submit */
+	CHECK_RET(pccx_kdev_bo_destroy(fd, wo.handle), 0);
+	CHECK_RET(pccx_kdev_submit(fd, j.insn, 7, dj.dma, 2, stream, 4, 0, &s), -ENOENT);
+	/* after all this the correct job still runs */
+	{
+		uint64_t id = 0;
+		struct pccx_wait w;
+
+		CHECK_RET(dev_job_submit(fd, &j, &dj, 0, &id), 0);
+		CHECK_RET(pccx_kdev_wait(fd, id, pccx_kdev_deadline(60000000000ll), &w), 0);
+	}
+	dev_job_free(fd, &dj);
+	pccx_kdev_close(fd);
+}
+
+static void test_job(void)
+{
+	int fd = dev_open();
+
+	CHECK_RET(job_roundtrip(fd, 42), 0);
+	CHECK_RET(job_roundtrip(fd, 43), 0);
+	pccx_kdev_close(fd);
+}
+
+static void test_wait(void)
+{
+	int fd = dev_open();
+	struct job j;
+	struct dev_job dj;
+	struct pccx_wait w;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	uint64_t id = 0;
+
+	job_make(&j, 7);
+	CHECK_RET(dev_job_setup(fd, &j, &dj), 0);
+	CHECK_RET(pccx_kdev_wait(fd, 1234567, 0, &w), -ENOENT);
+	memset(&w, 0, sizeof(w));
+	w.flags = 1;
+	CHECK_RET(ioctl(fd, PCCX_IOCTL_WAIT, &w) ? -errno : 0, -EINVAL);
+	CHECK(poll(&p, 1, 0) == 0);
+	CHECK_RET(dev_job_submit(fd, &j, &dj, 0, &id), 0);
+	CHECK(id != 0);
+	/* poll() wakes when it completes; WAIT then returns at once */
+	CHECK(poll(&p, 1, 60000) == 1 && (p.revents & POLLIN));
+	CHECK_RET(pccx_kdev_wait(fd, id, 0, &w), 0);
+	CHECK(w.status == PCCX_JOB_DONE && w.retired == 7);
+	CHECK(w.submit_ns && w.start_ns >= w.submit_ns && w.end_ns >= w.start_ns);
+	/* reaped */
+	CHECK_RET(pccx_kdev_wait(fd, id, 0, &w), -ENOENT);
+	CHECK(poll(&p, 1, 0) == 0);
+	/* a job id of another file is unknown here */
+	{
+		int fd2 = dev_open();
+
+		CHECK_RET(dev_job_submit(fd, &j, &dj, 0, &id), 0);
+		CHECK_RET(pccx_kdev_wait(fd2, id, 0, &w), -ENOENT);
+		CHECK_RET(pccx_kdev_wait(fd, id, pccx_kdev_deadline(60000000000ll), &w), 0);
+		pccx_kdev_close(fd2);
+	}
+	dev_job_free(fd, &dj);
+	pccx_kdev_close(fd);
+}
+
+static int hang_device(void)
+{
+	char out[64];
+
+	return simd("hang", out, sizeof(out)) || strncmp(out, "armed", 5) ? -1 : 0;
+}
+
+static void test_hang(void)
+{
+	int fd = dev_open();
+	struct job j;
+	struct dev_job dj;
+	struct pccx_wait w;
+	uint64_t id = 0, id2 = 0;
+	long resets = read_long(SYSFS "reset_count");
+	char buf[4096];
+
+	job_make(&j, 9);
+	CHECK_RET(dev_job_setup(fd, &j, &dj), 0);
+	/* the device stops making progress at the job's first instruction */
+	CHECK_RET(hang_device(), 0);
+	CHECK_RET(dev_job_submit(fd, &j, &dj, 300000000ull, &id), 0);
+	/* a second job queued behind it runs after the recovery */
+	CHECK_RET(dev_job_submit(fd, &j, &dj, 0, &id2), 0);
+	CHECK_RET(pccx_kdev_wait(fd, id, pccx_kdev_deadline(100000000ll), &w), -ETIME);
+	CHECK(w.status == PCCX_JOB_RUNNING);
+	CHECK_RET(pccx_kdev_wait(fd, id, pccx_kdev_deadline(60000000000ll), &w), -ETIMEDOUT);
+	CHECK(w.status == PCCX_JOB_TIMEOUT);
+	CHECK_RET(pccx_kdev_wait(fd, id2, pccx_kdev_deadline(60000000000ll), &w), 0);
+	CHECK(w.status == PCCX_JOB_DONE);
+	CHECK(read_long(SYSFS "reset_count") == resets + 1);
+	CHECK(read_long(SYSFS "wedged") == 0);
+	CHECK_RET(job_roundtrip(fd, 10), 0);
+	/* an injected hang (nothing reaches the device) is handled the same way */
+	CHECK_RET(write_text(dbgfs("hang_jobs"), "1"), 0);
+	CHECK_RET(dev_job_submit(fd, &j, &dj, 200000000ull, &id), 0);
+	CHECK_RET(pccx_kdev_wait(fd, id, pccx_kdev_deadline(60000000000ll), &w), -ETIMEDOUT);
+	CHECK_RET(job_roundtrip(fd, 11), 0);
+	CHECK(read_text(dbgfs("history"), buf, sizeof(buf)) == 0 && strstr(buf, " timeout "));
+	dev_job_free(fd, &dj);
+	pccx_kdev_close(fd);
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+static void test_signal(void)
+{
+	int fd = dev_open();
+	struct job j;
+	struct dev_job dj;
+	struct pccx_wait w;
+	struct sigaction sa;
+	uint64_t id = 0;
+	int r;
+
+	job_make(&j, 12);
+	CHECK_RET(dev_job_setup(fd, &j, &dj), 0);
+	CHECK_RET(hang_device(), 0);
+	CHECK_RET(dev_job_submit(fd, &j, &dj, 1500000000ull, &id), 0);
+	/* without SA_RESTART a signal ends the WAIT with EINTR; the job goes on */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_alarm;
+	sigaction(SIGALRM, &sa, NULL);
+	ualarm(100000, 0);
+	memset(&w, 0, sizeof(w));
+	w.job_id = id;
+	w.timeout_ns = pccx_kdev_deadline(60000000000ll);
+	r = ioctl(fd, PCCX_IOCTL_WAIT, &w) ? -errno : 0;
+	CHECK_RET(r, -EINTR);
+	/* with SA_RESTART the same WAIT is restarted (the deadline is absolute) */
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGALRM, &sa, NULL);
+	ualarm(100000, 0);
+	r = ioctl(fd, PCCX_IOCTL_WAIT, &w) ? -errno : 0;
+	CHECK_RET(r, -ETIMEDOUT);
+	ualarm(0, 0);
+	signal(SIGALRM, SIG_IGN);
+	CHECK_RET(job_roundtrip(fd, 13), 0);
+	dev_job_free(fd, &dj);
+	pccx_kdev_close(fd);
+}
+
+static void test_close_running(void)
+{
+	struct pccx_info info;
+	uint64_t used0;
+	int fd = dev_open(), st, i;
+	pid_t pid;
+
+	CHECK_RET(pccx_kdev_info(fd, &info), 0);
+	used0 = info.global_used;
+	/* a process exits with a job on the (stopped) device and several queued */
+	pid = fork();
+	if (pid == 0) {
+		int f = pccx_kdev_open(NULL);
+		struct job j;
+		struct dev_job dj;
+		uint64_t id;
+
+		job_make(&j, 20);
+		if (dev_job_setup(f, &j, &dj) || hang_device())
+			_exit(2);
+		for (i = 0; i < 4; i++)
+			if (dev_job_submit(f, &j, &dj, 0, &id))
+				_exit(3);
+		usleep(200000);
+		_exit(0);	/* no WAIT, no destroy, no close */
+	}
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* its buffers are freed once the driver has aborted the job */
+	for (i = 0; i < 100; i++) {
+		CHECK_RET(pccx_kdev_info(fd, &info), 0);
+		if (info.global_used == used0)
+			break;
+		usleep(50000);
+	}
+	CHECK(info.global_used == used0);
+	CHECK(read_long(SYSFS "wedged") == 0);
+	CHECK_RET(job_roundtrip(fd, 21), 0);
+	/* closing a file with finished-but-unreaped jobs and live buffers */
+	{
+		int f = dev_open();
+		struct job j;
+		struct dev_job dj;
+		uint64_t id;
+
+		job_make(&j, 22);
+		CHECK_RET(dev_job_setup(f, &j, &dj), 0);
+		CHECK_RET(dev_job_submit(f, &j, &dj, 0, &id), 0);
+		usleep(300000);
+		pccx_kdev_close(f);	/* the mappings stay valid until unmapped */
+		CHECK(dj.map[1][0] == j.x[0]);
+		for (i = 1; i <= 3; i++)
+			pccx_kdev_bo_unmap(dj.map[i], dj.bo[i].size);
+	}
+	pccx_kdev_close(fd);
+}
+
+static void test_two_processes(void)
+{
+	pid_t pid[2];
+	int k, st;
+
+	for (k = 0; k < 2; k++) {
+		pid[k] = fork();
+		if (pid[k] == 0) {
+			int f = pccx_kdev_open(NULL), i;
+
+			for (i = 0; i < 4; i++)
+				if (job_roundtrip(f, 100 + 10 * (uint32_t)k + (uint32_t)i))
+					_exit(1);
+			_exit(0);
+		}
+	}
+	for (k = 0; k < 2; k++)
+		CHECK(waitpid(pid[k], &st, 0) == pid[k] && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+static int drop_privileges(void)
+{
+	return setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+	       setresuid(65534, 65534, 65534);
+}
+
+static void test_reset(void)
+{
+	int fd = dev_open(), st;
+	long resets = read_long(SYSFS "reset_count");
+	struct pccx_reset r = { 1, 0 };
+	pid_t pid;
+
+	CHECK_RET(ioctl(fd, PCCX_IOCTL_RESET, &r) ? -errno : 0, -EINVAL);
+	CHECK_RET(pccx_kdev_reset(fd), 0);
+	usleep(200000);
+	CHECK(read_long(SYSFS "reset_count") == resets + 1);
+	/* without CAP_SYS_ADMIN */
+	pid = fork();
+	if (pid == 0) {
+		if (drop_privileges())
+			_exit(2);
+		_exit(pccx_kdev_reset(fd) == -EPERM ? 0 : 1);
+	}
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* ... nor can such a user open the node (0660 root:root) */
+	pid = fork();
+	if (pid == 0) {
+		if (drop_privileges())
+			_exit(2);
+		_exit(pccx_kdev_open(NULL) == -EACCES ? 0 : 1);
+	}
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK_RET(job_roundtrip(fd, 30), 0);
+	pccx_kdev_close(fd);
+}
+
+static void test_observability(void)
+{
+	int fd = dev_open();
+	char buf[4096], path[64];
+	struct pccx_bo_create bo;
+
+	CHECK(read_text(SYSFS "version", buf, sizeof(buf)) == 0 && strstr(buf, "uapi 1"));
+	CHECK(read_long(SYSFS "busy_time_ns") > 0);
+	CHECK(read_long(SYSFS "jobs_done") > 0);
+	CHECK(read_text(SYSFS "completion", buf, sizeof(buf)) == 0 && !strcmp(buf, "irq\n"));
+	CHECK(read_text(dbgfs("regs"), buf, sizeof(buf)) == 0 && strstr(buf, "0x50434358"));
+	CHECK(read_text(dbgfs("history"), buf, sizeof(buf)) == 0 && strstr(buf, " done "));
+	CHECK_RET(pccx_kdev_bo_create(fd, 3 * 4096, PCCX_BO_DEV_READ, &bo), 0);
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	CHECK(read_text(path, buf, sizeof(buf)) == 0 && strstr(buf, "pccx-memory:\t12 KiB") &&
+	      strstr(buf, "pccx-buffers:\t1\n"));
+	pccx_kdev_close(fd);
+}
+
+static void test_shadow_iommu(void)
+{
+	char out[64];
+	long v0 = read_long(SIMLINK_PARAM "violations");
+	int fd = dev_open();
+
+	/* nothing the tests did so far touched memory outside an open window */
+	CHECK(v0 == 0);
+	/* the simulator cannot map a window the driver has not opened */
+	CHECK(simd("probe", out, sizeof(out)) == 0 && !strncmp(out, "refused", 7));
+	/* a DataMover read outside every window is refused and reported */
+	CHECK(simd("rogue", out, sizeof(out)) == 0 && !strncmp(out, "rogue done", 10));
+	CHECK(read_long(SIMLINK_PARAM "violations") == v0 + 1);
+	/* the device still works afterwards */
+	CHECK_RET(job_roundtrip(fd, 40), 0);
+	pccx_kdev_close(fd);
+}
+
+static const struct {
+	const char *name;
+	void (*fn)(void);
+} tests[] = {
+	{ "info", test_info },
+	{ "bad-ioctls", test_bad_ioctls },
+	{ "bo", test_bo },
+	{ "bo-abuse", test_bo_abuse },
+	{ "bo-isolation", test_bo_isolation },
+	{ "quota", test_quota },
+	{ "job-bitexact", test_job },
+	{ "submit-abuse", test_submit_abuse },
+	{ "wait-poll", test_wait },
+	{ "hang-recovery", test_hang },
+	{ "signal-during-wait", test_signal },
+	{ "close-with-job-running", test_close_running },
+	{ "two-processes", test_two_processes },
+	{ "reset-ioctl", test_reset },
+	{ "sysfs-debugfs-fdinfo", test_observability },
+	{ "shadow-iommu", test_shadow_iommu },
+	/*
+	 * Hook: a tiny Gemma decode step through /dev/pccx, bit-exact with reference/,
+	 * goes here once the compiler emits jobs (host/lib/jobbuild.c); it will use
+	 * job_run-style helpers with the compiler's buffers instead of job_make().
+	 */
+};
+
+int main(int argc, char **argv)
+{
+	const char *only = argc > 1 ? argv[1] : NULL;
+	unsigned i;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+		if (only && !strstr(only, tests[i].name))
+			continue;
+		cur = tests[i].name;
+		cur_failed = 0;
+		tests[i].fn();
+		if (cur_failed) {
+			n_fail++;
+		} else {
+			n_pass++;
+			printf("PCCX-TEST ok %s\n", cur);
+		}
+	}
+	printf("pccx-tests: %d passed, %d failed\n", n_pass, n_fail);
+	return n_fail ? 1 : 0;
+}
