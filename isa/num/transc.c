@@ -10,6 +10,7 @@
 #include <float.h>
 
 #include "pccx_num.h"
+#include "pccx_num_consts.h"
 
 #if !defined(FLT_EVAL_METHOD) || FLT_EVAL_METHOD != 0
 #error "pccx numerics needs FLT_EVAL_METHOD == 0 (every float operation rounded to binary32)"
@@ -76,40 +77,27 @@ static void fast_two_sum(float a, float b, float *s, float *e)
 /* ------------------------------------------------------------------------------------- */
 /* exp                                                                                    */
 
-/* ln 2 = LN2_HI + LN2_LO; LN2_HI has 15 significant bits so k * LN2_HI is exact for |k| < 2^9. */
-#define LN2_HI   0x1.62e4p-1f			/* 0.693145751953125 */
-#define LN2_LO   0x1.7f7d1cp-20f		/* RN(ln 2 - LN2_HI) */
-#define INV_LN2  0x1.715476p+0f			/* RN(1 / ln 2) */
-#define RNE_MAGIC 0x1.8p23f			/* 1.5 * 2^23: adding and subtracting it rounds to integer, ties even */
-
-/* Taylor coefficients RN(1/n!), n = 2..8; the degree-8 remainder is below 2^-31 relative on the reduced interval. */
-#define EXP_C2 0x1p-1f
-#define EXP_C3 0x1.555556p-3f
-#define EXP_C4 0x1.555556p-5f
-#define EXP_C5 0x1.111112p-7f
-#define EXP_C6 0x1.6c16c2p-10f
-#define EXP_C7 0x1.a01a02p-13f
-#define EXP_C8 0x1.a01a02p-16f
-
 /*
  * exp(xh + xl) = 2^k * (hi + *lo), k in *k. |xh| <= 150, |xl| <= 2^-10 * |xh| + tiny.
- * k = rne(xh / ln 2); r = rh + rl with rh = xh - k*LN2_HI (exact) and rl = xl - k*LN2_LO;
+ * k = rne(xh / ln 2); r = rh + rl with rh = xh - k*LN2_HI (exact: LN2_HI has 15 significant
+ * bits and |k| < 2^9) and rl = xl - k*LN2_LO; |r| <= 0.3466 + tiny. The Taylor polynomial of
+ * degree 8 leaves a remainder below 2^-31 relative.
  * e^r = 1 + r + r^2 Q(r), with 1 + rh split exactly (two-sum) so that the only full-weight
  * rounding is the last addition: its result is returned, its exact error in *lo.
  */
 static float exp_reduce2(float xh, float xl, int *k, float *lo)
 {
-	float kf = (xh * INV_LN2 + RNE_MAGIC) - RNE_MAGIC;
-	float rh = xh - kf * LN2_HI;
-	float rl = xl - kf * LN2_LO;
+	float kf = (xh * PCCX_NUM_INV_LN2 + PCCX_NUM_RNE_MAGIC) - PCCX_NUM_RNE_MAGIC;
+	float rh = xh - kf * PCCX_NUM_LN2_HI;
+	float rl = xl - kf * PCCX_NUM_LN2_LO;
 	float r = rh + rl, s, e, hi;
-	float q = EXP_C7 + r * EXP_C8;
+	float q = PCCX_NUM_EXP_C7 + r * PCCX_NUM_EXP_C8;
 
-	q = EXP_C6 + r * q;
-	q = EXP_C5 + r * q;
-	q = EXP_C4 + r * q;
-	q = EXP_C3 + r * q;
-	q = EXP_C2 + r * q;
+	q = PCCX_NUM_EXP_C6 + r * q;
+	q = PCCX_NUM_EXP_C5 + r * q;
+	q = PCCX_NUM_EXP_C4 + r * q;
+	q = PCCX_NUM_EXP_C3 + r * q;
+	q = PCCX_NUM_EXP_C2 + r * q;
 	*k = (int)kf;
 	fast_two_sum(1.0f, rh, &s, &e);
 	fast_two_sum(s, e + (rl + (r * r) * q), &hi, lo);
@@ -156,15 +144,6 @@ float pccx_f32_exp(float x)
  * tanh(x) = x + x * s * T(s), s = x^2, 0 <= s <= 1: T interpolates (tanh(x)/x - 1)/s at the
  * 9 Chebyshev nodes of [0, 1] (degree 8), coefficients rounded to nearest float.
  */
-#define TANH_T0 (-0x1.555556p-2f)
-#define TANH_T1 0x1.11110ep-3f
-#define TANH_T2 (-0x1.ba1a40p-5f)
-#define TANH_T3 0x1.66324ap-6f
-#define TANH_T4 (-0x1.2137f4p-7f)
-#define TANH_T5 0x1.c7eb48p-9f
-#define TANH_T6 (-0x1.459fc8p-10f)
-#define TANH_T7 0x1.6217ecp-12f
-#define TANH_T8 (-0x1.969254p-15f)
 
 float pccx_f32_tanh(float x)
 {
@@ -178,14 +157,14 @@ float pccx_f32_tanh(float x)
 		return qnan();
 	if (a <= 1.0f) {
 		s = a * a;
-		q = TANH_T7 + s * TANH_T8;
-		q = TANH_T6 + s * q;
-		q = TANH_T5 + s * q;
-		q = TANH_T4 + s * q;
-		q = TANH_T3 + s * q;
-		q = TANH_T2 + s * q;
-		q = TANH_T1 + s * q;
-		q = TANH_T0 + s * q;
+		q = PCCX_NUM_TANH_T7 + s * PCCX_NUM_TANH_T8;
+		q = PCCX_NUM_TANH_T6 + s * q;
+		q = PCCX_NUM_TANH_T5 + s * q;
+		q = PCCX_NUM_TANH_T4 + s * q;
+		q = PCCX_NUM_TANH_T3 + s * q;
+		q = PCCX_NUM_TANH_T2 + s * q;
+		q = PCCX_NUM_TANH_T1 + s * q;
+		q = PCCX_NUM_TANH_T0 + s * q;
 		t = a + a * (s * q);
 	} else if (a < 9.5f) {
 		/* tanh(a) = 1 - 2 / (e^{2a} + 1); here 2/(e^{2a}+1) <= 0.24, so its error is damped. */
@@ -207,10 +186,6 @@ float pccx_f32_tanh(float x)
  * v is carried as a float-float pair so that its rounding error (amplified by |2v| in the
  * result) stays below 2^-40 relative. C and A are exact reals split as HI + LO.
  */
-#define GELU_C_HI 0x1.988454p-1f		/* RN(sqrt(2/pi)) */
-#define GELU_C_LO (-0x1.857936p-26f)		/* RN(sqrt(2/pi) - GELU_C_HI) */
-#define GELU_A_HI 0x1.6e4e26p-5f		/* RN(0.044715) */
-#define GELU_A_LO 0x1.a9003ep-30f		/* RN(0.044715 - GELU_A_HI) */
 
 float pccx_f32_gelu(float x)
 {
@@ -227,14 +202,14 @@ float pccx_f32_gelu(float x)
 		return 0.5f * x;	/* |x| < 2^-60: GELU(x) = x/2 (1 + 0.8 x + ...) rounds to RN(x/2) */
 
 	two_prod(x, x, &sh, &sl);			/* x^2 */
-	two_prod(GELU_A_HI, sh, &th, &tl);		/* A x^2 */
-	tl = tl + (GELU_A_HI * sl + GELU_A_LO * sh);
+	two_prod(PCCX_NUM_GELU_A_HI, sh, &th, &tl);		/* A x^2 */
+	tl = tl + (PCCX_NUM_GELU_A_HI * sl + PCCX_NUM_GELU_A_LO * sh);
 	two_sum(1.0f, th, &uh, &ul);			/* 1 + A x^2 */
 	ul = ul + tl;
 	two_prod(x, uh, &mh, &ml);			/* x (1 + A x^2) */
 	ml = ml + x * ul;
-	two_prod(GELU_C_HI, mh, &vh, &vl);		/* v */
-	vl = vl + (GELU_C_HI * ml + GELU_C_LO * mh);
+	two_prod(PCCX_NUM_GELU_C_HI, mh, &vh, &vl);		/* v */
+	vl = vl + (PCCX_NUM_GELU_C_HI * ml + PCCX_NUM_GELU_C_LO * mh);
 	fast_two_sum(-2.0f * vh, -2.0f * vl, &wh, &wl);	/* w = -2v */
 
 	if (wh <= 80.0f) {
@@ -250,7 +225,10 @@ float pccx_f32_gelu(float x)
 		t = ((x - ph) - pl) - y * dl;
 		return y + t / dh;
 	}
-	/* x < -9.9: e^{-2v} > 5e34 so GELU = x e^{2v} to within 2^-115 relative; keep it normal until the last step. */
+	/*
+	 * x < -9.9: e^{-2v} > 5e34, so GELU = x e^{2v} to within 2^-115 relative; the product stays
+	 * normal until the final scaling, which is the only rounding into the subnormal range.
+	 */
 	p = exp_reduce2(-wh, -wl, &k, &t);
 	two_prod(x, p, &ph, &pl);
 	return scale2(ph + (pl + x * t), k);
@@ -259,25 +237,7 @@ float pccx_f32_gelu(float x)
 /* ------------------------------------------------------------------------------------- */
 /* sin, cos                                                                               */
 
-/* 2/pi in binary, 256 bits: bit i (weight 2^-i, i >= 1) is bit 31 - (i-1)%32 of word (i-1)/32. */
-static const uint32_t two_over_pi[8] = {
-	0xA2F9836Eu, 0x4E441529u, 0xFC2757D1u, 0xF534DDC0u,
-	0xDB629599u, 0x3C439041u, 0xFE5163ABu, 0xDEBBC561u,
-};
-
-#define PIO2_HI 0x1.921fb6p+0f			/* RN(pi/2) */
-#define PIO2_LO (-0x1.777a5cp-25f)		/* RN(pi/2 - PIO2_HI) */
-#define PIO4_BITS 0x3F490FDBu			/* RN(pi/4) */
-
-/* Taylor coefficients RN((-1)^n / (2n+1)!) and RN((-1)^n / (2n)!). */
-#define SIN_S1 (-0x1.555556p-3f)
-#define SIN_S2 0x1.111112p-7f
-#define SIN_S3 (-0x1.a01a02p-13f)
-#define SIN_S4 0x1.71de3ap-19f
-#define COS_C2 0x1.555556p-5f
-#define COS_C3 (-0x1.6c16c2p-10f)
-#define COS_C4 0x1.a01a02p-16f
-#define COS_C5 (-0x1.27e4fcp-22f)
+static const uint32_t two_over_pi[PCCX_NUM_TWO_OVER_PI_WORDS] = { PCCX_NUM_TWO_OVER_PI };
 
 /*
  * Payne-Hanek reduction of a finite a > pi/4 (a = m 2^E): a = (4n + q) pi/2 + r, |r| <= pi/4,
@@ -330,8 +290,8 @@ static unsigned reduce_pio2(float a, float *rh, float *rl)
 	/* mag * 2^(-64-lz) = fh + fl, 48 significant bits. */
 	fh = (float)(uint32_t)(mag >> 40) * pow2i(-24 - (int)lz);
 	fl = (float)(uint32_t)((mag >> 16) & 0xFFFFFFu) * pow2i(-48 - (int)lz);
-	two_prod(fh, PIO2_HI, &ph, &pe);
-	pe = pe + (fh * PIO2_LO + fl * PIO2_HI);
+	two_prod(fh, PCCX_NUM_PIO2_HI, &ph, &pe);
+	pe = pe + (fh * PCCX_NUM_PIO2_LO + fl * PCCX_NUM_PIO2_HI);
 	fast_two_sum(ph, pe, rh, rl);
 	if (neg) {
 		*rh = -*rh;
@@ -344,10 +304,10 @@ static unsigned reduce_pio2(float a, float *rh, float *rl)
 static float sin_kernel(float rh, float rl)
 {
 	float s = rh * rh;
-	float p = SIN_S3 + s * SIN_S4;
+	float p = PCCX_NUM_SIN_S3 + s * PCCX_NUM_SIN_S4;
 
-	p = SIN_S2 + s * p;
-	p = SIN_S1 + s * p;
+	p = PCCX_NUM_SIN_S2 + s * p;
+	p = PCCX_NUM_SIN_S1 + s * p;
 	/* sin(rh + rl) = sin rh + rl cos rh, cos rh ~ 1 - s/2. */
 	return rh + (rh * (s * p) + (rl - rl * (0.5f * s)));
 }
@@ -361,9 +321,9 @@ static float cos_kernel(float rh, float rl)
 	hz = 0.5f * sh;
 	w = 1.0f - hz;
 	tail = (1.0f - w) - hz;	/* exact rounding error of w */
-	p = COS_C4 + sh * COS_C5;
-	p = COS_C3 + sh * p;
-	p = COS_C2 + sh * p;
+	p = PCCX_NUM_COS_C4 + sh * PCCX_NUM_COS_C5;
+	p = PCCX_NUM_COS_C3 + sh * p;
+	p = PCCX_NUM_COS_C2 + sh * p;
 	/* cos(rh + rl) = cos rh - rl sin rh. */
 	tail = tail + ((sh * sh) * p - (0.5f * sl + rh * rl));
 	return w + tail;
@@ -379,7 +339,7 @@ static float sincos_eval(float x, bool want_cos)
 
 	if (au >= 0x7F800000u)
 		return qnan();	/* NaN, +-Inf */
-	if (au <= PIO4_BITS) {
+	if (au <= PCCX_NUM_PIO4_BITS) {
 		rh = a;
 		rl = 0.0f;
 	} else {
