@@ -31,106 +31,112 @@ struct entry {
 	const char *key;
 	bool per_layer;
 	bool stacked;		/* GGUF stacks altup_num_inputs - 1 safetensors tensors */
-	const char *st;		/* after PCCX_G3N_ST_PREFIX; %u = layer or part */
+	const char *st;		/* after PCCX_TMAP_ST_PREFIX; %u = layer or part */
 	uint8_t nd;
 	uint8_t dim[2];
 };
 
-#define PCCX_G3N_ST_PREFIX "model.language_model."
+#define PCCX_TMAP_ST_PREFIX "model.language_model."
 
-static const struct entry map[PCCX_G3N_TENSOR_COUNT] = {
-	[PCCX_G3N_TOKEN_EMBD] = { "token_embd", false, false, "embed_tokens.weight", 2, { X_V, X_D } },
-	[PCCX_G3N_PER_LAYER_TOKEN_EMBD] = { "per_layer_token_embd", false, false,
+static const struct entry map[PCCX_TMAP_COUNT] = {
+	[PCCX_TMAP_TOKEN_EMBD] = { "token_embd",
+	false, false, "embed_tokens.weight", 2, { X_V, X_D } },
+	[PCCX_TMAP_PER_LAYER_TOKEN_EMBD] = { "per_layer_token_embd", false, false,
 					    "embed_tokens_per_layer.weight", 2, { X_VPL, X_LPLD } },
-	[PCCX_G3N_PER_LAYER_MODEL_PROJ] = { "per_layer_model_proj", false, false,
-					    "per_layer_model_projection.weight", 2, { X_LPLD, X_D } },
-	[PCCX_G3N_PER_LAYER_PROJ_NORM] = { "per_layer_proj_norm", false, false,
+	[PCCX_TMAP_PER_LAYER_MODEL_PROJ] = { "per_layer_model_proj", false, false,
+					    "per_layer_model_projection.weight",
+					    2, { X_LPLD, X_D } },
+	[PCCX_TMAP_PER_LAYER_PROJ_NORM] = { "per_layer_proj_norm", false, false,
 					   "per_layer_projection_norm.weight", 1, { X_PLD } },
-	[PCCX_G3N_ALTUP_PROJ] = { "altup_proj", false, true, "altup_projections.%u.weight", 2,
+	[PCCX_TMAP_ALTUP_PROJ] = { "altup_proj", false, true, "altup_projections.%u.weight", 2,
 				  { X_D, X_D } },
-	[PCCX_G3N_ALTUP_UNEMBD_PROJ] = { "altup_unembd_proj", false, true,
+	[PCCX_TMAP_ALTUP_UNEMBD_PROJ] = { "altup_unembd_proj", false, true,
 					 "altup_unembed_projections.%u.weight", 2, { X_D, X_D } },
-	[PCCX_G3N_OUTPUT_NORM] = { "output_norm", false, false, "norm.weight", 1, { X_D } },
-	[PCCX_G3N_ATTN_NORM] = { "attn_norm", true, false, "layers.%u.input_layernorm.weight", 1,
+	[PCCX_TMAP_OUTPUT_NORM] = { "output_norm", false, false, "norm.weight", 1, { X_D } },
+	[PCCX_TMAP_ATTN_NORM] = { "attn_norm", true, false, "layers.%u.input_layernorm.weight", 1,
 				 { X_D } },
-	[PCCX_G3N_ATTN_Q] = { "attn_q", true, false, "layers.%u.self_attn.q_proj.weight", 2,
+	[PCCX_TMAP_ATTN_Q] = { "attn_q", true, false, "layers.%u.self_attn.q_proj.weight", 2,
 			      { X_Q, X_D } },
-	[PCCX_G3N_ATTN_K] = { "attn_k", true, false, "layers.%u.self_attn.k_proj.weight", 2,
+	[PCCX_TMAP_ATTN_K] = { "attn_k", true, false, "layers.%u.self_attn.k_proj.weight", 2,
 			      { X_KV, X_D } },
-	[PCCX_G3N_ATTN_V] = { "attn_v", true, false, "layers.%u.self_attn.v_proj.weight", 2,
+	[PCCX_TMAP_ATTN_V] = { "attn_v", true, false, "layers.%u.self_attn.v_proj.weight", 2,
 			      { X_KV, X_D } },
-	[PCCX_G3N_ATTN_OUTPUT] = { "attn_output", true, false, "layers.%u.self_attn.o_proj.weight",
+	[PCCX_TMAP_ATTN_OUTPUT] = { "attn_output", true, false, "layers.%u.self_attn.o_proj.weight",
 				   2, { X_D, X_Q } },
-	[PCCX_G3N_ATTN_Q_NORM] = { "attn_q_norm", true, false, "layers.%u.self_attn.q_norm.weight",
+	[PCCX_TMAP_ATTN_Q_NORM] = { "attn_q_norm", true, false, "layers.%u.self_attn.q_norm.weight",
 				   1, { X_HD } },
-	[PCCX_G3N_ATTN_K_NORM] = { "attn_k_norm", true, false, "layers.%u.self_attn.k_norm.weight",
+	[PCCX_TMAP_ATTN_K_NORM] = { "attn_k_norm", true, false, "layers.%u.self_attn.k_norm.weight",
 				   1, { X_HD } },
-	[PCCX_G3N_POST_ATTN_NORM] = { "post_attention_norm", true, false,
+	[PCCX_TMAP_POST_ATTN_NORM] = { "post_attention_norm", true, false,
 				      "layers.%u.post_attention_layernorm.weight", 1, { X_D } },
-	[PCCX_G3N_FFN_NORM] = { "ffn_norm", true, false, "layers.%u.pre_feedforward_layernorm.weight",
+	[PCCX_TMAP_FFN_NORM] = { "ffn_norm",
+	true, false, "layers.%u.pre_feedforward_layernorm.weight",
 				1, { X_D } },
-	[PCCX_G3N_FFN_GATE] = { "ffn_gate", true, false, "layers.%u.mlp.gate_proj.weight", 2,
+	[PCCX_TMAP_FFN_GATE] = { "ffn_gate", true, false, "layers.%u.mlp.gate_proj.weight", 2,
 				{ X_F, X_D } },
-	[PCCX_G3N_FFN_UP] = { "ffn_up", true, false, "layers.%u.mlp.up_proj.weight", 2,
+	[PCCX_TMAP_FFN_UP] = { "ffn_up", true, false, "layers.%u.mlp.up_proj.weight", 2,
 			      { X_F, X_D } },
-	[PCCX_G3N_FFN_DOWN] = { "ffn_down", true, false, "layers.%u.mlp.down_proj.weight", 2,
+	[PCCX_TMAP_FFN_DOWN] = { "ffn_down", true, false, "layers.%u.mlp.down_proj.weight", 2,
 				{ X_D, X_F } },
-	[PCCX_G3N_POST_FFW_NORM] = { "post_ffw_norm", true, false,
+	[PCCX_TMAP_POST_FFW_NORM] = { "post_ffw_norm", true, false,
 				     "layers.%u.post_feedforward_layernorm.weight", 1, { X_D } },
-	[PCCX_G3N_LAUREL_L] = { "laurel_l", true, false, "layers.%u.laurel.linear_left.weight", 2,
+	[PCCX_TMAP_LAUREL_L] = { "laurel_l", true, false, "layers.%u.laurel.linear_left.weight", 2,
 				{ X_R, X_D } },
-	[PCCX_G3N_LAUREL_R] = { "laurel_r", true, false, "layers.%u.laurel.linear_right.weight", 2,
+	[PCCX_TMAP_LAUREL_R] = { "laurel_r", true, false, "layers.%u.laurel.linear_right.weight", 2,
 				{ X_D, X_R } },
-	[PCCX_G3N_LAUREL_POST_NORM] = { "laurel_post_norm", true, false,
+	[PCCX_TMAP_LAUREL_POST_NORM] = { "laurel_post_norm", true, false,
 					"layers.%u.laurel.post_laurel_norm.weight", 1, { X_D } },
-	[PCCX_G3N_ALTUP_ROUTER] = { "altup_router", true, false,
+	[PCCX_TMAP_ALTUP_ROUTER] = { "altup_router", true, false,
 				    "layers.%u.altup.modality_router.weight", 2, { X_A, X_D } },
-	[PCCX_G3N_ALTUP_ROUTER_NORM] = { "altup_router_norm", true, false,
+	[PCCX_TMAP_ALTUP_ROUTER_NORM] = { "altup_router_norm", true, false,
 					 "layers.%u.altup.router_norm.weight", 1, { X_D } },
-	[PCCX_G3N_ALTUP_PREDICT_COEF] = { "altup_predict_coef", true, false,
-					  "layers.%u.altup.prediction_coefs.weight", 2, { X_AA, X_A } },
-	[PCCX_G3N_ALTUP_CORRECT_COEF] = { "altup_correct_coef", true, false,
-					  "layers.%u.altup.correction_coefs.weight", 2, { X_A, X_A } },
+	[PCCX_TMAP_ALTUP_PREDICT_COEF] = { "altup_predict_coef", true, false,
+					  "layers.%u.altup.prediction_coefs.weight",
+					  2, { X_AA, X_A } },
+	[PCCX_TMAP_ALTUP_CORRECT_COEF] = { "altup_correct_coef", true, false,
+					  "layers.%u.altup.correction_coefs.weight",
+					  2, { X_A, X_A } },
 	/* The checkpoint stores this one without ".weight"; the converter appends it. */
-	[PCCX_G3N_ALTUP_CORRECT_SCALE] = { "altup_correct_scale", true, false,
+	[PCCX_TMAP_ALTUP_CORRECT_SCALE] = { "altup_correct_scale", true, false,
 					   "layers.%u.altup.correct_output_scale", 1, { X_D } },
-	[PCCX_G3N_INP_GATE] = { "inp_gate", true, false, "layers.%u.per_layer_input_gate.weight", 2,
+	[PCCX_TMAP_INP_GATE] = { "inp_gate",
+	true, false, "layers.%u.per_layer_input_gate.weight", 2,
 				{ X_PLD, X_D } },
-	[PCCX_G3N_PROJ] = { "proj", true, false, "layers.%u.per_layer_projection.weight", 2,
+	[PCCX_TMAP_PROJ] = { "proj", true, false, "layers.%u.per_layer_projection.weight", 2,
 			    { X_D, X_PLD } },
-	[PCCX_G3N_POST_NORM] = { "post_norm", true, false,
+	[PCCX_TMAP_POST_NORM] = { "post_norm", true, false,
 				 "layers.%u.post_per_layer_input_norm.weight", 1, { X_D } },
 };
 
 static bool valid(int id)
 {
-	return id >= 0 && id < PCCX_G3N_TENSOR_COUNT;
+	return id >= 0 && id < PCCX_TMAP_COUNT;
 }
 
-const char *pccx_g3n_tensor_key(int id)
+const char *pccx_tmap_key(int id)
 {
 	return valid(id) ? map[id].key : NULL;
 }
 
-int pccx_g3n_tensor_by_key(const char *key)
+int pccx_tmap_by_key(const char *key)
 {
-	for (int i = 0; key && i < PCCX_G3N_TENSOR_COUNT; i++)
+	for (int i = 0; key && i < PCCX_TMAP_COUNT; i++)
 		if (strcmp(map[i].key, key) == 0)
 			return i;
 	return -1;
 }
 
-bool pccx_g3n_tensor_per_layer(int id)
+bool pccx_tmap_per_layer(int id)
 {
 	return valid(id) && map[id].per_layer;
 }
 
-uint32_t pccx_g3n_st_parts(const pccx_g3n_config *cfg, int id)
+uint32_t pccx_tmap_st_parts(const pccx_hf_config *cfg, int id)
 {
 	return valid(id) && map[id].stacked ? cfg->altup_num_inputs - 1 : 1;
 }
 
-int pccx_g3n_gguf_name(int id, uint32_t layer, char *buf, size_t size)
+int pccx_tmap_gguf_name(int id, uint32_t layer, char *buf, size_t size)
 {
 	int n;
 
@@ -143,14 +149,14 @@ int pccx_g3n_gguf_name(int id, uint32_t layer, char *buf, size_t size)
 	return n < 0 || (size_t)n >= size ? PCCX_ERR_RANGE : PCCX_OK;
 }
 
-int pccx_g3n_st_name(int id, uint32_t layer, uint32_t part, char *buf, size_t size)
+int pccx_tmap_st_name(int id, uint32_t layer, uint32_t part, char *buf, size_t size)
 {
 	char fmt[128];
 	int n;
 
 	if (!valid(id))
 		return PCCX_ERR_INVALID;
-	snprintf(fmt, sizeof(fmt), "%s%s", PCCX_G3N_ST_PREFIX, map[id].st);
+	snprintf(fmt, sizeof(fmt), "%s%s", PCCX_TMAP_ST_PREFIX, map[id].st);
 	if (map[id].per_layer || map[id].stacked)
 		n = snprintf(buf, size, fmt, map[id].per_layer ? layer : part);
 	else
@@ -158,7 +164,7 @@ int pccx_g3n_st_name(int id, uint32_t layer, uint32_t part, char *buf, size_t si
 	return n < 0 || (size_t)n >= size ? PCCX_ERR_RANGE : PCCX_OK;
 }
 
-static uint64_t dim_value(const pccx_g3n_config *c, enum dim x, uint32_t layer)
+static uint64_t dim_value(const pccx_hf_config *c, enum dim x, uint32_t layer)
 {
 	switch (x) {
 	case X_D:
@@ -189,7 +195,7 @@ static uint64_t dim_value(const pccx_g3n_config *c, enum dim x, uint32_t layer)
 	return 0;
 }
 
-int pccx_g3n_expected_shape(const pccx_g3n_config *cfg, int id, uint32_t layer, bool for_gguf,
+int pccx_tmap_expected_shape(const pccx_hf_config *cfg, int id, uint32_t layer, bool for_gguf,
 			    uint32_t *n_dims, uint64_t shape[4], pccx_diag *d)
 {
 	const struct entry *e;
@@ -200,7 +206,8 @@ int pccx_g3n_expected_shape(const pccx_g3n_config *cfg, int id, uint32_t layer, 
 	e = &map[id];
 	if (e->per_layer && layer >= cfg->num_hidden_layers)
 		return pccx_fail(d, PCCX_ERR_RANGE,
-				 "gemma3n tensor map: %s: layer %" PRIu32 " out of range (%" PRIu32 " layers)",
+				 "gemma3n tensor map: %s: layer %" PRIu32 " out of range (%" PRIu32
+				 " layers)",
 				 e->key, layer, cfg->num_hidden_layers);
 	if (e->stacked && for_gguf)
 		shape[k++] = cfg->altup_num_inputs - 1;
@@ -240,7 +247,7 @@ static bool same(const uint64_t *a, uint32_t na, const uint64_t *b, uint32_t nb)
 	return true;
 }
 
-int pccx_g3n_find_gguf(const pccx_gguf *g, const pccx_g3n_config *cfg, int id, uint32_t layer,
+int pccx_tmap_find_gguf(const pccx_gguf *g, const pccx_hf_config *cfg, int id, uint32_t layer,
 		       const pccx_gguf_tensor **out, pccx_diag *d)
 {
 	uint64_t want[4], have[4], ne[4];
@@ -250,10 +257,10 @@ int pccx_g3n_find_gguf(const pccx_gguf *g, const pccx_g3n_config *cfg, int id, u
 	int rc;
 
 	*out = NULL;
-	rc = pccx_g3n_expected_shape(cfg, id, layer, true, &nd, want, d);
+	rc = pccx_tmap_expected_shape(cfg, id, layer, true, &nd, want, d);
 	if (rc)
 		return rc;
-	(void)!pccx_g3n_gguf_name(id, layer, name, sizeof(name));
+	(void)!pccx_tmap_gguf_name(id, layer, name, sizeof(name));
 	describe(id, layer, what, sizeof(what));
 	t = pccx_gguf_find_tensor(g, name);
 	if (!t)
@@ -266,7 +273,7 @@ int pccx_g3n_find_gguf(const pccx_gguf *g, const pccx_g3n_config *cfg, int id, u
 		return PCCX_OK;
 	}
 	/* Newer converters pad the per-layer embedding to vocab_size rows. */
-	if (id == PCCX_G3N_PER_LAYER_TOKEN_EMBD) {
+	if (id == PCCX_TMAP_PER_LAYER_TOKEN_EMBD) {
 		uint64_t alt[4] = { cfg->vocab_size, want[1] };
 
 		if (same(alt, nd, have, t->n_dims)) {
@@ -285,7 +292,7 @@ int pccx_g3n_find_gguf(const pccx_gguf *g, const pccx_g3n_config *cfg, int id, u
 			 pccx_gguf_name(g), name, what, sw, nw, sh, nh);
 }
 
-int pccx_g3n_find_st(const pccx_safetensors *st, const pccx_g3n_config *cfg, int id,
+int pccx_tmap_find_st(const pccx_safetensors *st, const pccx_hf_config *cfg, int id,
 		     uint32_t layer, uint32_t part, const pccx_st_tensor **out, pccx_diag *d)
 {
 	uint64_t want[4];
@@ -295,13 +302,14 @@ int pccx_g3n_find_st(const pccx_safetensors *st, const pccx_g3n_config *cfg, int
 	int rc;
 
 	*out = NULL;
-	rc = pccx_g3n_expected_shape(cfg, id, layer, false, &nd, want, d);
+	rc = pccx_tmap_expected_shape(cfg, id, layer, false, &nd, want, d);
 	if (rc)
 		return rc;
-	if (part >= pccx_g3n_st_parts(cfg, id))
-		return pccx_fail(d, PCCX_ERR_RANGE, "gemma3n tensor map: %s: part %" PRIu32 " out of range",
+	if (part >= pccx_tmap_st_parts(cfg, id))
+		return pccx_fail(d, PCCX_ERR_RANGE,
+				 "gemma3n tensor map: %s: part %" PRIu32 " out of range",
 				 map[id].key, part);
-	(void)!pccx_g3n_st_name(id, layer, part, name, sizeof(name));
+	(void)!pccx_tmap_st_name(id, layer, part, name, sizeof(name));
 	describe(id, layer, what, sizeof(what));
 	rc = pccx_st_get_tensor(st, name, &t, d);
 	if (rc == PCCX_ERR_NOT_FOUND)
@@ -312,7 +320,8 @@ int pccx_g3n_find_st(const pccx_safetensors *st, const pccx_g3n_config *cfg, int
 	if (!same(want, nd, t->shape, t->n_dims)) {
 		fmt_dims(want, nd, false, sw, sizeof(sw));
 		fmt_dims(t->shape, t->n_dims, false, sh, sizeof(sh));
-		return pccx_fail(d, PCCX_ERR_FORMAT, "%s: tensor '%s' (%s): expected shape %s, found %s",
+		return pccx_fail(d, PCCX_ERR_FORMAT,
+				 "%s: tensor '%s' (%s): expected shape %s, found %s",
 				 t->file, name, what, sw, sh);
 	}
 	*out = t;
@@ -323,22 +332,22 @@ int pccx_g3n_find_st(const pccx_safetensors *st, const pccx_g3n_config *cfg, int
  * K/V projections and the K norm of KV-sharing layers are in checkpoints but never used:
  * checked when present, not required.
  */
-static bool optional_in(const pccx_g3n_config *cfg, int id, uint32_t layer)
+static bool optional_in(const pccx_hf_config *cfg, int id, uint32_t layer)
 {
 	uint32_t first_shared = cfg->num_hidden_layers - cfg->num_kv_shared_layers;
 
 	return layer >= first_shared &&
-	       (id == PCCX_G3N_ATTN_K || id == PCCX_G3N_ATTN_V || id == PCCX_G3N_ATTN_K_NORM);
+	       (id == PCCX_TMAP_ATTN_K || id == PCCX_TMAP_ATTN_V || id == PCCX_TMAP_ATTN_K_NORM);
 }
 
-int pccx_g3n_check_gguf(const pccx_gguf *g, const pccx_g3n_config *cfg, pccx_diag *d)
+int pccx_tmap_check_gguf(const pccx_gguf *g, const pccx_hf_config *cfg, pccx_diag *d)
 {
-	for (int id = 0; id < PCCX_G3N_TENSOR_COUNT; id++) {
+	for (int id = 0; id < PCCX_TMAP_COUNT; id++) {
 		uint32_t nl = map[id].per_layer ? cfg->num_hidden_layers : 1;
 
 		for (uint32_t l = 0; l < nl; l++) {
 			const pccx_gguf_tensor *t;
-			int rc = pccx_g3n_find_gguf(g, cfg, id, l, &t, d);
+			int rc = pccx_tmap_find_gguf(g, cfg, id, l, &t, d);
 
 			if (rc == PCCX_ERR_NOT_FOUND && optional_in(cfg, id, l))
 				continue;
@@ -349,15 +358,15 @@ int pccx_g3n_check_gguf(const pccx_gguf *g, const pccx_g3n_config *cfg, pccx_dia
 	return PCCX_OK;
 }
 
-int pccx_g3n_check_st(const pccx_safetensors *st, const pccx_g3n_config *cfg, pccx_diag *d)
+int pccx_tmap_check_st(const pccx_safetensors *st, const pccx_hf_config *cfg, pccx_diag *d)
 {
-	for (int id = 0; id < PCCX_G3N_TENSOR_COUNT; id++) {
+	for (int id = 0; id < PCCX_TMAP_COUNT; id++) {
 		uint32_t nl = map[id].per_layer ? cfg->num_hidden_layers : 1;
 
 		for (uint32_t l = 0; l < nl; l++) {
-			for (uint32_t p = 0; p < pccx_g3n_st_parts(cfg, id); p++) {
+			for (uint32_t p = 0; p < pccx_tmap_st_parts(cfg, id); p++) {
 				const pccx_st_tensor *t;
-				int rc = pccx_g3n_find_st(st, cfg, id, l, p, &t, d);
+				int rc = pccx_tmap_find_st(st, cfg, id, l, p, &t, d);
 
 				if (rc == PCCX_ERR_NOT_FOUND && optional_in(cfg, id, l))
 					continue;

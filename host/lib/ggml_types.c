@@ -374,19 +374,22 @@ int pccx_ggml_decode(uint32_t type, const void *src, size_t src_len, float *dst,
 	if (!what)
 		what = "tensor";
 	if (!ti)
-		return pccx_fail(d, PCCX_ERR_UNSUPPORTED, "%s: unknown ggml type %" PRIu32, what, type);
+		return pccx_fail(d, PCCX_ERR_UNSUPPORTED, "%s: unknown ggml type %" PRIu32, what,
+				 type);
 	if (!ti->decode)
-		return pccx_fail(d, PCCX_ERR_UNSUPPORTED, "%s: decoding ggml type %s is not supported",
+		return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
+				 "%s: decoding ggml type %s is not supported",
 				 what, ti->name);
 	if (n % ti->blck)
 		return pccx_fail(d, PCCX_ERR_INVALID,
-				 "%s: %" PRIu64 " elements is not a multiple of the %s block of %" PRIu32,
+				 "%s: %" PRIu64 " elements is not a multiple of the %s block of %"
+				 PRIu32,
 				 what, n, ti->name, ti->blck);
 	nb = n / ti->blck;
 	if (pccx_mf_mul_ovf(nb, ti->bytes, &bytes) || bytes > src_len)
 		return pccx_fail(d, PCCX_ERR_RANGE,
-				 "%s: %" PRIu64 " %s elements need more than the %zu bytes given", what, n,
-				 ti->name, src_len);
+				 "%s: %" PRIu64 " %s elements need more than the %zu bytes given",
+				 what, n, ti->name, src_len);
 	switch (type) {
 	case PCCX_GGML_Q4_0:
 		blk = dec_q4_0;
@@ -483,12 +486,14 @@ int pccx_q4_quantize(const float *x, uint64_t n, uint8_t *nibbles, uint16_t *sca
 	if (!what)
 		what = "tensor";
 	if (n % PCCX_QBLK)
-		return pccx_fail(d, PCCX_ERR_INVALID, "%s: %" PRIu64 " elements is not a multiple of 32",
+		return pccx_fail(d, PCCX_ERR_INVALID,
+				 "%s: %" PRIu64 " elements is not a multiple of 32",
 				 what, n);
 	for (uint64_t b = 0; b < n / PCCX_QBLK; b++) {
 		if (pccx_q4_quantize_block(x + b * PCCX_QBLK, &scales[b], nibbles + b * 16) != 0)
 			return pccx_fail(d, PCCX_ERR_RANGE,
-					 "%s: block %" PRIu64 " (elements %" PRIu64 "..%" PRIu64 ") holds Inf or NaN, cannot quantise",
+					 "%s: block %" PRIu64 " (elements %" PRIu64 "..%" PRIu64
+					 ") holds Inf or NaN, cannot quantise",
 					 what, b, b * PCCX_QBLK, b * PCCX_QBLK + PCCX_QBLK - 1);
 		err_block(err, x + b * PCCX_QBLK, nibbles + b * 16, &scales[b]);
 		if (err)
@@ -512,15 +517,17 @@ int pccx_q4_import(uint32_t type, const void *src, size_t src_len, uint64_t n, u
 	if (!what)
 		what = "tensor";
 	if (!ti)
-		return pccx_fail(d, PCCX_ERR_UNSUPPORTED, "%s: unknown ggml type %" PRIu32, what, type);
+		return pccx_fail(d, PCCX_ERR_UNSUPPORTED, "%s: unknown ggml type %" PRIu32, what,
+				 type);
 	if (n % PCCX_QBLK || n % ti->blck)
 		return pccx_fail(d, PCCX_ERR_INVALID,
-				 "%s: %" PRIu64 " elements is not a multiple of 32 and of the %s block",
+				 "%s: %" PRIu64 " elements is not a multiple of 32 and of the %s "
+				 "block",
 				 what, n, ti->name);
 	if (pccx_mf_mul_ovf(n / ti->blck, ti->bytes, &bytes) || bytes > src_len)
 		return pccx_fail(d, PCCX_ERR_RANGE,
-				 "%s: %" PRIu64 " %s elements need more than the %zu bytes given", what, n,
-				 ti->name, src_len);
+				 "%s: %" PRIu64 " %s elements need more than the %zu bytes given",
+				 what, n, ti->name, src_len);
 	if (type == PCCX_GGML_Q4_0) {
 		for (uint64_t b = 0; b < n / PCCX_QBLK; b++) {
 			pccx_q4_from_ggml_q4_0(p + b * 18, &scales[b], nibbles + b * 16);
@@ -540,12 +547,15 @@ int pccx_q4_import(uint32_t type, const void *src, size_t src_len, uint64_t n, u
 			return rc;
 		for (uint64_t b = 0; b < k / PCCX_QBLK; b++) {
 			uint64_t gb = done / PCCX_QBLK + b;
+			const float *xb = x + b * PCCX_QBLK;
 
-			if (pccx_q4_quantize_block(x + b * PCCX_QBLK, &scales[gb], nibbles + gb * 16) != 0)
+			if (pccx_q4_quantize_block(xb, &scales[gb], nibbles + gb * 16) != 0)
 				return pccx_fail(d, PCCX_ERR_RANGE,
-						 "%s: block %" PRIu64 " (elements %" PRIu64 "..%" PRIu64 ") holds Inf or NaN, cannot quantise",
-						 what, gb, gb * PCCX_QBLK, gb * PCCX_QBLK + PCCX_QBLK - 1);
-			err_block(err, x + b * PCCX_QBLK, nibbles + gb * 16, &scales[gb]);
+						 "%s: block %" PRIu64 " (elements %" PRIu64
+						 "..%" PRIu64 ") holds Inf or NaN, cannot quantise",
+						 what, gb, gb * PCCX_QBLK,
+						 gb * PCCX_QBLK + PCCX_QBLK - 1);
+			err_block(err, xb, nibbles + gb * 16, &scales[gb]);
 		}
 		if (err)
 			err->lossless = false;

@@ -226,7 +226,8 @@ static int check_bools(struct parser *ps, const uint8_t *p, uint64_t n)
 {
 	for (uint64_t i = 0; i < n; i++)
 		if (p[i] > 1)
-			return perr(ps, PCCX_ERR_FORMAT, "bool %s%" PRIu64 " at offset %zu is %u, not 0 or 1",
+			return perr(ps, PCCX_ERR_FORMAT,
+				    "bool %s%" PRIu64 " at offset %zu is %u, not 0 or 1",
 				    n > 1 ? "element " : "", n > 1 ? i : 0,
 				    (size_t)(p + i - ps->p), p[i]);
 	return PCCX_OK;
@@ -238,7 +239,8 @@ static int skip_array(struct parser *ps, uint32_t et, uint64_t n, unsigned depth
 static int check_elem_type(struct parser *ps, uint32_t et, unsigned depth)
 {
 	if (et >= PCCX_GGUF_TYPE_COUNT)
-		return perr(ps, PCCX_ERR_FORMAT, "unknown array element type %" PRIu32 " at offset %zu",
+		return perr(ps, PCCX_ERR_FORMAT,
+			    "unknown array element type %" PRIu32 " at offset %zu",
 			    et, ps->pos - 12);
 	if (et == PCCX_GGUF_ARRAY && depth + 1 >= PCCX_GGUF_MAX_DEPTH)
 		return perr(ps, PCCX_ERR_UNSUPPORTED, "arrays nested deeper than %u levels",
@@ -361,7 +363,8 @@ static int build_array(struct parser *ps, uint32_t et, uint64_t n, unsigned dept
 			rc = rd_str(ps, &s, &len, "string element");
 			if (rc)
 				return rc;
-			strs[i].s = pccx_mf_arena_strndup(&ps->g->arena, (const char *)s, (size_t)len);
+			strs[i].s = pccx_mf_arena_strndup(&ps->g->arena, (const char *)s,
+							      (size_t)len);
 			strs[i].len = len;
 			if (!strs[i].s)
 				return nomem(ps);
@@ -458,8 +461,8 @@ static int build_value(struct parser *ps, uint32_t type, unsigned depth, pccx_gg
 	}
 	sz = pccx_gguf_scalar_size(type);
 	if (sz == 0)
-		return perr(ps, PCCX_ERR_FORMAT, "unknown value type %" PRIu32 " at offset %zu", type,
-			    ps->pos - 4);
+		return perr(ps, PCCX_ERR_FORMAT, "unknown value type %" PRIu32 " at offset %zu",
+			    type, ps->pos - 4);
 	rc = need(ps, sz, pccx_gguf_type_name(type));
 	if (rc)
 		return rc;
@@ -513,7 +516,8 @@ static int parse_kvs(struct parser *ps, uint64_t n_kv)
 		prob = pccx_gguf_name_problem((const char *)s, len, PCCX_GGUF_MAX_KEY);
 		if (prob) {
 			if (len > PCCX_GGUF_MAX_KEY)
-				return perr(ps, PCCX_ERR_FORMAT, "key of %" PRIu64 " bytes exceeds %u",
+				return perr(ps, PCCX_ERR_FORMAT,
+					    "key of %" PRIu64 " bytes exceeds %u",
 					    len, PCCX_GGUF_MAX_KEY);
 			return perr(ps, PCCX_ERR_FORMAT, "key %s", prob);
 		}
@@ -530,7 +534,8 @@ static int parse_kvs(struct parser *ps, uint64_t n_kv)
 		if (rc)
 			return rc;
 		if (type >= PCCX_GGUF_TYPE_COUNT)
-			return perr(ps, PCCX_ERR_FORMAT, "unknown value type %" PRIu32 " at offset %zu",
+			return perr(ps, PCCX_ERR_FORMAT,
+				    "unknown value type %" PRIu32 " at offset %zu",
 				    type, ps->pos - 4);
 		rc = build_value(ps, type, 0, &kv->val);
 		if (rc)
@@ -545,7 +550,8 @@ static int parse_kvs(struct parser *ps, uint64_t n_kv)
 
 		if (!pccx_mf_index_add(&g->kv_index, g->kv[i].key, (uint32_t)i, &dup)) {
 			set_ctx(ps, "key '%.100s'", g->kv[i].key);
-			return perr(ps, PCCX_ERR_FORMAT, "duplicate key (entries #%" PRIu32 " and #%" PRIu64 ")",
+			return perr(ps, PCCX_ERR_FORMAT,
+				    "duplicate key (entries #%" PRIu32 " and #%" PRIu64 ")",
 				    dup, i);
 		}
 	}
@@ -565,7 +571,8 @@ static int parse_alignment(struct parser *ps)
 		return perr(ps, PCCX_ERR_FORMAT, "type %s, expected uint32",
 			    pccx_gguf_type_name(v->type));
 	if (!pccx_mf_is_pow2(v->v.u))
-		return perr(ps, PCCX_ERR_FORMAT, "alignment %" PRIu64 " is not a power of two", v->v.u);
+		return perr(ps, PCCX_ERR_FORMAT, "alignment %" PRIu64 " is not a power of two",
+			    v->v.u);
 	g->alignment = v->v.u;
 	ps->ctx[0] = '\0';
 	return PCCX_OK;
@@ -588,7 +595,8 @@ static int parse_tensor(struct parser *ps, uint64_t i, pccx_gguf_tensor *t)
 	prob = pccx_gguf_name_problem((const char *)s, len, PCCX_GGUF_MAX_NAME);
 	if (prob) {
 		if (len > PCCX_GGUF_MAX_NAME)
-			return perr(ps, PCCX_ERR_FORMAT, "name of %" PRIu64 " bytes exceeds the limit of %u",
+			return perr(ps, PCCX_ERR_FORMAT,
+				    "name of %" PRIu64 " bytes exceeds the limit of %u",
 				    len, PCCX_GGUF_MAX_NAME);
 		return perr(ps, PCCX_ERR_FORMAT, "name %s", prob);
 	}
@@ -624,7 +632,8 @@ static int parse_tensor(struct parser *ps, uint64_t i, pccx_gguf_tensor *t)
 		return perr(ps, PCCX_ERR_FORMAT, "unknown ggml type %" PRIu32, t->type);
 	blk = pccx_ggml_block_elems(t->type);
 	if (t->ne[0] % blk)
-		return perr(ps, PCCX_ERR_FORMAT, "row length %" PRIu64 " is not a multiple of the %s block of %" PRIu32,
+		return perr(ps, PCCX_ERR_FORMAT,
+			    "row length %" PRIu64 " is not a multiple of the %s block of %" PRIu32,
 			    t->ne[0], tname, blk);
 	nblocks = n_elems / blk;
 	if (pccx_mf_mul_ovf(nblocks, pccx_ggml_block_bytes(t->type), &t->nbytes))
@@ -633,7 +642,8 @@ static int parse_tensor(struct parser *ps, uint64_t i, pccx_gguf_tensor *t)
 	if (rc)
 		return rc;
 	if (t->offset % g->alignment)
-		return perr(ps, PCCX_ERR_FORMAT, "data offset %" PRIu64 " is not a multiple of the alignment %" PRIu64,
+		return perr(ps, PCCX_ERR_FORMAT,
+			    "data offset %" PRIu64 " is not a multiple of the alignment %" PRIu64,
 			    t->offset, g->alignment);
 	return PCCX_OK;
 }
@@ -665,7 +675,8 @@ static int place_tensors(struct parser *ps)
 		return PCCX_OK;
 	if (g->data_offset > ps->size)
 		return perr(ps, PCCX_ERR_FORMAT,
-			    "truncated: data section starts at offset %" PRIu64 " beyond the end of the file (%zu bytes)",
+			    "truncated: data section starts at offset %" PRIu64 " beyond the end "
+			    "of the file (%zu bytes)",
 			    g->data_offset, ps->size);
 	data_size = ps->size - g->data_offset;
 	for (uint64_t i = 0; i < g->n_tensors; i++) {
@@ -675,7 +686,8 @@ static int place_tensors(struct parser *ps)
 		if (pccx_mf_add_ovf(t->offset, t->nbytes, &end) || end > data_size) {
 			set_ctx(ps, "tensor '%s'", t->name);
 			return perr(ps, PCCX_ERR_FORMAT,
-				    "data [%" PRIu64 ", +%" PRIu64 ") extends beyond the end of the file (data section holds %" PRIu64 " bytes)",
+				    "data [%" PRIu64 ", +%" PRIu64 ") extends beyond the end of "
+				    "the file (data section holds %" PRIu64 " bytes)",
 				    t->offset, t->nbytes, data_size);
 		}
 		t->data = ps->p + g->data_offset + t->offset;
@@ -692,7 +704,8 @@ static int place_tensors(struct parser *ps)
 		if (a->offset + a->nbytes > b->offset) {
 			set_ctx(ps, "tensor '%s'", b->name);
 			rc = perr(ps, PCCX_ERR_FORMAT,
-				  "data at offset %" PRIu64 " overlaps tensor '%s' [%" PRIu64 ", %" PRIu64 ")",
+				  "data at offset %" PRIu64 " overlaps tensor '%s' [%" PRIu64
+				  ", %" PRIu64 ")",
 				  b->offset, a->name, a->offset, a->offset + a->nbytes);
 			break;
 		}
@@ -724,7 +737,8 @@ static int parse_tensors(struct parser *ps, uint64_t n_tensors)
 
 		if (!pccx_mf_index_add(&g->tensor_index, g->tensors[i].name, (uint32_t)i, &dup)) {
 			set_ctx(ps, "tensor '%s'", g->tensors[i].name);
-			return perr(ps, PCCX_ERR_FORMAT, "duplicate tensor name (entries #%" PRIu32 " and #%" PRIu64 ")",
+			return perr(ps, PCCX_ERR_FORMAT,
+				    "duplicate tensor name (entries #%" PRIu32 " and #%" PRIu64 ")",
 				    dup, i);
 		}
 	}
@@ -740,7 +754,8 @@ static int parse(struct parser *ps)
 
 	if (ps->size < 4 || memcmp(ps->p, PCCX_GGUF_MAGIC, 4) != 0) {
 		if (ps->size < 4)
-			return perr(ps, PCCX_ERR_FORMAT, "truncated: %zu bytes, not a GGUF file", ps->size);
+			return perr(ps, PCCX_ERR_FORMAT, "truncated: %zu bytes, not a GGUF file",
+				    ps->size);
 		return perr(ps, PCCX_ERR_FORMAT,
 			    "bad magic %02x %02x %02x %02x (expected \"GGUF\"), not a GGUF file",
 			    ps->p[0], ps->p[1], ps->p[2], ps->p[3]);
@@ -754,8 +769,10 @@ static int parse(struct parser *ps)
 
 		if (sw == 2 || sw == 3)
 			return perr(ps, PCCX_ERR_UNSUPPORTED,
-				    "big-endian GGUF (version word 0x%08" PRIx32 ") is not supported", version);
-		return perr(ps, PCCX_ERR_UNSUPPORTED, "unsupported GGUF version %" PRIu32 " (2 and 3 are read)",
+				    "big-endian GGUF (version word 0x%08" PRIx32 ") is not "
+				    "supported", version);
+		return perr(ps, PCCX_ERR_UNSUPPORTED,
+			    "unsupported GGUF version %" PRIu32 " (2 and 3 are read)",
 			    version);
 	}
 	g->version = version;
@@ -767,16 +784,19 @@ static int parse(struct parser *ps)
 	rest = left(ps);
 	if (n_kv > rest / MIN_KV_BYTES)
 		return perr(ps, PCCX_ERR_FORMAT,
-			    "metadata count %" PRIu64 " cannot fit in the %" PRIu64 " bytes after the header",
+			    "metadata count %" PRIu64 " cannot fit in the %" PRIu64 " bytes after "
+			    "the header",
 			    n_kv, rest);
 	if (n_tensors > rest / MIN_TENSOR_BYTES)
 		return perr(ps, PCCX_ERR_FORMAT,
-			    "tensor count %" PRIu64 " cannot fit in the %" PRIu64 " bytes after the header",
+			    "tensor count %" PRIu64 " cannot fit in the %" PRIu64 " bytes after "
+			    "the header",
 			    n_tensors, rest);
 	need_min = n_kv * MIN_KV_BYTES + n_tensors * MIN_TENSOR_BYTES;
 	if (need_min > rest || n_kv > UINT32_MAX - 1 || n_tensors > UINT32_MAX - 1)
 		return perr(ps, PCCX_ERR_FORMAT,
-			    "%" PRIu64 " keys and %" PRIu64 " tensors cannot fit in the %" PRIu64 " bytes after the header",
+			    "%" PRIu64 " keys and %" PRIu64 " tensors cannot fit in the %" PRIu64
+			    " bytes after the header",
 			    n_kv, n_tensors, rest);
 	rc = parse_kvs(ps, n_kv);
 	if (!rc)
@@ -947,7 +967,8 @@ static int lookup(const pccx_gguf *g, const char *key, const pccx_gguf_value **v
 {
 	*v = pccx_gguf_find(g, key);
 	if (!*v)
-		return pccx_fail(d, PCCX_ERR_NOT_FOUND, "%s: key '%s': not in the file", g->name, key);
+		return pccx_fail(d, PCCX_ERR_NOT_FOUND, "%s: key '%s': not in the file",
+				 g->name, key);
 	return PCCX_OK;
 }
 
@@ -981,7 +1002,8 @@ static int get_integer(const pccx_gguf *g, const char *key, int64_t lo, uint64_t
 		return rc;
 	if (is_unsigned(v->type)) {
 		if (v->v.u > hi)
-			return pccx_fail(d, PCCX_ERR_RANGE, "%s: key '%s': value %" PRIu64 " exceeds %" PRIu64,
+			return pccx_fail(d, PCCX_ERR_RANGE,
+					 "%s: key '%s': value %" PRIu64 " exceeds %" PRIu64,
 					 g->name, key, v->v.u, hi);
 		*u = v->v.u;
 		*s = (int64_t)(v->v.u > (uint64_t)INT64_MAX ? INT64_MAX : v->v.u);
@@ -989,7 +1011,9 @@ static int get_integer(const pccx_gguf *g, const char *key, int64_t lo, uint64_t
 	}
 	if (is_signed(v->type)) {
 		if (v->v.i < lo || (v->v.i > 0 && (uint64_t)v->v.i > hi))
-			return pccx_fail(d, PCCX_ERR_RANGE, "%s: key '%s': value %" PRId64 " is out of range [%" PRId64 ", %" PRIu64 "]",
+			return pccx_fail(d, PCCX_ERR_RANGE,
+					 "%s: key '%s': value %" PRId64 " is out of range [%" PRId64
+					 ", %" PRIu64 "]",
 					 g->name, key, v->v.i, lo, hi);
 		*s = v->v.i;
 		*u = (uint64_t)v->v.i;
@@ -1112,7 +1136,8 @@ int pccx_gguf_get_array(const pccx_gguf *g, const char *key, uint32_t elem_type,
 		return type_error(g, key, v->type, want, d);
 	}
 	if (elem_type < PCCX_GGUF_TYPE_COUNT && v->v.arr.elem_type != elem_type)
-		return pccx_fail(d, PCCX_ERR_FORMAT, "%s: key '%s': array of %s, expected array of %s",
+		return pccx_fail(d, PCCX_ERR_FORMAT,
+				 "%s: key '%s': array of %s, expected array of %s",
 				 g->name, key, pccx_gguf_type_name(v->v.arr.elem_type),
 				 pccx_gguf_type_name(elem_type));
 	*out = &v->v.arr;
@@ -1202,15 +1227,17 @@ int pccx_gguf_decode_rows(const pccx_gguf *g, const pccx_gguf_tensor *t, uint64_
 	int rc;
 
 	if (row > rows || n_rows > rows - row)
-		return pccx_fail(d, PCCX_ERR_RANGE, "%s: tensor '%s': rows [%" PRIu64 ", %" PRIu64 ") out of range (%" PRIu64 " rows)",
+		return pccx_fail(d, PCCX_ERR_RANGE,
+				 "%s: tensor '%s': rows [%" PRIu64 ", %" PRIu64
+				 ") out of range (%" PRIu64 " rows)",
 				 g->name, t->name, row, row + n_rows, rows);
 	rc = pccx_ggml_nbytes(t->type, t->ne[0], &row_bytes);
 	if (rc)
 		return pccx_fail(d, rc, "%s: tensor '%s': bad row size", g->name, t->name);
 	n = n_rows * t->ne[0];
 	snprintf(what, sizeof(what), "%s: tensor '%s'", g->name, t->name);
-	return pccx_ggml_decode(t->type, t->data + row * row_bytes, (size_t)(n_rows * row_bytes), dst,
-				n, what, d);
+	return pccx_ggml_decode(t->type, t->data + row * row_bytes, (size_t)(n_rows * row_bytes),
+				dst, n, what, d);
 }
 
 int pccx_gguf_tensor_to_q4(const pccx_gguf *g, const pccx_gguf_tensor *t, uint8_t *nibbles,
@@ -1221,7 +1248,8 @@ int pccx_gguf_tensor_to_q4(const pccx_gguf *g, const pccx_gguf_tensor *t, uint8_
 	snprintf(what, sizeof(what), "%s: tensor '%s'", g->name, t->name);
 	if (t->ne[0] % 32)
 		return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
-				 "%s: row length %" PRIu64 " is not a multiple of the Q4 block of 32",
+				 "%s: row length %" PRIu64 " is not a multiple of the Q4 block of "
+				 "32",
 				 what, t->ne[0]);
 	return pccx_q4_import(t->type, t->data, (size_t)t->nbytes, t->n_elems, nibbles, scales, err,
 			      what, d);

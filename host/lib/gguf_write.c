@@ -71,7 +71,8 @@ void pccx_gguf_writer_free(pccx_gguf_writer *w)
 int pccx_gguf_writer_set_version(pccx_gguf_writer *w, uint32_t version, pccx_diag *d)
 {
 	if (version != 2 && version != 3)
-		return pccx_fail(d, PCCX_ERR_UNSUPPORTED, "GGUF writer: version %" PRIu32 " (2 or 3 only)",
+		return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
+				 "GGUF writer: version %" PRIu32 " (2 or 3 only)",
 				 version);
 	w->version = version;
 	return PCCX_OK;
@@ -149,7 +150,8 @@ static int check_value(const char *key, const pccx_gguf_value *v, unsigned depth
 	const pccx_gguf_array *a;
 
 	if (v->type >= PCCX_GGUF_TYPE_COUNT)
-		return pccx_fail(d, PCCX_ERR_INVALID, "GGUF writer: key '%s': unknown value type %" PRIu32,
+		return pccx_fail(d, PCCX_ERR_INVALID,
+				 "GGUF writer: key '%s': unknown value type %" PRIu32,
 				 key, v->type);
 	if (v->type == PCCX_GGUF_STRING && !v->v.str.s && v->v.str.len)
 		return pccx_fail(d, PCCX_ERR_INVALID, "GGUF writer: key '%s': NULL string", key);
@@ -157,31 +159,38 @@ static int check_value(const char *key, const pccx_gguf_value *v, unsigned depth
 		return PCCX_OK;
 	a = &v->v.arr;
 	if (depth + 1 > PCCX_GGUF_MAX_DEPTH)
-		return pccx_fail(d, PCCX_ERR_UNSUPPORTED, "GGUF writer: key '%s': arrays nested deeper than %u levels",
+		return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
+				 "GGUF writer: key '%s': arrays nested deeper than %u levels",
 				 key, PCCX_GGUF_MAX_DEPTH);
 	if (a->elem_type >= PCCX_GGUF_TYPE_COUNT)
-		return pccx_fail(d, PCCX_ERR_INVALID, "GGUF writer: key '%s': unknown array element type %" PRIu32,
+		return pccx_fail(d, PCCX_ERR_INVALID,
+				 "GGUF writer: key '%s': unknown array element type %" PRIu32,
 				 key, a->elem_type);
 	if (a->n == 0)
 		return PCCX_OK;
 	if (a->elem_type == PCCX_GGUF_STRING) {
 		if (!a->strs)
-			return pccx_fail(d, PCCX_ERR_INVALID, "GGUF writer: key '%s': NULL string array", key);
+			return pccx_fail(d, PCCX_ERR_INVALID,
+					 "GGUF writer: key '%s': NULL string array", key);
 		for (uint64_t i = 0; i < a->n; i++)
 			if (!a->strs[i].s && a->strs[i].len)
-				return pccx_fail(d, PCCX_ERR_INVALID, "GGUF writer: key '%s': element %" PRIu64 " is NULL",
+				return pccx_fail(d, PCCX_ERR_INVALID,
+						 "GGUF writer: key '%s': element %" PRIu64 " is "
+						 "NULL",
 						 key, i);
 		return PCCX_OK;
 	}
 	if (a->elem_type == PCCX_GGUF_ARRAY) {
 		if (!a->items)
-			return pccx_fail(d, PCCX_ERR_INVALID, "GGUF writer: key '%s': NULL nested array", key);
+			return pccx_fail(d, PCCX_ERR_INVALID,
+					 "GGUF writer: key '%s': NULL nested array", key);
 		for (uint64_t i = 0; i < a->n; i++) {
 			int rc;
 
 			if (a->items[i].type != PCCX_GGUF_ARRAY)
 				return pccx_fail(d, PCCX_ERR_INVALID,
-						 "GGUF writer: key '%s': element %" PRIu64 " of an array of arrays has type %s",
+						 "GGUF writer: key '%s': element %" PRIu64 " of an "
+						 "array of arrays has type %s",
 						 key, i, pccx_gguf_type_name(a->items[i].type) ?
 						 pccx_gguf_type_name(a->items[i].type) : "unknown");
 			rc = check_value(key, &a->items[i], depth + 1, d);
@@ -191,7 +200,8 @@ static int check_value(const char *key, const pccx_gguf_value *v, unsigned depth
 		return PCCX_OK;
 	}
 	if (!a->data)
-		return pccx_fail(d, PCCX_ERR_INVALID, "GGUF writer: key '%s': NULL array data", key);
+		return pccx_fail(d, PCCX_ERR_INVALID, "GGUF writer: key '%s': NULL array data",
+				 key);
 	return PCCX_OK;
 }
 
@@ -266,11 +276,14 @@ static int add_kv(pccx_gguf_writer *w, const char *key, const pccx_gguf_value *v
 		return rc;
 	if (strcmp(key, "general.alignment") == 0) {
 		if (v->type != PCCX_GGUF_UINT32)
-			return pccx_fail(d, PCCX_ERR_INVALID, "GGUF writer: key 'general.alignment': type %s, must be uint32",
+			return pccx_fail(d, PCCX_ERR_INVALID,
+					 "GGUF writer: key 'general.alignment': type %s, must be "
+					 "uint32",
 					 pccx_gguf_type_name(v->type));
 		if (!pccx_mf_is_pow2(v->v.u))
 			return pccx_fail(d, PCCX_ERR_INVALID,
-					 "GGUF writer: key 'general.alignment': %" PRIu64 " is not a power of two",
+					 "GGUF writer: key 'general.alignment': %" PRIu64 " is not "
+					 "a power of two",
 					 v->v.u);
 		w->alignment = (uint32_t)v->v.u;
 	}
@@ -306,7 +319,8 @@ int pccx_gguf_writer_set_alignment(pccx_gguf_writer *w, uint32_t alignment, pccx
 	pccx_gguf_value v = { .type = PCCX_GGUF_UINT32, .v.u = alignment };
 
 	if (!pccx_mf_is_pow2(alignment))
-		return pccx_fail(d, PCCX_ERR_INVALID, "GGUF writer: alignment %" PRIu32 " is not a power of two",
+		return pccx_fail(d, PCCX_ERR_INVALID,
+				 "GGUF writer: alignment %" PRIu32 " is not a power of two",
 				 alignment);
 	if (kv) {
 		pccx_mf_put32(w->meta.buf + kv->val_off, alignment);
@@ -345,7 +359,8 @@ int pccx_gguf_writer_set_str(pccx_gguf_writer *w, const char *key, const char *s
 	pccx_gguf_value v = { .type = PCCX_GGUF_STRING };
 
 	if (!s)
-		return pccx_fail(d, PCCX_ERR_INVALID, "GGUF writer: key '%s': NULL string", key ? key : "");
+		return pccx_fail(d, PCCX_ERR_INVALID, "GGUF writer: key '%s': NULL string",
+				 key ? key : "");
 	v.v.str.s = s;
 	v.v.str.len = strlen(s);
 	return add_kv(w, key, &v, d);
@@ -358,7 +373,8 @@ int pccx_gguf_writer_set_array(pccx_gguf_writer *w, const char *key, uint32_t el
 
 	if (pccx_gguf_scalar_size(elem_type) == 0)
 		return pccx_fail(d, PCCX_ERR_INVALID,
-				 "GGUF writer: key '%s': set_array takes numeric or bool elements, not %s",
+				 "GGUF writer: key '%s': set_array takes numeric or bool elements, "
+				 "not %s",
 				 key ? key : "", pccx_gguf_type_name(elem_type) ?
 				 pccx_gguf_type_name(elem_type) : "an unknown type");
 	v.v.arr.elem_type = elem_type;
@@ -379,15 +395,18 @@ int pccx_gguf_writer_set_str_array(pccx_gguf_writer *w, const char *key, const c
 				 key ? key : "");
 	if (n) {
 		if (n > SIZE_MAX / sizeof(*items))
-			return pccx_fail(d, PCCX_ERR_NOMEM, "GGUF writer: key '%s': out of memory", key);
+			return pccx_fail(d, PCCX_ERR_NOMEM, "GGUF writer: key '%s': out of memory",
+					 key);
 		items = malloc((size_t)n * sizeof(*items));
 		if (!items)
-			return pccx_fail(d, PCCX_ERR_NOMEM, "GGUF writer: key '%s': out of memory", key);
+			return pccx_fail(d, PCCX_ERR_NOMEM, "GGUF writer: key '%s': out of memory",
+					 key);
 		for (uint64_t i = 0; i < n; i++) {
 			if (!strs[i]) {
 				free(items);
 				return pccx_fail(d, PCCX_ERR_INVALID,
-						 "GGUF writer: key '%s': element %" PRIu64 " is NULL", key, i);
+						 "GGUF writer: key '%s': element %" PRIu64 " is "
+						 "NULL", key, i);
 			}
 			items[i].s = strs[i];
 			items[i].len = strlen(strs[i]);
@@ -405,7 +424,8 @@ int pccx_gguf_writer_set_value(pccx_gguf_writer *w, const char *key, const pccx_
 			       pccx_diag *d)
 {
 	if (!v)
-		return pccx_fail(d, PCCX_ERR_INVALID, "GGUF writer: key '%s': NULL value", key ? key : "");
+		return pccx_fail(d, PCCX_ERR_INVALID, "GGUF writer: key '%s': NULL value",
+				 key ? key : "");
 	return add_kv(w, key, v, d);
 }
 
@@ -422,34 +442,43 @@ int pccx_gguf_writer_add_tensor(pccx_gguf_writer *w, const char *name, uint32_t 
 		return pccx_fail(d, PCCX_ERR_INVALID, "GGUF writer: NULL tensor name");
 	prob = pccx_gguf_name_problem(name, strlen(name), PCCX_GGUF_MAX_NAME);
 	if (prob)
-		return pccx_fail(d, PCCX_ERR_INVALID, "GGUF writer: tensor name '%.100s' %s%s", name,
-				 prob, strlen(name) > PCCX_GGUF_MAX_NAME ? " (64 bytes at most)" : "");
+		return pccx_fail(d, PCCX_ERR_INVALID, "GGUF writer: tensor name '%.100s' %s%s",
+				 name, prob,
+				 strlen(name) > PCCX_GGUF_MAX_NAME ? " (64 bytes at most)" : "");
 	for (size_t i = 0; i < w->n_t; i++)
 		if (strcmp(w->t[i].name, name) == 0)
-			return pccx_fail(d, PCCX_ERR_INVALID, "GGUF writer: tensor '%s': added twice", name);
+			return pccx_fail(d, PCCX_ERR_INVALID,
+					 "GGUF writer: tensor '%s': added twice", name);
 	if (!pccx_ggml_type_known(type))
-		return pccx_fail(d, PCCX_ERR_UNSUPPORTED, "GGUF writer: tensor '%s': unknown ggml type %" PRIu32,
+		return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
+				 "GGUF writer: tensor '%s': unknown ggml type %" PRIu32,
 				 name, type);
 	if (n_dims == 0 || n_dims > PCCX_GGUF_MAX_DIMS || !ne)
-		return pccx_fail(d, PCCX_ERR_INVALID, "GGUF writer: tensor '%s': n_dims %" PRIu32 " is not in 1..%u",
+		return pccx_fail(d, PCCX_ERR_INVALID,
+				 "GGUF writer: tensor '%s': n_dims %" PRIu32 " is not in 1..%u",
 				 name, n_dims, PCCX_GGUF_MAX_DIMS);
 	for (uint32_t k = 0; k < n_dims; k++) {
 		if (ne[k] == 0)
-			return pccx_fail(d, PCCX_ERR_INVALID, "GGUF writer: tensor '%s': dimension %" PRIu32 " is 0",
+			return pccx_fail(d, PCCX_ERR_INVALID,
+					 "GGUF writer: tensor '%s': dimension %" PRIu32 " is 0",
 					 name, k);
 		if (pccx_mf_mul_ovf(n, ne[k], &n) || n > (uint64_t)INT64_MAX)
-			return pccx_fail(d, PCCX_ERR_INVALID, "GGUF writer: tensor '%s': element count overflows",
+			return pccx_fail(d, PCCX_ERR_INVALID,
+					 "GGUF writer: tensor '%s': element count overflows",
 					 name);
 	}
 	rc = pccx_ggml_nbytes(type, ne[0], &want);
 	if (rc)
 		return pccx_fail(d, PCCX_ERR_INVALID,
-				 "GGUF writer: tensor '%s': row length %" PRIu64 " is not a multiple of the %s block of %" PRIu32,
-				 name, ne[0], pccx_ggml_type_name(type), pccx_ggml_block_elems(type));
+				 "GGUF writer: tensor '%s': row length %" PRIu64 " is not a "
+				 "multiple of the %s block of %" PRIu32,
+				 name, ne[0], pccx_ggml_type_name(type),
+				 pccx_ggml_block_elems(type));
 	rc = pccx_ggml_nbytes(type, n, &want);
 	if (rc || want != nbytes)
 		return pccx_fail(d, PCCX_ERR_INVALID,
-				 "GGUF writer: tensor '%s': %" PRIu64 " bytes given, %s of this shape take %" PRIu64,
+				 "GGUF writer: tensor '%s': %" PRIu64 " bytes given, %s of this "
+				 "shape take %" PRIu64,
 				 name, nbytes, pccx_ggml_type_name(type), want);
 	if (!data)
 		return pccx_fail(d, PCCX_ERR_INVALID, "GGUF writer: tensor '%s': NULL data", name);
@@ -490,7 +519,8 @@ static int emit(void *ctx, pccx_mf_sink *s, pccx_diag *d)
 	for (size_t i = 0; i < w->n_t; i++) {
 		w->t[i].offset = off;
 		if (pccx_mf_add_ovf(off, w->t[i].nbytes, &off) || off > UINT64_MAX - w->alignment)
-			return pccx_fail(d, PCCX_ERR_RANGE, "GGUF writer: tensor data exceeds 2^64 bytes");
+			return pccx_fail(d, PCCX_ERR_RANGE,
+					 "GGUF writer: tensor data exceeds 2^64 bytes");
 		off = align_up(off, w->alignment);
 	}
 	pccx_mf_sink_write(s, PCCX_GGUF_MAGIC, 4);
@@ -543,7 +573,8 @@ int pccx_gguf_writer_write_mem(pccx_gguf_writer *w, uint8_t **buf, size_t *len, 
 	rc = emit(w, &s, d);
 	if (rc) {
 		if (s.status)
-			pccx_fail(d, rc, "GGUF writer: %s while writing to memory", pccx_strerror(rc));
+			pccx_fail(d, rc, "GGUF writer: %s while writing to memory",
+				  pccx_strerror(rc));
 		pccx_mf_sink_free(&s);
 		return rc;
 	}

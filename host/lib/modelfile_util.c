@@ -37,7 +37,8 @@ int pccx_mf_map_file(const char *path, pccx_mf_map *m, pccx_diag *d)
 	}
 	if ((uint64_t)st.st_size > (uint64_t)SIZE_MAX) {
 		close(fd);
-		return pccx_fail(d, PCCX_ERR_RANGE, "%s: file of %lld bytes does not fit the address space",
+		return pccx_fail(d, PCCX_ERR_RANGE,
+				 "%s: file of %lld bytes does not fit the address space",
 				 path, (long long)st.st_size);
 	}
 	if (st.st_size == 0) {
@@ -49,7 +50,8 @@ int pccx_mf_map_file(const char *path, pccx_mf_map *m, pccx_diag *d)
 		int e = errno;
 
 		close(fd);
-		return pccx_fail(d, e == ENOMEM ? PCCX_ERR_NOMEM : PCCX_ERR_IO, "%s: cannot map: %s",
+		return pccx_fail(d, e == ENOMEM ? PCCX_ERR_NOMEM : PCCX_ERR_IO,
+				 "%s: cannot map: %s",
 				 path, strerror(e));
 	}
 	close(fd);
@@ -372,8 +374,8 @@ int pccx_mf_write_atomic(const char *path,
 			break;
 	}
 	if (fd < 0) {
-		rc = pccx_fail(d, PCCX_ERR_IO, "%s: cannot create temporary file in %s: %s", path, dir,
-			       strerror(errno));
+		rc = pccx_fail(d, PCCX_ERR_IO, "%s: cannot create temporary file in %s: %s",
+			       path, dir, strerror(errno));
 		goto out;
 	}
 	rc = pccx_mf_sink_fd(&s, fd);
@@ -392,7 +394,8 @@ int pccx_mf_write_atomic(const char *path,
 		if (s.status != PCCX_OK)
 			rc = pccx_fail(d, s.status, "%s: write failed after %llu bytes: %s", path,
 				       (unsigned long long)(s.fd >= 0 ? s.on_disk : s.written),
-				       s.status == PCCX_ERR_IO ? strerror(s.err) : pccx_strerror(s.status));
+				       s.status == PCCX_ERR_IO ? strerror(s.err) :
+								 pccx_strerror(s.status));
 		else if (s.err)
 			rc = pccx_fail(d, rc, "%s: fsync failed: %s", path, strerror(s.err));
 		pccx_mf_sink_free(&s);
@@ -406,8 +409,8 @@ int pccx_mf_write_atomic(const char *path,
 	}
 	fd = -1;
 	if (rename(tmp, path) != 0) {
-		rc = pccx_fail(d, PCCX_ERR_IO, "%s: cannot rename temporary file into place: %s", path,
-			       strerror(errno));
+		rc = pccx_fail(d, PCCX_ERR_IO, "%s: cannot rename temporary file into place: %s",
+			       path, strerror(errno));
 		goto fail_unlink;
 	}
 	/* Make the rename itself durable; failure here leaves a complete file, so ignore it. */

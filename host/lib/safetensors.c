@@ -113,8 +113,8 @@ static int parse_tensor(pccx_safetensors *st, struct shard *sh, const char *name
 
 	memset(t, 0, sizeof(*t));
 	if (pccx_json_type_of(v) != PCCX_JSON_OBJECT)
-		return pccx_fail(d, PCCX_ERR_FORMAT, "%s: tensor '%s': entry is %s, not an object", f,
-				 name, pccx_json_type_name(pccx_json_type_of(v)));
+		return pccx_fail(d, PCCX_ERR_FORMAT, "%s: tensor '%s': entry is %s, not an object",
+				 f, name, pccx_json_type_name(pccx_json_type_of(v)));
 	m = pccx_json_get(v, "dtype");
 	dt = pccx_json_str(m, &len);
 	if (!dt)
@@ -122,24 +122,27 @@ static int parse_tensor(pccx_safetensors *st, struct shard *sh, const char *name
 				 m ? "is not a string" : "is missing");
 	di = find_dtype(dt);
 	if (!di || strlen(dt) != len)
-		return pccx_fail(d, PCCX_ERR_FORMAT, "%s: tensor '%s': unknown dtype '%.40s'", f, name,
-				 dt);
+		return pccx_fail(d, PCCX_ERR_FORMAT, "%s: tensor '%s': unknown dtype '%.40s'",
+				 f, name, dt);
 	shape = pccx_json_get(v, "shape");
 	if (pccx_json_type_of(shape) != PCCX_JSON_ARRAY)
 		return pccx_fail(d, PCCX_ERR_FORMAT, "%s: tensor '%s': \"shape\" %s", f, name,
 				 shape ? "is not an array" : "is missing");
 	if (pccx_json_count(shape) > PCCX_ST_MAX_DIMS)
-		return pccx_fail(d, PCCX_ERR_UNSUPPORTED, "%s: tensor '%s': %zu dimensions (at most %u)",
+		return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
+				 "%s: tensor '%s': %zu dimensions (at most %u)",
 				 f, name, pccx_json_count(shape), PCCX_ST_MAX_DIMS);
 	t->n_dims = (uint32_t)pccx_json_count(shape);
 	for (uint32_t i = 0; i < t->n_dims; i++) {
 		if (!get_u64(pccx_json_at(shape, i), &t->shape[i]))
 			return pccx_fail(d, PCCX_ERR_FORMAT,
-					 "%s: tensor '%s': shape[%" PRIu32 "] is not a non-negative integer",
+					 "%s: tensor '%s': shape[%" PRIu32 "] is not a "
+					 "non-negative integer",
 					 f, name, i);
 		if (pccx_mf_mul_ovf(n, t->shape[i], &n) || n > (uint64_t)INT64_MAX)
 			return pccx_fail(d, PCCX_ERR_FORMAT,
-					 "%s: tensor '%s': element count overflows 2^63 - 1 at dimension %" PRIu32,
+					 "%s: tensor '%s': element count overflows 2^63 - 1 at "
+					 "dimension %" PRIu32,
 					 f, name, i);
 	}
 	offs = pccx_json_get(v, "data_offsets");
@@ -147,23 +150,27 @@ static int parse_tensor(pccx_safetensors *st, struct shard *sh, const char *name
 	    !get_u64(pccx_json_at(offs, 0), &begin) || !get_u64(pccx_json_at(offs, 1), &end))
 		return pccx_fail(d, PCCX_ERR_FORMAT,
 				 "%s: tensor '%s': \"data_offsets\" %s", f, name,
-				 offs ? "is not [begin, end] with non-negative integers" : "is missing");
+				 offs ? "is not [begin, end] with non-negative integers" : "is "
+				 "missing");
 	if (begin > end)
 		return pccx_fail(d, PCCX_ERR_FORMAT,
-				 "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 ") end before they begin",
+				 "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 ") end "
+				 "before they begin",
 				 f, name, begin, end);
 	if (pccx_mf_mul_ovf(n, di->size, &t->nbytes))
-		return pccx_fail(d, PCCX_ERR_FORMAT, "%s: tensor '%s': byte size overflows 64 bits", f,
-				 name);
+		return pccx_fail(d, PCCX_ERR_FORMAT, "%s: tensor '%s': byte size overflows 64 bits",
+				 f, name);
 	if (t->nbytes != end - begin) {
 		fmt_shape(t->shape, t->n_dims, sbuf, sizeof(sbuf));
 		return pccx_fail(d, PCCX_ERR_FORMAT,
-				 "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 ") hold %" PRIu64 " bytes, shape %s of %s needs %" PRIu64,
+				 "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64
+				 ") hold %" PRIu64 " bytes, shape %s of %s needs %" PRIu64,
 				 f, name, begin, end, end - begin, sbuf, di->name, t->nbytes);
 	}
 	if (end > data_size)
 		return pccx_fail(d, PCCX_ERR_FORMAT,
-				 "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 ") extend beyond the end of the file (the data holds %" PRIu64 " bytes)",
+				 "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 ") extend "
+				 "beyond the end of the file (the data holds %" PRIu64 " bytes)",
 				 f, name, begin, end, data_size);
 	t->name = pccx_mf_arena_strndup(&st->arena, name, strlen(name));
 	t->dtype = di->name;
@@ -195,8 +202,8 @@ static int parse_metadata(pccx_safetensors *st, struct shard *sh, const pccx_jso
 
 		if (!s)
 			return pccx_fail(d, PCCX_ERR_FORMAT,
-					 "%s: \"__metadata__\" entry '%.100s' is %s, not a string", sh->path,
-					 k, pccx_json_type_name(pccx_json_type_of(m)));
+					 "%s: \"__metadata__\" entry '%.100s' is %s, not a string",
+					 sh->path, k, pccx_json_type_name(pccx_json_type_of(m)));
 		sh->meta_key[i] = pccx_mf_arena_strndup(&st->arena, k, klen);
 		sh->meta_val[i] = pccx_mf_arena_strndup(&st->arena, s, vlen);
 		if (!sh->meta_key[i] || !sh->meta_val[i])
@@ -229,7 +236,8 @@ static int check_coverage(struct shard *sh, uint64_t data_size, pccx_diag *d)
 	if (sh->n == 0) {
 		if (data_size)
 			return pccx_fail(d, PCCX_ERR_FORMAT,
-					 "%s: %" PRIu64 " bytes of data but no tensors", sh->path, data_size);
+					 "%s: %" PRIu64 " bytes of data but no tensors",
+					 sh->path, data_size);
 		return PCCX_OK;
 	}
 	order = malloc(sh->n * sizeof(*order));
@@ -243,14 +251,17 @@ static int check_coverage(struct shard *sh, uint64_t data_size, pccx_diag *d)
 
 		if (t->offset < at) {
 			rc = pccx_fail(d, PCCX_ERR_FORMAT,
-				       "%s: tensor '%s': data [%" PRIu64 ", %" PRIu64 ") overlaps tensor '%s' [%" PRIu64 ", %" PRIu64 ")",
-				       sh->path, t->name, t->offset, t->offset + t->nbytes, prev->name,
+				       "%s: tensor '%s': data [%" PRIu64 ", %" PRIu64 ") overlaps "
+				       "tensor '%s' [%" PRIu64 ", %" PRIu64 ")",
+				       sh->path, t->name, t->offset, t->offset + t->nbytes,
+				       prev->name,
 				       prev->offset, prev->offset + prev->nbytes);
 			break;
 		}
 		if (t->offset > at) {
 			rc = pccx_fail(d, PCCX_ERR_FORMAT,
-				       "%s: data bytes [%" PRIu64 ", %" PRIu64 ") belong to no tensor (hole before '%s')",
+				       "%s: data bytes [%" PRIu64 ", %" PRIu64 ") belong to no "
+				       "tensor (hole before '%s')",
 				       sh->path, at, t->offset, t->name);
 			break;
 		}
@@ -259,7 +270,8 @@ static int check_coverage(struct shard *sh, uint64_t data_size, pccx_diag *d)
 	}
 	if (!rc && at != data_size)
 		rc = pccx_fail(d, PCCX_ERR_FORMAT,
-			       "%s: data bytes [%" PRIu64 ", %" PRIu64 ") after the last tensor belong to no tensor",
+			       "%s: data bytes [%" PRIu64 ", %" PRIu64 ") after the last tensor "
+			       "belong to no tensor",
 			       sh->path, at, data_size);
 	free(order);
 	return rc;
@@ -280,16 +292,18 @@ static int parse_shard(pccx_safetensors *st, struct shard *sh, pccx_diag *d)
 
 	if (size < 8)
 		return pccx_fail(d, PCCX_ERR_FORMAT,
-				 "%s: truncated: %zu bytes, a safetensors file starts with an 8-byte header length",
+				 "%s: truncated: %zu bytes, a safetensors file starts with an "
+				 "8-byte header length",
 				 f, size);
 	hlen = pccx_mf_le64(p);
 	if (hlen > size - 8)
 		return pccx_fail(d, PCCX_ERR_FORMAT,
-				 "%s: header length %" PRIu64 " exceeds the %zu bytes after it", f, hlen,
-				 size - 8);
+				 "%s: header length %" PRIu64 " exceeds the %zu bytes after it",
+				 f, hlen, size - 8);
 	if (hlen > PCCX_ST_MAX_HEADER)
 		return pccx_fail(d, PCCX_ERR_RANGE,
-				 "%s: header length %" PRIu64 " exceeds the limit of %" PRIu64 " bytes", f,
+				 "%s: header length %" PRIu64 " exceeds the limit of %" PRIu64
+				 " bytes", f,
 				 hlen, PCCX_ST_MAX_HEADER);
 	data_size = size - 8 - hlen;
 	snprintf(dname, sizeof(dname), "%s: header", f);
@@ -411,22 +425,24 @@ int pccx_st_index_parse(const void *json, size_t len, const char *name, struct p
 		if (!prob && strlen(key) != klen)
 			prob = "contains a NUL character";
 		if (prob) {
-			rc = pccx_fail(d, PCCX_ERR_FORMAT, "%s: weight_map entry #%zu: tensor name %s",
+			rc = pccx_fail(d, PCCX_ERR_FORMAT,
+				       "%s: weight_map entry #%zu: tensor name %s",
 				       name, i, prob);
 			goto out;
 		}
 		if (!shard || !plain_file_name(shard, slen)) {
 			rc = pccx_fail(d, PCCX_ERR_FORMAT,
 				       "%s: weight_map['%s']: %s", name, key,
-				       shard ? "shard is not a plain file name in the index's directory"
+				       shard ? "shard is not a plain file name in the index's "
+				       "directory"
 					     : "shard is not a string");
 			goto out;
 		}
 		si = pccx_mf_index_find(&names, shard);
 		if (si < 0) {
 			if (ix->n_shards == PCCX_ST_MAX_SHARDS) {
-				rc = pccx_fail(d, PCCX_ERR_UNSUPPORTED, "%s: more than %u shards", name,
-					       PCCX_ST_MAX_SHARDS);
+				rc = pccx_fail(d, PCCX_ERR_UNSUPPORTED, "%s: more than %u shards",
+					       name, PCCX_ST_MAX_SHARDS);
 				goto out;
 			}
 			ix->shards[ix->n_shards] = strdup(shard);
@@ -506,7 +522,8 @@ static int build_index(pccx_safetensors *st, pccx_diag *d)
 
 			st->all[k] = &st->sh[i].t[j];
 			if (!pccx_mf_index_add(&st->index, st->all[k]->name, (uint32_t)k, &dup))
-				return pccx_fail(d, PCCX_ERR_FORMAT, "%s: tensor '%s' is in both %s and %s",
+				return pccx_fail(d, PCCX_ERR_FORMAT,
+						 "%s: tensor '%s' is in both %s and %s",
 						 st->name, st->all[k]->name, st->all[dup]->file,
 						 st->all[k]->file);
 			k++;
@@ -619,8 +636,8 @@ static int open_index(pccx_safetensors **out, const char *path, pccx_diag *d)
 
 		if (k < 0 || strcmp(st->all[k]->file, want) != 0) {
 			rc = pccx_fail(d, PCCX_ERR_FORMAT,
-				       "%s: tensor '%s' is assigned to %s, which does not hold it", path,
-				       ix.tensors[i], want);
+				       "%s: tensor '%s' is assigned to %s, which does not hold it",
+				       path, ix.tensors[i], want);
 			goto out;
 		}
 	}
@@ -665,8 +682,8 @@ int pccx_st_open(pccx_safetensors **out, const char *path, pccx_diag *d)
 			if (stat(p, &sb) == 0)
 				rc = open_single(out, p, d);
 			else
-				rc = pccx_fail(d, PCCX_ERR_NOT_FOUND, "%s: holds neither %s nor %s", path,
-					       PCCX_ST_INDEX_NAME, PCCX_ST_SINGLE_NAME);
+				rc = pccx_fail(d, PCCX_ERR_NOT_FOUND, "%s: holds neither %s nor %s",
+					       path, PCCX_ST_INDEX_NAME, PCCX_ST_SINGLE_NAME);
 		}
 		free(p);
 		return rc;
@@ -747,7 +764,8 @@ int pccx_st_get_tensor(const pccx_safetensors *st, const char *name, const pccx_
 				 st->name, name);
 	if (t->type == PCCX_ST_UNSUPPORTED)
 		return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
-				 "%s: tensor '%s': dtype %s is not supported (F32, F16 and BF16 are)",
+				 "%s: tensor '%s': dtype %s is not supported (F32, F16 and BF16 "
+				 "are)",
 				 t->file, name, t->dtype);
 	return PCCX_OK;
 }
@@ -771,11 +789,13 @@ int pccx_st_decode_rows(const pccx_safetensors *st, const pccx_st_tensor *t, uin
 	(void)st;
 	if (t->type == PCCX_ST_UNSUPPORTED)
 		return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
-				 "%s: tensor '%s': dtype %s is not supported (F32, F16 and BF16 are)",
+				 "%s: tensor '%s': dtype %s is not supported (F32, F16 and BF16 "
+				 "are)",
 				 t->file, t->name, t->dtype);
 	if (row > rows || n_rows > rows - row)
 		return pccx_fail(d, PCCX_ERR_RANGE,
-				 "%s: tensor '%s': rows [%" PRIu64 ", %" PRIu64 ") out of range (%" PRIu64 " rows)",
+				 "%s: tensor '%s': rows [%" PRIu64 ", %" PRIu64
+				 ") out of range (%" PRIu64 " rows)",
 				 t->file, t->name, row, row + n_rows, rows);
 	esize = pccx_ggml_block_bytes(t->type);
 	snprintf(what, sizeof(what), "%s: tensor '%s'", t->file, t->name);

@@ -13,24 +13,18 @@
 #include "modelfile_util.h"
 #include "pccx/modelfile.h"
 
-/* Bits of pccx_g3n_config.defaulted, in the order documented in docs/model-files.md. */
+/* Bits of pccx_hf_config.defaulted, in the order documented in docs/model-files.md. */
 enum {
-	DEF_VOCAB_PLI,
-	DEF_HIDDEN_PLI,
-	DEF_SLIDING_WINDOW,
-	DEF_LAYER_TYPES,
-	DEF_ROPE_THETA,
-	DEF_ROPE_LOCAL,
-	DEF_RMS_EPS,
-	DEF_ALTUP_NUM,
-	DEF_ALTUP_ACTIVE,
-	DEF_LAUREL_RANK,
-	DEF_KV_SHARED,
-	DEF_SPARSITY,
+	DEF_VOCAB_PLI, DEF_HIDDEN_PLI,
+	DEF_SLIDING_WINDOW, DEF_LAYER_TYPES,
+	DEF_ROPE_THETA, DEF_ROPE_LOCAL,
+	DEF_RMS_EPS, DEF_ALTUP_NUM,
+	DEF_ALTUP_ACTIVE, DEF_LAUREL_RANK,
+	DEF_KV_SHARED, DEF_SPARSITY,
 	DEF_SOFTCAP,
 };
 
-void pccx_g3n_config_e4b(pccx_g3n_config *c)
+void pccx_hf_config_e4b(pccx_hf_config *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->hidden_size = 2048;
@@ -60,7 +54,7 @@ void pccx_g3n_config_e4b(pccx_g3n_config *c)
 struct ctx {
 	const pccx_json_doc *doc;
 	const pccx_json *obj;
-	pccx_g3n_config *c;
+	pccx_hf_config *c;
 	pccx_diag *d;
 };
 
@@ -138,7 +132,8 @@ static int read_intermediate(struct ctx *x)
 		for (uint32_t i = 0; i < L; i++) {
 			const pccx_json *e = pccx_json_at(m, i);
 
-			if (!pccx_json_is_int(e) || pccx_json_int(e) < 1 || pccx_json_int(e) > (1 << 24))
+			if (!pccx_json_is_int(e) || pccx_json_int(e) < 1 ||
+			    pccx_json_int(e) > (1 << 24))
 				return pccx_json_fail(x->doc, e, x->d, PCCX_ERR_RANGE,
 						      "expected an integer in [1, 16777216]");
 			x->c->intermediate_size[i] = (uint32_t)pccx_json_int(e);
@@ -168,7 +163,8 @@ static int read_layer_types(struct ctx *x)
 		return pccx_json_expect(x->doc, m, PCCX_JSON_ARRAY, x->d);
 	if (pccx_json_count(m) != L)
 		return pccx_json_fail(x->doc, m, x->d, PCCX_ERR_FORMAT,
-				      "%zu entries, num_hidden_layers is %" PRIu32, pccx_json_count(m),
+				      "%zu entries, num_hidden_layers is %" PRIu32,
+				      pccx_json_count(m),
 				      L);
 	for (uint32_t i = 0; i < L; i++) {
 		const pccx_json *e = pccx_json_at(m, i);
@@ -182,7 +178,8 @@ static int read_layer_types(struct ctx *x)
 			x->c->layer_is_sliding[i] = false;
 		else
 			return pccx_json_fail(x->doc, e, x->d, PCCX_ERR_UNSUPPORTED,
-					      "'%.40s' is neither \"full_attention\" nor \"sliding_attention\"",
+					      "'%.40s' is neither \"full_attention\" nor "
+					      "\"sliding_attention\"",
 					      s);
 	}
 	return PCCX_OK;
@@ -197,7 +194,8 @@ static int read_sparsity(struct ctx *x)
 		/* The Hugging Face default has 35 entries: 0.95 for 10 layers, then 0. */
 		if (L != 35)
 			return pccx_fail(x->d, PCCX_ERR_FORMAT,
-					 "%s: activation_sparsity_pattern is absent and its default has 35 entries, num_hidden_layers is %" PRIu32,
+					 "%s: activation_sparsity_pattern is absent and its "
+					 "default has 35 entries, num_hidden_layers is %" PRIu32,
 					 pccx_json_doc_name(x->doc), L);
 		x->c->defaulted |= 1u << DEF_SPARSITY;
 		for (uint32_t i = 0; i < L; i++)
@@ -213,7 +211,8 @@ static int read_sparsity(struct ctx *x)
 		return pccx_json_expect(x->doc, m, PCCX_JSON_ARRAY, x->d);
 	if (pccx_json_count(m) != L)
 		return pccx_json_fail(x->doc, m, x->d, PCCX_ERR_FORMAT,
-				      "%zu entries, num_hidden_layers is %" PRIu32, pccx_json_count(m),
+				      "%zu entries, num_hidden_layers is %" PRIu32,
+				      pccx_json_count(m),
 				      L);
 	for (uint32_t i = 0; i < L; i++) {
 		double v;
@@ -244,7 +243,8 @@ static int read_rope(struct ctx *x)
 	}
 	rc = opt_num(x, "rope_theta", 1.0, 1e12, false, &x->c->rope_theta, DEF_ROPE_THETA);
 	if (!rc)
-		rc = opt_num(x, "rope_local_base_freq", 1.0, 1e12, false, &x->c->rope_local_base_freq,
+		rc = opt_num(x, "rope_local_base_freq",
+			     1.0, 1e12, false, &x->c->rope_local_base_freq,
 			     DEF_ROPE_LOCAL);
 	if (rc || !rp || pccx_json_type_of(rp) == PCCX_JSON_NULL)
 		return rc;
@@ -280,7 +280,8 @@ static int read_rope(struct ctx *x)
 				if (v != *dst[k])
 					return pccx_json_fail(x->doc, th, x->d, PCCX_ERR_FORMAT,
 							      "%g disagrees with %s = %g", v,
-							      k ? "rope_local_base_freq" : "rope_theta",
+							      k ? "rope_local_base_freq" :
+							      "rope_theta",
 							      *dst[k]);
 				continue;
 			}
@@ -295,28 +296,35 @@ static int read_rope(struct ctx *x)
 
 static int check_consistency(struct ctx *x)
 {
-	pccx_g3n_config *c = x->c;
+	pccx_hf_config *c = x->c;
 	const char *n = pccx_json_doc_name(x->doc);
 	uint32_t first_shared = c->num_hidden_layers - c->num_kv_shared_layers;
 
 	if (c->num_attention_heads % c->num_key_value_heads)
 		return pccx_fail(x->d, PCCX_ERR_FORMAT,
-				 "%s: num_attention_heads %" PRIu32 " is not a multiple of num_key_value_heads %" PRIu32,
+				 "%s: num_attention_heads %" PRIu32 " is not a multiple of "
+				 "num_key_value_heads %" PRIu32,
 				 n, c->num_attention_heads, c->num_key_value_heads);
 	if (c->head_dim % 2)
-		return pccx_fail(x->d, PCCX_ERR_FORMAT, "%s: head_dim %" PRIu32 " is odd (RoPE rotates pairs)",
+		return pccx_fail(x->d, PCCX_ERR_FORMAT,
+				 "%s: head_dim %" PRIu32 " is odd (RoPE rotates pairs)",
 				 n, c->head_dim);
 	if (c->vocab_size_per_layer_input > c->vocab_size)
 		return pccx_fail(x->d, PCCX_ERR_FORMAT,
-				 "%s: vocab_size_per_layer_input %" PRIu32 " exceeds vocab_size %" PRIu32, n,
+				 "%s: vocab_size_per_layer_input %" PRIu32 " exceeds vocab_size %"
+				 PRIu32,
+				 n,
 				 c->vocab_size_per_layer_input, c->vocab_size);
 	if (c->altup_active_idx >= c->altup_num_inputs)
 		return pccx_fail(x->d, PCCX_ERR_FORMAT,
-				 "%s: altup_active_idx %" PRIu32 " is not below altup_num_inputs %" PRIu32, n,
+				 "%s: altup_active_idx %" PRIu32 " is not below altup_num_inputs %"
+				 PRIu32,
+				 n,
 				 c->altup_active_idx, c->altup_num_inputs);
 	if (c->num_kv_shared_layers >= c->num_hidden_layers)
 		return pccx_fail(x->d, PCCX_ERR_FORMAT,
-				 "%s: num_kv_shared_layers %" PRIu32 " leaves no layer computing K/V (num_hidden_layers %" PRIu32 ")",
+				 "%s: num_kv_shared_layers %" PRIu32 " leaves no layer computing "
+				 "K/V (num_hidden_layers %" PRIu32 ")",
 				 n, c->num_kv_shared_layers, c->num_hidden_layers);
 	/* A KV-sharing layer reuses the last earlier layer of its own attention type. */
 	for (uint32_t i = first_shared; i < c->num_hidden_layers; i++) {
@@ -326,21 +334,23 @@ static int check_consistency(struct ctx *x)
 			found = c->layer_is_sliding[j] == c->layer_is_sliding[i];
 		if (!found)
 			return pccx_fail(x->d, PCCX_ERR_FORMAT,
-					 "%s: layer %" PRIu32 " (%s) shares K/V but no layer before %" PRIu32 " has that attention type",
-					 n, i, c->layer_is_sliding[i] ? "sliding_attention" : "full_attention",
+					 "%s: layer %" PRIu32 " (%s) shares K/V but no layer "
+					 "before %" PRIu32 " has that attention type",
+					 n, i, c->layer_is_sliding[i] ? "sliding_attention" :
+					 "full_attention",
 					 first_shared);
 	}
 	return PCCX_OK;
 }
 
-static int parse_doc(const pccx_json_doc *doc, pccx_g3n_config *cfg, pccx_diag *d)
+static int parse_doc(const pccx_json_doc *doc, pccx_hf_config *cfg, pccx_diag *d)
 {
 	const pccx_json *root = pccx_json_root(doc), *tc;
 	struct ctx x = { doc, root, cfg, d };
 	const pccx_json *sc;
 	int rc;
 
-	pccx_g3n_config_e4b(cfg);
+	pccx_hf_config_e4b(cfg);
 	cfg->defaulted = 0;
 	rc = pccx_json_expect(doc, root, PCCX_JSON_OBJECT, d);
 	if (rc)
@@ -352,7 +362,7 @@ static int parse_doc(const pccx_json_doc *doc, pccx_g3n_config *cfg, pccx_diag *
 			return rc;
 		x.obj = tc;
 	}
-	rc = req_u32(&x, "num_hidden_layers", 1, PCCX_G3N_MAX_LAYERS, &cfg->num_hidden_layers);
+	rc = req_u32(&x, "num_hidden_layers", 1, PCCX_HF_MAX_LAYERS, &cfg->num_hidden_layers);
 	if (!rc)
 		rc = req_u32(&x, "hidden_size", 1, 1 << 16, &cfg->hidden_size);
 	if (!rc)
@@ -386,11 +396,12 @@ static int parse_doc(const pccx_json_doc *doc, pccx_g3n_config *cfg, pccx_diag *
 	if (!rc)
 		rc = opt_u32(&x, "altup_num_inputs", 2, 16, &cfg->altup_num_inputs, DEF_ALTUP_NUM);
 	if (!rc)
-		rc = opt_u32(&x, "altup_active_idx", 0, 15, &cfg->altup_active_idx, DEF_ALTUP_ACTIVE);
+		rc = opt_u32(&x, "altup_active_idx",
+			     0, 15, &cfg->altup_active_idx, DEF_ALTUP_ACTIVE);
 	if (!rc)
 		rc = opt_u32(&x, "laurel_rank", 1, 1 << 16, &cfg->laurel_rank, DEF_LAUREL_RANK);
 	if (!rc)
-		rc = opt_u32(&x, "num_kv_shared_layers", 0, PCCX_G3N_MAX_LAYERS,
+		rc = opt_u32(&x, "num_kv_shared_layers", 0, PCCX_HF_MAX_LAYERS,
 			     &cfg->num_kv_shared_layers, DEF_KV_SHARED);
 	if (!rc)
 		rc = read_sparsity(&x);
@@ -404,7 +415,7 @@ static int parse_doc(const pccx_json_doc *doc, pccx_g3n_config *cfg, pccx_diag *
 	else if ((rc = num_in(&x, sc, 0.0, 1e9, false, &cfg->final_logit_softcapping)))
 		return rc;
 	/* Layers beyond num_hidden_layers keep nothing from the E4B defaults. */
-	for (uint32_t i = cfg->num_hidden_layers; i < PCCX_G3N_MAX_LAYERS; i++) {
+	for (uint32_t i = cfg->num_hidden_layers; i < PCCX_HF_MAX_LAYERS; i++) {
 		cfg->intermediate_size[i] = 0;
 		cfg->layer_is_sliding[i] = false;
 		cfg->activation_sparsity[i] = 0.0f;
@@ -412,7 +423,7 @@ static int parse_doc(const pccx_json_doc *doc, pccx_g3n_config *cfg, pccx_diag *
 	return check_consistency(&x);
 }
 
-int pccx_g3n_config_parse(const void *json, size_t len, const char *name, pccx_g3n_config *cfg,
+int pccx_hf_config_parse(const void *json, size_t len, const char *name, pccx_hf_config *cfg,
 			  pccx_diag *d)
 {
 	pccx_json_limits lim = { .max_size = (size_t)16 << 20, .max_depth = 64 };
@@ -426,7 +437,7 @@ int pccx_g3n_config_parse(const void *json, size_t len, const char *name, pccx_g
 	return rc;
 }
 
-int pccx_g3n_config_read(const char *path, pccx_g3n_config *cfg, pccx_diag *d)
+int pccx_hf_config_read(const char *path, pccx_hf_config *cfg, pccx_diag *d)
 {
 	pccx_json_limits lim = { .max_size = (size_t)16 << 20, .max_depth = 64 };
 	pccx_json_doc *doc;

@@ -107,7 +107,8 @@ static void rewrite(const pccx_gguf *g)
 	if (pccx_gguf_writer_set_version(w, pccx_gguf_version(g), &d))
 		__builtin_trap();
 	for (uint64_t i = 0; i < pccx_gguf_n_kv(g); i++)
-		if (pccx_gguf_writer_set_value(w, pccx_gguf_kv_key(g, i), pccx_gguf_kv_value(g, i), &d))
+		if (pccx_gguf_writer_set_value(w, pccx_gguf_kv_key(g, i), pccx_gguf_kv_value(g, i),
+					       &d))
 			__builtin_trap();
 	for (uint64_t i = 0; i < pccx_gguf_n_tensors(g); i++) {
 		const pccx_gguf_tensor *t = pccx_gguf_tensor_at(g, i);

@@ -63,23 +63,23 @@ static void fuzz_image(const uint8_t *p, size_t n)
 
 static void fuzz_config(const uint8_t *p, size_t n)
 {
-	pccx_g3n_config c;
+	pccx_hf_config c;
 	pccx_diag d;
 
-	if (pccx_g3n_config_parse(p, n, "fuzz.json", &c, &d) != 0) {
+	if (pccx_hf_config_parse(p, n, "fuzz.json", &c, &d) != 0) {
 		check_msg(&d, "fuzz.json");
 		return;
 	}
-	if (c.num_hidden_layers == 0 || c.num_hidden_layers > PCCX_G3N_MAX_LAYERS ||
+	if (c.num_hidden_layers == 0 || c.num_hidden_layers > PCCX_HF_MAX_LAYERS ||
 	    c.num_kv_shared_layers >= c.num_hidden_layers ||
 	    c.altup_active_idx >= c.altup_num_inputs ||
 	    c.num_attention_heads % c.num_key_value_heads)
 		__builtin_trap();
-	for (int id = 0; id < PCCX_G3N_TENSOR_COUNT; id++) {
+	for (int id = 0; id < PCCX_TMAP_COUNT; id++) {
 		uint64_t s[4];
-		uint32_t nd;
+		uint32_t nd, last = c.num_hidden_layers - 1;
 
-		if (pccx_g3n_expected_shape(&c, id, c.num_hidden_layers - 1, true, &nd, s, &d) != 0)
+		if (pccx_tmap_expected_shape(&c, id, last, true, &nd, s, &d) != 0)
 			__builtin_trap();
 	}
 }

@@ -98,11 +98,14 @@ static pccx_gguf_writer *sample_writer(uint32_t version, uint32_t alignment)
 	ck_assert_int_eq(pccx_gguf_writer_set_array(w, "a.i32", PCCX_GGUF_INT32, a_i32, 5, &d), 0);
 	ck_assert_int_eq(pccx_gguf_writer_set_array(w, "a.u64", PCCX_GGUF_UINT64, a_u64, 2, &d), 0);
 	ck_assert_int_eq(pccx_gguf_writer_set_array(w, "a.i64", PCCX_GGUF_INT64, a_i64, 2, &d), 0);
-	ck_assert_int_eq(pccx_gguf_writer_set_array(w, "a.f32", PCCX_GGUF_FLOAT32, a_f32, 4, &d), 0);
-	ck_assert_int_eq(pccx_gguf_writer_set_array(w, "a.f64", PCCX_GGUF_FLOAT64, a_f64, 2, &d), 0);
+	ck_assert_int_eq(pccx_gguf_writer_set_array(w, "a.f32",
+						    PCCX_GGUF_FLOAT32, a_f32, 4, &d), 0);
+	ck_assert_int_eq(pccx_gguf_writer_set_array(w, "a.f64",
+						    PCCX_GGUF_FLOAT64, a_f64, 2, &d), 0);
 	ck_assert_int_eq(pccx_gguf_writer_set_array(w, "a.bool", PCCX_GGUF_BOOL, a_bool, 3, &d), 0);
 	ck_assert_int_eq(pccx_gguf_writer_set_array(w, "a.empty", PCCX_GGUF_INT32, NULL, 0, &d), 0);
-	ck_assert_int_eq(pccx_gguf_writer_set_str_array(w, "tokenizer.ggml.tokens", a_str, 4, &d), 0);
+	ck_assert_int_eq(pccx_gguf_writer_set_str_array(w, "tokenizer.ggml.tokens",
+							a_str, 4, &d), 0);
 	/* [[1,2,3], ["x","yz"], []] */
 	memset(inner, 0, sizeof(inner));
 	inner[0].type = PCCX_GGUF_ARRAY;
@@ -117,15 +120,20 @@ static pccx_gguf_writer *sample_writer(uint32_t version, uint32_t alignment)
 	ck_assert_int_eq(pccx_gguf_writer_set_value(w, "a.nested", &nested, &d), 0);
 
 	{
-		uint64_t ne1[] = { 8, 2 }, ne2[] = { 2, 4, 3 }, ne3[] = { 64, 1, 1, 2 }, ne4[] = { 96 };
+		uint64_t ne1[] = { 8, 2 }, ne2[] = { 2, 4, 3 }, ne3[] = { 64, 1, 1, 2 };
+		uint64_t ne4[] = { 96 };
 
-		ck_assert_int_eq(pccx_gguf_writer_add_tensor(w, "t.f32", PCCX_GGML_F32, 2, ne1, t_f32,
+		ck_assert_int_eq(pccx_gguf_writer_add_tensor(w, "t.f32",
+							     PCCX_GGML_F32, 2, ne1, t_f32,
 							     sizeof(t_f32), &d), 0);
-		ck_assert_int_eq(pccx_gguf_writer_add_tensor(w, "t.f16", PCCX_GGML_F16, 3, ne2, t_f16,
+		ck_assert_int_eq(pccx_gguf_writer_add_tensor(w, "t.f16",
+							     PCCX_GGML_F16, 3, ne2, t_f16,
 							     sizeof(t_f16), &d), 0);
-		ck_assert_int_eq(pccx_gguf_writer_add_tensor(w, "t.q4", PCCX_GGML_Q4_0, 4, ne3, t_q4,
+		ck_assert_int_eq(pccx_gguf_writer_add_tensor(w, "t.q4",
+							     PCCX_GGML_Q4_0, 4, ne3, t_q4,
 							     sizeof(t_q4), &d), 0);
-		ck_assert_int_eq(pccx_gguf_writer_add_tensor(w, "t.q8", PCCX_GGML_Q8_0, 1, ne4, t_q8,
+		ck_assert_int_eq(pccx_gguf_writer_add_tensor(w, "t.q8",
+							     PCCX_GGML_Q8_0, 1, ne4, t_q8,
 							     sizeof(t_q8), &d), 0);
 	}
 	return w;
@@ -465,23 +473,31 @@ START_TEST(writer_refusals)
 	ck_assert_int_eq(pccx_gguf_writer_set_u32(w, "", 2, &d), PCCX_ERR_INVALID);
 	ck_assert_int_eq(pccx_gguf_writer_set_u32(w, "a\nb", 2, &d), PCCX_ERR_INVALID);
 	ck_assert_int_eq(pccx_gguf_writer_set_alignment(w, 24, &d), PCCX_ERR_INVALID);
-	ck_assert_int_eq(pccx_gguf_writer_set_i32(w, "general.alignment", 64, &d), PCCX_ERR_INVALID);
-	ck_assert_int_eq(pccx_gguf_writer_set_u32(w, "general.alignment", 48, &d), PCCX_ERR_INVALID);
+	ck_assert_int_eq(pccx_gguf_writer_set_i32(w, "general.alignment",
+						  64, &d), PCCX_ERR_INVALID);
+	ck_assert_int_eq(pccx_gguf_writer_set_u32(w, "general.alignment",
+						  48, &d), PCCX_ERR_INVALID);
 	ck_assert_int_eq(pccx_gguf_writer_set_version(w, 1, &d), PCCX_ERR_UNSUPPORTED);
 	ck_assert_int_eq(pccx_gguf_writer_add_tensor(w, "q", PCCX_GGML_Q4_0, 2, ne, data, 36, &d),
 			 PCCX_ERR_INVALID);
-	ck_assert_str_eq(d.msg, "GGUF writer: tensor 'q': row length 31 is not a multiple of the Q4_0 block of 32");
-	ck_assert_int_eq(pccx_gguf_writer_add_tensor(w, "f", PCCX_GGML_F32, 1, ne_ok, data, 100, &d),
+	ck_assert_str_eq(d.msg,
+			 "GGUF writer: tensor 'q': row length 31 is not a multiple of the Q4_0 "
+			 "block of 32");
+	ck_assert_int_eq(pccx_gguf_writer_add_tensor(w, "f",
+						     PCCX_GGML_F32, 1, ne_ok, data, 100, &d),
 			 PCCX_ERR_INVALID);
-	ck_assert_str_eq(d.msg, "GGUF writer: tensor 'f': 100 bytes given, F32 of this shape take 128");
+	ck_assert_str_eq(d.msg,
+			 "GGUF writer: tensor 'f': 100 bytes given, F32 of this shape take 128");
 	ck_assert_int_eq(pccx_gguf_writer_add_tensor(w, "f", 4, 1, ne_ok, data, 128, &d),
 			 PCCX_ERR_UNSUPPORTED);
 	memset(longname, 'x', 65);
 	longname[65] = '\0';
-	ck_assert_int_eq(pccx_gguf_writer_add_tensor(w, longname, PCCX_GGML_F32, 1, ne_ok, data, 128,
-						     &d), PCCX_ERR_INVALID);
-	ck_assert_int_eq(pccx_gguf_writer_add_tensor(w, "f", PCCX_GGML_F32, 1, ne_ok, data, 128, &d), 0);
-	ck_assert_int_eq(pccx_gguf_writer_add_tensor(w, "f", PCCX_GGML_F32, 1, ne_ok, data, 128, &d),
+	ck_assert_int_eq(pccx_gguf_writer_add_tensor(w, longname, PCCX_GGML_F32, 1, ne_ok, data,
+						     128, &d), PCCX_ERR_INVALID);
+	ck_assert_int_eq(pccx_gguf_writer_add_tensor(w, "f",
+						     PCCX_GGML_F32, 1, ne_ok, data, 128, &d), 0);
+	ck_assert_int_eq(pccx_gguf_writer_add_tensor(w, "f",
+						     PCCX_GGML_F32, 1, ne_ok, data, 128, &d),
 			 PCCX_ERR_INVALID);
 	ck_assert_str_eq(d.msg, "GGUF writer: tensor 'f': added twice");
 	pccx_gguf_writer_free(w);
@@ -520,7 +536,8 @@ START_TEST(write_failure_leaves_nothing)
 		_exit(3);
 	signal(SIGXFSZ, SIG_DFL);
 	ck_assert_int_eq(rc, PCCX_ERR_IO);
-	ck_assert_msg(strstr(d.msg, path) == d.msg, "message '%s' does not start with the path", d.msg);
+	ck_assert_msg(strstr(d.msg, path) == d.msg, "message '%s' does not start with the path",
+		      d.msg);
 	ck_assert_msg(strstr(d.msg, "write failed after 300 bytes: File too large"), "%s", d.msg);
 	ck_assert_int_eq(rc2, PCCX_ERR_IO);
 
@@ -621,7 +638,8 @@ START_TEST(bad_header_truncated)
 	expect_refused(&im, 6, PCCX_ERR_FORMAT,
 		       "bad.gguf: truncated: version needs 4 bytes at offset 4, only 2 left");
 	expect_refused(&im, 20, PCCX_ERR_FORMAT,
-		       "bad.gguf: truncated: metadata count needs 8 bytes at offset 16, only 4 left");
+		       "bad.gguf: truncated: metadata count needs 8 bytes at offset 16, only 4 "
+		       "left");
 	free(im.buf);
 }
 END_TEST
@@ -650,13 +668,15 @@ START_TEST(bad_counts)
 
 	put_le(im.buf + 16, UINT64_MAX, 8);
 	snprintf(msg, sizeof(msg),
-		 "bad.gguf: metadata count 18446744073709551615 cannot fit in the %zu bytes after the header",
+		 "bad.gguf: metadata count 18446744073709551615 cannot fit in the %zu bytes after "
+		 "the header",
 		 im.len - 24);
 	expect_refused(&im, im.len, PCCX_ERR_FORMAT, msg);
 	put_le(im.buf + 16, 27, 8);
 	put_le(im.buf + 8, 1ull << 40, 8);
 	snprintf(msg, sizeof(msg),
-		 "bad.gguf: tensor count 1099511627776 cannot fit in the %zu bytes after the header",
+		 "bad.gguf: tensor count 1099511627776 cannot fit in the %zu bytes after the "
+		 "header",
 		 im.len - 24);
 	expect_refused(&im, im.len, PCCX_ERR_FORMAT, msg);
 	/* Each count fits alone, not together. */
@@ -728,8 +748,8 @@ START_TEST(bad_key_length)
 
 	put_le(im.buf + o, im.len, 8);
 	snprintf(msg, sizeof(msg),
-		 "bad.gguf: key #1: key length %zu at offset %zu exceeds the %zu bytes left", im.len,
-		 o, im.len - o - 8);
+		 "bad.gguf: key #1: key length %zu at offset %zu exceeds the %zu bytes left",
+		 im.len, o, im.len - o - 8);
 	expect_refused(&im, im.len, PCCX_ERR_FORMAT, msg);
 	put_le(im.buf + o, 0, 8);
 	expect_refused(&im, im.len, PCCX_ERR_FORMAT, "bad.gguf: key #1: key is empty");
@@ -749,7 +769,8 @@ START_TEST(bad_string_length)
 
 	put_le(im.buf + o, 1ull << 62, 8);
 	snprintf(msg, sizeof(msg),
-		 "bad.gguf: key 'general.architecture': string value length 4611686018427387904 at offset %zu exceeds the %zu bytes left",
+		 "bad.gguf: key 'general.architecture': string value length 4611686018427387904 at "
+		 "offset %zu exceeds the %zu bytes left",
 		 o, im.len - o - 8);
 	expect_refused(&im, im.len, PCCX_ERR_FORMAT, msg);
 	free(im.buf);
@@ -764,12 +785,14 @@ START_TEST(bad_array_count)
 
 	put_le(im.buf + o, (im.len - o - 8) / 8 + 1, 8);
 	snprintf(msg, sizeof(msg),
-		 "bad.gguf: key 'a.u64': array of %zu uint64 elements cannot fit in the %zu bytes left",
+		 "bad.gguf: key 'a.u64': array of %zu uint64 elements cannot fit in the %zu bytes "
+		 "left",
 		 (im.len - o - 8) / 8 + 1, im.len - o - 8);
 	expect_refused(&im, im.len, PCCX_ERR_FORMAT, msg);
 	put_le(im.buf + o, UINT64_MAX, 8);
 	snprintf(msg, sizeof(msg),
-		 "bad.gguf: key 'a.u64': array of 18446744073709551615 uint64 elements cannot fit in the %zu bytes left",
+		 "bad.gguf: key 'a.u64': array of 18446744073709551615 uint64 elements cannot fit "
+		 "in the %zu bytes left",
 		 im.len - o - 8);
 	expect_refused(&im, im.len, PCCX_ERR_FORMAT, msg);
 	free(im.buf);
@@ -784,7 +807,8 @@ START_TEST(bad_string_array_element)
 
 	put_le(im.buf + o, im.len, 8);
 	snprintf(msg, sizeof(msg),
-		 "bad.gguf: key 'tokenizer.ggml.tokens': string element length %zu at offset %zu exceeds the %zu bytes left",
+		 "bad.gguf: key 'tokenizer.ggml.tokens': string element length %zu at offset %zu "
+		 "exceeds the %zu bytes left",
 		 im.len, o, im.len - o - 8);
 	expect_refused(&im, im.len, PCCX_ERR_FORMAT, msg);
 	free(im.buf);
@@ -803,7 +827,8 @@ START_TEST(bad_value_types)
 	put_le(im.buf + o, PCCX_GGUF_UINT32, 4);
 	o = key_type_off(&im, "a.i32");
 	put_le(im.buf + o + 4, 0x100, 4);
-	snprintf(msg, sizeof(msg), "bad.gguf: key 'a.i32': unknown array element type 256 at offset %zu",
+	snprintf(msg, sizeof(msg),
+		 "bad.gguf: key 'a.i32': unknown array element type 256 at offset %zu",
 		 o + 4);
 	expect_refused(&im, im.len, PCCX_ERR_FORMAT, msg);
 	put_le(im.buf + o + 4, PCCX_GGUF_INT32, 4);
@@ -902,12 +927,15 @@ START_TEST(bad_tensor_type)
 	size_t o = tinfo_off(&im, "t.q8") + 4 + 8;	/* 1 dim */
 
 	put_le(im.buf + o, 4, 4);
-	expect_refused(&im, im.len, PCCX_ERR_FORMAT, "bad.gguf: tensor 't.q8': unknown ggml type 4");
+	expect_refused(&im, im.len, PCCX_ERR_FORMAT,
+		       "bad.gguf: tensor 't.q8': unknown ggml type 4");
 	put_le(im.buf + o, 40, 4);
-	expect_refused(&im, im.len, PCCX_ERR_FORMAT, "bad.gguf: tensor 't.q8': unknown ggml type 40");
+	expect_refused(&im, im.len, PCCX_ERR_FORMAT,
+		       "bad.gguf: tensor 't.q8': unknown ggml type 40");
 	put_le(im.buf + o, PCCX_GGML_Q4_K, 4);
 	expect_refused(&im, im.len, PCCX_ERR_FORMAT,
-		       "bad.gguf: tensor 't.q8': row length 96 is not a multiple of the Q4_K block of 256");
+		       "bad.gguf: tensor 't.q8': row length 96 is not a multiple of the Q4_K block "
+		       "of 256");
 	free(im.buf);
 }
 END_TEST
@@ -918,9 +946,11 @@ START_TEST(bad_dims)
 	size_t o = tinfo_off(&im, "t.q4");
 
 	put_le(im.buf + o, 0, 4);
-	expect_refused(&im, im.len, PCCX_ERR_FORMAT, "bad.gguf: tensor 't.q4': n_dims 0 is not in 1..4");
+	expect_refused(&im, im.len, PCCX_ERR_FORMAT,
+		       "bad.gguf: tensor 't.q4': n_dims 0 is not in 1..4");
 	put_le(im.buf + o, 5, 4);
-	expect_refused(&im, im.len, PCCX_ERR_FORMAT, "bad.gguf: tensor 't.q4': n_dims 5 is not in 1..4");
+	expect_refused(&im, im.len, PCCX_ERR_FORMAT,
+		       "bad.gguf: tensor 't.q4': n_dims 5 is not in 1..4");
 	put_le(im.buf + o, 4, 4);
 	put_le(im.buf + o + 4 + 8, 0, 8);
 	expect_refused(&im, im.len, PCCX_ERR_FORMAT, "bad.gguf: tensor 't.q4': dimension 1 is 0");
@@ -928,16 +958,19 @@ START_TEST(bad_dims)
 	put_le(im.buf + o + 4, 1ull << 32, 8);
 	put_le(im.buf + o + 4 + 8, 1ull << 32, 8);
 	expect_refused(&im, im.len, PCCX_ERR_FORMAT,
-		       "bad.gguf: tensor 't.q4': element count overflows 2^63 - 1 at dimension 1 (4294967296)");
+		       "bad.gguf: tensor 't.q4': element count overflows 2^63 - 1 at dimension 1 "
+		       "(4294967296)");
 	/* 2^62 * 2 = 2^63 does not overflow uint64 but exceeds 2^63 - 1 */
 	put_le(im.buf + o + 4, 1ull << 62, 8);
 	put_le(im.buf + o + 4 + 8, 2, 8);
 	expect_refused(&im, im.len, PCCX_ERR_FORMAT,
-		       "bad.gguf: tensor 't.q4': element count overflows 2^63 - 1 at dimension 1 (2)");
+		       "bad.gguf: tensor 't.q4': element count overflows 2^63 - 1 at dimension 1 "
+		       "(2)");
 	put_le(im.buf + o + 4, 1ull << 63, 8);
 	put_le(im.buf + o + 4 + 8, 1, 8);
 	expect_refused(&im, im.len, PCCX_ERR_FORMAT,
-		       "bad.gguf: tensor 't.q4': element count overflows 2^63 - 1 at dimension 0 (9223372036854775808)");
+		       "bad.gguf: tensor 't.q4': element count overflows 2^63 - 1 at dimension 0 "
+		       "(9223372036854775808)");
 	free(im.buf);
 }
 END_TEST
@@ -977,10 +1010,12 @@ START_TEST(bad_tensor_offsets)
 
 	put_le(im.buf + o, q8off + 4, 8);
 	expect_refused(&im, im.len, PCCX_ERR_FORMAT,
-		       "bad.gguf: tensor 't.q8': data offset 228 is not a multiple of the alignment 32");
+		       "bad.gguf: tensor 't.q8': data offset 228 is not a multiple of the "
+		       "alignment 32");
 	put_le(im.buf + o, q8off + 32, 8);
 	snprintf(msg, sizeof(msg),
-		 "bad.gguf: tensor 't.q8': data [256, +102) extends beyond the end of the file (data section holds %zu bytes)",
+		 "bad.gguf: tensor 't.q8': data [256, +102) extends beyond the end of the file "
+		 "(data section holds %zu bytes)",
 		 (size_t)352);
 	expect_refused(&im, im.len, PCCX_ERR_FORMAT, msg);
 	put_le(im.buf + o, UINT64_MAX - 31, 8);
@@ -989,16 +1024,19 @@ START_TEST(bad_tensor_offsets)
 	/* q8 placed on top of q4 */
 	put_le(im.buf + o, q4off, 8);
 	expect_refused(&im, im.len, PCCX_ERR_FORMAT,
-		       "bad.gguf: tensor 't.q8': data at offset 128 overlaps tensor 't.q4' [128, 200)");
+		       "bad.gguf: tensor 't.q8': data at offset 128 overlaps tensor 't.q4' [128, "
+		       "200)");
 	/* partially: q4 [128,200) and q8 moved to 160 */
 	put_le(im.buf + o, 160, 8);
 	expect_refused(&im, im.len, PCCX_ERR_FORMAT,
-		       "bad.gguf: tensor 't.q8': data at offset 160 overlaps tensor 't.q4' [128, 200)");
+		       "bad.gguf: tensor 't.q8': data at offset 160 overlaps tensor 't.q4' [128, "
+		       "200)");
 	put_le(im.buf + o, q8off, 8);
 	/* q4 moved back onto f16 */
 	put_le(im.buf + o2, 64, 8);
 	expect_refused(&im, im.len, PCCX_ERR_FORMAT,
-		       "bad.gguf: tensor 't.q4': data at offset 64 overlaps tensor 't.f16' [64, 112)");
+		       "bad.gguf: tensor 't.q4': data at offset 64 overlaps tensor 't.f16' [64, "
+		       "112)");
 	free(im.buf);
 }
 END_TEST
@@ -1012,11 +1050,13 @@ START_TEST(bad_data_section_truncated)
 
 	pccx_gguf_close(g);
 	snprintf(msg, sizeof(msg),
-		 "bad.gguf: truncated: data section starts at offset %" PRIu64 " beyond the end of the file (%" PRIu64 " bytes)",
+		 "bad.gguf: truncated: data section starts at offset %" PRIu64 " beyond the end of "
+		 "the file (%" PRIu64 " bytes)",
 		 doff, doff - 1);
 	expect_refused(&im, (size_t)doff - 1, PCCX_ERR_FORMAT, msg);
 	snprintf(msg, sizeof(msg),
-		 "bad.gguf: tensor 't.q8': data [224, +102) extends beyond the end of the file (data section holds 293 bytes)");
+		 "bad.gguf: tensor 't.q8': data [224, +102) extends beyond the end of the file "
+		 "(data section holds 293 bytes)");
 	expect_refused(&im, (size_t)doff + 293, PCCX_ERR_FORMAT, msg);
 	free(im.buf);
 }
@@ -1043,7 +1083,8 @@ START_TEST(bad_alignment)
 	/* 128: the tensor at offset 64 is no longer aligned */
 	put_le(im.buf + o + 4, 128, 4);
 	expect_refused(&im, im.len, PCCX_ERR_FORMAT,
-		       "bad.gguf: tensor 't.f16': data offset 64 is not a multiple of the alignment 128");
+		       "bad.gguf: tensor 't.f16': data offset 64 is not a multiple of the "
+		       "alignment 128");
 	free(im.buf);
 }
 END_TEST
@@ -1074,7 +1115,8 @@ static void decode_ok(uint32_t type, const void *src, size_t len, float *dst, ui
 START_TEST(decode_float_types)
 {
 	uint8_t f32[8], f16[4] = { 0x00, 0x3c, 0x01, 0x80 }, bf16[4] = { 0x80, 0x3f, 0xc0, 0xff };
-	uint8_t f64[8], i8[2] = { 0x80, 0x7f }, i16[2] = { 0x00, 0x80 }, i32[4] = { 0xff, 0xff, 0xff, 0xff };
+	uint8_t f64[8], i8[2] = { 0x80, 0x7f }, i16[2] = { 0x00, 0x80 };
+	uint8_t i32[4] = { 0xff, 0xff, 0xff, 0xff };
 	float y[2];
 	double dv = -0.375;
 	uint32_t u = 0x40490fdb;
@@ -1367,7 +1409,8 @@ START_TEST(requant_f32_and_error_report)
 		put_le(src + 4 * i, pccx_f32_bits(x[i]), 4);
 	}
 	pccx_q4_error_init(&e);
-	ck_assert_int_eq(pccx_q4_import(PCCX_GGML_F32, src, sizeof(src), N, nib, sc, &e, "w", &d), 0);
+	ck_assert_int_eq(pccx_q4_import(PCCX_GGML_F32, src, sizeof(src), N, nib, sc, &e, "w",
+					&d), 0);
 	for (int b = 0; b < N / 32; b++) {
 		uint16_t h;
 
@@ -1417,7 +1460,8 @@ START_TEST(requant_other_types)
 		q8[36 + j] = (uint8_t)(int8_t)(j * 8 - 127);
 	decode_ok(PCCX_GGML_Q8_0, q8, sizeof(q8), ref, 64);
 	pccx_q4_error_init(&e);
-	ck_assert_int_eq(pccx_q4_import(PCCX_GGML_Q8_0, q8, sizeof(q8), 64, nib, sc, &e, "w", &d), 0);
+	ck_assert_int_eq(pccx_q4_import(PCCX_GGML_Q8_0, q8, sizeof(q8), 64, nib, sc, &e, "w",
+					&d), 0);
 	ck_assert(!e.lossless);
 	for (int k = 0; k < 32; k++)
 		ck_assert(pccx_q4_weight(nib, sc, (size_t)k) == ref[k]);
@@ -1437,7 +1481,8 @@ START_TEST(requant_other_types)
 		for (int l = 0; l < 128; l++)
 			k4[16 + l] = (uint8_t)(l % 16 | (15 - l % 16) << 4);
 		pccx_q4_error_init(&e);
-		ck_assert_int_eq(pccx_q4_import(PCCX_GGML_Q4_K, k4, 144, 256, n4, s4, &e, "w", &d), 0);
+		ck_assert_int_eq(pccx_q4_import(PCCX_GGML_Q4_K, k4, 144, 256, n4, s4, &e, "w",
+						&d), 0);
 		ck_assert_uint_eq(e.n, 256);
 		ck_assert(!e.lossless);
 		ck_assert(e.max_abs_err > 0);
@@ -1457,7 +1502,9 @@ START_TEST(requant_refusals)
 	x[40] = NAN;
 	ck_assert_int_eq(pccx_q4_quantize(x, 64, nib, sc, NULL, "blk.0.ffn_up.weight", &d),
 			 PCCX_ERR_RANGE);
-	ck_assert_str_eq(d.msg, "blk.0.ffn_up.weight: block 1 (elements 32..63) holds Inf or NaN, cannot quantise");
+	ck_assert_str_eq(d.msg,
+			 "blk.0.ffn_up.weight: block 1 (elements 32..63) holds Inf or NaN, cannot "
+			 "quantise");
 	ck_assert_int_eq(pccx_q4_quantize(x, 48, nib, sc, NULL, "w", &d), PCCX_ERR_INVALID);
 	ck_assert_int_eq(pccx_q4_import(PCCX_GGML_IQ4_NL, b, 64, 32, nib, sc, NULL, "w", &d),
 			 PCCX_ERR_UNSUPPORTED);
@@ -1466,6 +1513,8 @@ START_TEST(requant_refusals)
 			 PCCX_ERR_RANGE);
 }
 END_TEST
+
+#define T(name) pccx_gguf_find_tensor(g, name)
 
 START_TEST(tensor_to_q4)
 {
@@ -1480,20 +1529,23 @@ START_TEST(tensor_to_q4)
 	sample_image(3, 0, &buf, &len);
 	g = open_ok(buf, len);
 	pccx_q4_error_init(&e);
-	ck_assert_int_eq(pccx_gguf_tensor_to_q4(g, pccx_gguf_find_tensor(g, "t.q4"), nib, sc, &e, &d), 0);
+	ck_assert_int_eq(pccx_gguf_tensor_to_q4(g, T("t.q4"), nib, sc, &e, &d), 0);
 	ck_assert(e.lossless);
 	ck_assert_uint_eq(sc[2], 0x4000);
-	ck_assert_int_eq(pccx_gguf_tensor_to_q4(g, pccx_gguf_find_tensor(g, "t.f32"), nib, sc, &e, &d),
+	ck_assert_int_eq(pccx_gguf_tensor_to_q4(g, T("t.f32"), nib, sc, &e, &d),
 			 PCCX_ERR_UNSUPPORTED);
-	ck_assert_str_eq(d.msg, "s.gguf: tensor 't.f32': row length 8 is not a multiple of the Q4 block of 32");
+	ck_assert_str_eq(d.msg,
+			 "s.gguf: tensor 't.f32': row length 8 is not a multiple of the Q4 block "
+			 "of 32");
 	pccx_q4_error_init(&e);
-	ck_assert_int_eq(pccx_gguf_tensor_to_q4(g, pccx_gguf_find_tensor(g, "t.q8"), nib, sc, &e, &d), 0);
+	ck_assert_int_eq(pccx_gguf_tensor_to_q4(g, T("t.q8"), nib, sc, &e, &d), 0);
 	ck_assert(!e.lossless);
 	ck_assert_uint_eq(e.n, 96);
 	pccx_gguf_close(g);
 	free(buf);
 }
 END_TEST
+#undef T
 
 static Suite *gguf_suite(void)
 {

@@ -62,7 +62,8 @@ static char *header_for(const struct spec *s, int n, const char *meta, size_t *d
 			o += (size_t)sprintf(h + o, "%s%" PRIu64, k ? "," : "", s[i].shape[k]);
 			ne *= s[i].shape[k];
 		}
-		o += (size_t)sprintf(h + o, "],\"data_offsets\":[%zu,%zu]}", off, off + ne * s[i].esize);
+		o += (size_t)sprintf(h + o, "],\"data_offsets\":[%zu,%zu]}",
+				     off, off + ne * s[i].esize);
 		off += ne * s[i].esize;
 	}
 	o += (size_t)sprintf(h + o, "}");
@@ -188,7 +189,9 @@ START_TEST(single_file)
 	ck_assert_uint_eq(t->type, PCCX_ST_UNSUPPORTED);
 	ck_assert_uint_eq(t->nbytes, 16);
 	ck_assert_int_eq(pccx_st_get_tensor(st, "f.i64", &t, &d), PCCX_ERR_UNSUPPORTED);
-	ck_assert_str_eq(d.msg, "s.safetensors: tensor 'f.i64': dtype I64 is not supported (F32, F16 and BF16 are)");
+	ck_assert_str_eq(d.msg,
+			 "s.safetensors: tensor 'f.i64': dtype I64 is not supported (F32, F16 and "
+			 "BF16 are)");
 	ck_assert_int_eq(pccx_st_decode_rows(st, t, 0, 1, y, &d), PCCX_ERR_UNSUPPORTED);
 	ck_assert_int_eq(pccx_st_get_tensor(st, "g", &t, &d), PCCX_ERR_NOT_FOUND);
 	ck_assert_str_eq(d.msg, "s.safetensors: tensor 'g': not in the checkpoint");
@@ -259,7 +262,8 @@ START_TEST(file_and_directory)
 	pccx_st_close(st);
 	unlink(path);
 	ck_assert_int_eq(pccx_st_open(&st, tmpdir, &d), PCCX_ERR_NOT_FOUND);
-	ck_assert_msg(strstr(d.msg, "holds neither model.safetensors.index.json nor model.safetensors"),
+	ck_assert_msg(strstr(d.msg,
+			     "holds neither model.safetensors.index.json nor model.safetensors"),
 		      "%s", d.msg);
 	rm_tmpdir();
 	free(im.buf);
@@ -346,7 +350,8 @@ START_TEST(sharded_refusals)
 		      PCCX_ERR_FORMAT,
 		      "tensor 'x.w' is assigned to ");
 	index_refused("{\"weight_map\":{\"x.w\":\"model-00003-of-00003.safetensors\"}}",
-		      PCCX_ERR_NOT_FOUND, "model-00003-of-00003.safetensors: cannot open: No such file");
+		      PCCX_ERR_NOT_FOUND,
+		      "model-00003-of-00003.safetensors: cannot open: No such file");
 	index_refused("{\"weight_map\":{\"x.w\":\"../model-00001-of-00002.safetensors\"}}",
 		      PCCX_ERR_FORMAT,
 		      "weight_map['x.w']: shard is not a plain file name in the index's directory");
@@ -385,9 +390,11 @@ START_TEST(bad_length_and_header)
 
 	im.len = 5;
 	expect_refused(&im, PCCX_ERR_FORMAT,
-		       "bad.safetensors: truncated: 5 bytes, a safetensors file starts with an 8-byte header length");
+		       "bad.safetensors: truncated: 5 bytes, a safetensors file starts with an "
+		       "8-byte header length");
 	im.len = 8 + 10;
-	snprintf(msg, sizeof(msg), "bad.safetensors: header length %u exceeds the 10 bytes after it",
+	snprintf(msg, sizeof(msg),
+		 "bad.safetensors: header length %u exceeds the 10 bytes after it",
 		 im.buf[0] | im.buf[1] << 8);
 	expect_refused(&im, PCCX_ERR_FORMAT, msg);
 	free(im.buf);
@@ -403,17 +410,20 @@ START_TEST(bad_length_and_header)
 		big[2] = 0x40;
 		big[3] = 0x06;
 		expect_refused(&b, PCCX_ERR_RANGE,
-			       "bad.safetensors: header length 104857601 exceeds the limit of 104857600 bytes");
+			       "bad.safetensors: header length 104857601 exceeds the limit of "
+			       "104857600 bytes");
 		free(big);
 	}
 	refuse_header("{\"a\":", 0, PCCX_ERR_FORMAT,
-		      "bad.safetensors: header: line 1, column 6 (byte 5): expected a value, got end of input");
+		      "bad.safetensors: header: line 1, column 6 (byte 5): expected a value, got "
+		      "end of input");
 	refuse_header("[1, 2]", 0, PCCX_ERR_FORMAT,
 		      "bad.safetensors: header is array, not an object");
 	refuse_header("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
 		      "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 8,
 		      PCCX_ERR_FORMAT,
-		      "bad.safetensors: header: line 1, column 55 (byte 54): duplicate key \"a\" in object");
+		      "bad.safetensors: header: line 1, column 55 (byte 54): duplicate key \"a\" "
+		      "in object");
 }
 END_TEST
 
@@ -437,35 +447,52 @@ START_TEST(bad_entries)
 	refuse_header("{\"w\":{\"dtype\":\"F32\",\"shape\":[1.5],\"data_offsets\":[0,4]}}", 4,
 		      PCCX_ERR_FORMAT,
 		      "bad.safetensors: tensor 'w': shape[0] is not a non-negative integer");
-	refuse_header("{\"w\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,4]}}",
+	refuse_header(
+		      "{\"w\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,"
+		      "4]}}",
 		      4, PCCX_ERR_UNSUPPORTED,
 		      "bad.safetensors: tensor 'w': 9 dimensions (at most 8)");
-	refuse_header("{\"w\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,4]}}",
+	refuse_header(
+		      "{\"w\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],"
+		      "\"data_offsets\":[0,4]}}",
 		      4, PCCX_ERR_FORMAT,
-		      "bad.safetensors: tensor 'w': element count overflows 2^63 - 1 at dimension 1");
-	refuse_header("{\"w\":{\"dtype\":\"F64\",\"shape\":[4611686018427387904],\"data_offsets\":[0,4]}}",
-		      4, PCCX_ERR_FORMAT, "bad.safetensors: tensor 'w': byte size overflows 64 bits");
+		      "bad.safetensors: tensor 'w': element count overflows 2^63 - 1 at dimension "
+		      "1");
+	refuse_header(
+		      "{\"w\":{\"dtype\":\"F64\",\"shape\":[4611686018427387904],"
+		      "\"data_offsets\":[0,4]}}",
+		      4, PCCX_ERR_FORMAT,
+		      "bad.safetensors: tensor 'w': byte size overflows 64 bits");
 	refuse_header("{\"w\":{\"dtype\":\"F32\",\"shape\":[1]}}", 4, PCCX_ERR_FORMAT,
 		      "bad.safetensors: tensor 'w': \"data_offsets\" is missing");
 	refuse_header("{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0]}}", 4,
 		      PCCX_ERR_FORMAT,
-		      "bad.safetensors: tensor 'w': \"data_offsets\" is not [begin, end] with non-negative integers");
+		      "bad.safetensors: tensor 'w': \"data_offsets\" is not [begin, end] with "
+		      "non-negative integers");
 	refuse_header("{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,0]}}", 4,
-		      PCCX_ERR_FORMAT, "bad.safetensors: tensor 'w': data_offsets [4, 0) end before they begin");
+		      PCCX_ERR_FORMAT,
+		      "bad.safetensors: tensor 'w': data_offsets [4, 0) end before they begin");
 	refuse_header("{\"w\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,20]}}", 20,
 		      PCCX_ERR_FORMAT,
-		      "bad.safetensors: tensor 'w': data_offsets [0, 20) hold 20 bytes, shape [2, 3] of F32 needs 24");
+		      "bad.safetensors: tensor 'w': data_offsets [0, 20) hold 20 bytes, shape [2, "
+		      "3] of F32 needs 24");
 	refuse_header("{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 4,
 		      PCCX_ERR_FORMAT,
-		      "bad.safetensors: tensor 'w': data_offsets [0, 8) extend beyond the end of the file (the data holds 4 bytes)");
+		      "bad.safetensors: tensor 'w': data_offsets [0, 8) extend beyond the end of "
+		      "the file (the data holds 4 bytes)");
 	refuse_header("{\"\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4,
 		      PCCX_ERR_FORMAT, "bad.safetensors: tensor #0: name is empty");
 	refuse_header("{\"a\\nb\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4,
-		      PCCX_ERR_FORMAT, "bad.safetensors: tensor #0: name contains a control character");
-	refuse_header("{\"__metadata__\":[],\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+		      PCCX_ERR_FORMAT,
+		      "bad.safetensors: tensor #0: name contains a control character");
+	refuse_header(
+		      "{\"__metadata__\":[],\"w\":{\"dtype\":\"F32\",\"shape\":[1],"
+		      "\"data_offsets\":[0,4]}}",
 		      4, PCCX_ERR_FORMAT,
 		      "bad.safetensors: \"__metadata__\" is array, not an object");
-	refuse_header("{\"__metadata__\":{\"k\":1},\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+	refuse_header(
+		      "{\"__metadata__\":{\"k\":1},\"w\":{\"dtype\":\"F32\",\"shape\":[1],"
+		      "\"data_offsets\":[0,4]}}",
 		      4, PCCX_ERR_FORMAT,
 		      "bad.safetensors: \"__metadata__\" entry 'k' is number, not a string");
 }
@@ -490,7 +517,8 @@ START_TEST(bad_coverage)
 	/* bytes after the last tensor */
 	refuse_header("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 6,
 		      PCCX_ERR_FORMAT,
-		      "bad.safetensors: data bytes [4, 6) after the last tensor belong to no tensor");
+		      "bad.safetensors: data bytes [4, 6) after the last tensor belong to no "
+		      "tensor");
 	refuse_header("{}", 3, PCCX_ERR_FORMAT, "bad.safetensors: 3 bytes of data but no tensors");
 	/* the same region twice */
 	refuse_header("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
@@ -529,42 +557,54 @@ static const char *e4b_text_fields =
 	"0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0],"
 	"\"altup_active_idx\":0,\"altup_coef_clip\":120.0,\"altup_correct_scale\":true,"
 	"\"altup_lr_multiplier\":1.0,\"altup_num_inputs\":4,\"attention_bias\":false,"
-	"\"final_logit_softcapping\":30.0,\"head_dim\":256,\"hidden_activation\":\"gelu_pytorch_tanh\","
-	"\"hidden_size\":2048,\"hidden_size_per_layer_input\":256,\"intermediate_size\":[16384,16384,"
+	"\"final_logit_softcapping\":30.0,\"head_dim\":256,"
+	"\"hidden_activation\":\"gelu_pytorch_tanh\","
+	"\"hidden_size\":2048,\"hidden_size_per_layer_input\":256,\"intermediate_size\":[16384,"
+	"16384,"
 	"16384,16384,16384,16384,16384,16384,16384,16384,16384,16384,16384,16384,16384,16384,16384,"
 	"16384,16384,16384,16384,16384,16384,16384,16384,16384,16384,16384,16384,16384,16384,16384,"
 	"16384,16384,16384],\"laurel_rank\":64,\"layer_types\":["
-	"\"sliding_attention\",\"sliding_attention\",\"sliding_attention\",\"sliding_attention\",\"full_attention\","
-	"\"sliding_attention\",\"sliding_attention\",\"sliding_attention\",\"sliding_attention\",\"full_attention\","
-	"\"sliding_attention\",\"sliding_attention\",\"sliding_attention\",\"sliding_attention\",\"full_attention\","
-	"\"sliding_attention\",\"sliding_attention\",\"sliding_attention\",\"sliding_attention\",\"full_attention\","
-	"\"sliding_attention\",\"sliding_attention\",\"sliding_attention\",\"sliding_attention\",\"full_attention\","
-	"\"sliding_attention\",\"sliding_attention\",\"sliding_attention\",\"sliding_attention\",\"full_attention\","
-	"\"sliding_attention\",\"sliding_attention\",\"sliding_attention\",\"sliding_attention\",\"full_attention\"],"
-	"\"max_position_embeddings\":32768,\"model_type\":\"gemma3n_text\",\"num_attention_heads\":8,"
+	"\"sliding_attention\",\"sliding_attention\",\"sliding_attention\",\"sliding_attention\","
+	"\"full_attention\","
+	"\"sliding_attention\",\"sliding_attention\",\"sliding_attention\",\"sliding_attention\","
+	"\"full_attention\","
+	"\"sliding_attention\",\"sliding_attention\",\"sliding_attention\",\"sliding_attention\","
+	"\"full_attention\","
+	"\"sliding_attention\",\"sliding_attention\",\"sliding_attention\",\"sliding_attention\","
+	"\"full_attention\","
+	"\"sliding_attention\",\"sliding_attention\",\"sliding_attention\",\"sliding_attention\","
+	"\"full_attention\","
+	"\"sliding_attention\",\"sliding_attention\",\"sliding_attention\",\"sliding_attention\","
+	"\"full_attention\","
+	"\"sliding_attention\",\"sliding_attention\",\"sliding_attention\",\"sliding_attention\","
+	"\"full_attention\"],"
+	"\"max_position_embeddings\":32768,\"model_type\":\"gemma3n_text\","
+	"\"num_attention_heads\":8,"
 	"\"num_hidden_layers\":35,\"num_key_value_heads\":2,\"num_kv_shared_layers\":15,"
 	"\"query_pre_attn_scalar\":256,\"rms_norm_eps\":1e-06,\"rope_local_base_freq\":10000.0,"
 	"\"rope_scaling\":null,\"rope_theta\":1000000.0,\"sliding_window\":512,"
 	"\"torch_dtype\":\"bfloat16\",\"use_cache\":true,\"vocab_size\":262400,"
 	"\"vocab_size_per_layer_input\":262144";
 
-static int parse_cfg(const char *json, pccx_g3n_config *c, pccx_diag *d)
+static int parse_cfg(const char *json, pccx_hf_config *c, pccx_diag *d)
 {
-	return pccx_g3n_config_parse(json, strlen(json), "config.json", c, d);
+	return pccx_hf_config_parse(json, strlen(json), "config.json", c, d);
 }
 
 START_TEST(config_multimodal_nested)
 {
 	char json[8192];
-	pccx_g3n_config c, ref;
+	pccx_hf_config c, ref;
 	pccx_diag d = { 0 };
 
 	snprintf(json, sizeof(json),
-		 "{\"architectures\":[\"Gemma3nForConditionalGeneration\"],\"audio_config\":{\"hidden_size\":1536},"
-		 "\"model_type\":\"gemma3n\",\"text_config\":{%s},\"vision_config\":{\"hidden_size\":2048}}",
+		 "{\"architectures\":[\"Gemma3nForConditionalGeneration\"],"
+		 "\"audio_config\":{\"hidden_size\":1536},"
+		 "\"model_type\":\"gemma3n\",\"text_config\":{%s},"
+		 "\"vision_config\":{\"hidden_size\":2048}}",
 		 e4b_text_fields);
 	ck_assert_int_eq(parse_cfg(json, &c, &d), 0);
-	pccx_g3n_config_e4b(&ref);
+	pccx_hf_config_e4b(&ref);
 	ck_assert_uint_eq(c.defaulted, 0);
 	ck_assert_int_eq(memcmp(&c, &ref, sizeof(c)), 0);
 	ck_assert_uint_eq(c.hidden_size, 2048);
@@ -579,35 +619,53 @@ END_TEST
 
 START_TEST(config_file_flat_and_defaults)
 {
-	pccx_g3n_config c;
+	pccx_hf_config c;
 	pccx_diag d = { 0 };
 	char path[512];
 
 	/* The text config at the root, a single intermediate size, optional fields absent. */
-	ck_assert_int_eq(parse_cfg("{\"hidden_size\":64,\"num_hidden_layers\":35,\"intermediate_size\":96,"
-				   "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"
+	ck_assert_int_eq(parse_cfg(
+				   "{\"hidden_size\":64,\"num_hidden_layers\":35,"
+				   "\"intermediate_size\":96,"
+				   "\"num_attention_heads\":4,\"num_key_value_heads\":2,"
+				   "\"head_dim\":16,"
 				   "\"vocab_size\":300}", &c, &d), PCCX_ERR_FORMAT);
-	ck_assert_str_eq(d.msg, "config.json: vocab_size_per_layer_input 262144 exceeds vocab_size 300");
-	ck_assert_int_eq(parse_cfg("{\"hidden_size\":64,\"num_hidden_layers\":35,\"intermediate_size\":96,"
-				   "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"
-				   "\"vocab_size\":300,\"vocab_size_per_layer_input\":256}", &c, &d), 0);
+	ck_assert_str_eq(d.msg,
+			 "config.json: vocab_size_per_layer_input 262144 exceeds vocab_size 300");
+	ck_assert_int_eq(parse_cfg(
+				   "{\"hidden_size\":64,\"num_hidden_layers\":35,"
+				   "\"intermediate_size\":96,"
+				   "\"num_attention_heads\":4,\"num_key_value_heads\":2,"
+				   "\"head_dim\":16,"
+				   "\"vocab_size\":300,\"vocab_size_per_layer_input\":256}",
+				   &c, &d), 0);
 	ck_assert_uint_eq(c.hidden_size, 64);
 	ck_assert_uint_eq(c.intermediate_size[0], 96);
 	ck_assert_uint_eq(c.intermediate_size[34], 96);
 	ck_assert_uint_eq(c.intermediate_size[35], 0);
-	ck_assert_uint_eq(c.defaulted, 0x1ffe);	/* every optional field but vocab_size_per_layer_input */
+	/* every optional field but vocab_size_per_layer_input */
+	ck_assert_uint_eq(c.defaulted, 0x1ffe);
 	ck_assert(c.layer_is_sliding[3] && !c.layer_is_sliding[4]);
 	ck_assert(c.activation_sparsity[0] == 0.95f);
 	ck_assert_uint_eq(c.sliding_window, 512);
 
 	/* null sparsity = dense; rope_parameters instead of rope_theta; null softcap. */
-	ck_assert_int_eq(parse_cfg("{\"hidden_size\":64,\"num_hidden_layers\":3,\"intermediate_size\":[8,16,24],"
-				   "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"
-				   "\"vocab_size\":300,\"vocab_size_per_layer_input\":256,\"num_kv_shared_layers\":1,"
-				   "\"layer_types\":[\"sliding_attention\",\"full_attention\",\"full_attention\"],"
-				   "\"activation_sparsity_pattern\":null,\"final_logit_softcapping\":null,"
-				   "\"rope_parameters\":{\"full_attention\":{\"rope_type\":\"default\",\"rope_theta\":500000.0},"
-				   "\"sliding_attention\":{\"rope_type\":\"default\",\"rope_theta\":20000.0}}}",
+	ck_assert_int_eq(parse_cfg(
+				   "{\"hidden_size\":64,\"num_hidden_layers\":3,"
+				   "\"intermediate_size\":[8,16,24],"
+				   "\"num_attention_heads\":4,\"num_key_value_heads\":2,"
+				   "\"head_dim\":16,"
+				   "\"vocab_size\":300,\"vocab_size_per_layer_input\":256,"
+				   "\"num_kv_shared_layers\":1,"
+				   "\"layer_types\":[\"sliding_attention\",\"full_attention\","
+				   "\"full_attention\"],"
+				   "\"activation_sparsity_pattern\":null,"
+				   "\"final_logit_softcapping\":null,"
+				   "\"rope_parameters\":{\"full_attention\":"
+				   "{\"rope_type\":\"default\","
+				   "\"rope_theta\":500000.0},"
+				   "\"sliding_attention\":{\"rope_type\":\"default\","
+				   "\"rope_theta\":20000.0}}}",
 				   &c, &d), 0);
 	ck_assert_uint_eq(c.intermediate_size[2], 24);
 	ck_assert(c.rope_theta == 500000.0 && c.rope_local_base_freq == 20000.0);
@@ -624,10 +682,10 @@ START_TEST(config_file_flat_and_defaults)
 		write_text("config.json", json);
 	}
 	snprintf(path, sizeof(path), "%s/config.json", tmpdir);
-	ck_assert_int_eq(pccx_g3n_config_read(path, &c, &d), 0);
+	ck_assert_int_eq(pccx_hf_config_read(path, &c, &d), 0);
 	ck_assert_uint_eq(c.vocab_size, 262400);
 	rm_tmpdir();
-	ck_assert_int_eq(pccx_g3n_config_read("/nonexistent/config.json", &c, &d), PCCX_ERR_IO);
+	ck_assert_int_eq(pccx_hf_config_read("/nonexistent/config.json", &c, &d), PCCX_ERR_IO);
 }
 END_TEST
 
@@ -637,7 +695,7 @@ END_TEST
 
 static void cfg_refused(const char *json, int status, const char *msg)
 {
-	pccx_g3n_config c;
+	pccx_hf_config c;
 	pccx_diag d = { 0 };
 	int rc = parse_cfg(json, &c, &d);
 
@@ -650,7 +708,8 @@ START_TEST(config_refusals)
 	cfg_refused("{\"num_hidden_layers\":2}", PCCX_ERR_FORMAT,
 		    "config.json: hidden_size: missing");
 	cfg_refused("{\"text_config\":{\"num_hidden_layers\":2,\"hidden_size\":\"64\"}}",
-		    PCCX_ERR_FORMAT, "config.json: text_config.hidden_size: expected integer, got string");
+		    PCCX_ERR_FORMAT,
+		    "config.json: text_config.hidden_size: expected integer, got string");
 	cfg_refused("{\"text_config\":[]}", PCCX_ERR_FORMAT,
 		    "config.json: text_config: expected object, got array");
 	cfg_refused("{" BASE "\"num_hidden_layers\":200}", PCCX_ERR_RANGE,
@@ -660,38 +719,52 @@ START_TEST(config_refusals)
 	cfg_refused("{" BASE "\"num_hidden_layers\":2,\"num_kv_shared_layers\":0,"
 		    "\"layer_types\":[\"full_attention\",\"chunked_attention\"]}",
 		    PCCX_ERR_UNSUPPORTED,
-		    "config.json: layer_types[1]: 'chunked_attention' is neither \"full_attention\" nor \"sliding_attention\"");
+		    "config.json: layer_types[1]: 'chunked_attention' is neither "
+		    "\"full_attention\" nor \"sliding_attention\"");
 	cfg_refused("{\"hidden_size\":64,\"intermediate_size\":[1,2],\"num_attention_heads\":4,"
-		    "\"num_key_value_heads\":2,\"head_dim\":16,\"vocab_size\":300,\"num_hidden_layers\":3}",
-		    PCCX_ERR_FORMAT, "config.json: intermediate_size: 2 entries, num_hidden_layers is 3");
+		    "\"num_key_value_heads\":2,\"head_dim\":16,\"vocab_size\":300,"
+		    "\"num_hidden_layers\":3}",
+		    PCCX_ERR_FORMAT,
+		    "config.json: intermediate_size: 2 entries, num_hidden_layers is 3");
 	cfg_refused("{" BASE "\"num_hidden_layers\":2,\"num_kv_shared_layers\":0,"
 		    "\"activation_sparsity_pattern\":[0.5,1.0]}",
-		    PCCX_ERR_RANGE, "config.json: activation_sparsity_pattern[1]: 1 is outside [0, 1)");
+		    PCCX_ERR_RANGE,
+		    "config.json: activation_sparsity_pattern[1]: 1 is outside [0, 1)");
 	cfg_refused("{" BASE "\"num_hidden_layers\":2,\"num_kv_shared_layers\":0}",
 		    PCCX_ERR_FORMAT,
-		    "config.json: activation_sparsity_pattern is absent and its default has 35 entries, num_hidden_layers is 2");
+		    "config.json: activation_sparsity_pattern is absent and its default has 35 "
+		    "entries, num_hidden_layers is 2");
 	cfg_refused("{\"hidden_size\":64,\"intermediate_size\":96,\"num_attention_heads\":3,"
-		    "\"num_key_value_heads\":2,\"head_dim\":16,\"vocab_size\":300,\"num_hidden_layers\":35,"
+		    "\"num_key_value_heads\":2,\"head_dim\":16,\"vocab_size\":300,"
+		    "\"num_hidden_layers\":35,"
 		    "\"vocab_size_per_layer_input\":256}",
 		    PCCX_ERR_FORMAT,
-		    "config.json: num_attention_heads 3 is not a multiple of num_key_value_heads 2");
-	cfg_refused("{" BASE "\"num_hidden_layers\":35,\"num_kv_shared_layers\":35}", PCCX_ERR_FORMAT,
-		    "config.json: num_kv_shared_layers 35 leaves no layer computing K/V (num_hidden_layers 35)");
+		    "config.json: num_attention_heads 3 is not a multiple of num_key_value_heads "
+		    "2");
+	cfg_refused("{" BASE "\"num_hidden_layers\":35,\"num_kv_shared_layers\":35}",
+		    PCCX_ERR_FORMAT,
+		    "config.json: num_kv_shared_layers 35 leaves no layer computing K/V "
+		    "(num_hidden_layers 35)");
 	cfg_refused("{" BASE "\"num_hidden_layers\":2,\"num_kv_shared_layers\":1,"
 		    "\"activation_sparsity_pattern\":null,"
 		    "\"layer_types\":[\"sliding_attention\",\"full_attention\"]}", PCCX_ERR_FORMAT,
-		    "config.json: layer 1 (full_attention) shares K/V but no layer before 1 has that attention type");
+		    "config.json: layer 1 (full_attention) shares K/V but no layer before 1 has "
+		    "that attention type");
 	cfg_refused("{" BASE "\"num_hidden_layers\":35,\"altup_active_idx\":4}", PCCX_ERR_FORMAT,
 		    "config.json: altup_active_idx 4 is not below altup_num_inputs 4");
 	cfg_refused("{" BASE "\"num_hidden_layers\":35,\"rms_norm_eps\":0}", PCCX_ERR_RANGE,
 		    "config.json: rms_norm_eps: must be positive");
 	cfg_refused("{" BASE "\"num_hidden_layers\":35,\"rope_scaling\":{\"rope_type\":\"yarn\"}}",
-		    PCCX_ERR_UNSUPPORTED, "config.json: rope_scaling: RoPE scaling is not supported");
+		    PCCX_ERR_UNSUPPORTED,
+		    "config.json: rope_scaling: RoPE scaling is not supported");
 	cfg_refused("{" BASE "\"num_hidden_layers\":35,\"rope_theta\":1e6,"
-		    "\"rope_parameters\":{\"full_attention\":{\"rope_theta\":2e6}}}", PCCX_ERR_FORMAT,
-		    "config.json: rope_parameters.full_attention.rope_theta: 2e+06 disagrees with rope_theta = 1e+06");
+		    "\"rope_parameters\":{\"full_attention\":{\"rope_theta\":2e6}}}",
+		    PCCX_ERR_FORMAT,
+		    "config.json: rope_parameters.full_attention.rope_theta: 2e+06 disagrees with "
+		    "rope_theta = 1e+06");
 	cfg_refused("{" BASE "\"num_hidden_layers\":35,\"head_dim\":15}", PCCX_ERR_FORMAT,
-		    "config.json: line 1, column 177 (byte 176): duplicate key \"head_dim\" in object");
+		    "config.json: line 1, column 177 (byte 176): duplicate key \"head_dim\" in "
+		    "object");
 }
 END_TEST
 
@@ -700,58 +773,61 @@ END_TEST
 
 START_TEST(map_names_and_e4b_shapes)
 {
-	pccx_g3n_config c;
+	pccx_hf_config c;
 	pccx_diag d = { 0 };
 	char buf[128];
 	uint64_t s[4];
 	uint32_t nd;
-	int id = pccx_g3n_tensor_by_key("ffn_up");
+	int id = pccx_tmap_by_key("ffn_up");
 
-	pccx_g3n_config_e4b(&c);
-	ck_assert_int_eq(id, PCCX_G3N_FFN_UP);
-	ck_assert_str_eq(pccx_g3n_tensor_key(id), "ffn_up");
-	ck_assert_int_eq(pccx_g3n_tensor_by_key("nope"), -1);
-	ck_assert_int_eq(pccx_g3n_gguf_name(id, 3, buf, sizeof(buf)), 0);
+	pccx_hf_config_e4b(&c);
+	ck_assert_int_eq(id, PCCX_TMAP_FFN_UP);
+	ck_assert_str_eq(pccx_tmap_key(id), "ffn_up");
+	ck_assert_int_eq(pccx_tmap_by_key("nope"), -1);
+	ck_assert_int_eq(pccx_tmap_gguf_name(id, 3, buf, sizeof(buf)), 0);
 	ck_assert_str_eq(buf, "blk.3.ffn_up.weight");
-	ck_assert_int_eq(pccx_g3n_st_name(id, 3, 0, buf, sizeof(buf)), 0);
+	ck_assert_int_eq(pccx_tmap_st_name(id, 3, 0, buf, sizeof(buf)), 0);
 	ck_assert_str_eq(buf, "model.language_model.layers.3.mlp.up_proj.weight");
-	ck_assert_int_eq(pccx_g3n_expected_shape(&c, id, 3, false, &nd, s, &d), 0);
+	ck_assert_int_eq(pccx_tmap_expected_shape(&c, id, 3, false, &nd, s, &d), 0);
 	ck_assert_uint_eq(nd, 2);
 	ck_assert_uint_eq(s[0], 16384);
 	ck_assert_uint_eq(s[1], 2048);
 
-	ck_assert_int_eq(pccx_g3n_st_name(PCCX_G3N_ALTUP_CORRECT_SCALE, 7, 0, buf, sizeof(buf)), 0);
+	ck_assert_int_eq(pccx_tmap_st_name(PCCX_TMAP_ALTUP_CORRECT_SCALE, 7, 0, buf, sizeof(buf)),
+			 0);
 	ck_assert_str_eq(buf, "model.language_model.layers.7.altup.correct_output_scale");
-	ck_assert_int_eq(pccx_g3n_gguf_name(PCCX_G3N_ALTUP_CORRECT_SCALE, 7, buf, sizeof(buf)), 0);
+	ck_assert_int_eq(pccx_tmap_gguf_name(PCCX_TMAP_ALTUP_CORRECT_SCALE, 7, buf, sizeof(buf)),
+			 0);
 	ck_assert_str_eq(buf, "blk.7.altup_correct_scale.weight");
-	ck_assert_int_eq(pccx_g3n_gguf_name(PCCX_G3N_TOKEN_EMBD, 0, buf, sizeof(buf)), 0);
+	ck_assert_int_eq(pccx_tmap_gguf_name(PCCX_TMAP_TOKEN_EMBD, 0, buf, sizeof(buf)), 0);
 	ck_assert_str_eq(buf, "token_embd.weight");
-	ck_assert_int_eq(pccx_g3n_st_name(PCCX_G3N_OUTPUT_NORM, 0, 0, buf, sizeof(buf)), 0);
+	ck_assert_int_eq(pccx_tmap_st_name(PCCX_TMAP_OUTPUT_NORM, 0, 0, buf, sizeof(buf)), 0);
 	ck_assert_str_eq(buf, "model.language_model.norm.weight");
-	ck_assert_int_eq(pccx_g3n_st_name(PCCX_G3N_ALTUP_UNEMBD_PROJ, 0, 2, buf, sizeof(buf)), 0);
+	ck_assert_int_eq(pccx_tmap_st_name(PCCX_TMAP_ALTUP_UNEMBD_PROJ, 0, 2, buf, sizeof(buf)), 0);
 	ck_assert_str_eq(buf, "model.language_model.altup_unembed_projections.2.weight");
-	ck_assert_uint_eq(pccx_g3n_st_parts(&c, PCCX_G3N_ALTUP_PROJ), 3);
-	ck_assert_uint_eq(pccx_g3n_st_parts(&c, PCCX_G3N_FFN_UP), 1);
+	ck_assert_uint_eq(pccx_tmap_st_parts(&c, PCCX_TMAP_ALTUP_PROJ), 3);
+	ck_assert_uint_eq(pccx_tmap_st_parts(&c, PCCX_TMAP_FFN_UP), 1);
 
-	ck_assert_int_eq(pccx_g3n_expected_shape(&c, PCCX_G3N_ALTUP_PROJ, 0, true, &nd, s, &d), 0);
+	ck_assert_int_eq(pccx_tmap_expected_shape(&c, PCCX_TMAP_ALTUP_PROJ, 0, true, &nd, s, &d),
+			 0);
 	ck_assert_uint_eq(nd, 3);
 	ck_assert(s[0] == 3 && s[1] == 2048 && s[2] == 2048);
-	ck_assert_int_eq(pccx_g3n_expected_shape(&c, PCCX_G3N_PER_LAYER_TOKEN_EMBD, 0, false, &nd, s,
-						 &d), 0);
+	ck_assert_int_eq(pccx_tmap_expected_shape(&c, PCCX_TMAP_PER_LAYER_TOKEN_EMBD, 0, false,
+						 &nd, s, &d), 0);
 	ck_assert(s[0] == 262144 && s[1] == 8960);
-	ck_assert_int_eq(pccx_g3n_expected_shape(&c, PCCX_G3N_ATTN_K, 0, false, &nd, s, &d), 0);
+	ck_assert_int_eq(pccx_tmap_expected_shape(&c, PCCX_TMAP_ATTN_K, 0, false, &nd, s, &d), 0);
 	ck_assert(s[0] == 512 && s[1] == 2048);
-	ck_assert_int_eq(pccx_g3n_expected_shape(&c, PCCX_G3N_ALTUP_PREDICT_COEF, 0, false, &nd, s,
-						 &d), 0);
+	ck_assert_int_eq(pccx_tmap_expected_shape(&c, PCCX_TMAP_ALTUP_PREDICT_COEF, 0, false,
+						 &nd, s, &d), 0);
 	ck_assert(s[0] == 16 && s[1] == 4);
-	ck_assert_int_eq(pccx_g3n_expected_shape(&c, PCCX_G3N_FFN_DOWN, 35, false, &nd, s, &d),
+	ck_assert_int_eq(pccx_tmap_expected_shape(&c, PCCX_TMAP_FFN_DOWN, 35, false, &nd, s, &d),
 			 PCCX_ERR_RANGE);
 	ck_assert_str_eq(d.msg, "gemma3n tensor map: ffn_down: layer 35 out of range (35 layers)");
 }
 END_TEST
 
 /* A tiny config so every tensor of a synthetic checkpoint can be written. */
-static void tiny_config(pccx_g3n_config *c)
+static void tiny_config(pccx_hf_config *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->hidden_size = 8;
@@ -774,15 +850,15 @@ static void tiny_config(pccx_g3n_config *c)
 static float zeros[4096];
 
 /* GGUF with every tensor; `skip` (id, layer) omitted, `bad` (id, layer) gets dim 0 + 1. */
-static void tiny_gguf(const pccx_g3n_config *c, int skip, uint32_t skip_layer, int bad,
+static void tiny_gguf(const pccx_hf_config *c, int skip, uint32_t skip_layer, int bad,
 		      uint8_t **buf, size_t *len, bool padded_ple)
 {
 	pccx_gguf_writer *w;
 	pccx_diag d = { 0 };
 
 	ck_assert_int_eq(pccx_gguf_writer_new(&w, &d), 0);
-	for (int id = 0; id < PCCX_G3N_TENSOR_COUNT; id++) {
-		uint32_t nl = pccx_g3n_tensor_per_layer(id) ? c->num_hidden_layers : 1;
+	for (int id = 0; id < PCCX_TMAP_COUNT; id++) {
+		uint32_t nl = pccx_tmap_per_layer(id) ? c->num_hidden_layers : 1;
 
 		for (uint32_t l = 0; l < nl; l++) {
 			uint64_t s[4], ne[4], n = 1;
@@ -791,8 +867,8 @@ static void tiny_gguf(const pccx_g3n_config *c, int skip, uint32_t skip_layer, i
 
 			if (id == skip && l == skip_layer)
 				continue;
-			ck_assert_int_eq(pccx_g3n_expected_shape(c, id, l, true, &nd, s, &d), 0);
-			if (id == PCCX_G3N_PER_LAYER_TOKEN_EMBD && padded_ple)
+			ck_assert_int_eq(pccx_tmap_expected_shape(c, id, l, true, &nd, s, &d), 0);
+			if (id == PCCX_TMAP_PER_LAYER_TOKEN_EMBD && padded_ple)
 				s[0] = c->vocab_size;
 			if (id == bad && l == 1)
 				s[nd - 1] += 1;
@@ -801,7 +877,7 @@ static void tiny_gguf(const pccx_g3n_config *c, int skip, uint32_t skip_layer, i
 				n *= s[i];
 			}
 			ck_assert_uint_le(n, 4096);
-			ck_assert_int_eq(pccx_g3n_gguf_name(id, l, name, sizeof(name)), 0);
+			ck_assert_int_eq(pccx_tmap_gguf_name(id, l, name, sizeof(name)), 0);
 			ck_assert_int_eq(pccx_gguf_writer_add_tensor(w, name, PCCX_GGML_F32, nd, ne,
 								     zeros, n * 4, &d), 0);
 		}
@@ -812,7 +888,7 @@ static void tiny_gguf(const pccx_g3n_config *c, int skip, uint32_t skip_layer, i
 
 START_TEST(map_check_gguf)
 {
-	pccx_g3n_config c;
+	pccx_hf_config c;
 	pccx_gguf *g;
 	pccx_diag d = { 0 };
 	uint8_t *buf;
@@ -822,8 +898,8 @@ START_TEST(map_check_gguf)
 	tiny_config(&c);
 	tiny_gguf(&c, -1, 0, -1, &buf, &len, false);
 	ck_assert_int_eq(pccx_gguf_open_mem(&g, buf, len, "tiny.gguf", &d), 0);
-	ck_assert_int_eq(pccx_g3n_check_gguf(g, &c, &d), 0);
-	ck_assert_int_eq(pccx_g3n_find_gguf(g, &c, PCCX_G3N_FFN_UP, 1, &t, &d), 0);
+	ck_assert_int_eq(pccx_tmap_check_gguf(g, &c, &d), 0);
+	ck_assert_int_eq(pccx_tmap_find_gguf(g, &c, PCCX_TMAP_FFN_UP, 1, &t, &d), 0);
 	ck_assert_str_eq(t->name, "blk.1.ffn_up.weight");
 	ck_assert_uint_eq(t->ne[0], 8);
 	ck_assert_uint_eq(t->ne[1], 24);
@@ -831,36 +907,37 @@ START_TEST(map_check_gguf)
 	free(buf);
 
 	/* Shared layers may lack K/V; owners may not. */
-	tiny_gguf(&c, PCCX_G3N_ATTN_K, 2, -1, &buf, &len, false);
+	tiny_gguf(&c, PCCX_TMAP_ATTN_K, 2, -1, &buf, &len, false);
 	ck_assert_int_eq(pccx_gguf_open_mem(&g, buf, len, "tiny.gguf", &d), 0);
-	ck_assert_int_eq(pccx_g3n_check_gguf(g, &c, &d), 0);
+	ck_assert_int_eq(pccx_tmap_check_gguf(g, &c, &d), 0);
 	pccx_gguf_close(g);
 	free(buf);
-	tiny_gguf(&c, PCCX_G3N_ATTN_K, 1, -1, &buf, &len, false);
+	tiny_gguf(&c, PCCX_TMAP_ATTN_K, 1, -1, &buf, &len, false);
 	ck_assert_int_eq(pccx_gguf_open_mem(&g, buf, len, "tiny.gguf", &d), 0);
-	ck_assert_int_eq(pccx_g3n_check_gguf(g, &c, &d), PCCX_ERR_NOT_FOUND);
-	ck_assert_str_eq(d.msg, "tiny.gguf: tensor 'blk.1.attn_k.weight' (layer 1 attn_k): missing");
+	ck_assert_int_eq(pccx_tmap_check_gguf(g, &c, &d), PCCX_ERR_NOT_FOUND);
+	ck_assert_str_eq(d.msg,
+			 "tiny.gguf: tensor 'blk.1.attn_k.weight' (layer 1 attn_k): missing");
 	pccx_gguf_close(g);
 	free(buf);
 
-	tiny_gguf(&c, -1, 0, PCCX_G3N_FFN_DOWN, &buf, &len, false);
+	tiny_gguf(&c, -1, 0, PCCX_TMAP_FFN_DOWN, &buf, &len, false);
 	ck_assert_int_eq(pccx_gguf_open_mem(&g, buf, len, "tiny.gguf", &d), 0);
-	ck_assert_int_eq(pccx_g3n_check_gguf(g, &c, &d), PCCX_ERR_FORMAT);
+	ck_assert_int_eq(pccx_tmap_check_gguf(g, &c, &d), PCCX_ERR_FORMAT);
 	ck_assert_str_eq(d.msg, "tiny.gguf: tensor 'blk.1.ffn_down.weight' (layer 1 ffn_down): "
 			 "expected shape [8, 24] (ne {24, 8}), found [8, 25] (ne {25, 8})");
 	pccx_gguf_close(g);
 	free(buf);
 
-	tiny_gguf(&c, -1, 0, PCCX_G3N_ALTUP_PROJ, &buf, &len, false);
+	tiny_gguf(&c, -1, 0, PCCX_TMAP_ALTUP_PROJ, &buf, &len, false);
 	ck_assert_int_eq(pccx_gguf_open_mem(&g, buf, len, "tiny.gguf", &d), 0);
-	ck_assert_int_eq(pccx_g3n_check_gguf(g, &c, &d), 0);	/* global: layer 1 does not exist */
+	ck_assert_int_eq(pccx_tmap_check_gguf(g, &c, &d), 0);	/* global: layer 1 does not exist */
 	pccx_gguf_close(g);
 	free(buf);
 
 	/* per_layer_token_embd padded to vocab_size rows is accepted. */
 	tiny_gguf(&c, -1, 0, -1, &buf, &len, true);
 	ck_assert_int_eq(pccx_gguf_open_mem(&g, buf, len, "tiny.gguf", &d), 0);
-	ck_assert_int_eq(pccx_g3n_find_gguf(g, &c, PCCX_G3N_PER_LAYER_TOKEN_EMBD, 0, &t, &d), 0);
+	ck_assert_int_eq(pccx_tmap_find_gguf(g, &c, PCCX_TMAP_PER_LAYER_TOKEN_EMBD, 0, &t, &d), 0);
 	ck_assert_uint_eq(t->ne[1], 12);
 	pccx_gguf_close(g);
 	free(buf);
@@ -868,7 +945,7 @@ START_TEST(map_check_gguf)
 END_TEST
 
 /* safetensors with every tensor as BF16 zeros; `skip` omitted, `bad` gets a wrong last dim. */
-static struct img tiny_st(const pccx_g3n_config *c, int skip, uint32_t skip_layer, int bad)
+static struct img tiny_st(const pccx_hf_config *c, int skip, uint32_t skip_layer, int bad)
 {
 	static struct spec specs[512];
 	static char names[512][96];
@@ -878,21 +955,22 @@ static struct img tiny_st(const pccx_g3n_config *c, int skip, uint32_t skip_laye
 	char *h;
 	struct img im;
 
-	for (int id = 0; id < PCCX_G3N_TENSOR_COUNT; id++) {
-		uint32_t nl = pccx_g3n_tensor_per_layer(id) ? c->num_hidden_layers : 1;
+	for (int id = 0; id < PCCX_TMAP_COUNT; id++) {
+		uint32_t nl = pccx_tmap_per_layer(id) ? c->num_hidden_layers : 1;
 
 		for (uint32_t l = 0; l < nl; l++) {
-			for (uint32_t p = 0; p < pccx_g3n_st_parts(c, id); p++) {
+			for (uint32_t p = 0; p < pccx_tmap_st_parts(c, id); p++) {
 				uint64_t s[4];
 				uint32_t nd;
 				pccx_diag d = { 0 };
 
 				if (id == skip && l == skip_layer)
 					continue;
-				ck_assert_int_eq(pccx_g3n_expected_shape(c, id, l, false, &nd, s, &d), 0);
+				ck_assert_int_eq(pccx_tmap_expected_shape(c, id, l, false, &nd, s,
+									  &d), 0);
 				if (id == bad && l == 0 && p == 0)
 					s[nd - 1] += 1;
-				ck_assert_int_eq(pccx_g3n_st_name(id, l, p, names[n], 96), 0);
+				ck_assert_int_eq(pccx_tmap_st_name(id, l, p, names[n], 96), 0);
 				specs[n] = (struct spec){ names[n], "BF16", (int)nd,
 							  { s[0], s[1], s[2], s[3] }, 2 };
 				n++;
@@ -908,7 +986,7 @@ static struct img tiny_st(const pccx_g3n_config *c, int skip, uint32_t skip_laye
 
 START_TEST(map_check_safetensors)
 {
-	pccx_g3n_config c;
+	pccx_hf_config c;
 	pccx_safetensors *st;
 	pccx_diag d = { 0 };
 	const pccx_st_tensor *t;
@@ -917,35 +995,42 @@ START_TEST(map_check_safetensors)
 	tiny_config(&c);
 	im = tiny_st(&c, -1, 0, -1);
 	ck_assert_int_eq(pccx_st_open_mem(&st, im.buf, im.len, "tiny.safetensors", &d), 0);
-	ck_assert_int_eq(pccx_g3n_check_st(st, &c, &d), 0);
-	ck_assert_int_eq(pccx_g3n_find_st(st, &c, PCCX_G3N_ALTUP_PROJ, 0, 2, &t, &d), 0);
+	ck_assert_int_eq(pccx_tmap_check_st(st, &c, &d), 0);
+	ck_assert_int_eq(pccx_tmap_find_st(st, &c, PCCX_TMAP_ALTUP_PROJ, 0, 2, &t, &d), 0);
 	ck_assert_str_eq(t->name, "model.language_model.altup_projections.2.weight");
-	ck_assert_int_eq(pccx_g3n_find_st(st, &c, PCCX_G3N_ALTUP_PROJ, 0, 3, &t, &d), PCCX_ERR_RANGE);
-	ck_assert_int_eq(pccx_g3n_find_st(st, &c, PCCX_G3N_FFN_GATE, 1, 0, &t, &d), 0);
+	ck_assert_int_eq(pccx_tmap_find_st(st, &c, PCCX_TMAP_ALTUP_PROJ, 0, 3, &t, &d),
+			 PCCX_ERR_RANGE);
+	ck_assert_int_eq(pccx_tmap_find_st(st, &c, PCCX_TMAP_FFN_GATE, 1, 0, &t, &d), 0);
 	ck_assert(t->shape[0] == 24 && t->shape[1] == 8);
 	pccx_st_close(st);
 	free(im.buf);
 
-	im = tiny_st(&c, PCCX_G3N_LAUREL_R, 2, -1);
+	im = tiny_st(&c, PCCX_TMAP_LAUREL_R, 2, -1);
 	ck_assert_int_eq(pccx_st_open_mem(&st, im.buf, im.len, "tiny.safetensors", &d), 0);
-	ck_assert_int_eq(pccx_g3n_check_st(st, &c, &d), PCCX_ERR_NOT_FOUND);
-	ck_assert_str_eq(d.msg, "tiny.safetensors: tensor 'model.language_model.layers.2.laurel.linear_right.weight' "
+	ck_assert_int_eq(pccx_tmap_check_st(st, &c, &d), PCCX_ERR_NOT_FOUND);
+	ck_assert_str_eq(d.msg,
+			 "tiny.safetensors: tensor "
+			 "'model.language_model.layers.2.laurel.linear_right.weight' "
 			 "(layer 2 laurel_r): missing");
 	pccx_st_close(st);
 	free(im.buf);
 
-	im = tiny_st(&c, -1, 0, PCCX_G3N_ALTUP_PREDICT_COEF);
+	im = tiny_st(&c, -1, 0, PCCX_TMAP_ALTUP_PREDICT_COEF);
 	ck_assert_int_eq(pccx_st_open_mem(&st, im.buf, im.len, "tiny.safetensors", &d), 0);
-	ck_assert_int_eq(pccx_g3n_check_st(st, &c, &d), PCCX_ERR_FORMAT);
-	ck_assert_str_eq(d.msg, "tiny.safetensors: tensor 'model.language_model.layers.0.altup.prediction_coefs.weight' "
+	ck_assert_int_eq(pccx_tmap_check_st(st, &c, &d), PCCX_ERR_FORMAT);
+	ck_assert_str_eq(d.msg,
+			 "tiny.safetensors: tensor "
+			 "'model.language_model.layers.0.altup.prediction_coefs.weight' "
 			 "(layer 0 altup_predict_coef): expected shape [16, 4], found [16, 5]");
 	pccx_st_close(st);
 	free(im.buf);
 
-	im = tiny_st(&c, -1, 0, PCCX_G3N_PER_LAYER_PROJ_NORM);
+	im = tiny_st(&c, -1, 0, PCCX_TMAP_PER_LAYER_PROJ_NORM);
 	ck_assert_int_eq(pccx_st_open_mem(&st, im.buf, im.len, "tiny.safetensors", &d), 0);
-	ck_assert_int_eq(pccx_g3n_check_st(st, &c, &d), PCCX_ERR_FORMAT);
-	ck_assert_str_eq(d.msg, "tiny.safetensors: tensor 'model.language_model.per_layer_projection_norm.weight' "
+	ck_assert_int_eq(pccx_tmap_check_st(st, &c, &d), PCCX_ERR_FORMAT);
+	ck_assert_str_eq(d.msg,
+			 "tiny.safetensors: tensor "
+			 "'model.language_model.per_layer_projection_norm.weight' "
 			 "(per_layer_proj_norm): expected shape [2], found [3]");
 	pccx_st_close(st);
 	free(im.buf);

@@ -196,7 +196,8 @@ typedef struct pccx_gguf_value {
 typedef struct pccx_gguf_tensor {
 	const char *name;
 	uint32_t n_dims;	/* 1..4 */
-	uint64_t ne[PCCX_GGUF_MAX_DIMS];	/* ggml order: ne[0] is the row length; unused = 1 */
+	/* ggml order: ne[0] is the row length; dimensions past n_dims are 1 */
+	uint64_t ne[PCCX_GGUF_MAX_DIMS];
 	uint32_t type;		/* pccx_ggml_type */
 	uint64_t offset;	/* from the start of the data section */
 	uint64_t n_elems;
@@ -417,12 +418,12 @@ PCCX_MUST_CHECK int pccx_st_decode_rows(const pccx_safetensors *st, const pccx_s
 /* ===================================================================================== */
 /* Gemma 3n text configuration (Hugging Face config.json)                                 */
 
-#define PCCX_G3N_MAX_LAYERS 128u
+#define PCCX_HF_MAX_LAYERS 128u
 
-typedef struct pccx_g3n_config {
+typedef struct pccx_hf_config {
 	uint32_t hidden_size;
 	uint32_t num_hidden_layers;
-	uint32_t intermediate_size[PCCX_G3N_MAX_LAYERS];	/* per layer */
+	uint32_t intermediate_size[PCCX_HF_MAX_LAYERS];	/* per layer */
 	uint32_t num_attention_heads;
 	uint32_t num_key_value_heads;
 	uint32_t head_dim;
@@ -430,7 +431,7 @@ typedef struct pccx_g3n_config {
 	uint32_t vocab_size_per_layer_input;
 	uint32_t hidden_size_per_layer_input;
 	uint32_t sliding_window;
-	bool layer_is_sliding[PCCX_G3N_MAX_LAYERS];	/* layer_types[i] == "sliding_attention" */
+	bool layer_is_sliding[PCCX_HF_MAX_LAYERS];	/* layer_types[i] == "sliding_attention" */
 	double rope_theta;		/* full-attention layers */
 	double rope_local_base_freq;	/* sliding layers */
 	double rms_norm_eps;
@@ -438,11 +439,11 @@ typedef struct pccx_g3n_config {
 	uint32_t altup_active_idx;
 	uint32_t laurel_rank;
 	uint32_t num_kv_shared_layers;
-	float activation_sparsity[PCCX_G3N_MAX_LAYERS];	/* per layer, 0 = dense */
+	float activation_sparsity[PCCX_HF_MAX_LAYERS];	/* per layer, 0 = dense */
 	double final_logit_softcapping;	/* 0 when null */
 	/* Bit i set when field i of the list in docs/model-files.md took its default. */
 	uint32_t defaulted;
-} pccx_g3n_config;
+} pccx_hf_config;
 
 /*
  * Read the text part of a Gemma 3n config.json: the object under "text_config" when the
@@ -452,71 +453,71 @@ typedef struct pccx_g3n_config {
  * Hugging Face defaults when absent (listed in docs/model-files.md). Every value is
  * checked (ranges, list lengths, consistency); the diag names the file and the field.
  */
-PCCX_MUST_CHECK int pccx_g3n_config_read(const char *path, pccx_g3n_config *cfg, pccx_diag *d);
-PCCX_MUST_CHECK int pccx_g3n_config_parse(const void *json, size_t len, const char *name,
-					  pccx_g3n_config *cfg, pccx_diag *d);
+PCCX_MUST_CHECK int pccx_hf_config_read(const char *path, pccx_hf_config *cfg, pccx_diag *d);
+PCCX_MUST_CHECK int pccx_hf_config_parse(const void *json, size_t len, const char *name,
+					  pccx_hf_config *cfg, pccx_diag *d);
 /* The default E4B configuration (the values of the published config.json). */
-void pccx_g3n_config_e4b(pccx_g3n_config *cfg);
+void pccx_hf_config_e4b(pccx_hf_config *cfg);
 
 /* ===================================================================================== */
 /* Gemma 3n text-decoder tensor map                                                       */
 
-typedef enum pccx_g3n_tensor {
+typedef enum pccx_tmap_tensor {
 	/* global */
-	PCCX_G3N_TOKEN_EMBD,
-	PCCX_G3N_PER_LAYER_TOKEN_EMBD,
-	PCCX_G3N_PER_LAYER_MODEL_PROJ,
-	PCCX_G3N_PER_LAYER_PROJ_NORM,
-	PCCX_G3N_ALTUP_PROJ,		/* GGUF: one stacked tensor; safetensors: parts 0..A-2 */
-	PCCX_G3N_ALTUP_UNEMBD_PROJ,	/* likewise */
-	PCCX_G3N_OUTPUT_NORM,
+	PCCX_TMAP_TOKEN_EMBD,
+	PCCX_TMAP_PER_LAYER_TOKEN_EMBD,
+	PCCX_TMAP_PER_LAYER_MODEL_PROJ,
+	PCCX_TMAP_PER_LAYER_PROJ_NORM,
+	PCCX_TMAP_ALTUP_PROJ,		/* GGUF: one stacked tensor; safetensors: parts 0..A-2 */
+	PCCX_TMAP_ALTUP_UNEMBD_PROJ,	/* likewise */
+	PCCX_TMAP_OUTPUT_NORM,
 	/* per layer */
-	PCCX_G3N_ATTN_NORM,
-	PCCX_G3N_ATTN_Q,
-	PCCX_G3N_ATTN_K,
-	PCCX_G3N_ATTN_V,
-	PCCX_G3N_ATTN_OUTPUT,
-	PCCX_G3N_ATTN_Q_NORM,
-	PCCX_G3N_ATTN_K_NORM,
-	PCCX_G3N_POST_ATTN_NORM,
-	PCCX_G3N_FFN_NORM,
-	PCCX_G3N_FFN_GATE,
-	PCCX_G3N_FFN_UP,
-	PCCX_G3N_FFN_DOWN,
-	PCCX_G3N_POST_FFW_NORM,
-	PCCX_G3N_LAUREL_L,
-	PCCX_G3N_LAUREL_R,
-	PCCX_G3N_LAUREL_POST_NORM,
-	PCCX_G3N_ALTUP_ROUTER,
-	PCCX_G3N_ALTUP_ROUTER_NORM,
-	PCCX_G3N_ALTUP_PREDICT_COEF,
-	PCCX_G3N_ALTUP_CORRECT_COEF,
-	PCCX_G3N_ALTUP_CORRECT_SCALE,
-	PCCX_G3N_INP_GATE,
-	PCCX_G3N_PROJ,
-	PCCX_G3N_POST_NORM,
-	PCCX_G3N_TENSOR_COUNT
-} pccx_g3n_tensor;
+	PCCX_TMAP_ATTN_NORM,
+	PCCX_TMAP_ATTN_Q,
+	PCCX_TMAP_ATTN_K,
+	PCCX_TMAP_ATTN_V,
+	PCCX_TMAP_ATTN_OUTPUT,
+	PCCX_TMAP_ATTN_Q_NORM,
+	PCCX_TMAP_ATTN_K_NORM,
+	PCCX_TMAP_POST_ATTN_NORM,
+	PCCX_TMAP_FFN_NORM,
+	PCCX_TMAP_FFN_GATE,
+	PCCX_TMAP_FFN_UP,
+	PCCX_TMAP_FFN_DOWN,
+	PCCX_TMAP_POST_FFW_NORM,
+	PCCX_TMAP_LAUREL_L,
+	PCCX_TMAP_LAUREL_R,
+	PCCX_TMAP_LAUREL_POST_NORM,
+	PCCX_TMAP_ALTUP_ROUTER,
+	PCCX_TMAP_ALTUP_ROUTER_NORM,
+	PCCX_TMAP_ALTUP_PREDICT_COEF,
+	PCCX_TMAP_ALTUP_CORRECT_COEF,
+	PCCX_TMAP_ALTUP_CORRECT_SCALE,
+	PCCX_TMAP_INP_GATE,
+	PCCX_TMAP_PROJ,
+	PCCX_TMAP_POST_NORM,
+	PCCX_TMAP_COUNT
+} pccx_tmap_tensor;
 
 /* Short key ("ffn_up", the GGUF name without "blk.N." and ".weight"); NULL if out of range. */
-const char *pccx_g3n_tensor_key(int id);
+const char *pccx_tmap_key(int id);
 /* Id of a short key, or -1. */
-int pccx_g3n_tensor_by_key(const char *key);
+int pccx_tmap_by_key(const char *key);
 /* True for tensors that exist once per layer. */
-bool pccx_g3n_tensor_per_layer(int id);
+bool pccx_tmap_per_layer(int id);
 /* Number of safetensors tensors making up the GGUF one (altup_num_inputs - 1 or 1). */
-uint32_t pccx_g3n_st_parts(const pccx_g3n_config *cfg, int id);
+uint32_t pccx_tmap_st_parts(const pccx_hf_config *cfg, int id);
 
 /* Names. `layer` is ignored for global tensors, `part` for non-stacked ones. */
-PCCX_MUST_CHECK int pccx_g3n_gguf_name(int id, uint32_t layer, char *buf, size_t size);
-PCCX_MUST_CHECK int pccx_g3n_st_name(int id, uint32_t layer, uint32_t part, char *buf,
+PCCX_MUST_CHECK int pccx_tmap_gguf_name(int id, uint32_t layer, char *buf, size_t size);
+PCCX_MUST_CHECK int pccx_tmap_st_name(int id, uint32_t layer, uint32_t part, char *buf,
 				     size_t size);
 /*
  * Expected shape in PyTorch order (outermost first; a GGUF tensor's ne is the reverse).
  * For the stacked AltUp projections the GGUF shape is (A-1, D, D) and each safetensors
  * part (D, D); `for_gguf` selects which.
  */
-PCCX_MUST_CHECK int pccx_g3n_expected_shape(const pccx_g3n_config *cfg, int id, uint32_t layer,
+PCCX_MUST_CHECK int pccx_tmap_expected_shape(const pccx_hf_config *cfg, int id, uint32_t layer,
 					    bool for_gguf, uint32_t *n_dims, uint64_t shape[4],
 					    pccx_diag *d);
 /*
@@ -525,16 +526,16 @@ PCCX_MUST_CHECK int pccx_g3n_expected_shape(const pccx_g3n_config *cfg, int id, 
  * the actual shape. The GGUF per_layer_token_embd may have vocab_size rows instead of
  * vocab_size_per_layer_input (newer converters pad it).
  */
-PCCX_MUST_CHECK int pccx_g3n_find_gguf(const pccx_gguf *g, const pccx_g3n_config *cfg, int id,
+PCCX_MUST_CHECK int pccx_tmap_find_gguf(const pccx_gguf *g, const pccx_hf_config *cfg, int id,
 				       uint32_t layer, const pccx_gguf_tensor **out,
 				       pccx_diag *d);
-PCCX_MUST_CHECK int pccx_g3n_find_st(const pccx_safetensors *st, const pccx_g3n_config *cfg,
+PCCX_MUST_CHECK int pccx_tmap_find_st(const pccx_safetensors *st, const pccx_hf_config *cfg,
 				     int id, uint32_t layer, uint32_t part,
 				     const pccx_st_tensor **out, pccx_diag *d);
 /* Check every text-decoder tensor of every layer (first failure reported). */
-PCCX_MUST_CHECK int pccx_g3n_check_gguf(const pccx_gguf *g, const pccx_g3n_config *cfg,
+PCCX_MUST_CHECK int pccx_tmap_check_gguf(const pccx_gguf *g, const pccx_hf_config *cfg,
 					pccx_diag *d);
-PCCX_MUST_CHECK int pccx_g3n_check_st(const pccx_safetensors *st, const pccx_g3n_config *cfg,
+PCCX_MUST_CHECK int pccx_tmap_check_st(const pccx_safetensors *st, const pccx_hf_config *cfg,
 				      pccx_diag *d);
 
 #ifdef __cplusplus
