@@ -19,7 +19,7 @@
 #include "pccx_num.h"
 #include "sim_int.h"
 
-#define SIM_MAX_BF16T_BYTES (1ull << 30)
+#define SIM_MAX_BF16T_BYTES (1ull << 28)
 
 void sim_matmul_abort(struct pccx_sim *s, struct sim_matmul *mm)
 {
