@@ -90,7 +90,8 @@ parse_log() {
   local arch=$1 log=$2 status=$3 want=$4 n_ok n_bad
   n_ok=$(grep -c "^PCCX-TEST ok " "$log" | tr -d '\r')
   n_bad=$(grep -c "^PCCX-TEST FAIL " "$log" | tr -d '\r')
-  grep -E "^PCCX-TEST (ok|FAIL) |^  \(also" "$log" | tr -d '\r' | sed "s/^PCCX-TEST /[$arch] /"
+  grep -E "^PCCX-TEST (ok|FAIL) |^  \(also|^  job |^PCCX-BENCH" "$log" | tr -d '\r' |
+    sed -e "s/^PCCX-TEST /[$arch] /" -e "s/^PCCX-BENCH /[$arch] bench: /"
   pass=$((pass + n_ok)); fail=$((fail + n_bad))
   if ! grep -q "^PCCX-RESULT" "$log"; then
     bad "[$arch] guest" "no verdict (QEMU status $status; the guest crashed or hung) - see $log"

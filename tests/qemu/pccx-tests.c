@@ -27,7 +27,8 @@
 #include <unistd.h>
 
 #include "pccx_asm.h"
-#include "pccx_engine.h"
+#include "backend_kernel.h"
+#include "backend_sim.h"
 #include "pccx_kdev.h"
 #include "pccx_sim.h"
 
@@ -252,95 +253,42 @@ static void job_make(struct job *j, uint32_t seed)
 							      JOB_W_BYTES / 4 };
 }
 
-/* In-process: the same engine driving the same simulator directly. */
-struct inproc {
-	uint8_t *mem[4];
-	uint64_t base[4];
-};
-
-static uint32_t ip_rd32(void *io, uint32_t off)
-{
-	uint32_t v = ~0u;
-
-	if (pccx_sim_mmio_read32(io, off, &v))
-		v = ~0u;
-	return v;
-}
-
-static void ip_wr32(void *io, uint32_t off, uint32_t v)
-{
-	if (pccx_sim_mmio_write32(io, off, v))
-		fprintf(stderr, "in-process: write32 0x%x refused\n", off);
-}
-
-static uint64_t ip_rd64(void *io, uint32_t off)
-{
-	uint64_t v = ~0ull;
-
-	if (pccx_sim_mmio_read64(io, off, &v))
-		v = ~0ull;
-	return v;
-}
-
-static void ip_wr64(void *io, uint32_t off, uint64_t v)
-{
-	if (pccx_sim_mmio_write64(io, off, v))
-		fprintf(stderr, "in-process: write64 0x%x refused\n", off);
-}
-
-static const struct pccx_engine_ops ip_ops = { ip_rd32, ip_wr32, ip_rd64, ip_wr64 };
-
-static int ip_xlate(void *ctx, uint32_t handle, uint64_t offset, uint64_t len, uint64_t *addr,
-		    uint64_t *contig)
-{
-	struct inproc *ip = ctx;
-
-	if (handle < 1 || handle > 3 || offset + len > 4096)
-		return -1;
-	*addr = ip->base[handle] + offset;
-	*contig = len;
-	return 0;
-}
-
-/* Run job j in-process; y receives JOB_Y_BYTES. Returns 0 on success. */
+/* In-process: the in-process backend (the same engine driving the same simulator). */
 static int job_run_inproc(const struct job *j, uint8_t *y)
 {
-	static uint8_t mem[4][4096];
-	struct pccx_sim_config cfg;
-	struct pccx_engine_ctx e;
-	struct pccx_job_view v = { j->insn, j->n_insn, (const void *)j->dma, 2,
-				   (const void *)j->stream, 4 };
-	struct inproc ip;
-	pccx_sim *sim;
+	struct pccx_job_view v = { j->insn, j->n_insn, NULL, 2, NULL, 4 };
+	struct pccx_dma_desc dma[2];
+	struct pccx_stream_desc stream[4];
+	struct pccx_simb *b;
+	uint32_t h[4] = { 0 };
 	pccx_diag d;
-	int h, st, guard = 0;
+	unsigned i;
+	int r;
 
-	pccx_sim_config_default(&cfg);
-	if (pccx_sim_create(&cfg, &sim, &d))
+	if (pccx_simb_create(NULL, &b, &d))
 		return -1;
-	memset(mem, 0, sizeof(mem));
-	memcpy(mem[1], j->x, JOB_X_BYTES);
-	memcpy(mem[2], j->w, JOB_W_BYTES);
-	for (h = 1; h <= 3; h++) {
-		ip.mem[h] = mem[h];
-		ip.base[h] = 0x10000000u + 0x100000u * (uint64_t)h;
-		if (pccx_sim_dma_window_add(sim, ip.base[h], 4096, mem[h],
-					    h == 3 ? PCCX_SIM_WIN_WRITE : PCCX_SIM_WIN_READ))
-			return -1;
+	r = pccx_simb_buf_alloc(b, 4096, PCCX_BUF_DEV_READ, &h[1], &d) ||
+	    pccx_simb_buf_alloc(b, 4096, PCCX_BUF_DEV_READ, &h[2], &d) ||
+	    pccx_simb_buf_alloc(b, 4096, PCCX_BUF_DEV_WRITE, &h[3], &d);
+	if (!r) {
+		memcpy(pccx_simb_buf_map(b, h[1], NULL), j->x, JOB_X_BYTES);
+		memcpy(pccx_simb_buf_map(b, h[2], NULL), j->w, JOB_W_BYTES);
+		memcpy(dma, j->dma, sizeof(dma));
+		memcpy(stream, j->stream, sizeof(stream));
+		dma[0].handle = h[1];
+		dma[1].handle = h[3];
+		for (i = 0; i < 4; i++)
+			stream[i].handle = h[2];
+		v.dma = dma;
+		v.stream = stream;
+		r = pccx_simb_submit_wait(b, &v, NULL, NULL, &d);
+		if (r)
+			fprintf(stderr, "in-process run: %s\n", d.msg);
 	}
-	st = pccx_engine_start(&e, &v, &ip_ops, sim, ip_xlate, &ip);
-	while (st == PCCX_ENGINE_RUNNING && guard++ < 10000000) {
-		st = pccx_engine_step(&e);
-		pccx_sim_advance(sim, 64);
-	}
-	if (st != PCCX_ENGINE_DONE) {
-		fprintf(stderr, "in-process run: %s\n", pccx_engine_fail_name(e.err.kind));
-		pccx_sim_destroy(sim);
-		return -1;
-	}
-	memcpy(y, mem[3], JOB_Y_BYTES);
-	pccx_sim_destroy(sim);
-	return 0;
+	if (!r)
+		memcpy(y, pccx_simb_buf_map(b, h[3], NULL), JOB_Y_BYTES);
+	pccx_simb_destroy(b);
+	return r ? -1 : 0;
 }
 
 /* Device-side buffers of one job. */
@@ -1042,6 +990,94 @@ static void test_shadow_iommu(void)
 	pccx_kdev_close(fd);
 }
 
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * Not a pass/fail measurement: submit->complete latency and jobs/s of the same job through
+ * /dev/pccx (kernel backend) and in-process (sim backend), printed as PCCX-BENCH lines.
+ * Under QEMU's emulation the absolute figures say little about a board; the ratio shows the
+ * cost of the driver path (each register access is a round trip to the simulator process).
+ */
+static void test_bench(void)
+{
+	enum { N = 20 };
+	struct job j;
+	struct pccx_kb *kb;
+	struct pccx_simb *sb;
+	struct pccx_job_view v = { NULL, 0, NULL, 2, NULL, 4 };
+	struct pccx_dma_desc dma[2];
+	struct pccx_stream_desc stream[4];
+	uint32_t kh[4], sh[4];
+	double t0, lat_k = 0, lat_s = 0, tk, ts;
+	pccx_diag d;
+	unsigned i;
+	int b;
+
+	job_make(&j, 77);
+	v.insn = j.insn;
+	v.n_insn = j.n_insn;
+	CHECK_RET(pccx_kb_create(NULL, &kb, &d), 0);
+	CHECK_RET(pccx_simb_create(NULL, &sb, &d), 0);
+	for (b = 0; b < 2; b++) {
+		uint32_t *h = b ? sh : kh;
+
+		for (i = 1; i <= 3; i++) {
+			uint32_t acc = i == 3 ? PCCX_BUF_DEV_WRITE : PCCX_BUF_DEV_READ;
+
+			CHECK_RET(b ? pccx_simb_buf_alloc(sb, 4096, acc, &h[i], &d) :
+				  pccx_kb_buf_alloc(kb, 4096, acc, &h[i], &d), 0);
+		}
+		memcpy(b ? pccx_simb_buf_map(sb, h[1], NULL) : pccx_kb_buf_map(kb, h[1], NULL),
+		       j.x, JOB_X_BYTES);
+		memcpy(b ? pccx_simb_buf_map(sb, h[2], NULL) : pccx_kb_buf_map(kb, h[2], NULL),
+		       j.w, JOB_W_BYTES);
+	}
+	memcpy(dma, j.dma, sizeof(dma));
+	memcpy(stream, j.stream, sizeof(stream));
+	v.dma = dma;
+	v.stream = stream;
+	for (b = 0; b < 2; b++) {
+		uint32_t *h = b ? sh : kh;
+
+		dma[0].handle = h[1];
+		dma[1].handle = h[3];
+		for (i = 0; i < 4; i++)
+			stream[i].handle = h[2];
+		t0 = now_s();
+		for (i = 0; i < N && !cur_failed; i++) {
+			struct pccx_kb_result kr;
+			struct pccx_simb_result sr;
+
+			if (b) {
+				CHECK_RET(pccx_simb_submit_wait(sb, &v, NULL, &sr, &d), 0);
+				lat_s += sr.host_seconds;
+			} else {
+				CHECK_RET(pccx_kb_submit_wait(kb, &v, NULL, &kr, &d), 0);
+				lat_k += kr.host_seconds;
+			}
+		}
+		if (b)
+			ts = now_s() - t0;
+		else
+			tk = now_s() - t0;
+	}
+	CHECK(!memcmp(pccx_kb_buf_map(kb, kh[3], NULL), pccx_simb_buf_map(sb, sh[3], NULL),
+		      JOB_Y_BYTES));
+	if (!cur_failed) {
+		printf("PCCX-BENCH %u-instruction job, %d runs: /dev/pccx %.0f us/job, %.1f jobs/s; "
+		       "in-process %.0f us/job, %.1f jobs/s\n", j.n_insn, N, lat_k / N * 1e6,
+		       N / tk, lat_s / N * 1e6, N / ts);
+	}
+	pccx_kb_destroy(kb);
+	pccx_simb_destroy(sb);
+}
+
 static const struct {
 	const char *name;
 	void (*fn)(void);
@@ -1062,6 +1098,7 @@ static const struct {
 	{ "reset-ioctl", test_reset },
 	{ "sysfs-debugfs-fdinfo", test_observability },
 	{ "shadow-iommu", test_shadow_iommu },
+	{ "bench", test_bench },
 	/*
 	 * Hook: a tiny Gemma decode step through /dev/pccx, bit-exact with reference/,
 	 * goes here once the compiler emits jobs (host/lib/jobbuild.c); it will use
