@@ -16,12 +16,7 @@
 
 bool sim_engines_idle(const struct pccx_sim *s)
 {
-	unsigned i;
-
-	for (i = 0; i < SIM_MAX_INFLIGHT; i++)
-		if (s->ops[i].used)
-			return false;
-	return true;
+	return s->n_inflight == 0;
 }
 
 /* Bytes in a stream FIFO that no instruction has taken yet. */
@@ -88,6 +83,8 @@ void sim_reset_state(struct pccx_sim *s)
 	sim_timed_abort(s);
 	sim_dma_abort(s);
 	memset(s->ops, 0, sizeof(s->ops));
+	s->n_inflight = 0;
+	s->epoch++;
 	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
 		sim_beatq_clear(&s->wq[p]);
 		s->port_seq[p] = 0;

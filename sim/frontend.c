@@ -158,6 +158,8 @@ void sim_retire(struct pccx_sim *s, struct sim_op *op)
 	sim_trace_event(s, sim_unit_name(op->unit), mnemonic(op), op->issue_cycle * s->core_ps,
 			(s->core_cycle + 1) * s->core_ps, op->index);
 	op->used = false;
+	s->n_inflight--;
+	s->epoch++;
 }
 
 static int decode_head(struct pccx_sim *s)
@@ -200,9 +202,17 @@ void sim_frontend_tick(struct pccx_sim *s)
 			s->st.stall_fifo_empty += 1;
 		return;
 	}
-	if (!s->head_decoded && decode_head(s))
-		return;
-	b = blocked(s, &s->head);
+	if (!s->head_decoded) {
+		if (decode_head(s))
+			return;
+		s->epoch++;
+	}
+	/* The answer changes only when something issues or retires. */
+	if (s->blk_epoch != s->epoch + 1) {
+		s->blk = blocked(s, &s->head);
+		s->blk_epoch = s->epoch + 1;
+	}
+	b = (enum sim_block)s->blk;
 	if (b == SB_NONE && !(op = alloc_op(s)))
 		b = SB_ENGINE;
 	switch (b) {
@@ -221,6 +231,8 @@ void sim_frontend_tick(struct pccx_sim *s)
 
 	*op = s->head;
 	op->used = true;
+	s->n_inflight++;
+	s->epoch++;
 	op->index = s->issued_job++;
 	op->issue_cycle = s->core_cycle;
 	s->fifo_head = (s->fifo_head + 1) % SIM_MAX_FIFO;
@@ -259,6 +271,8 @@ void sim_frontend_tick(struct pccx_sim *s)
 nomem:
 	/* The model could not allocate its buffers: report it as the device would a fault. */
 	op->used = false;
+	s->n_inflight--;
+	s->epoch++;
 	s->fence = false;
 	sim_set_error(s, PCCX_CAUSE_BAD_OPERANDS, PCCX_ISA_E_JOB_LIMIT, op->index, op->word);
 }

@@ -156,6 +156,9 @@ struct pccx_sim {
 
 	/* front end */
 	struct sim_op ops[SIM_MAX_INFLIGHT];
+	uint32_t n_inflight;           /* ops[] entries in use */
+	uint64_t epoch, blk_epoch;     /* issue/retire count; the epoch blk was computed at */
+	int blk;                       /* enum sim_block of the head, cached */
 	bool fence;                    /* a sync instruction is in flight */
 	bool head_decoded;
 	struct sim_op head;            /* decoded FIFO head */

@@ -41,7 +41,10 @@ uint32_t sim_beatq_room(const struct sim_beatq *q)
 /* Push one beat whose room was reserved (or, for the result FIFO, checked). */
 void sim_beatq_push(struct sim_beatq *q, const uint8_t *beat)
 {
-	uint32_t tail = (q->head + q->level) % q->depth;
+	uint32_t tail = q->head + q->level;
+
+	if (tail >= q->depth)
+		tail -= q->depth;
 
 	memcpy(q->data + (size_t)tail * SIM_BEAT, beat, SIM_BEAT);
 	q->level++;
@@ -51,6 +54,7 @@ void sim_beatq_pop(struct sim_beatq *q, uint8_t *beat)
 {
 	if (beat)
 		memcpy(beat, q->data + (size_t)q->head * SIM_BEAT, SIM_BEAT);
-	q->head = (q->head + 1) % q->depth;
+	if (++q->head == q->depth)
+		q->head = 0;
 	q->level--;
 }
