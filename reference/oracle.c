@@ -25,6 +25,8 @@ struct pccx_oracle {
 	double *kc[PCCX_REF_MAX_LAYERS];	/* owners: (max_ctx, n_kv_heads, head_dim) */
 	double *vc[PCCX_REF_MAX_LAYERS];	/* owners: (max_ctx, n_kv_heads, head_dim) */
 	float *row;				/* (max cols) one dequantised weight row */
+	float **deq;				/* (n_t) dequantised tensors, or NULL */
+	uint64_t deq_left;			/* bytes the cache may still take */
 	double *xs_all, *pred_all;		/* (4, D) streams and predictions */
 	double *xs[NS], *pred[NS];		/* rows of the above */
 	double *e;				/* (D) */
@@ -57,18 +59,45 @@ static void emit(struct pccx_oracle *o, const double *x, uint32_t rows, uint32_t
 	o->rc = o->on_stage(o->user, name, x, rows, cols);
 }
 
-/* y = W x over all rows of tensor t (dequantised row by row). */
+/* Budget of the dequantised-weight cache (the oracle is for small models; E4B streams). */
+#define DEQ_CACHE_BYTES (256ull << 20)
+
+/* The dequantised tensor t, from the cache (filled on first use while the budget lasts). */
+static const float *deq_tensor(struct pccx_oracle *o, int32_t t)
+{
+	const struct pccx_ref_tensor *T = &o->m->t[t];
+	uint64_t bytes = (uint64_t)T->rows * T->cols * sizeof(float);
+	uint32_t r;
+
+	if (o->deq[t] || bytes > o->deq_left)
+		return o->deq[t];
+	o->deq[t] = malloc(bytes);
+	if (!o->deq[t])
+		return NULL;
+	o->deq_left -= bytes;
+	for (r = 0; r < T->rows; r++)
+		pccx_ref_row_f32(o->m, t, r, o->deq[t] + (size_t)r * T->cols);
+	return o->deq[t];
+}
+
+/* y = W x over all rows of tensor t. */
 static void matvec(struct pccx_oracle *o, int32_t t, const double *x, double *y)
 {
 	const struct pccx_ref_tensor *T = &o->m->t[t];
+	const float *W = deq_tensor(o, t), *row;
 	uint32_t r, k;
 
 	for (r = 0; r < T->rows; r++) {
 		double s = 0.0;
 
-		pccx_ref_row_f32(o->m, t, r, o->row);
+		if (W) {
+			row = W + (size_t)r * T->cols;
+		} else {
+			pccx_ref_row_f32(o->m, t, r, o->row);
+			row = o->row;
+		}
 		for (k = 0; k < T->cols; k++)
-			s += (double)o->row[k] * x[k];
+			s += (double)row[k] * x[k];
 		y[r] = s;
 	}
 }
@@ -436,7 +465,9 @@ int pccx_oracle_create(struct pccx_oracle **out, const struct pccx_ref_model *m,
 	maxc = maxc > c->d_ffn ? maxc : c->d_ffn;
 	maxc = maxc > pccx_ref_q_dim(c) ? maxc : pccx_ref_q_dim(c);
 	o->row = malloc(sizeof(float) * maxc);
-	if (!o->row)
+	o->deq = calloc(m->n_t, sizeof(*o->deq));
+	o->deq_left = DEQ_CACHE_BYTES;
+	if (!o->row || !o->deq)
 		fail = 1;
 	for (l = 0; l < pccx_ref_first_shared(c); l++) {
 		o->kc[l] = dalloc((size_t)c->max_ctx * pccx_ref_kv_dim(c), &fail);
@@ -483,6 +514,9 @@ void pccx_oracle_free(struct pccx_oracle *o)
 
 	if (!o)
 		return;
+	for (l = 0; o->deq && l < o->m->n_t; l++)
+		free(o->deq[l]);
+	free(o->deq);
 	for (l = 0; l < PCCX_REF_MAX_LAYERS; l++) {
 		free(o->kc[l]);
 		free(o->vc[l]);
