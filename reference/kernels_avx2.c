@@ -63,23 +63,27 @@ TARGET static void block8(const uint8_t *rec, uint64_t sb, const struct pccx_ker
 	_mm256_storeu_ps(c, _mm256_mul_ps(_mm256_cvtepi32_ps(dot), t));
 }
 
-/* The scalar tail: blocks [b, nb) of one row, continuing acc, exactly as pccx_q4_row_dot. */
-static float tail(const uint8_t *rec, uint64_t sb, const struct pccx_kern_act *a, uint32_t b,
-		  float acc)
+/* The exact int32 dot of one block. */
+TARGET static int32_t block_dot(const uint8_t *nib, const int8_t *xp, int32_t xsum)
+{
+	__m256i v = block_part(nib, xp);
+	__m128i t = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+
+	t = _mm_hadd_epi32(t, t);
+	t = _mm_hadd_epi32(t, t);
+	return _mm_cvtsi128_si32(t) - 8 * xsum;
+}
+
+/* Blocks [b, nb) of one row one at a time, continuing acc, exactly as pccx_q4_row_dot. */
+TARGET static float tail(const uint8_t *rec, uint64_t sb, const struct pccx_kern_act *a,
+			 uint32_t b, float acc)
 {
 	const uint16_t *sc = (const uint16_t *)(const void *)rec;
 
 	for (; b < a->k / 32; b++) {
-		const uint8_t *nib = rec + sb + 16 * b;
-		const int8_t *x = a->q8 + 32 * b;
-		int32_t dot = 0;
-		float t;
-		unsigned j;
+		int32_t dot = block_dot(rec + sb + 16 * b, a->xp + 32 * b, a->xsum[b]);
+		float t = pccx_fp16_to_f32(sc[b]) * a->sx[b];
 
-		for (j = 0; j < 16; j++)
-			dot += pccx_int4_get(nib, 2 * j) * x[2 * j] +
-			       pccx_int4_get(nib, 2 * j + 1) * x[2 * j + 1];
-		t = pccx_fp16_to_f32(sc[b]) * a->sx[b];
 		acc = acc + (float)dot * t;
 	}
 	return acc;
