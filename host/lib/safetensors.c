@@ -383,7 +383,7 @@ int pccx_st_index_parse(const void *json, size_t len, const char *name, struct p
 	pccx_json_doc *doc = NULL;
 	const pccx_json *root, *wm;
 	pccx_mf_index names = { 0 };
-	size_t n;
+	size_t n, max_shards;
 	int rc;
 
 	memset(ix, 0, sizeof(*ix));
@@ -409,8 +409,10 @@ int pccx_st_index_parse(const void *json, size_t len, const char *name, struct p
 	}
 	ix->tensors = calloc(n, sizeof(*ix->tensors));
 	ix->shard_of = calloc(n, sizeof(*ix->shard_of));
-	ix->shards = calloc(PCCX_ST_MAX_SHARDS, sizeof(*ix->shards));
-	rc = pccx_mf_index_init(&names, PCCX_ST_MAX_SHARDS);
+	/* At most one shard per tensor, and at most PCCX_ST_MAX_SHARDS. */
+	max_shards = n < PCCX_ST_MAX_SHARDS ? n : PCCX_ST_MAX_SHARDS;
+	ix->shards = calloc(max_shards, sizeof(*ix->shards));
+	rc = pccx_mf_index_init(&names, max_shards);
 	if (!ix->tensors || !ix->shard_of || !ix->shards || rc) {
 		rc = pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", name);
 		goto out;
@@ -440,7 +442,7 @@ int pccx_st_index_parse(const void *json, size_t len, const char *name, struct p
 		}
 		si = pccx_mf_index_find(&names, shard);
 		if (si < 0) {
-			if (ix->n_shards == PCCX_ST_MAX_SHARDS) {
+			if (ix->n_shards == max_shards) {
 				rc = pccx_fail(d, PCCX_ERR_UNSUPPORTED, "%s: more than %u shards",
 					       name, PCCX_ST_MAX_SHARDS);
 				goto out;
