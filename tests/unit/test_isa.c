@@ -1312,6 +1312,27 @@ START_TEST(asm_enum)
 }
 END_TEST
 
+/*
+ * A value is everything up to the next blank, NUL bytes included (a line is a
+ * length, not a C string): comparing it with a name must stop at the name's
+ * end. Under ASan the over-read past "fmap" is reported by itself.
+ */
+START_TEST(asm_enum_with_nul_bytes)
+{
+	static const char line[] = "memset cache=fmap\0\0\0\0\0\0\0\0 entry=0 a=0 b=0 c=0";
+	static const char func[] = "cvo func=exp\0\0\0\0\0\0\0\0\0\0\0\0 src=0 dst=0 len=1";
+	struct pccx_asm_error e;
+	uint64_t w;
+	bool has;
+
+	ck_assert_int_eq(pccx_asm_line(line, sizeof(line) - 1, &w, &has, &e), PCCX_ASM_E_ENUM);
+	ck_assert_uint_eq(e.column, 13);
+	ck_assert_int_eq(e.field, PCCX_FID_C_cache);
+	ck_assert_int_eq(pccx_asm_line(func, sizeof(func) - 1, &w, &has, &e), PCCX_ASM_E_ENUM);
+	ck_assert_uint_eq(e.column, 9);
+}
+END_TEST
+
 START_TEST(asm_flag)
 {
 	/* a value field written as a flag, and a flag written with a value */
@@ -1512,6 +1533,7 @@ static Suite *isa_suite(void)
 	tcase_add_test(tc, asm_number_needs_a_digit);
 	tcase_add_test(tc, asm_width);
 	tcase_add_test(tc, asm_enum);
+	tcase_add_test(tc, asm_enum_with_nul_bytes);
 	tcase_add_test(tc, asm_flag);
 	tcase_add_test(tc, asm_syntax);
 	tcase_add_test(tc, asm_illegal);
