@@ -97,8 +97,10 @@ static int pccx_open(struct inode *inode, struct file *file)
 	mutex_init(&pf->lock);
 	idr_init_base(&pf->bos, 1);
 	INIT_LIST_HEAD(&pf->jobs);
-	/* misc_open() holds the misc lock, so remove() cannot run between the
-	 * lookup of the device and this reference */
+	/*
+	 * misc_open() holds the misc lock, so remove() cannot run between the
+	 * lookup of the device and this reference
+	 */
 	kref_get(&pdev->ref);
 	pf->pdev = pdev;
 	file->private_data = pf;
@@ -534,6 +536,7 @@ static struct platform_driver pccx_driver = {
 		.of_match_table = pccx_of_match,
 	},
 };
+
 static int __init pccx_init(void)
 {
 	int ret;

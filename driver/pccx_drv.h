@@ -44,8 +44,10 @@ struct pccx_job_record {
 struct pccx_device {
 	struct device *dev;
 	struct miscdevice misc;
-	/* one reference for the bound driver, one per open file: the struct
-	 * outlives remove() while files are open */
+	/*
+	 * one reference for the bound driver, one per open file: the struct
+	 * outlives remove() while files are open
+	 */
 	struct kref ref;
 
 	const struct pccx_hw_ops *ops;
@@ -71,8 +73,10 @@ struct pccx_device {
 	spinlock_t mem_lock;
 	u64 global_used;
 
-	/* Protects queue, running, next_job_id, history, hist_head, wedged,
-	 * gone and the pccx_job fields marked "job_lock". */
+	/*
+	 * Protects queue, running, next_job_id, history, hist_head, wedged,
+	 * gone and the pccx_job fields marked "job_lock".
+	 */
 	struct mutex job_lock;
 	struct list_head queue;
 	struct pccx_job *running;

@@ -8,6 +8,7 @@
 #ifndef PCCX_HW_H
 #define PCCX_HW_H
 
+#include <linux/bits.h>
 #include <linux/types.h>
 
 /**
@@ -36,8 +37,8 @@ struct pccx_hw_ops {
 			   u32 access);
 };
 
-#define PCCX_HW_MAY_SLEEP (1u << 0)
-#define PCCX_HW_SIMULATED (1u << 1)
+#define PCCX_HW_MAY_SLEEP BIT(0)
+#define PCCX_HW_SIMULATED BIT(1)
 
 /**
  * struct pccx_platform_data - a non-MMIO backend

@@ -278,8 +278,10 @@ int pccx_ioctl_submit(struct pccx_file *pf, void __user *arg)
 	args.vfield = -1;
 	args.vexpected = 0;
 	args.vactual = 0;
-	/* the job is queued either way; a caller that faults here loses its id
-	 * and the job is reaped when the file closes */
+	/*
+	 * the job is queued either way; a caller that faults here loses its id
+	 * and the job is reaped when the file closes
+	 */
 	if (copy_to_user(arg, &args, sizeof(args)))
 		return -EFAULT;
 	return 0;

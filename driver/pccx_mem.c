@@ -122,7 +122,7 @@ int pccx_ioctl_bo_create(struct pccx_file *pf, void __user *arg)
 	if (ret)
 		goto err_unlock;
 	if (atomic_dec_if_positive(&pdev->fail_alloc) >= 0) {
-		dev_info(pdev->dev, "fault injection: buffer allocation of %llu bytes fails\n", size);
+		dev_info(pdev->dev, "fault injection: allocation of %llu bytes fails\n", size);
 		ret = -ENOMEM;
 		goto err_uncharge;
 	}

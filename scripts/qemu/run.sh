@@ -31,6 +31,12 @@ finish() {
 if ! scripts/deps.sh qemu; then bad deps "cannot install the qemu package set"; finish; fi
 start=$(date +%s)
 
+if scripts/qemu/checkpatch.sh "$cache" >"$out/checkpatch.log" 2>&1; then
+  ok "checkpatch --strict: driver sources clean"
+else
+  bad "checkpatch" "$(head -n 20 "$out/checkpatch.log")"
+fi
+
 # ---- userspace: libraries and static guest programs --------------------------------------
 # build_user ARCH CC: the project's libraries (the Makefile's own rules) + three static programs
 build_user() {

@@ -96,7 +96,7 @@ struct pccx_get_info {
 };
 
 /* Access a buffer grants the device (struct pccx_bo_create.flags). */
-#define PCCX_BO_DEV_READ  (1u << 0)	/* the device may read it: host->L2 MEMCPY, weight streams */
+#define PCCX_BO_DEV_READ  (1u << 0)	/* the device may read it: MEMCPY host->L2, streams */
 #define PCCX_BO_DEV_WRITE (1u << 1)	/* the device may write it: L2->host MEMCPY */
 #define PCCX_BO_FLAGS     (PCCX_BO_DEV_READ | PCCX_BO_DEV_WRITE)
 
