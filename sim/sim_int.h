@@ -45,26 +45,26 @@ struct sim_dm_cmd {
 };
 
 struct sim_dm {
-	unsigned ch;
+	/* hot: the command in progress */
+	bool active;
 	bool write;                    /* S2MM (result) */
+	unsigned ch;
+	uint32_t b_head, b_level;
+	uint32_t wr_fill;              /* S2MM: beats collected for the next write burst */
+	uint8_t *host;                 /* host memory of cur.addr */
+	uint64_t issued, delivered;    /* bytes requested from / delivered to DDR */
+	struct sim_beatq *q;           /* destination (MM2S) or source (S2MM) FIFO */
+	struct sim_dm_cmd cur;
+	uint64_t start_ps;
+	struct sim_burst burst[SIM_MAX_BURSTS];
+	uint32_t cmd_head, cmd_level;
+	uint32_t sts_head, sts_level;
+	uint8_t sticky;                /* FLAGS[7:4]: [0] INTERR [1] DECERR [2] SLVERR [3] overflow */
 	/* staged registers */
 	uint32_t cmd_lo, cmd_hi, cmd_ext, addr_hi;
 	/* command and status FIFOs */
 	struct sim_dm_cmd cmd[256];
-	uint32_t cmd_head, cmd_level;
 	uint8_t sts[256];
-	uint32_t sts_head, sts_level;
-	uint8_t sticky;                /* FLAGS[7:4]: [0] INTERR [1] DECERR [2] SLVERR [3] overflow */
-	/* the command in progress */
-	bool active;
-	struct sim_dm_cmd cur;
-	uint8_t *host;                 /* host memory of cur.addr */
-	uint64_t issued, delivered;    /* bytes requested from / delivered to DDR */
-	struct sim_burst burst[SIM_MAX_BURSTS];
-	uint32_t b_head, b_level;
-	uint32_t wr_fill;              /* S2MM: beats collected for the next write burst */
-	uint64_t start_ps;
-	struct sim_beatq *q;           /* destination (MM2S) or source (S2MM) FIFO */
 };
 
 struct sim_ddr {

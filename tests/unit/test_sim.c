@@ -874,6 +874,54 @@ START_TEST(hazards_gemv_then_cvo)
 END_TEST
 
 /* Cycles of the job; *last = issue-to-completion cycles of its last instruction. */
+/* A GEMV and a GEMM in flight together share the four ports in program order. */
+START_TEST(stream_order_gemv_gemm)
+{
+	struct pccx_simb *b = mkb();
+	struct pccx_wshape wa = { 96, 256, PCCX_WFMT_Q4, true }, wb = { 50, 64, PCCX_WFMT_BF16, false };
+	uint64_t ra = pccx_wstream_row_bytes(&wa), rbb = pccx_wstream_row_bytes(&wb), rng = 77;
+	uint32_t h = balloc(b, ra * 96 + rbb * 50, PCCX_BUF_DEV_READ), i, r;
+	uint8_t *w = bmap(b, h);
+	uint16_t x[256], x2[2][64], got[96];
+	float y[96];
+	struct pccx_simb_result res;
+	struct tjob j = { 0 };
+
+	fill_weights(w, &wa, &rng);
+	fill_weights(w + ra * 96, &wb, &rng);
+	for (i = 0; i < 256; i++)
+		x[i] = t_bf16(&rng, 1.0f);
+	for (r = 0; r < 2; r++)
+		for (i = 0; i < 64; i++)
+			x2[r][i] = t_bf16(&rng, 1.0f);
+	memcpy(l2e(b, 0), x, sizeof(x));
+	memcpy(l2e(b, 100), x2, sizeof(x2));
+	tj_add(&j, t_memset(0, 0, 256, 1, 1));
+	tj_add(&j, t_memset(1, 1, 96, 256, PCCX_WFMT_Q4));
+	tj_add(&j, t_memset(0, 2, 64, 2, 1));
+	tj_add(&j, t_memset(1, 3, 50, 64, PCCX_WFMT_BF16));
+	tj_add(&j, t_matmul(PCCX_OP_GEMV, 1000, 0, 1, 0, TF_WSCALE));
+	tj_streams(&j, &wa, h, 0);
+	tj_add(&j, t_matmul(PCCX_OP_GEMM, 2000, 100, 3, 2, 0));
+	tj_streams(&j, &wb, h, ra * 96);
+	submit_ok(b, &j, &res);
+	expect_row(w, &wa, x, y);
+	for (i = 0; i < 96; i++)
+		got[i] = pccx_out_store(y[i], false, 0);
+	ck_assert_int_eq(memcmp(l2e(b, 1000), got, 96 * 2), 0);
+	for (r = 0; r < 2; r++) {
+		expect_row(w + ra * 96, &wb, x2[r], y);
+		for (i = 0; i < 50; i++)
+			got[i] = pccx_out_store(y[i], false, 0);
+		ck_assert_int_eq(memcmp(l2e(b, 2000 + r * 7), got, 50 * 2), 0);
+	}
+	/* they ran at the same time */
+	ck_assert_uint_lt(pccx_sim_insn_time(pccx_simb_sim(b), 5)->issue,
+			  pccx_sim_insn_time(pccx_simb_sim(b), 4)->done);
+	pccx_simb_destroy(b);
+}
+END_TEST
+
 static uint64_t run_cycles_cfg(const struct pccx_sim_config *cfg, const struct tjob *j,
 			       uint32_t hw_size, uint64_t *last)
 {
@@ -1299,6 +1347,7 @@ static Suite *suite(void)
 	tcase_add_test(t, memcpy_routes);
 	tcase_add_loop_test(t, hazards_sequential_result, 0, 3);
 	tcase_add_test(t, hazards_gemv_then_cvo);
+	tcase_add_test(t, stream_order_gemv_gemm);
 	tcase_add_test(t, overlap_independent_units);
 	tcase_add_test(t, overlap_weight_prefetch);
 	tcase_add_test(t, err_illegal_word);
