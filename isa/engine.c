@@ -216,8 +216,8 @@ static bool feed_channel(struct pccx_engine_ctx *e, unsigned ch)
 			uint64_t avail;
 
 			if (e->sidx[ch] >= e->job.n_stream) {
-				/* The descriptors ran out: the device will wait for the rest and the
-				 * caller's timeout reports it. */
+				/* The descriptors ran out: the device will wait for the
+				 * rest and the caller's timeout reports it. */
 				c->need = 0;
 				break;
 			}

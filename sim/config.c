@@ -60,10 +60,12 @@ static bool pow2(uint64_t v)
 int pccx_sim_config_check(const struct pccx_sim_config *c, pccx_diag *d)
 {
 	if (c->core_hz < 1000000 || c->core_hz > 2000000000)
-		return pccx_fail(d, PCCX_ERR_RANGE, "pccx,core-clock-hz: %llu outside 1 MHz .. 2 GHz",
+		return pccx_fail(d, PCCX_ERR_RANGE,
+				 "pccx,core-clock-hz: %llu outside 1 MHz .. 2 GHz",
 				 (unsigned long long)c->core_hz);
 	if (c->axi_hz < 1000000 || c->axi_hz > 2000000000)
-		return pccx_fail(d, PCCX_ERR_RANGE, "pccx,axi-clock-hz: %llu outside 1 MHz .. 2 GHz",
+		return pccx_fail(d, PCCX_ERR_RANGE,
+				 "pccx,axi-clock-hz: %llu outside 1 MHz .. 2 GHz",
 				 (unsigned long long)c->axi_hz);
 	if (c->l2_words < 1024 || c->l2_words > PCCX_L2_WORDS)
 		return pccx_fail(d, PCCX_ERR_RANGE, "pccx,l2-words: %u outside 1024 .. %u",
@@ -72,7 +74,8 @@ int pccx_sim_config_check(const struct pccx_sim_config *c, pccx_diag *d)
 		return pccx_fail(d, PCCX_ERR_RANGE, "pccx,instr-fifo-depth: %u outside 1 .. %u",
 				 c->instr_fifo_depth, SIM_MAX_FIFO);
 	if (c->wstream_fifo_depth < 64 || c->wstream_fifo_depth > (1u << 20))
-		return pccx_fail(d, PCCX_ERR_RANGE, "pccx,wstream-fifo-depth: %u outside 64 .. 2^20",
+		return pccx_fail(d, PCCX_ERR_RANGE,
+				 "pccx,wstream-fifo-depth: %u outside 64 .. 2^20",
 				 c->wstream_fifo_depth);
 	if (c->weight_ports != PCCX_WSTREAM_PORTS)
 		return pccx_fail(d, PCCX_ERR_RANGE,

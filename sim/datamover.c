@@ -297,7 +297,8 @@ static void mm2s_tick(struct pccx_sim *s, struct sim_dm *dm)
 		uint32_t bytes = burst_bytes(s, dm, dm->issued), beats = bytes / SIM_BEAT;
 
 		if (sim_beatq_room(q) >= beats) {
-			struct sim_burst *b = &dm->burst[(dm->b_head + dm->b_level) % SIM_MAX_BURSTS];
+			uint32_t slot = (dm->b_head + dm->b_level) % SIM_MAX_BURSTS;
+			struct sim_burst *b = &dm->burst[slot];
 
 			b->addr = dm->cur.addr + dm->issued;
 			b->beats = beats;
@@ -332,7 +333,8 @@ static void s2mm_tick(struct pccx_sim *s, struct sim_dm *dm)
 		sim_beatq_pop(q, dm->host + collected);
 		dm->wr_fill++;
 		if ((uint64_t)dm->wr_fill * SIM_BEAT == bytes) {
-			struct sim_burst *b = &dm->burst[(dm->b_head + dm->b_level) % SIM_MAX_BURSTS];
+			uint32_t slot = (dm->b_head + dm->b_level) % SIM_MAX_BURSTS;
+			struct sim_burst *b = &dm->burst[slot];
 
 			b->addr = dm->cur.addr + dm->issued;
 			b->beats = dm->wr_fill;

@@ -136,7 +136,8 @@ void sim_device_core_tick(struct pccx_sim *s)
 
 			for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
 				if (s->wq[p].level) {
-					info = ((uint64_t)p << 56) | (uint64_t)s->wq[p].level * SIM_BEAT;
+					info = ((uint64_t)p << 56) |
+					       (uint64_t)s->wq[p].level * SIM_BEAT;
 					break;
 				}
 			if (p == PCCX_WSTREAM_PORTS)

@@ -14,7 +14,8 @@ uint32_t sim_gemm_beat_macs(const struct sim_matmul *mm, uint64_t byte_in_row)
 	switch (mm->ws.fmt) {
 	case PCCX_WFMT_Q4: {
 		uint32_t nb = mm->k / PCCX_Q4_BLOCK;
-		uint32_t sbeats = mm->ws.w_scale ? (nb * 2 + PCCX_BEAT_BYTES - 1) / PCCX_BEAT_BYTES : 0;
+		uint32_t sbeats = mm->ws.w_scale ?
+				  (nb * 2 + PCCX_BEAT_BYTES - 1) / PCCX_BEAT_BYTES : 0;
 
 		return byte_in_row < (uint64_t)sbeats * PCCX_BEAT_BYTES ? 0 : PCCX_Q4_BLOCK;
 	}

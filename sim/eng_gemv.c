@@ -145,7 +145,8 @@ void sim_matmul_row_done(struct pccx_sim *s, struct sim_matmul *mm, unsigned p, 
 	switch (mm->ws.fmt) {
 	case PCCX_WFMT_Q4: {
 		uint32_t nb = mm->k / PCCX_Q4_BLOCK;
-		uint32_t sbeats = mm->ws.w_scale ? (nb * 2 + PCCX_BEAT_BYTES - 1) / PCCX_BEAT_BYTES : 0;
+		uint32_t sbeats = mm->ws.w_scale ?
+				  (nb * 2 + PCCX_BEAT_BYTES - 1) / PCCX_BEAT_BYTES : 0;
 		const uint16_t *scales = NULL;
 
 		if (mm->ws.w_scale) {
@@ -170,7 +171,8 @@ void sim_matmul_row_done(struct pccx_sim *s, struct sim_matmul *mm, unsigned p, 
 	case PCCX_WFMT_BF16T:
 		nvals = mm->n;
 		for (i = 0; i < nvals; i++)
-			mm->wt[(size_t)row * nvals + i] = (uint16_t)(rec[2 * i] | (rec[2 * i + 1] << 8));
+			mm->wt[(size_t)row * nvals + i] =
+				(uint16_t)(rec[2 * i] | (rec[2 * i + 1] << 8));
 		return;
 	}
 }

@@ -131,8 +131,8 @@ void sim_cvo_execute(struct pccx_sim *s, const struct pccx_insn *in)
 		if (!a || !b) {
 			free(a);
 			free(b);
-			sim_set_error(s, PCCX_CAUSE_BAD_OPERANDS, PCCX_ISA_E_JOB_LIMIT, s->issued_job,
-				      0);
+			sim_set_error(s, PCCX_CAUSE_BAD_OPERANDS, PCCX_ISA_E_JOB_LIMIT,
+				      s->issued_job, 0);
 			return;
 		}
 		sim_l2_get(s, src, a, n);

@@ -67,7 +67,7 @@ struct pccx_sim_config {
 	uint32_t gemm_bf16_macs;      /* BF16 MACs per core cycle of the array */
 	uint32_t quant_latency;       /* activation quantiser pipeline (q4 only) */
 	uint32_t overrun_grace;       /* core cycles idle with unconsumed stream bytes -> error */
-	uint64_t mmio_stall_limit;    /* core cycles an INSTR write may stall before it is dropped */
+	uint64_t mmio_stall_limit;    /* core cycles an INSTR write may stall, then dropped */
 };
 
 void pccx_sim_config_default(struct pccx_sim_config *cfg);
@@ -141,10 +141,10 @@ struct pccx_sim_stats {
 	uint64_t unit_busy[PCCX_SIM_U_COUNT];    /* cycles with an instruction in the unit */
 	uint64_t unit_insns[PCCX_SIM_U_COUNT];
 	/* front end: why the head of the instruction FIFO did not issue (cycles) */
-	uint64_t stall_interlock;                /* a RAW/WAR/WAW hazard on L2, S or a shape entry */
+	uint64_t stall_interlock;                /* RAW/WAR/WAW hazard on L2, S or a shape entry */
 	uint64_t stall_engine;                   /* its engine was still busy */
 	uint64_t stall_fence;                    /* behind a sync (async = 0) instruction */
-	uint64_t stall_fifo_empty;               /* no instruction while work remained: MMIO-bound */
+	uint64_t stall_fifo_empty;               /* FIFO empty while a unit or DataMover works */
 	/* engines */
 	uint64_t stall_weights;                  /* a GEMV/GEMM lane waited for weight beats */
 	uint64_t stall_fmap;                     /* MEMCPY from the host waited for data */
@@ -163,7 +163,7 @@ struct pccx_sim_stats {
 	uint64_t mmio_reads, mmio_writes;
 	uint64_t mmio_cycles;                    /* host time spent in MMIO */
 	uint64_t mmio_fifo_full;                 /* cycles an INSTR write stalled on a full FIFO */
-	uint64_t mmio_dropped;                   /* writes dropped (halted, in reset, stall limit) */
+	uint64_t mmio_dropped;                   /* dropped writes (halted, reset, stall limit) */
 	uint64_t window_faults;                  /* DataMover addresses outside every window */
 	uint64_t errors;                         /* ERROR register settings */
 };

@@ -59,7 +59,7 @@ struct sim_dm {
 	struct sim_burst burst[SIM_MAX_BURSTS];
 	uint32_t cmd_head, cmd_level;
 	uint32_t sts_head, sts_level;
-	uint8_t sticky;                /* FLAGS[7:4]: [0] INTERR [1] DECERR [2] SLVERR [3] overflow */
+	uint8_t sticky;                /* FLAGS[7:4]: INTERR, DECERR, SLVERR, overflow */
 	/* staged registers */
 	uint32_t cmd_lo, cmd_hi, cmd_ext, addr_hi;
 	/* command and status FIFOs */

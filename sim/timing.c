@@ -11,7 +11,8 @@
  * DDR: one shared data bus at the peak rate (pccx,ddr-bandwidth-mbps). Each DataMover burst
  * occupies it for bytes/peak plus a per-burst command overhead, plus a row-miss penalty when
  * its bank holds another row, plus a turnaround when the direction changes; every tREFI the
- * bus is blocked for tRFC and all rows close. Banks are XOR-hashed with the row. Constants and sources: docs/sim.md.
+ * bus is blocked for tRFC and all rows close. Banks are XOR-hashed with the row.
+ * Constants and sources: docs/sim.md.
  */
 #include <stdlib.h>
 

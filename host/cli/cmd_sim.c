@@ -31,7 +31,7 @@ static void usage(FILE *f)
 		"  --stages FILE         stage markers, one 'INDEX NAME' per line: the stage NAME\n"
 		"                        ends with instruction INDEX\n"
 		"  --timeout CYCLES      no-progress limit in core cycles (default 2^27)\n"
-		"  --no-validate         feed the job without the validator (device-error tests)\n");
+		"  --no-validate         feed the job unvalidated (tests of device errors)\n");
 }
 
 struct hfile {
@@ -85,28 +85,32 @@ static int read_stages(const char *path, struct pccx_sim_stage **out, size_t *n,
 		if (*p && *p != '#') {
 			errno = 0;
 			idx = strtoul(p, &end, 10);
-			if (errno || end == p || idx > 0xffffffffu || (*end != ' ' && *end != '\t')) {
+			if (errno || end == p || idx > 0xffffffffu ||
+			    (*end != ' ' && *end != '\t')) {
 				free(st);
-				return pccx_fail(d, PCCX_ERR_FORMAT, "%s:%zu: expected 'INDEX NAME'", path,
-						 line);
+				return pccx_fail(d, PCCX_ERR_FORMAT,
+						 "%s:%zu: expected 'INDEX NAME'", path, line);
 			}
 			name = end;
 			while (*name == ' ' || *name == '\t')
 				name++;
-			for (i = strlen(name); i && (name[i - 1] == '\r' || name[i - 1] == ' '); i--)
-				name[i - 1] = 0;
+			i = strlen(name);
+			while (i && (name[i - 1] == '\r' || name[i - 1] == ' '))
+				name[--i] = 0;
 			if (*n == cap) {
 				struct pccx_sim_stage *ns;
 
 				cap = cap ? 2 * cap : 64;
 				if (cap > MAX_STAGES) {
 					free(st);
-					return pccx_fail(d, PCCX_ERR_RANGE, "%s: too many stages", path);
+					return pccx_fail(d, PCCX_ERR_RANGE, "%s: too many stages",
+							 path);
 				}
 				ns = realloc(st, cap * sizeof(*ns));
 				if (!ns) {
 					free(st);
-					return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
+					return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory",
+							 path);
 				}
 				st = ns;
 			}
@@ -177,7 +181,8 @@ int pccx_cmd_sim(int argc, char **argv)
 			struct hfile *h = isin ? &in[n_in] : &out[n_out];
 
 			if ((isin ? n_in : n_out) == MAX_ARGS || parse_hfile(argv[++a], h)) {
-				fprintf(stderr, "pccx sim: bad %s '%s' (HANDLE=FILE)\n", o, argv[a]);
+				fprintf(stderr, "pccx sim: bad %s '%s' (HANDLE=FILE)\n", o,
+					argv[a]);
 				return 2;
 			}
 			if (isin)
@@ -245,8 +250,9 @@ int pccx_cmd_sim(int argc, char **argv)
 			goto fail;
 		if (flen > size) {
 			free(fd);
-			st = pccx_fail(&d, PCCX_ERR_RANGE, "%s: %zu bytes exceed buffer %u (%" PRIu64
-				       " bytes)", in[i].path, flen, in[i].handle, size);
+			st = pccx_fail(&d, PCCX_ERR_RANGE,
+				       "%s: %zu bytes exceed buffer %u (%" PRIu64 " bytes)",
+				       in[i].path, flen, in[i].handle, size);
 			goto fail;
 		}
 		memcpy(dst, fd, flen);

@@ -242,7 +242,8 @@ static int describe(const struct pccx_engine_ctx *e, pccx_diag *d)
 
 	if (er->kind == PCCX_EF_DEVICE) {
 		uint64_t cause = er->error & PCCX_ERROR_CAUSE_MASK;
-		unsigned isa = (unsigned)((er->error & PCCX_ERROR_ISA_MASK) >> PCCX_ERROR_ISA_SHIFT);
+		unsigned isa = (unsigned)((er->error & PCCX_ERROR_ISA_MASK) >>
+					  PCCX_ERROR_ISA_SHIFT);
 
 		return pccx_fail(d, PCCX_ERR_DEVICE,
 				 "device error %s at instruction %llu%s%s, info 0x%llx",
@@ -320,7 +321,8 @@ int pccx_simb_submit_wait(struct pccx_simb *b, const struct pccx_job_view *job,
 	res->err = e.err;
 	res->mmio = e.mmio;
 	res->cycles = pccx_sim_cycles(b->sim) - start;
-	res->host_seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	res->host_seconds = (double)(t1.tv_sec - t0.tv_sec) +
+			    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	pccx_sim_get_stats(b->sim, &res->stats);
 	if (res->timed_out) {
 		rc = pccx_fail(d, PCCX_ERR_TIMEOUT,

@@ -198,7 +198,8 @@ START_TEST(engine_checks_tags)
 	m.corrupt_at = 2;
 	tj_add(&j, t_memset(0, 0, 16, 1, 1));
 	tj_add(&j, t_memcpy(true, false, 10, 0, tj_dma(&j, 1, PCCX_DMA_TO_DEVICE, 0, 32), 0, true));
-	tj_add(&j, t_memcpy(true, false, 20, 0, tj_dma(&j, 1, PCCX_DMA_TO_DEVICE, 32, 32), 0, true));
+	tj_add(&j, t_memcpy(true, false, 20, 0, tj_dma(&j, 1, PCCX_DMA_TO_DEVICE, 32, 32), 0,
+			    true));
 	ck_assert_int_eq(run_mock(&m, &j, &e), PCCX_ENGINE_ERROR);
 	ck_assert_int_eq(e.err.kind, PCCX_EF_DM_TAG);
 	ck_assert_uint_eq(e.err.channel, PCCX_DM_FMAP);
@@ -324,7 +325,8 @@ START_TEST(engine_wide_addresses)
 
 	memset(host, 0x5a, 4096);
 	tj_add(&j, t_memset(0, 0, 64, 1, 1));
-	tj_add(&j, t_memcpy(true, false, 7, 0, tj_dma(&j, 1, PCCX_DMA_TO_DEVICE, 0, 128), 0, false));
+	tj_add(&j, t_memcpy(true, false, 7, 0, tj_dma(&j, 1, PCCX_DMA_TO_DEVICE, 0, 128), 0,
+			    false));
 	pccx_sim_config_default(&c);
 	c.dma_address_bits = 48;
 	ck_assert_int_eq(pccx_sim_create(&c, &s, &d), 0);
@@ -353,7 +355,8 @@ START_TEST(engine_reports_device_errors)
 
 	ck_assert_int_eq(pccx_sim_create(NULL, &s, &d), 0);
 	tj_add(&j, t_memset(0, 0, 64, 1, 1));
-	tj_add(&j, t_memcpy(true, false, 7, 0, tj_dma(&j, 1, PCCX_DMA_TO_DEVICE, 0, 128), 0, false));
+	tj_add(&j, t_memcpy(true, false, 7, 0, tj_dma(&j, 1, PCCX_DMA_TO_DEVICE, 0, 128), 0,
+			    false));
 	ck_assert_int_eq(drive(s, &j, page_xlate, &pc, &e), PCCX_ENGINE_ERROR);
 	ck_assert_int_eq(e.err.kind, PCCX_EF_DEVICE);
 	ck_assert_uint_eq(e.err.error & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_DMA_WINDOW);

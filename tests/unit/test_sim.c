@@ -142,8 +142,8 @@ START_TEST(regs_fifo_backpressure)
 	wr(s, PCCX_REG_INSTR, t_cvo(PCCX_CVO_EXP, 0, 0x4000, 20000, 0));
 	for (i = 0; i < 8; i++)
 		wr(s, PCCX_REG_INSTR, t_memset(0, i, 8, 1, 1));
-	ck_assert_uint_eq((rd(s, PCCX_REG_STATUS) & PCCX_STATUS_FIFO_MASK) >> PCCX_STATUS_FIFO_SHIFT,
-			  8);
+	ck_assert_uint_eq((rd(s, PCCX_REG_STATUS) & PCCX_STATUS_FIFO_MASK) >>
+			  PCCX_STATUS_FIFO_SHIFT, 8);
 	ck_assert(rd(s, PCCX_REG_STATUS) & PCCX_STATUS_BUSY);
 	/* the ninth write stalls until the CVO retires and a slot frees */
 	wr(s, PCCX_REG_INSTR, t_memset(0, 9, 8, 1, 1));
@@ -498,8 +498,8 @@ static void run_matmul(const struct mm_case *c, uint64_t seed, struct pccx_simb_
 		uint32_t want;
 
 		if (c->as_gemvs)   /* S is the last GEMV's maximum */
-			want = pccx_f32_bits(pccx_sfu_reduce(PCCX_SFU_MAX, 0, 0.0f,
-							     outs + (size_t)(c->m - 1) * c->n, c->n));
+			want = pccx_f32_bits(pccx_sfu_reduce(
+				PCCX_SFU_MAX, 0, 0.0f, outs + (size_t)(c->m - 1) * c->n, c->n));
 		else
 			want = pccx_f32_bits(pccx_sfu_reduce(PCCX_SFU_MAX, 0, 0.0f, outs,
 							     (size_t)c->m * c->n));
@@ -662,8 +662,9 @@ static void check_program(struct cvo_model *m, const struct tjob *j, struct pccx
 		}
 	}
 	for (i = 0; i < MW * 8; i++)
-		ck_assert_msg(l2e(b, 0)[i] == m->e[i], "element %u (word %u): got 0x%04x want 0x%04x",
-			      i, i / 8, l2e(b, 0)[i], m->e[i]);
+		ck_assert_msg(l2e(b, 0)[i] == m->e[i],
+			      "element %u (word %u): got 0x%04x want 0x%04x", i, i / 8,
+			      l2e(b, 0)[i], m->e[i]);
 	ck_assert_uint_eq(pccx_sim_s_bits(pccx_simb_sim(b)), m->S);
 	if (res)
 		*res = r;
@@ -702,7 +703,8 @@ START_TEST(cvo_every_function_and_flag)
 
 		if (cd->cls == PCCX_CVOC_LOAD) {
 			prog[np++] = t_cvo(func, 100, 5, 13, 1);             /* element 13 */
-			prog[np++] = t_cvo(func, 0, 6, 4, PCCX_CVOF_SREG);  /* slot 4 = word 1 slot 0 */
+			/* slot 4 = word 1, slot 0 */
+			prog[np++] = t_cvo(func, 0, 6, 4, PCCX_CVOF_SREG);
 			prog[np++] = t_cvo(func, 0, 7, 0, PCCX_CVOF_SREG);  /* back to 1.5 */
 			continue;
 		}
@@ -720,7 +722,8 @@ START_TEST(cvo_every_function_and_flag)
 			out += 6;
 			/* reductions leave S: put 1.5 back */
 			if (cd->cls == PCCX_CVOC_REDUCE)
-				prog[np++] = t_cvo(PCCX_CVO_LDS, 0, 8, 0, PCCX_CVOF_SREG | (sub & 1));
+				prog[np++] = t_cvo(PCCX_CVO_LDS, 0, 8, 0,
+						   PCCX_CVOF_SREG | (sub & 1));
 		}
 		if (sf == PCCX_CVO_NO_SFORM)
 			continue;
@@ -729,8 +732,8 @@ START_TEST(cvo_every_function_and_flag)
 				continue;
 			if (!(sub & PCCX_CVOF_SREG))
 				continue;
-			prog[np++] = t_cvo(func, cd->cls == PCCX_CVOC_UNARY ? 0 : 2, 9 + (sub & 3), 0,
-					   sub);
+			prog[np++] = t_cvo(func, cd->cls == PCCX_CVOC_UNARY ? 0 : 2,
+					   9 + (sub & 3), 0, sub);
 			prog[np++] = t_cvo(PCCX_CVO_LDS, 0, 8, 1, PCCX_CVOF_SREG);   /* S = -0.75 */
 			prog[np++] = t_cvo(func, cd->cls == PCCX_CVOC_UNARY ? 0 : 1, 12, 0, sub);
 			prog[np++] = t_cvo(PCCX_CVO_LDS, 0, 8, 0, PCCX_CVOF_SREG);
@@ -878,7 +881,8 @@ END_TEST
 START_TEST(stream_order_gemv_gemm)
 {
 	struct pccx_simb *b = mkb();
-	struct pccx_wshape wa = { 96, 256, PCCX_WFMT_Q4, true }, wb = { 50, 64, PCCX_WFMT_BF16, false };
+	struct pccx_wshape wa = { 96, 256, PCCX_WFMT_Q4, true };
+	struct pccx_wshape wb = { 50, 64, PCCX_WFMT_BF16, false };
 	uint64_t ra = pccx_wstream_row_bytes(&wa), rbb = pccx_wstream_row_bytes(&wb), rng = 77;
 	uint32_t h = balloc(b, ra * 96 + rbb * 50, PCCX_BUF_DEV_READ), i, r;
 	uint8_t *w = bmap(b, h);
@@ -1195,7 +1199,7 @@ START_TEST(random_words_never_crash)
 }
 END_TEST
 
-/* ---- configuration and trace ------------------------------------------------------------------ */
+/* ---- configuration and trace ----------------------------------------------------------- */
 
 static char *dtb_path(void)
 {
@@ -1286,7 +1290,8 @@ START_TEST(trace_json)
 		ck_assert_ptr_nonnull(ph);
 		if (!strcmp(ph, "X")) {
 			x++;
-			ck_assert_int_eq(pccx_json_type_of(pccx_json_get(e, "ts")), PCCX_JSON_NUMBER);
+			ck_assert_int_eq(pccx_json_type_of(pccx_json_get(e, "ts")),
+					 PCCX_JSON_NUMBER);
 			ck_assert(pccx_json_num(pccx_json_get(e, "dur")) >= 0);
 		}
 	}

@@ -16,7 +16,8 @@
 static inline uint64_t t_memset(unsigned cache, unsigned entry, unsigned a, unsigned b, unsigned c)
 {
 	return ((uint64_t)PCCX_OP_MEMSET << 60) | PCCX_PUT(C, cache, cache) |
-	       PCCX_PUT(C, entry, entry) | PCCX_PUT(C, a, a) | PCCX_PUT(C, b, b) | PCCX_PUT(C, c, c);
+	       PCCX_PUT(C, entry, entry) | PCCX_PUT(C, a, a) | PCCX_PUT(C, b, b) |
+	       PCCX_PUT(C, c, c);
 }
 
 #define TF_WSCALE   (1u << 0)
