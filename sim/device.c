@@ -140,9 +140,12 @@ void sim_device_core_tick(struct pccx_sim *s)
 					       (uint64_t)s->wq[p].level * SIM_BEAT;
 					break;
 				}
-			if (p == PCCX_WSTREAM_PORTS)
+			if (p == PCCX_WSTREAM_PORTS && s->fmapq.level)
 				info = ((uint64_t)PCCX_DM_FMAP << 56) |
 				       (uint64_t)s->fmapq.level * SIM_BEAT;
+			else if (p == PCCX_WSTREAM_PORTS)
+				info = ((uint64_t)PCCX_DM_RESULT << 56) |
+				       (uint64_t)s->resq.level * SIM_BEAT;
 			sim_set_error(s, PCCX_CAUSE_STREAM_OVERRUN, 0, s->issued_job, info);
 		}
 	} else {
