@@ -4,8 +4,8 @@
  * step runs first and its stages are kept; then the oracle step runs and each of its stages
  * is compared with the reference stage of the same name.
  */
-#ifndef PCCX_REF_COMPARE_H
-#define PCCX_REF_COMPARE_H
+#ifndef PCCX_G3N_COMPARE_H
+#define PCCX_G3N_COMPARE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -48,4 +48,4 @@ const float *pccx_cmp_ref_values(const struct pccx_cmp *c, const char *name, uin
 void pccx_logit_agreement(const float *ref, const double *oracle, uint32_t n, bool *same_top1,
 			  double *kl);
 
-#endif /* PCCX_REF_COMPARE_H */
+#endif /* PCCX_G3N_COMPARE_H */

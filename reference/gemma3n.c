@@ -16,10 +16,10 @@ static void *map_zero(uint64_t bytes)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-int pccx_ref_session_create(struct pccx_ref_session **out, const struct pccx_ref_model *m,
+int pccx_g3n_session_create(struct pccx_g3n_session **out, const struct pccx_g3n_model *m,
 			    const struct pccx_npu_ops *ops, void *ctx, pccx_diag *d)
 {
-	struct pccx_ref_session *s;
+	struct pccx_g3n_session *s;
 	int rc;
 
 	*out = NULL;
@@ -29,7 +29,7 @@ int pccx_ref_session_create(struct pccx_ref_session **out, const struct pccx_ref
 	s->m = m;
 	s->ops = ops;
 	s->ctx = ctx;
-	rc = pccx_ref_plan_build(m, &s->plan, d);
+	rc = pccx_g3n_plan_build(m, &s->plan, d);
 	if (rc) {
 		free(s);
 		return rc;
@@ -40,7 +40,7 @@ int pccx_ref_session_create(struct pccx_ref_session **out, const struct pccx_ref
 	if (!s->in || !s->out || !s->kv) {
 		unsigned long long kv = s->plan.kv_bytes;
 
-		pccx_ref_session_free(s);
+		pccx_g3n_session_free(s);
 		return pccx_fail(d, PCCX_ERR_NOMEM, "session: cannot allocate %llu bytes of KV cache",
 				 kv);
 	}
@@ -52,14 +52,14 @@ int pccx_ref_session_create(struct pccx_ref_session **out, const struct pccx_ref
 	if (!rc)
 		rc = ops->bind(ctx, PCCX_NPU_BUF_OUT, s->out, s->plan.out_bytes, true);
 	if (rc) {
-		pccx_ref_session_free(s);
+		pccx_g3n_session_free(s);
 		return pccx_fail(d, rc, "session: cannot bind host buffers to '%s'", ops->name);
 	}
 	*out = s;
 	return PCCX_OK;
 }
 
-void pccx_ref_session_free(struct pccx_ref_session *s)
+void pccx_g3n_session_free(struct pccx_g3n_session *s)
 {
 	if (!s)
 		return;
@@ -70,24 +70,24 @@ void pccx_ref_session_free(struct pccx_ref_session *s)
 	free(s);
 }
 
-void pccx_ref_session_reset(struct pccx_ref_session *s)
+void pccx_g3n_session_reset(struct pccx_g3n_session *s)
 {
 	s->pos = 0;
 }
 
-int pccx_ref_session_step(struct pccx_ref_session *s, uint32_t token, float *logits,
+int pccx_g3n_session_step(struct pccx_g3n_session *s, uint32_t token, float *logits,
 			  pccx_diag *d)
 {
-	const struct pccx_ref_config *c = &s->m->cfg;
+	const struct pccx_g3n_config *c = &s->m->cfg;
 	uint32_t i;
 	int rc;
 
 	if (s->pos >= c->max_ctx)
 		return pccx_fail(d, PCCX_ERR_RANGE, "context full: %u positions (max_ctx)", c->max_ctx);
-	rc = pccx_ref_host_inputs(s->m, &s->plan, token, s->pos, s->in, d);
+	rc = pccx_g3n_host_inputs(s->m, &s->plan, token, s->pos, s->in, d);
 	if (rc)
 		return rc;
-	rc = pccx_ref_step(s->m, &s->plan, s->ops, s->ctx, s->pos, logits != NULL);
+	rc = pccx_g3n_step(s->m, &s->plan, s->ops, s->ctx, s->pos, logits != NULL);
 	if (rc)
 		return pccx_fail(d, rc, "decode step at position %u: %s", s->pos,
 				 s->ops->error ? s->ops->error(s->ctx) : pccx_strerror(rc));

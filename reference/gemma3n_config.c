@@ -8,7 +8,7 @@
 /* float32 Normal.icdf(0.95) as Hugging Face evaluates it (2 ulp below the rounded value). */
 #define SPARSE_Z 1.6448533535f
 
-static const struct pccx_ref_config presets[] = {
+static const struct pccx_g3n_config presets[] = {
 	{
 		/* google/gemma-3n-E4B text decoder (research note model-sim-anchors §1.2) */
 		.name = "e4b", .n_layers = 35, .d_model = 2048, .d_ffn = 16384,
@@ -58,12 +58,12 @@ static const struct pccx_ref_config presets[] = {
 
 #define NPRESETS (sizeof(presets) / sizeof(presets[0]))
 
-const char *pccx_ref_config_names(void)
+const char *pccx_g3n_config_names(void)
 {
 	return "e4b, e2b, tiny, tiny-vocab";
 }
 
-int pccx_ref_config_preset(const char *name, struct pccx_ref_config *cfg, pccx_diag *d)
+int pccx_g3n_config_preset(const char *name, struct pccx_g3n_config *cfg, pccx_diag *d)
 {
 	size_t i;
 
@@ -74,18 +74,18 @@ int pccx_ref_config_preset(const char *name, struct pccx_ref_config *cfg, pccx_d
 		}
 	}
 	return pccx_fail(d, PCCX_ERR_NOT_FOUND, "config '%s': unknown (known: %s)", name,
-			 pccx_ref_config_names());
+			 pccx_g3n_config_names());
 }
 
-uint32_t pccx_ref_kv_source(const struct pccx_ref_config *c, uint32_t layer)
+uint32_t pccx_g3n_kv_source(const struct pccx_g3n_config *c, uint32_t layer)
 {
-	uint32_t first = pccx_ref_first_shared(c), i;
-	bool global = pccx_ref_is_global(c, layer);
+	uint32_t first = pccx_g3n_first_shared(c), i;
+	bool global = pccx_g3n_is_global(c, layer);
 
 	if (layer < first)
 		return layer;
 	for (i = first; i-- > 0;)
-		if (pccx_ref_is_global(c, i) == global)
+		if (pccx_g3n_is_global(c, i) == global)
 			return i;
 	return layer;	/* unreachable for a checked config */
 }
@@ -93,12 +93,12 @@ uint32_t pccx_ref_kv_source(const struct pccx_ref_config *c, uint32_t layer)
 #define BAD(field, why) \
 	pccx_fail(d, PCCX_ERR_INVALID, "config '%s': %s %s", c->name, field, why)
 
-int pccx_ref_config_check(const struct pccx_ref_config *c, pccx_diag *d)
+int pccx_g3n_config_check(const struct pccx_g3n_config *c, pccx_diag *d)
 {
 	uint32_t first, i;
 	bool have_local = false, have_global = false;
 
-	if (c->n_layers == 0 || c->n_layers > PCCX_REF_MAX_LAYERS)
+	if (c->n_layers == 0 || c->n_layers > PCCX_G3N_MAX_LAYERS)
 		return BAD("n_layers", "must be 1..64");
 	if (c->d_model == 0 || c->d_model % 32 || c->d_model > 8192)
 		return BAD("d_model", "must be a multiple of 32, at most 8192");
@@ -108,7 +108,7 @@ int pccx_ref_config_check(const struct pccx_ref_config *c, pccx_diag *d)
 		return BAD("n_heads", "must be a multiple of n_kv_heads");
 	if (c->head_dim == 0 || c->head_dim % 32 || c->head_dim > 1024)
 		return BAD("head_dim", "must be a multiple of 32 (word-aligned RoPE halves), <= 1024");
-	if (pccx_ref_q_dim(c) % 32 || pccx_ref_q_dim(c) > 65504)
+	if (pccx_g3n_q_dim(c) % 32 || pccx_g3n_q_dim(c) > 65504)
 		return BAD("n_heads * head_dim", "must fit a 16-bit shape field");
 	if (c->d_ple == 0 || c->d_ple % 32 || (uint64_t)c->d_ple * c->n_layers > 65504)
 		return BAD("d_ple", "must be a multiple of 32 with n_layers * d_ple <= 65504");
@@ -127,15 +127,15 @@ int pccx_ref_config_check(const struct pccx_ref_config *c, pccx_diag *d)
 	if (!(c->eps > 0.0f) || !(c->softcap > 0.0f) || !(c->theta_local > 1.0f) ||
 	    !(c->theta_global > 1.0f) || !(c->sparse_z >= 0.0f))
 		return BAD("eps/softcap/theta/sparse_z", "out of range");
-	first = pccx_ref_first_shared(c);
+	first = pccx_g3n_first_shared(c);
 	for (i = 0; i < first; i++) {
-		if (pccx_ref_is_global(c, i))
+		if (pccx_g3n_is_global(c, i))
 			have_global = true;
 		else
 			have_local = true;
 	}
 	for (i = first; i < c->n_layers; i++) {
-		if (pccx_ref_is_global(c, i) ? !have_global : !have_local)
+		if (pccx_g3n_is_global(c, i) ? !have_global : !have_local)
 			return BAD("n_kv_shared", "leaves a shared layer without an owner of its type");
 	}
 	return PCCX_OK;

@@ -18,10 +18,10 @@
 
 #include "pccx/status.h"
 
-#define PCCX_REF_STREAMS 4u	/* AltUp streams; the graph is written for exactly 4 */
-#define PCCX_REF_MAX_LAYERS 64u
+#define PCCX_G3N_STREAMS 4u	/* AltUp streams; the graph is written for exactly 4 */
+#define PCCX_G3N_MAX_LAYERS 64u
 
-struct pccx_ref_config {
+struct pccx_g3n_config {
 	char name[16];
 	uint32_t n_layers;	/* 35 */
 	uint32_t d_model;	/* D = 2048 */
@@ -49,53 +49,53 @@ struct pccx_ref_config {
  * Fill `cfg` with a named configuration: "e4b", "e2b", "tiny", "tiny-vocab".
  * PCCX_ERR_NOT_FOUND (with the list of names in the diag) for other names.
  */
-PCCX_MUST_CHECK int pccx_ref_config_preset(const char *name, struct pccx_ref_config *cfg,
+PCCX_MUST_CHECK int pccx_g3n_config_preset(const char *name, struct pccx_g3n_config *cfg,
 					   pccx_diag *d);
 /* Comma-separated preset names, for help texts. */
-const char *pccx_ref_config_names(void);
+const char *pccx_g3n_config_names(void);
 
 /*
  * Check the structural constraints the graph and the ISA impose (multiples of 32 for Q4 K,
  * word-aligned head halves, the 16-bit shape fields, ...). PCCX_ERR_INVALID naming the field.
  */
-PCCX_MUST_CHECK int pccx_ref_config_check(const struct pccx_ref_config *cfg, pccx_diag *d);
+PCCX_MUST_CHECK int pccx_g3n_config_check(const struct pccx_g3n_config *cfg, pccx_diag *d);
 
-static inline bool pccx_ref_is_global(const struct pccx_ref_config *c, uint32_t layer)
+static inline bool pccx_g3n_is_global(const struct pccx_g3n_config *c, uint32_t layer)
 {
 	return (layer + 1) % c->global_period == 0;
 }
 
-static inline uint32_t pccx_ref_first_shared(const struct pccx_ref_config *c)
+static inline uint32_t pccx_g3n_first_shared(const struct pccx_g3n_config *c)
 {
 	return c->n_layers - c->n_kv_shared;
 }
 
-static inline bool pccx_ref_owns_kv(const struct pccx_ref_config *c, uint32_t layer)
+static inline bool pccx_g3n_owns_kv(const struct pccx_g3n_config *c, uint32_t layer)
 {
-	return layer < pccx_ref_first_shared(c);
+	return layer < pccx_g3n_first_shared(c);
 }
 
 /* The layer whose KV cache `layer` reads: itself for owners, else the last owner of its type. */
-uint32_t pccx_ref_kv_source(const struct pccx_ref_config *c, uint32_t layer);
+uint32_t pccx_g3n_kv_source(const struct pccx_g3n_config *c, uint32_t layer);
 
 /* KV rows an owner layer keeps: window (ring buffer) for local layers, max_ctx for global. */
-static inline uint32_t pccx_ref_kv_rows(const struct pccx_ref_config *c, uint32_t layer)
+static inline uint32_t pccx_g3n_kv_rows(const struct pccx_g3n_config *c, uint32_t layer)
 {
-	return pccx_ref_is_global(c, layer) ? c->max_ctx : c->window;
+	return pccx_g3n_is_global(c, layer) ? c->max_ctx : c->window;
 }
 
-static inline bool pccx_ref_is_sparse(const struct pccx_ref_config *c, uint32_t layer)
+static inline bool pccx_g3n_is_sparse(const struct pccx_g3n_config *c, uint32_t layer)
 {
 	return layer < c->n_sparse;
 }
 
 /* Query width n_heads * head_dim and key/value width n_kv_heads * head_dim. */
-static inline uint32_t pccx_ref_q_dim(const struct pccx_ref_config *c)
+static inline uint32_t pccx_g3n_q_dim(const struct pccx_g3n_config *c)
 {
 	return c->n_heads * c->head_dim;
 }
 
-static inline uint32_t pccx_ref_kv_dim(const struct pccx_ref_config *c)
+static inline uint32_t pccx_g3n_kv_dim(const struct pccx_g3n_config *c)
 {
 	return c->n_kv_heads * c->head_dim;
 }

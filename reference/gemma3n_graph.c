@@ -14,7 +14,7 @@
 #include "pccx_num.h"
 
 #define W(n) pccx_words_for(n)
-#define NSTREAM PCCX_REF_STREAMS
+#define NSTREAM PCCX_G3N_STREAMS
 
 /* Largest matmul n / CVO len that keeps the next row word-aligned (16-bit fields). */
 #define CHUNK 65528u
@@ -30,9 +30,9 @@ static uint32_t take(uint64_t *next, uint64_t words)
 	return a;
 }
 
-int pccx_ref_plan_build(const struct pccx_ref_model *m, struct pccx_ref_plan *p, pccx_diag *d)
+int pccx_g3n_plan_build(const struct pccx_g3n_model *m, struct pccx_g3n_plan *p, pccx_diag *d)
 {
-	const struct pccx_ref_config *c = &m->cfg;
+	const struct pccx_g3n_config *c = &m->cfg;
 	uint32_t D = c->d_model, hd = c->head_dim, L = c->n_layers, P = c->d_ple, t, l;
 	uint32_t group = c->n_heads / c->n_kv_heads;
 	uint64_t next = 0, kv = 0;
@@ -42,7 +42,7 @@ int pccx_ref_plan_build(const struct pccx_ref_model *m, struct pccx_ref_plan *p,
 
 	/* The image of BUF_IN, in the order the host writes it. */
 	p->in = take(&next, 0);
-	p->consts = take(&next, PCCX_REF_NCONST);
+	p->consts = take(&next, PCCX_G3N_NCONST);
 	p->ones = take(&next, 1);
 	for (t = 0; t < 2; t++) {
 		p->rope_cos[t] = take(&next, W(hd));
@@ -83,7 +83,7 @@ int pccx_ref_plan_build(const struct pccx_ref_model *m, struct pccx_ref_plan *p,
 	p->rm = take(&next, 1);
 	p->coefs = take(&next, W(NSTREAM * NSTREAM));
 	p->corr = take(&next, 1);
-	p->scal = take(&next, PCCX_REF_NSCAL);
+	p->scal = take(&next, PCCX_G3N_NSCAL);
 	p->logits = take(&next, W(c->vocab));
 	if (next > PCCX_L2_WORDS)
 		return pccx_fail(d, PCCX_ERR_RANGE,
@@ -93,27 +93,27 @@ int pccx_ref_plan_build(const struct pccx_ref_model *m, struct pccx_ref_plan *p,
 
 	p->in_bytes = (uint64_t)p->in_words * 16;
 	p->out_bytes = (uint64_t)W(c->vocab) * 16;
-	for (l = 0; l < pccx_ref_first_shared(c); l++) {
+	for (l = 0; l < pccx_g3n_first_shared(c); l++) {
 		p->kv_off[l] = kv;
-		kv += 2ull * c->n_kv_heads * pccx_ref_kv_rows(c, l) * W(hd) * 16;
+		kv += 2ull * c->n_kv_heads * pccx_g3n_kv_rows(c, l) * W(hd) * 16;
 	}
 	p->kv_bytes = kv;
 	return PCCX_OK;
 }
 
-uint64_t pccx_ref_kv_row_offset(const struct pccx_ref_model *m, const struct pccx_ref_plan *p,
+uint64_t pccx_g3n_kv_row_offset(const struct pccx_g3n_model *m, const struct pccx_g3n_plan *p,
 				uint32_t layer, uint32_t head, unsigned v, uint32_t row)
 {
-	const struct pccx_ref_config *c = &m->cfg;
-	uint64_t rows = pccx_ref_kv_rows(c, layer);
+	const struct pccx_g3n_config *c = &m->cfg;
+	uint64_t rows = pccx_g3n_kv_rows(c, layer);
 
 	return p->kv_off[layer] + (((uint64_t)v * c->n_kv_heads + head) * rows + row) *
 				  W(c->head_dim) * 16;
 }
 
-uint32_t pccx_ref_n_keys(const struct pccx_ref_config *c, uint32_t layer, uint32_t pos)
+uint32_t pccx_g3n_n_keys(const struct pccx_g3n_config *c, uint32_t layer, uint32_t pos)
 {
-	if (pccx_ref_is_global(c, layer))
+	if (pccx_g3n_is_global(c, layer))
 		return pos + 1;
 	return pos + 1 < c->window ? pos + 1 : c->window;
 }
@@ -154,13 +154,13 @@ static float ln_f32(float x)
 	return y;
 }
 
-int pccx_ref_host_inputs(const struct pccx_ref_model *m, const struct pccx_ref_plan *p,
+int pccx_g3n_host_inputs(const struct pccx_g3n_model *m, const struct pccx_g3n_plan *p,
 			 uint32_t token, uint32_t pos, uint8_t *in, pccx_diag *d)
 {
-	const struct pccx_ref_config *c = &m->cfg;
-	const struct pccx_ref_weights *w = &m->w;
+	const struct pccx_g3n_config *c = &m->cfg;
+	const struct pccx_g3n_weights *w = &m->w;
 	uint32_t hd = c->head_dim, half = hd / 2, D = c->d_model, i, t;
-	float consts[PCCX_REF_NCONST], scale;
+	float consts[PCCX_G3N_NCONST], scale;
 	uint32_t base = p->in;
 	const uint8_t *rec;
 
@@ -172,16 +172,16 @@ int pccx_ref_host_inputs(const struct pccx_ref_model *m, const struct pccx_ref_p
 				 c->max_ctx);
 	memset(in, 0, p->in_bytes);
 
-	consts[PCCX_REF_C_EPS] = c->eps;
-	consts[PCCX_REF_C_INV_D] = 1.0f / (float)D;
-	consts[PCCX_REF_C_INV_SQRT_D] = pccx_f32_rsqrt((float)D);
-	consts[PCCX_REF_C_INV_SQRT2] = pccx_f32_rsqrt(2.0f);
-	consts[PCCX_REF_C_MAG_EPS] = 1e-5f;
-	consts[PCCX_REF_C_QUARTER] = 0.25f;
-	consts[PCCX_REF_C_SPARSE_Z] = c->sparse_z;
-	consts[PCCX_REF_C_NEG_ONE] = -1.0f;
-	consts[PCCX_REF_C_SOFTCAP] = c->softcap;
-	for (i = 0; i < PCCX_REF_NCONST; i++)
+	consts[PCCX_G3N_C_EPS] = c->eps;
+	consts[PCCX_G3N_C_INV_D] = 1.0f / (float)D;
+	consts[PCCX_G3N_C_INV_SQRT_D] = pccx_f32_rsqrt((float)D);
+	consts[PCCX_G3N_C_INV_SQRT2] = pccx_f32_rsqrt(2.0f);
+	consts[PCCX_G3N_C_MAG_EPS] = 1e-5f;
+	consts[PCCX_G3N_C_QUARTER] = 0.25f;
+	consts[PCCX_G3N_C_SPARSE_Z] = c->sparse_z;
+	consts[PCCX_G3N_C_NEG_ONE] = -1.0f;
+	consts[PCCX_G3N_C_SOFTCAP] = c->softcap;
+	for (i = 0; i < PCCX_G3N_NCONST; i++)
 		put_f32_slot(in, p->consts - base + i, consts[i]);
 	for (i = 0; i < 8; i++)
 		put_bf16(in, p->ones - base, i, 0x3F80);
@@ -206,19 +206,19 @@ int pccx_ref_host_inputs(const struct pccx_ref_model *m, const struct pccx_ref_p
 
 	/* Embedding row, dequantised, times sqrt(D) (FP32, one rounding to BF16). */
 	scale = pccx_f32_sqrt((float)D);
-	rec = pccx_ref_row(m, w->embed, token);
+	rec = pccx_g3n_row(m, w->embed, token);
 	for (i = 0; i < D; i++) {
-		float x = pccx_q4_weight(pccx_ref_q4_nibbles(rec, D), pccx_ref_q4_scales(rec), i);
+		float x = pccx_q4_weight(pccx_g3n_q4_nibbles(rec, D), pccx_g3n_q4_scales(rec), i);
 
 		put_bf16(in, p->embed - base, i, pccx_bf16_store(x * scale));
 	}
 
 	/* PLE row times sqrt(d_ple); ids beyond the PLE table use row 0 (Hugging Face). */
 	scale = pccx_f32_sqrt((float)c->d_ple);
-	rec = pccx_ref_row(m, w->ple_table, token < c->ple_vocab ? token : 0);
+	rec = pccx_g3n_row(m, w->ple_table, token < c->ple_vocab ? token : 0);
 	for (i = 0; i < c->n_layers * c->d_ple; i++) {
 		uint32_t cols = c->n_layers * c->d_ple;
-		float x = pccx_q4_weight(pccx_ref_q4_nibbles(rec, cols), pccx_ref_q4_scales(rec), i);
+		float x = pccx_q4_weight(pccx_g3n_q4_nibbles(rec, cols), pccx_g3n_q4_scales(rec), i);
 
 		put_bf16(in, p->ple_in - base + i / 8, i % 8, pccx_bf16_store(x * scale));
 	}
@@ -231,9 +231,9 @@ int pccx_ref_host_inputs(const struct pccx_ref_model *m, const struct pccx_ref_p
 struct emit {
 	const struct pccx_npu_ops *ops;
 	void *ctx;
-	const struct pccx_ref_model *m;
-	const struct pccx_ref_config *c;
-	const struct pccx_ref_plan *p;
+	const struct pccx_g3n_model *m;
+	const struct pccx_g3n_config *c;
+	const struct pccx_g3n_plan *p;
 	int rc;
 };
 
@@ -251,7 +251,7 @@ static void matmul(struct emit *e, uint32_t fmt, struct pccx_npu_wref w, uint32_
 /* y = W x over all rows of weight tensor `t` (LM-head sized tensors are split in chunks). */
 static void gemv(struct emit *e, int32_t t, uint32_t src, uint32_t dst, bool accm)
 {
-	const struct pccx_ref_tensor *T = &e->m->t[t];
+	const struct pccx_g3n_tensor *T = &e->m->t[t];
 	uint32_t r, n;
 
 	for (r = 0; r < T->rows; r += n) {
@@ -287,19 +287,19 @@ static void cvo_vec(struct emit *e, uint32_t func, uint32_t flags, uint32_t src,
 }
 
 /* S <- constant c. */
-static void s_const(struct emit *e, enum pccx_ref_const c)
+static void s_const(struct emit *e, enum pccx_g3n_const c)
 {
-	cvo(e, PCCX_CVO_LDS, PCCX_CVOF_SREG, e->p->consts + c, e->p->scal + PCCX_REF_S_DUMP, 0);
+	cvo(e, PCCX_CVO_LDS, PCCX_CVOF_SREG, e->p->consts + c, e->p->scal + PCCX_G3N_S_DUMP, 0);
 }
 
 /* S <- S op v, v = FP32 slot 0 of word `v`; the result also lands in scratch word `keep`. */
-static void s_op(struct emit *e, uint32_t func, uint32_t v, enum pccx_ref_scal keep)
+static void s_op(struct emit *e, uint32_t func, uint32_t v, enum pccx_g3n_scal keep)
 {
 	cvo(e, func, PCCX_CVOF_SREG, v, e->p->scal + keep, 0);
 }
 
 /* S <- f(S) (no vector operand: src is 0). */
-static void s_fn(struct emit *e, uint32_t func, enum pccx_ref_scal keep)
+static void s_fn(struct emit *e, uint32_t func, enum pccx_g3n_scal keep)
 {
 	cvo(e, func, PCCX_CVOF_SREG, 0, e->p->scal + keep, 0);
 }
@@ -339,9 +339,9 @@ static void stage(struct emit *e, uint32_t addr, uint32_t rows, uint32_t cols, c
 }
 
 /* L2 word of layer vector k (inside the layer vector block at plan.lvec). */
-static uint32_t lvec(struct emit *e, uint32_t layer, enum pccx_ref_lvec k)
+static uint32_t lvec(struct emit *e, uint32_t layer, enum pccx_g3n_lvec k)
 {
-	const struct pccx_ref_layer_w *lw = &e->m->w.layer[layer];
+	const struct pccx_g3n_layer_w *lw = &e->m->w.layer[layer];
 
 	return e->p->lvec + (uint32_t)((e->m->t[lw->vec[k]].offset - lw->vec_offset) / 16);
 }
@@ -359,9 +359,9 @@ static uint32_t gvec(struct emit *e, int32_t t)
  */
 static void rmsnorm(struct emit *e, uint32_t src, uint32_t dst, uint32_t n, uint32_t w)
 {
-	cvo(e, PCCX_CVO_SUMSQ, PCCX_CVOF_RECIP, src, e->p->scal + PCCX_REF_S_DUMP, n);
-	s_op(e, PCCX_CVO_ADD, e->p->consts + PCCX_REF_C_EPS, PCCX_REF_S_DUMP);
-	s_fn(e, PCCX_CVO_RSQRT, PCCX_REF_S_DUMP);
+	cvo(e, PCCX_CVO_SUMSQ, PCCX_CVOF_RECIP, src, e->p->scal + PCCX_G3N_S_DUMP, n);
+	s_op(e, PCCX_CVO_ADD, e->p->consts + PCCX_G3N_C_EPS, PCCX_G3N_S_DUMP);
+	s_fn(e, PCCX_CVO_RSQRT, PCCX_G3N_S_DUMP);
 	cvo(e, PCCX_CVO_SCALE, 0, src, dst, n);
 	if (w != NO_WEIGHT)
 		cvo(e, PCCX_CVO_MUL, 0, w, dst, n);
@@ -402,18 +402,18 @@ static void match_magnitude(struct emit *e, uint32_t y)
 {
 	uint32_t D = e->c->d_model;
 
-	cvo(e, PCCX_CVO_SUMSQ, PCCX_CVOF_RECIP, y, e->p->scal + PCCX_REF_S_DUMP, D);
-	s_op(e, PCCX_CVO_MAX, e->p->consts + PCCX_REF_C_MAG_EPS, PCCX_REF_S_DUMP);
-	s_fn(e, PCCX_CVO_RSQRT, PCCX_REF_S_DUMP);
-	s_op(e, PCCX_CVO_MUL, e->p->scal + PCCX_REF_S_TMAG, PCCX_REF_S_DUMP);
+	cvo(e, PCCX_CVO_SUMSQ, PCCX_CVOF_RECIP, y, e->p->scal + PCCX_G3N_S_DUMP, D);
+	s_op(e, PCCX_CVO_MAX, e->p->consts + PCCX_G3N_C_MAG_EPS, PCCX_G3N_S_DUMP);
+	s_fn(e, PCCX_CVO_RSQRT, PCCX_G3N_S_DUMP);
+	s_op(e, PCCX_CVO_MUL, e->p->scal + PCCX_G3N_S_TMAG, PCCX_G3N_S_DUMP);
 	cvo(e, PCCX_CVO_SCALE, 0, y, y, D);
 }
 
 /* Scratch word TMAG <- rms(x) = sqrt(mean(x^2)). */
 static void target_magnitude(struct emit *e, uint32_t x)
 {
-	cvo(e, PCCX_CVO_SUMSQ, PCCX_CVOF_RECIP, x, e->p->scal + PCCX_REF_S_DUMP, e->c->d_model);
-	s_fn(e, PCCX_CVO_SQRT, PCCX_REF_S_TMAG);
+	cvo(e, PCCX_CVO_SUMSQ, PCCX_CVOF_RECIP, x, e->p->scal + PCCX_G3N_S_DUMP, e->c->d_model);
+	s_fn(e, PCCX_CVO_SQRT, PCCX_G3N_S_TMAG);
 }
 
 /* Router modalities m = tanh(W_r (RMSNorm_{g_r}(x) / D)) into plan.rm (4 values). */
@@ -421,8 +421,8 @@ static void router(struct emit *e, uint32_t layer, uint32_t x)
 {
 	uint32_t tmp = e->p->tmp, D = e->c->d_model;
 
-	rmsnorm(e, x, tmp, D, lvec(e, layer, PCCX_REF_LV_ROUTER_NORM));
-	s_const(e, PCCX_REF_C_INV_D);
+	rmsnorm(e, x, tmp, D, lvec(e, layer, PCCX_G3N_LV_ROUTER_NORM));
+	s_const(e, PCCX_G3N_C_INV_D);
 	cvo(e, PCCX_CVO_SCALE, 0, tmp, tmp, D);
 	gemv(e, e->m->w.layer[layer].router, tmp, e->p->rm, false);
 	cvo(e, PCCX_CVO_TANH, 0, e->p->rm, e->p->rm, NSTREAM);
@@ -440,9 +440,9 @@ static uint32_t stream(struct emit *e, uint32_t set, uint32_t k)
 /* S0-S2: embedding, per-layer inputs, AltUp expansion into stream set 0. */
 static void forward_inputs(struct emit *e)
 {
-	const struct pccx_ref_config *c = e->c;
-	const struct pccx_ref_plan *p = e->p;
-	const struct pccx_ref_weights *w = &e->m->w;
+	const struct pccx_g3n_config *c = e->c;
+	const struct pccx_g3n_plan *p = e->p;
+	const struct pccx_g3n_weights *w = &e->m->w;
 	uint32_t D = c->d_model, LP = c->n_layers * c->d_ple, k, i;
 
 	/* the step's inputs, the RoPE tables for every head, the global vectors */
@@ -459,12 +459,12 @@ static void forward_inputs(struct emit *e)
 
 	/* PLE setup: u = (RMSNorm_{g_pl}(W_plmp e / sqrt D) per slice + p) / sqrt 2 */
 	gemv(e, w->ple_model_proj, p->embed, p->u, false);
-	s_const(e, PCCX_REF_C_INV_SQRT_D);
+	s_const(e, PCCX_G3N_C_INV_SQRT_D);
 	cvo_vec(e, PCCX_CVO_SCALE, 0, p->u, p->u, LP);
 	rmsnorm_rows(e, p->u, p->u, c->n_layers, c->d_ple, gvec(e, w->ple_proj_norm));
 	stage(e, p->u, 1, LP, "ple.proj");
 	cvo_vec(e, PCCX_CVO_ADD, 0, p->ple_in, p->u, LP);
-	s_const(e, PCCX_REF_C_INV_SQRT2);
+	s_const(e, PCCX_G3N_C_INV_SQRT2);
 	cvo_vec(e, PCCX_CVO_SCALE, 0, p->u, p->u, LP);
 	stage(e, p->u, 1, LP, "ple.u");
 
@@ -481,7 +481,7 @@ static void forward_inputs(struct emit *e)
 /* S3.1-2: AltUp predict: m = router(x0); c = W_pred m; pred_k = sum_j c[4k+j] x_j + x_k. */
 static void forward_altup_predict(struct emit *e, uint32_t l, uint32_t X, uint32_t P)
 {
-	const struct pccx_ref_plan *p = e->p;
+	const struct pccx_g3n_plan *p = e->p;
 	uint32_t D = e->c->d_model, k, j;
 
 	router(e, l, stream(e, X, 0));
@@ -489,7 +489,7 @@ static void forward_altup_predict(struct emit *e, uint32_t l, uint32_t X, uint32
 	gemv(e, e->m->w.layer[l].pred_coef, p->rm, p->coefs, false);
 	for (k = 0; k < NSTREAM; k++) {
 		for (j = 0; j < NSTREAM; j++) {
-			cvo(e, PCCX_CVO_LDS, 0, p->coefs, p->scal + PCCX_REF_S_DUMP, NSTREAM * k + j);
+			cvo(e, PCCX_CVO_LDS, 0, p->coefs, p->scal + PCCX_G3N_S_DUMP, NSTREAM * k + j);
 			cvo(e, PCCX_CVO_SCALE, j ? PCCX_CVOF_ACCM : 0, stream(e, X, j),
 			    stream(e, P, k), D);
 		}
@@ -501,33 +501,33 @@ static void forward_altup_predict(struct emit *e, uint32_t l, uint32_t X, uint32
 /* S3.5: attention on h; q, (k, v for owners), softmax over the cache, o = W_o ctx. */
 static void forward_attention(struct emit *e, uint32_t l, uint32_t pos)
 {
-	const struct pccx_ref_config *c = e->c;
-	const struct pccx_ref_plan *p = e->p;
-	const struct pccx_ref_layer_w *lw = &e->m->w.layer[l];
+	const struct pccx_g3n_config *c = e->c;
+	const struct pccx_g3n_plan *p = e->p;
+	const struct pccx_g3n_layer_w *lw = &e->m->w.layer[l];
 	uint32_t hd = c->head_dim, hw = W(hd), nkv = c->n_kv_heads, group = c->n_heads / nkv;
-	uint32_t src = pccx_ref_kv_source(c, l), keys = pccx_ref_n_keys(c, l, pos);
-	uint32_t row = pos % pccx_ref_kv_rows(c, src), sw = W(keys), g, r;
-	unsigned glob = pccx_ref_is_global(c, l);
+	uint32_t src = pccx_g3n_kv_source(c, l), keys = pccx_g3n_n_keys(c, l, pos);
+	uint32_t row = pos % pccx_g3n_kv_rows(c, src), sw = W(keys), g, r;
+	unsigned glob = pccx_g3n_is_global(c, l);
 
 	/* q = RoPE(RMSNorm_{g_q}(W_q h)) per head */
 	gemv(e, lw->attn_q, p->h, p->q, false);
-	rmsnorm_rows(e, p->q, p->q, c->n_heads, hd, lvec(e, l, PCCX_REF_LV_Q_NORM));
+	rmsnorm_rows(e, p->q, p->q, c->n_heads, hd, lvec(e, l, PCCX_G3N_LV_Q_NORM));
 	rope(e, p->q, c->n_heads, glob);
 	stage(e, p->q, c->n_heads, hd, "L%u.attn.q_rope", l);
 
 	/* owners: k = RoPE(RMSNorm_{g_k}(W_k h)), v = RMSNorm(W_v h), appended to the cache */
-	if (pccx_ref_owns_kv(c, l)) {
+	if (pccx_g3n_owns_kv(c, l)) {
 		gemv(e, lw->attn_k, p->h, p->k, false);
-		rmsnorm_rows(e, p->k, p->k, nkv, hd, lvec(e, l, PCCX_REF_LV_K_NORM));
+		rmsnorm_rows(e, p->k, p->k, nkv, hd, lvec(e, l, PCCX_G3N_LV_K_NORM));
 		rope(e, p->k, nkv, glob);
 		stage(e, p->k, nkv, hd, "L%u.attn.k_rope", l);
 		gemv(e, lw->attn_v, p->h, p->v, false);
 		rmsnorm_rows(e, p->v, p->v, nkv, hd, NO_WEIGHT);
 		stage(e, p->v, nkv, hd, "L%u.attn.v", l);
 		for (g = 0; g < nkv; g++) {
-			store(e, PCCX_NPU_BUF_KV, pccx_ref_kv_row_offset(e->m, p, l, g, 0, row),
+			store(e, PCCX_NPU_BUF_KV, pccx_g3n_kv_row_offset(e->m, p, l, g, 0, row),
 			      p->k + g * hw, hd);
-			store(e, PCCX_NPU_BUF_KV, pccx_ref_kv_row_offset(e->m, p, l, g, 1, row),
+			store(e, PCCX_NPU_BUF_KV, pccx_g3n_kv_row_offset(e->m, p, l, g, 1, row),
 			      p->v + g * hw, hd);
 		}
 	}
@@ -535,11 +535,11 @@ static void forward_attention(struct emit *e, uint32_t l, uint32_t pos)
 	/* per kv head: the `group` query heads that share it, as one GEMM over its rows */
 	for (g = 0; g < nkv; g++) {
 		struct pccx_npu_wref kr = {
-			.buf = PCCX_NPU_BUF_KV, .offset = pccx_ref_kv_row_offset(e->m, p, src, g, 0, 0),
+			.buf = PCCX_NPU_BUF_KV, .offset = pccx_g3n_kv_row_offset(e->m, p, src, g, 0, 0),
 			.tensor = -1,
 		};
 		struct pccx_npu_wref vr = {
-			.buf = PCCX_NPU_BUF_KV, .offset = pccx_ref_kv_row_offset(e->m, p, src, g, 1, 0),
+			.buf = PCCX_NPU_BUF_KV, .offset = pccx_g3n_kv_row_offset(e->m, p, src, g, 1, 0),
 			.tensor = -1,
 		};
 
@@ -550,9 +550,9 @@ static void forward_attention(struct emit *e, uint32_t l, uint32_t pos)
 		for (r = 0; r < group; r++) {
 			uint32_t s = p->scores + r * sw;
 
-			cvo(e, PCCX_CVO_MAX, 0, s, p->scal + PCCX_REF_S_DUMP, keys);
+			cvo(e, PCCX_CVO_MAX, 0, s, p->scal + PCCX_G3N_S_DUMP, keys);
 			cvo(e, PCCX_CVO_EXP, PCCX_CVOF_SUB, s, s, keys);
-			cvo(e, PCCX_CVO_SUM, 0, s, p->scal + PCCX_REF_S_DUMP, keys);
+			cvo(e, PCCX_CVO_SUM, 0, s, p->scal + PCCX_G3N_S_DUMP, keys);
 			cvo(e, PCCX_CVO_SCALE, PCCX_CVOF_RECIP, s, s, keys);
 		}
 		/* ctx = P V: V rows of the window as a transposed weight */
@@ -567,22 +567,22 @@ static void forward_attention(struct emit *e, uint32_t l, uint32_t pos)
 /* S3.7: FFN: f = W_down(GELU(gate') * W_up t), gate' = W_gate t or its Gaussian top-k. */
 static void forward_ffn(struct emit *e, uint32_t l)
 {
-	const struct pccx_ref_plan *p = e->p;
-	const struct pccx_ref_layer_w *lw = &e->m->w.layer[l];
+	const struct pccx_g3n_plan *p = e->p;
+	const struct pccx_g3n_layer_w *lw = &e->m->w.layer[l];
 	uint32_t F = e->c->d_ffn;
 
 	gemv(e, lw->ffn_gate, p->t, p->gate, false);
 	gemv(e, lw->ffn_up, p->t, p->up, false);
 	stage(e, p->gate, 1, F, "L%u.ffn.gate", l);
 	stage(e, p->up, 1, F, "L%u.ffn.up", l);
-	if (pccx_ref_is_sparse(e->c, l)) {
+	if (pccx_g3n_is_sparse(e->c, l)) {
 		/* cutoff = mean + std * z (population std); gate' = max(gate - cutoff, 0) */
-		cvo(e, PCCX_CVO_SUM, PCCX_CVOF_RECIP, p->gate, p->scal + PCCX_REF_S_MEAN, F);
+		cvo(e, PCCX_CVO_SUM, PCCX_CVOF_RECIP, p->gate, p->scal + PCCX_G3N_S_MEAN, F);
 		cvo(e, PCCX_CVO_SUMSQ, PCCX_CVOF_SUB | PCCX_CVOF_RECIP, p->gate,
-		    p->scal + PCCX_REF_S_DUMP, F);
-		s_fn(e, PCCX_CVO_SQRT, PCCX_REF_S_DUMP);
-		s_op(e, PCCX_CVO_MUL, p->consts + PCCX_REF_C_SPARSE_Z, PCCX_REF_S_DUMP);
-		s_op(e, PCCX_CVO_ADD, p->scal + PCCX_REF_S_MEAN, PCCX_REF_S_DUMP);
+		    p->scal + PCCX_G3N_S_DUMP, F);
+		s_fn(e, PCCX_CVO_SQRT, PCCX_G3N_S_DUMP);
+		s_op(e, PCCX_CVO_MUL, p->consts + PCCX_G3N_C_SPARSE_Z, PCCX_G3N_S_DUMP);
+		s_op(e, PCCX_CVO_ADD, p->scal + PCCX_G3N_S_MEAN, PCCX_G3N_S_DUMP);
 		cvo(e, PCCX_CVO_GELU, PCCX_CVOF_SUB | PCCX_CVOF_RELU, p->gate, p->gate, F);
 	} else {
 		cvo(e, PCCX_CVO_GELU, 0, p->gate, p->gate, F);
@@ -597,8 +597,8 @@ static void forward_ffn(struct emit *e, uint32_t l)
 /* S3.8-9: AltUp correct with the layer output, then the PLE mix into streams 1..3. */
 static void forward_altup_correct(struct emit *e, uint32_t l, uint32_t P, uint32_t out)
 {
-	const struct pccx_ref_plan *p = e->p;
-	const struct pccx_ref_layer_w *lw = &e->m->w.layer[l];
+	const struct pccx_g3n_plan *p = e->p;
+	const struct pccx_g3n_layer_w *lw = &e->m->w.layer[l];
 	uint32_t D = e->c->d_model, dp = e->c->d_ple, k;
 
 	/* w = W_corr tanh(router(out)) + 1 */
@@ -608,22 +608,22 @@ static void forward_altup_correct(struct emit *e, uint32_t l, uint32_t P, uint32
 	stage(e, p->corr, 1, NSTREAM, "L%u.altup.corr", l);
 	/* X'_k = pred_k + w_k (out - pred_0) */
 	copy(e, p->innov, out, W(D));
-	s_const(e, PCCX_REF_C_NEG_ONE);
+	s_const(e, PCCX_G3N_C_NEG_ONE);
 	cvo(e, PCCX_CVO_SCALE, PCCX_CVOF_ACCM, stream(e, P, 0), p->innov, D);
 	for (k = 0; k < NSTREAM; k++) {
-		cvo(e, PCCX_CVO_LDS, 0, p->corr, p->scal + PCCX_REF_S_DUMP, k);
+		cvo(e, PCCX_CVO_LDS, 0, p->corr, p->scal + PCCX_G3N_S_DUMP, k);
 		cvo(e, PCCX_CVO_SCALE, PCCX_CVOF_ACCM, p->innov, stream(e, P, k), D);
 	}
 
 	/* PLE: d = RMSNorm(W_proj (GELU(W_gate (X'_0 * gamma)) * u_l)); X'_k += d, k = 1..3 */
 	copy(e, p->tmp, stream(e, P, 0), W(D));
-	cvo(e, PCCX_CVO_MUL, 0, lvec(e, l, PCCX_REF_LV_CORRECT_SCALE), p->tmp, D);
+	cvo(e, PCCX_CVO_MUL, 0, lvec(e, l, PCCX_G3N_LV_CORRECT_SCALE), p->tmp, D);
 	gemv(e, lw->ple_gate, p->tmp, p->pleg, false);
 	cvo(e, PCCX_CVO_GELU, 0, p->pleg, p->pleg, dp);
 	cvo(e, PCCX_CVO_MUL, 0, p->u + l * W(dp), p->pleg, dp);
 	stage(e, p->pleg, 1, dp, "L%u.ple.gate", l);
 	gemv(e, lw->ple_proj, p->pleg, p->tmp, false);
-	rmsnorm(e, p->tmp, p->tmp, D, lvec(e, l, PCCX_REF_LV_POST_PLE_NORM));
+	rmsnorm(e, p->tmp, p->tmp, D, lvec(e, l, PCCX_G3N_LV_POST_PLE_NORM));
 	stage(e, p->tmp, 1, D, "L%u.ple.mix", l);
 	for (k = 1; k < NSTREAM; k++)
 		cvo(e, PCCX_CVO_ADD, 0, p->tmp, stream(e, P, k), D);
@@ -633,8 +633,8 @@ static void forward_altup_correct(struct emit *e, uint32_t l, uint32_t P, uint32
 /* S3: decoder layer l: streams in set X, result in set P = 1 - X. */
 static void forward_layer(struct emit *e, uint32_t l, uint32_t pos)
 {
-	const struct pccx_ref_plan *p = e->p;
-	const struct pccx_ref_layer_w *lw = &e->m->w.layer[l];
+	const struct pccx_g3n_plan *p = e->p;
+	const struct pccx_g3n_layer_w *lw = &e->m->w.layer[l];
 	uint32_t D = e->c->d_model, X = l % 2, P = 1 - X;
 
 	load(e, p->lvec, PCCX_NPU_BUF_WEIGHTS, lw->vec_offset, (uint32_t)(lw->vec_bytes / 2));
@@ -642,31 +642,31 @@ static void forward_layer(struct emit *e, uint32_t l, uint32_t pos)
 	forward_altup_predict(e, l, X, P);
 
 	/* a = pred_0; h = RMSNorm_in(a) */
-	rmsnorm(e, stream(e, P, 0), p->h, D, lvec(e, l, PCCX_REF_LV_ATTN_NORM));
+	rmsnorm(e, stream(e, P, 0), p->h, D, lvec(e, l, PCCX_G3N_LV_ATTN_NORM));
 	stage(e, p->h, 1, D, "L%u.attn.norm", l);
 
 	/* LAuReL: lr = h + RMSNorm_laurel(W_R W_L h) */
 	gemv(e, lw->laurel_l, p->h, p->lrank, false);
 	gemv(e, lw->laurel_r, p->lrank, p->lr, false);
-	rmsnorm(e, p->lr, p->lr, D, lvec(e, l, PCCX_REF_LV_LAUREL_NORM));
+	rmsnorm(e, p->lr, p->lr, D, lvec(e, l, PCCX_G3N_LV_LAUREL_NORM));
 	cvo(e, PCCX_CVO_ADD, 0, p->h, p->lr, D);
 	stage(e, p->lr, 1, D, "L%u.laurel", l);
 
 	forward_attention(e, l, pos);
 
 	/* al = (a + RMSNorm_postattn(o) + lr) / sqrt 2 */
-	rmsnorm(e, p->o, p->al, D, lvec(e, l, PCCX_REF_LV_POST_ATTN_NORM));
+	rmsnorm(e, p->o, p->al, D, lvec(e, l, PCCX_G3N_LV_POST_ATTN_NORM));
 	cvo(e, PCCX_CVO_ADD, 0, stream(e, P, 0), p->al, D);
 	cvo(e, PCCX_CVO_ADD, 0, p->lr, p->al, D);
-	s_const(e, PCCX_REF_C_INV_SQRT2);
+	s_const(e, PCCX_G3N_C_INV_SQRT2);
 	cvo(e, PCCX_CVO_SCALE, 0, p->al, p->al, D);
 	stage(e, p->al, 1, D, "L%u.attn.resid", l);
 
 	/* out = al + RMSNorm_postffn(FFN(RMSNorm_preffn(al))) */
-	rmsnorm(e, p->al, p->t, D, lvec(e, l, PCCX_REF_LV_FFN_NORM));
+	rmsnorm(e, p->al, p->t, D, lvec(e, l, PCCX_G3N_LV_FFN_NORM));
 	stage(e, p->t, 1, D, "L%u.ffn.norm", l);
 	forward_ffn(e, l);
-	rmsnorm(e, p->f, p->f, D, lvec(e, l, PCCX_REF_LV_POST_FFN_NORM));
+	rmsnorm(e, p->f, p->f, D, lvec(e, l, PCCX_G3N_LV_POST_FFN_NORM));
 	cvo(e, PCCX_CVO_ADD, 0, p->al, p->f, D);
 	stage(e, p->f, 1, D, "L%u.ffn.out", l);
 
@@ -676,9 +676,9 @@ static void forward_layer(struct emit *e, uint32_t l, uint32_t pos)
 /* S4: unembed streams 1..3, average, final norm, tied LM head, soft-cap. */
 static void forward_output(struct emit *e)
 {
-	const struct pccx_ref_config *c = e->c;
-	const struct pccx_ref_plan *p = e->p;
-	const struct pccx_ref_weights *w = &e->m->w;
+	const struct pccx_g3n_config *c = e->c;
+	const struct pccx_g3n_plan *p = e->p;
+	const struct pccx_g3n_weights *w = &e->m->w;
 	uint32_t D = c->d_model, X = c->n_layers % 2, k;
 
 	/* h = (x0 + sum_k match(W_au[k] x_k)) / 4 */
@@ -689,14 +689,14 @@ static void forward_output(struct emit *e)
 		match_magnitude(e, p->tmp);
 		cvo(e, PCCX_CVO_ADD, 0, p->tmp, p->hsum, D);
 	}
-	s_const(e, PCCX_REF_C_QUARTER);
+	s_const(e, PCCX_G3N_C_QUARTER);
 	cvo(e, PCCX_CVO_SCALE, 0, p->hsum, p->hsum, D);
 	rmsnorm(e, p->hsum, p->h, D, gvec(e, w->final_norm));
 	stage(e, p->h, 1, D, "final.hidden");
 
 	/* logits = 30 tanh(E h / 30) */
 	gemv(e, w->embed, p->h, p->logits, false);
-	s_const(e, PCCX_REF_C_SOFTCAP);
+	s_const(e, PCCX_G3N_C_SOFTCAP);
 	cvo_vec(e, PCCX_CVO_SCALE, PCCX_CVOF_RECIP, p->logits, p->logits, c->vocab);
 	cvo_vec(e, PCCX_CVO_TANH, 0, p->logits, p->logits, c->vocab);
 	cvo_vec(e, PCCX_CVO_SCALE, 0, p->logits, p->logits, c->vocab);
@@ -704,7 +704,7 @@ static void forward_output(struct emit *e)
 	store(e, PCCX_NPU_BUF_OUT, 0, p->logits, c->vocab);
 }
 
-int pccx_ref_step(const struct pccx_ref_model *m, const struct pccx_ref_plan *p,
+int pccx_g3n_step(const struct pccx_g3n_model *m, const struct pccx_g3n_plan *p,
 		  const struct pccx_npu_ops *ops, void *ctx, uint32_t pos, bool with_logits)
 {
 	struct emit e = { .ops = ops, .ctx = ctx, .m = m, .c = &m->cfg, .p = p };

@@ -13,25 +13,25 @@
 #include "npu_ops.h"
 
 /* FP32 constants the host writes into slot 0 of one word each (PCCX_NPU_BUF_IN). */
-enum pccx_ref_const {
-	PCCX_REF_C_EPS,		/* rms_norm_eps */
-	PCCX_REF_C_INV_D,	/* 1/D: AltUp router input scale */
-	PCCX_REF_C_INV_SQRT_D,	/* D^-1/2: PLE model projection scale */
-	PCCX_REF_C_INV_SQRT2,	/* 2^-1/2: LAuReL and PLE combination */
-	PCCX_REF_C_MAG_EPS,	/* 1e-5: floor of the AltUp magnitude mean square */
-	PCCX_REF_C_QUARTER,	/* 1/4: mean of the four streams */
-	PCCX_REF_C_SPARSE_Z,	/* Gaussian top-k multiplier */
-	PCCX_REF_C_NEG_ONE,	/* -1: the AltUp innovation out - pred0 */
-	PCCX_REF_C_SOFTCAP,	/* final logit soft-cap */
-	PCCX_REF_NCONST
+enum pccx_g3n_const {
+	PCCX_G3N_C_EPS,		/* rms_norm_eps */
+	PCCX_G3N_C_INV_D,	/* 1/D: AltUp router input scale */
+	PCCX_G3N_C_INV_SQRT_D,	/* D^-1/2: PLE model projection scale */
+	PCCX_G3N_C_INV_SQRT2,	/* 2^-1/2: LAuReL and PLE combination */
+	PCCX_G3N_C_MAG_EPS,	/* 1e-5: floor of the AltUp magnitude mean square */
+	PCCX_G3N_C_QUARTER,	/* 1/4: mean of the four streams */
+	PCCX_G3N_C_SPARSE_Z,	/* Gaussian top-k multiplier */
+	PCCX_G3N_C_NEG_ONE,	/* -1: the AltUp innovation out - pred0 */
+	PCCX_G3N_C_SOFTCAP,	/* final logit soft-cap */
+	PCCX_G3N_NCONST
 };
 
 /* Scalar scratch words (FP32 results kept in slot 0). */
-enum pccx_ref_scal {
-	PCCX_REF_S_DUMP,	/* results nobody reads again */
-	PCCX_REF_S_MEAN,	/* Gaussian top-k mean */
-	PCCX_REF_S_TMAG,	/* AltUp target magnitude rms(x0) */
-	PCCX_REF_NSCAL
+enum pccx_g3n_scal {
+	PCCX_G3N_S_DUMP,	/* results nobody reads again */
+	PCCX_G3N_S_MEAN,	/* Gaussian top-k mean */
+	PCCX_G3N_S_TMAG,	/* AltUp target magnitude rms(x0) */
+	PCCX_G3N_NSCAL
 };
 
 /*
@@ -39,7 +39,7 @@ enum pccx_ref_scal {
  * elements takes ceil(cols/8) words. Nothing persists in L2 between steps: every step loads
  * its inputs and the weights' vectors again, so a step is a self-contained job.
  */
-struct pccx_ref_plan {
+struct pccx_g3n_plan {
 	/* image of PCCX_NPU_BUF_IN, loaded by the step's first op */
 	uint32_t in;		/* (in_words) start of the image */
 	uint32_t in_words;
@@ -88,15 +88,15 @@ struct pccx_ref_plan {
 	uint64_t in_bytes;
 	uint64_t kv_bytes;
 	uint64_t out_bytes;	/* vocab BF16 logits, padded to 16 bytes */
-	uint64_t kv_off[PCCX_REF_MAX_LAYERS];	/* owner layer: K head 0..n, then V head 0..n */
+	uint64_t kv_off[PCCX_G3N_MAX_LAYERS];	/* owner layer: K head 0..n, then V head 0..n */
 };
 
 /* Lay out L2 and the host buffers for a model; PCCX_ERR_RANGE if L2 is too small. */
-PCCX_MUST_CHECK int pccx_ref_plan_build(const struct pccx_ref_model *m,
-					struct pccx_ref_plan *p, pccx_diag *d);
+PCCX_MUST_CHECK int pccx_g3n_plan_build(const struct pccx_g3n_model *m,
+					struct pccx_g3n_plan *p, pccx_diag *d);
 
 /* Byte offset in the KV buffer of row `row` of (owner layer, kv head, 0 = K / 1 = V). */
-uint64_t pccx_ref_kv_row_offset(const struct pccx_ref_model *m, const struct pccx_ref_plan *p,
+uint64_t pccx_g3n_kv_row_offset(const struct pccx_g3n_model *m, const struct pccx_g3n_plan *p,
 				uint32_t layer, uint32_t head, unsigned v, uint32_t row);
 
 /*
@@ -104,8 +104,8 @@ uint64_t pccx_ref_kv_row_offset(const struct pccx_ref_model *m, const struct pcc
  * tables, the embedding row and the PLE row, computed on the host with isa/num (the formulas
  * are in docs/reference.md). PCCX_ERR_RANGE for a token outside the vocabulary.
  */
-PCCX_MUST_CHECK int pccx_ref_host_inputs(const struct pccx_ref_model *m,
-					 const struct pccx_ref_plan *p, uint32_t token,
+PCCX_MUST_CHECK int pccx_g3n_host_inputs(const struct pccx_g3n_model *m,
+					 const struct pccx_g3n_plan *p, uint32_t token,
 					 uint32_t pos, uint8_t *in, pccx_diag *d);
 
 /*
@@ -113,32 +113,11 @@ PCCX_MUST_CHECK int pccx_ref_host_inputs(const struct pccx_ref_model *m,
  * stops after the last layer (prefill of all but the last prompt token). Returns the first
  * non-zero status an op returned. pos must be < max_ctx.
  */
-PCCX_MUST_CHECK int pccx_ref_step(const struct pccx_ref_model *m, const struct pccx_ref_plan *p,
+PCCX_MUST_CHECK int pccx_g3n_step(const struct pccx_g3n_model *m, const struct pccx_g3n_plan *p,
 				  const struct pccx_npu_ops *ops, void *ctx, uint32_t pos,
 				  bool with_logits);
 
 /* Keys a layer attends to at pos: min(pos+1, window) for local layers, pos+1 for global. */
-uint32_t pccx_ref_n_keys(const struct pccx_ref_config *c, uint32_t layer, uint32_t pos);
-
-/*
- * Transitional: this API was named pccx_g3n_* until those names were found to collide with
- * pccx_g3n_config in pccx/modelfile.h. Callers still using the old names compile as long as
- * they do not also include pccx/modelfile.h (or define PCCX_REF_NO_COMPAT). To be removed
- * once no caller uses them.
- */
-#if !defined(PCCX_REF_NO_COMPAT) && !defined(PCCX_MODELFILE_H)
-#define pccx_g3n_config pccx_ref_config
-#define pccx_g3n_model pccx_ref_model
-#define pccx_g3n_plan pccx_ref_plan
-#define pccx_g3n_config_preset pccx_ref_config_preset
-#define pccx_g3n_model_create pccx_ref_model_create
-#define pccx_g3n_model_free pccx_ref_model_free
-#define pccx_g3n_synth pccx_ref_synth
-#define pccx_g3n_plan_build pccx_ref_plan_build
-#define pccx_g3n_host_inputs pccx_ref_host_inputs
-#define pccx_g3n_step pccx_ref_step
-#define pccx_g3n_kv_row_offset pccx_ref_kv_row_offset
-#define pccx_g3n_n_keys pccx_ref_n_keys
-#endif
+uint32_t pccx_g3n_n_keys(const struct pccx_g3n_config *c, uint32_t layer, uint32_t pos);
 
 #endif /* PCCX_GEMMA3N_GRAPH_H */

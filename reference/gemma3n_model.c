@@ -16,7 +16,7 @@
 #define TENSOR_ALIGN 64u
 
 struct layout {
-	struct pccx_ref_model *m;
+	struct pccx_g3n_model *m;
 	uint32_t cap;
 	uint64_t off;
 	int failed;
@@ -38,13 +38,13 @@ static uint64_t row_bytes(uint32_t fmt, uint32_t cols)
 
 /* Append a tensor at the next `align`-byte boundary; returns its id. */
 static int32_t add(struct layout *L, uint64_t align, uint32_t fmt, uint32_t rows, uint32_t cols,
-		   enum pccx_ref_init init, float std, const char *fmt_name, ...)
+		   enum pccx_g3n_init init, float std, const char *fmt_name, ...)
 	__attribute__((format(printf, 8, 9)));
 
 static int32_t add(struct layout *L, uint64_t align, uint32_t fmt, uint32_t rows, uint32_t cols,
-		   enum pccx_ref_init init, float std, const char *fmt_name, ...)
+		   enum pccx_g3n_init init, float std, const char *fmt_name, ...)
 {
-	struct pccx_ref_tensor *t;
+	struct pccx_g3n_tensor *t;
 	va_list ap;
 
 	if (L->failed)
@@ -84,13 +84,13 @@ static float inv_sqrt(uint32_t n)
 
 static void lay_out(struct layout *L)
 {
-	struct pccx_ref_model *m = L->m;
-	const struct pccx_ref_config *c = &m->cfg;
-	struct pccx_ref_weights *w = &m->w;
-	uint32_t D = c->d_model, F = c->d_ffn, Q = pccx_ref_q_dim(c), KV = pccx_ref_kv_dim(c);
+	struct pccx_g3n_model *m = L->m;
+	const struct pccx_g3n_config *c = &m->cfg;
+	struct pccx_g3n_weights *w = &m->w;
+	uint32_t D = c->d_model, F = c->d_ffn, Q = pccx_g3n_q_dim(c), KV = pccx_g3n_kv_dim(c);
 	uint32_t P = c->d_ple, R = c->laurel_rank, l, k;
 	const uint32_t Q4 = PCCX_WFMT_Q4, B16 = PCCX_WFMT_BF16;
-	const enum pccx_ref_init N = PCCX_REF_INIT_NORMAL, ONE = PCCX_REF_INIT_NEAR;
+	const enum pccx_g3n_init N = PCCX_G3N_INIT_NORMAL, ONE = PCCX_G3N_INIT_NEAR;
 	/*
 	 * Gemma 3n attends with scale 1.0 on RMS-normalised q and k, so its trained q/k norm
 	 * weights must carry the usual 1/sqrt(head_dim): each is centred on head_dim^(-1/4).
@@ -98,7 +98,7 @@ static void lay_out(struct layout *L)
 	 * softmax would be one-hot.
 	 */
 	float qk_centre = (float)pow((double)c->head_dim, -0.25);
-	static const char *const lvec_names[PCCX_REF_LV_COUNT] = {
+	static const char *const lvec_names[PCCX_G3N_LV_COUNT] = {
 		"attn_norm", "post_attention_norm", "ffn_norm", "post_ffw_norm",
 		"laurel_post_norm", "post_norm", "altup_router_norm", "altup_correct_scale",
 		"attn_q_norm", "attn_k_norm",
@@ -125,14 +125,14 @@ static void lay_out(struct layout *L)
 	}
 
 	for (l = 0; l < c->n_layers; l++) {
-		struct pccx_ref_layer_w *lw = &w->layer[l];
+		struct pccx_g3n_layer_w *lw = &w->layer[l];
 
-		for (k = 0; k < PCCX_REF_LV_COUNT; k++) {
-			uint32_t n = k >= PCCX_REF_LV_Q_NORM ? c->head_dim : D;
+		for (k = 0; k < PCCX_G3N_LV_COUNT; k++) {
+			uint32_t n = k >= PCCX_G3N_LV_Q_NORM ? c->head_dim : D;
 
 			lw->vec[k] = add(L, k ? 16 : TENSOR_ALIGN, B16, 1, n, ONE, 0.1f,
 					 "blk.%u.%s.weight", l, lvec_names[k]);
-			if (!L->failed && k >= PCCX_REF_LV_Q_NORM)
+			if (!L->failed && k >= PCCX_G3N_LV_Q_NORM)
 				m->t[lw->vec[k]].centre = qk_centre;
 		}
 		if (!L->failed) {
@@ -143,11 +143,11 @@ static void lay_out(struct layout *L)
 		 * Router input is RMS-normalised and divided by D, so its entries are ~1/D:
 		 * weights ~ N(0, D/4) give tanh arguments of about 0.5.
 		 */
-		lw->router = add(L, TENSOR_ALIGN, B16, PCCX_REF_STREAMS, D, N,
+		lw->router = add(L, TENSOR_ALIGN, B16, PCCX_G3N_STREAMS, D, N,
 				 0.5f * (float)sqrt((double)D), "blk.%u.altup_router.weight", l);
-		lw->pred_coef = add(L, TENSOR_ALIGN, B16, PCCX_REF_STREAMS * PCCX_REF_STREAMS,
-				    PCCX_REF_STREAMS, N, 0.05f, "blk.%u.altup_predict_coef.weight", l);
-		lw->corr_coef = add(L, TENSOR_ALIGN, B16, PCCX_REF_STREAMS, PCCX_REF_STREAMS, N,
+		lw->pred_coef = add(L, TENSOR_ALIGN, B16, PCCX_G3N_STREAMS * PCCX_G3N_STREAMS,
+				    PCCX_G3N_STREAMS, N, 0.05f, "blk.%u.altup_predict_coef.weight", l);
+		lw->corr_coef = add(L, TENSOR_ALIGN, B16, PCCX_G3N_STREAMS, PCCX_G3N_STREAMS, N,
 				    0.05f, "blk.%u.altup_correct_coef.weight", l);
 		lw->attn_q = add(L, TENSOR_ALIGN, Q4, Q, D, N, inv_sqrt(D), "blk.%u.attn_q.weight", l);
 		lw->attn_k = add(L, TENSOR_ALIGN, Q4, KV, D, N, inv_sqrt(D), "blk.%u.attn_k.weight", l);
@@ -165,15 +165,15 @@ static void lay_out(struct layout *L)
 	L->off = align_up(L->off, 4096);
 }
 
-int pccx_ref_model_create(struct pccx_ref_model **out, const struct pccx_ref_config *cfg,
+int pccx_g3n_model_create(struct pccx_g3n_model **out, const struct pccx_g3n_config *cfg,
 			  pccx_diag *d)
 {
-	struct pccx_ref_model *m;
+	struct pccx_g3n_model *m;
 	struct layout L = { 0 };
 	int rc;
 
 	*out = NULL;
-	rc = pccx_ref_config_check(cfg, d);
+	rc = pccx_g3n_config_check(cfg, d);
 	if (rc)
 		return rc;
 	m = calloc(1, sizeof(*m));
@@ -183,7 +183,7 @@ int pccx_ref_model_create(struct pccx_ref_model **out, const struct pccx_ref_con
 	L.m = m;
 	lay_out(&L);
 	if (L.failed) {
-		pccx_ref_model_free(m);
+		pccx_g3n_model_free(m);
 		return pccx_fail(d, PCCX_ERR_NOMEM, "model '%s': out of memory (tensor table)",
 				 cfg->name);
 	}
@@ -194,7 +194,7 @@ int pccx_ref_model_create(struct pccx_ref_model **out, const struct pccx_ref_con
 		m->mapping = NULL;
 		rc = pccx_fail(d, PCCX_ERR_NOMEM, "model '%s': cannot map %llu bytes of weights",
 			       cfg->name, (unsigned long long)m->size);
-		pccx_ref_model_free(m);
+		pccx_g3n_model_free(m);
 		return rc;
 	}
 	m->mapping_size = m->size;
@@ -203,7 +203,7 @@ int pccx_ref_model_create(struct pccx_ref_model **out, const struct pccx_ref_con
 	return PCCX_OK;
 }
 
-void pccx_ref_model_free(struct pccx_ref_model *m)
+void pccx_g3n_model_free(struct pccx_g3n_model *m)
 {
 	if (!m)
 		return;
@@ -213,7 +213,7 @@ void pccx_ref_model_free(struct pccx_ref_model *m)
 	free(m);
 }
 
-int32_t pccx_ref_find(const struct pccx_ref_model *m, const char *name)
+int32_t pccx_g3n_find(const struct pccx_g3n_model *m, const char *name)
 {
 	uint32_t i;
 
@@ -223,15 +223,15 @@ int32_t pccx_ref_find(const struct pccx_ref_model *m, const char *name)
 	return -1;
 }
 
-void pccx_ref_row_f32(const struct pccx_ref_model *m, int32_t t, uint32_t r, float *out)
+void pccx_g3n_row_f32(const struct pccx_g3n_model *m, int32_t t, uint32_t r, float *out)
 {
-	const struct pccx_ref_tensor *T = &m->t[t];
-	const uint8_t *rec = pccx_ref_row(m, t, r);
+	const struct pccx_g3n_tensor *T = &m->t[t];
+	const uint8_t *rec = pccx_g3n_row(m, t, r);
 	uint32_t k;
 
 	if (T->fmt == PCCX_WFMT_Q4) {
-		const uint16_t *sc = pccx_ref_q4_scales(rec);
-		const uint8_t *nib = pccx_ref_q4_nibbles(rec, T->cols);
+		const uint16_t *sc = pccx_g3n_q4_scales(rec);
+		const uint8_t *nib = pccx_g3n_q4_nibbles(rec, T->cols);
 
 		for (k = 0; k < T->cols; k++)
 			out[k] = pccx_q4_weight(nib, sc, k);
@@ -243,10 +243,10 @@ void pccx_ref_row_f32(const struct pccx_ref_model *m, int32_t t, uint32_t r, flo
 	}
 }
 
-uint64_t pccx_ref_streamed_bytes(const struct pccx_ref_model *m)
+uint64_t pccx_g3n_streamed_bytes(const struct pccx_g3n_model *m)
 {
-	const struct pccx_ref_config *c = &m->cfg;
-	const struct pccx_ref_weights *w = &m->w;
+	const struct pccx_g3n_config *c = &m->cfg;
+	const struct pccx_g3n_weights *w = &m->w;
 	uint64_t b = 0;
 	uint32_t l, k;
 
@@ -255,13 +255,13 @@ uint64_t pccx_ref_streamed_bytes(const struct pccx_ref_model *m)
 	for (k = 0; k < 3; k++)
 		b += TB(w->altup_proj[k]) + TB(w->altup_unembd[k]);
 	for (l = 0; l < c->n_layers; l++) {
-		const struct pccx_ref_layer_w *lw = &w->layer[l];
+		const struct pccx_g3n_layer_w *lw = &w->layer[l];
 
 		b += lw->vec_bytes + TB(lw->router) + TB(lw->pred_coef) + TB(lw->corr_coef);
 		b += TB(lw->attn_q) + TB(lw->attn_o) + TB(lw->laurel_l) + TB(lw->laurel_r);
 		b += TB(lw->ffn_gate) + TB(lw->ffn_up) + TB(lw->ffn_down);
 		b += TB(lw->ple_gate) + TB(lw->ple_proj);
-		if (pccx_ref_owns_kv(c, l))
+		if (pccx_g3n_owns_kv(c, l))
 			b += TB(lw->attn_k) + TB(lw->attn_v);
 	}
 #undef TB
@@ -340,7 +340,7 @@ static void q4_block(uint64_t *s, float std, uint8_t *sc2, uint8_t *nib16)
 }
 
 struct synth_job {
-	struct pccx_ref_model *m;
+	struct pccx_g3n_model *m;
 	int32_t t;
 	uint64_t seed;
 };
@@ -348,7 +348,7 @@ struct synth_job {
 static void synth_rows(void *ctx, unsigned part, unsigned nparts)
 {
 	struct synth_job *j = ctx;
-	const struct pccx_ref_tensor *T = &j->m->t[j->t];
+	const struct pccx_g3n_tensor *T = &j->m->t[j->t];
 	unsigned long long lo, hi, r;
 	uint32_t b, i;
 
@@ -359,7 +359,7 @@ static void synth_rows(void *ctx, unsigned part, unsigned nparts)
 
 		splitmix64(&s);
 		if (T->fmt == PCCX_WFMT_Q4) {
-			uint8_t *sc = rec, *nib = rec + pccx_ref_q4_scale_bytes(T->cols);
+			uint8_t *sc = rec, *nib = rec + pccx_g3n_q4_scale_bytes(T->cols);
 
 			for (b = 0; b < T->cols / 32; b++)
 				q4_block(&s, T->std, sc + 2 * b, nib + 16 * b);
@@ -368,7 +368,7 @@ static void synth_rows(void *ctx, unsigned part, unsigned nparts)
 				float v = T->std * gauss(&s);
 				uint16_t h;
 
-				if (T->init == PCCX_REF_INIT_NEAR)
+				if (T->init == PCCX_G3N_INIT_NEAR)
 					v = T->centre * (1.0f + v);
 				h = pccx_f32_to_bf16(v);
 				rec[2 * i] = (uint8_t)h;
@@ -378,7 +378,7 @@ static void synth_rows(void *ctx, unsigned part, unsigned nparts)
 	}
 }
 
-int pccx_ref_synth(struct pccx_ref_model *m, uint64_t seed, unsigned n_threads, pccx_diag *d)
+int pccx_g3n_synth(struct pccx_g3n_model *m, uint64_t seed, unsigned n_threads, pccx_diag *d)
 {
 	struct pccx_pool *pool = NULL;
 	struct synth_job j = { .m = m };

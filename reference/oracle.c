@@ -13,17 +13,17 @@
 #include "diag.h"
 #include "oracle.h"
 
-#define NS PCCX_REF_STREAMS
+#define NS PCCX_G3N_STREAMS
 
 struct pccx_oracle {
-	const struct pccx_ref_model *m;
-	const struct pccx_ref_config *c;
+	const struct pccx_g3n_model *m;
+	const struct pccx_g3n_config *c;
 	pccx_oracle_stage_fn on_stage;
 	void *user;
 	int rc;
 	uint32_t pos;
-	double *kc[PCCX_REF_MAX_LAYERS];	/* owners: (max_ctx, n_kv_heads, head_dim) */
-	double *vc[PCCX_REF_MAX_LAYERS];	/* owners: (max_ctx, n_kv_heads, head_dim) */
+	double *kc[PCCX_G3N_MAX_LAYERS];	/* owners: (max_ctx, n_kv_heads, head_dim) */
+	double *vc[PCCX_G3N_MAX_LAYERS];	/* owners: (max_ctx, n_kv_heads, head_dim) */
 	float *row;				/* (max cols) one dequantised weight row */
 	float **deq;				/* (n_t) dequantised tensors, or NULL */
 	uint64_t deq_left;			/* bytes the cache may still take */
@@ -65,7 +65,7 @@ static void emit(struct pccx_oracle *o, const double *x, uint32_t rows, uint32_t
 /* The dequantised tensor t, from the cache (filled on first use while the budget lasts). */
 static const float *deq_tensor(struct pccx_oracle *o, int32_t t)
 {
-	const struct pccx_ref_tensor *T = &o->m->t[t];
+	const struct pccx_g3n_tensor *T = &o->m->t[t];
 	uint64_t bytes = (uint64_t)T->rows * T->cols * sizeof(float);
 	uint32_t r;
 
@@ -76,14 +76,14 @@ static const float *deq_tensor(struct pccx_oracle *o, int32_t t)
 		return NULL;
 	o->deq_left -= bytes;
 	for (r = 0; r < T->rows; r++)
-		pccx_ref_row_f32(o->m, t, r, o->deq[t] + (size_t)r * T->cols);
+		pccx_g3n_row_f32(o->m, t, r, o->deq[t] + (size_t)r * T->cols);
 	return o->deq[t];
 }
 
 /* y = W x over all rows of tensor t. */
 static void matvec(struct pccx_oracle *o, int32_t t, const double *x, double *y)
 {
-	const struct pccx_ref_tensor *T = &o->m->t[t];
+	const struct pccx_g3n_tensor *T = &o->m->t[t];
 	const float *W = deq_tensor(o, t), *row;
 	uint32_t r, k;
 
@@ -93,7 +93,7 @@ static void matvec(struct pccx_oracle *o, int32_t t, const double *x, double *y)
 		if (W) {
 			row = W + (size_t)r * T->cols;
 		} else {
-			pccx_ref_row_f32(o->m, t, r, o->row);
+			pccx_g3n_row_f32(o->m, t, r, o->row);
 			row = o->row;
 		}
 		for (k = 0; k < T->cols; k++)
@@ -107,7 +107,7 @@ static const double *wvec(struct pccx_oracle *o, int32_t t)
 {
 	uint32_t k;
 
-	pccx_ref_row_f32(o->m, t, 0, o->row);
+	pccx_g3n_row_f32(o->m, t, 0, o->row);
 	for (k = 0; k < o->m->t[t].cols; k++)
 		o->w[k] = o->row[k];
 	return o->w;
@@ -157,10 +157,10 @@ static void match_magnitude(double *y, uint32_t n, double target)
 /* Router modalities tanh(W_r (RMSNorm_{g_r}(x) / D)). */
 static void router(struct pccx_oracle *o, uint32_t l, const double *x, double m[NS])
 {
-	const struct pccx_ref_layer_w *lw = &o->m->w.layer[l];
+	const struct pccx_g3n_layer_w *lw = &o->m->w.layer[l];
 	uint32_t D = o->c->d_model, i;
 
-	rmsnorm(o, x, o->tmp, D, wvec(o, lw->vec[PCCX_REF_LV_ROUTER_NORM]));
+	rmsnorm(o, x, o->tmp, D, wvec(o, lw->vec[PCCX_G3N_LV_ROUTER_NORM]));
 	for (i = 0; i < D; i++)
 		o->tmp[i] /= D;
 	matvec(o, lw->router, o->tmp, m);
@@ -184,24 +184,24 @@ static void rope(double *x, uint32_t hd, uint32_t pos, double theta)
 
 static void attention(struct pccx_oracle *o, uint32_t l)
 {
-	const struct pccx_ref_config *c = o->c;
-	const struct pccx_ref_layer_w *lw = &o->m->w.layer[l];
+	const struct pccx_g3n_config *c = o->c;
+	const struct pccx_g3n_layer_w *lw = &o->m->w.layer[l];
 	uint32_t hd = c->head_dim, nkv = c->n_kv_heads, group = c->n_heads / nkv, p = o->pos;
-	uint32_t src = pccx_ref_kv_source(c, l), h, j, i, first;
-	bool glob = pccx_ref_is_global(c, l);
+	uint32_t src = pccx_g3n_kv_source(c, l), h, j, i, first;
+	bool glob = pccx_g3n_is_global(c, l);
 	double theta = glob ? c->theta_global : c->theta_local;
 
 	matvec(o, lw->attn_q, o->h, o->q);
-	wvec(o, lw->vec[PCCX_REF_LV_Q_NORM]);
+	wvec(o, lw->vec[PCCX_G3N_LV_Q_NORM]);
 	for (h = 0; h < c->n_heads; h++) {
 		rmsnorm(o, o->q + h * hd, o->q + h * hd, hd, o->w);
 		rope(o->q + h * hd, hd, p, theta);
 	}
 	emit(o, o->q, c->n_heads, hd, "L%u.attn.q_rope", l);
-	if (pccx_ref_owns_kv(c, l)) {
+	if (pccx_g3n_owns_kv(c, l)) {
 		matvec(o, lw->attn_k, o->h, o->k);
 		matvec(o, lw->attn_v, o->h, o->v);
-		wvec(o, lw->vec[PCCX_REF_LV_K_NORM]);
+		wvec(o, lw->vec[PCCX_G3N_LV_K_NORM]);
 		for (h = 0; h < nkv; h++) {
 			rmsnorm(o, o->k + h * hd, o->k + h * hd, hd, o->w);
 			rope(o->k + h * hd, hd, p, theta);
@@ -249,15 +249,15 @@ static void attention(struct pccx_oracle *o, uint32_t l)
 
 static void ffn(struct pccx_oracle *o, uint32_t l)
 {
-	const struct pccx_ref_config *c = o->c;
-	const struct pccx_ref_layer_w *lw = &o->m->w.layer[l];
+	const struct pccx_g3n_config *c = o->c;
+	const struct pccx_g3n_layer_w *lw = &o->m->w.layer[l];
 	uint32_t F = c->d_ffn, i;
 
 	matvec(o, lw->ffn_gate, o->t, o->gate);
 	matvec(o, lw->ffn_up, o->t, o->up);
 	emit(o, o->gate, 1, F, "L%u.ffn.gate", l);
 	emit(o, o->up, 1, F, "L%u.ffn.up", l);
-	if (pccx_ref_is_sparse(c, l)) {
+	if (pccx_g3n_is_sparse(c, l)) {
 		/* Gaussian top-k: shifted ReLU at mean + population std * z */
 		double mean = 0.0, var = 0.0, cut;
 
@@ -282,8 +282,8 @@ static void ffn(struct pccx_oracle *o, uint32_t l)
 
 static void layer(struct pccx_oracle *o, uint32_t l)
 {
-	const struct pccx_ref_config *c = o->c;
-	const struct pccx_ref_layer_w *lw = &o->m->w.layer[l];
+	const struct pccx_g3n_config *c = o->c;
+	const struct pccx_g3n_layer_w *lw = &o->m->w.layer[l];
 	uint32_t D = c->d_model, P = c->d_ple, k, j, i;
 	double m[NS], coef[NS * NS], corr[NS];
 
@@ -303,25 +303,25 @@ static void layer(struct pccx_oracle *o, uint32_t l)
 	emit(o, o->pred_all, NS, D, "L%u.altup.pred", l);
 
 	/* h = RMSNorm_in(pred_0); LAuReL */
-	rmsnorm(o, o->pred[0], o->h, D, wvec(o, lw->vec[PCCX_REF_LV_ATTN_NORM]));
+	rmsnorm(o, o->pred[0], o->h, D, wvec(o, lw->vec[PCCX_G3N_LV_ATTN_NORM]));
 	emit(o, o->h, 1, D, "L%u.attn.norm", l);
 	matvec(o, lw->laurel_l, o->h, o->lrank);
 	matvec(o, lw->laurel_r, o->lrank, o->lr);
-	rmsnorm(o, o->lr, o->lr, D, wvec(o, lw->vec[PCCX_REF_LV_LAUREL_NORM]));
+	rmsnorm(o, o->lr, o->lr, D, wvec(o, lw->vec[PCCX_G3N_LV_LAUREL_NORM]));
 	for (i = 0; i < D; i++)
 		o->lr[i] += o->h[i];
 	emit(o, o->lr, 1, D, "L%u.laurel", l);
 
 	attention(o, l);
-	rmsnorm(o, o->o, o->al, D, wvec(o, lw->vec[PCCX_REF_LV_POST_ATTN_NORM]));
+	rmsnorm(o, o->o, o->al, D, wvec(o, lw->vec[PCCX_G3N_LV_POST_ATTN_NORM]));
 	for (i = 0; i < D; i++)
 		o->al[i] = (o->pred[0][i] + o->al[i] + o->lr[i]) / sqrt(2.0);
 	emit(o, o->al, 1, D, "L%u.attn.resid", l);
 
-	rmsnorm(o, o->al, o->t, D, wvec(o, lw->vec[PCCX_REF_LV_FFN_NORM]));
+	rmsnorm(o, o->al, o->t, D, wvec(o, lw->vec[PCCX_G3N_LV_FFN_NORM]));
 	emit(o, o->t, 1, D, "L%u.ffn.norm", l);
 	ffn(o, l);
-	rmsnorm(o, o->f, o->f, D, wvec(o, lw->vec[PCCX_REF_LV_POST_FFN_NORM]));
+	rmsnorm(o, o->f, o->f, D, wvec(o, lw->vec[PCCX_G3N_LV_POST_FFN_NORM]));
 	for (i = 0; i < D; i++)
 		o->f[i] += o->al[i];
 	emit(o, o->f, 1, D, "L%u.ffn.out", l);
@@ -337,7 +337,7 @@ static void layer(struct pccx_oracle *o, uint32_t l)
 			o->xs[k][i] = o->pred[k][i] + corr[k] * (o->f[i] - o->pred[0][i]);
 
 	/* PLE: d = RMSNorm(W_proj (GELU(W_gate (x_0 * gamma)) * u_l)); x_k += d for k >= 1 */
-	wvec(o, lw->vec[PCCX_REF_LV_CORRECT_SCALE]);
+	wvec(o, lw->vec[PCCX_G3N_LV_CORRECT_SCALE]);
 	for (i = 0; i < D; i++)
 		o->tmp[i] = o->xs[0][i] * o->w[i];
 	matvec(o, lw->ple_gate, o->tmp, o->pleg);
@@ -345,7 +345,7 @@ static void layer(struct pccx_oracle *o, uint32_t l)
 		o->pleg[i] = gelu(o->pleg[i]) * o->u[l * P + i];
 	emit(o, o->pleg, 1, P, "L%u.ple.gate", l);
 	matvec(o, lw->ple_proj, o->pleg, o->tmp);
-	rmsnorm(o, o->tmp, o->tmp, D, wvec(o, lw->vec[PCCX_REF_LV_POST_PLE_NORM]));
+	rmsnorm(o, o->tmp, o->tmp, D, wvec(o, lw->vec[PCCX_G3N_LV_POST_PLE_NORM]));
 	emit(o, o->tmp, 1, D, "L%u.ple.mix", l);
 	for (k = 1; k < NS; k++)
 		for (i = 0; i < D; i++)
@@ -355,8 +355,8 @@ static void layer(struct pccx_oracle *o, uint32_t l)
 
 int pccx_oracle_step(struct pccx_oracle *o, uint32_t token, double *logits, pccx_diag *d)
 {
-	const struct pccx_ref_config *c = o->c;
-	const struct pccx_ref_weights *w = &o->m->w;
+	const struct pccx_g3n_config *c = o->c;
+	const struct pccx_g3n_weights *w = &o->m->w;
 	uint32_t D = c->d_model, P = c->d_ple, LP = c->n_layers * P, l, k, i;
 	double target;
 
@@ -367,13 +367,13 @@ int pccx_oracle_step(struct pccx_oracle *o, uint32_t token, double *logits, pccx
 	o->rc = 0;
 
 	/* S0: e = E[tok] * sqrt(D) */
-	pccx_ref_row_f32(o->m, w->embed, token, o->row);
+	pccx_g3n_row_f32(o->m, w->embed, token, o->row);
 	for (i = 0; i < D; i++)
 		o->e[i] = o->row[i] * sqrt((double)D);
 	emit(o, o->e, 1, D, "embed");
 
 	/* S1: u = (RMSNorm_{g_pl}(W_plmp e / sqrt D) per slice + E_pl[tok'] * sqrt P) / sqrt 2 */
-	pccx_ref_row_f32(o->m, w->ple_table, token < c->ple_vocab ? token : 0, o->row);
+	pccx_g3n_row_f32(o->m, w->ple_table, token < c->ple_vocab ? token : 0, o->row);
 	for (i = 0; i < LP; i++)
 		o->tmp2[i] = o->row[i] * sqrt((double)P);
 	emit(o, o->tmp2, 1, LP, "ple.inputs");
@@ -448,9 +448,9 @@ static double *dalloc(size_t n, int *fail)
 	return p;
 }
 
-int pccx_oracle_create(struct pccx_oracle **out, const struct pccx_ref_model *m, pccx_diag *d)
+int pccx_oracle_create(struct pccx_oracle **out, const struct pccx_g3n_model *m, pccx_diag *d)
 {
-	const struct pccx_ref_config *c = &m->cfg;
+	const struct pccx_g3n_config *c = &m->cfg;
 	uint32_t D = c->d_model, LP = c->n_layers * c->d_ple, hd = c->head_dim, l, k, maxc;
 	struct pccx_oracle *o;
 	int fail = 0;
@@ -463,15 +463,15 @@ int pccx_oracle_create(struct pccx_oracle **out, const struct pccx_ref_model *m,
 	o->c = c;
 	maxc = D > LP ? D : LP;
 	maxc = maxc > c->d_ffn ? maxc : c->d_ffn;
-	maxc = maxc > pccx_ref_q_dim(c) ? maxc : pccx_ref_q_dim(c);
+	maxc = maxc > pccx_g3n_q_dim(c) ? maxc : pccx_g3n_q_dim(c);
 	o->row = malloc(sizeof(float) * maxc);
 	o->deq = calloc(m->n_t, sizeof(*o->deq));
 	o->deq_left = DEQ_CACHE_BYTES;
 	if (!o->row || !o->deq)
 		fail = 1;
-	for (l = 0; l < pccx_ref_first_shared(c); l++) {
-		o->kc[l] = dalloc((size_t)c->max_ctx * pccx_ref_kv_dim(c), &fail);
-		o->vc[l] = dalloc((size_t)c->max_ctx * pccx_ref_kv_dim(c), &fail);
+	for (l = 0; l < pccx_g3n_first_shared(c); l++) {
+		o->kc[l] = dalloc((size_t)c->max_ctx * pccx_g3n_kv_dim(c), &fail);
+		o->vc[l] = dalloc((size_t)c->max_ctx * pccx_g3n_kv_dim(c), &fail);
 	}
 	o->xs_all = dalloc((size_t)NS * D, &fail);
 	o->pred_all = dalloc((size_t)NS * D, &fail);
@@ -490,10 +490,10 @@ int pccx_oracle_create(struct pccx_oracle **out, const struct pccx_ref_model *m,
 	o->tmp = dalloc(D, &fail);
 	o->tmp2 = dalloc(maxc, &fail);
 	o->lrank = dalloc(c->laurel_rank, &fail);
-	o->q = dalloc(pccx_ref_q_dim(c), &fail);
-	o->ctx = dalloc(pccx_ref_q_dim(c), &fail);
-	o->k = dalloc(pccx_ref_kv_dim(c), &fail);
-	o->v = dalloc(pccx_ref_kv_dim(c), &fail);
+	o->q = dalloc(pccx_g3n_q_dim(c), &fail);
+	o->ctx = dalloc(pccx_g3n_q_dim(c), &fail);
+	o->k = dalloc(pccx_g3n_kv_dim(c), &fail);
+	o->v = dalloc(pccx_g3n_kv_dim(c), &fail);
 	o->scores = dalloc(c->max_ctx, &fail);
 	o->gate = dalloc(c->d_ffn, &fail);
 	o->up = dalloc(c->d_ffn, &fail);
@@ -517,7 +517,7 @@ void pccx_oracle_free(struct pccx_oracle *o)
 	for (l = 0; o->deq && l < o->m->n_t; l++)
 		free(o->deq[l]);
 	free(o->deq);
-	for (l = 0; l < PCCX_REF_MAX_LAYERS; l++) {
+	for (l = 0; l < PCCX_G3N_MAX_LAYERS; l++) {
 		free(o->kc[l]);
 		free(o->vc[l]);
 	}

@@ -17,7 +17,7 @@ typedef int (*pccx_oracle_stage_fn)(void *user, const char *name, const double *
 				    uint32_t cols);
 
 /* An oracle for model m holding up to m->cfg.max_ctx positions. */
-PCCX_MUST_CHECK int pccx_oracle_create(struct pccx_oracle **out, const struct pccx_ref_model *m,
+PCCX_MUST_CHECK int pccx_oracle_create(struct pccx_oracle **out, const struct pccx_g3n_model *m,
 				       pccx_diag *d);
 void pccx_oracle_free(struct pccx_oracle *o);
 void pccx_oracle_on_stage(struct pccx_oracle *o, pccx_oracle_stage_fn fn, void *user);

@@ -7,8 +7,8 @@
  * parts are done. Users split their work statically by part, so results never depend on
  * scheduling; kernels are written so that they do not depend on nparts either.
  */
-#ifndef PCCX_REF_POOL_H
-#define PCCX_REF_POOL_H
+#ifndef PCCX_G3N_POOL_H
+#define PCCX_G3N_POOL_H
 
 #include "pccx/status.h"
 
@@ -29,4 +29,4 @@ unsigned pccx_pool_ncpu(void);
 void pccx_pool_split(unsigned long long n, unsigned align, unsigned part, unsigned nparts,
 		     unsigned long long *lo, unsigned long long *hi);
 
-#endif /* PCCX_REF_POOL_H */
+#endif /* PCCX_G3N_POOL_H */

@@ -30,7 +30,7 @@ static void usage(FILE *f)
 		"  --threads N     host threads (default: all CPUs)\n"
 		"  --kernel K      auto, ref, avx2\n"
 		"  --max-ctx N     KV positions of global layers\n",
-		pccx_ref_config_names());
+		pccx_g3n_config_names());
 }
 
 static double now_s(void)
@@ -55,10 +55,10 @@ int pccx_cmd_bench_ref(int argc, char **argv)
 	const char *config = "e4b";
 	unsigned long long n = 8, prefill = 0, seed = 1, threads = 0, max_ctx = 0, v;
 	enum pccx_kern_impl kernel = PCCX_KERN_AUTO;
-	struct pccx_ref_config cfg;
-	struct pccx_ref_model *m = NULL;
+	struct pccx_g3n_config cfg;
+	struct pccx_g3n_model *m = NULL;
 	struct pccx_ref_exec *x = NULL;
-	struct pccx_ref_session *s = NULL;
+	struct pccx_g3n_session *s = NULL;
 	const struct pccx_ref_counters *cnt;
 	pccx_diag d = { 0 };
 	struct rusage ru;
@@ -107,7 +107,7 @@ int pccx_cmd_bench_ref(int argc, char **argv)
 			return 2;
 		}
 	}
-	rc = pccx_ref_config_preset(config, &cfg, &d);
+	rc = pccx_g3n_config_preset(config, &cfg, &d);
 	if (rc)
 		return pccx_cli_fail(rc, &d);
 	if (max_ctx)
@@ -119,14 +119,14 @@ int pccx_cmd_bench_ref(int argc, char **argv)
 	}
 
 	t0 = now_s();
-	rc = pccx_ref_model_create(&m, &cfg, &d);
+	rc = pccx_g3n_model_create(&m, &cfg, &d);
 	if (!rc)
-		rc = pccx_ref_synth(m, seed, (unsigned)threads, &d);
+		rc = pccx_g3n_synth(m, seed, (unsigned)threads, &d);
 	t_synth = now_s() - t0;
 	if (!rc)
 		rc = pccx_ref_exec_create(&x, (unsigned)threads, kernel, &d);
 	if (!rc)
-		rc = pccx_ref_session_create(&s, m, pccx_ref_exec_ops(), x, &d);
+		rc = pccx_g3n_session_create(&s, m, pccx_ref_exec_ops(), x, &d);
 	if (rc) {
 		pccx_cli_fail(rc, &d);
 		goto out;
@@ -138,17 +138,17 @@ int pccx_cmd_bench_ref(int argc, char **argv)
 	}
 
 	/* warm-up (first touch of the KV pages and of the scratch) */
-	rc = pccx_ref_session_step(s, tok, logits, &d);
+	rc = pccx_g3n_session_step(s, tok, logits, &d);
 	for (i = 0; !rc && i < prefill; i++) {
 		t0 = now_s();
-		rc = pccx_ref_session_step(s, tok, NULL, &d);
+		rc = pccx_g3n_session_step(s, tok, NULL, &d);
 		t_pre += now_s() - t0;
 	}
 	pccx_ref_exec_reset_counters(x);
 	cnt = pccx_ref_exec_counters(x);
 	for (i = 0; !rc && i < n; i++) {
 		t0 = now_s();
-		rc = pccx_ref_session_step(s, tok, logits, &d);
+		rc = pccx_g3n_session_step(s, tok, logits, &d);
 		t_dec += now_s() - t0;
 		for (tok = 0, k = 1; k < cfg.vocab; k++)
 			if (logits[k] > logits[tok])
@@ -178,8 +178,8 @@ int pccx_cmd_bench_ref(int argc, char **argv)
 	ret = 0;
 out:
 	free(logits);
-	pccx_ref_session_free(s);
+	pccx_g3n_session_free(s);
 	pccx_ref_exec_free(x);
-	pccx_ref_model_free(m);
+	pccx_g3n_model_free(m);
 	return ret;
 }

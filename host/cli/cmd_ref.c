@@ -51,7 +51,7 @@ static void usage(FILE *f)
 		"  --kernel K         Q4 host kernel: auto, ref, avx2\n"
 		"  -q                 no timing line on stderr\n"
 		"  -h, --help         this help\n",
-		pccx_ref_config_names());
+		pccx_g3n_config_names());
 }
 
 struct opts {
@@ -311,10 +311,10 @@ int pccx_cmd_ref(int argc, char **argv)
 	struct opts o;
 	struct run run = { 0 };
 	pccx_diag d = { 0 };
-	struct pccx_ref_config cfg;
-	struct pccx_ref_model *m = NULL;
+	struct pccx_g3n_config cfg;
+	struct pccx_g3n_model *m = NULL;
 	struct pccx_ref_exec *x = NULL;
-	struct pccx_ref_session *s = NULL;
+	struct pccx_g3n_session *s = NULL;
 	struct pccx_oracle *orc = NULL;
 	pccx_tokenizer *tk = NULL;
 	pccx_sampler *smp = NULL;
@@ -341,7 +341,7 @@ int pccx_cmd_ref(int argc, char **argv)
 				"supported yet; use --config NAME\n", o.model);
 		return 1;
 	}
-	rc = pccx_ref_config_preset(o.config, &cfg, &d);
+	rc = pccx_g3n_config_preset(o.config, &cfg, &d);
 	if (rc)
 		return pccx_cli_fail(rc, &d);
 	if (o.max_ctx)
@@ -386,13 +386,13 @@ int pccx_cmd_ref(int argc, char **argv)
 	}
 
 	t0 = now_s();
-	rc = pccx_ref_model_create(&m, &cfg, &d);
+	rc = pccx_g3n_model_create(&m, &cfg, &d);
 	if (!rc)
-		rc = pccx_ref_synth(m, o.wseed, o.threads, &d);
+		rc = pccx_g3n_synth(m, o.wseed, o.threads, &d);
 	if (!rc)
 		rc = pccx_ref_exec_create(&x, o.threads, o.kernel, &d);
 	if (!rc)
-		rc = pccx_ref_session_create(&s, m, pccx_ref_exec_ops(), x, &d);
+		rc = pccx_g3n_session_create(&s, m, pccx_ref_exec_ops(), x, &d);
 	if (!rc)
 		rc = pccx_sampler_create(&smp, &o.sc, cfg.vocab, &d);
 	if (!rc && o.oracle)
@@ -449,7 +449,7 @@ int pccx_cmd_ref(int argc, char **argv)
 		run.pos = (uint32_t)i;
 		if (run.cmp)
 			pccx_cmp_clear(run.cmp);
-		rc = pccx_ref_session_step(s, (uint32_t)tok, want ? logits : NULL, &d);
+		rc = pccx_g3n_session_step(s, (uint32_t)tok, want ? logits : NULL, &d);
 		t_ref += now_s() - ts;
 		steps++;
 		if (rc) {
@@ -526,9 +526,9 @@ out:
 	pccx_cmp_free(run.cmp);
 	pccx_oracle_free(orc);
 	pccx_sampler_destroy(smp);
-	pccx_ref_session_free(s);
+	pccx_g3n_session_free(s);
 	pccx_ref_exec_free(x);
-	pccx_ref_model_free(m);
+	pccx_g3n_model_free(m);
 	pccx_tokenizer_free(tk);
 	free(ids);
 	free(hist);

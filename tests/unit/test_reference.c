@@ -21,24 +21,24 @@
 /* A model + reference NPU + session.                                                    */
 
 struct rig {
-	struct pccx_ref_config cfg;
-	struct pccx_ref_model *m;
+	struct pccx_g3n_config cfg;
+	struct pccx_g3n_model *m;
 	struct pccx_ref_exec *x;
-	struct pccx_ref_session *s;
+	struct pccx_g3n_session *s;
 	float *logits;
 };
 
-static void rig_open_cfg(struct rig *r, const struct pccx_ref_config *cfg, uint64_t seed,
+static void rig_open_cfg(struct rig *r, const struct pccx_g3n_config *cfg, uint64_t seed,
 			 unsigned threads, enum pccx_kern_impl impl)
 {
 	pccx_diag d = { 0 };
 
 	memset(r, 0, sizeof(*r));
 	r->cfg = *cfg;
-	ck_assert_msg(pccx_ref_model_create(&r->m, &r->cfg, &d) == 0, "%s", d.msg);
-	ck_assert_msg(pccx_ref_synth(r->m, seed, threads, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx_g3n_model_create(&r->m, &r->cfg, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx_g3n_synth(r->m, seed, threads, &d) == 0, "%s", d.msg);
 	ck_assert_msg(pccx_ref_exec_create(&r->x, threads, impl, &d) == 0, "%s", d.msg);
-	ck_assert_msg(pccx_ref_session_create(&r->s, r->m, pccx_ref_exec_ops(), r->x, &d) == 0,
+	ck_assert_msg(pccx_g3n_session_create(&r->s, r->m, pccx_ref_exec_ops(), r->x, &d) == 0,
 		      "%s", d.msg);
 	r->logits = malloc(sizeof(float) * r->cfg.vocab);
 	ck_assert_ptr_nonnull(r->logits);
@@ -47,18 +47,18 @@ static void rig_open_cfg(struct rig *r, const struct pccx_ref_config *cfg, uint6
 static void rig_open(struct rig *r, const char *preset, uint64_t seed, unsigned threads,
 		     enum pccx_kern_impl impl)
 {
-	struct pccx_ref_config cfg;
+	struct pccx_g3n_config cfg;
 	pccx_diag d = { 0 };
 
-	ck_assert_int_eq(pccx_ref_config_preset(preset, &cfg, &d), 0);
+	ck_assert_int_eq(pccx_g3n_config_preset(preset, &cfg, &d), 0);
 	rig_open_cfg(r, &cfg, seed, threads, impl);
 }
 
 static void rig_close(struct rig *r)
 {
-	pccx_ref_session_free(r->s);
+	pccx_g3n_session_free(r->s);
 	pccx_ref_exec_free(r->x);
-	pccx_ref_model_free(r->m);
+	pccx_g3n_model_free(r->m);
 	free(r->logits);
 }
 
@@ -66,12 +66,12 @@ static void rig_step(struct rig *r, uint32_t tok, bool logits)
 {
 	pccx_diag d = { 0 };
 
-	ck_assert_msg(pccx_ref_session_step(r->s, tok, logits ? r->logits : NULL, &d) == 0, "%s",
+	ck_assert_msg(pccx_g3n_session_step(r->s, tok, logits ? r->logits : NULL, &d) == 0, "%s",
 		      d.msg);
 }
 
 /* Deterministic token sequence used by several tests. */
-static uint32_t tok_at(const struct pccx_ref_config *c, uint32_t i)
+static uint32_t tok_at(const struct pccx_g3n_config *c, uint32_t i)
 {
 	return (7u * i + 11u) % c->vocab;
 }
@@ -100,85 +100,85 @@ static int hash_stage(void *user, const char *name, const uint16_t *data, uint32
 
 START_TEST(test_config_structure)
 {
-	struct pccx_ref_config c;
+	struct pccx_g3n_config c;
 	pccx_diag d = { 0 };
 	uint32_t l;
 
-	ck_assert_int_eq(pccx_ref_config_preset("e4b", &c, &d), 0);
-	ck_assert_int_eq(pccx_ref_config_check(&c, &d), 0);
-	ck_assert_uint_eq(pccx_ref_first_shared(&c), 20);
+	ck_assert_int_eq(pccx_g3n_config_preset("e4b", &c, &d), 0);
+	ck_assert_int_eq(pccx_g3n_config_check(&c, &d), 0);
+	ck_assert_uint_eq(pccx_g3n_first_shared(&c), 20);
 	for (l = 0; l < 35; l++) {
-		ck_assert_int_eq(pccx_ref_is_global(&c, l), l % 5 == 4);
-		ck_assert_int_eq(pccx_ref_is_sparse(&c, l), l < 10);
+		ck_assert_int_eq(pccx_g3n_is_global(&c, l), l % 5 == 4);
+		ck_assert_int_eq(pccx_g3n_is_sparse(&c, l), l < 10);
 		if (l < 20)
-			ck_assert_uint_eq(pccx_ref_kv_source(&c, l), l);
+			ck_assert_uint_eq(pccx_g3n_kv_source(&c, l), l);
 		else
-			ck_assert_uint_eq(pccx_ref_kv_source(&c, l), l % 5 == 4 ? 19 : 18);
+			ck_assert_uint_eq(pccx_g3n_kv_source(&c, l), l % 5 == 4 ? 19 : 18);
 	}
-	ck_assert_int_eq(pccx_ref_config_preset("e2b", &c, &d), 0);
-	ck_assert_int_eq(pccx_ref_config_check(&c, &d), 0);
-	ck_assert_uint_eq(pccx_ref_kv_source(&c, 29), 19);
-	ck_assert_uint_eq(pccx_ref_kv_source(&c, 25), 18);
-	ck_assert_int_eq(pccx_ref_config_preset("tiny", &c, &d), 0);
-	ck_assert_int_eq(pccx_ref_config_check(&c, &d), 0);
-	ck_assert_uint_eq(pccx_ref_kv_source(&c, 9), 4);
+	ck_assert_int_eq(pccx_g3n_config_preset("e2b", &c, &d), 0);
+	ck_assert_int_eq(pccx_g3n_config_check(&c, &d), 0);
+	ck_assert_uint_eq(pccx_g3n_kv_source(&c, 29), 19);
+	ck_assert_uint_eq(pccx_g3n_kv_source(&c, 25), 18);
+	ck_assert_int_eq(pccx_g3n_config_preset("tiny", &c, &d), 0);
+	ck_assert_int_eq(pccx_g3n_config_check(&c, &d), 0);
+	ck_assert_uint_eq(pccx_g3n_kv_source(&c, 9), 4);
 	for (l = 5; l < 9; l++)
-		ck_assert_uint_eq(pccx_ref_kv_source(&c, l), 3);
-	ck_assert_int_eq(pccx_ref_config_preset("tiny-vocab", &c, &d), 0);
-	ck_assert_int_eq(pccx_ref_config_check(&c, &d), 0);
+		ck_assert_uint_eq(pccx_g3n_kv_source(&c, l), 3);
+	ck_assert_int_eq(pccx_g3n_config_preset("tiny-vocab", &c, &d), 0);
+	ck_assert_int_eq(pccx_g3n_config_check(&c, &d), 0);
 	ck_assert_uint_eq(c.vocab, 262400);
-	ck_assert_int_eq(pccx_ref_config_preset("e8b", &c, &d), PCCX_ERR_NOT_FOUND);
+	ck_assert_int_eq(pccx_g3n_config_preset("e8b", &c, &d), PCCX_ERR_NOT_FOUND);
 	ck_assert_ptr_nonnull(strstr(d.msg, "e8b"));
 }
 END_TEST
 
 START_TEST(test_config_check_rejects)
 {
-	struct pccx_ref_config c, b;
+	struct pccx_g3n_config c, b;
 	pccx_diag d = { 0 };
 
-	ck_assert_int_eq(pccx_ref_config_preset("tiny", &c, &d), 0);
+	ck_assert_int_eq(pccx_g3n_config_preset("tiny", &c, &d), 0);
 	b = c;
 	b.d_model = 100;
-	ck_assert_int_eq(pccx_ref_config_check(&b, &d), PCCX_ERR_INVALID);
+	ck_assert_int_eq(pccx_g3n_config_check(&b, &d), PCCX_ERR_INVALID);
 	ck_assert_ptr_nonnull(strstr(d.msg, "d_model"));
 	b = c;
 	b.head_dim = 48;
-	ck_assert_int_eq(pccx_ref_config_check(&b, &d), PCCX_ERR_INVALID);
+	ck_assert_int_eq(pccx_g3n_config_check(&b, &d), PCCX_ERR_INVALID);
 	b = c;
 	b.n_heads = 7;
-	ck_assert_int_eq(pccx_ref_config_check(&b, &d), PCCX_ERR_INVALID);
+	ck_assert_int_eq(pccx_g3n_config_check(&b, &d), PCCX_ERR_INVALID);
 	b = c;
 	b.n_kv_shared = 9;	/* owner 0 only: a local layer, no global owner for layer 9 */
-	ck_assert_int_eq(pccx_ref_config_check(&b, &d), PCCX_ERR_INVALID);
+	ck_assert_int_eq(pccx_g3n_config_check(&b, &d), PCCX_ERR_INVALID);
 	b = c;
 	b.ple_vocab = c.vocab + 1;
-	ck_assert_int_eq(pccx_ref_config_check(&b, &d), PCCX_ERR_INVALID);
+	ck_assert_int_eq(pccx_g3n_config_check(&b, &d), PCCX_ERR_INVALID);
 }
 END_TEST
 
 START_TEST(test_plan_e4b_fits)
 {
-	struct pccx_ref_config c;
-	struct pccx_ref_model *m;
-	struct pccx_ref_plan p;
+	struct pccx_g3n_config c;
+	struct pccx_g3n_model *m;
+	struct pccx_g3n_plan p;
 	pccx_diag d = { 0 };
 
 	/* layout only: the weight buffer is mapped, never touched */
-	ck_assert_int_eq(pccx_ref_config_preset("e4b", &c, &d), 0);
-	ck_assert_msg(pccx_ref_model_create(&m, &c, &d) == 0, "%s", d.msg);
-	ck_assert_msg(pccx_ref_plan_build(m, &p, &d) == 0, "%s", d.msg);
+	ck_assert_int_eq(pccx_g3n_config_preset("e4b", &c, &d), 0);
+	ck_assert_msg(pccx_g3n_model_create(&m, &c, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx_g3n_plan_build(m, &p, &d) == 0, "%s", d.msg);
 	ck_assert_uint_le(p.words, PCCX_L2_WORDS);
 	ck_assert_uint_lt(p.ctx, p.logits);
 	ck_assert_uint_eq(p.logits + pccx_words_for(c.vocab), p.words);
 	/* streamed Q4-like bytes per token: 2.526 GB (research note: 2.523 GB at 4.5 bits) */
-	ck_assert_uint_gt(pccx_ref_streamed_bytes(m), 2500000000ull);
-	ck_assert_uint_lt(pccx_ref_streamed_bytes(m), 2550000000ull);
+	ck_assert_uint_gt(pccx_g3n_streamed_bytes(m), 2500000000ull);
+	ck_assert_uint_lt(pccx_g3n_streamed_bytes(m), 2550000000ull);
 	c.max_ctx = 65535;
-	pccx_ref_model_free(m);
-	ck_assert_int_eq(pccx_ref_model_create(&m, &c, &d), 0);
-	ck_assert_int_eq(pccx_ref_plan_build(m, &p, &d), 0);
-	pccx_ref_model_free(m);
+	pccx_g3n_model_free(m);
+	ck_assert_int_eq(pccx_g3n_model_create(&m, &c, &d), 0);
+	ck_assert_int_eq(pccx_g3n_plan_build(m, &p, &d), 0);
+	pccx_g3n_model_free(m);
 }
 END_TEST
 
@@ -546,7 +546,7 @@ END_TEST
 START_TEST(test_host_inputs)
 {
 	struct rig r;
-	const struct pccx_ref_plan *p;
+	const struct pccx_g3n_plan *p;
 	pccx_diag d = { 0 };
 	uint8_t *in;
 	uint32_t i, D;
@@ -556,7 +556,7 @@ START_TEST(test_host_inputs)
 	p = &r.s->plan;
 	D = r.cfg.d_model;
 	in = malloc(p->in_bytes);
-	ck_assert_int_eq(pccx_ref_host_inputs(r.m, p, 77, 0, in, &d), 0);
+	ck_assert_int_eq(pccx_g3n_host_inputs(r.m, p, 77, 0, in, &d), 0);
 	for (i = 0; i < r.cfg.head_dim; i++) {
 		uint16_t c, s;
 
@@ -569,14 +569,14 @@ START_TEST(test_host_inputs)
 		float row[128];
 		uint16_t h;
 
-		pccx_ref_row_f32(r.m, r.m->w.embed, 77, row);
+		pccx_g3n_row_f32(r.m, r.m->w.embed, 77, row);
 		for (i = 0; i < D; i++) {
 			memcpy(&h, in + 16 * (p->embed - p->in) + 2 * i, 2);
 			ck_assert_uint_eq(h, pccx_bf16_store(row[i] * sq));
 		}
 	}
 	/* at pos 1000: cos^2 + sin^2 = 1 within BF16 rounding */
-	ck_assert_int_eq(pccx_ref_host_inputs(r.m, p, 3, 1000, in, &d), 0);
+	ck_assert_int_eq(pccx_g3n_host_inputs(r.m, p, 3, 1000, in, &d), 0);
 	for (i = 0; i < r.cfg.head_dim; i++) {
 		uint16_t c, s;
 		float fc, fs;
@@ -587,8 +587,8 @@ START_TEST(test_host_inputs)
 		fs = pccx_bf16_to_f32(s);
 		ck_assert_float_eq_tol(fc * fc + fs * fs, 1.0f, 0.01f);
 	}
-	ck_assert_int_eq(pccx_ref_host_inputs(r.m, p, r.cfg.vocab, 0, in, &d), PCCX_ERR_RANGE);
-	ck_assert_int_eq(pccx_ref_host_inputs(r.m, p, 0, r.cfg.max_ctx, in, &d), PCCX_ERR_RANGE);
+	ck_assert_int_eq(pccx_g3n_host_inputs(r.m, p, r.cfg.vocab, 0, in, &d), PCCX_ERR_RANGE);
+	ck_assert_int_eq(pccx_g3n_host_inputs(r.m, p, 0, r.cfg.max_ctx, in, &d), PCCX_ERR_RANGE);
 	free(in);
 	rig_close(&r);
 }
@@ -687,19 +687,19 @@ END_TEST
 
 START_TEST(test_synth_independent_of_threads)
 {
-	struct pccx_ref_config c;
-	struct pccx_ref_model *m1, *m2;
+	struct pccx_g3n_config c;
+	struct pccx_g3n_model *m1, *m2;
 	pccx_diag d;
 
-	ck_assert_int_eq(pccx_ref_config_preset("tiny", &c, &d), 0);
-	ck_assert_int_eq(pccx_ref_model_create(&m1, &c, &d), 0);
-	ck_assert_int_eq(pccx_ref_model_create(&m2, &c, &d), 0);
-	ck_assert_int_eq(pccx_ref_synth(m1, 42, 1, &d), 0);
-	ck_assert_int_eq(pccx_ref_synth(m2, 42, 3, &d), 0);
+	ck_assert_int_eq(pccx_g3n_config_preset("tiny", &c, &d), 0);
+	ck_assert_int_eq(pccx_g3n_model_create(&m1, &c, &d), 0);
+	ck_assert_int_eq(pccx_g3n_model_create(&m2, &c, &d), 0);
+	ck_assert_int_eq(pccx_g3n_synth(m1, 42, 1, &d), 0);
+	ck_assert_int_eq(pccx_g3n_synth(m2, 42, 3, &d), 0);
 	ck_assert_uint_eq(m1->size, m2->size);
 	ck_assert(!memcmp(m1->data, m2->data, m1->size));
-	pccx_ref_model_free(m1);
-	pccx_ref_model_free(m2);
+	pccx_g3n_model_free(m1);
+	pccx_g3n_model_free(m2);
 }
 END_TEST
 
@@ -724,9 +724,9 @@ END_TEST
 /* ===================================================================================== */
 /* KV sharing.                                                                           */
 
-static void scramble_tensor(struct pccx_ref_model *m, int32_t t)
+static void scramble_tensor(struct pccx_g3n_model *m, int32_t t)
 {
-	const struct pccx_ref_tensor *T = &m->t[t];
+	const struct pccx_g3n_tensor *T = &m->t[t];
 	uint64_t i, n = (uint64_t)T->rows * T->row_bytes;
 
 	for (i = 0; i < n; i++)
@@ -741,7 +741,7 @@ START_TEST(test_kv_shared_layers_reuse_owner_cache)
 
 	rig_open(&a, "tiny", 2, 1, PCCX_KERN_AUTO);
 	rig_open(&b, "tiny", 2, 1, PCCX_KERN_AUTO);
-	first = pccx_ref_first_shared(&b.cfg);
+	first = pccx_g3n_first_shared(&b.cfg);
 	/* shared layers' own k/v weights are never read: scrambling them changes nothing */
 	for (l = first; l < b.cfg.n_layers; l++) {
 		scramble_tensor(b.m, b.m->w.layer[l].attn_k);
@@ -755,7 +755,7 @@ START_TEST(test_kv_shared_layers_reuse_owner_cache)
 	rig_close(&b);
 	/* ...while the owner layer 3's k weights feed layers 5-8 (and 4's feed 9) */
 	rig_open(&b, "tiny", 2, 1, PCCX_KERN_AUTO);
-	pccx_ref_session_reset(a.s);
+	pccx_g3n_session_reset(a.s);
 	scramble_tensor(b.m, b.m->w.layer[3].attn_k);
 	for (i = 0; i < 3; i++) {
 		rig_step(&a, tok_at(&a.cfg, i), true);
@@ -830,8 +830,8 @@ struct oracle_rig {
 	double *ologits;
 };
 
-static void orig_open(struct oracle_rig *q, const struct pccx_ref_config *cfg, uint64_t seed,
-		      const struct pccx_ref_model *oracle_model)
+static void orig_open(struct oracle_rig *q, const struct pccx_g3n_config *cfg, uint64_t seed,
+		      const struct pccx_g3n_model *oracle_model)
 {
 	pccx_diag d = { 0 };
 
@@ -866,12 +866,12 @@ static void check_against_oracle(const char *preset, uint64_t seed, uint32_t pos
 				 uint32_t *top1, double *kl_sum, double *kl_max)
 {
 	struct oracle_rig q;
-	struct pccx_ref_config cfg;
+	struct pccx_g3n_config cfg;
 	pccx_diag d;
 	uint32_t p;
 	size_t i, n;
 
-	ck_assert_int_eq(pccx_ref_config_preset(preset, &cfg, &d), 0);
+	ck_assert_int_eq(pccx_g3n_config_preset(preset, &cfg, &d), 0);
 	orig_open(&q, &cfg, seed, NULL);
 	for (p = 0; p < positions; p++) {
 		const struct pccx_stage_stat *st = orig_step(&q, tok_at(&cfg, p + (uint32_t)seed), &n);
@@ -933,14 +933,14 @@ END_TEST
  */
 START_TEST(test_sliding_window)
 {
-	struct pccx_ref_config cfg;
-	struct pccx_ref_model wide;
+	struct pccx_g3n_config cfg;
+	struct pccx_g3n_model wide;
 	struct oracle_rig a, b;
 	pccx_diag d;
 	uint32_t p;
 	double far = 0;
 
-	ck_assert_int_eq(pccx_ref_config_preset("tiny", &cfg, &d), 0);
+	ck_assert_int_eq(pccx_g3n_config_preset("tiny", &cfg, &d), 0);
 	cfg.window = 8;
 	cfg.max_ctx = 32;
 	orig_open(&a, &cfg, 6, NULL);
