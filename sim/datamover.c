@@ -357,9 +357,13 @@ void sim_dm_axi_tick(struct pccx_sim *s)
 	for (i = 0; i < PCCX_DM_CHANNELS; i++) {
 		struct sim_dm *dm = &s->dm[(s->ddr_rr + i) % PCCX_DM_CHANNELS];
 
-		start_cmd(s, dm);
-		if (!dm->active)
-			continue;
+		if (!dm->active) {
+			if (!dm->cmd_level)
+				continue;
+			start_cmd(s, dm);
+			if (!dm->active)
+				continue;
+		}
 		s->dm_busy_ps[dm->ch] += s->axi_ps;
 		if (dm->write)
 			s2mm_tick(s, dm);

@@ -219,9 +219,32 @@ void sim_frontend_flush(struct pccx_sim *s);
 int sim_beatq_init(struct sim_beatq *q, uint32_t depth);
 void sim_beatq_free(struct sim_beatq *q);
 void sim_beatq_clear(struct sim_beatq *q);
-uint32_t sim_beatq_room(const struct sim_beatq *q);
-void sim_beatq_push(struct sim_beatq *q, const uint8_t *beat);
-void sim_beatq_pop(struct sim_beatq *q, uint8_t *beat);
+
+/* Beats that may still be requested. */
+static inline uint32_t sim_beatq_room(const struct sim_beatq *q)
+{
+	return q->depth - q->level - q->reserved;
+}
+
+/* Push one beat whose room was reserved (or, for the result FIFO, checked). */
+static inline void sim_beatq_push(struct sim_beatq *q, const uint8_t *beat)
+{
+	uint32_t tail = q->head + q->level;
+
+	if (tail >= q->depth)
+		tail -= q->depth;
+	__builtin_memcpy(q->data + (size_t)tail * 16u, beat, 16u);
+	q->level++;
+}
+
+static inline void sim_beatq_pop(struct sim_beatq *q, uint8_t *beat)
+{
+	if (beat)
+		__builtin_memcpy(beat, q->data + (size_t)q->head * 16u, 16u);
+	if (++q->head == q->depth)
+		q->head = 0;
+	q->level--;
+}
 
 /* datamover.c */
 void sim_dm_init(struct pccx_sim *s);

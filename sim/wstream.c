@@ -31,30 +31,3 @@ void sim_beatq_clear(struct sim_beatq *q)
 {
 	q->head = q->level = q->reserved = 0;
 }
-
-/* Beats that may still be requested. */
-uint32_t sim_beatq_room(const struct sim_beatq *q)
-{
-	return q->depth - q->level - q->reserved;
-}
-
-/* Push one beat whose room was reserved (or, for the result FIFO, checked). */
-void sim_beatq_push(struct sim_beatq *q, const uint8_t *beat)
-{
-	uint32_t tail = q->head + q->level;
-
-	if (tail >= q->depth)
-		tail -= q->depth;
-
-	memcpy(q->data + (size_t)tail * SIM_BEAT, beat, SIM_BEAT);
-	q->level++;
-}
-
-void sim_beatq_pop(struct sim_beatq *q, uint8_t *beat)
-{
-	if (beat)
-		memcpy(beat, q->data + (size_t)q->head * SIM_BEAT, SIM_BEAT);
-	if (++q->head == q->depth)
-		q->head = 0;
-	q->level--;
-}
