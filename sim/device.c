@@ -260,9 +260,11 @@ static void ctrl_write(struct pccx_sim *s, uint32_t reg, uint64_t v)
 
 /* ---- MMIO ------------------------------------------------------------------------------ */
 
-static void mmio_cost(struct pccx_sim *s, uint32_t axi_cycles, bool write)
+static void mmio_cost(struct pccx_sim *s, uint32_t axi_cycles, bool write, uint32_t off)
 {
 	uint64_t t = s->now_ps + (uint64_t)axi_cycles * s->axi_ps;
+
+	sim_trace_event(s, "host mmio", write ? "write" : "read", s->now_ps, t, off);
 
 	s->mmio_ps += t - s->now_ps;
 	if (write)
@@ -286,7 +288,7 @@ int pccx_sim_mmio_read64(pccx_sim *s, uint32_t off, uint64_t *v)
 	if (rc)
 		return rc;
 	if (off < PCCX_DM_PAGE(0)) {
-		mmio_cost(s, s->cfg.mmio_read_axi, false);
+		mmio_cost(s, s->cfg.mmio_read_axi, false, off);
 		*v = ctrl_read(s, off);
 		return 0;
 	} else {
@@ -308,7 +310,7 @@ int pccx_sim_mmio_write64(pccx_sim *s, uint32_t off, uint64_t v)
 	if (rc)
 		return rc;
 	if (off < PCCX_DM_PAGE(0)) {
-		mmio_cost(s, s->cfg.mmio_write_axi, true);
+		mmio_cost(s, s->cfg.mmio_write_axi, true, off);
 		ctrl_write(s, off, v);
 		return 0;
 	}
@@ -324,7 +326,7 @@ int pccx_sim_mmio_read32(pccx_sim *s, uint32_t off, uint32_t *v)
 
 	if (rc)
 		return rc;
-	mmio_cost(s, s->cfg.mmio_read_axi, false);
+	mmio_cost(s, s->cfg.mmio_read_axi, false, off);
 	if (off < PCCX_DM_PAGE(0)) {
 		uint64_t r = ctrl_read(s, off & ~7u);
 
@@ -343,7 +345,7 @@ int pccx_sim_mmio_write32(pccx_sim *s, uint32_t off, uint32_t v)
 
 	if (rc)
 		return rc;
-	mmio_cost(s, s->cfg.mmio_write_axi, true);
+	mmio_cost(s, s->cfg.mmio_write_axi, true, off);
 	if (off < PCCX_DM_PAGE(0)) {
 		/* The upper half of a 64-bit register is not written by a 32-bit access. */
 		if (!(off & 4))

@@ -94,6 +94,13 @@ int pccx_sim_trace_open(pccx_sim *s, const char *path, pccx_diag *d)
 	track_id(t, "dma_in");
 	track_id(t, "dma_out");
 	track_id(t, "l2copy");
+	track_id(t, "dm0 hp0");
+	track_id(t, "dm1 hp1");
+	track_id(t, "dm2 hp2");
+	track_id(t, "dm3 hp3");
+	track_id(t, "dm4 fmap");
+	track_id(t, "dm5 result");
+	track_id(t, "host mmio");
 	return 0;
 }
 
