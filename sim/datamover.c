@@ -351,11 +351,12 @@ static void s2mm_tick(struct pccx_sim *s, struct sim_dm *dm)
 
 void sim_dm_axi_tick(struct pccx_sim *s)
 {
-	unsigned i;
+	unsigned i, rr = (unsigned)(s->axi_cycle % PCCX_DM_CHANNELS);
 
-	/* Round robin: a different channel books the DDR first each cycle. */
+	/* Round robin: a different channel books the DDR first each cycle (derived from the
+	 * cycle count, so skipping quiet cycles changes nothing). */
 	for (i = 0; i < PCCX_DM_CHANNELS; i++) {
-		struct sim_dm *dm = &s->dm[(s->ddr_rr + i) % PCCX_DM_CHANNELS];
+		struct sim_dm *dm = &s->dm[(rr + i) % PCCX_DM_CHANNELS];
 
 		if (!dm->active) {
 			if (!dm->cmd_level)
@@ -370,5 +371,4 @@ void sim_dm_axi_tick(struct pccx_sim *s)
 		else
 			mm2s_tick(s, dm);
 	}
-	s->ddr_rr = (s->ddr_rr + 1) % PCCX_DM_CHANNELS;
 }

@@ -389,6 +389,11 @@ bool pccx_sim_irq(const pccx_sim *s)
 	return (s->irq_status & s->irq_enable) != 0;
 }
 
+void pccx_sim_set_host_backlog(pccx_sim *s, bool pending)
+{
+	s->host_backlog = pending;
+}
+
 /* ---- windows ---------------------------------------------------------------------------- */
 
 struct sim_window *sim_window_find(struct pccx_sim *s, uint64_t addr)

@@ -198,8 +198,10 @@ void sim_frontend_tick(struct pccx_sim *s)
 	if (s->halted)
 		return;
 	if (!s->fifo_level) {
+		if (s->host_backlog)
+			s->st.stall_mmio++;
 		if (!sim_engines_idle(s) || sim_dm_busy(s))
-			s->st.stall_fifo_empty += 1;
+			s->st.stall_fifo_empty++;
 		return;
 	}
 	if (!s->head_decoded) {

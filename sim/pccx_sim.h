@@ -110,6 +110,11 @@ bool pccx_sim_run_until_idle(pccx_sim *sim, uint64_t max_cycles);
 uint64_t pccx_sim_cycles(const pccx_sim *sim);
 /* The interrupt line: IRQ_STATUS & IRQ_ENABLE != 0. */
 bool pccx_sim_irq(const pccx_sim *sim);
+/*
+ * The host tells the model whether it still has instruction words to push (the backend sets
+ * it around each engine step); cycles with an empty FIFO and a backlog count as MMIO-bound.
+ */
+void pccx_sim_set_host_backlog(pccx_sim *sim, bool pending);
 
 /* ---- the shadow IOMMU --------------------------------------------------------------- */
 
@@ -145,6 +150,7 @@ struct pccx_sim_stats {
 	uint64_t stall_engine;                   /* its engine was still busy */
 	uint64_t stall_fence;                    /* behind a sync (async = 0) instruction */
 	uint64_t stall_fifo_empty;               /* FIFO empty while a unit or DataMover works */
+	uint64_t stall_mmio;                     /* FIFO empty, the host still had words: MMIO-bound */
 	/* engines */
 	uint64_t stall_weights;                  /* a GEMV/GEMM lane waited for weight beats */
 	uint64_t stall_fmap;                     /* MEMCPY from the host waited for data */

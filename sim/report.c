@@ -142,11 +142,12 @@ void pccx_sim_report(const pccx_sim *s, FILE *f, const struct pccx_sim_stage *st
 	fprintf(f, "weights: %llu B streamed, %.1f MB/s\n", (unsigned long long)wbytes,
 		mbps(s, wbytes, st.cycles));
 	fprintf(f, "stalls (core cycles): weights %llu, interlock %llu, engine busy %llu, "
-		   "fence %llu, FIFO empty while busy %llu, fmap wait %llu, result full %llu, "
-		   "host INSTR FIFO full %llu\n",
+		   "fence %llu, FIFO empty while busy %llu, MMIO-bound %llu, fmap wait %llu, "
+		   "result full %llu, host INSTR FIFO full %llu\n",
 		(unsigned long long)st.stall_weights, (unsigned long long)st.stall_interlock,
 		(unsigned long long)st.stall_engine, (unsigned long long)st.stall_fence,
-		(unsigned long long)st.stall_fifo_empty, (unsigned long long)st.stall_fmap,
+		(unsigned long long)st.stall_fifo_empty, (unsigned long long)st.stall_mmio,
+		(unsigned long long)st.stall_fmap,
 		(unsigned long long)st.stall_result, (unsigned long long)st.mmio_fifo_full);
 	fprintf(f, "host MMIO: %llu reads, %llu writes, %llu cycles (%.2f%%), %llu dropped; "
 		   "DMA window faults %llu\n",

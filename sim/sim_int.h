@@ -173,7 +173,6 @@ struct pccx_sim {
 	struct sim_beatq fmapq, resq;
 	struct sim_dm dm[PCCX_DM_CHANNELS];
 	struct sim_ddr ddr;
-	unsigned ddr_rr;               /* round-robin start */
 
 	struct sim_window *win;
 	size_t n_win, cap_win;
@@ -189,6 +188,7 @@ struct pccx_sim {
 	uint64_t dm_busy_ps[PCCX_DM_CHANNELS], dm_full_ps[PCCX_DM_CHANNELS];
 	uint64_t ddr_busy_ps, mmio_ps, mmio_full_ps, stall_weights_ps;
 	bool stats_job;                /* instructions pushed since last idle */
+	bool host_backlog;             /* the host has words it has not pushed yet */
 
 	struct sim_trace *trace;
 };

@@ -114,6 +114,8 @@ static bool quiescent(const struct pccx_sim *s)
 {
 	if (s->fifo_level && !s->halted && s->core_cycle >= s->reset_until)
 		return false;
+	if (s->host_backlog && !s->halted)
+		return false;     /* the MMIO-bound count runs */
 	if (s->overrun_since || (!s->halted && sim_stream_pending(s)))
 		return false;
 	return sim_engines_idle(s) && !sim_dm_busy(s);

@@ -303,6 +303,7 @@ int pccx_simb_submit_wait(struct pccx_simb *b, const struct pccx_job_view *job,
 	while (res->state == PCCX_ENGINE_RUNNING) {
 		uint64_t now;
 
+		pccx_sim_set_host_backlog(b->sim, e.next < job->n_insn);
 		res->state = pccx_engine_step(&e);
 		res->steps++;
 		now = pccx_sim_cycles(b->sim);
@@ -317,6 +318,7 @@ int pccx_simb_submit_wait(struct pccx_simb *b, const struct pccx_job_view *job,
 			pccx_sim_advance(b->sim, poll);
 		}
 	}
+	pccx_sim_set_host_backlog(b->sim, false);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	res->err = e.err;
 	res->mmio = e.mmio;
