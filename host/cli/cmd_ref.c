@@ -20,6 +20,7 @@
 #include "compare.h"
 #include "exec_ref.h"
 #include "gemma3n.h"
+#include "gemma3n_gguf.h"
 #include "oracle.h"
 #include "pccx/sampler.h"
 #include "pccx/tokenizer.h"
@@ -34,7 +35,9 @@ static void usage(FILE *f)
 		"\n"
 		"options:\n"
 		"  --config NAME      model shape: %s\n"
-		"  -m MODEL           a Gemma 3n GGUF (not supported yet by the reference)\n"
+		"  -m MODEL           a Gemma 3n GGUF (llama.cpp layout; Q4_0 loads losslessly,\n"
+		"                     other types are requantised and the error reported)\n"
+		"  --save-gguf FILE   write the (synthetic) model, and the tokenizer if given, as GGUF\n"
 		"  --seed S           seed of the synthetic weights and of the sampler (default 1)\n"
 		"  --weights-seed S   seed of the synthetic weights only\n"
 		"  -p TEXT            prompt (default \"Hello\")\n"
@@ -55,7 +58,7 @@ static void usage(FILE *f)
 }
 
 struct opts {
-	const char *config, *model, *prompt, *tokenizer, *dump;
+	const char *config, *model, *prompt, *tokenizer, *dump, *save;
 	uint64_t seed, wseed;
 	bool have_wseed, oracle, ignore_eos, quiet;
 	uint32_t n, max_ctx, threads;
@@ -165,6 +168,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			o->max_ctx = (uint32_t)u;
 		} else if (!strcmp(a, "--oracle")) {
 			o->oracle = true;
+		} else if (!strcmp(a, "--save-gguf")) {
+			NEED();
+			o->save = v;
 		} else if (!strcmp(a, "--dump-stages")) {
 			NEED();
 			o->dump = v;
@@ -195,8 +201,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	if (!o->have_wseed)
 		o->wseed = o->seed;
 	o->sc.seed = o->seed;
-	if (!o->config && !o->model) {
-		fprintf(stderr, "pccx: ref: give --config NAME (or -m MODEL)\n");
+	if (!o->config == !o->model) {
+		fprintf(stderr, "pccx: ref: give either --config NAME or -m MODEL\n");
 		return 2;
 	}
 	return 0;
@@ -336,25 +342,54 @@ int pccx_cmd_ref(int argc, char **argv)
 			usage(stderr);
 		return rc;
 	}
+	/* the model: a GGUF, or synthetic weights of a named shape */
+	t0 = now_s();
 	if (o.model) {
-		fprintf(stderr, "pccx: ref: -m %s: loading a GGUF into the reference is not "
-				"supported yet; use --config NAME\n", o.model);
-		return 1;
-	}
-	rc = pccx_g3n_config_preset(o.config, &cfg, &d);
-	if (rc)
-		return pccx_cli_fail(rc, &d);
-	if (o.max_ctx)
-		cfg.max_ctx = o.max_ctx;
+		pccx_q4_error qe;
+		char buf[160];
 
-	if (o.tokenizer) {
-		rc = pccx_tokenizer_load_json(o.tokenizer, &tk, &d);
+		pccx_q4_error_init(&qe);
+		rc = pccx_g3n_load_gguf(&m, o.model, o.max_ctx, &qe, o.tokenizer ? NULL : &tk, &d);
 		if (rc)
 			return pccx_cli_fail(rc, &d);
+		cfg = m->cfg;
+		if (!o.quiet)
+			fprintf(stderr, "pccx ref: %s: %u layers, D %u, vocab %u, %.1f MB in device "
+					"layout in %.2f s; Q4 conversion %s\n", o.model, cfg.n_layers,
+				cfg.d_model, cfg.vocab, (double)m->size / 1e6, now_s() - t0,
+				pccx_q4_error_format(&qe, buf, sizeof(buf)));
+	} else {
+		rc = pccx_g3n_config_preset(o.config, &cfg, &d);
+		if (rc)
+			return pccx_cli_fail(rc, &d);
+		if (o.max_ctx)
+			cfg.max_ctx = o.max_ctx;
+		rc = pccx_g3n_model_create(&m, &cfg, &d);
+		if (!rc)
+			rc = pccx_g3n_synth(m, o.wseed, o.threads, &d);
+		if (rc) {
+			pccx_cli_fail(rc, &d);
+			goto out;
+		}
+		if (!o.quiet)
+			fprintf(stderr, "pccx ref: config %s, %.1f MB of synthetic weights (seed %llu) "
+					"in %.2f s\n", cfg.name, (double)m->size / 1e6,
+				(unsigned long long)o.wseed, now_s() - t0);
+	}
+
+	/* the tokenizer: --tokenizer, else one embedded in the GGUF, else bytes as ids */
+	if (o.tokenizer) {
+		rc = pccx_tokenizer_load_json(o.tokenizer, &tk, &d);
+		if (rc) {
+			pccx_cli_fail(rc, &d);
+			goto out;
+		}
+	}
+	if (tk) {
 		if (pccx_tokenizer_n_vocab(tk) > cfg.vocab) {
-			fprintf(stderr, "pccx: ref: the tokenizer has %zu ids, config '%s' only %u "
-					"(use tiny-vocab, e2b or e4b)\n",
-				pccx_tokenizer_n_vocab(tk), cfg.name, cfg.vocab);
+			fprintf(stderr, "pccx: ref: the tokenizer has %zu ids, the model only %u "
+					"(use tiny-vocab, e2b or e4b)\n", pccx_tokenizer_n_vocab(tk),
+				cfg.vocab);
 			goto out;
 		}
 		rc = pccx_tokenizer_encode(tk, o.prompt, strlen(o.prompt), PCCX_TOK_ADD_BOS, &ids,
@@ -368,8 +403,8 @@ int pccx_cmd_ref(int argc, char **argv)
 		size_t len = strlen(o.prompt);
 
 		if (cfg.vocab < 259) {
-			fprintf(stderr, "pccx: ref: config '%s' has too few ids for the byte tokenizer\n",
-				cfg.name);
+			fprintf(stderr, "pccx: ref: a vocabulary of %u ids is too small for the byte "
+					"tokenizer\n", cfg.vocab);
 			goto out;
 		}
 		ids = malloc(sizeof(*ids) * (len + 1));
@@ -384,13 +419,18 @@ int pccx_cmd_ref(int argc, char **argv)
 			n_ids, o.n, cfg.max_ctx);
 		goto out;
 	}
+	if (o.save) {
+		t0 = now_s();
+		rc = pccx_g3n_save_gguf(m, tk, o.save, &d);
+		if (rc) {
+			pccx_cli_fail(rc, &d);
+			goto out;
+		}
+		if (!o.quiet)
+			fprintf(stderr, "pccx ref: wrote %s in %.2f s\n", o.save, now_s() - t0);
+	}
 
-	t0 = now_s();
-	rc = pccx_g3n_model_create(&m, &cfg, &d);
-	if (!rc)
-		rc = pccx_g3n_synth(m, o.wseed, o.threads, &d);
-	if (!rc)
-		rc = pccx_ref_exec_create(&x, o.threads, o.kernel, &d);
+	rc = pccx_ref_exec_create(&x, o.threads, o.kernel, &d);
 	if (!rc)
 		rc = pccx_g3n_session_create(&s, m, pccx_ref_exec_ops(), x, &d);
 	if (!rc)
@@ -402,9 +442,7 @@ int pccx_cmd_ref(int argc, char **argv)
 		goto out;
 	}
 	if (!o.quiet)
-		fprintf(stderr, "pccx ref: config %s, %.1f MB of weights (seed %llu) in %.2f s, "
-				"kernel %s, %u threads\n", cfg.name, (double)m->size / 1e6,
-			(unsigned long long)o.wseed, now_s() - t0,
+		fprintf(stderr, "pccx ref: kernel %s, %u threads\n",
 			pccx_kern_name(pccx_ref_exec_kernel(x)), pccx_ref_exec_threads(x));
 
 	logits = malloc(sizeof(float) * cfg.vocab);

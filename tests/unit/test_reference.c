@@ -9,10 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "compare.h"
 #include "exec_ref.h"
 #include "gemma3n.h"
+#include "gemma3n_gguf.h"
 #include "kernels.h"
 #include "oracle.h"
 #include "pccx_num.h"
@@ -976,6 +978,87 @@ START_TEST(test_sliding_window)
 }
 END_TEST
 
+/* ===================================================================================== */
+/* GGUF export and import.                                                               */
+
+START_TEST(test_gguf_round_trip_bit_exact)
+{
+	char path[] = "/tmp/pccx-ref-XXXXXX";
+	struct pccx_g3n_model *m2;
+	struct rig a, b;
+	pccx_q4_error qe;
+	pccx_diag d = { 0 };
+	uint32_t i;
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	rig_open(&a, "tiny", 11, 1, PCCX_KERN_AUTO);
+	ck_assert_msg(pccx_g3n_save_gguf(a.m, NULL, path, &d) == 0, "%s", d.msg);
+	pccx_q4_error_init(&qe);
+	ck_assert_msg(pccx_g3n_load_gguf(&m2, path, a.cfg.max_ctx, &qe, NULL, &d) == 0, "%s", d.msg);
+	unlink(path);
+	ck_assert(qe.lossless);
+	/* the same configuration and the same bytes in device layout */
+	ck_assert_uint_eq(m2->cfg.n_layers, a.cfg.n_layers);
+	ck_assert_uint_eq(m2->cfg.vocab, a.cfg.vocab);
+	ck_assert_uint_eq(m2->cfg.ple_vocab, a.cfg.ple_vocab);
+	ck_assert_uint_eq(m2->cfg.n_kv_shared, a.cfg.n_kv_shared);
+	ck_assert_uint_eq(m2->cfg.n_sparse, a.cfg.n_sparse);
+	ck_assert_uint_eq(m2->cfg.global_period, a.cfg.global_period);
+	ck_assert_uint_eq(m2->cfg.laurel_rank, a.cfg.laurel_rank);
+	ck_assert_float_eq(m2->cfg.sparse_z, a.cfg.sparse_z);
+	ck_assert_uint_eq(m2->size, a.m->size);
+	ck_assert(!memcmp(m2->data, a.m->data, a.m->size));
+	/* and therefore the same logits */
+	memset(&b, 0, sizeof(b));
+	b.cfg = m2->cfg;
+	b.m = m2;
+	ck_assert_int_eq(pccx_ref_exec_create(&b.x, 1, PCCX_KERN_AUTO, &d), 0);
+	ck_assert_int_eq(pccx_g3n_session_create(&b.s, b.m, pccx_ref_exec_ops(), b.x, &d), 0);
+	b.logits = malloc(sizeof(float) * b.cfg.vocab);
+	for (i = 0; i < 3; i++) {
+		rig_step(&a, tok_at(&a.cfg, i), true);
+		rig_step(&b, tok_at(&b.cfg, i), true);
+	}
+	ck_assert(!memcmp(a.logits, b.logits, sizeof(float) * a.cfg.vocab));
+	rig_close(&a);
+	rig_close(&b);
+}
+END_TEST
+
+START_TEST(test_gguf_refuses_other_models)
+{
+	char path[] = "/tmp/pccx-ref-XXXXXX";
+	struct pccx_g3n_model *m;
+	pccx_gguf_writer *w;
+	pccx_diag d = { 0 };
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(pccx_gguf_writer_new(&w, &d), 0);
+	ck_assert_int_eq(pccx_gguf_writer_set_str(w, "general.architecture", "llama", &d), 0);
+	ck_assert_int_eq(pccx_gguf_writer_write(w, path, &d), 0);
+	pccx_gguf_writer_free(w);
+	ck_assert_int_eq(pccx_g3n_load_gguf(&m, path, 0, NULL, NULL, &d), PCCX_ERR_UNSUPPORTED);
+	ck_assert_ptr_nonnull(strstr(d.msg, "llama"));
+	/* a gemma3n header without tensors */
+	ck_assert_int_eq(pccx_gguf_writer_new(&w, &d), 0);
+	ck_assert_int_eq(pccx_gguf_writer_set_str(w, "general.architecture", "gemma3n", &d), 0);
+	ck_assert_int_eq(pccx_gguf_writer_set_u32(w, "gemma3n.block_count", 10, &d), 0);
+	ck_assert_int_eq(pccx_gguf_writer_set_u32(w, "gemma3n.embedding_length", 128, &d), 0);
+	ck_assert_int_eq(pccx_gguf_writer_set_u32(w, "gemma3n.feed_forward_length", 512, &d), 0);
+	ck_assert_int_eq(pccx_gguf_writer_set_u32(w, "gemma3n.attention.head_count", 8, &d), 0);
+	ck_assert_int_eq(pccx_gguf_writer_set_u32(w, "gemma3n.attention.head_count_kv", 2, &d), 0);
+	ck_assert_int_eq(pccx_gguf_writer_write(w, path, &d), 0);
+	pccx_gguf_writer_free(w);
+	ck_assert_int_eq(pccx_g3n_load_gguf(&m, path, 0, NULL, NULL, &d), PCCX_ERR_NOT_FOUND);
+	ck_assert_ptr_nonnull(strstr(d.msg, "token_embd"));
+	unlink(path);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("reference");
@@ -1007,6 +1090,11 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_synth_independent_of_threads);
 	tcase_add_test(tc, test_prefill_without_logits_is_equivalent);
 	tcase_add_test(tc, test_kv_shared_layers_reuse_owner_cache);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("gguf");
+	tcase_add_test(tc, test_gguf_round_trip_bit_exact);
+	tcase_add_test(tc, test_gguf_refuses_other_models);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("oracle");

@@ -1,0 +1,580 @@
+// SPDX-License-Identifier: MIT
+/* Gemma 3n models to and from GGUF (llama.cpp "gemma3n" names and metadata). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag.h"
+#include "gemma3n_gguf.h"
+#include "pccx_num.h"
+
+#define ARCH "gemma3n"
+#define Q4_0_BLOCK_BYTES 18u
+
+/* ------------------------------------------------------------------------------------- */
+/* Names: ours are llama.cpp's, except the stacked AltUp projections, which we split.    */
+
+/* GGUF name of tensor `name` and the part (slice of the outermost dimension) it is. */
+static void gguf_name(const char *name, char *out, size_t size, uint32_t *part)
+{
+	static const char *const stacked[] = { "altup_proj.", "altup_unembd_proj." };
+	size_t i;
+
+	*part = 0;
+	for (i = 0; i < 2; i++) {
+		size_t n = strlen(stacked[i]);
+
+		if (!strncmp(name, stacked[i], n) && name[n] >= '0' && name[n] <= '9') {
+			snprintf(out, size, "%.*sweight", (int)n, name);
+			*part = (uint32_t)(name[n] - '0');
+			return;
+		}
+	}
+	snprintf(out, size, "%s", name);
+}
+
+/* Raw 4-bit field i of a packed nibble array. */
+static unsigned nib_raw(const uint8_t *p, unsigned i)
+{
+	return (p[i / 2] >> (4 * (i & 1))) & 0xFu;
+}
+
+/*
+ * One device Q4 row record -> ggml Q4_0 blocks: the FP16 scale copied, element e < 16 in the
+ * low nibble of qs[e], e >= 16 in the high nibble of qs[e - 16], each as u = q + 8 = raw ^ 8.
+ * The exact inverse of pccx_q4_from_ggml_q4_0.
+ */
+static void row_to_q4_0(const uint8_t *rec, uint32_t cols, uint8_t *out)
+{
+	const uint8_t *nib = pccx_g3n_q4_nibbles(rec, cols);
+	uint32_t b, j;
+
+	for (b = 0; b < cols / 32; b++) {
+		uint8_t *blk = out + Q4_0_BLOCK_BYTES * b;
+		const uint8_t *nb = nib + 16 * b;
+
+		blk[0] = rec[2 * b];
+		blk[1] = rec[2 * b + 1];
+		for (j = 0; j < 16; j++)
+			blk[2 + j] = (uint8_t)((nib_raw(nb, j) ^ 8u) | (nib_raw(nb, j + 16) ^ 8u) << 4);
+	}
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* Save.                                                                                  */
+
+struct save {
+	pccx_gguf_writer *w;
+	void **bufs;
+	size_t nbufs;
+};
+
+static void *save_buf(struct save *s, size_t bytes)
+{
+	void *p = malloc(bytes ? bytes : 1);
+
+	if (!p)
+		return NULL;
+	s->bufs[s->nbufs++] = p;
+	return p;
+}
+
+/* The GGUF tensor holding my tensor t (and, if stacked, its sibling parts). */
+static int save_tensor(struct save *s, const struct pccx_g3n_model *m, uint32_t t, pccx_diag *d)
+{
+	const struct pccx_g3n_tensor *T = &m->t[t];
+	char name[PCCX_G3N_NAME_MAX];
+	uint32_t part, parts = 1, p, r, i;
+	uint64_t ne[3], row_out, nbytes;
+	uint8_t *buf;
+	bool q4 = T->fmt == PCCX_WFMT_Q4;
+
+	gguf_name(T->name, name, sizeof(name), &part);
+	if (part)
+		return PCCX_OK;	/* written with part 0 */
+	if (strcmp(name, T->name))
+		parts = 3;
+	row_out = q4 ? (uint64_t)T->cols / 32 * Q4_0_BLOCK_BYTES : (uint64_t)T->cols * 4;
+	nbytes = row_out * T->rows * parts;
+	buf = save_buf(s, nbytes);
+	if (!buf)
+		return pccx_fail(d, PCCX_ERR_NOMEM, "GGUF export: tensor '%s': out of memory", name);
+	for (p = 0; p < parts; p++) {
+		uint32_t tp = t + p;	/* the parts are consecutive in the tensor table */
+
+		for (r = 0; r < T->rows; r++) {
+			const uint8_t *rec = pccx_g3n_row(m, (int32_t)tp, r);
+			uint8_t *o = buf + ((uint64_t)p * T->rows + r) * row_out;
+
+			if (q4) {
+				row_to_q4_0(rec, T->cols, o);
+			} else {
+				for (i = 0; i < T->cols; i++) {
+					uint32_t b = (uint32_t)(rec[2 * i] | rec[2 * i + 1] << 8) << 16;
+
+					memcpy(o + 4 * i, &b, 4);	/* BF16 -> F32: exact */
+				}
+			}
+		}
+	}
+	ne[0] = T->cols;
+	ne[1] = T->rows;
+	ne[2] = parts;
+	return pccx_gguf_writer_add_tensor(s->w, name, q4 ? PCCX_GGML_Q4_0 : PCCX_GGML_F32,
+					   parts > 1 ? 3 : (T->rows == 1 ? 1 : 2), ne, buf, nbytes, d);
+}
+
+static int set_str_array(pccx_gguf_writer *w, const char *key, const char *const *s,
+			 const uint32_t *lens, size_t n, pccx_diag *d)
+{
+	pccx_gguf_str *strs = calloc(n ? n : 1, sizeof(*strs));
+	pccx_gguf_value v = { .type = PCCX_GGUF_ARRAY };
+	size_t i;
+	int rc;
+
+	if (!strs)
+		return pccx_fail(d, PCCX_ERR_NOMEM, "GGUF export: %s: out of memory", key);
+	for (i = 0; i < n; i++) {
+		strs[i].s = s[i];
+		strs[i].len = lens ? lens[i] : strlen(s[i]);
+	}
+	v.v.arr.elem_type = PCCX_GGUF_STRING;
+	v.v.arr.n = n;
+	v.v.arr.strs = strs;
+	rc = pccx_gguf_writer_set_value(w, key, &v, d);
+	free(strs);
+	return rc;
+}
+
+static int save_tokenizer(pccx_gguf_writer *w, const pccx_tokenizer *tk, pccx_diag *d)
+{
+	pccx_tokenizer_vocab v;
+	int rc;
+
+	rc = pccx_tokenizer_export_vocab(tk, &v, d);
+	if (rc)
+		return rc;
+	rc = pccx_gguf_writer_set_str(w, "tokenizer.ggml.model", v.model ? v.model : "llama", d);
+	if (!rc)
+		rc = set_str_array(w, "tokenizer.ggml.tokens", v.tokens, v.token_lens, v.n_tokens, d);
+	if (!rc && v.scores)
+		rc = pccx_gguf_writer_set_array(w, "tokenizer.ggml.scores", PCCX_GGUF_FLOAT32,
+						v.scores, v.n_tokens, d);
+	if (!rc && v.types)
+		rc = pccx_gguf_writer_set_array(w, "tokenizer.ggml.token_type", PCCX_GGUF_INT32,
+						v.types, v.n_tokens, d);
+	if (!rc && v.n_merges)
+		rc = set_str_array(w, "tokenizer.ggml.merges", v.merges, v.merge_lens, v.n_merges, d);
+	if (!rc && v.bos_id >= 0)
+		rc = pccx_gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)v.bos_id, d);
+	if (!rc && v.eos_id >= 0)
+		rc = pccx_gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)v.eos_id, d);
+	if (!rc && v.unk_id >= 0)
+		rc = pccx_gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", (uint32_t)v.unk_id,
+					      d);
+	if (!rc && v.pad_id >= 0)
+		rc = pccx_gguf_writer_set_u32(w, "tokenizer.ggml.padding_token_id", (uint32_t)v.pad_id,
+					      d);
+	if (!rc && v.add_bos >= 0)
+		rc = pccx_gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", v.add_bos != 0, d);
+	if (!rc && v.add_space_prefix >= 0)
+		rc = pccx_gguf_writer_set_bool(w, "tokenizer.ggml.add_space_prefix",
+					       v.add_space_prefix != 0, d);
+	pccx_tokenizer_vocab_free(&v);
+	return rc;
+}
+
+static int save_metadata(pccx_gguf_writer *w, const struct pccx_g3n_config *c, pccx_diag *d)
+{
+	bool swa[PCCX_G3N_MAX_LAYERS];
+	float sparsity[PCCX_G3N_MAX_LAYERS];
+	char name[64];
+	uint32_t l;
+	int rc;
+
+	for (l = 0; l < c->n_layers; l++) {
+		swa[l] = !pccx_g3n_is_global(c, l);
+		sparsity[l] = pccx_g3n_is_sparse(c, l) ? c->sparse_z : 0.0f;
+	}
+	snprintf(name, sizeof(name), "pccx synthetic gemma3n %s", c->name);
+	rc = pccx_gguf_writer_set_str(w, "general.architecture", ARCH, d);
+	if (!rc)
+		rc = pccx_gguf_writer_set_str(w, "general.name", name, d);
+#define U32(k, v) if (!rc) rc = pccx_gguf_writer_set_u32(w, ARCH "." k, (v), d)
+#define F32(k, v) if (!rc) rc = pccx_gguf_writer_set_f32(w, ARCH "." k, (v), d)
+	U32("context_length", 32768);
+	U32("block_count", c->n_layers);
+	U32("embedding_length", c->d_model);
+	U32("feed_forward_length", c->d_ffn);
+	U32("attention.head_count", c->n_heads);
+	U32("attention.head_count_kv", c->n_kv_heads);
+	U32("attention.key_length", c->head_dim);
+	U32("attention.value_length", c->head_dim);
+	F32("attention.layer_norm_rms_epsilon", c->eps);
+	F32("rope.freq_base", c->theta_global);
+	F32("rope.freq_base_swa", c->theta_local);
+	U32("attention.sliding_window", c->window);
+	U32("attention.shared_kv_layers", c->n_kv_shared);
+	U32("altup.active_idx", 0);
+	U32("altup.num_inputs", PCCX_G3N_STREAMS);
+	U32("embedding_length_per_layer_input", c->d_ple);
+	F32("final_logit_softcapping", c->softcap);
+#undef U32
+#undef F32
+	if (!rc)
+		rc = pccx_gguf_writer_set_array(w, ARCH ".attention.sliding_window_pattern",
+						PCCX_GGUF_BOOL, swa, c->n_layers, d);
+	if (!rc)
+		rc = pccx_gguf_writer_set_array(w, ARCH ".activation_sparsity_scale",
+						PCCX_GGUF_FLOAT32, sparsity, c->n_layers, d);
+	return rc;
+}
+
+int pccx_g3n_save_gguf(const struct pccx_g3n_model *m, const pccx_tokenizer *tk, const char *path,
+		       pccx_diag *d)
+{
+	struct save s = { 0 };
+	uint32_t t;
+	int rc;
+
+	s.bufs = calloc(m->n_t, sizeof(*s.bufs));
+	if (!s.bufs)
+		return pccx_fail(d, PCCX_ERR_NOMEM, "GGUF export: out of memory");
+	rc = pccx_gguf_writer_new(&s.w, d);
+	if (!rc)
+		rc = save_metadata(s.w, &m->cfg, d);
+	if (!rc && tk)
+		rc = save_tokenizer(s.w, tk, d);
+	for (t = 0; !rc && t < m->n_t; t++)
+		rc = save_tensor(&s, m, t, d);
+	if (!rc)
+		rc = pccx_gguf_writer_write(s.w, path, d);
+	pccx_gguf_writer_free(s.w);
+	while (s.nbufs)
+		free(s.bufs[--s.nbufs]);
+	free(s.bufs);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* Load.                                                                                  */
+
+static int key_u32(const pccx_gguf *g, const char *key, uint32_t def, uint32_t *out,
+		   pccx_diag *d)
+{
+	if (!pccx_gguf_find(g, key)) {
+		*out = def;
+		return PCCX_OK;
+	}
+	return pccx_gguf_get_u32(g, key, out, d);
+}
+
+static int key_f32(const pccx_gguf *g, const char *key, float def, float *out, pccx_diag *d)
+{
+	if (!pccx_gguf_find(g, key)) {
+		*out = def;
+		return PCCX_OK;
+	}
+	return pccx_gguf_get_f32(g, key, out, d);
+}
+
+/* The configuration from the gemma3n.* metadata and the tensor shapes. */
+static int load_config(const pccx_gguf *g, uint32_t max_ctx, struct pccx_g3n_config *c,
+		       pccx_diag *d)
+{
+	const char *name = pccx_gguf_name(g), *arch;
+	const pccx_gguf_tensor *te, *tp, *tl;
+	const pccx_gguf_array *a;
+	uint32_t l;
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	snprintf(c->name, sizeof(c->name), "gguf");
+	rc = pccx_gguf_get_str(g, "general.architecture", &arch, NULL, d);
+	if (rc)
+		return rc;
+	if (strcmp(arch, ARCH))
+		return pccx_fail(d, PCCX_ERR_UNSUPPORTED, "%s: architecture '%s', expected '" ARCH "'",
+				 name, arch);
+	rc = pccx_gguf_get_u32(g, ARCH ".block_count", &c->n_layers, d);
+	if (!rc)
+		rc = pccx_gguf_get_u32(g, ARCH ".embedding_length", &c->d_model, d);
+	if (!rc && pccx_gguf_get_u32(g, ARCH ".feed_forward_length", &c->d_ffn, NULL)) {
+		/* llama.cpp also accepts one value per layer: all must agree here */
+		rc = pccx_gguf_get_array(g, ARCH ".feed_forward_length", PCCX_GGUF_TYPE_COUNT, &a, d);
+		for (l = 0; !rc && l < a->n; l++) {
+			int64_t v;
+
+			rc = pccx_gguf_array_i64(a, l, &v);
+			if (!rc && (l ? v != (int64_t)c->d_ffn : v <= 0 || v > 65535))
+				rc = pccx_fail(d, PCCX_ERR_UNSUPPORTED, "%s: feed_forward_length differs "
+					       "between layers", name);
+			c->d_ffn = (uint32_t)v;
+		}
+	}
+	if (!rc)
+		rc = pccx_gguf_get_u32(g, ARCH ".attention.head_count", &c->n_heads, d);
+	if (!rc)
+		rc = pccx_gguf_get_u32(g, ARCH ".attention.head_count_kv", &c->n_kv_heads, d);
+	if (!rc)
+		rc = key_u32(g, ARCH ".attention.key_length", c->n_heads ? c->d_model / c->n_heads : 0,
+			     &c->head_dim, d);
+	if (!rc)
+		rc = key_u32(g, ARCH ".embedding_length_per_layer_input", 256, &c->d_ple, d);
+	if (!rc)
+		rc = key_u32(g, ARCH ".attention.sliding_window", 512, &c->window, d);
+	if (!rc)
+		rc = key_u32(g, ARCH ".attention.shared_kv_layers", 15, &c->n_kv_shared, d);
+	if (!rc)
+		rc = key_f32(g, ARCH ".attention.layer_norm_rms_epsilon", 1e-6f, &c->eps, d);
+	if (!rc)
+		rc = key_f32(g, ARCH ".rope.freq_base", 1e6f, &c->theta_global, d);
+	if (!rc)
+		rc = key_f32(g, ARCH ".rope.freq_base_swa", 1e4f, &c->theta_local, d);
+	if (!rc)
+		rc = key_f32(g, ARCH ".final_logit_softcapping", 30.0f, &c->softcap, d);
+	if (rc)
+		return rc;
+
+	/* layer pattern: global iff (i + 1) % period == 0 is the only one the graph runs */
+	c->global_period = 5;
+	if (pccx_gguf_find(g, ARCH ".attention.sliding_window_pattern")) {
+		rc = pccx_gguf_get_array(g, ARCH ".attention.sliding_window_pattern", PCCX_GGUF_BOOL,
+					 &a, d);
+		if (rc)
+			return rc;
+		if (a->n != c->n_layers)
+			return pccx_fail(d, PCCX_ERR_FORMAT, "%s: sliding_window_pattern has %llu "
+					 "entries for %u layers", name, (unsigned long long)a->n,
+					 c->n_layers);
+		for (l = 0; l < a->n && ((const uint8_t *)a->data)[l]; l++)
+			;
+		c->global_period = l + 1;
+		for (l = 0; l < a->n; l++)
+			if (((const uint8_t *)a->data)[l] == pccx_g3n_is_global(c, l))
+				return pccx_fail(d, PCCX_ERR_UNSUPPORTED, "%s: sliding_window_pattern "
+						 "is not periodic (layer %u)", name, l);
+	}
+	/* sparsity: a leading run of layers with the same non-zero z (llama.cpp: 10 x icdf(0.95)) */
+	c->n_sparse = c->n_layers < 10 ? c->n_layers : 10;
+	c->sparse_z = 1.6448533535f;
+	if (pccx_gguf_find(g, ARCH ".activation_sparsity_scale")) {
+		const float *z;
+		uint64_t n;
+
+		rc = pccx_gguf_get_f32_array(g, ARCH ".activation_sparsity_scale", &z, &n, d);
+		if (rc)
+			return rc;
+		for (l = 0; l < n && z[l] != 0.0f && z[l] == z[0]; l++)
+			;
+		c->n_sparse = l;
+		c->sparse_z = l ? z[0] : 0.0f;
+		for (; l < n; l++)
+			if (z[l] != 0.0f)
+				return pccx_fail(d, PCCX_ERR_UNSUPPORTED, "%s: activation_sparsity_scale "
+						 "is not a leading run (layer %u)", name, l);
+	}
+	/* sizes the metadata does not carry */
+	te = pccx_gguf_find_tensor(g, "token_embd.weight");
+	tp = pccx_gguf_find_tensor(g, "per_layer_token_embd.weight");
+	tl = pccx_gguf_find_tensor(g, "blk.0.laurel_l.weight");
+	if (!te || !tp || !tl)
+		return pccx_fail(d, PCCX_ERR_NOT_FOUND, "%s: token_embd, per_layer_token_embd or "
+				 "blk.0.laurel_l missing", name);
+	if (te->n_dims != 2 || tp->n_dims != 2 || tl->n_dims != 2 || te->ne[1] > (1u << 24) ||
+	    tp->ne[1] > te->ne[1] || tl->ne[1] > 65535)
+		return pccx_fail(d, PCCX_ERR_FORMAT, "%s: unexpected embedding / LAuReL shapes", name);
+	c->vocab = (uint32_t)te->ne[1];
+	c->ple_vocab = (uint32_t)tp->ne[1];
+	c->laurel_rank = (uint32_t)tl->ne[1];
+	c->max_ctx = max_ctx ? max_ctx : 4096;
+	rc = pccx_g3n_config_check(c, d);
+	if (rc && d) {
+		char why[sizeof(d->msg)];
+
+		snprintf(why, sizeof(why), "%s", d->msg);
+		return pccx_fail(d, rc, "%s: %s", name, why);
+	}
+	return rc;
+}
+
+/* Fill tensor t of the model from its GGUF tensor. */
+static int load_tensor(const pccx_gguf *g, struct pccx_g3n_model *m, uint32_t t, float *row,
+		       pccx_q4_error *err, pccx_diag *d)
+{
+	const struct pccx_g3n_tensor *T = &m->t[t];
+	const pccx_gguf_tensor *gt;
+	char name[PCCX_G3N_NAME_MAX];
+	uint32_t part, r, b, i;
+	uint64_t base;
+	bool shape_ok;
+	int rc;
+
+	gguf_name(T->name, name, sizeof(name), &part);
+	rc = pccx_gguf_get_tensor(g, name, &gt, d);
+	if (rc)
+		return rc;
+	if (strcmp(name, T->name))
+		shape_ok = gt->n_dims == 3 && gt->ne[0] == T->cols && gt->ne[1] == T->rows &&
+			   gt->ne[2] > part;
+	else
+		shape_ok = gt->ne[0] == T->cols && gt->n_elems == (uint64_t)T->rows * T->cols;
+	if (!shape_ok)
+		return pccx_fail(d, PCCX_ERR_FORMAT, "%s: tensor '%s': shape does not match (%u, %u)",
+				 pccx_gguf_name(g), name, T->rows, T->cols);
+	base = (uint64_t)part * T->rows;
+	for (r = 0; r < T->rows; r++) {
+		uint8_t *rec = m->data + T->offset + (uint64_t)r * T->row_bytes;
+
+		if (T->fmt == PCCX_WFMT_Q4 && gt->type == PCCX_GGML_Q4_0) {
+			const uint8_t *src = gt->data + (base + r) * (T->cols / 32) * Q4_0_BLOCK_BYTES;
+			uint8_t *nib = rec + pccx_g3n_q4_scale_bytes(T->cols);
+
+			for (b = 0; b < T->cols / 32; b++) {
+				uint16_t h;
+
+				pccx_q4_from_ggml_q4_0(src + Q4_0_BLOCK_BYTES * b, &h, nib + 16 * b);
+				rec[2 * b] = (uint8_t)h;
+				rec[2 * b + 1] = (uint8_t)(h >> 8);
+			}
+			if (err)
+				err->n += T->cols;
+			continue;
+		}
+		rc = pccx_gguf_decode_rows(g, gt, base + r, 1, row, d);
+		if (rc)
+			return rc;
+		if (T->fmt == PCCX_WFMT_Q4) {
+			rc = pccx_q4_quantize(row, T->cols, rec + pccx_g3n_q4_scale_bytes(T->cols),
+					      (uint16_t *)(void *)rec, err, name, d);
+			if (rc)
+				return rc;
+		} else {
+			for (i = 0; i < T->cols; i++) {
+				uint16_t h = pccx_f32_to_bf16(row[i]);
+
+				rec[2 * i] = (uint8_t)h;
+				rec[2 * i + 1] = (uint8_t)(h >> 8);
+			}
+		}
+	}
+	return PCCX_OK;
+}
+
+static int load_tokenizer(const pccx_gguf *g, pccx_tokenizer **tk, pccx_diag *d)
+{
+	pccx_tokenizer_vocab v = { 0 };
+	const pccx_gguf_str *tok, *mer = NULL;
+	const char **tokens = NULL, **merges = NULL;
+	uint32_t *tlen = NULL, *mlen = NULL;
+	uint64_t n, nm = 0, i;
+	const int32_t *types = NULL;
+	const float *scores = NULL;
+	uint64_t n2;
+	bool b;
+	int rc;
+
+	*tk = NULL;
+	if (!pccx_gguf_find(g, "tokenizer.ggml.tokens"))
+		return PCCX_OK;
+	rc = pccx_gguf_get_str(g, "tokenizer.ggml.model", &v.model, NULL, d);
+	if (!rc)
+		rc = pccx_gguf_get_str_array(g, "tokenizer.ggml.tokens", &tok, &n, d);
+	if (!rc && pccx_gguf_find(g, "tokenizer.ggml.scores"))
+		rc = pccx_gguf_get_f32_array(g, "tokenizer.ggml.scores", &scores, &n2, d);
+	if (!rc && pccx_gguf_find(g, "tokenizer.ggml.token_type"))
+		rc = pccx_gguf_get_i32_array(g, "tokenizer.ggml.token_type", &types, &n2, d);
+	if (!rc && pccx_gguf_find(g, "tokenizer.ggml.merges"))
+		rc = pccx_gguf_get_str_array(g, "tokenizer.ggml.merges", &mer, &nm, d);
+	if (rc)
+		return rc;
+	tokens = calloc(n + 1, sizeof(*tokens));
+	tlen = calloc(n + 1, sizeof(*tlen));
+	merges = calloc(nm + 1, sizeof(*merges));
+	mlen = calloc(nm + 1, sizeof(*mlen));
+	if (!tokens || !tlen || !merges || !mlen) {
+		rc = pccx_fail(d, PCCX_ERR_NOMEM, "%s: tokenizer: out of memory", pccx_gguf_name(g));
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		tokens[i] = tok[i].s;
+		tlen[i] = (uint32_t)tok[i].len;
+	}
+	for (i = 0; i < nm; i++) {
+		merges[i] = mer[i].s;
+		mlen[i] = (uint32_t)mer[i].len;
+	}
+	v.n_tokens = n;
+	v.tokens = tokens;
+	v.token_lens = tlen;
+	v.scores = scores;
+	v.types = types;
+	v.n_merges = nm;
+	v.merges = merges;
+	v.merge_lens = mlen;
+	v.bos_id = v.eos_id = v.unk_id = v.pad_id = -1;
+	v.add_bos = v.add_space_prefix = -1;
+#define ID(key, field) do { uint32_t u; \
+	if (pccx_gguf_find(g, key) && !pccx_gguf_get_u32(g, key, &u, NULL) && u < n) field = (int32_t)u; \
+} while (0)
+	ID("tokenizer.ggml.bos_token_id", v.bos_id);
+	ID("tokenizer.ggml.eos_token_id", v.eos_id);
+	ID("tokenizer.ggml.unknown_token_id", v.unk_id);
+	ID("tokenizer.ggml.padding_token_id", v.pad_id);
+#undef ID
+	if (pccx_gguf_find(g, "tokenizer.ggml.add_bos_token") &&
+	    !pccx_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &b, NULL))
+		v.add_bos = b;
+	if (pccx_gguf_find(g, "tokenizer.ggml.add_space_prefix") &&
+	    !pccx_gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &b, NULL))
+		v.add_space_prefix = b;
+	rc = pccx_tokenizer_from_vocab(&v, pccx_gguf_name(g), tk, d);
+out:
+	free(tokens);
+	free(tlen);
+	free(merges);
+	free(mlen);
+	return rc;
+}
+
+int pccx_g3n_load_gguf(struct pccx_g3n_model **out, const char *path, uint32_t max_ctx,
+		       pccx_q4_error *err, pccx_tokenizer **tk, pccx_diag *d)
+{
+	struct pccx_g3n_config cfg;
+	struct pccx_g3n_model *m = NULL;
+	pccx_gguf *g = NULL;
+	float *row = NULL;
+	uint32_t t, maxc = 0;
+	int rc;
+
+	*out = NULL;
+	if (tk)
+		*tk = NULL;
+	rc = pccx_gguf_open(&g, path, d);
+	if (!rc)
+		rc = load_config(g, max_ctx, &cfg, d);
+	if (!rc)
+		rc = pccx_g3n_model_create(&m, &cfg, d);
+	if (rc)
+		goto out;
+	for (t = 0; t < m->n_t; t++)
+		maxc = m->t[t].cols > maxc ? m->t[t].cols : maxc;
+	row = malloc(sizeof(float) * maxc);
+	if (!row) {
+		rc = pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
+		goto out;
+	}
+	for (t = 0; !rc && t < m->n_t; t++)
+		rc = load_tensor(g, m, t, row, err, d);
+	if (!rc && tk)
+		rc = load_tokenizer(g, tk, d);
+out:
+	free(row);
+	pccx_gguf_close(g);
+	if (rc) {
+		pccx_g3n_model_free(m);
+		return rc;
+	}
+	*out = m;
+	return PCCX_OK;
+}

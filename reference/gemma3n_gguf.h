@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Gemma 3n models as GGUF files (llama.cpp's "gemma3n" layout, research note §1.6).
+ *
+ * Save: device Q4 tensors become Q4_0 (lossless: same FP16 scale bits, nibble u = q + 8),
+ * BF16 tensors F32 (exact), the AltUp projections one stacked tensor each; the gemma3n.*
+ * metadata describe the configuration; a tokenizer, when given, is embedded as
+ * tokenizer.ggml.*. Load: the configuration from the metadata and the tensor shapes, Q4_0
+ * tensors imported losslessly, other types decoded and requantised per block of 32 (the error
+ * is reported), vectors rounded to BF16; the tokenizer when the file has one. A file this
+ * module wrote loads back bit for bit.
+ */
+#ifndef PCCX_GEMMA3N_GGUF_H
+#define PCCX_GEMMA3N_GGUF_H
+
+#include "gemma3n_model.h"
+#include "pccx/modelfile.h"
+#include "pccx/tokenizer.h"
+
+/* Write `m` (and `tk` when not NULL) to `path` (atomically: temporary file, then rename). */
+PCCX_MUST_CHECK int pccx_g3n_save_gguf(const struct pccx_g3n_model *m, const pccx_tokenizer *tk,
+				       const char *path, pccx_diag *d);
+
+/*
+ * Load a gemma3n GGUF into a new model in device layout. max_ctx: KV positions of global
+ * layers (0 = 4096). err (may be NULL) accumulates the requantisation error of tensors that
+ * were not Q4_0. *tk (when tk != NULL) receives the embedded tokenizer or NULL.
+ */
+PCCX_MUST_CHECK int pccx_g3n_load_gguf(struct pccx_g3n_model **out, const char *path,
+				       uint32_t max_ctx, pccx_q4_error *err, pccx_tokenizer **tk,
+				       pccx_diag *d);
+
+#endif /* PCCX_GEMMA3N_GGUF_H */
