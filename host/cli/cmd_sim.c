@@ -296,10 +296,10 @@ int pccx_cmd_sim(int argc, char **argv)
 		}
 	}
 	pccx_sim_report(pccx_simb_sim(b), stdout, stages, n_stages);
-	printf("host: %.3f s for %u instructions (%.2f us each), %" PRIu64 " engine steps, %" PRIu64
-	       " register accesses\n",
-	       res.host_seconds, jf.n_insn, res.host_seconds * 1e6 / (jf.n_insn ? jf.n_insn : 1),
-	       res.steps, res.mmio);
+	printf("host: %.3f s CPU (%.3f s wall) for %u instructions (%.2f us CPU each), %" PRIu64
+	       " engine steps, %" PRIu64 " register accesses\n",
+	       res.cpu_seconds, res.host_seconds, jf.n_insn,
+	       res.cpu_seconds * 1e6 / (jf.n_insn ? jf.n_insn : 1), res.steps, res.mmio);
 	if (st)
 		goto fail;
 	for (i = 0; i < n_out; i++) {

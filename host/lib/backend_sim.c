@@ -265,7 +265,7 @@ int pccx_simb_submit_wait(struct pccx_simb *b, const struct pccx_job_view *job,
 	struct pccx_simb_opts defo = { 0 };
 	struct pccx_simb_result dummy;
 	struct pccx_engine_ctx e;
-	struct timespec t0, t1;
+	struct timespec t0, t1, c0, c1;
 	uint64_t start, last_cycle, last_prog, timeout, poll;
 	int rc = 0;
 
@@ -296,6 +296,7 @@ int pccx_simb_submit_wait(struct pccx_simb *b, const struct pccx_job_view *job,
 	if (!opts->keep_stats)
 		pccx_sim_stats_reset(b->sim);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
 	start = pccx_sim_cycles(b->sim);
 	res->state = pccx_engine_start(&e, job, &sim_ops, b->sim, xlate, b);
 	last_cycle = pccx_sim_cycles(b->sim);
@@ -320,11 +321,14 @@ int pccx_simb_submit_wait(struct pccx_simb *b, const struct pccx_job_view *job,
 	}
 	pccx_sim_set_host_backlog(b->sim, false);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
 	res->err = e.err;
 	res->mmio = e.mmio;
 	res->cycles = pccx_sim_cycles(b->sim) - start;
 	res->host_seconds = (double)(t1.tv_sec - t0.tv_sec) +
 			    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	res->cpu_seconds = (double)(c1.tv_sec - c0.tv_sec) +
+			   (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
 	pccx_sim_get_stats(b->sim, &res->stats);
 	if (res->timed_out) {
 		rc = pccx_fail(d, PCCX_ERR_TIMEOUT,

@@ -31,7 +31,8 @@ struct pccx_simb_result {
 	bool timed_out;
 	uint64_t cycles;           /* simulated core cycles from submit to completion */
 	uint64_t steps, mmio;      /* engine steps and register accesses */
-	double host_seconds;
+	double host_seconds;       /* wall-clock time of the submit */
+	double cpu_seconds;        /* CPU time of the calling thread during it */
 	struct pccx_sim_stats stats;
 };
 
