@@ -1199,6 +1199,48 @@ START_TEST(random_words_never_crash)
 }
 END_TEST
 
+/* Random register traffic (any offset, width and value) never crashes the model. */
+START_TEST(random_mmio_never_crashes)
+{
+	pccx_sim *s = mksim();
+	uint8_t *host = calloc(1, 65536);
+	uint64_t rng = 1234, v64;
+	uint32_t v32;
+	unsigned i;
+
+	ck_assert_int_eq(pccx_sim_dma_window_add(s, 0x10000, 65536, host,
+						 PCCX_SIM_WIN_READ | PCCX_SIM_WIN_WRITE), 0);
+	for (i = 0; i < 20000; i++) {
+		uint64_t r = t_rand(&rng), val = t_rand(&rng);
+		uint32_t off = (uint32_t)(r % (PCCX_MMIO_SIZE + 64)) & ~3u;
+
+		/* keep DataMover addresses near the window half of the time */
+		if ((off & 0xfff) == PCCX_DM_CMD_HI && (r & 0x100))
+			val = 0x10000 + (val & 0x1fff0);
+		if ((off & 0xfff) == PCCX_DM_CMD_LO && (r & 0x200))
+			val = (val & 0xff0) | PCCX_DM_CMD_TYPE_INCR;
+		switch ((r >> 32) & 3) {
+		case 0:
+			(void)!pccx_sim_mmio_read32(s, off, &v32);
+			break;
+		case 1:
+			(void)!pccx_sim_mmio_write32(s, off, (uint32_t)val);
+			break;
+		case 2:
+			(void)!pccx_sim_mmio_read64(s, off, &v64);
+			break;
+		default:
+			(void)!pccx_sim_mmio_write64(s, off, val);
+			break;
+		}
+		if (i % 500 == 0)
+			pccx_sim_advance(s, 20000);
+	}
+	pccx_sim_destroy(s);
+	free(host);
+}
+END_TEST
+
 /* ---- configuration and trace ----------------------------------------------------------- */
 
 static char *dtb_path(void)
@@ -1361,6 +1403,7 @@ static Suite *suite(void)
 	tcase_add_test(t, err_stream_short_timeout);
 	tcase_add_test(t, err_dma_window);
 	tcase_add_test(t, random_words_never_crash);
+	tcase_add_test(t, random_mmio_never_crashes);
 	tcase_add_test(t, config_dtb);
 	tcase_add_test(t, trace_json);
 	tcase_add_test(t, report_prints);
