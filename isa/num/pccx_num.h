@@ -71,7 +71,7 @@ int32_t pccx_f32_rne_clamp(float f, int32_t lo, int32_t hi);
 
 /* Element i of a packed INT4 array, sign-extended (-8..7). */
 int pccx_int4_get(const uint8_t *packed, size_t i);
-/* Store v (-8..7; only the low 4 bits of v are used) as element i; the other nibble of the byte is kept. */
+/* Store v (-8..7; only its low 4 bits are used) as element i; the byte's other nibble is kept. */
 void pccx_int4_set(uint8_t *packed, size_t i, int v);
 
 /* ------------------------------------------------------------------------------------- */
