@@ -187,7 +187,6 @@ struct pccx_sim {
 	uint64_t busy_ps[PCCX_SIM_U_COUNT];
 	uint64_t dm_busy_ps[PCCX_DM_CHANNELS], dm_full_ps[PCCX_DM_CHANNELS];
 	uint64_t ddr_busy_ps, mmio_ps, mmio_full_ps, stall_weights_ps;
-	bool stats_job;                /* instructions pushed since last idle */
 	bool host_backlog;             /* the host has words it has not pushed yet */
 
 	struct sim_trace *trace;
@@ -268,7 +267,7 @@ void sim_matmul_abort(struct pccx_sim *s, struct sim_matmul *mm);
 void sim_matmul_row_done(struct pccx_sim *s, struct sim_matmul *mm, unsigned p, uint32_t row);
 uint32_t sim_gemm_beat_macs(const struct sim_matmul *mm, uint64_t byte_in_row);
 
-/* eng_sfu.c: CVO, MEMSET and the L2 copy (fixed-duration units) */
+/* eng_sfu.c: CVO and the L2 copy (fixed-duration units) */
 void sim_timed_start(struct pccx_sim *s, struct sim_op *op);
 void sim_timed_core_tick(struct pccx_sim *s);
 void sim_timed_abort(struct pccx_sim *s);
@@ -280,10 +279,6 @@ uint64_t sim_ddr_access(struct pccx_sim *s, uint64_t now_ps, uint64_t addr, uint
 			int write);
 int sim_ddr_init(struct pccx_sim *s);
 void sim_ddr_reset(struct pccx_sim *s);
-static inline uint64_t sim_ps_to_cycles(const struct pccx_sim *s, uint64_t ps)
-{
-	return ps / s->core_ps;
-}
 
 /* trace.c */
 void sim_trace_event(struct pccx_sim *s, const char *track, const char *name,
