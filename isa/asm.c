@@ -153,8 +153,9 @@ static bool same_word(const char *a, size_t alen, const char *b)
 {
 	size_t i;
 
+	/* b is NUL-terminated, a is not and may hold anything (even NUL bytes) */
 	for (i = 0; i < alen; i++)
-		if (b[i] != a[i])
+		if (b[i] == '\0' || b[i] != a[i])
 			return false;
 	return b[alen] == '\0';
 }
@@ -174,7 +175,7 @@ static int aerr(struct pccx_asm_error *e, int err, size_t col, int field, uint64
 static bool parse_num(const char *s, size_t n, uint64_t *v)
 {
 	uint64_t acc = 0;
-	size_t i = 0;
+	size_t i = 0, digits = 0;
 	unsigned base = 10;
 
 	if (n >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
@@ -200,7 +201,10 @@ static bool parse_num(const char *s, size_t n, uint64_t *v)
 		if (acc > (~0ull - d) / base)
 			return false;
 		acc = acc * base + d;
+		digits++;
 	}
+	if (!digits)
+		return false;
 	*v = acc;
 	return true;
 }

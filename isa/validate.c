@@ -37,13 +37,16 @@ static int check_span(pccx_buf_lookup_fn lookup, void *ctx, const struct pccx_vl
 	uint64_t size = 0;
 	uint32_t access = 0;
 
+	*bufsize = 0;
 	if (!lookup || lookup(ctx, handle, &size, &access))
 		return PCCX_ISA_E_BUF_HANDLE;
 	*bufsize = size;
 	if (offset % DESC_ALIGN || length % DESC_ALIGN || length == 0)
 		return PCCX_ISA_E_ALIGN;
-	if (length > lim->max_desc_bytes)
+	if (length > lim->max_desc_bytes) {
+		*bufsize = lim->max_desc_bytes;   /* the detail reported is (limit, length) */
 		return PCCX_ISA_E_JOB_LIMIT;
+	}
 	/* offset + length <= size, without computing a sum that could wrap */
 	if (offset > size || length > size - offset)
 		return PCCX_ISA_E_BUF_RANGE;
@@ -102,7 +105,8 @@ int pccx_validate(const struct pccx_job_view *job, pccx_buf_lookup_fn lookup, vo
 		need = d->flags == PCCX_DMA_TO_DEVICE ? PCCX_BUF_DEV_READ : PCCX_BUF_DEV_WRITE;
 		err = check_span(lookup, ctx, lim, d->handle, d->offset, d->length, need, &size);
 		if (err)
-			return reject(res, err, PCCX_VW_DMA, i, -1, size, d->offset);
+			return reject(res, err, PCCX_VW_DMA, i, -1, size,
+				      err == PCCX_ISA_E_JOB_LIMIT ? d->length : d->offset);
 	}
 	for (i = 0; i < job->n_stream; i++) {
 		const struct pccx_stream_desc *s = &job->stream[i];
@@ -114,7 +118,8 @@ int pccx_validate(const struct pccx_job_view *job, pccx_buf_lookup_fn lookup, vo
 		err = check_span(lookup, ctx, lim, s->handle, s->offset, s->length,
 				 PCCX_BUF_DEV_READ, &size);
 		if (err)
-			return reject(res, err, PCCX_VW_STREAM, i, -1, size, s->offset);
+			return reject(res, err, PCCX_VW_STREAM, i, -1, size,
+				      err == PCCX_ISA_E_JOB_LIMIT ? s->length : s->offset);
 		provided[s->port] += s->length;   /* <= 2^16 * 2^32: no overflow */
 	}
 

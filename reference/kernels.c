@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* Q4 GEMV host kernels: the reference rows kernel, dispatch and threading. */
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include "kernels.h"
 #include "pccx_num.h"
 
@@ -43,8 +46,14 @@ void pccx_kern_q4_rows_ref(const uint8_t *w, uint64_t row_bytes, uint32_t n,
 bool pccx_kern_have_avx2(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
+	unsigned a, b, c, dx;
+
+	/* F16C is CPUID.1:ECX[29]; read it directly (clang 14 does not accept "f16c" in
+	 * __builtin_cpu_supports) */
 	__builtin_cpu_init();
-	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+	if (!__get_cpuid(1, &a, &b, &c, &dx))
+		return false;
+	return __builtin_cpu_supports("avx2") && (c & (1u << 29));
 #else
 	return false;
 #endif
