@@ -38,6 +38,15 @@ run_check_prog() {
 }
 
 first=${1:-build}
+# The tokenizer test compares against the real JS tokenizer: fetch it (npm) and compute the
+# oracle ids once; a missing oracle then fails the test instead of skipping it.
+if . scripts/tokenizer-oracle.sh "$first"; then
+  export PCCX_REQUIRE_ORACLE=1
+else
+  echo "run-tests: the tokenizer oracle could not be prepared (npm/node); test_tokenizer will fail"
+  export PCCX_REQUIRE_ORACLE=1
+fi
+
 for build in "$@"; do
   for t in "$build"/tests/test_*; do
     [ -x "$t" ] || continue
