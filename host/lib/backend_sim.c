@@ -16,6 +16,7 @@ struct simb_buf {
 	uint64_t size, dev;
 	uint32_t access;
 	bool used;
+	bool owned;     /* allocated here (freed here), or imported caller memory */
 };
 
 struct pccx_simb {
@@ -91,19 +92,16 @@ static int xlate(void *ctx, uint32_t handle, uint64_t offset, uint64_t len, uint
 	return 0;
 }
 
-int pccx_simb_buf_alloc(struct pccx_simb *b, uint64_t size, uint32_t access, uint32_t *handle,
-			pccx_diag *d)
+/* Register host memory p (size bytes) as a buffer at the next device address. */
+static int add_buf(struct pccx_simb *b, void *p, uint64_t size, uint32_t access, bool owned,
+		   uint32_t *handle, pccx_diag *d)
 {
 	const struct pccx_sim_config *c = pccx_sim_get_config(b->sim);
 	uint64_t span, limit = c->dma_address_bits >= 64 ? ~0ull : 1ull << c->dma_address_bits;
 	uint32_t win = 0;
 	struct simb_buf *bf;
-	void *p = NULL;
 	int rc;
 
-	if (!size || size > (1ull << 40) || !(access & (PCCX_BUF_DEV_READ | PCCX_BUF_DEV_WRITE)))
-		return pccx_fail(d, PCCX_ERR_INVALID, "sim buffer: size %llu or access %u invalid",
-				 (unsigned long long)size, access);
 	span = (size + DEV_PAGE - 1) / DEV_PAGE * DEV_PAGE;
 	if (b->next_dev + span > limit)
 		return pccx_fail(d, PCCX_ERR_NOMEM,
@@ -118,29 +116,62 @@ int pccx_simb_buf_alloc(struct pccx_simb *b, uint64_t size, uint32_t access, uin
 		b->buf = nb;
 		b->cap_buf = cap;
 	}
-	if (posix_memalign(&p, DEV_PAGE, span) || !p)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "sim buffer: cannot allocate %llu bytes",
-				 (unsigned long long)size);
-	memset(p, 0, span);
 	if (access & PCCX_BUF_DEV_READ)
 		win |= PCCX_SIM_WIN_READ;
 	if (access & PCCX_BUF_DEV_WRITE)
 		win |= PCCX_SIM_WIN_WRITE;
 	/* The window covers exactly the buffer; the page after it stays unmapped. */
 	rc = pccx_sim_dma_window_add(b->sim, b->next_dev, size, p, win);
-	if (rc) {
-		free(p);
+	if (rc)
 		return pccx_fail(d, rc, "sim buffer: cannot open a DMA window");
-	}
 	bf = &b->buf[b->n_buf++];
 	bf->host = p;
 	bf->size = size;
 	bf->dev = b->next_dev;
 	bf->access = access;
 	bf->used = true;
+	bf->owned = owned;
 	b->next_dev += span + DEV_PAGE;
 	*handle = b->n_buf;
 	return 0;
+}
+
+static bool valid_request(uint64_t size, uint32_t access)
+{
+	return size && size <= (1ull << 40) &&
+	       (access & (PCCX_BUF_DEV_READ | PCCX_BUF_DEV_WRITE)) &&
+	       !(access & ~(PCCX_BUF_DEV_READ | PCCX_BUF_DEV_WRITE));
+}
+
+int pccx_simb_buf_alloc(struct pccx_simb *b, uint64_t size, uint32_t access, uint32_t *handle,
+			pccx_diag *d)
+{
+	uint64_t span;
+	void *p = NULL;
+	int rc;
+
+	if (!valid_request(size, access))
+		return pccx_fail(d, PCCX_ERR_INVALID, "sim buffer: size %llu or access %u invalid",
+				 (unsigned long long)size, access);
+	span = (size + DEV_PAGE - 1) / DEV_PAGE * DEV_PAGE;
+	if (posix_memalign(&p, DEV_PAGE, span) || !p)
+		return pccx_fail(d, PCCX_ERR_NOMEM, "sim buffer: cannot allocate %llu bytes",
+				 (unsigned long long)size);
+	memset(p, 0, span);
+	rc = add_buf(b, p, size, access, true, handle, d);
+	if (rc)
+		free(p);
+	return rc;
+}
+
+int pccx_simb_buf_import(struct pccx_simb *b, void *host, uint64_t size, uint32_t access,
+			 uint32_t *handle, pccx_diag *d)
+{
+	if (!host || !valid_request(size, access))
+		return pccx_fail(d, PCCX_ERR_INVALID,
+				 "sim buffer import: size %llu or access %u invalid",
+				 (unsigned long long)size, access);
+	return add_buf(b, host, size, access, false, handle, d);
 }
 
 int pccx_simb_buf_free(struct pccx_simb *b, uint32_t handle)
@@ -151,7 +182,8 @@ int pccx_simb_buf_free(struct pccx_simb *b, uint32_t handle)
 		return PCCX_ERR_NOT_FOUND;
 	if (pccx_sim_dma_window_remove(b->sim, bf->dev))
 		return PCCX_ERR_INTERNAL;
-	free(bf->host);
+	if (bf->owned)
+		free(bf->host);
 	bf->host = NULL;
 	bf->used = false;
 	return 0;
@@ -202,7 +234,8 @@ void pccx_simb_destroy(struct pccx_simb *b)
 	if (!b)
 		return;
 	for (i = 0; i < b->n_buf; i++)
-		free(b->buf[i].host);
+		if (b->buf[i].owned)
+			free(b->buf[i].host);
 	free(b->buf);
 	pccx_sim_destroy(b->sim);
 	free(b);

@@ -45,6 +45,12 @@ pccx_sim *pccx_simb_sim(struct pccx_simb *b);
 /* A zero-filled buffer; access is PCCX_BUF_DEV_READ and/or PCCX_BUF_DEV_WRITE. */
 PCCX_MUST_CHECK int pccx_simb_buf_alloc(struct pccx_simb *b, uint64_t size, uint32_t access,
 					uint32_t *handle, pccx_diag *d);
+/*
+ * Open caller memory (size bytes, kept alive by the caller until freed here) to the device as
+ * a buffer: the device reads and writes it in place, nothing is copied.
+ */
+PCCX_MUST_CHECK int pccx_simb_buf_import(struct pccx_simb *b, void *host, uint64_t size,
+					 uint32_t access, uint32_t *handle, pccx_diag *d);
 PCCX_MUST_CHECK int pccx_simb_buf_free(struct pccx_simb *b, uint32_t handle);
 /* Host pointer and size of a buffer; NULL for an unknown handle. */
 void *pccx_simb_buf_map(struct pccx_simb *b, uint32_t handle, uint64_t *size);
