@@ -146,6 +146,10 @@ static const char *mnemonic(const struct sim_op *op)
 
 void sim_retire(struct pccx_sim *s, struct sim_op *op)
 {
+	/* before anything later can run: the op's results are in L2 and nothing after it
+	 * that conflicts with its ranges has started (the interlocks wait for this retire) */
+	if (s->on_retire)
+		s->on_retire(s->retire_user, op->index);
 	s->retired++;
 	s->st.retired++;
 	s->st.unit_insns[op->unit]++;
@@ -277,4 +281,10 @@ nomem:
 	s->epoch++;
 	s->fence = false;
 	sim_set_error(s, PCCX_CAUSE_BAD_OPERANDS, PCCX_ISA_E_JOB_LIMIT, op->index, op->word);
+}
+
+void pccx_sim_on_retire(pccx_sim *sim, pccx_sim_retire_fn fn, void *user)
+{
+	sim->on_retire = fn;
+	sim->retire_user = user;
 }

@@ -210,6 +210,14 @@ PCCX_MUST_CHECK int pccx_sim_trace_close(pccx_sim *sim, pccx_diag *d);
 
 /* ---- test access (not part of the device interface) ---------------------------------- */
 
+/*
+ * Observe each instruction of the current job as it completes (index counted from the last
+ * RETIRED reset), when its results are in L2 and before any later instruction that conflicts
+ * with its ranges has started. Used by verification to compare stage tensors. NULL: none.
+ */
+typedef void (*pccx_sim_retire_fn)(void *user, uint32_t index);
+void pccx_sim_on_retire(pccx_sim *sim, pccx_sim_retire_fn fn, void *user);
+
 /* Raw L2 (l2_words x 16 bytes) and the S register (FP32 bits). */
 uint8_t *pccx_sim_l2(pccx_sim *sim);
 uint32_t pccx_sim_s_bits(const pccx_sim *sim);

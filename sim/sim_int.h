@@ -142,6 +142,8 @@ struct pccx_sim {
 	uint64_t fifo[SIM_MAX_FIFO];
 	uint32_t fifo_head, fifo_level;
 	uint64_t retired;
+	pccx_sim_retire_fn on_retire;  /* observer of each completed instruction (verify) */
+	void *retire_user;
 	uint32_t issued_job;           /* words issued since RETIRED was reset */
 	uint64_t error, error_info;
 	uint64_t irq_status, irq_enable;
