@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "exec_ref.h"
 #include "fileio.h"
 #include "json.h"
 #include "test_sim_util.h"
@@ -1241,6 +1242,122 @@ START_TEST(random_mmio_never_crashes)
 }
 END_TEST
 
+/* ---- the simulator against the reference executor -------------------------------------- */
+
+struct xcheck {
+	struct pccx_ref_exec *ref;
+	const struct pccx_npu_ops *ops;
+	struct tjob j;
+	uint32_t hw;
+	unsigned next_entry;
+};
+
+static void x_matmul(struct xcheck *x, uint32_t dst, uint32_t src, uint32_t m, uint32_t n,
+		     uint32_t k, unsigned fmt, bool accm, bool findemax, uint64_t woff)
+{
+	struct pccx_npu_matmul mm = { dst, src, n, k, m, fmt, accm, findemax,
+				      { PCCX_NPU_BUF_WEIGHTS, woff, -1, 0 } };
+	struct pccx_wshape ws = { n, k, fmt, fmt == PCCX_WFMT_Q4 };
+	unsigned e = x->next_entry++ % 64;
+
+	ck_assert_msg(x->ops->matmul(x->ref, &mm) == 0, "%s", pccx_ref_exec_error(x->ref));
+	tj_add(&x->j, t_memset(0, e, k, m, 1));
+	tj_add(&x->j, t_memset(1, e, n, k, fmt));
+	tj_add(&x->j, t_matmul(m == 1 ? PCCX_OP_GEMV : PCCX_OP_GEMM, dst, src, e, e,
+			       (fmt == PCCX_WFMT_Q4 ? TF_WSCALE : 0) | (accm ? TF_ACCM : 0) |
+			       (findemax ? TF_FINDEMAX : 0)));
+	tj_streams(&x->j, &ws, x->hw, woff);
+}
+
+static void x_cvo(struct xcheck *x, unsigned func, uint32_t src, uint32_t dst, uint32_t len,
+		  uint32_t flags)
+{
+	struct pccx_npu_cvo op = { func, flags, src, dst, len };
+
+	ck_assert_msg(x->ops->cvo(x->ref, &op) == 0, "%s", pccx_ref_exec_error(x->ref));
+	tj_add(&x->j, t_cvo(func, src, dst, len, flags | 1));
+}
+
+static void x_copy(struct xcheck *x, uint32_t dst, uint32_t src, uint32_t words)
+{
+	unsigned e = x->next_entry++ % 64;
+
+	ck_assert_msg(x->ops->copy(x->ref, dst, src, words) == 0, "%s",
+		      pccx_ref_exec_error(x->ref));
+	tj_add(&x->j, t_memset(0, e, 8, words, 1));
+	tj_add(&x->j, t_memcpy(false, false, dst, src, 0, e, true));
+}
+
+/* The same instructions through the reference executor and through the simulator (command
+ * engine, DataMovers, interlocks, async overlap) leave the same L2 and the same S. */
+START_TEST(sim_matches_reference)
+{
+	static struct xcheck x;
+	struct pccx_simb *b = mkb();
+	struct pccx_simb_result res;
+	pccx_diag d = { 0 };
+	uint64_t rng = 2024, wsize = 4u << 20, i;
+	struct pccx_wshape q = { 200, 512, PCCX_WFMT_Q4, true };
+	struct pccx_wshape bf = { 48, 96, PCCX_WFMT_BF16, false };
+	struct pccx_wshape bt = { 40, 72, PCCX_WFMT_BF16T, false };
+	uint64_t oq = 0, ob = 1u << 20, ot = 2u << 20;
+	uint16_t *rl2;
+	uint8_t *w;
+
+	memset(&x, 0, sizeof(x));
+	ck_assert_msg(pccx_ref_exec_create(&x.ref, 1, PCCX_KERN_AUTO, &d) == 0, "%s", d.msg);
+	x.ops = pccx_ref_exec_ops();
+	x.hw = balloc(b, wsize, PCCX_BUF_DEV_READ);
+	w = bmap(b, x.hw);
+	fill_weights(w + oq, &q, &rng);
+	fill_weights(w + ob, &bf, &rng);
+	fill_weights(w + ot, &bt, &rng);
+	ck_assert_int_eq(x.ops->bind(x.ref, PCCX_NPU_BUF_WEIGHTS, w, wsize, false), 0);
+	/* the same L2 in both */
+	rl2 = pccx_ref_exec_l2(x.ref);
+	for (i = 0; i < (uint64_t)PCCX_L2_WORDS * 8; i++)
+		rl2[i] = i < 40000 * 8 ? t_bf16(&rng, 2.0f) : 0;
+	rl2[0] = 0x0000;
+	rl2[1] = 0x3f40;          /* FP32 0.75 in slot 0 of word 0 */
+	memcpy(l2e(b, 0), rl2, (size_t)PCCX_L2_WORDS * 16);
+
+	x_cvo(&x, PCCX_CVO_LDS, 0, 50000, 0, PCCX_CVOF_SREG);                 /* S = 0.75 */
+	x_matmul(&x, 60000, 1000, 1, 200, 512, PCCX_WFMT_Q4, false, true, oq);
+	x_cvo(&x, PCCX_CVO_EXP, 60000, 60000, 200, PCCX_CVOF_SUB);             /* softmax num */
+	x_cvo(&x, PCCX_CVO_SUM, 60000, 50001, 200, PCCX_CVOF_RECIP);
+	x_cvo(&x, PCCX_CVO_SCALE, 60000, 60100, 200, PCCX_CVOF_RECIP);
+	x_matmul(&x, 61000, 2000, 3, 200, 512, PCCX_WFMT_Q4, true, false, oq);  /* GEMM accm */
+	x_matmul(&x, 62000, 3000, 1, 48, 96, PCCX_WFMT_BF16, false, true, ob);
+	x_matmul(&x, 62100, 3100, 2, 40, 72, PCCX_WFMT_BF16T, true, false, ot);
+	x_cvo(&x, PCCX_CVO_SUMSQ, 62100, 50002, 40, PCCX_CVOF_RECIP);
+	x_cvo(&x, PCCX_CVO_ADD, 1, 50003, 0, PCCX_CVOF_SREG);
+	x_cvo(&x, PCCX_CVO_RSQRT, 0, 50004, 0, PCCX_CVOF_SREG);
+	x_cvo(&x, PCCX_CVO_SCALE, 62100, 62200, 40, PCCX_CVOF_RELU);
+	x_cvo(&x, PCCX_CVO_GELU, 61000, 61000, 600, PCCX_CVOF_RELU | PCCX_CVOF_SUB);
+	x_cvo(&x, PCCX_CVO_MUL, 61100, 61000, 77, 0);
+	x_cvo(&x, PCCX_CVO_TANH, 61000, 61200, 600, PCCX_CVOF_ACCM);
+	x_cvo(&x, PCCX_CVO_MAX, 61200, 50005, 600, PCCX_CVOF_RELU);
+	x_cvo(&x, PCCX_CVO_MAX, 2, 50006, 0, PCCX_CVOF_SREG);
+	x_cvo(&x, PCCX_CVO_COS, 0, 50007, 0, PCCX_CVOF_SREG | PCCX_CVOF_RELU);
+	x_cvo(&x, PCCX_CVO_LDS, 61200, 50008, 13, 0);
+	x_cvo(&x, PCCX_CVO_SIN, 4000, 4100, 333, PCCX_CVOF_SUB);
+	x_copy(&x, 70000, 60000, 100);
+	x_cvo(&x, PCCX_CVO_RECIP, 70000, 70000, 800, 0);
+	x_matmul(&x, 71000, 70000, 1, 200, 512, PCCX_WFMT_Q4, false, false, oq);
+	x_cvo(&x, PCCX_CVO_SQRT, 71000, 71100, 200, PCCX_CVOF_RELU | PCCX_CVOF_ACCM);
+	submit_ok(b, &x.j, &res);
+	for (i = 0; i < (uint64_t)PCCX_L2_WORDS * 8; i++)
+		ck_assert_msg(l2e(b, 0)[i] == rl2[i], "word %llu element %llu: sim 0x%04x ref 0x%04x",
+			      (unsigned long long)(i / 8), (unsigned long long)(i % 8),
+			      l2e(b, 0)[i], rl2[i]);
+	ck_assert_uint_eq(pccx_sim_s_bits(pccx_simb_sim(b)),
+			  pccx_f32_bits(pccx_ref_exec_sreg(x.ref)));
+	ck_assert_uint_eq(res.stats.window_faults, 0);
+	pccx_ref_exec_free(x.ref);
+	pccx_simb_destroy(b);
+}
+END_TEST
+
 /* ---- configuration and trace ----------------------------------------------------------- */
 
 static char *dtb_path(void)
@@ -1402,6 +1519,7 @@ static Suite *suite(void)
 	tcase_add_test(t, err_stream_overrun);
 	tcase_add_test(t, err_stream_short_timeout);
 	tcase_add_test(t, err_dma_window);
+	tcase_add_test(t, sim_matches_reference);
 	tcase_add_test(t, random_words_never_crash);
 	tcase_add_test(t, random_mmio_never_crashes);
 	tcase_add_test(t, config_dtb);
