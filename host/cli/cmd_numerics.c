@@ -4,7 +4,7 @@
  * double precision, and re-derive every constant the functions use.
  *
  *   pccx numerics                       every 997th float of every range (seconds)
- *   pccx numerics --exhaustive -j 2     every float of every range (the figures in docs/numerics.md)
+ *   pccx numerics --exhaustive -j 2     every float of every range (docs/numerics.md)
  *   pccx numerics --fn sin,cos --stride 7
  *   pccx numerics --derive              recompute the constants and compare with the compiled ones
  */
@@ -227,7 +227,7 @@ static void measure(const struct sweep *s, uint32_t stride, unsigned threads, st
 /* ------------------------------------------------------------------------------------- */
 /* Derivation of the constants                                                            */
 
-/* Fixed-point big numbers: w[0] is the integer part, w[1..] the fraction, most significant first. */
+/* Fixed-point big numbers: w[0] is the integer part, w[1..] the fraction, big-endian words. */
 #define BN 12
 
 static void bn_div_small(const uint32_t *a, uint32_t d, uint32_t *q)
