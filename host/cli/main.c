@@ -11,6 +11,15 @@ static const struct pccx_cmd commands[] = {
 	{ "validate", "validate a program or job file: pccx validate FILE", pccx_cmd_validate },
 	{ "isa-table", "print the ISA reference tables (docs/isa.md is checked against it)",
 	  pccx_cmd_isa_table },
+	{ "tokenize", "tokenize text with a tokenizer.json: pccx tokenize --tokenizer F TEXT",
+	  pccx_cmd_tokenize },
+	{ "run", "generate text on the NPU (simulated by default): pccx run -m MODEL -p TEXT",
+	  pccx_cmd_run },
+	{ "ref", "run the bit-exact reference model (and the float oracle)", pccx_cmd_ref },
+	{ "sim", "run a job file on the cycle simulator", pccx_cmd_sim },
+	{ "bench", "benchmarks: simulated decode, host reference, sampler", pccx_cmd_bench },
+	{ "numerics", "measure the numerics module's functions against double precision",
+	  pccx_cmd_numerics },
 };
 
 #define NCMDS (sizeof(commands) / sizeof(commands[0]))

@@ -14,6 +14,7 @@ void pccx_jb_init(struct pccx_jb *jb)
 void pccx_jb_free(struct pccx_jb *jb)
 {
 	free(jb->insn);
+	free(jb->wr);
 	free(jb->dma);
 	free(jb->stream);
 	free(jb->stages);
@@ -82,8 +83,30 @@ static void emit(struct pccx_jb *jb, const struct pccx_insn *in)
 		jb->status = PCCX_ERR_INTERNAL;
 		return;
 	}
-	if (!grow(jb, (void **)&jb->insn, jb->n_insn, &jb->cap_insn, sizeof(uint64_t), 1u << 20))
-		return;
+	if (jb->n_insn == jb->cap_insn) {
+		uint32_t cap = jb->cap_insn;
+
+		if (!grow(jb, (void **)&jb->insn, jb->n_insn, &cap, sizeof(uint64_t), 1u << 20))
+			return;
+		if (!grow(jb, (void **)&jb->wr, jb->n_insn, &jb->cap_insn,
+			  sizeof(struct pccx_l2_range), 1u << 20))
+			return;
+	}
+	{
+		struct pccx_shape_state st;
+		struct pccx_effects fx;
+
+		memcpy(st.set, jb->valid, sizeof(st.set));
+		memcpy(st.v, jb->v, sizeof(st.v));
+		if (pccx_insn_effects(&chk, &st, PCCX_L2_WORDS, &fx, &f)) {
+			pccx_fail(&jb->diag, PCCX_ERR_INTERNAL,
+				  "job builder: instruction %u (%s): %s", jb->n_insn,
+				  pccx_isa_errname(f.err), pccx_isa_strerror(f.err));
+			jb->status = PCCX_ERR_INTERNAL;
+			return;
+		}
+		jb->wr[jb->n_insn] = fx.wr;
+	}
 	jb->insn[jb->n_insn++] = w;
 }
 
@@ -282,18 +305,32 @@ void pccx_jb_stage(struct pccx_jb *jb, const char *name, uint32_t word, uint32_t
 		   uint32_t cols)
 {
 	struct pccx_jb_stage *s;
+	uint32_t last_writer;
 
 	if (failed(jb))
 		return;
-	if (!jb->n_insn) {
-		jb_fail(jb, PCCX_ERR_INVALID, "stage marker before any instruction");
-		return;
+	{
+		uint64_t lo = word, hi = word + (uint64_t)rows * pccx_words_for(cols);
+		uint32_t i = jb->n_insn;
+
+		while (i > 0) {
+			const struct pccx_l2_range *r = &jb->wr[i - 1];
+
+			if (r->words && r->base < hi && lo < (uint64_t)r->base + r->words)
+				break;
+			i--;
+		}
+		if (!i) {
+			jb_fail(jb, PCCX_ERR_INVALID, "stage marker on a range nothing wrote");
+			return;
+		}
+		last_writer = i - 1;
 	}
 	if (!grow(jb, (void **)&jb->stages, jb->n_stages, &jb->cap_stages, sizeof(*jb->stages),
 		  1u << 20))
 		return;
 	s = &jb->stages[jb->n_stages++];
-	s->insn = jb->n_insn - 1;
+	s->insn = last_writer;
 	s->word = word;
 	s->rows = rows;
 	s->cols = cols;

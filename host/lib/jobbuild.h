@@ -14,7 +14,7 @@
 #include "pccx_job.h"
 
 struct pccx_jb_stage {
-	uint32_t insn;        /* index of the last instruction producing the stage */
+	uint32_t insn;        /* index of the last instruction writing the stage's range */
 	uint32_t word;        /* L2 word of row 0 */
 	uint32_t rows, cols;  /* rows of cols BF16 elements, ceil(cols/8) words apart */
 	char name[48];
@@ -31,6 +31,7 @@ struct pccx_jb_weights {
 
 struct pccx_jb {
 	uint64_t *insn;
+	struct pccx_l2_range *wr;   /* (n_insn) the L2 words each instruction writes */
 	uint32_t n_insn, cap_insn;
 	struct pccx_dma_desc *dma;
 	uint32_t n_dma, cap_dma;
@@ -67,7 +68,10 @@ void pccx_jb_load(struct pccx_jb *jb, uint32_t dst, uint32_t handle, uint64_t of
 void pccx_jb_store(struct pccx_jb *jb, uint32_t src, uint32_t handle, uint64_t offset, uint32_t n);
 /* L2 -> L2 copy of n elements (whole words). */
 void pccx_jb_copy(struct pccx_jb *jb, uint32_t dst, uint32_t src, uint32_t n);
-/* Name the tensor at word (rows x cols) as produced by the last instruction emitted. */
+/*
+ * Name the tensor at word (rows x cols), complete now: the marker is attached to the last
+ * instruction emitted so far that writes any of its words.
+ */
 void pccx_jb_stage(struct pccx_jb *jb, const char *name, uint32_t word, uint32_t rows,
 		   uint32_t cols);
 

@@ -59,6 +59,8 @@ struct pccx_device_info {
 PCCX_MUST_CHECK int pccx_device_open(const struct pccx_device_opts *opts, pccx_device **dev,
 				     pccx_diag *d);
 void pccx_device_close(pccx_device *dev);
+/* Complete outputs such as the trace file, reporting any write error. */
+PCCX_MUST_CHECK int pccx_device_flush(pccx_device *dev, pccx_diag *d);
 PCCX_MUST_CHECK int pccx_device_info(pccx_device *dev, struct pccx_device_info *info);
 
 /* ---- models -------------------------------------------------------------------- */
@@ -96,6 +98,8 @@ struct pccx_stats {
 	uint64_t prompt_tokens;        /* tokens prefilled */
 	double host_seconds;           /* wall time spent in prefill and generation */
 	uint64_t device_cycles;        /* simulated core cycles (sim backend; 0 otherwise) */
+	uint64_t decode_cycles;        /* of which in generation steps (one token each) */
+	uint64_t decode_steps;         /* generation steps run on the device */
 	double device_seconds;         /* device time at the modelled clock */
 	uint64_t weight_bytes;         /* bytes streamed from DDR as weights */
 	uint64_t dma_bytes;            /* other DDR traffic */
@@ -123,6 +127,24 @@ PCCX_MUST_CHECK int pccx_session_generate(pccx_session *s, const struct pccx_sam
 					  size_t max_tokens, pccx_token_fn cb, void *user,
 					  pccx_diag *d);
 PCCX_MUST_CHECK int pccx_session_stats(const pccx_session *s, struct pccx_stats *st);
+
+/* Device time per pipeline stage, summed over layers ("L3.attn.q" counts as "attn.q"). */
+struct pccx_stage_time {
+	char name[48];
+	uint64_t cycles;   /* from the end of the previous stage to the end of this one */
+	uint64_t count;    /* occurrences summed */
+};
+
+/*
+ * The stage profile of the generation steps so far (sim backend), most expensive first.
+ * *out is malloc'd (free() it).
+ */
+PCCX_MUST_CHECK int pccx_session_stage_profile(const pccx_session *s, struct pccx_stage_time **out,
+					       size_t *n);
+
+struct pccx_tokenizer;
+/* The model's tokenizer (NULL when it has none); owned by the model. */
+const struct pccx_tokenizer *pccx_session_tokenizer(const pccx_session *s);
 
 #ifdef __cplusplus
 }

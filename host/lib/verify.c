@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: MIT
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag.h"
+#include "pccx_num.h"
+#include "verify.h"
+
+struct ref_stage {
+	char name[48];
+	uint32_t rows, cols;
+	uint16_t *data;       /* rows * cols, compacted */
+	size_t cap;
+};
+
+struct pccx_verify {
+	struct pccx_ref_exec *rx;
+	struct ref_stage *st;
+	uint32_t n_st, cap_st;
+	uint32_t token, pos;
+	int capture_status;
+	/* during a device job */
+	const struct pccx_jb *jb;
+	pccx_sim *sim;
+	uint32_t compared;
+	bool *done, *pending;     /* per device stage of the running job */
+	uint32_t cap_flags;
+	bool mismatch;
+	char msg[480];
+};
+
+static int on_ref_stage(void *user, const char *name, const uint16_t *data, uint32_t rows,
+			uint32_t cols, uint32_t stride)
+{
+	struct pccx_verify *v = user;
+	struct ref_stage *s;
+	size_t need = (size_t)rows * cols;
+	uint32_t r;
+
+	if (v->n_st == v->cap_st) {
+		uint32_t cap = v->cap_st ? 2 * v->cap_st : 256;
+		struct ref_stage *ns = realloc(v->st, cap * sizeof(*ns));
+
+		if (!ns)
+			return v->capture_status = PCCX_ERR_NOMEM;
+		memset(ns + v->cap_st, 0, (cap - v->cap_st) * sizeof(*ns));
+		v->st = ns;
+		v->cap_st = cap;
+	}
+	s = &v->st[v->n_st];
+	if (s->cap < need) {
+		uint16_t *nd = realloc(s->data, need * sizeof(uint16_t));
+
+		if (!nd)
+			return v->capture_status = PCCX_ERR_NOMEM;
+		s->data = nd;
+		s->cap = need;
+	}
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	s->rows = rows;
+	s->cols = cols;
+	for (r = 0; r < rows; r++)
+		memcpy(s->data + (size_t)r * cols, data + (size_t)r * stride,
+		       cols * sizeof(uint16_t));
+	v->n_st++;
+	return 0;
+}
+
+int pccx_verify_create(struct pccx_verify **out, struct pccx_ref_exec *rx, pccx_diag *d)
+{
+	struct pccx_verify *v = calloc(1, sizeof(*v));
+
+	*out = NULL;
+	if (!v)
+		return pccx_fail(d, PCCX_ERR_NOMEM, "verify: out of memory");
+	v->rx = rx;
+	pccx_ref_exec_on_stage(rx, on_ref_stage, v);
+	*out = v;
+	return PCCX_OK;
+}
+
+void pccx_verify_free(struct pccx_verify *v)
+{
+	uint32_t i;
+
+	if (!v)
+		return;
+	pccx_ref_exec_on_stage(v->rx, NULL, NULL);
+	for (i = 0; i < v->cap_st; i++)
+		free(v->st[i].data);
+	free(v->st);
+	free(v->done);
+	free(v->pending);
+	free(v);
+}
+
+void pccx_verify_begin_step(struct pccx_verify *v, uint32_t token, uint32_t pos)
+{
+	v->n_st = 0;
+	v->token = token;
+	v->pos = pos;
+	v->capture_status = 0;
+}
+
+uint32_t pccx_verify_ref_stages(const struct pccx_verify *v)
+{
+	return v->n_st;
+}
+
+static void compare_stage(struct pccx_verify *v, uint32_t k)
+{
+	const struct pccx_jb_stage *ds = &v->jb->stages[k];
+	const uint8_t *l2 = pccx_sim_l2(v->sim);
+	uint32_t stride = pccx_words_for(ds->cols) * PCCX_L2_ELEMS_PER_WORD;
+	const struct ref_stage *rs;
+	uint32_t r, c;
+
+	if (k >= v->n_st) {
+		snprintf(v->msg, sizeof(v->msg),
+			 "stage %u '%s' (instruction %u) has no reference counterpart", k, ds->name,
+			 ds->insn);
+		v->mismatch = true;
+		return;
+	}
+	rs = &v->st[k];
+	if (strcmp(rs->name, ds->name) || rs->rows != ds->rows || rs->cols != ds->cols) {
+		snprintf(v->msg, sizeof(v->msg),
+			 "stage %u is '%s' (%ux%u) on the device but '%s' (%ux%u) in the reference",
+			 k, ds->name, ds->rows, ds->cols, rs->name, rs->rows, rs->cols);
+		v->mismatch = true;
+		return;
+	}
+	for (r = 0; r < ds->rows; r++)
+		for (c = 0; c < ds->cols; c++) {
+			uint64_t e = (uint64_t)ds->word * PCCX_L2_ELEMS_PER_WORD +
+				     (uint64_t)r * stride + c;
+			uint16_t dev = (uint16_t)(l2[2 * e] | l2[2 * e + 1] << 8);
+			uint16_t ref = rs->data[(size_t)r * rs->cols + c];
+
+			if (dev != ref) {
+				snprintf(v->msg, sizeof(v->msg),
+					 "stage '%s' of token %u (position %u), instruction %u: "
+					 "element %u (row %u, col %u) differs: device 0x%04x (%g), "
+					 "reference 0x%04x (%g)",
+					 ds->name, v->token, v->pos, ds->insn, r * ds->cols + c, r, c,
+					 dev, (double)pccx_bf16_to_f32(dev), ref,
+					 (double)pccx_bf16_to_f32(ref));
+				v->mismatch = true;
+				return;
+			}
+		}
+}
+
+/* Have all instructions before the stage's last writer that write its range completed? */
+static bool writers_done(struct pccx_verify *v, uint32_t k)
+{
+	const struct pccx_jb_stage *ds = &v->jb->stages[k];
+	uint64_t lo = ds->word, hi = lo + (uint64_t)ds->rows * pccx_words_for(ds->cols);
+	uint32_t j;
+
+	for (j = 0; j < ds->insn; j++) {
+		const struct pccx_l2_range *r = &v->jb->wr[j];
+		const struct pccx_sim_insn_time *t;
+
+		if (!r->words || r->base >= hi || lo >= (uint64_t)r->base + r->words)
+			continue;
+		t = pccx_sim_insn_time(v->sim, j);
+		if (!t || !t->done)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * A stage is compared when its last writer retires and every earlier writer of its range
+ * has completed (writers of disjoint parts, e.g. one per head, may finish out of order).
+ */
+static void on_retire(void *user, uint32_t index)
+{
+	struct pccx_verify *v = user;
+	uint32_t k;
+
+	if (v->mismatch)
+		return;
+	for (k = 0; k < v->jb->n_stages && !v->mismatch; k++) {
+		if (v->done[k])
+			continue;
+		if (v->jb->stages[k].insn > index)
+			continue;
+		if (v->jb->stages[k].insn == index || v->pending[k]) {
+			if (!writers_done(v, k)) {
+				v->pending[k] = true;
+				continue;
+			}
+			compare_stage(v, k);
+			v->done[k] = true;
+			v->pending[k] = false;
+			v->compared++;
+		}
+	}
+}
+
+int pccx_verify_device_job(struct pccx_verify *v, struct pccx_simb *b,
+			   const struct pccx_job_view *job, const struct pccx_compiler *c,
+			   const struct pccx_simb_opts *opts, struct pccx_simb_result *res,
+			   pccx_diag *d)
+{
+	int rc;
+
+	if (v->capture_status)
+		return pccx_fail(d, v->capture_status, "verify: cannot keep the reference stages");
+	v->jb = &c->jb;
+	v->sim = pccx_simb_sim(b);
+	if (v->cap_flags < c->jb.n_stages) {
+		bool *nd = realloc(v->done, c->jb.n_stages * sizeof(bool));
+		bool *np;
+
+		if (!nd)
+			return pccx_fail(d, PCCX_ERR_NOMEM, "verify: out of memory");
+		v->done = nd;
+		np = realloc(v->pending, c->jb.n_stages * sizeof(bool));
+		if (!np)
+			return pccx_fail(d, PCCX_ERR_NOMEM, "verify: out of memory");
+		v->pending = np;
+		v->cap_flags = c->jb.n_stages;
+	}
+	if (c->jb.n_stages) {
+		memset(v->done, 0, c->jb.n_stages * sizeof(bool));
+		memset(v->pending, 0, c->jb.n_stages * sizeof(bool));
+	}
+	v->compared = 0;
+	v->mismatch = false;
+	v->msg[0] = '\0';
+	pccx_sim_on_retire(v->sim, on_retire, v);
+	rc = pccx_simb_submit_wait(b, job, opts, res, d);
+	pccx_sim_on_retire(v->sim, NULL, NULL);
+	if (v->mismatch)
+		return pccx_fail(d, PCCX_ERR_MISMATCH, "verify: %s", v->msg);
+	if (rc)
+		return rc;
+	if (v->compared != v->jb->n_stages || v->n_st != v->jb->n_stages)
+		return pccx_fail(d, PCCX_ERR_MISMATCH,
+				 "verify: token %u: %u of %u device stages compared, the reference "
+				 "has %u", v->token, v->compared, v->jb->n_stages, v->n_st);
+	return PCCX_OK;
+}
