@@ -109,6 +109,7 @@ int pccx_engine_start(struct pccx_engine_ctx *e, const struct pccx_job_view *job
 	e->tail = false;
 	e->dma = 0;
 	e->dma_done = 0;
+	e->n_wpend = 0;
 	e->retired = 0;
 	e->progress = 0;
 	e->mmio = 0;
@@ -204,6 +205,37 @@ static int feed_chunk(struct pccx_engine_ctx *e, unsigned ch, uint32_t handle, u
 	return PCCX_ENGINE_RUNNING;
 }
 
+/* Drop tracked device writes whose DataMover statuses have been popped. */
+static void retire_writes(struct pccx_engine_ctx *e)
+{
+	uint32_t i = 0;
+
+	while (i < e->n_wpend) {
+		if (e->ch[PCCX_DM_RESULT].popped >= e->wpend[i].done_at)
+			e->wpend[i] = e->wpend[--e->n_wpend];
+		else
+			i++;
+	}
+}
+
+/*
+ * Sequential semantics through host memory: a weight stream must not read bytes an earlier
+ * MEMCPY of the job writes to the host (e.g. the KV row stored this step) before that write
+ * has landed. True when [offset, offset+len) of `handle` overlaps an unconfirmed write.
+ */
+static bool stream_must_wait(struct pccx_engine_ctx *e, uint32_t handle, uint64_t offset,
+			     uint64_t len)
+{
+	uint32_t i;
+
+	retire_writes(e);
+	for (i = 0; i < e->n_wpend; i++)
+		if (e->wpend[i].handle == handle && offset < e->wpend[i].hi &&
+		    e->wpend[i].lo < offset + len)
+			return true;
+	return false;
+}
+
 /* Push what channel `ch` still needs for the current instruction; true when all is pushed. */
 static bool feed_channel(struct pccx_engine_ctx *e, unsigned ch)
 {
@@ -228,6 +260,9 @@ static bool feed_channel(struct pccx_engine_ctx *e, unsigned ch)
 				e->soff[ch] = 0;
 				continue;
 			}
+			if (stream_must_wait(e, d->handle, d->offset + e->soff[ch],
+					     c->need < avail ? c->need : avail))
+				return false;
 			if (feed_chunk(e, ch, d->handle, d->offset + e->soff[ch],
 				       c->need < avail ? c->need : avail, &done))
 				return false;
@@ -350,6 +385,18 @@ int pccx_engine_step(struct pccx_engine_ctx *e)
 			return e->state;
 		if (!feed_all(e))
 			return e->state;
+		if (e->dma && e->dma->flags == PCCX_DMA_FROM_DEVICE) {
+			/* remember the write until its statuses confirm it (see stream_must_wait) */
+			retire_writes(e);
+			if (e->n_wpend == PCCX_ENGINE_WPEND)
+				return e->state;   /* wait for older writes to land */
+			e->wpend[e->n_wpend].handle = e->dma->handle;
+			e->wpend[e->n_wpend].lo = e->dma->offset;
+			e->wpend[e->n_wpend].hi = e->dma->offset + e->dma->length;
+			e->wpend[e->n_wpend].done_at = e->ch[PCCX_DM_RESULT].pushed;
+			e->n_wpend++;
+		}
+		e->dma = NULL;
 		wr64(e, PCCX_REG_INSTR, e->job.insn[e->next]);
 		e->next++;
 		e->prepared = false;

@@ -70,6 +70,8 @@ struct pccx_engine_chan {
 	uint64_t need;                       /* bytes still to command for the current insn */
 };
 
+#define PCCX_ENGINE_WPEND 32          /* device writes to host memory tracked at once */
+
 struct pccx_engine_ctx {
 	/* set by start */
 	const struct pccx_engine_ops *ops;
@@ -89,6 +91,14 @@ struct pccx_engine_ctx {
 	uint32_t sidx[PCCX_WSTREAM_PORTS];   /* current stream descriptor of each port */
 	uint64_t soff[PCCX_WSTREAM_PORTS];   /* bytes of it already commanded */
 	struct pccx_engine_chan ch[PCCX_DM_CHANNELS];
+	/* host-memory ordering: device writes (MEMCPY to host) not yet confirmed by their
+	 * DataMover status; a weight stream reading those bytes waits for them */
+	struct {
+		uint32_t handle;
+		uint64_t lo, hi;
+		uint64_t done_at;            /* result-channel statuses that confirm it */
+	} wpend[PCCX_ENGINE_WPEND];
+	uint32_t n_wpend;
 	/* observation */
 	uint64_t retired;
 	uint64_t progress;
