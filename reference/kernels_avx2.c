@@ -14,6 +14,9 @@
 #include <immintrin.h>
 
 #define TARGET __attribute__((target("avx2,f16c")))
+#ifndef PF_AHEAD
+#define PF_AHEAD 2048	/* bytes of software prefetch distance */
+#endif
 
 /* Eight vectors of eight int32 partial sums -> one vector of the eight totals. */
 TARGET static __m256i hsum8(__m256i v0, __m256i v1, __m256i v2, __m256i v3, __m256i v4,
@@ -96,6 +99,11 @@ TARGET static void rows2(const uint8_t *w, uint64_t rb, uint64_t sb,
 	float acc0 = 0.0f, acc1 = 0.0f, c0[8], c1[8];
 
 	for (b = 0; b + 8 <= nb; b += 8) {
+		/* a few blocks ahead in both rows (and on into the next rows, which follow) */
+		_mm_prefetch((const char *)w + sb + 16 * b + PF_AHEAD, _MM_HINT_T0);
+		_mm_prefetch((const char *)w + sb + 16 * b + PF_AHEAD + 64, _MM_HINT_T0);
+		_mm_prefetch((const char *)w + rb + sb + 16 * b + PF_AHEAD, _MM_HINT_T0);
+		_mm_prefetch((const char *)w + rb + sb + 16 * b + PF_AHEAD + 64, _MM_HINT_T0);
 		block8(w, sb, a, b, c0);
 		block8(w + rb, sb, a, b, c1);
 		for (i = 0; i < 8; i++) {
