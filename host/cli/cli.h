@@ -27,6 +27,7 @@ int pccx_cmd_bench_sampler(int argc, char **argv);
 int pccx_cmd_sim(int argc, char **argv);
 int pccx_cmd_ref(int argc, char **argv);
 int pccx_cmd_bench_ref(int argc, char **argv);
+int pccx_cmd_synth(int argc, char **argv);
 int pccx_cmd_bench(int argc, char **argv);
 int pccx_cmd_bench_sim(int argc, char **argv);
 int pccx_cmd_run(int argc, char **argv);
