@@ -10,6 +10,7 @@
 
 #define ARCH "gemma3n"
 #define Q4_0_BLOCK_BYTES 18u
+#define ALTUP_COEF_CLIP 120.0f	/* altup_coef_clip of the Gemma 3n config */
 
 /* ------------------------------------------------------------------------------------- */
 /* Names: ours are llama.cpp's, except the stacked AltUp projections, which we split.    */
@@ -400,9 +401,11 @@ static int load_config(const pccx_gguf *g, uint32_t max_ctx, struct pccx_g3n_con
 
 /* Fill tensor t of the model from its GGUF tensor. */
 static int load_tensor(const pccx_gguf *g, struct pccx_g3n_model *m, uint32_t t, float *row,
-		       pccx_q4_error *err, pccx_diag *d)
+		       pccx_q4_error *err, uint64_t *clipped, pccx_diag *d)
 {
 	const struct pccx_g3n_tensor *T = &m->t[t];
+	size_t nl = strlen(T->name), ns = strlen(".altup_correct_coef.weight");
+	bool clip = nl > ns && !strcmp(T->name + nl - ns, ".altup_correct_coef.weight");
 	const pccx_gguf_tensor *gt;
 	char name[PCCX_G3N_NAME_MAX];
 	uint32_t part, r, b, i;
@@ -451,8 +454,14 @@ static int load_tensor(const pccx_gguf *g, struct pccx_g3n_model *m, uint32_t t,
 				return rc;
 		} else {
 			for (i = 0; i < T->cols; i++) {
-				uint16_t h = pccx_f32_to_bf16(row[i]);
+				uint16_t h;
 
+				/* Hugging Face clamps the correction coefficients at inference */
+				if (clip && (row[i] > ALTUP_COEF_CLIP || row[i] < -ALTUP_COEF_CLIP)) {
+					row[i] = row[i] > 0 ? ALTUP_COEF_CLIP : -ALTUP_COEF_CLIP;
+					(*clipped)++;
+				}
+				h = pccx_f32_to_bf16(row[i]);
 				rec[2 * i] = (uint8_t)h;
 				rec[2 * i + 1] = (uint8_t)(h >> 8);
 			}
@@ -538,8 +547,9 @@ out:
 }
 
 int pccx_g3n_load_gguf(struct pccx_g3n_model **out, const char *path, uint32_t max_ctx,
-		       pccx_q4_error *err, pccx_tokenizer **tk, pccx_diag *d)
+		       struct pccx_g3n_load_info *info, pccx_tokenizer **tk, pccx_diag *d)
 {
+	struct pccx_g3n_load_info local;
 	struct pccx_g3n_config cfg;
 	struct pccx_g3n_model *m = NULL;
 	pccx_gguf *g = NULL;
@@ -550,6 +560,10 @@ int pccx_g3n_load_gguf(struct pccx_g3n_model **out, const char *path, uint32_t m
 	*out = NULL;
 	if (tk)
 		*tk = NULL;
+	if (!info)
+		info = &local;
+	pccx_q4_error_init(&info->q4);
+	info->clipped = 0;
 	rc = pccx_gguf_open(&g, path, d);
 	if (!rc)
 		rc = load_config(g, max_ctx, &cfg, d);
@@ -565,7 +579,7 @@ int pccx_g3n_load_gguf(struct pccx_g3n_model **out, const char *path, uint32_t m
 		goto out;
 	}
 	for (t = 0; !rc && t < m->n_t; t++)
-		rc = load_tensor(g, m, t, row, err, d);
+		rc = load_tensor(g, m, t, row, &info->q4, &info->clipped, d);
 	if (!rc && tk)
 		rc = load_tokenizer(g, tk, d);
 out:

@@ -21,13 +21,19 @@
 PCCX_MUST_CHECK int pccx_g3n_save_gguf(const struct pccx_g3n_model *m, const pccx_tokenizer *tk,
 				       const char *path, pccx_diag *d);
 
+/* What a load changed on the way into the device format. */
+struct pccx_g3n_load_info {
+	pccx_q4_error q4;	/* requantisation error of the Q4 tensors (lossless for Q4_0) */
+	uint64_t clipped;	/* AltUp correction coefficients clamped to +-120 (as HF does) */
+};
+
 /*
  * Load a gemma3n GGUF into a new model in device layout. max_ctx: KV positions of global
- * layers (0 = 4096). err (may be NULL) accumulates the requantisation error of tensors that
- * were not Q4_0. *tk (when tk != NULL) receives the embedded tokenizer or NULL.
+ * layers (0 = 4096). info (may be NULL) receives what the conversion changed. *tk (when tk
+ * != NULL) receives the embedded tokenizer or NULL.
  */
 PCCX_MUST_CHECK int pccx_g3n_load_gguf(struct pccx_g3n_model **out, const char *path,
-				       uint32_t max_ctx, pccx_q4_error *err, pccx_tokenizer **tk,
-				       pccx_diag *d);
+				       uint32_t max_ctx, struct pccx_g3n_load_info *info,
+				       pccx_tokenizer **tk, pccx_diag *d);
 
 #endif /* PCCX_GEMMA3N_GGUF_H */

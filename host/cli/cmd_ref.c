@@ -346,19 +346,20 @@ int pccx_cmd_ref(int argc, char **argv)
 	/* the model: a GGUF, or synthetic weights of a named shape */
 	t0 = now_s();
 	if (o.model) {
-		pccx_q4_error qe;
+		struct pccx_g3n_load_info li;
 		char buf[160];
 
-		pccx_q4_error_init(&qe);
-		rc = pccx_g3n_load_gguf(&m, o.model, o.max_ctx, &qe, o.tokenizer ? NULL : &tk, &d);
+		rc = pccx_g3n_load_gguf(&m, o.model, o.max_ctx, &li, o.tokenizer ? NULL : &tk, &d);
 		if (rc)
 			return pccx_cli_fail(rc, &d);
 		cfg = m->cfg;
 		if (!o.quiet)
 			fprintf(stderr, "pccx ref: %s: %u layers, D %u, vocab %u, %.1f MB in device "
-					"layout in %.2f s; Q4 conversion %s\n", o.model, cfg.n_layers,
-				cfg.d_model, cfg.vocab, (double)m->size / 1e6, now_s() - t0,
-				pccx_q4_error_format(&qe, buf, sizeof(buf)));
+					"layout in %.2f s; Q4 conversion %s; %llu AltUp coefficients "
+					"clamped\n", o.model, cfg.n_layers, cfg.d_model, cfg.vocab,
+				(double)m->size / 1e6, now_s() - t0,
+				pccx_q4_error_format(&li.q4, buf, sizeof(buf)),
+				(unsigned long long)li.clipped);
 	} else {
 		rc = pccx_g3n_config_preset(o.config, &cfg, &d);
 		if (rc)

@@ -986,7 +986,7 @@ START_TEST(test_gguf_round_trip_bit_exact)
 	char path[] = "/tmp/pccx-ref-XXXXXX";
 	struct pccx_g3n_model *m2;
 	struct rig a, b;
-	pccx_q4_error qe;
+	struct pccx_g3n_load_info li;
 	pccx_diag d = { 0 };
 	uint32_t i;
 	int fd = mkstemp(path);
@@ -995,10 +995,10 @@ START_TEST(test_gguf_round_trip_bit_exact)
 	close(fd);
 	rig_open(&a, "tiny", 11, 1, PCCX_KERN_AUTO);
 	ck_assert_msg(pccx_g3n_save_gguf(a.m, NULL, path, &d) == 0, "%s", d.msg);
-	pccx_q4_error_init(&qe);
-	ck_assert_msg(pccx_g3n_load_gguf(&m2, path, a.cfg.max_ctx, &qe, NULL, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx_g3n_load_gguf(&m2, path, a.cfg.max_ctx, &li, NULL, &d) == 0, "%s", d.msg);
 	unlink(path);
-	ck_assert(qe.lossless);
+	ck_assert(li.q4.lossless);
+	ck_assert_uint_eq(li.clipped, 0);
 	/* the same configuration and the same bytes in device layout */
 	ck_assert_uint_eq(m2->cfg.n_layers, a.cfg.n_layers);
 	ck_assert_uint_eq(m2->cfg.vocab, a.cfg.vocab);
