@@ -300,6 +300,28 @@ static void scalar_out(struct pccx_ref_exec *x, uint32_t dst, float s)
 	e[1] = (uint16_t)(b >> 16);
 }
 
+/* Element-wise CVOs are independent per element: long ones are split across the threads. */
+struct vec_job {
+	int fn;
+	unsigned flags;
+	float S;
+	const uint16_t *src;
+	uint16_t *dst;
+	uint32_t n;
+};
+
+static void vec_part(void *ctx, unsigned part, unsigned nparts)
+{
+	const struct vec_job *j = ctx;
+	unsigned long long lo, hi;
+
+	pccx_pool_split(j->n, 64, part, nparts, &lo, &hi);
+	if (lo < hi)
+		pccx_sfu_vector(j->fn, j->flags, j->S, j->src + lo, j->dst + lo, (size_t)(hi - lo));
+}
+
+#define MT_MIN_ELEMS 8192u
+
 static int op_cvo(void *ctx, const struct pccx_npu_cvo *op)
 {
 	struct pccx_ref_exec *x = X(ctx);
@@ -340,7 +362,9 @@ static int op_cvo(void *ctx, const struct pccx_npu_cvo *op)
 	} else if (cd->cls == PCCX_CVOC_REDUCE) {
 		scalar_out(x, op->dst, pccx_sfu_reduce(fn, f, x->S, word(x, op->src), op->len));
 	} else {
-		pccx_sfu_vector(fn, f, x->S, word(x, op->src), word(x, op->dst), op->len);
+		struct vec_job j = { fn, f, x->S, word(x, op->src), word(x, op->dst), op->len };
+
+		pccx_pool_run(op->len >= MT_MIN_ELEMS ? x->pool : NULL, vec_part, &j);
 	}
 	return PCCX_OK;
 }

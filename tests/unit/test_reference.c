@@ -687,6 +687,21 @@ START_TEST(test_deterministic_runs_threads_kernels)
 }
 END_TEST
 
+/* tiny-vocab: the 262,400 logits take the multi-threaded element-wise path */
+START_TEST(test_deterministic_threads_long_vectors)
+{
+	float *a = malloc(sizeof(float) * 262400), *b = malloc(sizeof(float) * 262400);
+	uint64_t h0, h;
+
+	h0 = run_fingerprint("tiny-vocab", 8, 1, PCCX_KERN_REF, 2, a);
+	h = run_fingerprint("tiny-vocab", 8, 3, PCCX_KERN_AUTO, 2, b);
+	ck_assert_uint_eq(h0, h);
+	ck_assert(!memcmp(a, b, sizeof(float) * 262400));
+	free(a);
+	free(b);
+}
+END_TEST
+
 START_TEST(test_synth_independent_of_threads)
 {
 	struct pccx_g3n_config c;
@@ -1087,6 +1102,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_host_inputs);
 	tcase_add_test(tc, test_stage_names);
 	tcase_add_test(tc, test_deterministic_runs_threads_kernels);
+	tcase_add_test(tc, test_deterministic_threads_long_vectors);
 	tcase_add_test(tc, test_synth_independent_of_threads);
 	tcase_add_test(tc, test_prefill_without_logits_is_equivalent);
 	tcase_add_test(tc, test_kv_shared_layers_reuse_owner_cache);
