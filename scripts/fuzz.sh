@@ -11,7 +11,8 @@
 #
 # Each target starts from its seeds in tests/fuzz/corpus/fuzz_<name>/ (if any)
 # plus the inputs earlier runs kept in BUILDDIR/corpus/fuzz_<name>/; new inputs
-# go only to the latter. Crashes are written to BUILDDIR/artifacts/. Targets
+# go only to the latter (the seeds in the tree are never written). Extra libFuzzer
+# flags for a target, one per line, may be put in tests/fuzz/corpus/fuzz_<name>.options. Crashes are written to BUILDDIR/artifacts/. Targets
 # run FUZZ_JOBS at a time (default: the number of CPUs). Exit 1 if any target
 # fails to build, crashes, leaks, times out or trips a sanitizer.
 set -u
@@ -106,14 +107,20 @@ done
 
 # run one target; its status is the target's
 run_target() {
-  local n=$1 work=$builddir/corpus/$1 seeds=tests/fuzz/corpus/$1 dirs
+  local n=$1 work=$builddir/corpus/$1 seeds=tests/fuzz/corpus/$1 dirs opts=()
   mkdir -p "$work"
   dirs=("$work")
   [ -d "$seeds" ] && dirs+=("$seeds")
+  # tests/fuzz/corpus/<target>.options: extra libFuzzer flags, one per line, # comments
+  if [ -f "tests/fuzz/corpus/$n.options" ]; then
+    while read -r o; do
+      case "$o" in ''|'#'*) ;; *) opts+=("$o") ;; esac
+    done <"tests/fuzz/corpus/$n.options"
+  fi
   rm -f "$builddir/artifacts/$n-"*
   "$builddir/bin/$n" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
-    -artifact_prefix="$builddir/artifacts/$n-" -print_final_stats=1 "${dirs[@]}" \
-    >"$builddir/logs/$n.log" 2>&1
+    -artifact_prefix="$builddir/artifacts/$n-" -print_final_stats=1 "${opts[@]}" \
+    "${dirs[@]}" >"$builddir/logs/$n.log" 2>&1
 }
 
 echo "fuzz.sh: running ${#built[@]} target(s) for ${secs}s each, $jobs at a time"
