@@ -56,7 +56,8 @@ static uint16_t *word(struct pccx_ref_exec *x, uint32_t w)
 
 static int isa_fail(struct pccx_ref_exec *x, const char *what, const struct pccx_isa_fault *f)
 {
-	const char *field = f->field >= 0 && f->field < PCCX_NFIELDS ? pccx_fields[f->field].name : "-";
+	const char *field =
+		f->field >= 0 && f->field < PCCX_NFIELDS ? pccx_fields[f->field].name : "-";
 
 	return pccx_fail(&x->err, PCCX_ERR_INVALID, "%s: %s (field %s)", what,
 			 pccx_isa_strerror(f->err), field);
@@ -113,15 +114,17 @@ static int check_host(struct pccx_ref_exec *x, const char *what, uint32_t buf, u
 				 buf);
 	b = &x->buf[buf];
 	if (off % 16)
-		return pccx_fail(&x->err, PCCX_ERR_INVALID, "%s: host offset %llu not a multiple of 16",
-				 what, (unsigned long long)off);
+		return pccx_fail(&x->err, PCCX_ERR_INVALID,
+				 "%s: host offset %llu not a multiple of 16", what,
+				 (unsigned long long)off);
 	if (off > b->size || bytes > b->size - off)
 		return pccx_fail(&x->err, PCCX_ERR_RANGE,
 				 "%s: host range %llu+%llu outside buffer %u (%llu bytes)", what,
 				 (unsigned long long)off, (unsigned long long)bytes, buf,
 				 (unsigned long long)b->size);
 	if (write && !b->dev_write)
-		return pccx_fail(&x->err, PCCX_ERR_INVALID, "%s: buffer %u is read-only", what, buf);
+		return pccx_fail(&x->err, PCCX_ERR_INVALID, "%s: buffer %u is read-only", what,
+				 buf);
 	return PCCX_OK;
 }
 
@@ -211,21 +214,23 @@ static int op_matmul(void *ctx, const struct pccx_npu_matmul *mm)
 		}
 		case PCCX_WFMT_BF16:
 			for (i = 0; i < mm->n; i++)
-				x->y[i] = pccx_bf16_row_dot((const uint16_t *)(const void *)(w + i * rb),
-							    xin, mm->k);
+				x->y[i] = pccx_bf16_row_dot(
+					(const uint16_t *)(const void *)(w + i * rb), xin, mm->k);
 			break;
 		case PCCX_WFMT_BF16T:
 			if (rb == (uint64_t)mm->n * 2) {
-				pccx_bf16_colsum((const uint16_t *)(const void *)w, xin, mm->k, mm->n,
-						 x->y);
+				pccx_bf16_colsum((const uint16_t *)(const void *)w, xin, mm->k,
+						 mm->n, x->y);
 			} else {
 				/* rows padded to 16 bytes: repack to (K, N) for the primitive */
 				uint16_t *t = malloc((size_t)mm->k * mm->n * 2);
 
 				if (!t)
-					return pccx_fail(&x->err, PCCX_ERR_NOMEM, "bf16t: out of memory");
+					return pccx_fail(&x->err, PCCX_ERR_NOMEM,
+							 "bf16t: out of memory");
 				for (i = 0; i < mm->k; i++)
-					memcpy(t + (size_t)i * mm->n, w + i * rb, (size_t)mm->n * 2);
+					memcpy(t + (size_t)i * mm->n, w + i * rb,
+					       (size_t)mm->n * 2);
 				pccx_bf16_colsum(t, xin, mm->k, mm->n, x->y);
 				free(t);
 			}
@@ -278,7 +283,8 @@ static unsigned sfu_flags(uint32_t func, uint32_t flags)
 	if (flags & PCCX_CVOF_ACCM)
 		f |= PCCX_SFU_F_ACCM;
 	if (flags & PCCX_CVOF_RECIP)
-		f |= (func == PCCX_CVO_SUM || func == PCCX_CVO_SUMSQ) ? PCCX_SFU_F_MEAN : PCCX_SFU_F_RECIP;
+		f |= (func == PCCX_CVO_SUM || func == PCCX_CVO_SUMSQ) ? PCCX_SFU_F_MEAN
+								      : PCCX_SFU_F_RECIP;
 	return f;
 }
 
@@ -358,7 +364,8 @@ static int op_cvo(void *ctx, const struct pccx_npu_cvo *op)
 		if (cd->cls == PCCX_CVOC_UNARY)
 			scalar_out(x, op->dst, pccx_sfu_elem(fn, f, x->S, x->S, 0.0f));
 		else
-			scalar_out(x, op->dst, pccx_sfu_scalar(fn, f, x->S, slot_get(x, op->src, 0)));
+			scalar_out(x, op->dst,
+				   pccx_sfu_scalar(fn, f, x->S, slot_get(x, op->src, 0)));
 	} else if (cd->cls == PCCX_CVOC_REDUCE) {
 		scalar_out(x, op->dst, pccx_sfu_reduce(fn, f, x->S, word(x, op->src), op->len));
 	} else {
@@ -498,7 +505,8 @@ int pccx_ref_exec_create(struct pccx_ref_exec **out, unsigned n_threads, enum pc
 	}
 	if (impl == PCCX_KERN_AVX2 && !pccx_kern_have_avx2()) {
 		pccx_ref_exec_free(x);
-		return pccx_fail(d, PCCX_ERR_UNSUPPORTED, "reference NPU: this CPU has no AVX2/F16C");
+		return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
+				 "reference NPU: this CPU has no AVX2/F16C");
 	}
 	x->impl = pccx_kern_resolve(impl);
 	rc = pccx_pool_create(&x->pool, n_threads ? n_threads : pccx_pool_ncpu(), d);

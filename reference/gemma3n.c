@@ -41,8 +41,8 @@ int pccx_g3n_session_create(struct pccx_g3n_session **out, const struct pccx_g3n
 		unsigned long long kv = s->plan.kv_bytes;
 
 		pccx_g3n_session_free(s);
-		return pccx_fail(d, PCCX_ERR_NOMEM, "session: cannot allocate %llu bytes of KV cache",
-				 kv);
+		return pccx_fail(d, PCCX_ERR_NOMEM,
+				 "session: cannot allocate %llu bytes of KV cache", kv);
 	}
 	rc = ops->bind(ctx, PCCX_NPU_BUF_WEIGHTS, m->data, m->size, false);
 	if (!rc)
@@ -83,7 +83,8 @@ int pccx_g3n_session_step(struct pccx_g3n_session *s, uint32_t token, float *log
 	int rc;
 
 	if (s->pos >= c->max_ctx)
-		return pccx_fail(d, PCCX_ERR_RANGE, "context full: %u positions (max_ctx)", c->max_ctx);
+		return pccx_fail(d, PCCX_ERR_RANGE, "context full: %u positions (max_ctx)",
+				 c->max_ctx);
 	rc = pccx_g3n_host_inputs(s->m, &s->plan, token, s->pos, s->in, d);
 	if (rc)
 		return rc;

@@ -107,7 +107,8 @@ int pccx_g3n_config_check(const struct pccx_g3n_config *c, pccx_diag *d)
 	if (c->n_kv_heads == 0 || c->n_heads == 0 || c->n_heads % c->n_kv_heads)
 		return BAD("n_heads", "must be a multiple of n_kv_heads");
 	if (c->head_dim == 0 || c->head_dim % 32 || c->head_dim > 1024)
-		return BAD("head_dim", "must be a multiple of 32 (word-aligned RoPE halves), <= 1024");
+		return BAD("head_dim",
+			   "must be a multiple of 32 (word-aligned RoPE halves), <= 1024");
 	if (pccx_g3n_q_dim(c) % 32 || pccx_g3n_q_dim(c) > 65504)
 		return BAD("n_heads * head_dim", "must fit a 16-bit shape field");
 	if (c->d_ple == 0 || c->d_ple % 32 || (uint64_t)c->d_ple * c->n_layers > 65504)
@@ -136,7 +137,8 @@ int pccx_g3n_config_check(const struct pccx_g3n_config *c, pccx_diag *d)
 	}
 	for (i = first; i < c->n_layers; i++) {
 		if (pccx_g3n_is_global(c, i) ? !have_global : !have_local)
-			return BAD("n_kv_shared", "leaves a shared layer without an owner of its type");
+			return BAD("n_kv_shared",
+				   "leaves a shared layer without an owner of its type");
 	}
 	return PCCX_OK;
 }

@@ -57,7 +57,8 @@ static void row_to_q4_0(const uint8_t *rec, uint32_t cols, uint8_t *out)
 		blk[0] = rec[2 * b];
 		blk[1] = rec[2 * b + 1];
 		for (j = 0; j < 16; j++)
-			blk[2 + j] = (uint8_t)((nib_raw(nb, j) ^ 8u) | (nib_raw(nb, j + 16) ^ 8u) << 4);
+			blk[2 + j] =
+				(uint8_t)((nib_raw(nb, j) ^ 8u) | (nib_raw(nb, j + 16) ^ 8u) << 4);
 	}
 }
 
@@ -99,7 +100,8 @@ static int save_tensor(struct save *s, const struct pccx_g3n_model *m, uint32_t 
 	nbytes = row_out * T->rows * parts;
 	buf = save_buf(s, nbytes);
 	if (!buf)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "GGUF export: tensor '%s': out of memory", name);
+		return pccx_fail(d, PCCX_ERR_NOMEM, "GGUF export: tensor '%s': out of memory",
+				 name);
 	for (p = 0; p < parts; p++) {
 		uint32_t tp = t + p;	/* the parts are consecutive in the tensor table */
 
@@ -111,7 +113,8 @@ static int save_tensor(struct save *s, const struct pccx_g3n_model *m, uint32_t 
 				row_to_q4_0(rec, T->cols, o);
 			} else {
 				for (i = 0; i < T->cols; i++) {
-					uint32_t b = (uint32_t)(rec[2 * i] | rec[2 * i + 1] << 8) << 16;
+					uint32_t b = (uint32_t)(rec[2 * i] | rec[2 * i + 1] << 8)
+						     << 16;
 
 					memcpy(o + 4 * i, &b, 4);	/* BF16 -> F32: exact */
 				}
@@ -122,7 +125,8 @@ static int save_tensor(struct save *s, const struct pccx_g3n_model *m, uint32_t 
 	ne[1] = T->rows;
 	ne[2] = parts;
 	return pccx_gguf_writer_add_tensor(s->w, name, q4 ? PCCX_GGML_Q4_0 : PCCX_GGML_F32,
-					   parts > 1 ? 3 : (T->rows == 1 ? 1 : 2), ne, buf, nbytes, d);
+					   parts > 1 ? 3 : (T->rows == 1 ? 1 : 2), ne, buf, nbytes,
+					   d);
 }
 
 static int set_str_array(pccx_gguf_writer *w, const char *key, const char *const *s,
@@ -157,7 +161,8 @@ static int save_tokenizer(pccx_gguf_writer *w, const pccx_tokenizer *tk, pccx_di
 		return rc;
 	rc = pccx_gguf_writer_set_str(w, "tokenizer.ggml.model", v.model ? v.model : "llama", d);
 	if (!rc)
-		rc = set_str_array(w, "tokenizer.ggml.tokens", v.tokens, v.token_lens, v.n_tokens, d);
+		rc = set_str_array(w, "tokenizer.ggml.tokens", v.tokens, v.token_lens, v.n_tokens,
+				   d);
 	if (!rc && v.scores)
 		rc = pccx_gguf_writer_set_array(w, "tokenizer.ggml.scores", PCCX_GGUF_FLOAT32,
 						v.scores, v.n_tokens, d);
@@ -165,19 +170,23 @@ static int save_tokenizer(pccx_gguf_writer *w, const pccx_tokenizer *tk, pccx_di
 		rc = pccx_gguf_writer_set_array(w, "tokenizer.ggml.token_type", PCCX_GGUF_INT32,
 						v.types, v.n_tokens, d);
 	if (!rc && v.n_merges)
-		rc = set_str_array(w, "tokenizer.ggml.merges", v.merges, v.merge_lens, v.n_merges, d);
+		rc = set_str_array(w, "tokenizer.ggml.merges", v.merges, v.merge_lens, v.n_merges,
+				   d);
 	if (!rc && v.bos_id >= 0)
-		rc = pccx_gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)v.bos_id, d);
+		rc = pccx_gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)v.bos_id,
+					      d);
 	if (!rc && v.eos_id >= 0)
-		rc = pccx_gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)v.eos_id, d);
+		rc = pccx_gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)v.eos_id,
+					      d);
 	if (!rc && v.unk_id >= 0)
-		rc = pccx_gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", (uint32_t)v.unk_id,
-					      d);
+		rc = pccx_gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id",
+					      (uint32_t)v.unk_id, d);
 	if (!rc && v.pad_id >= 0)
-		rc = pccx_gguf_writer_set_u32(w, "tokenizer.ggml.padding_token_id", (uint32_t)v.pad_id,
-					      d);
+		rc = pccx_gguf_writer_set_u32(w, "tokenizer.ggml.padding_token_id",
+					      (uint32_t)v.pad_id, d);
 	if (!rc && v.add_bos >= 0)
-		rc = pccx_gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", v.add_bos != 0, d);
+		rc = pccx_gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", v.add_bos != 0,
+					       d);
 	if (!rc && v.add_space_prefix >= 0)
 		rc = pccx_gguf_writer_set_bool(w, "tokenizer.ggml.add_space_prefix",
 					       v.add_space_prefix != 0, d);
@@ -295,21 +304,24 @@ static int load_config(const pccx_gguf *g, uint32_t max_ctx, struct pccx_g3n_con
 	if (rc)
 		return rc;
 	if (strcmp(arch, ARCH))
-		return pccx_fail(d, PCCX_ERR_UNSUPPORTED, "%s: architecture '%s', expected '" ARCH "'",
-				 name, arch);
+		return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
+				 "%s: architecture '%s', expected '" ARCH "'", name, arch);
 	rc = pccx_gguf_get_u32(g, ARCH ".block_count", &c->n_layers, d);
 	if (!rc)
 		rc = pccx_gguf_get_u32(g, ARCH ".embedding_length", &c->d_model, d);
 	if (!rc && pccx_gguf_get_u32(g, ARCH ".feed_forward_length", &c->d_ffn, NULL)) {
 		/* llama.cpp also accepts one value per layer: all must agree here */
-		rc = pccx_gguf_get_array(g, ARCH ".feed_forward_length", PCCX_GGUF_TYPE_COUNT, &a, d);
+		rc = pccx_gguf_get_array(g, ARCH ".feed_forward_length", PCCX_GGUF_TYPE_COUNT, &a,
+					 d);
 		for (l = 0; !rc && l < a->n; l++) {
 			int64_t v;
 
 			rc = pccx_gguf_array_i64(a, l, &v);
 			if (!rc && (l ? v != (int64_t)c->d_ffn : v <= 0 || v > 65535))
-				rc = pccx_fail(d, PCCX_ERR_UNSUPPORTED, "%s: feed_forward_length differs "
-					       "between layers", name);
+				rc = pccx_fail(d, PCCX_ERR_UNSUPPORTED,
+					       "%s: feed_forward_length differs "
+					       "between layers",
+					       name);
 			c->d_ffn = (uint32_t)v;
 		}
 	}
@@ -318,8 +330,8 @@ static int load_config(const pccx_gguf *g, uint32_t max_ctx, struct pccx_g3n_con
 	if (!rc)
 		rc = pccx_gguf_get_u32(g, ARCH ".attention.head_count_kv", &c->n_kv_heads, d);
 	if (!rc)
-		rc = key_u32(g, ARCH ".attention.key_length", c->n_heads ? c->d_model / c->n_heads : 0,
-			     &c->head_dim, d);
+		rc = key_u32(g, ARCH ".attention.key_length",
+			     c->n_heads ? c->d_model / c->n_heads : 0, &c->head_dim, d);
 	if (!rc)
 		rc = key_u32(g, ARCH ".embedding_length_per_layer_input", 256, &c->d_ple, d);
 	if (!rc)
@@ -340,8 +352,8 @@ static int load_config(const pccx_gguf *g, uint32_t max_ctx, struct pccx_g3n_con
 	/* layer pattern: global iff (i + 1) % period == 0 is the only one the graph runs */
 	c->global_period = 5;
 	if (pccx_gguf_find(g, ARCH ".attention.sliding_window_pattern")) {
-		rc = pccx_gguf_get_array(g, ARCH ".attention.sliding_window_pattern", PCCX_GGUF_BOOL,
-					 &a, d);
+		rc = pccx_gguf_get_array(g, ARCH ".attention.sliding_window_pattern",
+					 PCCX_GGUF_BOOL, &a, d);
 		if (rc)
 			return rc;
 		if (a->n != c->n_layers)
@@ -353,10 +365,13 @@ static int load_config(const pccx_gguf *g, uint32_t max_ctx, struct pccx_g3n_con
 		c->global_period = l + 1;
 		for (l = 0; l < a->n; l++)
 			if (((const uint8_t *)a->data)[l] == pccx_g3n_is_global(c, l))
-				return pccx_fail(d, PCCX_ERR_UNSUPPORTED, "%s: sliding_window_pattern "
-						 "is not periodic (layer %u)", name, l);
+				return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
+						 "%s: sliding_window_pattern "
+						 "is not periodic (layer %u)",
+						 name, l);
 	}
-	/* sparsity: a leading run of layers with the same non-zero z (llama.cpp: 10 x icdf(0.95)) */
+	/* sparsity: a leading run of layers with the same non-zero z (llama.cpp: 10 x icdf(0.95))
+	 */
 	c->n_sparse = c->n_layers < 10 ? c->n_layers : 10;
 	c->sparse_z = 1.6448533535f;
 	if (pccx_gguf_find(g, ARCH ".activation_sparsity_scale")) {
@@ -372,8 +387,10 @@ static int load_config(const pccx_gguf *g, uint32_t max_ctx, struct pccx_g3n_con
 		c->sparse_z = l ? z[0] : 0.0f;
 		for (; l < n; l++)
 			if (z[l] != 0.0f)
-				return pccx_fail(d, PCCX_ERR_UNSUPPORTED, "%s: activation_sparsity_scale "
-						 "is not a leading run (layer %u)", name, l);
+				return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
+						 "%s: activation_sparsity_scale "
+						 "is not a leading run (layer %u)",
+						 name, l);
 	}
 	/* sizes the metadata does not carry */
 	te = pccx_gguf_find_tensor(g, "token_embd.weight");
@@ -384,7 +401,8 @@ static int load_config(const pccx_gguf *g, uint32_t max_ctx, struct pccx_g3n_con
 				 "blk.0.laurel_l missing", name);
 	if (te->n_dims != 2 || tp->n_dims != 2 || tl->n_dims != 2 || te->ne[1] > (1u << 24) ||
 	    tp->ne[1] > te->ne[1] || tl->ne[1] > 65535)
-		return pccx_fail(d, PCCX_ERR_FORMAT, "%s: unexpected embedding / LAuReL shapes", name);
+		return pccx_fail(d, PCCX_ERR_FORMAT, "%s: unexpected embedding / LAuReL shapes",
+				 name);
 	c->vocab = (uint32_t)te->ne[1];
 	c->ple_vocab = (uint32_t)tp->ne[1];
 	c->laurel_rank = (uint32_t)tl->ne[1];
@@ -423,20 +441,23 @@ static int load_tensor(const pccx_gguf *g, struct pccx_g3n_model *m, uint32_t t,
 	else
 		shape_ok = gt->ne[0] == T->cols && gt->n_elems == (uint64_t)T->rows * T->cols;
 	if (!shape_ok)
-		return pccx_fail(d, PCCX_ERR_FORMAT, "%s: tensor '%s': shape does not match (%u, %u)",
+		return pccx_fail(d, PCCX_ERR_FORMAT,
+				 "%s: tensor '%s': shape does not match (%u, %u)",
 				 pccx_gguf_name(g), name, T->rows, T->cols);
 	base = (uint64_t)part * T->rows;
 	for (r = 0; r < T->rows; r++) {
 		uint8_t *rec = m->data + T->offset + (uint64_t)r * T->row_bytes;
 
 		if (T->fmt == PCCX_WFMT_Q4 && gt->type == PCCX_GGML_Q4_0) {
-			const uint8_t *src = gt->data + (base + r) * (T->cols / 32) * Q4_0_BLOCK_BYTES;
+			const uint8_t *src =
+				gt->data + (base + r) * (T->cols / 32) * Q4_0_BLOCK_BYTES;
 			uint8_t *nib = rec + pccx_g3n_q4_scale_bytes(T->cols);
 
 			for (b = 0; b < T->cols / 32; b++) {
 				uint16_t h;
 
-				pccx_q4_from_ggml_q4_0(src + Q4_0_BLOCK_BYTES * b, &h, nib + 16 * b);
+				pccx_q4_from_ggml_q4_0(src + Q4_0_BLOCK_BYTES * b, &h,
+						       nib + 16 * b);
 				rec[2 * b] = (uint8_t)h;
 				rec[2 * b + 1] = (uint8_t)(h >> 8);
 			}
@@ -457,7 +478,8 @@ static int load_tensor(const pccx_gguf *g, struct pccx_g3n_model *m, uint32_t t,
 				uint16_t h;
 
 				/* Hugging Face clamps the correction coefficients at inference */
-				if (clip && (row[i] > ALTUP_COEF_CLIP || row[i] < -ALTUP_COEF_CLIP)) {
+				if (clip &&
+				    (row[i] > ALTUP_COEF_CLIP || row[i] < -ALTUP_COEF_CLIP)) {
 					row[i] = row[i] > 0 ? ALTUP_COEF_CLIP : -ALTUP_COEF_CLIP;
 					(*clipped)++;
 				}
@@ -502,7 +524,8 @@ static int load_tokenizer(const pccx_gguf *g, pccx_tokenizer **tk, pccx_diag *d)
 	merges = calloc(nm + 1, sizeof(*merges));
 	mlen = calloc(nm + 1, sizeof(*mlen));
 	if (!tokens || !tlen || !merges || !mlen) {
-		rc = pccx_fail(d, PCCX_ERR_NOMEM, "%s: tokenizer: out of memory", pccx_gguf_name(g));
+		rc = pccx_fail(d, PCCX_ERR_NOMEM, "%s: tokenizer: out of memory",
+			       pccx_gguf_name(g));
 		goto out;
 	}
 	for (i = 0; i < n; i++) {
@@ -523,9 +546,12 @@ static int load_tokenizer(const pccx_gguf *g, pccx_tokenizer **tk, pccx_diag *d)
 	v.merge_lens = mlen;
 	v.bos_id = v.eos_id = v.unk_id = v.pad_id = -1;
 	v.add_bos = v.add_space_prefix = -1;
-#define ID(key, field) do { uint32_t u; \
-	if (pccx_gguf_find(g, key) && !pccx_gguf_get_u32(g, key, &u, NULL) && u < n) field = (int32_t)u; \
-} while (0)
+#define ID(key, field)                                                                             \
+	do {                                                                                       \
+		uint32_t u;                                                                        \
+		if (pccx_gguf_find(g, key) && !pccx_gguf_get_u32(g, key, &u, NULL) && u < n)       \
+			field = (int32_t)u;                                                        \
+	} while (0)
 	ID("tokenizer.ggml.bos_token_id", v.bos_id);
 	ID("tokenizer.ggml.eos_token_id", v.eos_id);
 	ID("tokenizer.ggml.unknown_token_id", v.unk_id);

@@ -86,9 +86,10 @@ int pccx_g3n_plan_build(const struct pccx_g3n_model *m, struct pccx_g3n_plan *p,
 	p->scal = take(&next, PCCX_G3N_NSCAL);
 	p->logits = take(&next, W(c->vocab));
 	if (next > PCCX_L2_WORDS)
-		return pccx_fail(d, PCCX_ERR_RANGE,
-				 "config '%s': the L2 plan needs %llu words, L2 has %u (lower max_ctx)",
-				 c->name, (unsigned long long)next, PCCX_L2_WORDS);
+		return pccx_fail(
+			d, PCCX_ERR_RANGE,
+			"config '%s': the L2 plan needs %llu words, L2 has %u (lower max_ctx)",
+			c->name, (unsigned long long)next, PCCX_L2_WORDS);
 	p->words = (uint32_t)next;
 
 	p->in_bytes = (uint64_t)p->in_words * 16;
@@ -218,7 +219,8 @@ int pccx_g3n_host_inputs(const struct pccx_g3n_model *m, const struct pccx_g3n_p
 	rec = pccx_g3n_row(m, w->ple_table, token < c->ple_vocab ? token : 0);
 	for (i = 0; i < c->n_layers * c->d_ple; i++) {
 		uint32_t cols = c->n_layers * c->d_ple;
-		float x = pccx_q4_weight(pccx_g3n_q4_nibbles(rec, cols), pccx_g3n_q4_scales(rec), i);
+		float x =
+			pccx_q4_weight(pccx_g3n_q4_nibbles(rec, cols), pccx_g3n_q4_scales(rec), i);
 
 		put_bf16(in, p->ple_in - base + i / 8, i % 8, pccx_bf16_store(x * scale));
 	}
@@ -256,8 +258,10 @@ static void gemv(struct emit *e, int32_t t, uint32_t src, uint32_t dst, bool acc
 
 	for (r = 0; r < T->rows; r += n) {
 		struct pccx_npu_wref w = {
-			.buf = PCCX_NPU_BUF_WEIGHTS, .offset = T->offset + (uint64_t)r * T->row_bytes,
-			.tensor = t, .row0 = r,
+			.buf = PCCX_NPU_BUF_WEIGHTS,
+			.offset = T->offset + (uint64_t)r * T->row_bytes,
+			.tensor = t,
+			.row0 = r,
 		};
 
 		n = T->rows - r < CHUNK ? T->rows - r : CHUNK;
@@ -268,7 +272,9 @@ static void gemv(struct emit *e, int32_t t, uint32_t src, uint32_t dst, bool acc
 static void cvo(struct emit *e, uint32_t func, uint32_t flags, uint32_t src, uint32_t dst,
 		uint32_t len)
 {
-	struct pccx_npu_cvo op = { .func = func, .flags = flags, .src = src, .dst = dst, .len = len };
+	struct pccx_npu_cvo op = {
+		.func = func, .flags = flags, .src = src, .dst = dst, .len = len
+	};
 
 	if (!e->rc)
 		e->rc = e->ops->cvo(e->ctx, &op);
@@ -489,7 +495,8 @@ static void forward_altup_predict(struct emit *e, uint32_t l, uint32_t X, uint32
 	gemv(e, e->m->w.layer[l].pred_coef, p->rm, p->coefs, false);
 	for (k = 0; k < NSTREAM; k++) {
 		for (j = 0; j < NSTREAM; j++) {
-			cvo(e, PCCX_CVO_LDS, 0, p->coefs, p->scal + PCCX_G3N_S_DUMP, NSTREAM * k + j);
+			cvo(e, PCCX_CVO_LDS, 0, p->coefs, p->scal + PCCX_G3N_S_DUMP,
+			    NSTREAM * k + j);
 			cvo(e, PCCX_CVO_SCALE, j ? PCCX_CVOF_ACCM : 0, stream(e, X, j),
 			    stream(e, P, k), D);
 		}
@@ -535,11 +542,13 @@ static void forward_attention(struct emit *e, uint32_t l, uint32_t pos)
 	/* per kv head: the `group` query heads that share it, as one GEMM over its rows */
 	for (g = 0; g < nkv; g++) {
 		struct pccx_npu_wref kr = {
-			.buf = PCCX_NPU_BUF_KV, .offset = pccx_g3n_kv_row_offset(e->m, p, src, g, 0, 0),
+			.buf = PCCX_NPU_BUF_KV,
+			.offset = pccx_g3n_kv_row_offset(e->m, p, src, g, 0, 0),
 			.tensor = -1,
 		};
 		struct pccx_npu_wref vr = {
-			.buf = PCCX_NPU_BUF_KV, .offset = pccx_g3n_kv_row_offset(e->m, p, src, g, 1, 0),
+			.buf = PCCX_NPU_BUF_KV,
+			.offset = pccx_g3n_kv_row_offset(e->m, p, src, g, 1, 0),
 			.tensor = -1,
 		};
 

@@ -45,7 +45,7 @@ struct pccx_g3n_plan {
 	uint32_t in_words;
 	uint32_t consts;	/* (NCONST) one FP32 constant per word */
 	uint32_t ones;		/* (8) BF16 1.0: the +1 of the AltUp correction coefficients */
-	uint32_t rope_cos[2];	/* (head_dim) cos(pos * inv_freq_i), i mod head_dim/2; [0] local, [1] global */
+	uint32_t rope_cos[2];	/* (head_dim) cos(pos * inv_freq_(i mod hd/2)); [0] local */
 	uint32_t rope_sin[2];	/* (head_dim) -sin for the first half, +sin for the second */
 	uint32_t embed;		/* (D) embedding row * sqrt(D) */
 	uint32_t ple_in;	/* (n_layers, d_ple) PLE row * sqrt(d_ple) */
@@ -56,7 +56,7 @@ struct pccx_g3n_plan {
 	uint32_t gvec;		/* per_layer_proj_norm, output_norm (the global vector block) */
 	uint32_t lvec;		/* the current layer's vector block */
 	/* activations */
-	uint32_t xs[2];		/* (4, D) two stream sets: layer l reads xs[l%2], writes xs[(l+1)%2] */
+	uint32_t xs[2];		/* (4, D) stream sets: layer l reads [l%2], writes [(l+1)%2] */
 	uint32_t u;		/* (n_layers, d_ple) per-layer inputs u_l */
 	uint32_t h;		/* (D) normalised attention input */
 	uint32_t lr;		/* (D) LAuReL output */

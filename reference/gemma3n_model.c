@@ -145,22 +145,33 @@ static void lay_out(struct layout *L)
 		 */
 		lw->router = add(L, TENSOR_ALIGN, B16, PCCX_G3N_STREAMS, D, N,
 				 0.5f * (float)sqrt((double)D), "blk.%u.altup_router.weight", l);
-		lw->pred_coef = add(L, TENSOR_ALIGN, B16, PCCX_G3N_STREAMS * PCCX_G3N_STREAMS,
-				    PCCX_G3N_STREAMS, N, 0.05f, "blk.%u.altup_predict_coef.weight", l);
+		lw->pred_coef =
+			add(L, TENSOR_ALIGN, B16, PCCX_G3N_STREAMS * PCCX_G3N_STREAMS,
+			    PCCX_G3N_STREAMS, N, 0.05f, "blk.%u.altup_predict_coef.weight", l);
 		lw->corr_coef = add(L, TENSOR_ALIGN, B16, PCCX_G3N_STREAMS, PCCX_G3N_STREAMS, N,
 				    0.05f, "blk.%u.altup_correct_coef.weight", l);
-		lw->attn_q = add(L, TENSOR_ALIGN, Q4, Q, D, N, inv_sqrt(D), "blk.%u.attn_q.weight", l);
-		lw->attn_k = add(L, TENSOR_ALIGN, Q4, KV, D, N, inv_sqrt(D), "blk.%u.attn_k.weight", l);
-		lw->attn_v = add(L, TENSOR_ALIGN, Q4, KV, D, N, inv_sqrt(D), "blk.%u.attn_v.weight", l);
+		lw->attn_q =
+			add(L, TENSOR_ALIGN, Q4, Q, D, N, inv_sqrt(D), "blk.%u.attn_q.weight", l);
+		lw->attn_k =
+			add(L, TENSOR_ALIGN, Q4, KV, D, N, inv_sqrt(D), "blk.%u.attn_k.weight", l);
+		lw->attn_v =
+			add(L, TENSOR_ALIGN, Q4, KV, D, N, inv_sqrt(D), "blk.%u.attn_v.weight", l);
 		lw->attn_o = add(L, TENSOR_ALIGN, Q4, D, Q, N, inv_sqrt(Q),
 				 "blk.%u.attn_output.weight", l);
-		lw->laurel_l = add(L, TENSOR_ALIGN, Q4, R, D, N, inv_sqrt(D), "blk.%u.laurel_l.weight", l);
-		lw->laurel_r = add(L, TENSOR_ALIGN, Q4, D, R, N, inv_sqrt(R), "blk.%u.laurel_r.weight", l);
-		lw->ffn_gate = add(L, TENSOR_ALIGN, Q4, F, D, N, inv_sqrt(D), "blk.%u.ffn_gate.weight", l);
-		lw->ffn_up = add(L, TENSOR_ALIGN, Q4, F, D, N, inv_sqrt(D), "blk.%u.ffn_up.weight", l);
-		lw->ffn_down = add(L, TENSOR_ALIGN, Q4, D, F, N, inv_sqrt(F), "blk.%u.ffn_down.weight", l);
-		lw->ple_gate = add(L, TENSOR_ALIGN, Q4, P, D, N, inv_sqrt(D), "blk.%u.inp_gate.weight", l);
-		lw->ple_proj = add(L, TENSOR_ALIGN, Q4, D, P, N, inv_sqrt(P), "blk.%u.proj.weight", l);
+		lw->laurel_l =
+			add(L, TENSOR_ALIGN, Q4, R, D, N, inv_sqrt(D), "blk.%u.laurel_l.weight", l);
+		lw->laurel_r =
+			add(L, TENSOR_ALIGN, Q4, D, R, N, inv_sqrt(R), "blk.%u.laurel_r.weight", l);
+		lw->ffn_gate =
+			add(L, TENSOR_ALIGN, Q4, F, D, N, inv_sqrt(D), "blk.%u.ffn_gate.weight", l);
+		lw->ffn_up =
+			add(L, TENSOR_ALIGN, Q4, F, D, N, inv_sqrt(D), "blk.%u.ffn_up.weight", l);
+		lw->ffn_down =
+			add(L, TENSOR_ALIGN, Q4, D, F, N, inv_sqrt(F), "blk.%u.ffn_down.weight", l);
+		lw->ple_gate =
+			add(L, TENSOR_ALIGN, Q4, P, D, N, inv_sqrt(D), "blk.%u.inp_gate.weight", l);
+		lw->ple_proj =
+			add(L, TENSOR_ALIGN, Q4, D, P, N, inv_sqrt(P), "blk.%u.proj.weight", l);
 	}
 	L->off = align_up(L->off, 4096);
 }
@@ -355,7 +366,8 @@ static void synth_rows(void *ctx, unsigned part, unsigned nparts)
 	pccx_pool_split(T->rows, 1, part, nparts, &lo, &hi);
 	for (r = lo; r < hi; r++) {
 		uint8_t *rec = j->m->data + T->offset + r * T->row_bytes;
-		uint64_t s = j->seed ^ ((uint64_t)(uint32_t)j->t << 40) ^ (r * 0xD1B54A32D192ED03ull);
+		uint64_t s =
+			j->seed ^ ((uint64_t)(uint32_t)j->t << 40) ^ (r * 0xD1B54A32D192ED03ull);
 
 		splitmix64(&s);
 		if (T->fmt == PCCX_WFMT_Q4) {

@@ -361,7 +361,8 @@ int pccx_oracle_step(struct pccx_oracle *o, uint32_t token, double *logits, pccx
 	double target;
 
 	if (token >= c->vocab)
-		return pccx_fail(d, PCCX_ERR_RANGE, "oracle: token %u outside the vocabulary", token);
+		return pccx_fail(d, PCCX_ERR_RANGE, "oracle: token %u outside the vocabulary",
+				 token);
 	if (o->pos >= c->max_ctx)
 		return pccx_fail(d, PCCX_ERR_RANGE, "oracle: context full (%u)", c->max_ctx);
 	o->rc = 0;

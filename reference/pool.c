@@ -58,7 +58,8 @@ int pccx_pool_create(struct pccx_pool **out, unsigned n_threads, pccx_diag *d)
 
 	*out = NULL;
 	if (n_threads == 0 || n_threads > 256)
-		return pccx_fail(d, PCCX_ERR_INVALID, "thread pool: %u threads (1..256)", n_threads);
+		return pccx_fail(d, PCCX_ERR_INVALID, "thread pool: %u threads (1..256)",
+				 n_threads);
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return pccx_fail(d, PCCX_ERR_NOMEM, "thread pool: out of memory");
@@ -85,7 +86,8 @@ int pccx_pool_create(struct pccx_pool **out, unsigned n_threads, pccx_diag *d)
 		if (pthread_create(&p->tid[i - 1], NULL, worker, wa)) {
 			free(wa);
 			pccx_pool_destroy(p);
-			return pccx_fail(d, PCCX_ERR_INTERNAL, "thread pool: cannot start thread %u", i);
+			return pccx_fail(d, PCCX_ERR_INTERNAL,
+					 "thread pool: cannot start thread %u", i);
 		}
 		p->started++;
 	}

@@ -19,7 +19,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: pccx bench --ref [--config NAME] [-n TOKENS] [options]\n"
 		"\n"
-		"Decode TOKENS tokens (greedy) with the reference on synthetic weights and print the\n"
+		"Decode TOKENS tokens (greedy) with the reference on synthetic weights and print "
+		"the\n"
 		"host decode rate, the weight bytes streamed per token and the peak RSS.\n"
 		"\n"
 		"options:\n"
@@ -78,7 +79,8 @@ int pccx_cmd_bench_ref(int argc, char **argv)
 		if (!strcmp(o, "--ref"))
 			continue;
 		if (!val) {
-			fprintf(stderr, "pccx: bench --ref: unknown option or missing value '%s'\n", o);
+			fprintf(stderr, "pccx: bench --ref: unknown option or missing value '%s'\n",
+				o);
 			usage(stderr);
 			return 2;
 		}
@@ -113,8 +115,8 @@ int pccx_cmd_bench_ref(int argc, char **argv)
 	if (max_ctx)
 		cfg.max_ctx = (uint32_t)max_ctx;
 	if (n + prefill + 1 > cfg.max_ctx) {
-		fprintf(stderr, "pccx: bench --ref: %llu steps exceed the context %u\n", n + prefill + 1,
-			cfg.max_ctx);
+		fprintf(stderr, "pccx: bench --ref: %llu steps exceed the context %u\n",
+			n + prefill + 1, cfg.max_ctx);
 		return 2;
 	}
 
@@ -162,18 +164,22 @@ int pccx_cmd_bench_ref(int argc, char **argv)
 	for (ops0 = 0, ops1 = 0, k = 0; k < 5; k++)
 		ops0 += cnt->ops[k];
 	ops1 = cnt->stream_bytes;
-	printf("reference decode, config %s (%u layers, D %u, FFN %u, vocab %u), synthetic weights\n",
+	printf("reference decode, config %s (%u layers, D %u, FFN %u, vocab %u), synthetic "
+	       "weights\n",
 	       cfg.name, cfg.n_layers, cfg.d_model, cfg.d_ffn, cfg.vocab);
 	printf("  weights in device layout  %10.1f MB  (synthesised in %.1f s)\n",
 	       (double)m->size / 1e6, t_synth);
-	printf("  streamed per token        %10.1f MB  weights + KV rows\n", (double)ops1 / n / 1e6);
+	printf("  streamed per token        %10.1f MB  weights + KV rows\n",
+	       (double)ops1 / n / 1e6);
 	printf("  NPU ops per token         %10.0f\n", (double)ops0 / n);
 	printf("  host kernel               %10s  x %u threads\n",
 	       pccx_kern_name(pccx_ref_exec_kernel(x)), pccx_ref_exec_threads(x));
-	printf("  decode                    %10.3f tok/s  (%.1f ms/token, %.2f GB/s streamed, %llu tokens)\n",
+	printf("  decode                    %10.3f tok/s  (%.1f ms/token, %.2f GB/s streamed, %llu "
+	       "tokens)\n",
 	       n / t_dec, 1e3 * t_dec / n, (double)ops1 / t_dec / 1e9, n);
 	if (prefill)
-		printf("  prefill (no LM head)      %10.3f tok/s  (%llu tokens)\n", prefill / t_pre, prefill);
+		printf("  prefill (no LM head)      %10.3f tok/s  (%llu tokens)\n", prefill / t_pre,
+		       prefill);
 	printf("  peak RSS                  %10.1f MB\n", ru.ru_maxrss / 1024.0);
 	ret = 0;
 out:

@@ -29,22 +29,22 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: pccx ref --config NAME [options]\n"
+		"usage: pccx ref (--config NAME | -m MODEL) [options]\n"
 		"\n"
-		"Decode with the bit-exact reference of the Gemma 3n NPU pipeline (synthetic weights)\n"
-		"and stream the generated text to stdout.\n"
+		"Decode with the bit-exact reference of the Gemma 3n NPU pipeline and stream\n"
+		"the generated text to stdout.\n"
 		"\n"
 		"options:\n"
 		"  --config NAME      model shape: %s\n"
 		"  -m MODEL           a Gemma 3n GGUF (llama.cpp layout; Q4_0 loads losslessly,\n"
 		"                     other types are requantised and the error reported)\n"
-		"  --save-gguf FILE   write the (synthetic) model, and the tokenizer if given, as GGUF\n"
-		"  --seed S           seed of the synthetic weights and of the sampler (default 1)\n"
+		"  --save-gguf FILE   write the model (and the tokenizer if given) as GGUF\n"
+		"  --seed S           seed of the synthetic weights and the sampler (default 1)\n"
 		"  --weights-seed S   seed of the synthetic weights only\n"
 		"  -p TEXT            prompt (default \"Hello\")\n"
 		"  -n N               tokens to generate (default 16)\n"
-		"  --tokenizer FILE   Hugging Face tokenizer.json (needs a config with its vocabulary,\n"
-		"                     e.g. tiny-vocab); without it bytes are ids 3..258\n"
+		"  --tokenizer FILE   Hugging Face tokenizer.json (needs a model with its\n"
+		"                     vocabulary, e.g. tiny-vocab); else bytes are ids 3..258\n"
 		"  --temp T --top-p P --top-k K --rep-penalty R   sampler (docs/sampling.md)\n"
 		"  --ignore-eos       keep going after the end-of-sequence id\n"
 		"  --max-ctx N        KV-cache positions of global layers (default: the config's)\n"
@@ -114,7 +114,14 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		uint64_t u;
 		float f;
 
-#define NEED() do { if (!v) { fprintf(stderr, "pccx: ref: %s needs a value\n", a); return 2; } i++; } while (0)
+#define NEED()                                                                                     \
+	do {                                                                                       \
+		if (!v) {                                                                          \
+			fprintf(stderr, "pccx: ref: %s needs a value\n", a);                       \
+			return 2;                                                                  \
+		}                                                                                  \
+		i++;                                                                               \
+	} while (0)
 #define BADV() do { fprintf(stderr, "pccx: ref: %s: bad value '%s'\n", a, v); return 2; } while (0)
 		if (!strcmp(a, "--config")) {
 			NEED();
@@ -238,8 +245,8 @@ static int on_stage(void *user, const char *name, const uint16_t *data, uint32_t
 			fprintf(stderr, "pccx: ref: %s: write failed\n", path);
 			return PCCX_ERR_IO;
 		}
-		fprintf(r->index, "%u\t%s\t%u\t%u\tp%05u.%s.bf16\n", r->pos, name, rows, cols, r->pos,
-			name);
+		fprintf(r->index, "%u\t%s\t%u\t%u\tp%05u.%s.bf16\n", r->pos, name, rows, cols,
+			r->pos, name);
 	}
 	if (r->cmp)
 		return pccx_cmp_ref_stage(r->cmp, name, data, rows, cols, stride);
@@ -354,9 +361,11 @@ int pccx_cmd_ref(int argc, char **argv)
 			return pccx_cli_fail(rc, &d);
 		cfg = m->cfg;
 		if (!o.quiet)
-			fprintf(stderr, "pccx ref: %s: %u layers, D %u, vocab %u, %.1f MB in device "
-					"layout in %.2f s; Q4 conversion %s; %llu AltUp coefficients "
-					"clamped\n", o.model, cfg.n_layers, cfg.d_model, cfg.vocab,
+			fprintf(stderr,
+				"pccx ref: %s: %u layers, D %u, vocab %u, %.1f MB in device "
+				"layout in %.2f s; Q4 conversion %s; %llu AltUp coefficients "
+				"clamped\n",
+				o.model, cfg.n_layers, cfg.d_model, cfg.vocab,
 				(double)m->size / 1e6, now_s() - t0,
 				pccx_q4_error_format(&li.q4, buf, sizeof(buf)),
 				(unsigned long long)li.clipped);
@@ -374,9 +383,11 @@ int pccx_cmd_ref(int argc, char **argv)
 			goto out;
 		}
 		if (!o.quiet)
-			fprintf(stderr, "pccx ref: config %s, %.1f MB of synthetic weights (seed %llu) "
-					"in %.2f s\n", cfg.name, (double)m->size / 1e6,
-				(unsigned long long)o.wseed, now_s() - t0);
+			fprintf(stderr,
+				"pccx ref: config %s, %.1f MB of synthetic weights (seed %llu) "
+				"in %.2f s\n",
+				cfg.name, (double)m->size / 1e6, (unsigned long long)o.wseed,
+				now_s() - t0);
 	}
 
 	/* the tokenizer: --tokenizer, else one embedded in the GGUF, else bytes as ids */
@@ -389,9 +400,10 @@ int pccx_cmd_ref(int argc, char **argv)
 	}
 	if (tk) {
 		if (pccx_tokenizer_n_vocab(tk) > cfg.vocab) {
-			fprintf(stderr, "pccx: ref: the tokenizer has %zu ids, the model only %u "
-					"(use tiny-vocab, e2b or e4b)\n", pccx_tokenizer_n_vocab(tk),
-				cfg.vocab);
+			fprintf(stderr,
+				"pccx: ref: the tokenizer has %zu ids, the model only %u "
+				"(use tiny-vocab, e2b or e4b)\n",
+				pccx_tokenizer_n_vocab(tk), cfg.vocab);
 			goto out;
 		}
 		rc = pccx_tokenizer_encode(tk, o.prompt, strlen(o.prompt), PCCX_TOK_ADD_BOS, &ids,
@@ -405,8 +417,10 @@ int pccx_cmd_ref(int argc, char **argv)
 		size_t len = strlen(o.prompt);
 
 		if (cfg.vocab < 259) {
-			fprintf(stderr, "pccx: ref: a vocabulary of %u ids is too small for the byte "
-					"tokenizer\n", cfg.vocab);
+			fprintf(stderr,
+				"pccx: ref: a vocabulary of %u ids is too small for the byte "
+				"tokenizer\n",
+				cfg.vocab);
 			goto out;
 		}
 		ids = malloc(sizeof(*ids) * (len + 1));
@@ -479,7 +493,7 @@ int pccx_cmd_ref(int argc, char **argv)
 	/* Prompt then generation, one decode step per token. */
 	memcpy(hist, ids, sizeof(*ids) * n_ids);
 	n_hist = n_ids;
-	/* every prompt token, then each generated token but the last (its successor is not needed) */
+	/* every prompt token, then each generated token but the last (nothing follows it) */
 	for (i = 0; i < n_ids + (o.n ? o.n - 1 : 0); i++) {
 		bool last_prompt = i + 1 >= n_ids;
 		bool want = last_prompt || o.oracle;
@@ -547,14 +561,17 @@ int pccx_cmd_ref(int argc, char **argv)
 		fprintf(stderr, "pccx ref: %u steps in %.2f s (%.2f tok/s)\n", steps, t_ref,
 			steps / (t_ref > 0 ? t_ref : 1));
 	if (o.oracle) {
-		fprintf(stderr, "\noracle comparison over %u positions (reference vs FP64 oracle):\n"
-				"  %-18s %7s %10s %10s %10s\n", compared, "stage", "count", "min cos",
-			"max relRMS", "max |err|");
+		fprintf(stderr,
+			"\noracle comparison over %u positions (reference vs FP64 oracle):\n"
+			"  %-18s %7s %10s %10s %10s\n",
+			compared, "stage", "count", "min cos", "max relRMS", "max |err|");
 		for (i = 0; i < na; i++)
-			fprintf(stderr, "  %-18s %7u %10.6f %10.4f %10.4g\n", agg[i].kind, agg[i].count,
-				agg[i].min_cos, agg[i].max_rel, agg[i].max_abs);
-		fprintf(stderr, "  next-token top-1 agreement %u/%u, KL(oracle||ref) mean %.3g max %.3g"
-				" nats\n", top1_same, compared, kl_sum / (compared ? compared : 1), kl_max);
+			fprintf(stderr, "  %-18s %7u %10.6f %10.4f %10.4g\n", agg[i].kind,
+				agg[i].count, agg[i].min_cos, agg[i].max_rel, agg[i].max_abs);
+		fprintf(stderr,
+			"  next-token top-1 agreement %u/%u, KL(oracle||ref) mean %.3g max %.3g"
+			" nats\n",
+			top1_same, compared, kl_sum / (compared ? compared : 1), kl_max);
 	}
 	ret = 0;
 	goto out;
@@ -588,8 +605,9 @@ static void synth_usage(FILE *f)
 		"usage: pccx synth --config NAME [--seed S] [--tokenizer FILE] -o FILE\n"
 		"\n"
 		"Write seeded synthetic weights of a Gemma 3n shape (%s) as a GGUF in\n"
-		"llama.cpp's gemma3n layout (Q4_0 projections, F32 norms, gemma3n.* metadata), with\n"
-		"the tokenizer embedded when --tokenizer is given. 'pccx ref -m FILE' runs it.\n",
+		"llama.cpp's gemma3n layout (Q4_0 projections, F32 norms, gemma3n.* metadata),\n"
+		"with the tokenizer embedded when --tokenizer is given. 'pccx ref -m FILE' runs\n"
+		"it.\n",
 		pccx_g3n_config_names());
 }
 
@@ -640,7 +658,8 @@ int pccx_cmd_synth(int argc, char **argv)
 	if (!rc && tokenizer)
 		rc = pccx_tokenizer_load_json(tokenizer, &tk, &d);
 	if (!rc && tk && pccx_tokenizer_n_vocab(tk) > cfg.vocab)
-		rc = pccx_fail(&d, PCCX_ERR_INVALID, "the tokenizer has %zu ids, config '%s' only %u",
+		rc = pccx_fail(&d, PCCX_ERR_INVALID,
+			       "the tokenizer has %zu ids, config '%s' only %u",
 			       pccx_tokenizer_n_vocab(tk), cfg.name, cfg.vocab);
 	if (!rc)
 		rc = pccx_g3n_model_create(&m, &cfg, &d);
@@ -649,8 +668,8 @@ int pccx_cmd_synth(int argc, char **argv)
 	if (!rc)
 		rc = pccx_g3n_save_gguf(m, tk, out, &d);
 	if (!rc)
-		fprintf(stderr, "pccx synth: %s: config %s, seed %llu, %.2f s\n", out, cfg.name, seed,
-			now_s() - t0);
+		fprintf(stderr, "pccx synth: %s: config %s, seed %llu, %.2f s\n", out, cfg.name,
+			seed, now_s() - t0);
 	pccx_g3n_model_free(m);
 	pccx_tokenizer_free(tk);
 	return rc ? pccx_cli_fail(rc, &d) : 0;

@@ -255,8 +255,8 @@ START_TEST(test_kernel_ref_is_the_numerics_row_dot)
 	pccx_kern_q4_rows_ref(c.w, c.rb, c.n, &c.a, y);
 	for (r = 0; r < c.n; r++) {
 		const uint8_t *rec = c.w + r * c.rb;
-		float e = pccx_q4_row_dot(rec + 128, (const uint16_t *)(const void *)rec, c.q8, c.sx,
-					  c.k);
+		float e = pccx_q4_row_dot(rec + 128, (const uint16_t *)(const void *)rec, c.q8,
+					  c.sx, c.k);
 
 		ck_assert_uint_eq(pccx_f32_bits(y[r]), pccx_f32_bits(e));
 	}
@@ -279,7 +279,8 @@ START_TEST(test_kernel_avx2_bit_identical)
 
 		if (it % 50 == 0)
 			k = 2048, n = 257;
-		kcase_make(&c, n, k, &s, it % 3 == 0);	/* every third: raw bytes as scales (NaN, Inf) */
+		/* every third case: raw bytes as scales (NaN, Inf) */
+		kcase_make(&c, n, k, &s, it % 3 == 0);
 		y1 = malloc(sizeof(float) * n);
 		y2 = malloc(sizeof(float) * n);
 		pccx_kern_q4_rows_ref(c.w, c.rb, n, &c.a, y1);
@@ -342,7 +343,8 @@ static void npu_open(struct npu *n)
 	ck_assert_int_eq(pccx_ref_exec_create(&n->x, 1, PCCX_KERN_AUTO, &d), 0);
 	n->ops = pccx_ref_exec_ops();
 	n->l2 = pccx_ref_exec_l2(n->x);
-	ck_assert_int_eq(n->ops->bind(n->x, PCCX_NPU_BUF_WEIGHTS, n->wbuf, sizeof(n->wbuf), false), 0);
+	ck_assert_int_eq(n->ops->bind(n->x, PCCX_NPU_BUF_WEIGHTS, n->wbuf, sizeof(n->wbuf), false),
+			 0);
 	ck_assert_int_eq(n->ops->bind(n->x, PCCX_NPU_BUF_KV, n->kv, sizeof(n->kv), true), 0);
 }
 
@@ -370,8 +372,13 @@ static void put_slot0(struct npu *n, uint32_t word, float v)
 START_TEST(test_exec_gemv_q4)
 {
 	struct npu n;
-	struct pccx_npu_matmul mm = { .dst = 100, .src = 10, .n = 10, .k = 64, .m = 1,
-				      .fmt = PCCX_WFMT_Q4, .w = { PCCX_NPU_BUF_WEIGHTS, 0, -1, 0 } };
+	struct pccx_npu_matmul mm = { .dst = 100,
+				      .src = 10,
+				      .n = 10,
+				      .k = 64,
+				      .m = 1,
+				      .fmt = PCCX_WFMT_Q4,
+				      .w = { PCCX_NPU_BUF_WEIGHTS, 0, -1, 0 } };
 	uint64_t rb = 16 + 32, s = 5;
 	int8_t q8[64];
 	float sx[2], smax = -INFINITY;
@@ -381,7 +388,8 @@ START_TEST(test_exec_gemv_q4)
 	for (i = 0; i < 10 * rb; i++)
 		n.wbuf[i] = (uint8_t)lcg(&s);
 	for (r = 0; r < 10; r++) {
-		uint16_t h0 = pccx_f32_to_fp16(0.01f * (float)(r + 1)), h1 = pccx_f32_to_fp16(-0.02f);
+		uint16_t h0 = pccx_f32_to_fp16(0.01f * (float)(r + 1)),
+			 h1 = pccx_f32_to_fp16(-0.02f);
 
 		memcpy(n.wbuf + r * rb, &h0, 2);
 		memcpy(n.wbuf + r * rb + 2, &h1, 2);
@@ -394,7 +402,8 @@ START_TEST(test_exec_gemv_q4)
 	pccx_q8_quantize(n.l2 + 8 * 10, 64, q8, sx);
 	for (r = 0; r < 10; r++) {
 		const uint8_t *rec = n.wbuf + r * rb;
-		float y = pccx_q4_row_dot(rec + 16, (const uint16_t *)(const void *)rec, q8, sx, 64);
+		float y =
+			pccx_q4_row_dot(rec + 16, (const uint16_t *)(const void *)rec, q8, sx, 64);
 
 		ck_assert_uint_eq(n.l2[8 * 100 + r], pccx_out_store(y, false, 0));
 	}
@@ -411,8 +420,8 @@ START_TEST(test_exec_gemv_q4)
 		ck_assert_int_eq(n.ops->matmul(n.x, &mm), 0);
 		for (r = 0; r < 10; r++) {
 			const uint8_t *rec = n.wbuf + r * rb;
-			float y = pccx_q4_row_dot(rec + 16, (const uint16_t *)(const void *)rec, q8, sx,
-						  64);
+			float y = pccx_q4_row_dot(rec + 16, (const uint16_t *)(const void *)rec, q8,
+						  sx, 64);
 			uint16_t e = pccx_out_store(y, true, old[r]);
 
 			ck_assert_uint_eq(n.l2[8 * 100 + r], e);
@@ -445,16 +454,18 @@ START_TEST(test_exec_gemm_bf16_and_bf16t)
 	ck_assert_int_eq(n.ops->matmul(n.x, &sc), 0);
 	for (r = 0; r < 2; r++)
 		for (j = 0; j < 4; j++)
-			ck_assert_uint_eq(n.l2[8 * (200 + r) + j],
-					  pccx_out_store(pccx_bf16_row_dot(W + 16 * j,
-									   n.l2 + 8 * (20 + 2 * r), 16),
-							 false, 0));
+			ck_assert_uint_eq(
+				n.l2[8 * (200 + r) + j],
+				pccx_out_store(
+					pccx_bf16_row_dot(W + 16 * j, n.l2 + 8 * (20 + 2 * r), 16),
+					false, 0));
 	/* context: the same 4 rows of 16 as a transposed weight, x = the 4 scores of each row */
 	ck_assert_int_eq(n.ops->matmul(n.x, &cx), 0);
 	for (r = 0; r < 2; r++) {
 		pccx_bf16_colsum(W, n.l2 + 8 * (200 + r), 4, 16, y);
 		for (j = 0; j < 16; j++)
-			ck_assert_uint_eq(n.l2[8 * (300 + 2 * r) + j], pccx_out_store(y[j], false, 0));
+			ck_assert_uint_eq(n.l2[8 * (300 + 2 * r) + j],
+					  pccx_out_store(y[j], false, 0));
 	}
 	pccx_ref_exec_free(n.x);
 }
@@ -513,8 +524,13 @@ END_TEST
 START_TEST(test_exec_rejects_illegal)
 {
 	struct npu n;
-	struct pccx_npu_matmul mm = { .dst = 10, .src = 10, .n = 8, .k = 32, .m = 1,
-				      .fmt = PCCX_WFMT_Q4, .w = { PCCX_NPU_BUF_WEIGHTS, 0, -1, 0 } };
+	struct pccx_npu_matmul mm = { .dst = 10,
+				      .src = 10,
+				      .n = 8,
+				      .k = 32,
+				      .m = 1,
+				      .fmt = PCCX_WFMT_Q4,
+				      .w = { PCCX_NPU_BUF_WEIGHTS, 0, -1, 0 } };
 
 	npu_open(&n);
 	/* matmul source and destination overlap */
@@ -891,7 +907,8 @@ static void check_against_oracle(const char *preset, uint64_t seed, uint32_t pos
 	ck_assert_int_eq(pccx_g3n_config_preset(preset, &cfg, &d), 0);
 	orig_open(&q, &cfg, seed, NULL);
 	for (p = 0; p < positions; p++) {
-		const struct pccx_stage_stat *st = orig_step(&q, tok_at(&cfg, p + (uint32_t)seed), &n);
+		const struct pccx_stage_stat *st =
+			orig_step(&q, tok_at(&cfg, p + (uint32_t)seed), &n);
 		bool same;
 		double kl;
 
@@ -899,15 +916,20 @@ static void check_against_oracle(const char *preset, uint64_t seed, uint32_t pos
 		for (i = 0; i < n; i++) {
 			int layer;
 			const char *kind = kind_of(st[i].name, &layer);
-			const struct bound *b = layer <= 0 ?
-				find_bound(layer0_bounds, sizeof(layer0_bounds) / sizeof(layer0_bounds[0]),
-					   kind) : NULL;
+			const struct bound *b =
+				layer <= 0 ? find_bound(layer0_bounds,
+							sizeof(layer0_bounds) /
+								sizeof(layer0_bounds[0]),
+							kind)
+					   : NULL;
 
 			if (!b)
-				b = find_bound(all_bounds, sizeof(all_bounds) / sizeof(all_bounds[0]), kind);
+				b = find_bound(all_bounds,
+					       sizeof(all_bounds) / sizeof(all_bounds[0]), kind);
 			ck_assert_msg(st[i].cos >= b->min_cos && st[i].rel_rms <= b->max_rel,
 				      "seed %llu pos %u stage %s: cos %.6f (>= %.6f), rel rms %.4f "
-				      "(<= %.4f)", (unsigned long long)seed, p, st[i].name, st[i].cos,
+				      "(<= %.4f)",
+				      (unsigned long long)seed, p, st[i].name, st[i].cos,
 				      b->min_cos, st[i].rel_rms, b->max_rel);
 		}
 		pccx_logit_agreement(q.r.logits, q.ologits, cfg.vocab, &same, &kl);
@@ -983,7 +1005,8 @@ START_TEST(test_sliding_window)
 				rb = sb[i].rel_rms;
 		ck_assert_msg(ra >= 0 && ra <= 0.03, "pos %u: windowed rel %.4f", p, ra);
 		if (p < 8)
-			ck_assert_msg(rb <= 0.03, "pos %u: before the window fills rel %.4f", p, rb);
+			ck_assert_msg(rb <= 0.03, "pos %u: before the window fills rel %.4f", p,
+				      rb);
 		else
 			far = rb > far ? rb : far;
 	}
@@ -1010,7 +1033,8 @@ START_TEST(test_gguf_round_trip_bit_exact)
 	close(fd);
 	rig_open(&a, "tiny", 11, 1, PCCX_KERN_AUTO);
 	ck_assert_msg(pccx_g3n_save_gguf(a.m, NULL, path, &d) == 0, "%s", d.msg);
-	ck_assert_msg(pccx_g3n_load_gguf(&m2, path, a.cfg.max_ctx, &li, NULL, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx_g3n_load_gguf(&m2, path, a.cfg.max_ctx, &li, NULL, &d) == 0, "%s",
+		      d.msg);
 	unlink(path);
 	ck_assert(li.q4.lossless);
 	ck_assert_uint_eq(li.clipped, 0);
