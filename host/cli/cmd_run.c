@@ -170,6 +170,7 @@ int pccx_cmd_run(int argc, char **argv)
 	if (!st_rc)
 		st_rc = pccx_session_generate(s, &scfg, n_gen, on_token, &has_tok, &d);
 	putchar('\n');
+	fflush(stdout);
 	if (!st_rc)
 		st_rc = pccx_device_flush(dev, &d);
 	if (!pccx_session_stats(s, &st) && !pccx_device_info(dev, &info)) {

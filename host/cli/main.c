@@ -16,6 +16,8 @@ static const struct pccx_cmd commands[] = {
 	{ "run", "generate text on the NPU (simulated by default): pccx run -m MODEL -p TEXT",
 	  pccx_cmd_run },
 	{ "ref", "run the bit-exact reference model (and the float oracle)", pccx_cmd_ref },
+	{ "synth", "write a gemma3n GGUF with synthetic weights: pccx synth --config NAME -o F",
+	  pccx_cmd_synth },
 	{ "sim", "run a job file on the cycle simulator", pccx_cmd_sim },
 	{ "bench", "benchmarks: simulated decode, host reference, sampler", pccx_cmd_bench },
 	{ "numerics", "measure the numerics module's functions against double precision",
