@@ -20,10 +20,10 @@ builddir=${1:?usage: scripts/fuzz.sh BUILDDIR SECONDS [NAME...]}
 secs=${2:?usage: scripts/fuzz.sh BUILDDIR SECONDS [NAME...]}
 shift 2
 case "$secs" in ''|*[!0-9]*) echo "fuzz.sh: SECONDS must be a whole number" >&2; exit 2 ;; esac
-top=$(cd "$(dirname "$0")/.." && pwd)
-cd "$top" || exit 1
 mkdir -p "$builddir" || exit 1
 builddir=$(cd "$builddir" && pwd)
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top" || exit 1
 # a make that runs us must not hand its own variables (CFLAGS=..., BUILD=...) to ours
 unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES
 CC=${FUZZ_CC:-clang}
