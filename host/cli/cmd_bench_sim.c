@@ -114,7 +114,7 @@ int pccx_cmd_bench_sim(int argc, char **argv)
 	{
 		double dec_s = (double)st.decode_cycles / (double)info.core_hz;
 		double per_tok_bytes = st.decode_steps ?
-			(double)st.weight_bytes / (double)(st.decode_steps + 1) : 0;
+			(double)st.decode_weight_bytes / (double)st.decode_steps : 0;
 		double bw = dec_s > 0 ? per_tok_bytes * (double)st.decode_steps / dec_s : 0;
 
 		printf("config %s: %llu decode steps simulated (setup %.1f s)\n",

@@ -333,6 +333,8 @@ static int submit_job(void *user, struct pccx_compiler *c)
 		s->st.jobs++;
 		s->st.device_cycles += res.cycles;
 		if (s->generating) {
+			for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
+				s->st.decode_weight_bytes += res.stats.dm_bytes[p];
 			s->st.decode_cycles += res.cycles;
 			s->st.decode_steps++;
 			profile_job(s, c);

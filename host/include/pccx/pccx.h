@@ -100,6 +100,7 @@ struct pccx_stats {
 	uint64_t device_cycles;        /* simulated core cycles (sim backend; 0 otherwise) */
 	uint64_t decode_cycles;        /* of which in generation steps (one token each) */
 	uint64_t decode_steps;         /* generation steps run on the device */
+	uint64_t decode_weight_bytes;  /* weight bytes streamed by the generation steps */
 	double device_seconds;         /* device time at the modelled clock */
 	uint64_t weight_bytes;         /* bytes streamed from DDR as weights */
 	uint64_t dma_bytes;            /* other DDR traffic */
