@@ -13,6 +13,7 @@ static const struct pccx_cmd commands[] = {
 	  pccx_cmd_isa_table },
 	{ "tokenize", "tokenize text with a tokenizer.json: pccx tokenize --tokenizer F TEXT",
 	  pccx_cmd_tokenize },
+	{ "info", "device ID, features and figures: pccx info [--backend kernel]", pccx_cmd_info },
 	{ "run", "generate text on the NPU (simulated by default): pccx run -m MODEL -p TEXT",
 	  pccx_cmd_run },
 	{ "ref", "run the bit-exact reference model (and the float oracle)", pccx_cmd_ref },

@@ -7,6 +7,14 @@
  * device has produced its logits and KV rows in the session's buffers. With verify set, a
  * second session runs the same steps on the bit-exact reference executor and every stage
  * tensor and the logits are compared bit for bit.
+ *
+ * Backends (struct backend below), one session logic:
+ *   sim     the in-process simulator reads and writes the session's host buffers in place
+ *           (zero-copy); verify compares every stage in L2 as it retires.
+ *   kernel  /dev/pccx: each host buffer is backed by a buffer object (BO) filled from it at
+ *           bind; before a job the per-step inputs are copied in, after it the logits are
+ *           copied out; the KV cache lives in its BO only. Verify cannot read L2 there: it
+ *           compares the logits and the KV rows the step wrote with the reference instead.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -14,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend_kernel.h"
 #include "backend_sim.h"
 #include "compiler.h"
 #include "diag.h"
@@ -25,9 +34,13 @@
 #include "pccx_num.h"
 #include "verify.h"
 
+struct backend;
+
 struct pccx_device {
 	char backend[16];
-	struct pccx_simb *simb;
+	const struct backend *be;
+	struct pccx_simb *simb;            /* sim */
+	struct pccx_kb *kb;                /* kernel */
 	char trace_path[256];
 };
 
@@ -56,6 +69,42 @@ struct pccx_session {
 	size_t n_prof, cap_prof;
 	int submit_status;
 	pccx_diag submit_diag;
+	/* kernel backend: the BO behind each host buffer, and the device time the driver saw */
+	struct kbuf {
+		uint8_t *host, *map;
+		uint64_t size;
+		uint32_t handle;
+		bool bound;
+	} kbuf[PCCX_NPU_NBUF];
+	double kdev_seconds;
+};
+
+/* What one job cost, as far as the backend can tell. */
+struct job_figures {
+	uint64_t cycles;           /* simulated core cycles (sim) */
+	uint64_t weight_bytes;     /* streamed weights */
+	uint64_t dma_bytes;        /* other host DMA */
+};
+
+/*
+ * A device backend. The session logic (compiler, reference, sampler, statistics) is shared;
+ * a backend turns the session's host buffers into device buffers and runs a step's job.
+ */
+struct backend {
+	const char *name;
+	int (*open)(pccx_device *dev, const struct pccx_device_opts *opts, pccx_diag *d);
+	void (*close)(pccx_device *dev);
+	int (*flush)(pccx_device *dev, pccx_diag *d);
+	int (*info)(pccx_device *dev, struct pccx_device_info *info);
+	/* the compiler's bind: a device buffer for (base, size) */
+	int (*bind)(pccx_session *s, uint32_t buf, void *base, uint64_t size, bool dev_write,
+		    uint32_t *handle);
+	void (*unbind)(pccx_session *s);
+	/* run the step's job to completion; with s->ref set, also verify what it can */
+	int (*run)(pccx_session *s, const struct pccx_compiler *c,
+		   const struct pccx_job_view *job, struct job_figures *fig);
+	/* device time of the figures so far */
+	double (*device_seconds)(const pccx_session *s, double *ddr_bytes_per_s);
 };
 
 static double now_seconds(void)
@@ -68,44 +117,139 @@ static double now_seconds(void)
 
 /* ---- devices --------------------------------------------------------------------------- */
 
+static const struct backend backends[2];
+
+/* The KV260's nominal DDR peak: the figure the kernel backend reports (the driver has none). */
+static uint64_t nominal_ddr_bytes_per_s(void)
+{
+	struct pccx_sim_config cfg;
+
+	pccx_sim_config_default(&cfg);
+	return cfg.ddr_mbps * 1000000ull;
+}
+
+static int sim_open(pccx_device *dev, const struct pccx_device_opts *opts, pccx_diag *d)
+{
+	struct pccx_sim_config cfg;
+	int rc;
+
+	pccx_sim_config_default(&cfg);
+	if (opts && opts->dtb) {
+		rc = pccx_sim_config_from_dtb_file(&cfg, opts->dtb, d);
+		if (rc)
+			return rc;
+	}
+	rc = pccx_simb_create(&cfg, &dev->simb, d);
+	if (rc)
+		return rc;
+	if (opts && opts->trace_path) {
+		rc = pccx_sim_trace_open(pccx_simb_sim(dev->simb), opts->trace_path, d);
+		if (rc) {
+			pccx_simb_destroy(dev->simb);
+			dev->simb = NULL;
+			return rc;
+		}
+	}
+	return PCCX_OK;
+}
+
+static void sim_close(pccx_device *dev)
+{
+	/* destroying the simulator completes an open trace; pccx_device_flush reports errors */
+	if (dev->simb)
+		pccx_simb_destroy(dev->simb);
+}
+
+static int sim_flush(pccx_device *dev, pccx_diag *d)
+{
+	return pccx_sim_trace_close(pccx_simb_sim(dev->simb), d);
+}
+
+static int sim_info(pccx_device *dev, struct pccx_device_info *info)
+{
+	const struct pccx_sim_config *c = pccx_sim_get_config(pccx_simb_sim(dev->simb));
+	pccx_sim *sim = pccx_simb_sim(dev->simb);
+	uint64_t id = 0, feat = 0;
+
+	if (pccx_sim_mmio_read64(sim, PCCX_REG_ID, &id) ||
+	    pccx_sim_mmio_read64(sim, PCCX_REG_FEATURES, &feat))
+		return PCCX_ERR_DEVICE;
+	info->hw_version = (uint32_t)id;
+	info->features = (uint32_t)feat;
+	info->l2_words = c->l2_words;
+	info->dma_addr_bits = c->dma_address_bits;
+	info->core_hz = c->core_hz;
+	info->axi_hz = c->axi_hz;
+	info->ddr_bytes_per_s = c->ddr_mbps * 1000000ull;
+	return PCCX_OK;
+}
+
+static int kernel_open(pccx_device *dev, const struct pccx_device_opts *opts, pccx_diag *d)
+{
+	if (opts && (opts->dtb || opts->trace_path))
+		return pccx_fail(d, PCCX_ERR_INVALID,
+				 "backend 'kernel': %s is for the sim backend only",
+				 opts->dtb ? "a device tree" : "a trace");
+	return pccx_kb_create(opts ? opts->path : NULL, &dev->kb, d);
+}
+
+static void kernel_close(pccx_device *dev)
+{
+	/* closing the file frees the buffers and jobs the driver holds for this device */
+	pccx_kb_destroy(dev->kb);
+}
+
+static int kernel_flush(pccx_device *dev, pccx_diag *d)
+{
+	(void)dev;
+	(void)d;
+	return PCCX_OK;
+}
+
+static int kernel_info(pccx_device *dev, struct pccx_device_info *info)
+{
+	struct pccx_info ki;
+
+	if (pccx_kb_info(dev->kb, &ki))
+		return PCCX_ERR_IO;
+	info->hw_version = (uint32_t)ki.hw_id;
+	info->features = (uint32_t)ki.features;
+	info->l2_words = ki.l2_words;
+	info->dma_addr_bits = ki.dma_addr_bits;
+	info->core_hz = (ki.clocks & 0xffffffffu) * 1000;    /* CLOCKS: kHz */
+	info->axi_hz = (ki.clocks >> 32) * 1000;
+	info->ddr_bytes_per_s = nominal_ddr_bytes_per_s();
+	return PCCX_OK;
+}
+
 int pccx_device_open(const struct pccx_device_opts *opts, pccx_device **out, pccx_diag *d)
 {
 	const char *backend = opts && opts->backend ? opts->backend : "sim";
-	struct pccx_sim_config cfg;
+	const struct backend *be = NULL;
 	pccx_device *dev;
+	size_t i;
 	int rc;
 
 	*out = NULL;
 	if (opts && opts->struct_size && opts->struct_size < sizeof(size_t))
 		return pccx_fail(d, PCCX_ERR_INVALID, "device options: struct_size %zu too small",
 				 opts->struct_size);
-	if (strcmp(backend, "sim"))
+	for (i = 0; i < sizeof(backends) / sizeof(backends[0]); i++)
+		if (!strcmp(backend, backends[i].name))
+			be = &backends[i];
+	if (!be)
 		return pccx_fail(d, PCCX_ERR_NOT_FOUND,
-				 "backend '%s' is not available (this build has: sim)", backend);
+				 "backend '%s' is not available (this build has: sim, kernel)",
+				 backend);
 	dev = calloc(1, sizeof(*dev));
 	if (!dev)
 		return pccx_fail(d, PCCX_ERR_NOMEM, "device: out of memory");
 	snprintf(dev->backend, sizeof(dev->backend), "%s", backend);
-	pccx_sim_config_default(&cfg);
-	if (opts && opts->dtb) {
-		rc = pccx_sim_config_from_dtb_file(&cfg, opts->dtb, d);
-		if (rc) {
-			free(dev);
-			return rc;
-		}
-	}
-	rc = pccx_simb_create(&cfg, &dev->simb, d);
+	dev->be = be;
+	rc = be->open(dev, opts, d);
 	if (rc) {
 		free(dev);
 		return rc;
-	}
-	if (opts && opts->trace_path) {
-		rc = pccx_sim_trace_open(pccx_simb_sim(dev->simb), opts->trace_path, d);
-		if (rc) {
-			pccx_simb_destroy(dev->simb);
-			free(dev);
-			return rc;
-		}
 	}
 	*out = dev;
 	return PCCX_OK;
@@ -115,9 +259,7 @@ void pccx_device_close(pccx_device *dev)
 {
 	if (!dev)
 		return;
-	/* destroying the simulator completes an open trace; pccx_device_flush reports errors */
-	if (dev->simb)
-		pccx_simb_destroy(dev->simb);
+	dev->be->close(dev);
 	free(dev);
 }
 
@@ -125,34 +267,16 @@ int pccx_device_flush(pccx_device *dev, pccx_diag *d)
 {
 	if (!dev)
 		return pccx_fail(d, PCCX_ERR_INVALID, "no device");
-	return pccx_sim_trace_close(pccx_simb_sim(dev->simb), d);
+	return dev->be->flush(dev, d);
 }
 
 int pccx_device_info(pccx_device *dev, struct pccx_device_info *info)
 {
-	const struct pccx_sim_config *c;
-
 	if (!dev || !info)
 		return PCCX_ERR_INVALID;
 	memset(info, 0, sizeof(*info));
 	snprintf(info->backend, sizeof(info->backend), "%s", dev->backend);
-	c = pccx_sim_get_config(pccx_simb_sim(dev->simb));
-	{
-		pccx_sim *sim = pccx_simb_sim(dev->simb);
-		uint64_t id = 0, feat = 0;
-
-		if (pccx_sim_mmio_read64(sim, PCCX_REG_ID, &id) ||
-		    pccx_sim_mmio_read64(sim, PCCX_REG_FEATURES, &feat))
-			return PCCX_ERR_DEVICE;
-		info->hw_version = (uint32_t)id;
-		info->features = (uint32_t)feat;
-	}
-	info->l2_words = c->l2_words;
-	info->dma_addr_bits = c->dma_address_bits;
-	info->core_hz = c->core_hz;
-	info->axi_hz = c->axi_hz;
-	info->ddr_bytes_per_s = c->ddr_mbps * 1000000ull;
-	return PCCX_OK;
+	return dev->be->info(dev, info);
 }
 
 /* ---- models ---------------------------------------------------------------------------- */
@@ -231,14 +355,79 @@ void pccx_model_free(pccx_model *model)
 /* ---- sessions -------------------------------------------------------------------------- */
 
 /* Compiler bind: the sim backend opens a DMA window onto the session's own host memory. */
-static int bind_sim(void *user, uint32_t buf, void *base, uint64_t size, bool dev_write,
+static int bind_sim(pccx_session *s, uint32_t buf, void *base, uint64_t size, bool dev_write,
 		    uint32_t *handle)
 {
-	pccx_session *s = user;
 	uint32_t access = PCCX_BUF_DEV_READ | (dev_write ? PCCX_BUF_DEV_WRITE : 0);
 
 	(void)buf;
 	return pccx_simb_buf_import(s->model->dev->simb, base, size, access, handle, NULL);
+}
+
+static void unbind_sim(pccx_session *s)
+{
+	(void)s;   /* the windows stay with the simulator until the device closes */
+}
+
+/* A BO the session no longer needs; a failure leaves it to the close of the device. */
+static void kbuf_release(struct pccx_kb *kb, uint32_t handle)
+{
+	int rc = pccx_kb_buf_free(kb, handle);
+
+	(void)rc;
+}
+
+/*
+ * Compiler bind on the kernel backend: a BO of the buffer's size, filled from the host buffer
+ * now (the weights once, the KV cache's zeros). The host keeps writing the per-step inputs in
+ * its own buffer and reading the logits from its own; run_kernel() copies both ways.
+ */
+static int bind_kernel(pccx_session *s, uint32_t buf, void *base, uint64_t size,
+		       bool dev_write, uint32_t *handle)
+{
+	struct pccx_kb *kb = s->model->dev->kb;
+	uint32_t access = PCCX_BUF_DEV_READ | (dev_write ? PCCX_BUF_DEV_WRITE : 0);
+	struct kbuf *k;
+	int rc;
+
+	if (buf >= PCCX_NPU_NBUF || s->kbuf[buf].bound)
+		return pccx_fail(&s->submit_diag, PCCX_ERR_INVALID,
+				 "kernel backend: buffer %u bound twice or unknown", buf);
+	k = &s->kbuf[buf];
+	rc = pccx_kb_buf_alloc(kb, size ? size : 16, access, &k->handle, &s->submit_diag);
+	if (rc)
+		return rc;
+	k->map = pccx_kb_buf_map(kb, k->handle, NULL);
+	if (!k->map) {
+		kbuf_release(kb, k->handle);
+		return pccx_fail(&s->submit_diag, PCCX_ERR_IO, "kernel backend: buffer %u has no "
+				 "mapping", buf);
+	}
+	k->host = base;
+	k->size = size;
+	k->bound = true;
+	if (size)
+		memcpy(k->map, base, size);
+	*handle = k->handle;
+	return PCCX_OK;
+}
+
+static void unbind_kernel(pccx_session *s)
+{
+	unsigned i;
+
+	for (i = 0; i < PCCX_NPU_NBUF; i++)
+		if (s->kbuf[i].bound)
+			kbuf_release(s->model->dev->kb, s->kbuf[i].handle);
+	memset(s->kbuf, 0, sizeof(s->kbuf));
+}
+
+static int bind_buf(void *user, uint32_t buf, void *base, uint64_t size, bool dev_write,
+		    uint32_t *handle)
+{
+	pccx_session *s = user;
+
+	return s->model->dev->be->bind(s, buf, base, size, dev_write, handle);
 }
 
 /* Fold the finished job's stage times into the profile (stage names without "L<n>."). */
@@ -308,41 +497,177 @@ int pccx_session_stage_profile(const pccx_session *s, struct pccx_stage_time **o
 	return PCCX_OK;
 }
 
+/* Run the step's job on the simulator; with verify, every stage is compared as it retires. */
+static int run_sim(pccx_session *s, const struct pccx_compiler *c,
+		   const struct pccx_job_view *job, struct job_figures *fig)
+{
+	struct pccx_simb_result res;
+	struct pccx_simb_opts o = { 0 };
+	unsigned p;
+	int rc;
+
+	/* statistics are reset at each submit: res.stats covers this job alone */
+	if (s->ver)
+		rc = pccx_verify_device_job(s->ver, s->model->dev->simb, job, c, &o, &res,
+					    &s->submit_diag);
+	else
+		rc = pccx_simb_submit_wait(s->model->dev->simb, job, &o, &res, &s->submit_diag);
+	if (rc)
+		return rc;
+	fig->cycles = res.cycles;
+	for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
+		fig->weight_bytes += res.stats.dm_bytes[p];
+	fig->dma_bytes = res.stats.dm_bytes[PCCX_DM_FMAP] + res.stats.dm_bytes[PCCX_DM_RESULT];
+	if (s->generating)
+		profile_job(s, c);
+	return PCCX_OK;
+}
+
+static double sim_device_seconds(const pccx_session *s, double *ddr_bytes_per_s)
+{
+	const struct pccx_sim_config *c = pccx_sim_get_config(pccx_simb_sim(s->model->dev->simb));
+
+	*ddr_bytes_per_s = (double)c->ddr_mbps * 1e6;
+	return (double)s->st.device_cycles / (double)c->core_hz;
+}
+
+/*
+ * Verify on the kernel backend (L2 is out of reach): the KV rows this job stored, read back
+ * from the KV BO, against the reference session's cache. The logits are compared by step().
+ */
+static int check_kv(pccx_session *s, const struct pccx_job_view *job)
+{
+	const struct kbuf *kv = &s->kbuf[PCCX_NPU_BUF_KV];
+	const struct pccx_g3n_config *cfg = &s->model->m->cfg;
+	const struct pccx_g3n_plan *p = &s->ref->plan;
+	uint64_t row_bytes = (uint64_t)pccx_words_for(cfg->head_dim) * 16;
+	uint32_t i;
+
+	if (!kv->bound)
+		return PCCX_OK;
+	for (i = 0; i < job->n_dma; i++) {
+		const struct pccx_dma_desc *dd = &job->dma[i];
+		const uint8_t *dv = kv->map + dd->offset, *rf = s->ref->kv + dd->offset;
+		uint64_t off, e, idx, rows;
+		uint32_t l = 0, first = pccx_g3n_first_shared(cfg);
+		uint16_t a, b;
+
+		if (!(dd->flags & PCCX_DMA_FROM_DEVICE) || dd->handle != kv->handle ||
+		    dd->offset + dd->length > kv->size || !memcmp(dv, rf, dd->length))
+			continue;
+		for (e = 0; e + 1 < dd->length && dv[e] == rf[e] && dv[e + 1] == rf[e + 1]; e += 2)
+			;
+		a = (uint16_t)(dv[e] | dv[e + 1] << 8);
+		b = (uint16_t)(rf[e] | rf[e + 1] << 8);
+		off = dd->offset + e;
+		while (l + 1 < first && p->kv_off[l + 1] <= off)
+			l++;
+		rows = pccx_g3n_kv_rows(cfg, l);
+		idx = (off - p->kv_off[l]) / row_bytes;
+		return pccx_fail(&s->submit_diag, PCCX_ERR_MISMATCH,
+				 "verify: token %u (position %u): KV cache differs first at layer "
+				 "%u, kv head %llu, %s row %llu, element %llu: device 0x%04x (%g), "
+				 "reference 0x%04x (%g)",
+				 s->token, s->dev->pos, l,
+				 (unsigned long long)(idx / rows % cfg->n_kv_heads),
+				 idx / rows / cfg->n_kv_heads ? "V" : "K",
+				 (unsigned long long)(idx % rows),
+				 (unsigned long long)((off - p->kv_off[l]) % row_bytes / 2), a,
+				 (double)pccx_bf16_to_f32(a), b, (double)pccx_bf16_to_f32(b));
+	}
+	return PCCX_OK;
+}
+
+/* The kernel backend waits at most this long for one step's job (the driver's own per-job
+ * no-progress timeout ends a hung job sooner). */
+#define KERNEL_WAIT_NS 120000000000ull
+
+/*
+ * Run the step's job through /dev/pccx: the per-step inputs into their BO, submit and wait,
+ * the logits (what the job stored into the output buffer) back into the host buffer.
+ */
+static int run_kernel(pccx_session *s, const struct pccx_compiler *c,
+		      const struct pccx_job_view *job, struct job_figures *fig)
+{
+	const struct kbuf *in = &s->kbuf[PCCX_NPU_BUF_IN], *out = &s->kbuf[PCCX_NPU_BUF_OUT];
+	struct pccx_kb_opts o = { .timeout_ns = 0, .wait_ns = KERNEL_WAIT_NS };
+	struct pccx_kb_result res;
+	uint32_t i;
+	int rc;
+
+	(void)c;
+	if (in->bound && in->size)
+		memcpy(in->map, in->host, in->size);
+	rc = pccx_kb_submit_wait(s->model->dev->kb, job, &o, &res, &s->submit_diag);
+	if (rc)
+		return rc;
+	for (i = 0; i < job->n_dma; i++) {
+		const struct pccx_dma_desc *dd = &job->dma[i];
+
+		fig->dma_bytes += dd->length;
+		if (out->bound && (dd->flags & PCCX_DMA_FROM_DEVICE) && dd->handle == out->handle &&
+		    dd->offset + dd->length <= out->size)
+			memcpy(out->host + dd->offset, out->map + dd->offset, dd->length);
+	}
+	for (i = 0; i < job->n_stream; i++)
+		fig->weight_bytes += job->stream[i].length;
+	if (res.wait.end_ns > res.wait.start_ns)
+		s->kdev_seconds += (double)(res.wait.end_ns - res.wait.start_ns) * 1e-9;
+	return s->ref ? check_kv(s, job) : PCCX_OK;
+}
+
+static double kernel_device_seconds(const pccx_session *s, double *ddr_bytes_per_s)
+{
+	*ddr_bytes_per_s = (double)nominal_ddr_bytes_per_s();
+	return s->kdev_seconds;
+}
+
+static const struct backend backends[2] = {
+	{
+		.name = "sim",
+		.open = sim_open,
+		.close = sim_close,
+		.flush = sim_flush,
+		.info = sim_info,
+		.bind = bind_sim,
+		.unbind = unbind_sim,
+		.run = run_sim,
+		.device_seconds = sim_device_seconds,
+	},
+	{
+		.name = "kernel",
+		.open = kernel_open,
+		.close = kernel_close,
+		.flush = kernel_flush,
+		.info = kernel_info,
+		.bind = bind_kernel,
+		.unbind = unbind_kernel,
+		.run = run_kernel,
+		.device_seconds = kernel_device_seconds,
+	},
+};
+
 /* Compiler end-of-step: run the job on the device now, so the step's outputs exist. */
 static int submit_job(void *user, struct pccx_compiler *c)
 {
 	pccx_session *s = user;
 	struct pccx_job_view job;
-	struct pccx_simb_result res;
-	struct pccx_simb_opts o = { 0 };
+	struct job_figures fig = { 0 };
 	int rc;
 
 	rc = pccx_compiler_job(c, &job, &s->submit_diag);
+	if (!rc)
+		rc = s->model->dev->be->run(s, c, &job, &fig);
 	if (!rc) {
-		/* statistics are reset at each submit: res.stats covers this job alone */
-		if (s->ver)
-			rc = pccx_verify_device_job(s->ver, s->model->dev->simb, &job, c, &o, &res,
-						    &s->submit_diag);
-		else
-			rc = pccx_simb_submit_wait(s->model->dev->simb, &job, &o, &res,
-						   &s->submit_diag);
-	}
-	if (!rc) {
-		unsigned p;
-
 		s->st.jobs++;
-		s->st.device_cycles += res.cycles;
+		s->st.device_cycles += fig.cycles;
 		if (s->generating) {
-			for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
-				s->st.decode_weight_bytes += res.stats.dm_bytes[p];
-			s->st.decode_cycles += res.cycles;
+			s->st.decode_weight_bytes += fig.weight_bytes;
+			s->st.decode_cycles += fig.cycles;
 			s->st.decode_steps++;
-			profile_job(s, c);
 		}
-		for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
-			s->st.weight_bytes += res.stats.dm_bytes[p];
-		s->st.dma_bytes += res.stats.dm_bytes[PCCX_DM_FMAP] +
-				   res.stats.dm_bytes[PCCX_DM_RESULT];
+		s->st.weight_bytes += fig.weight_bytes;
+		s->st.dma_bytes += fig.dma_bytes;
 	}
 	s->submit_status = rc;
 	return rc;
@@ -364,7 +689,7 @@ int pccx_session_create(pccx_model *model, const struct pccx_session_opts *opts,
 		return pccx_fail(d, PCCX_ERR_NOMEM, "session: out of memory");
 	s->model = model;
 	vocab = model->m->cfg.vocab;
-	pccx_compiler_init(&s->comp, bind_sim, s);
+	pccx_compiler_init(&s->comp, bind_buf, s);
 	pccx_compiler_on_end(&s->comp, submit_job, s);
 	s->logits = malloc(vocab * sizeof(float));
 	s->ref_logits = malloc(vocab * sizeof(float));
@@ -377,14 +702,18 @@ int pccx_session_create(pccx_model *model, const struct pccx_session_opts *opts,
 		if (!rc)
 			rc = pccx_g3n_session_create(&s->ref, model->m, pccx_ref_exec_ops(), s->rx,
 						     d);
-		if (!rc)
+		/* stages in L2 are compared on the simulator only (the kernel's L2 is private) */
+		if (!rc && model->dev->simb)
 			rc = pccx_verify_create(&s->ver, s->rx, d);
 		if (rc)
 			goto fail;
 	}
 	rc = pccx_g3n_session_create(&s->dev, model->m, pccx_compiler_ops(), &s->comp, d);
-	if (rc)
+	if (rc) {
+		if (s->submit_diag.msg[0])   /* the backend's reason (quota, buffer size ...) */
+			rc = pccx_fail(d, rc, "session: %s", s->submit_diag.msg);
 		goto fail;
+	}
 	pccx_sampler_config_default(&scfg);
 	rc = pccx_sampler_create(&s->smp, &scfg, vocab, d);
 	if (rc)
@@ -402,6 +731,7 @@ void pccx_session_free(pccx_session *s)
 		return;
 	if (s->dev)
 		pccx_g3n_session_free(s->dev);
+	s->model->dev->be->unbind(s);
 	if (s->ref)
 		pccx_g3n_session_free(s->ref);
 	if (s->ver)
@@ -452,15 +782,13 @@ const pccx_tokenizer *pccx_session_tokenizer(const pccx_session *s)
 
 int pccx_session_stats(const pccx_session *s, struct pccx_stats *st)
 {
-	const struct pccx_sim_config *c;
-	double ceiling;
+	double ceiling, ddr;
 
 	if (!s || !st)
 		return PCCX_ERR_INVALID;
 	*st = s->st;
-	c = pccx_sim_get_config(pccx_simb_sim(s->model->dev->simb));
-	st->device_seconds = (double)st->device_cycles / (double)c->core_hz;
-	ceiling = (double)c->ddr_mbps * 1e6 * st->device_seconds;
+	st->device_seconds = s->model->dev->be->device_seconds(s, &ddr);
+	ceiling = ddr * st->device_seconds;
 	st->ddr_utilisation = ceiling > 0 ? (double)(st->weight_bytes + st->dma_bytes) / ceiling
 					  : 0.0;
 	return PCCX_OK;
@@ -492,9 +820,10 @@ static int step(pccx_session *s, int32_t token, bool logits, pccx_diag *d)
 		return pccx_fail(d, PCCX_ERR_RANGE, "token %d outside the vocabulary of %zu", token,
 				 vocab);
 	s->token = (uint32_t)token;
-	if (s->ver) {
+	if (s->ref) {
 		/* the reference first: its stage tensors are what the device is compared with */
-		pccx_verify_begin_step(s->ver, (uint32_t)token, pos);
+		if (s->ver)
+			pccx_verify_begin_step(s->ver, (uint32_t)token, pos);
 		rc = pccx_g3n_session_step(s->ref, (uint32_t)token, logits ? s->ref_logits : NULL,
 					   d);
 		if (rc)
@@ -507,7 +836,7 @@ static int step(pccx_session *s, int32_t token, bool logits, pccx_diag *d)
 			*d = s->submit_diag;
 		return s->submit_status ? s->submit_status : rc;
 	}
-	if (s->ver && logits && memcmp(s->logits, s->ref_logits, vocab * sizeof(float))) {
+	if (s->ref && logits && memcmp(s->logits, s->ref_logits, vocab * sizeof(float))) {
 		size_t i = 0;
 
 		while (i < vocab && !memcmp(&s->logits[i], &s->ref_logits[i], sizeof(float)))
