@@ -39,6 +39,7 @@ fi
 
 # ---- userspace: libraries and static guest programs --------------------------------------
 # build_user ARCH CC: the project's libraries (the Makefile's own rules) + three static programs
+# (pccx-tests links all of libpccx: the gemma-decode test runs sessions on both backends)
 build_user() {
   local arch=$1 cc=$2 ub=$build/qemu/user-$1 libs
   local fdt_inc=() fdt_lib=(-lfdt)
@@ -49,12 +50,13 @@ build_user() {
   # CFLAGS from the environment: the Makefile appends its own flags to it
   if ! CFLAGS="-O2 -g ${fdt_inc[*]}" make --no-print-directory -j2 BUILD="$ub" CC="$cc" \
       "$ub/lib/libpccx_sim.a" "$ub/lib/libpccx_isa.a" "$ub/lib/libpccx_num.a" \
-      "$ub/lib/libpccx.a" >"$out/user-$arch.log" 2>&1; then
+      "$ub/lib/libpccx_ref.a" "$ub/lib/libpccx.a" >"$out/user-$arch.log" 2>&1; then
     tail -n 30 "$out/user-$arch.log"
     return 1
   fi
-  libs=(-Wl,--start-group "$ub/lib/libpccx.a" "$ub/lib/libpccx_sim.a" "$ub/lib/libpccx_isa.a"
-        "$ub/lib/libpccx_num.a" -Wl,--end-group "${fdt_lib[@]}" -lm)
+  libs=(-Wl,--start-group "$ub/lib/libpccx.a" "$ub/lib/libpccx_sim.a" "$ub/lib/libpccx_ref.a"
+        "$ub/lib/libpccx_isa.a" "$ub/lib/libpccx_num.a" -Wl,--end-group "${fdt_lib[@]}" -lm
+        -lpthread)
   local cflags=(-std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -ffp-contract=off -static
                 -Iisa -Iisa/num -Isim -Ihost/include -Ihost/lib -Idriver/include -Idriver
                 "${fdt_inc[@]}")
