@@ -6,11 +6,11 @@
 
 #include "diag.h"
 #include "gemma3n_gguf.h"
+#include "gemma3n_st.h"
 #include "pccx_num.h"
 
 #define ARCH "gemma3n"
 #define Q4_0_BLOCK_BYTES 18u
-#define ALTUP_COEF_CLIP 120.0f	/* altup_coef_clip of the Gemma 3n config */
 
 /* ------------------------------------------------------------------------------------- */
 /* Names: ours are llama.cpp's, except the stacked AltUp projections, which we split.    */
@@ -417,16 +417,19 @@ static int load_config(const pccx_gguf *g, uint32_t max_ctx, struct pccx_g3n_con
 	return rc;
 }
 
+static int gguf_row(const void *src, const void *tensor, uint64_t row, float *dst, pccx_diag *d)
+{
+	return pccx_gguf_decode_rows(src, tensor, row, 1, dst, d);
+}
+
 /* Fill tensor t of the model from its GGUF tensor. */
 static int load_tensor(const pccx_gguf *g, struct pccx_g3n_model *m, uint32_t t, float *row,
 		       pccx_q4_error *err, uint64_t *clipped, pccx_diag *d)
 {
 	const struct pccx_g3n_tensor *T = &m->t[t];
-	size_t nl = strlen(T->name), ns = strlen(".altup_correct_coef.weight");
-	bool clip = nl > ns && !strcmp(T->name + nl - ns, ".altup_correct_coef.weight");
 	const pccx_gguf_tensor *gt;
 	char name[PCCX_G3N_NAME_MAX];
-	uint32_t part, r, b, i;
+	uint32_t part, r, b;
 	uint64_t base;
 	bool shape_ok;
 	int rc;
@@ -445,49 +448,23 @@ static int load_tensor(const pccx_gguf *g, struct pccx_g3n_model *m, uint32_t t,
 				 "%s: tensor '%s': shape does not match (%u, %u)",
 				 pccx_gguf_name(g), name, T->rows, T->cols);
 	base = (uint64_t)part * T->rows;
+	if (T->fmt != PCCX_WFMT_Q4 || gt->type != PCCX_GGML_Q4_0)
+		return pccx_g3n_place_rows(m, t, gguf_row, g, gt, base, row, err, clipped, name,
+					   d);
 	for (r = 0; r < T->rows; r++) {
 		uint8_t *rec = m->data + T->offset + (uint64_t)r * T->row_bytes;
+		const uint8_t *src = gt->data + (base + r) * (T->cols / 32) * Q4_0_BLOCK_BYTES;
+		uint8_t *nib = rec + pccx_g3n_q4_scale_bytes(T->cols);
 
-		if (T->fmt == PCCX_WFMT_Q4 && gt->type == PCCX_GGML_Q4_0) {
-			const uint8_t *src =
-				gt->data + (base + r) * (T->cols / 32) * Q4_0_BLOCK_BYTES;
-			uint8_t *nib = rec + pccx_g3n_q4_scale_bytes(T->cols);
+		for (b = 0; b < T->cols / 32; b++) {
+			uint16_t h;
 
-			for (b = 0; b < T->cols / 32; b++) {
-				uint16_t h;
-
-				pccx_q4_from_ggml_q4_0(src + Q4_0_BLOCK_BYTES * b, &h,
-						       nib + 16 * b);
-				rec[2 * b] = (uint8_t)h;
-				rec[2 * b + 1] = (uint8_t)(h >> 8);
-			}
-			if (err)
-				err->n += T->cols;
-			continue;
+			pccx_q4_from_ggml_q4_0(src + Q4_0_BLOCK_BYTES * b, &h, nib + 16 * b);
+			rec[2 * b] = (uint8_t)h;
+			rec[2 * b + 1] = (uint8_t)(h >> 8);
 		}
-		rc = pccx_gguf_decode_rows(g, gt, base + r, 1, row, d);
-		if (rc)
-			return rc;
-		if (T->fmt == PCCX_WFMT_Q4) {
-			rc = pccx_q4_quantize(row, T->cols, rec + pccx_g3n_q4_scale_bytes(T->cols),
-					      (uint16_t *)(void *)rec, err, name, d);
-			if (rc)
-				return rc;
-		} else {
-			for (i = 0; i < T->cols; i++) {
-				uint16_t h;
-
-				/* Hugging Face clamps the correction coefficients at inference */
-				if (clip &&
-				    (row[i] > ALTUP_COEF_CLIP || row[i] < -ALTUP_COEF_CLIP)) {
-					row[i] = row[i] > 0 ? ALTUP_COEF_CLIP : -ALTUP_COEF_CLIP;
-					(*clipped)++;
-				}
-				h = pccx_f32_to_bf16(row[i]);
-				rec[2 * i] = (uint8_t)h;
-				rec[2 * i + 1] = (uint8_t)(h >> 8);
-			}
-		}
+		if (err)
+			err->n += T->cols;
 	}
 	return PCCX_OK;
 }

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "backend_kernel.h"
@@ -29,6 +30,7 @@
 #include "exec_ref.h"
 #include "gemma3n.h"
 #include "gemma3n_gguf.h"
+#include "gemma3n_st.h"
 #include "pccx/pccx.h"
 #include "pccx/tokenizer.h"
 #include "pccx_num.h"
@@ -281,6 +283,42 @@ int pccx_device_info(pccx_device *dev, struct pccx_device_info *info)
 
 /* ---- models ---------------------------------------------------------------------------- */
 
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), k = strlen(tail);
+
+	return n >= k && !strcmp(s + n - k, tail);
+}
+
+/* A directory, a .safetensors file or an index .json: a Hugging Face checkpoint. */
+static bool is_safetensors(const char *path)
+{
+	struct stat sb;
+
+	return ends_with(path, ".safetensors") || ends_with(path, ".json") ||
+	       (!stat(path, &sb) && S_ISDIR(sb.st_mode));
+}
+
+/* tokenizer.json in the checkpoint directory (or next to the file), when there is one. */
+static int sibling_tokenizer(const char *path, pccx_tokenizer **tk, pccx_diag *d)
+{
+	const char *slash = strrchr(path, '/');
+	struct stat sb;
+	char buf[4096];
+	int n;
+
+	*tk = NULL;
+	if (!stat(path, &sb) && S_ISDIR(sb.st_mode))
+		n = snprintf(buf, sizeof(buf), "%s/tokenizer.json", path);
+	else if (slash)
+		n = snprintf(buf, sizeof(buf), "%.*s/tokenizer.json", (int)(slash - path), path);
+	else
+		n = snprintf(buf, sizeof(buf), "tokenizer.json");
+	if (n < 0 || (size_t)n >= sizeof(buf) || stat(buf, &sb) || !S_ISREG(sb.st_mode))
+		return PCCX_OK;
+	return pccx_tokenizer_load_json(buf, tk, d);
+}
+
 int pccx_model_load(pccx_device *dev, const struct pccx_model_opts *opts, pccx_model **out,
 		    pccx_diag *d)
 {
@@ -300,10 +338,18 @@ int pccx_model_load(pccx_device *dev, const struct pccx_model_opts *opts, pccx_m
 
 		if (opts->progress)
 			opts->progress(opts->user, "loading", 0, 1);
-		rc = pccx_g3n_load_gguf(&model->m, opts->path, 0, NULL,
-					opts->tokenizer ? NULL : &embedded, d);
-		if (rc)
+		if (is_safetensors(opts->path)) {
+			rc = pccx_g3n_load_safetensors(&model->m, opts->path, 0, NULL, d);
+			if (!rc && !opts->tokenizer)
+				rc = sibling_tokenizer(opts->path, &embedded, d);
+		} else {
+			rc = pccx_g3n_load_gguf(&model->m, opts->path, 0, NULL,
+						opts->tokenizer ? NULL : &embedded, d);
+		}
+		if (rc) {
+			pccx_tokenizer_free(embedded);
 			goto fail;
+		}
 		model->tok = embedded;
 		if (opts->progress)
 			opts->progress(opts->user, "loading", 1, 1);

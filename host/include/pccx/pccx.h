@@ -70,10 +70,19 @@ typedef void (*pccx_progress_fn)(void *user, const char *stage, uint64_t done, u
 
 struct pccx_model_opts {
 	size_t struct_size;
-	const char *path;         /* .gguf, a safetensors directory/file, or NULL for synthetic */
+	/*
+	 * A directory, *.safetensors or *.json (index) path is a Hugging Face checkpoint
+	 * (config.json in the directory / next to the file); anything else is read as GGUF.
+	 * NULL: a synthetic model.
+	 */
+	const char *path;
 	const char *synth_config; /* with path == NULL: "tiny", "e2b", "e4b", ... */
 	uint64_t synth_seed;
-	const char *tokenizer;    /* tokenizer.json; NULL: the model's own vocabulary */
+	/*
+	 * tokenizer.json. NULL: the GGUF's embedded vocabulary, or for a checkpoint the
+	 * tokenizer.json beside it when present.
+	 */
+	const char *tokenizer;
 	pccx_progress_fn progress;
 	void *user;
 };

@@ -1,0 +1,301 @@
+// SPDX-License-Identifier: MIT
+/* Gemma 3n models from Hugging Face safetensors checkpoints + config.json. */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "diag.h"
+#include "gemma3n_st.h"
+#include "pccx_num.h"
+
+#define ALTUP_COEF_CLIP 120.0f	/* altup_coef_clip of the Gemma 3n config */
+#define CORRECT_COEF ".altup_correct_coef.weight"
+
+/* ------------------------------------------------------------------------------------- */
+/* Shared with the GGUF loader: source rows -> device layout.                             */
+
+int pccx_g3n_place_rows(struct pccx_g3n_model *m, uint32_t t, pccx_g3n_row_src_fn fn,
+			const void *src, const void *tensor, uint64_t base, float *row,
+			pccx_q4_error *err, uint64_t *clipped, const char *what, pccx_diag *d)
+{
+	const struct pccx_g3n_tensor *T = &m->t[t];
+	size_t nl = strlen(T->name), ns = strlen(CORRECT_COEF);
+	bool clip = nl > ns && !strcmp(T->name + nl - ns, CORRECT_COEF);
+	uint32_t r, i;
+	int rc;
+
+	for (r = 0; r < T->rows; r++) {
+		uint8_t *rec = m->data + T->offset + (uint64_t)r * T->row_bytes;
+
+		rc = fn(src, tensor, base + r, row, d);
+		if (rc)
+			return rc;
+		if (T->fmt == PCCX_WFMT_Q4) {
+			rc = pccx_q4_quantize(row, T->cols, rec + pccx_g3n_q4_scale_bytes(T->cols),
+					      (uint16_t *)(void *)rec, err, what, d);
+			if (rc)
+				return rc;
+			continue;
+		}
+		for (i = 0; i < T->cols; i++) {
+			uint16_t h;
+
+			/* Hugging Face clamps the correction coefficients at inference */
+			if (clip && (row[i] > ALTUP_COEF_CLIP || row[i] < -ALTUP_COEF_CLIP)) {
+				row[i] = row[i] > 0 ? ALTUP_COEF_CLIP : -ALTUP_COEF_CLIP;
+				if (clipped)
+					(*clipped)++;
+			}
+			h = pccx_f32_to_bf16(row[i]);
+			rec[2 * i] = (uint8_t)h;
+			rec[2 * i + 1] = (uint8_t)(h >> 8);
+		}
+	}
+	return PCCX_OK;
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* config.json -> pccx_g3n_config                                                          */
+
+/* float32 Normal(0, 1).icdf(p), as torch computes it for the sparsity gate. */
+static float normal_icdf(float p)
+{
+	double z = 0.0;
+	int i;
+
+	if (p == 0.95f)
+		return 1.6448533535f;	/* torch's float32 value (the published configs) */
+	for (i = 0; i < 200; i++) {
+		double f = 0.5 * erfc(-z / M_SQRT2) - (double)p;
+		double step = f / (exp(-0.5 * z * z) / sqrt(2.0 * M_PI));
+
+		z -= step;
+		if (fabs(step) < 1e-14)
+			break;
+	}
+	return (float)z;
+}
+
+static int map_config(const pccx_hf_config *h, const char *file, uint32_t max_ctx,
+		      struct pccx_g3n_config *c, pccx_diag *d)
+{
+	uint32_t l, n = h->num_hidden_layers;
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	snprintf(c->name, sizeof(c->name), "safetensors");
+	if (n == 0 || n > PCCX_G3N_MAX_LAYERS)
+		return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
+				 "%s: num_hidden_layers: %u, supported 1..%u", file, n,
+				 PCCX_G3N_MAX_LAYERS);
+	for (l = 1; l < n; l++)
+		if (h->intermediate_size[l] != h->intermediate_size[0])
+			return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
+					 "%s: intermediate_size: differs between layers "
+					 "(layer %u: %u, layer 0: %u)",
+					 file, l, h->intermediate_size[l], h->intermediate_size[0]);
+	if (h->altup_num_inputs != PCCX_G3N_STREAMS)
+		return pccx_fail(d, PCCX_ERR_UNSUPPORTED, "%s: altup_num_inputs: %u, supported %u",
+				 file, h->altup_num_inputs, PCCX_G3N_STREAMS);
+	if (h->altup_active_idx != 0)
+		return pccx_fail(d, PCCX_ERR_UNSUPPORTED, "%s: altup_active_idx: %u, supported 0",
+				 file, h->altup_active_idx);
+	c->n_layers = n;
+	c->d_model = h->hidden_size;
+	c->d_ffn = h->intermediate_size[0];
+	c->n_heads = h->num_attention_heads;
+	c->n_kv_heads = h->num_key_value_heads;
+	c->head_dim = h->head_dim;
+	c->vocab = h->vocab_size;
+	c->ple_vocab = h->vocab_size_per_layer_input;
+	c->d_ple = h->hidden_size_per_layer_input;
+	c->window = h->sliding_window;
+	c->n_kv_shared = h->num_kv_shared_layers;
+	c->laurel_rank = h->laurel_rank;
+	c->eps = (float)h->rms_norm_eps;
+	c->theta_global = (float)h->rope_theta;
+	c->theta_local = (float)h->rope_local_base_freq;
+	c->softcap = (float)h->final_logit_softcapping;
+	/* layer pattern: global iff (i + 1) % period == 0 is the only one the graph runs */
+	for (l = 0; l < n && h->layer_is_sliding[l]; l++)
+		;
+	c->global_period = l + 1;
+	for (l = 0; l < n; l++)
+		if (h->layer_is_sliding[l] == pccx_g3n_is_global(c, l))
+			return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
+					 "%s: layer_types: not periodic (layer %u)", file, l);
+	/* sparsity: a leading run of layers with the same non-zero target */
+	for (l = 0; l < n && h->activation_sparsity[l] != 0.0f &&
+		    h->activation_sparsity[l] == h->activation_sparsity[0]; l++)
+		;
+	c->n_sparse = l;
+	c->sparse_z = l ? normal_icdf(h->activation_sparsity[0]) : 0.0f;
+	for (; l < n; l++)
+		if (h->activation_sparsity[l] != 0.0f)
+			return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
+					 "%s: activation_sparsity_pattern: not a leading run of "
+					 "equal values (layer %u)",
+					 file, l);
+	c->max_ctx = max_ctx ? max_ctx : 4096;
+	rc = pccx_g3n_config_check(c, d);
+	if (rc && d) {
+		char why[sizeof(d->msg)];
+
+		snprintf(why, sizeof(why), "%s", d->msg);
+		return pccx_fail(d, rc, "%s: %s", file, why);
+	}
+	return rc;
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* Tensors                                                                                */
+
+/* Tensor-map id, layer and part of a model tensor name ("blk.3.attn_q.weight", ...). */
+static int locate(const char *name, int *id, uint32_t *layer, uint32_t *part)
+{
+	char key[PCCX_G3N_NAME_MAX];
+	const char *s = name;
+	size_t n;
+
+	*layer = *part = 0;
+	if (!strncmp(s, "blk.", 4)) {
+		char *e;
+		unsigned long l = strtoul(s + 4, &e, 10);
+
+		if (*e != '.' || l >= PCCX_G3N_MAX_LAYERS)
+			return -1;
+		*layer = (uint32_t)l;
+		s = e + 1;
+	}
+	n = strlen(s);
+	if (n < 8 || strcmp(s + n - 7, ".weight"))
+		return -1;
+	n -= 7;
+	if (n > 2 && s[n - 2] == '.' && isdigit((unsigned char)s[n - 1])) {
+		*part = (uint32_t)(s[n - 1] - '0');
+		n -= 2;
+	}
+	snprintf(key, sizeof(key), "%.*s", (int)n, s);
+	*id = pccx_tmap_by_key(key);
+	return *id < 0 ? -1 : 0;
+}
+
+static int st_row(const void *src, const void *tensor, uint64_t row, float *dst, pccx_diag *d)
+{
+	return pccx_st_decode_rows(src, tensor, row, 1, dst, d);
+}
+
+/* Never-read tensors a checkpoint may leave out. */
+static bool optional(const struct pccx_g3n_config *c, int id, uint32_t layer)
+{
+	return !pccx_g3n_owns_kv(c, layer) &&
+	       (id == PCCX_TMAP_ATTN_K || id == PCCX_TMAP_ATTN_V || id == PCCX_TMAP_ATTN_K_NORM);
+}
+
+static int load_tensors(const pccx_safetensors *st, const pccx_hf_config *h,
+			struct pccx_g3n_model *m, pccx_q4_error *err, pccx_diag *d)
+{
+	uint64_t clipped = 0;
+	uint32_t t, maxc = 0;
+	float *row;
+	int rc = PCCX_OK;
+
+	for (t = 0; t < m->n_t; t++)
+		maxc = m->t[t].cols > maxc ? m->t[t].cols : maxc;
+	row = malloc(sizeof(float) * (maxc ? maxc : 1));
+	if (!row)
+		return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", pccx_st_name(st));
+	for (t = 0; !rc && t < m->n_t; t++) {
+		const struct pccx_g3n_tensor *T = &m->t[t];
+		const pccx_st_tensor *s;
+		uint32_t layer, part;
+		int id;
+
+		if (locate(T->name, &id, &layer, &part)) {
+			rc = pccx_fail(d, PCCX_ERR_INVALID, "%s: no tensor-map entry for '%s'",
+				       pccx_st_name(st), T->name);
+			break;
+		}
+		rc = pccx_tmap_find_st(st, h, id, layer, part, &s, d);
+		if (rc == PCCX_ERR_NOT_FOUND && optional(&m->cfg, id, layer)) {
+			rc = PCCX_OK;
+			continue;
+		}
+		if (rc)
+			break;
+		if (!s->n_dims || s->shape[s->n_dims - 1] != T->cols ||
+		    s->n_elems != (uint64_t)T->rows * T->cols) {
+			rc = pccx_fail(d, PCCX_ERR_FORMAT,
+				       "%s: tensor '%s': shape does not match (%u, %u)", s->file,
+				       s->name, T->rows, T->cols);
+			break;
+		}
+		rc = pccx_g3n_place_rows(m, t, st_row, st, s, 0, row, err, &clipped, s->name, d);
+	}
+	free(row);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------------------- */
+
+/* config.json in the directory `path`, or next to the file `path`. */
+static int config_path(const char *path, char *buf, size_t size, pccx_diag *d)
+{
+	const char *slash = strrchr(path, '/');
+	struct stat sb;
+	int n;
+
+	if (stat(path, &sb))
+		return pccx_fail(d, PCCX_ERR_NOT_FOUND, "%s: no such file or directory", path);
+	if (S_ISDIR(sb.st_mode))
+		n = snprintf(buf, size, "%s/config.json", path);
+	else if (slash)
+		n = snprintf(buf, size, "%.*s/config.json", (int)(slash - path), path);
+	else
+		n = snprintf(buf, size, "config.json");
+	if (n < 0 || (size_t)n >= size)
+		return pccx_fail(d, PCCX_ERR_RANGE, "%s: path too long", path);
+	return PCCX_OK;
+}
+
+int pccx_g3n_load_safetensors(struct pccx_g3n_model **out, const char *path, uint32_t max_ctx,
+			      pccx_q4_error *err, pccx_diag *d)
+{
+	struct pccx_g3n_model *m = NULL;
+	struct pccx_g3n_config cfg;
+	pccx_safetensors *st = NULL;
+	pccx_q4_error local;
+	pccx_hf_config *h;
+	char cpath[4096];
+	int rc;
+
+	*out = NULL;
+	if (!err)
+		err = &local;
+	pccx_q4_error_init(err);
+	h = malloc(sizeof(*h));
+	if (!h)
+		return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
+	rc = config_path(path, cpath, sizeof(cpath), d);
+	if (!rc)
+		rc = pccx_hf_config_read(cpath, h, d);
+	if (!rc)
+		rc = map_config(h, cpath, max_ctx, &cfg, d);
+	if (!rc)
+		rc = pccx_st_open(&st, path, d);
+	if (!rc)
+		rc = pccx_g3n_model_create(&m, &cfg, d);
+	if (!rc)
+		rc = load_tensors(st, h, m, err, d);
+	pccx_st_close(st);
+	free(h);
+	if (rc) {
+		pccx_g3n_model_free(m);
+		return rc;
+	}
+	*out = m;
+	return PCCX_OK;
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Gemma 3n models from Hugging Face safetensors checkpoints (model.language_model.* names,
+ * docs/model-files.md §6) and their config.json.
+ *
+ * The configuration comes from config.json (its text_config when present), the tensors
+ * through the Gemma 3n tensor map; F32/F16/BF16 values are requantised per block of 32 into
+ * the device Q4 format (the error is reported) or rounded to BF16, the AltUp correction
+ * coefficients clamped to +-120 as in the GGUF loader. The row placement is shared with it
+ * (pccx_g3n_place_rows).
+ */
+#ifndef PCCX_GEMMA3N_ST_H
+#define PCCX_GEMMA3N_ST_H
+
+#include "gemma3n_model.h"
+#include "pccx/modelfile.h"
+
+/* Decode row `row` (of the source tensor `tensor` in file `src`) into `dst` (cols floats). */
+typedef int (*pccx_g3n_row_src_fn)(const void *src, const void *tensor, uint64_t row,
+				   float *dst, pccx_diag *d);
+
+/*
+ * Fill every row r of model tensor t from source row base + r: Q4 tensors requantised
+ * (err accumulates, may be NULL), BF16 tensors rounded; *clipped counts the AltUp
+ * correction coefficients clamped to +-120. `row` is scratch of t's cols floats; `what`
+ * names the source tensor in diagnostics.
+ */
+PCCX_MUST_CHECK int pccx_g3n_place_rows(struct pccx_g3n_model *m, uint32_t t,
+					pccx_g3n_row_src_fn fn, const void *src,
+					const void *tensor, uint64_t base, float *row,
+					pccx_q4_error *err, uint64_t *clipped, const char *what,
+					pccx_diag *d);
+
+/*
+ * Load a checkpoint: `path` is a directory (holding config.json and the weights), a
+ * model.safetensors.index.json or a .safetensors file (config.json next to it). max_ctx:
+ * KV positions of global layers (0 = 4096). err (may be NULL) receives the requantisation
+ * error. Unsupported shapes are refused with a message naming the config field; missing or
+ * misshapen tensors with one naming the tensor. The K/V projections and K norm of KV-sharing
+ * layers (never read) may be absent: they are left zero.
+ */
+PCCX_MUST_CHECK int pccx_g3n_load_safetensors(struct pccx_g3n_model **out, const char *path,
+					      uint32_t max_ctx, pccx_q4_error *err,
+					      pccx_diag *d);
+
+#endif /* PCCX_GEMMA3N_ST_H */
