@@ -228,33 +228,7 @@ static int page_xlate(void *ctx, uint32_t handle, uint64_t offset, uint64_t len,
 	return 0;
 }
 
-static uint32_t s_rd32(void *io, uint32_t off)
-{
-	uint32_t v = 0;
-
-	ck_assert_int_eq(pccx_sim_mmio_read32(io, off, &v), 0);
-	return v;
-}
-
-static void s_wr32(void *io, uint32_t off, uint32_t v)
-{
-	ck_assert_int_eq(pccx_sim_mmio_write32(io, off, v), 0);
-}
-
-static uint64_t s_rd64(void *io, uint32_t off)
-{
-	uint64_t v = 0;
-
-	ck_assert_int_eq(pccx_sim_mmio_read64(io, off, &v), 0);
-	return v;
-}
-
-static void s_wr64(void *io, uint32_t off, uint64_t v)
-{
-	ck_assert_int_eq(pccx_sim_mmio_write64(io, off, v), 0);
-}
-
-static const struct pccx_engine_ops sim_ops = { s_rd32, s_wr32, s_rd64, s_wr64 };
+static const struct pccx_engine_ops sim_ops = { t_rd32, t_wr32, t_rd64, t_wr64 };
 
 static int drive(pccx_sim *s, const struct tjob *j, pccx_engine_xlate_fn xl, void *ctx,
 		 struct pccx_engine_ctx *e)

@@ -17,32 +17,6 @@
 #include "test_sim_util.h"
 #include "uapi/pccx_regs.h"
 
-static uint64_t rd(pccx_sim *s, uint32_t off)
-{
-	uint64_t v = 0;
-
-	ck_assert_int_eq(pccx_sim_mmio_read64(s, off, &v), 0);
-	return v;
-}
-
-static void wr(pccx_sim *s, uint32_t off, uint64_t v)
-{
-	ck_assert_int_eq(pccx_sim_mmio_write64(s, off, v), 0);
-}
-
-static uint32_t rd32(pccx_sim *s, uint32_t off)
-{
-	uint32_t v = 0;
-
-	ck_assert_int_eq(pccx_sim_mmio_read32(s, off, &v), 0);
-	return v;
-}
-
-static void wr32(pccx_sim *s, uint32_t off, uint32_t v)
-{
-	ck_assert_int_eq(pccx_sim_mmio_write32(s, off, v), 0);
-}
-
 static pccx_sim *mksim(void)
 {
 	pccx_sim *s = NULL;
@@ -98,11 +72,11 @@ static uint16_t *l2e(struct pccx_simb *b, uint32_t word)
 START_TEST(regs_id_caps)
 {
 	pccx_sim *s = mksim();
-	uint64_t id = rd(s, PCCX_REG_ID), caps = rd(s, PCCX_REG_CAPS), f;
+	uint64_t id = t_rd64(s, PCCX_REG_ID), caps = t_rd64(s, PCCX_REG_CAPS), f;
 
 	ck_assert_uint_eq(id >> 32, PCCX_ID_MAGIC);
 	ck_assert_uint_eq((id >> 24) & 0xff, PCCX_ID_MAJOR);
-	f = rd(s, PCCX_REG_FEATURES);
+	f = t_rd64(s, PCCX_REG_FEATURES);
 	ck_assert(f & PCCX_FEAT_STATUS_REGS);
 	ck_assert(f & PCCX_FEAT_ERROR_REG);
 	ck_assert(f & PCCX_FEAT_IRQ);
@@ -117,16 +91,16 @@ START_TEST(regs_id_caps)
 	ck_assert_uint_eq((caps >> 40) & 0xff, 64);
 	ck_assert_uint_eq((caps >> 48) & 0xff, 4);
 	ck_assert_uint_eq((caps >> 56) & 0xff, 8);
-	ck_assert_uint_eq(rd(s, PCCX_REG_CLOCKS), 400000ull | (250000ull << 32));
-	ck_assert_uint_eq(rd(s, PCCX_REG_WFIFO_DEPTH), 4096);
-	ck_assert_uint_eq(rd(s, PCCX_REG_DMA_ADDR_BITS), 32);
-	ck_assert_uint_eq(rd(s, PCCX_REG_STATUS), PCCX_STATUS_IDLE);
+	ck_assert_uint_eq(t_rd64(s, PCCX_REG_CLOCKS), 400000ull | (250000ull << 32));
+	ck_assert_uint_eq(t_rd64(s, PCCX_REG_WFIFO_DEPTH), 4096);
+	ck_assert_uint_eq(t_rd64(s, PCCX_REG_DMA_ADDR_BITS), 32);
+	ck_assert_uint_eq(t_rd64(s, PCCX_REG_STATUS), PCCX_STATUS_IDLE);
 	/* a read of 0x000 is STATUS and does not stall */
-	ck_assert_uint_eq(rd(s, PCCX_REG_INSTR), PCCX_STATUS_IDLE);
+	ck_assert_uint_eq(t_rd64(s, PCCX_REG_INSTR), PCCX_STATUS_IDLE);
 	/* 32-bit reads give halves */
-	ck_assert_uint_eq(rd32(s, PCCX_REG_ID + 4), PCCX_ID_MAGIC);
+	ck_assert_uint_eq(t_rd32(s, PCCX_REG_ID + 4), PCCX_ID_MAGIC);
 	/* every access costs time; the counter runs */
-	ck_assert_uint_gt(rd(s, PCCX_REG_CYCLES), 0);
+	ck_assert_uint_gt(t_rd64(s, PCCX_REG_CYCLES), 0);
 	ck_assert_int_eq(pccx_sim_mmio_read64(s, PCCX_MMIO_SIZE, &id), PCCX_ERR_RANGE);
 	ck_assert_int_eq(pccx_sim_mmio_read64(s, 0x104, &id), PCCX_ERR_RANGE);
 	pccx_sim_destroy(s);
@@ -140,21 +114,21 @@ START_TEST(regs_fifo_backpressure)
 	struct pccx_sim_stats st;
 	unsigned i;
 
-	wr(s, PCCX_REG_INSTR, t_cvo(PCCX_CVO_EXP, 0, 0x4000, 20000, 0));
+	t_wr64(s, PCCX_REG_INSTR, t_cvo(PCCX_CVO_EXP, 0, 0x4000, 20000, 0));
 	for (i = 0; i < 8; i++)
-		wr(s, PCCX_REG_INSTR, t_memset(0, i, 8, 1, 1));
-	ck_assert_uint_eq((rd(s, PCCX_REG_STATUS) & PCCX_STATUS_FIFO_MASK) >>
+		t_wr64(s, PCCX_REG_INSTR, t_memset(0, i, 8, 1, 1));
+	ck_assert_uint_eq((t_rd64(s, PCCX_REG_STATUS) & PCCX_STATUS_FIFO_MASK) >>
 			  PCCX_STATUS_FIFO_SHIFT, 8);
-	ck_assert(rd(s, PCCX_REG_STATUS) & PCCX_STATUS_BUSY);
+	ck_assert(t_rd64(s, PCCX_REG_STATUS) & PCCX_STATUS_BUSY);
 	/* the ninth write stalls until the CVO retires and a slot frees */
-	wr(s, PCCX_REG_INSTR, t_memset(0, 9, 8, 1, 1));
+	t_wr64(s, PCCX_REG_INSTR, t_memset(0, 9, 8, 1, 1));
 	pccx_sim_get_stats(s, &st);
 	ck_assert_uint_gt(st.mmio_fifo_full, 15000);
 	ck_assert(pccx_sim_run_until_idle(s, 100000));
-	ck_assert_uint_eq(rd(s, PCCX_REG_RETIRED), 10);
-	ck_assert(rd(s, PCCX_REG_STATUS) & PCCX_STATUS_DONE);
-	wr(s, PCCX_REG_RETIRED, 12345);
-	ck_assert_uint_eq(rd(s, PCCX_REG_RETIRED), 0);
+	ck_assert_uint_eq(t_rd64(s, PCCX_REG_RETIRED), 10);
+	ck_assert(t_rd64(s, PCCX_REG_STATUS) & PCCX_STATUS_DONE);
+	t_wr64(s, PCCX_REG_RETIRED, 12345);
+	ck_assert_uint_eq(t_rd64(s, PCCX_REG_RETIRED), 0);
 	pccx_sim_destroy(s);
 }
 END_TEST
@@ -163,43 +137,43 @@ START_TEST(regs_irq_w1c)
 {
 	pccx_sim *s = mksim();
 
-	wr(s, PCCX_REG_IRQ_ENABLE, PCCX_IRQ_IDLE | PCCX_IRQ_ERROR);
-	wr(s, PCCX_REG_INSTR, t_memset(0, 0, 8, 1, 1));
+	t_wr64(s, PCCX_REG_IRQ_ENABLE, PCCX_IRQ_IDLE | PCCX_IRQ_ERROR);
+	t_wr64(s, PCCX_REG_INSTR, t_memset(0, 0, 8, 1, 1));
 	ck_assert(pccx_sim_run_until_idle(s, 1000));
 	pccx_sim_advance(s, 4);
-	ck_assert(rd(s, PCCX_REG_IRQ_STATUS) & PCCX_IRQ_IDLE);
+	ck_assert(t_rd64(s, PCCX_REG_IRQ_STATUS) & PCCX_IRQ_IDLE);
 	ck_assert(pccx_sim_irq(s));
-	wr(s, PCCX_REG_IRQ_STATUS, PCCX_IRQ_IDLE);
-	ck_assert(!(rd(s, PCCX_REG_IRQ_STATUS) & PCCX_IRQ_IDLE));
+	t_wr64(s, PCCX_REG_IRQ_STATUS, PCCX_IRQ_IDLE);
+	ck_assert(!(t_rd64(s, PCCX_REG_IRQ_STATUS) & PCCX_IRQ_IDLE));
 	ck_assert(!pccx_sim_irq(s));
 	/* an illegal word: ERROR, HALTED, the error interrupt, index = words before it */
-	wr(s, PCCX_REG_RETIRED, 0);
-	wr(s, PCCX_REG_INSTR, t_memset(0, 1, 8, 1, 1));
-	wr(s, PCCX_REG_INSTR, t_memset(0, 2, 8, 1, 1));
-	wr(s, PCCX_REG_INSTR, 0x8000000000000000ull);
-	wr(s, PCCX_REG_INSTR, t_memset(0, 3, 8, 1, 1));
+	t_wr64(s, PCCX_REG_RETIRED, 0);
+	t_wr64(s, PCCX_REG_INSTR, t_memset(0, 1, 8, 1, 1));
+	t_wr64(s, PCCX_REG_INSTR, t_memset(0, 2, 8, 1, 1));
+	t_wr64(s, PCCX_REG_INSTR, 0x8000000000000000ull);
+	t_wr64(s, PCCX_REG_INSTR, t_memset(0, 3, 8, 1, 1));
 	pccx_sim_advance(s, 100);
 	{
-		uint64_t e = rd(s, PCCX_REG_ERROR), st = rd(s, PCCX_REG_STATUS);
+		uint64_t e = t_rd64(s, PCCX_REG_ERROR), st = t_rd64(s, PCCX_REG_STATUS);
 
 		ck_assert(e & PCCX_ERROR_VALID);
 		ck_assert_uint_eq(e & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_ILLEGAL_INSN);
 		ck_assert_uint_eq((e & PCCX_ERROR_ISA_MASK) >> PCCX_ERROR_ISA_SHIFT,
 				  PCCX_ISA_E_OPCODE);
 		ck_assert_uint_eq(e >> PCCX_ERROR_INDEX_SHIFT, 2);
-		ck_assert_uint_eq(rd(s, PCCX_REG_ERROR_INFO), 0x8000000000000000ull);
+		ck_assert_uint_eq(t_rd64(s, PCCX_REG_ERROR_INFO), 0x8000000000000000ull);
 		ck_assert(st & PCCX_STATUS_HALTED);
 		ck_assert(st & PCCX_STATUS_ERROR);
 		ck_assert(pccx_sim_irq(s));
 	}
 	/* queued words were not executed; writes while halted are dropped */
-	ck_assert_uint_eq(rd(s, PCCX_REG_RETIRED), 2);
-	wr(s, PCCX_REG_ERROR, PCCX_ERROR_VALID);
-	ck_assert_uint_eq(rd(s, PCCX_REG_ERROR), 0);
-	ck_assert(!(rd(s, PCCX_REG_STATUS) & PCCX_STATUS_HALTED));
-	wr(s, PCCX_REG_INSTR, t_memset(0, 4, 8, 1, 1));
+	ck_assert_uint_eq(t_rd64(s, PCCX_REG_RETIRED), 2);
+	t_wr64(s, PCCX_REG_ERROR, PCCX_ERROR_VALID);
+	ck_assert_uint_eq(t_rd64(s, PCCX_REG_ERROR), 0);
+	ck_assert(!(t_rd64(s, PCCX_REG_STATUS) & PCCX_STATUS_HALTED));
+	t_wr64(s, PCCX_REG_INSTR, t_memset(0, 4, 8, 1, 1));
 	ck_assert(pccx_sim_run_until_idle(s, 1000));
-	ck_assert_uint_eq(rd(s, PCCX_REG_RETIRED), 3);
+	ck_assert_uint_eq(t_rd64(s, PCCX_REG_RETIRED), 3);
 	pccx_sim_destroy(s);
 }
 END_TEST
@@ -213,28 +187,28 @@ START_TEST(regs_reset_clears)
 	/* L2 content, a shape entry and S */
 	l2[16 * 100] = 0x80;
 	l2[16 * 100 + 1] = 0x3f;      /* element 0 of word 100 = 1.0 */
-	wr(s, PCCX_REG_INSTR, t_memset(0, 5, 16, 1, 1));
-	wr(s, PCCX_REG_INSTR, t_cvo(PCCX_CVO_LDS, 100, 200, 0, 0));
+	t_wr64(s, PCCX_REG_INSTR, t_memset(0, 5, 16, 1, 1));
+	t_wr64(s, PCCX_REG_INSTR, t_cvo(PCCX_CVO_LDS, 100, 200, 0, 0));
 	ck_assert(pccx_sim_run_until_idle(s, 1000));
 	ck_assert_uint_eq(pccx_sim_s_bits(s), 0x3f800000u);
-	wr(s, PCCX_REG_RESET, 1);
-	ck_assert_uint_eq(rd(s, PCCX_REG_RESET), 1);
+	t_wr64(s, PCCX_REG_RESET, 1);
+	ck_assert_uint_eq(t_rd64(s, PCCX_REG_RESET), 1);
 	pccx_sim_advance(s, 114688 / 8);
-	ck_assert_uint_eq(rd(s, PCCX_REG_RESET), 0);
+	ck_assert_uint_eq(t_rd64(s, PCCX_REG_RESET), 0);
 	ck_assert_uint_eq(pccx_sim_s_bits(s), 0);
-	ck_assert_uint_eq(rd(s, PCCX_REG_RETIRED), 0);
+	ck_assert_uint_eq(t_rd64(s, PCCX_REG_RETIRED), 0);
 	ck_assert_uint_eq(l2[16 * 100 + 1], 0);
 	ck_assert_uint_eq(l2[16 * 200 + 3], 0);
 	/* the shape entry is gone: a copy that uses it has bad operands */
-	wr(s, PCCX_REG_INSTR, t_memcpy(false, false, 10, 0, 0, 5, true));
+	t_wr64(s, PCCX_REG_INSTR, t_memcpy(false, false, 10, 0, 0, 5, true));
 	pccx_sim_advance(s, 100);
-	e = rd(s, PCCX_REG_ERROR);
+	e = t_rd64(s, PCCX_REG_ERROR);
 	ck_assert_uint_eq(e & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_BAD_OPERANDS);
 	ck_assert_uint_eq((e & PCCX_ERROR_ISA_MASK) >> PCCX_ERROR_ISA_SHIFT,
 			  PCCX_ISA_E_SHAPE_UNSET);
-	wr(s, PCCX_REG_RESET, 1);
+	t_wr64(s, PCCX_REG_RESET, 1);
 	pccx_sim_advance(s, 114688 / 8);
-	ck_assert_uint_eq(rd(s, PCCX_REG_ERROR), 0);
+	ck_assert_uint_eq(t_rd64(s, PCCX_REG_ERROR), 0);
 	pccx_sim_destroy(s);
 }
 END_TEST
@@ -246,10 +220,10 @@ static void dm_push(pccx_sim *s, unsigned ch, uint64_t addr, uint32_t btt, unsig
 {
 	uint32_t base = PCCX_DM_PAGE(ch);
 
-	wr32(s, base + PCCX_DM_CMD_LO, btt | (incr ? PCCX_DM_CMD_TYPE_INCR : 0) | PCCX_DM_CMD_EOF);
-	wr32(s, base + PCCX_DM_CMD_HI, (uint32_t)addr);
-	wr32(s, base + PCCX_DM_CMD_EXT, tag);
-	wr32(s, base + PCCX_DM_CMD_PUSH, 1);
+	t_wr32(s, base + PCCX_DM_CMD_LO, btt | (incr ? PCCX_DM_CMD_TYPE_INCR : 0) | PCCX_DM_CMD_EOF);
+	t_wr32(s, base + PCCX_DM_CMD_HI, (uint32_t)addr);
+	t_wr32(s, base + PCCX_DM_CMD_EXT, tag);
+	t_wr32(s, base + PCCX_DM_CMD_PUSH, 1);
 }
 
 START_TEST(dm_commands_and_statuses)
@@ -263,51 +237,51 @@ START_TEST(dm_commands_and_statuses)
 		host[i] = (uint8_t)(i * 7 + 1);
 	ck_assert_int_eq(pccx_sim_dma_window_add(s, 0x40000000, 4096, host,
 						 PCCX_SIM_WIN_READ | PCCX_SIM_WIN_WRITE), 0);
-	ck_assert_uint_eq(rd32(s, fm + PCCX_DM_FLAGS),
+	ck_assert_uint_eq(t_rd32(s, fm + PCCX_DM_FLAGS),
 			  PCCX_DM_FLAG_CMD_EMPTY | PCCX_DM_FLAG_STS_EMPTY);
 	/* host -> L2: 64 bytes = 4 words at L2 word 50 */
-	wr(s, PCCX_REG_INSTR, t_memset(0, 0, 32, 1, 1));
+	t_wr64(s, PCCX_REG_INSTR, t_memset(0, 0, 32, 1, 1));
 	dm_push(s, PCCX_DM_FMAP, 0x40000100, 64, 9, true);
-	ck_assert_uint_eq(rd32(s, fm + PCCX_DM_CMD_LO) & PCCX_DM_BTT_MAX, 64);
-	wr(s, PCCX_REG_INSTR, t_memcpy(true, false, 50, 0, 0, 0, false));
+	ck_assert_uint_eq(t_rd32(s, fm + PCCX_DM_CMD_LO) & PCCX_DM_BTT_MAX, 64);
+	t_wr64(s, PCCX_REG_INSTR, t_memcpy(true, false, 50, 0, 0, 0, false));
 	ck_assert(pccx_sim_run_until_idle(s, 10000));
 	ck_assert_int_eq(memcmp(l2 + 50 * 16, host + 0x100, 64), 0);
-	ck_assert_uint_eq(rd32(s, fm + PCCX_DM_STS_LVL), 1);
-	ck_assert(rd(s, PCCX_REG_IRQ_STATUS) & PCCX_IRQ_DM);
-	ck_assert_uint_eq(rd32(s, fm + PCCX_DM_STS_POP), PCCX_DM_STS_OKAY | 9);
-	ck_assert_uint_eq(rd32(s, fm + PCCX_DM_STS_POP), 0);
+	ck_assert_uint_eq(t_rd32(s, fm + PCCX_DM_STS_LVL), 1);
+	ck_assert(t_rd64(s, PCCX_REG_IRQ_STATUS) & PCCX_IRQ_DM);
+	ck_assert_uint_eq(t_rd32(s, fm + PCCX_DM_STS_POP), PCCX_DM_STS_OKAY | 9);
+	ck_assert_uint_eq(t_rd32(s, fm + PCCX_DM_STS_POP), 0);
 	/* L2 -> host: 4 words to offset 0x800 */
 	dm_push(s, PCCX_DM_RESULT, 0x40000800, 64, 3, true);
-	wr(s, PCCX_REG_INSTR, t_memcpy(false, true, 0, 50, 0, 0, true));
+	t_wr64(s, PCCX_REG_INSTR, t_memcpy(false, true, 0, 50, 0, 0, true));
 	ck_assert(pccx_sim_run_until_idle(s, 10000));
 	ck_assert_int_eq(memcmp(host + 0x800, host + 0x100, 64), 0);
-	ck_assert_uint_eq(rd32(s, res + PCCX_DM_STS_POP), PCCX_DM_STS_OKAY | 3);
+	ck_assert_uint_eq(t_rd32(s, res + PCCX_DM_STS_POP), PCCX_DM_STS_OKAY | 3);
 
 	/* BTT of 0: INTERR status, sticky bit, device error DMA_INTERR */
 	dm_push(s, PCCX_DM_FMAP, 0x40000000, 0, 5, true);
 	pccx_sim_advance(s, 100);
-	ck_assert_uint_eq(rd32(s, fm + PCCX_DM_STS_POP), PCCX_DM_STS_INTERR | 5);
-	ck_assert_uint_eq((rd32(s, fm + PCCX_DM_FLAGS) >> 4) & 0xf, 1);
-	ck_assert_uint_eq(rd(s, PCCX_REG_ERROR) & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_DMA_INTERR);
-	wr32(s, fm + PCCX_DM_ERR_W1C, 0xf0);
-	ck_assert_uint_eq((rd32(s, fm + PCCX_DM_FLAGS) >> 4) & 0xf, 0);
-	wr(s, PCCX_REG_ERROR, PCCX_ERROR_VALID);
+	ck_assert_uint_eq(t_rd32(s, fm + PCCX_DM_STS_POP), PCCX_DM_STS_INTERR | 5);
+	ck_assert_uint_eq((t_rd32(s, fm + PCCX_DM_FLAGS) >> 4) & 0xf, 1);
+	ck_assert_uint_eq(t_rd64(s, PCCX_REG_ERROR) & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_DMA_INTERR);
+	t_wr32(s, fm + PCCX_DM_ERR_W1C, 0xf0);
+	ck_assert_uint_eq((t_rd32(s, fm + PCCX_DM_FLAGS) >> 4) & 0xf, 0);
+	t_wr64(s, PCCX_REG_ERROR, PCCX_ERROR_VALID);
 	/* FIXED type is not supported: INTERR */
 	dm_push(s, PCCX_DM_FMAP, 0x40000000, 16, 6, false);
 	pccx_sim_advance(s, 100);
-	ck_assert_uint_eq(rd32(s, fm + PCCX_DM_STS_POP), PCCX_DM_STS_INTERR | 6);
-	wr32(s, fm + PCCX_DM_ERR_W1C, 0xf0);
-	wr(s, PCCX_REG_ERROR, PCCX_ERROR_VALID);
+	ck_assert_uint_eq(t_rd32(s, fm + PCCX_DM_STS_POP), PCCX_DM_STS_INTERR | 6);
+	t_wr32(s, fm + PCCX_DM_ERR_W1C, 0xf0);
+	t_wr64(s, PCCX_REG_ERROR, PCCX_ERROR_VALID);
 
 	/* overflow of the 8-deep command FIFO (no consumer: they wait) */
 	for (i = 0; i < 10; i++)     /* one runs (waiting for data), eight wait, one overflows */
 		dm_push(s, PCCX_DM_RESULT, 0x40000000, 16, i, true);
-	ck_assert_uint_le(rd32(s, res + PCCX_DM_CMD_LVL), 8);
-	ck_assert(rd32(s, res + PCCX_DM_FLAGS) & (8u << 4));
-	wr(s, PCCX_REG_RESET, 1);
+	ck_assert_uint_le(t_rd32(s, res + PCCX_DM_CMD_LVL), 8);
+	ck_assert(t_rd32(s, res + PCCX_DM_FLAGS) & (8u << 4));
+	t_wr64(s, PCCX_REG_RESET, 1);
 	pccx_sim_advance(s, 20000);
-	ck_assert_uint_eq(rd32(s, res + PCCX_DM_CMD_LVL), 0);
-	ck_assert_uint_eq(rd32(s, res + PCCX_DM_FLAGS),
+	ck_assert_uint_eq(t_rd32(s, res + PCCX_DM_CMD_LVL), 0);
+	ck_assert_uint_eq(t_rd32(s, res + PCCX_DM_FLAGS),
 			  PCCX_DM_FLAG_CMD_EMPTY | PCCX_DM_FLAG_STS_EMPTY);
 	pccx_sim_destroy(s);
 	free(host);
@@ -328,18 +302,18 @@ START_TEST(dm_window_fault)
 	/* a command that runs past the window's end faults at the end */
 	dm_push(s, PCCX_DM_HP(2), 0x40000f00, 512, 1, true);
 	pccx_sim_advance(s, 100);
-	ck_assert_uint_eq(rd(s, PCCX_REG_ERROR) & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_DMA_WINDOW);
-	ck_assert_uint_eq(rd(s, PCCX_REG_ERROR_INFO), 0x40001000);
-	ck_assert_uint_eq(rd32(s, PCCX_DM_PAGE(2) + PCCX_DM_STS_POP), PCCX_DM_STS_DECERR | 1);
+	ck_assert_uint_eq(t_rd64(s, PCCX_REG_ERROR) & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_DMA_WINDOW);
+	ck_assert_uint_eq(t_rd64(s, PCCX_REG_ERROR_INFO), 0x40001000);
+	ck_assert_uint_eq(t_rd32(s, PCCX_DM_PAGE(2) + PCCX_DM_STS_POP), PCCX_DM_STS_DECERR | 1);
 	pccx_sim_get_stats(s, &st);
 	ck_assert_uint_eq(st.window_faults, 1);
 	/* a write into a read-only window faults too */
-	wr(s, PCCX_REG_RESET, 1);
+	t_wr64(s, PCCX_REG_RESET, 1);
 	pccx_sim_advance(s, 20000);
 	dm_push(s, PCCX_DM_RESULT, 0x40000000, 16, 2, true);
 	pccx_sim_advance(s, 100);
-	ck_assert_uint_eq(rd(s, PCCX_REG_ERROR) & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_DMA_WINDOW);
-	ck_assert_uint_eq(rd(s, PCCX_REG_ERROR_INFO), 0x40000000);
+	ck_assert_uint_eq(t_rd64(s, PCCX_REG_ERROR) & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_DMA_WINDOW);
+	ck_assert_uint_eq(t_rd64(s, PCCX_REG_ERROR_INFO), 0x40000000);
 	pccx_sim_get_stats(s, &st);
 	ck_assert_uint_eq(st.window_faults, 2);
 	pccx_sim_destroy(s);
@@ -1067,16 +1041,16 @@ START_TEST(err_clear_then_next_job)
 {
 	pccx_sim *s = mksim();
 
-	wr(s, PCCX_REG_INSTR, t_matmul(PCCX_OP_GEMV, 0, 100, 1, 0, 0));   /* shapes unset */
+	t_wr64(s, PCCX_REG_INSTR, t_matmul(PCCX_OP_GEMV, 0, 100, 1, 0, 0));   /* shapes unset */
 	pccx_sim_advance(s, 50);
-	ck_assert_uint_eq(rd(s, PCCX_REG_ERROR) & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_BAD_OPERANDS);
-	wr(s, PCCX_REG_ERROR, PCCX_ERROR_VALID);
-	wr(s, PCCX_REG_RETIRED, 0);
-	wr(s, PCCX_REG_INSTR, t_memset(0, 0, 8, 1, 1));
-	wr(s, PCCX_REG_INSTR, t_memcpy(false, false, 30, 20, 0, 0, false));
+	ck_assert_uint_eq(t_rd64(s, PCCX_REG_ERROR) & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_BAD_OPERANDS);
+	t_wr64(s, PCCX_REG_ERROR, PCCX_ERROR_VALID);
+	t_wr64(s, PCCX_REG_RETIRED, 0);
+	t_wr64(s, PCCX_REG_INSTR, t_memset(0, 0, 8, 1, 1));
+	t_wr64(s, PCCX_REG_INSTR, t_memcpy(false, false, 30, 20, 0, 0, false));
 	ck_assert(pccx_sim_run_until_idle(s, 1000));
-	ck_assert_uint_eq(rd(s, PCCX_REG_RETIRED), 2);
-	ck_assert_uint_eq(rd(s, PCCX_REG_ERROR), 0);
+	ck_assert_uint_eq(t_rd64(s, PCCX_REG_RETIRED), 2);
+	ck_assert_uint_eq(t_rd64(s, PCCX_REG_ERROR), 0);
 	pccx_sim_destroy(s);
 }
 END_TEST
@@ -1149,12 +1123,12 @@ START_TEST(err_dma_window)
 	uint64_t dev = pccx_simb_buf_devaddr(b, h);
 
 	/* the backend's guard page: a command at the buffer's end faults */
-	wr(s, PCCX_REG_INSTR, t_memset(0, 0, 8, 1, 1));
+	t_wr64(s, PCCX_REG_INSTR, t_memset(0, 0, 8, 1, 1));
 	dm_push(s, PCCX_DM_FMAP, dev + 4096, 16, 4, true);
-	wr(s, PCCX_REG_INSTR, t_memcpy(true, false, 0, 0, 0, 0, false));
+	t_wr64(s, PCCX_REG_INSTR, t_memcpy(true, false, 0, 0, 0, 0, false));
 	pccx_sim_advance(s, 200);
-	ck_assert_uint_eq(rd(s, PCCX_REG_ERROR) & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_DMA_WINDOW);
-	ck_assert_uint_eq(rd(s, PCCX_REG_ERROR_INFO), dev + 4096);
+	ck_assert_uint_eq(t_rd64(s, PCCX_REG_ERROR) & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_DMA_WINDOW);
+	ck_assert_uint_eq(t_rd64(s, PCCX_REG_ERROR_INFO), dev + 4096);
 	pccx_simb_reset(b);
 	(void)bad_shift;
 	(void)j;
@@ -1182,13 +1156,13 @@ START_TEST(random_words_never_crash)
 			w = t_memset((unsigned)(w >> 8) & 1, (unsigned)(w >> 12) & 63,
 				     (unsigned)(w >> 20) & 255, 1 + ((unsigned)(w >> 30) & 3),
 				     (unsigned)(w >> 40) & 3);
-		wr(s, PCCX_REG_INSTR, w);
+		t_wr64(s, PCCX_REG_INSTR, w);
 		pccx_sim_advance(s, 300);
-		if (rd(s, PCCX_REG_STATUS) & PCCX_STATUS_HALTED) {
-			wr(s, PCCX_REG_ERROR, PCCX_ERROR_VALID);
-		} else if (!(rd(s, PCCX_REG_STATUS) & PCCX_STATUS_IDLE)) {
+		if (t_rd64(s, PCCX_REG_STATUS) & PCCX_STATUS_HALTED) {
+			t_wr64(s, PCCX_REG_ERROR, PCCX_ERROR_VALID);
+		} else if (!(t_rd64(s, PCCX_REG_STATUS) & PCCX_STATUS_IDLE)) {
 			/* waiting for weights or data nobody sends: reset */
-			wr(s, PCCX_REG_RESET, 1);
+			t_wr64(s, PCCX_REG_RESET, 1);
 			pccx_sim_advance(s, 114688 / 8);
 		}
 	}
@@ -1397,11 +1371,11 @@ START_TEST(config_dtb)
 	pccx_sim_config_default(&c);
 	ck_assert_msg(pccx_sim_config_from_dtb(&c, blob, len, &d) == 0, "%s", d.msg);
 	ck_assert_int_eq(pccx_sim_create(&c, &s, &d), 0);
-	ck_assert_uint_eq((rd(s, PCCX_REG_CAPS) >> 32) & 0xff, 4);
-	ck_assert_uint_eq((rd(s, PCCX_REG_CAPS) >> 56) & 0xff, 3);
-	ck_assert_uint_eq(rd(s, PCCX_REG_DMA_ADDR_BITS), 40);
-	ck_assert(rd(s, PCCX_REG_FEATURES) & PCCX_FEAT_WIDE_DMA);
-	ck_assert_uint_eq(rd(s, PCCX_REG_CLOCKS) & 0xffffffffu, 300000);
+	ck_assert_uint_eq((t_rd64(s, PCCX_REG_CAPS) >> 32) & 0xff, 4);
+	ck_assert_uint_eq((t_rd64(s, PCCX_REG_CAPS) >> 56) & 0xff, 3);
+	ck_assert_uint_eq(t_rd64(s, PCCX_REG_DMA_ADDR_BITS), 40);
+	ck_assert(t_rd64(s, PCCX_REG_FEATURES) & PCCX_FEAT_WIDE_DMA);
+	ck_assert_uint_eq(t_rd64(s, PCCX_REG_CLOCKS) & 0xffffffffu, 300000);
 	pccx_sim_destroy(s);
 	/* an unsupported value is refused with the property named */
 	ck_assert_int_eq(fdt_setprop_inplace_u32(blob, node, "pccx,weight-ports", 2), 0);

@@ -13,6 +13,33 @@
 #include "pccx_num.h"
 #include "pccx_sim.h"
 
+/* Checked register access to a simulator; `io` is the pccx_sim (engine ops take void *). */
+static inline uint32_t t_rd32(void *io, uint32_t off)
+{
+	uint32_t v = 0;
+
+	ck_assert_int_eq(pccx_sim_mmio_read32(io, off, &v), 0);
+	return v;
+}
+
+static inline void t_wr32(void *io, uint32_t off, uint32_t v)
+{
+	ck_assert_int_eq(pccx_sim_mmio_write32(io, off, v), 0);
+}
+
+static inline uint64_t t_rd64(void *io, uint32_t off)
+{
+	uint64_t v = 0;
+
+	ck_assert_int_eq(pccx_sim_mmio_read64(io, off, &v), 0);
+	return v;
+}
+
+static inline void t_wr64(void *io, uint32_t off, uint64_t v)
+{
+	ck_assert_int_eq(pccx_sim_mmio_write64(io, off, v), 0);
+}
+
 static inline uint64_t t_memset(unsigned cache, unsigned entry, unsigned a, unsigned b, unsigned c)
 {
 	return ((uint64_t)PCCX_OP_MEMSET << 60) | PCCX_PUT(C, cache, cache) |
