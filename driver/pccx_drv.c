@@ -103,6 +103,7 @@ static int pccx_open(struct inode *inode, struct file *file)
 	 */
 	kref_get(&pdev->ref);
 	pf->pdev = pdev;
+	pf->id = atomic64_inc_return(&pdev->next_file_id);
 	file->private_data = pf;
 	return 0;
 }
@@ -290,6 +291,12 @@ static ssize_t jobs_done_show(struct device *dev, struct device_attribute *attr,
 }
 static DEVICE_ATTR_RO(jobs_done);
 
+static ssize_t l2_scrubs_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%lld\n", atomic64_read(&attr_pdev(dev)->l2_scrubs));
+}
+static DEVICE_ATTR_RO(l2_scrubs);
+
 static ssize_t completion_show(struct device *dev, struct device_attribute *attr, char *buf)
 {
 	return sysfs_emit(buf, "%s\n", attr_pdev(dev)->irq > 0 ? "irq" : "poll");
@@ -302,6 +309,7 @@ static struct attribute *pccx_attrs[] = {
 	&dev_attr_reset_count.attr,
 	&dev_attr_wedged.attr,
 	&dev_attr_jobs_done.attr,
+	&dev_attr_l2_scrubs.attr,
 	&dev_attr_completion.attr,
 	NULL,
 };

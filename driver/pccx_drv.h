@@ -82,6 +82,12 @@ struct pccx_device {
 	struct pccx_job *running;
 	u64 next_job_id;
 	bool wedged;				/* the last recovery failed */
+	/*
+	 * The file whose job last ran, 0 once a reset cleared L2 (worker only):
+	 * L2, S and the shape RAMs are scrubbed before another file's job runs.
+	 */
+	u64 l2_owner;
+	atomic64_t next_file_id;
 	bool gone;				/* remove() ran: no new work */
 	struct pccx_job_record history[PCCX_HISTORY];
 	unsigned int hist_head;
@@ -96,6 +102,7 @@ struct pccx_device {
 	/* statistics */
 	atomic64_t jobs_done;
 	atomic64_t resets;
+	atomic64_t l2_scrubs;			/* resets run only to clear L2 */
 	atomic64_t busy_ns;
 
 	/* fault injection (debugfs) */
@@ -108,6 +115,7 @@ struct pccx_device {
 /* Per open file. */
 struct pccx_file {
 	struct pccx_device *pdev;
+	u64 id;					/* unique per device, never 0 */
 	/* Protects bos, jobs, n_jobs and mem_used. */
 	struct mutex lock;
 	struct idr bos;
@@ -136,6 +144,7 @@ struct pccx_job {
 	struct kref ref;			/* owner's list, device queue, waiters */
 	struct pccx_device *pdev;
 	struct pccx_file *owner;		/* NULL once the file is closed (job_lock) */
+	u64 owner_id;				/* the submitting file's id */
 	struct list_head qnode;			/* device queue (job_lock) */
 	struct list_head fnode;			/* owner's jobs (owner->lock) */
 	u64 id;

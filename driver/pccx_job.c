@@ -262,6 +262,7 @@ int pccx_ioctl_submit(struct pccx_file *pf, void __user *arg)
 	job->id = pdev->next_job_id++;
 	job->status = PCCX_JOB_QUEUED;
 	job->owner = pf;
+	job->owner_id = pf->id;
 	kref_get(&job->ref);			/* the device queue: put by the worker */
 	list_add_tail(&job->qnode, &pdev->queue);
 	mutex_unlock(&pdev->job_lock);
@@ -513,7 +514,7 @@ static int pccx_hw_reset(struct pccx_device *pdev)
 	pccx_wr64(pdev, PCCX_REG_RETIRED, 0);
 	pccx_wr64(pdev, PCCX_REG_IRQ_ENABLE, pdev->irq ? PCCX_IRQ_IDLE | PCCX_IRQ_ERROR : 0);
 	atomic_set(&pdev->irq_events, 0);
-	atomic64_inc(&pdev->resets);
+	pdev->l2_owner = 0;
 	return 0;
 }
 
@@ -522,6 +523,7 @@ static int pccx_recover(struct pccx_device *pdev, const char *why)
 {
 	int ret = pccx_hw_reset(pdev);
 
+	atomic64_inc(&pdev->resets);
 	mutex_lock(&pdev->job_lock);
 	if (ret) {
 		WRITE_ONCE(pdev->wedged, true);
@@ -763,6 +765,30 @@ restart:
 	return pccx_job_failed(pdev, job, e);
 }
 
+/*
+ * L2, S and the shape RAMs keep what the last job left there, and a job may
+ * read L2 it never wrote: before a job of another file runs, a soft reset
+ * clears them, so no process sees another's activations. Jobs of one file run
+ * back to back without it (L2 does not persist across jobs in the contract
+ * either way).
+ */
+static u32 pccx_l2_scrub(struct pccx_device *pdev, struct pccx_job *job)
+{
+	int ret;
+
+	if (!(pdev->features & PCCX_FEAT_SOFT_RESET) || !pdev->l2_owner ||
+	    pdev->l2_owner == job->owner_id)
+		return PCCX_JOB_DONE;
+	ret = pccx_hw_reset(pdev);
+	if (ret) {
+		dev_warn(pdev->dev, "job %llu: clearing L2 of another file's job failed (%d)\n",
+			 job->id, ret);
+		return PCCX_JOB_ABORTED;
+	}
+	atomic64_inc(&pdev->l2_scrubs);
+	return PCCX_JOB_DONE;
+}
+
 static int pccx_worker(void *data)
 {
 	struct pccx_device *pdev = data;
@@ -795,7 +821,11 @@ static int pccx_worker(void *data)
 			continue;
 
 		pccx_windows(pdev, job, true);
-		status = pccx_job_run(pdev, job);
+		status = pccx_l2_scrub(pdev, job);
+		if (status == PCCX_JOB_DONE)
+			status = pccx_job_run(pdev, job);
+		if (status == PCCX_JOB_DONE)
+			pdev->l2_owner = job->owner_id;
 		if (status != PCCX_JOB_DONE) {
 			bool wedged;
 
@@ -833,9 +863,8 @@ int pccx_job_init(struct pccx_device *pdev)
 			dev_err(pdev->dev, "initial soft reset failed: %d\n", ret);
 			return ret;
 		}
-		atomic64_set(&pdev->resets, 0);
 	} else {
-		dev_warn(pdev->dev, "no SOFT_RESET feature: a hung job wedges the device until the bitstream is reloaded\n");
+		dev_warn(pdev->dev, "no SOFT_RESET feature: a hung job wedges the device until the bitstream is reloaded, and L2 is not cleared between files\n");
 	}
 	pdev->worker = kthread_run(pccx_worker, pdev, "pccx-%s", dev_name(pdev->dev));
 	if (IS_ERR(pdev->worker))

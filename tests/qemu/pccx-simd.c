@@ -208,9 +208,10 @@ static int handle(struct pccx_simlink_msg *m)
 	case PCCX_SIMLINK_WR64:
 		if (frozen && !(m->addr == PCCX_REG_RESET && (m->value & 1)))
 			break;
-		if ((frozen || armed) && m->addr == PCCX_REG_RESET) {
+		/* an armed hang waits for an instruction: the driver may reset first */
+		if (frozen && m->addr == PCCX_REG_RESET) {
 			fprintf(stderr, "pccx-simd: RESET written: the device runs again\n");
-			frozen = armed = 0;
+			frozen = 0;
 		}
 		if (pccx_sim_mmio_write64(sim, (uint32_t)m->addr, m->value))
 			fprintf(stderr, "pccx-simd: write64 0x%llx refused\n",

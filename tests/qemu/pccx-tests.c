@@ -917,6 +917,83 @@ static void test_two_processes(void)
 		CHECK(waitpid(pid[k], &st, 0) == pid[k] && WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
+/*
+ * Read the 32 BF16 values job_roundtrip() leaves at L2 word 0x40 without writing them: the
+ * file that ran the roundtrip sees them, any other file sees zeros (L2 is scrubbed).
+ */
+static const char peek_text[] =
+	"memset cache=fmap entry=0 a=32 b=1 c=1\n"
+	"memcpy dest=0 src=0x40 desc=0 fshape=0 +to_host\n";
+
+/* 1: the peek saw non-zero bytes, 0: all zero, < 0: the job failed. */
+static int l2_peek(int fd)
+{
+	uint64_t insn[4], id = 0;
+	struct pccx_bo_create bo;
+	struct pccx_ioc_dma_desc dma;
+	struct pccx_submit s;
+	struct pccx_wait w;
+	uint8_t *map = NULL;
+	int n = assemble(peek_text, insn, 4), r, i;
+
+	if (n != 2)
+		return -100;
+	r = pccx_kdev_bo_create(fd, 4096, PCCX_BO_DEV_WRITE, &bo);
+	if (r)
+		return r;
+	r = pccx_kdev_bo_map(fd, &bo, (void **)&map);
+	if (!r) {
+		memset(map, 0xEE, 4096);
+		dma = (struct pccx_ioc_dma_desc){ bo.handle, PCCX_DESC_FROM_DEVICE, 0, JOB_Y_BYTES };
+		r = pccx_kdev_submit(fd, insn, 2, &dma, 1, NULL, 0, 0, &s);
+		id = s.job_id;
+	}
+	if (!r)
+		r = pccx_kdev_wait(fd, id, pccx_kdev_deadline(60000000000ll), &w);
+	if (!r) {
+		r = 0;
+		for (i = 0; i < JOB_Y_BYTES; i++)
+			if (map[i])
+				r = 1;
+		if (map[JOB_Y_BYTES] != 0xEE)
+			r = -101;
+	}
+	if (map)
+		pccx_kdev_bo_unmap(map, bo.size);
+	pccx_kdev_bo_destroy(fd, bo.handle);
+	return r;
+}
+
+static void test_l2_isolation(void)
+{
+	int a = dev_open(), b = dev_open(), st;
+	long scrubs, resets = read_long(SYSFS "reset_count");
+	pid_t pid;
+
+	/* the same file: nothing is cleared between its jobs */
+	CHECK_RET(job_roundtrip(a, 40), 0);
+	scrubs = read_long(SYSFS "l2_scrubs");
+	CHECK_RET(l2_peek(a), 1);
+	CHECK(read_long(SYSFS "l2_scrubs") == scrubs);
+	/* another file of the same process */
+	CHECK_RET(l2_peek(b), 0);
+	CHECK(read_long(SYSFS "l2_scrubs") == scrubs + 1);
+	/* another process */
+	CHECK_RET(job_roundtrip(a, 41), 0);
+	pid = fork();
+	if (pid == 0) {
+		int f = pccx_kdev_open(NULL);
+
+		_exit(f >= 0 && l2_peek(f) == 0 ? 0 : 1);
+	}
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(read_long(SYSFS "l2_scrubs") == scrubs + 3);
+	/* scrubs are not recoveries */
+	CHECK(read_long(SYSFS "reset_count") == resets);
+	pccx_kdev_close(b);
+	pccx_kdev_close(a);
+}
+
 static int drop_privileges(void)
 {
 	return setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
@@ -1200,6 +1277,7 @@ static const struct {
 	{ "signal-during-wait", test_signal },
 	{ "close-with-job-running", test_close_running },
 	{ "two-processes", test_two_processes },
+	{ "l2-isolation", test_l2_isolation },
 	{ "reset-ioctl", test_reset },
 	{ "sysfs-debugfs-fdinfo", test_observability },
 	{ "shadow-iommu", test_shadow_iommu },
