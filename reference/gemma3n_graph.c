@@ -18,6 +18,13 @@
 
 /* Largest matmul n / CVO len that keeps the next row word-aligned (16-bit fields). */
 #define CHUNK 65528u
+/*
+ * Rows per GEMV of large tensors (the LM head). A GEMV streams its rows in four contiguous
+ * quarters, one per port; with 16384 rows of a 2048-wide Q4 tensor the quarters start
+ * 4.5 MiB apart and the four streams fall in different DDR banks, where 65528-row pieces
+ * made them collide (row misses cost the LM head 38 % of its time in the simulator).
+ */
+#define GEMV_CHUNK 16384u
 
 /* ===================================================================================== */
 /* The L2 plan and the host buffers.                                                     */
@@ -250,23 +257,33 @@ static void matmul(struct emit *e, uint32_t fmt, struct pccx_npu_wref w, uint32_
 		e->rc = e->ops->matmul(e->ctx, &mm);
 }
 
-/* y = W x over all rows of weight tensor `t` (LM-head sized tensors are split in chunks). */
-static void gemv(struct emit *e, int32_t t, uint32_t src, uint32_t dst, bool accm)
+/*
+ * y = W x over rows [r0, r0 + rows) of weight tensor `t` into dst (the output of row r0),
+ * as GEMVs of at most GEMV_CHUNK rows.
+ */
+static void gemv_rows(struct emit *e, int32_t t, uint32_t r0, uint32_t rows, uint32_t src,
+		      uint32_t dst, bool accm)
 {
 	const struct pccx_g3n_tensor *T = &e->m->t[t];
 	uint32_t r, n;
 
-	for (r = 0; r < T->rows; r += n) {
+	for (r = 0; r < rows; r += n) {
 		struct pccx_npu_wref w = {
 			.buf = PCCX_NPU_BUF_WEIGHTS,
-			.offset = T->offset + (uint64_t)r * T->row_bytes,
+			.offset = T->offset + (uint64_t)(r0 + r) * T->row_bytes,
 			.tensor = t,
-			.row0 = r,
+			.row0 = r0 + r,
 		};
 
-		n = T->rows - r < CHUNK ? T->rows - r : CHUNK;
+		n = rows - r < GEMV_CHUNK ? rows - r : GEMV_CHUNK;
 		matmul(e, T->fmt, w, n, T->cols, 1, src, dst + r / 8, accm);
 	}
+}
+
+/* y = W x over all rows of weight tensor `t`. */
+static void gemv(struct emit *e, int32_t t, uint32_t src, uint32_t dst, bool accm)
+{
+	gemv_rows(e, t, 0, e->m->t[t].rows, src, dst, accm);
 }
 
 static void cvo(struct emit *e, uint32_t func, uint32_t flags, uint32_t src, uint32_t dst,
@@ -484,16 +501,24 @@ static void forward_inputs(struct emit *e)
 	stage(e, p->xs[0], NSTREAM, D, "altup.streams");
 }
 
-/* S3.1-2: AltUp predict: m = router(x0); c = W_pred m; pred_k = sum_j c[4k+j] x_j + x_k. */
-static void forward_altup_predict(struct emit *e, uint32_t l, uint32_t X, uint32_t P)
+/* S3.1: AltUp router and prediction coefficients: m = router(x0); c = W_pred m. */
+static void forward_altup_coefs(struct emit *e, uint32_t l, uint32_t X)
 {
 	const struct pccx_g3n_plan *p = e->p;
-	uint32_t D = e->c->d_model, k, j;
 
 	router(e, l, stream(e, X, 0));
 	stage(e, p->rm, 1, NSTREAM, "L%u.altup.router", l);
 	gemv(e, e->m->w.layer[l].pred_coef, p->rm, p->coefs, false);
-	for (k = 0; k < NSTREAM; k++) {
+}
+
+/* S3.2: AltUp predict of streams k0..k1-1: pred_k = sum_j c[4k+j] x_j + x_k. */
+static void forward_altup_predict(struct emit *e, uint32_t X, uint32_t P, uint32_t k0,
+				  uint32_t k1)
+{
+	const struct pccx_g3n_plan *p = e->p;
+	uint32_t D = e->c->d_model, k, j;
+
+	for (k = k0; k < k1; k++) {
 		for (j = 0; j < NSTREAM; j++) {
 			cvo(e, PCCX_CVO_LDS, 0, p->coefs, p->scal + PCCX_G3N_S_DUMP,
 			    NSTREAM * k + j);
@@ -502,7 +527,25 @@ static void forward_altup_predict(struct emit *e, uint32_t l, uint32_t X, uint32
 		}
 		cvo(e, PCCX_CVO_ADD, 0, stream(e, X, k), stream(e, P, k), D);
 	}
-	stage(e, p->xs[P], NSTREAM, D, "L%u.altup.pred", l);
+}
+
+/* S3.4: LAuReL: lr = h + RMSNorm_laurel(W_R W_L h); the two GEMVs, then the rest. */
+static void forward_laurel_project(struct emit *e, uint32_t l)
+{
+	const struct pccx_g3n_plan *p = e->p;
+	const struct pccx_g3n_layer_w *lw = &e->m->w.layer[l];
+
+	gemv(e, lw->laurel_l, p->h, p->lrank, false);
+	gemv(e, lw->laurel_r, p->lrank, p->lr, false);
+}
+
+static void forward_laurel_finish(struct emit *e, uint32_t l)
+{
+	const struct pccx_g3n_plan *p = e->p;
+
+	rmsnorm(e, p->lr, p->lr, e->c->d_model, lvec(e, l, PCCX_G3N_LV_LAUREL_NORM));
+	cvo(e, PCCX_CVO_ADD, 0, p->h, p->lr, e->c->d_model);
+	stage(e, p->lr, 1, e->c->d_model, "L%u.laurel", l);
 }
 
 /* S3.5: attention on h; q, (k, v for owners), softmax over the cache, o = W_o ctx. */
@@ -516,19 +559,26 @@ static void forward_attention(struct emit *e, uint32_t l, uint32_t pos)
 	uint32_t row = pos % pccx_g3n_kv_rows(c, src), sw = W(keys), g, r;
 	unsigned glob = pccx_g3n_is_global(c, l);
 
-	/* q = RoPE(RMSNorm_{g_q}(W_q h)) per head */
+	/*
+	 * The projections are issued back to back and each one's norms follow the next weight
+	 * stream, so the SFU works while the weights stream (in-order issue: a CVO behind a
+	 * GEMV it does not depend on runs during that GEMV). LAuReL's norm rides on W_q.
+	 */
 	gemv(e, lw->attn_q, p->h, p->q, false);
+	forward_laurel_finish(e, l);
+	if (pccx_g3n_owns_kv(c, l))
+		gemv(e, lw->attn_k, p->h, p->k, false);
+	/* q = RoPE(RMSNorm_{g_q}(W_q h)) per head */
 	rmsnorm_rows(e, p->q, p->q, c->n_heads, hd, lvec(e, l, PCCX_G3N_LV_Q_NORM));
 	rope(e, p->q, c->n_heads, glob);
 	stage(e, p->q, c->n_heads, hd, "L%u.attn.q_rope", l);
 
 	/* owners: k = RoPE(RMSNorm_{g_k}(W_k h)), v = RMSNorm(W_v h), appended to the cache */
 	if (pccx_g3n_owns_kv(c, l)) {
-		gemv(e, lw->attn_k, p->h, p->k, false);
+		gemv(e, lw->attn_v, p->h, p->v, false);
 		rmsnorm_rows(e, p->k, p->k, nkv, hd, lvec(e, l, PCCX_G3N_LV_K_NORM));
 		rope(e, p->k, nkv, glob);
 		stage(e, p->k, nkv, hd, "L%u.attn.k_rope", l);
-		gemv(e, lw->attn_v, p->h, p->v, false);
 		rmsnorm_rows(e, p->v, p->v, nkv, hd, NO_WEIGHT);
 		stage(e, p->v, nkv, hd, "L%u.attn.v", l);
 		for (g = 0; g < nkv; g++) {
@@ -574,13 +624,16 @@ static void forward_attention(struct emit *e, uint32_t l, uint32_t pos)
 }
 
 /* S3.7: FFN: f = W_down(GELU(gate') * W_up t), gate' = W_gate t or its Gaussian top-k. */
-static void forward_ffn(struct emit *e, uint32_t l)
+static void forward_ffn(struct emit *e, uint32_t l, uint32_t X, uint32_t P)
 {
 	const struct pccx_g3n_plan *p = e->p;
 	const struct pccx_g3n_layer_w *lw = &e->m->w.layer[l];
 	uint32_t F = e->c->d_ffn;
 
 	gemv(e, lw->ffn_gate, p->t, p->gate, false);
+	/* the AltUp predictions only AltUp correct needs, while W_gate streams */
+	forward_altup_predict(e, X, P, 1, NSTREAM);
+	stage(e, p->xs[P], NSTREAM, e->c->d_model, "L%u.altup.pred", l);
 	gemv(e, lw->ffn_up, p->t, p->up, false);
 	stage(e, p->gate, 1, F, "L%u.ffn.gate", l);
 	stage(e, p->up, 1, F, "L%u.ffn.up", l);
@@ -603,6 +656,15 @@ static void forward_ffn(struct emit *e, uint32_t l)
 	stage(e, p->f, 1, e->c->d_model, "L%u.ffn.down", l);
 }
 
+/* X'_k = pred_k + w_k innov (innov = out - pred_0 at plan.innov, w at plan.corr). */
+static void correct_stream(struct emit *e, uint32_t P, uint32_t k)
+{
+	const struct pccx_g3n_plan *p = e->p;
+
+	cvo(e, PCCX_CVO_LDS, 0, p->corr, p->scal + PCCX_G3N_S_DUMP, k);
+	cvo(e, PCCX_CVO_SCALE, PCCX_CVOF_ACCM, p->innov, stream(e, P, k), e->c->d_model);
+}
+
 /* S3.8-9: AltUp correct with the layer output, then the PLE mix into streams 1..3. */
 static void forward_altup_correct(struct emit *e, uint32_t l, uint32_t P, uint32_t out)
 {
@@ -619,15 +681,15 @@ static void forward_altup_correct(struct emit *e, uint32_t l, uint32_t P, uint32
 	copy(e, p->innov, out, W(D));
 	s_const(e, PCCX_G3N_C_NEG_ONE);
 	cvo(e, PCCX_CVO_SCALE, PCCX_CVOF_ACCM, stream(e, P, 0), p->innov, D);
-	for (k = 0; k < NSTREAM; k++) {
-		cvo(e, PCCX_CVO_LDS, 0, p->corr, p->scal + PCCX_G3N_S_DUMP, k);
-		cvo(e, PCCX_CVO_SCALE, PCCX_CVOF_ACCM, p->innov, stream(e, P, k), D);
-	}
+	correct_stream(e, P, 0);
 
 	/* PLE: d = RMSNorm(W_proj (GELU(W_gate (X'_0 * gamma)) * u_l)); X'_k += d, k = 1..3 */
 	copy(e, p->tmp, stream(e, P, 0), W(D));
 	cvo(e, PCCX_CVO_MUL, 0, lvec(e, l, PCCX_G3N_LV_CORRECT_SCALE), p->tmp, D);
 	gemv(e, lw->ple_gate, p->tmp, p->pleg, false);
+	/* streams 1..3 are corrected while W_ple_gate streams */
+	for (k = 1; k < NSTREAM; k++)
+		correct_stream(e, P, k);
 	cvo(e, PCCX_CVO_GELU, 0, p->pleg, p->pleg, dp);
 	cvo(e, PCCX_CVO_MUL, 0, p->u + l * W(dp), p->pleg, dp);
 	stage(e, p->pleg, 1, dp, "L%u.ple.gate", l);
@@ -648,19 +710,15 @@ static void forward_layer(struct emit *e, uint32_t l, uint32_t pos)
 
 	load(e, p->lvec, PCCX_NPU_BUF_WEIGHTS, lw->vec_offset, (uint32_t)(lw->vec_bytes / 2));
 
-	forward_altup_predict(e, l, X, P);
+	/* only prediction 0 is needed before the FFN; the rest follows W_gate (forward_ffn) */
+	forward_altup_coefs(e, l, X);
+	forward_altup_predict(e, X, P, 0, 1);
 
 	/* a = pred_0; h = RMSNorm_in(a) */
 	rmsnorm(e, stream(e, P, 0), p->h, D, lvec(e, l, PCCX_G3N_LV_ATTN_NORM));
 	stage(e, p->h, 1, D, "L%u.attn.norm", l);
 
-	/* LAuReL: lr = h + RMSNorm_laurel(W_R W_L h) */
-	gemv(e, lw->laurel_l, p->h, p->lrank, false);
-	gemv(e, lw->laurel_r, p->lrank, p->lr, false);
-	rmsnorm(e, p->lr, p->lr, D, lvec(e, l, PCCX_G3N_LV_LAUREL_NORM));
-	cvo(e, PCCX_CVO_ADD, 0, p->h, p->lr, D);
-	stage(e, p->lr, 1, D, "L%u.laurel", l);
-
+	forward_laurel_project(e, l);
 	forward_attention(e, l, pos);
 
 	/* al = (a + RMSNorm_postattn(o) + lr) / sqrt 2 */
@@ -674,12 +732,21 @@ static void forward_layer(struct emit *e, uint32_t l, uint32_t pos)
 	/* out = al + RMSNorm_postffn(FFN(RMSNorm_preffn(al))) */
 	rmsnorm(e, p->al, p->t, D, lvec(e, l, PCCX_G3N_LV_FFN_NORM));
 	stage(e, p->t, 1, D, "L%u.ffn.norm", l);
-	forward_ffn(e, l);
+	forward_ffn(e, l, X, P);
 	rmsnorm(e, p->f, p->f, D, lvec(e, l, PCCX_G3N_LV_POST_FFN_NORM));
 	cvo(e, PCCX_CVO_ADD, 0, p->al, p->f, D);
 	stage(e, p->f, 1, D, "L%u.ffn.out", l);
 
 	forward_altup_correct(e, l, P, p->f);
+}
+
+/* The final soft-cap of n logits at L2 word x: x = 30 tanh(x / 30). */
+static void softcap(struct emit *e, uint32_t x, uint32_t n)
+{
+	s_const(e, PCCX_G3N_C_SOFTCAP);
+	cvo_vec(e, PCCX_CVO_SCALE, PCCX_CVOF_RECIP, x, x, n);
+	cvo_vec(e, PCCX_CVO_TANH, 0, x, x, n);
+	cvo_vec(e, PCCX_CVO_SCALE, 0, x, x, n);
 }
 
 /* S4: unembed streams 1..3, average, final norm, tied LM head, soft-cap. */
@@ -688,7 +755,7 @@ static void forward_output(struct emit *e)
 	const struct pccx_g3n_config *c = e->c;
 	const struct pccx_g3n_plan *p = e->p;
 	const struct pccx_g3n_weights *w = &e->m->w;
-	uint32_t D = c->d_model, X = c->n_layers % 2, k;
+	uint32_t D = c->d_model, X = c->n_layers % 2, k, r, n = 0;
 
 	/* h = (x0 + sum_k match(W_au[k] x_k)) / 4 */
 	copy(e, p->hsum, stream(e, X, 0), W(D));
@@ -703,12 +770,17 @@ static void forward_output(struct emit *e)
 	rmsnorm(e, p->hsum, p->h, D, gvec(e, w->final_norm));
 	stage(e, p->h, 1, D, "final.hidden");
 
-	/* logits = 30 tanh(E h / 30) */
-	gemv(e, w->embed, p->h, p->logits, false);
-	s_const(e, PCCX_G3N_C_SOFTCAP);
-	cvo_vec(e, PCCX_CVO_SCALE, PCCX_CVOF_RECIP, p->logits, p->logits, c->vocab);
-	cvo_vec(e, PCCX_CVO_TANH, 0, p->logits, p->logits, c->vocab);
-	cvo_vec(e, PCCX_CVO_SCALE, 0, p->logits, p->logits, c->vocab);
+	/*
+	 * logits = 30 tanh(E h / 30), piece by piece: the soft-cap of each piece is issued
+	 * behind the next piece's GEMV, so it runs while that piece's weights stream.
+	 */
+	for (r = 0; r < c->vocab; r += n) {
+		n = c->vocab - r < GEMV_CHUNK ? c->vocab - r : GEMV_CHUNK;
+		gemv_rows(e, w->embed, r, n, p->h, p->logits + r / 8, false);
+		if (r)
+			softcap(e, p->logits + (r - GEMV_CHUNK) / 8, GEMV_CHUNK);
+	}
+	softcap(e, p->logits + (r - n) / 8, n);
 	stage(e, p->logits, 1, c->vocab, "final.logits");
 	store(e, PCCX_NPU_BUF_OUT, 0, p->logits, c->vocab);
 }
