@@ -25,6 +25,8 @@
  * made them collide (row misses cost the LM head 38 % of its time in the simulator).
  */
 #define GEMV_CHUNK 16384u
+/* W_up is issued in this many GEMVs (forward_ffn). */
+#define UP_PIECES 4u
 
 /* ===================================================================================== */
 /* The L2 plan and the host buffers.                                                     */
@@ -628,15 +630,19 @@ static void forward_ffn(struct emit *e, uint32_t l, uint32_t X, uint32_t P)
 {
 	const struct pccx_g3n_plan *p = e->p;
 	const struct pccx_g3n_layer_w *lw = &e->m->w.layer[l];
-	uint32_t F = e->c->d_ffn;
+	uint32_t F = e->c->d_ffn, piece, r, n;
 
 	gemv(e, lw->ffn_gate, p->t, p->gate, false);
 	/* the AltUp predictions only AltUp correct needs, while W_gate streams */
 	forward_altup_predict(e, X, P, 1, NSTREAM);
 	stage(e, p->xs[P], NSTREAM, e->c->d_model, "L%u.altup.pred", l);
-	gemv(e, lw->ffn_up, p->t, p->up, false);
+	/*
+	 * W_up in UP_PIECES GEMVs: the activation runs behind the first, and the product of
+	 * each finished piece behind the next, so only the last piece's product waits.
+	 */
+	piece = ((F + UP_PIECES - 1) / UP_PIECES + 7) & ~7u;
+	gemv_rows(e, lw->ffn_up, 0, piece < F ? piece : F, p->t, p->up, false);
 	stage(e, p->gate, 1, F, "L%u.ffn.gate", l);
-	stage(e, p->up, 1, F, "L%u.ffn.up", l);
 	if (pccx_g3n_is_sparse(e->c, l)) {
 		/* cutoff = mean + std * z (population std); gate' = max(gate - cutoff, 0) */
 		cvo(e, PCCX_CVO_SUM, PCCX_CVOF_RECIP, p->gate, p->scal + PCCX_G3N_S_MEAN, F);
@@ -650,7 +656,14 @@ static void forward_ffn(struct emit *e, uint32_t l, uint32_t X, uint32_t P)
 		cvo(e, PCCX_CVO_GELU, 0, p->gate, p->gate, F);
 	}
 	stage(e, p->gate, 1, F, "L%u.ffn.act", l);
-	cvo(e, PCCX_CVO_MUL, 0, p->up, p->gate, F);
+	for (r = piece; r < F; r += n) {
+		n = F - r < piece ? F - r : piece;
+		gemv_rows(e, lw->ffn_up, r, n, p->t, p->up + r / 8, false);
+		cvo(e, PCCX_CVO_MUL, 0, p->up + (r - piece) / 8, p->gate + (r - piece) / 8, piece);
+	}
+	stage(e, p->up, 1, F, "L%u.ffn.up", l);
+	r = piece < F ? (F - 1) / piece * piece : 0;
+	cvo(e, PCCX_CVO_MUL, 0, p->up + r / 8, p->gate + r / 8, F - r);
 	stage(e, p->gate, 1, F, "L%u.ffn.hidden", l);
 	gemv(e, lw->ffn_down, p->gate, p->f, false);
 	stage(e, p->f, 1, e->c->d_model, "L%u.ffn.down", l);
