@@ -12,6 +12,7 @@
 
 #include "diag.h"
 #include "oracle.h"
+#include "pool.h"
 
 #define NS PCCX_G3N_STREAMS
 
@@ -25,6 +26,9 @@ struct pccx_oracle {
 	double *kc[PCCX_G3N_MAX_LAYERS];	/* owners: (max_ctx, n_kv_heads, head_dim) */
 	double *vc[PCCX_G3N_MAX_LAYERS];	/* owners: (max_ctx, n_kv_heads, head_dim) */
 	float *row;				/* (max cols) one dequantised weight row */
+	struct pccx_pool *pool;			/* matvec rows are split across its threads */
+	float *rows;				/* (threads, max cols) the threads' rows */
+	uint32_t maxc;
 	float **deq;				/* (n_t) dequantised tensors, or NULL */
 	uint64_t deq_left;			/* bytes the cache may still take */
 	double *xs_all, *pred_all;		/* (4, D) streams and predictions */
@@ -80,26 +84,48 @@ static const float *deq_tensor(struct pccx_oracle *o, int32_t t)
 	return o->deq[t];
 }
 
+struct mv_job {
+	struct pccx_oracle *o;
+	int32_t t;
+	const float *W;		/* the dequantised tensor, or NULL: rows dequantised here */
+	const double *x;
+	double *y;
+};
+
+/* Rows of one thread; each row's sum runs in column order, so y does not depend on threads. */
+static void matvec_part(void *ctx, unsigned part, unsigned nparts)
+{
+	const struct mv_job *j = ctx;
+	const struct pccx_g3n_tensor *T = &j->o->m->t[j->t];
+	float *buf = j->o->rows + (size_t)part * j->o->maxc;
+	unsigned long long lo, hi, r;
+	const float *row;
+	uint32_t k;
+
+	pccx_pool_split(T->rows, 1, part, nparts, &lo, &hi);
+	for (r = lo; r < hi; r++) {
+		double s = 0.0;
+
+		if (j->W) {
+			row = j->W + (size_t)r * T->cols;
+		} else {
+			pccx_g3n_row_f32(j->o->m, j->t, (uint32_t)r, buf);
+			row = buf;
+		}
+		for (k = 0; k < T->cols; k++)
+			s += (double)row[k] * j->x[k];
+		j->y[r] = s;
+	}
+}
+
 /* y = W x over all rows of tensor t. */
 static void matvec(struct pccx_oracle *o, int32_t t, const double *x, double *y)
 {
-	const struct pccx_g3n_tensor *T = &o->m->t[t];
-	const float *W = deq_tensor(o, t), *row;
-	uint32_t r, k;
+	struct mv_job j = { o, t, deq_tensor(o, t), x, y };
 
-	for (r = 0; r < T->rows; r++) {
-		double s = 0.0;
-
-		if (W) {
-			row = W + (size_t)r * T->cols;
-		} else {
-			pccx_g3n_row_f32(o->m, t, r, o->row);
-			row = o->row;
-		}
-		for (k = 0; k < T->cols; k++)
-			s += (double)row[k] * x[k];
-		y[r] = s;
-	}
+	/* small tensors are not worth waking the threads */
+	pccx_pool_run((uint64_t)o->m->t[t].rows * o->m->t[t].cols >= (1u << 16) ? o->pool : NULL,
+		      matvec_part, &j);
 }
 
 /* A weight vector (tensor of one row) as doubles in o->w. */
@@ -449,12 +475,13 @@ static double *dalloc(size_t n, int *fail)
 	return p;
 }
 
-int pccx_oracle_create(struct pccx_oracle **out, const struct pccx_g3n_model *m, pccx_diag *d)
+int pccx_oracle_create(struct pccx_oracle **out, const struct pccx_g3n_model *m,
+		       unsigned n_threads, pccx_diag *d)
 {
 	const struct pccx_g3n_config *c = &m->cfg;
 	uint32_t D = c->d_model, LP = c->n_layers * c->d_ple, hd = c->head_dim, l, k, maxc;
 	struct pccx_oracle *o;
-	int fail = 0;
+	int fail = 0, rc;
 
 	*out = NULL;
 	o = calloc(1, sizeof(*o));
@@ -465,10 +492,17 @@ int pccx_oracle_create(struct pccx_oracle **out, const struct pccx_g3n_model *m,
 	maxc = D > LP ? D : LP;
 	maxc = maxc > c->d_ffn ? maxc : c->d_ffn;
 	maxc = maxc > pccx_g3n_q_dim(c) ? maxc : pccx_g3n_q_dim(c);
+	o->maxc = maxc;
+	rc = pccx_pool_create(&o->pool, n_threads ? n_threads : pccx_pool_ncpu(), d);
+	if (rc) {
+		free(o);
+		return rc;
+	}
 	o->row = malloc(sizeof(float) * maxc);
+	o->rows = malloc(sizeof(float) * maxc * pccx_pool_threads(o->pool));
 	o->deq = calloc(m->n_t, sizeof(*o->deq));
 	o->deq_left = DEQ_CACHE_BYTES;
-	if (!o->row || !o->deq)
+	if (!o->row || !o->rows || !o->deq)
 		fail = 1;
 	for (l = 0; l < pccx_g3n_first_shared(c); l++) {
 		o->kc[l] = dalloc((size_t)c->max_ctx * pccx_g3n_kv_dim(c), &fail);
@@ -525,6 +559,8 @@ void pccx_oracle_free(struct pccx_oracle *o)
 	free(o->xs_all);
 	free(o->pred_all);
 	free(o->row);
+	free(o->rows);
+	pccx_pool_destroy(o->pool);
 	free(o->e);
 	free(o->u);
 	free(o->h);

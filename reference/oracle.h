@@ -16,9 +16,12 @@ struct pccx_oracle;
 typedef int (*pccx_oracle_stage_fn)(void *user, const char *name, const double *x, uint32_t rows,
 				    uint32_t cols);
 
-/* An oracle for model m holding up to m->cfg.max_ctx positions. */
+/*
+ * An oracle for model m holding up to m->cfg.max_ctx positions, its matrix-vector products
+ * split across n_threads threads (0: one per CPU; the results do not depend on the count).
+ */
 PCCX_MUST_CHECK int pccx_oracle_create(struct pccx_oracle **out, const struct pccx_g3n_model *m,
-				       pccx_diag *d);
+				       unsigned n_threads, pccx_diag *d);
 void pccx_oracle_free(struct pccx_oracle *o);
 void pccx_oracle_on_stage(struct pccx_oracle *o, pccx_oracle_stage_fn fn, void *user);
 void pccx_oracle_reset(struct pccx_oracle *o);

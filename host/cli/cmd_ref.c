@@ -452,7 +452,7 @@ int pccx_cmd_ref(int argc, char **argv)
 	if (!rc)
 		rc = pccx_sampler_create(&smp, &o.sc, cfg.vocab, &d);
 	if (!rc && o.oracle)
-		rc = pccx_oracle_create(&orc, m, &d);
+		rc = pccx_oracle_create(&orc, m, o.threads, &d);
 	if (rc) {
 		pccx_cli_fail(rc, &d);
 		goto out;

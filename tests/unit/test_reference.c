@@ -869,7 +869,7 @@ static void orig_open(struct oracle_rig *q, const struct pccx_g3n_config *cfg, u
 	pccx_diag d = { 0 };
 
 	rig_open_cfg(&q->r, cfg, seed, 1, PCCX_KERN_AUTO);
-	ck_assert_msg(pccx_oracle_create(&q->o, oracle_model ? oracle_model : q->r.m, &d) == 0,
+	ck_assert_msg(pccx_oracle_create(&q->o, oracle_model ? oracle_model : q->r.m, 0, &d) == 0,
 		      "%s", d.msg);
 	ck_assert_int_eq(pccx_cmp_create(&q->c), 0);
 	pccx_ref_exec_on_stage(q->r.x, pccx_cmp_ref_stage, q->c);
@@ -965,6 +965,36 @@ START_TEST(test_oracle_tiny_vocab_logits)
 }
 END_TEST
 
+/* The oracle's logits do not depend on how many threads share its matrix-vector products. */
+START_TEST(test_oracle_threads)
+{
+	static const uint32_t toks[] = { 2, 17, 99, 5 };
+	struct pccx_oracle *o[2];
+	double *lg[2];
+	struct rig r;
+	pccx_diag d = { 0 };
+	unsigned i, k;
+
+	rig_open(&r, "tiny", 3, 1, PCCX_KERN_AUTO);
+	for (k = 0; k < 2; k++) {
+		ck_assert_msg(pccx_oracle_create(&o[k], r.m, k ? 3 : 1, &d) == 0, "%s", d.msg);
+		lg[k] = malloc(sizeof(double) * r.cfg.vocab);
+		ck_assert_ptr_nonnull(lg[k]);
+	}
+	for (i = 0; i < sizeof(toks) / sizeof(toks[0]); i++) {
+		for (k = 0; k < 2; k++)
+			ck_assert_msg(pccx_oracle_step(o[k], toks[i], lg[k], &d) == 0, "%s", d.msg);
+		ck_assert_msg(!memcmp(lg[0], lg[1], sizeof(double) * r.cfg.vocab),
+			      "position %u: logits differ between 1 and 3 threads", i);
+	}
+	for (k = 0; k < 2; k++) {
+		pccx_oracle_free(o[k]);
+		free(lg[k]);
+	}
+	rig_close(&r);
+}
+END_TEST
+
 /*
  * The sliding window: with window 8, a local layer at position p attends to p-7 .. p (the
  * ring buffer of 8 rows wraps twice here). Layer 0 (local, nearly exact inputs) agrees with a
@@ -988,7 +1018,7 @@ START_TEST(test_sliding_window)
 	wide = *b.r.m;
 	wide.cfg.window = cfg.max_ctx;
 	pccx_oracle_free(b.o);
-	ck_assert_int_eq(pccx_oracle_create(&b.o, &wide, &d), 0);
+	ck_assert_int_eq(pccx_oracle_create(&b.o, &wide, 0, &d), 0);
 	pccx_oracle_on_stage(b.o, pccx_cmp_oracle_stage, b.c);
 	for (p = 0; p < 20; p++) {
 		const struct pccx_stage_stat *sa, *sb;
@@ -1141,6 +1171,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_oracle_tiny_stages);
 	tcase_add_test(tc, test_oracle_tiny_vocab_logits);
+	tcase_add_test(tc, test_oracle_threads);
 	tcase_add_test(tc, test_sliding_window);
 	suite_add_tcase(s, tc);
 	return s;
