@@ -30,6 +30,7 @@
 #include "exec_ref.h"
 #include "gemma3n.h"
 #include "gemma3n_gguf.h"
+#include "gemma3n_pieces.h"
 #include "gemma3n_st.h"
 #include "pccx/pccx.h"
 #include "pccx/tokenizer.h"
@@ -78,6 +79,20 @@ struct pccx_session {
 		uint32_t handle;
 		bool bound;
 	} kbuf[PCCX_NPU_NBUF];
+	/*
+	 * Weights larger than the driver's max_bo_size live in pieces (one BO each); the
+	 * compiler sees one handle (the first piece's) and run_kernel() rewrites the job's
+	 * descriptors to the piece that holds each range.
+	 */
+	struct kpiece {
+		uint64_t offset, bytes;
+		uint32_t handle;
+	} *wpieces;
+	size_t n_wpieces;
+	uint32_t wvirt;                    /* the handle the compiler uses for the weights */
+	struct pccx_dma_desc *kdma;        /* the rewritten descriptors of the current job */
+	struct pccx_stream_desc *kstream;
+	uint32_t cap_kdma, cap_kstream;
 	double kdev_seconds;
 };
 
@@ -428,18 +443,80 @@ static void kbuf_release(struct pccx_kb *kb, uint32_t handle)
  * now (the weights once, the KV cache's zeros). The host keeps writing the per-step inputs in
  * its own buffer and reading the logits from its own; run_kernel() copies both ways.
  */
+/* The weights in BOs of at most `limit` bytes each, at the pieces no step read crosses. */
+static int bind_kernel_pieces(pccx_session *s, const uint8_t *base, uint64_t limit,
+			      uint32_t *handle)
+{
+	struct pccx_kb *kb = s->model->dev->kb;
+	struct pccx_g3n_piece *pc;
+	size_t n, i;
+	int rc;
+
+	rc = pccx_g3n_weight_pieces(s->model->m, limit, &pc, &n, &s->submit_diag);
+	if (rc)
+		return rc;
+	s->wpieces = calloc(n ? n : 1, sizeof(*s->wpieces));
+	if (!s->wpieces) {
+		free(pc);
+		return pccx_fail(&s->submit_diag, PCCX_ERR_NOMEM, "kernel backend: out of memory");
+	}
+	for (i = 0; i < n; i++) {
+		struct kpiece *k = &s->wpieces[i];
+		uint8_t *map;
+
+		rc = pccx_kb_buf_alloc(kb, pc[i].bytes, PCCX_BUF_DEV_READ, &k->handle,
+				       &s->submit_diag);
+		if (rc)
+			break;
+		s->n_wpieces = i + 1;
+		k->offset = pc[i].offset;
+		k->bytes = pc[i].bytes;
+		map = pccx_kb_buf_map(kb, k->handle, NULL);
+		if (!map) {
+			rc = pccx_fail(&s->submit_diag, PCCX_ERR_IO,
+				       "kernel backend: weight piece %zu has no mapping", i);
+			break;
+		}
+		memcpy(map, base + k->offset, k->bytes);
+	}
+	free(pc);
+	if (rc)
+		return rc;
+	s->wvirt = n ? s->wpieces[0].handle : 0;
+	*handle = s->wvirt;
+	return PCCX_OK;
+}
+
+/*
+ * Compiler bind on the kernel backend: a BO of the buffer's size, filled from the host buffer
+ * now (the weights once, the KV cache's zeros). The host keeps writing the per-step inputs in
+ * its own buffer and reading the logits from its own; run_kernel() copies both ways. Weights
+ * larger than the driver's largest BO are split (bind_kernel_pieces).
+ */
 static int bind_kernel(pccx_session *s, uint32_t buf, void *base, uint64_t size,
 		       bool dev_write, uint32_t *handle)
 {
 	struct pccx_kb *kb = s->model->dev->kb;
 	uint32_t access = PCCX_BUF_DEV_READ | (dev_write ? PCCX_BUF_DEV_WRITE : 0);
+	struct pccx_info info;
 	struct kbuf *k;
 	int rc;
 
-	if (buf >= PCCX_NPU_NBUF || s->kbuf[buf].bound)
+	if (buf >= PCCX_NPU_NBUF || s->kbuf[buf].bound ||
+	    (buf == PCCX_NPU_BUF_WEIGHTS && s->n_wpieces))
 		return pccx_fail(&s->submit_diag, PCCX_ERR_INVALID,
 				 "kernel backend: buffer %u bound twice or unknown", buf);
 	k = &s->kbuf[buf];
+	if (buf == PCCX_NPU_BUF_WEIGHTS && !dev_write && pccx_kb_info(kb, &info) == 0 &&
+	    info.max_bo_size && size > info.max_bo_size) {
+		rc = bind_kernel_pieces(s, base, info.max_bo_size, handle);
+		if (rc)
+			return rc;
+		k->host = base;
+		k->size = size;
+		k->handle = *handle;
+		return PCCX_OK;   /* not `bound`: the pieces are released on their own */
+	}
 	rc = pccx_kb_buf_alloc(kb, size ? size : 16, access, &k->handle, &s->submit_diag);
 	if (rc)
 		return rc;
@@ -466,6 +543,82 @@ static void unbind_kernel(pccx_session *s)
 		if (s->kbuf[i].bound)
 			kbuf_release(s->model->dev->kb, s->kbuf[i].handle);
 	memset(s->kbuf, 0, sizeof(s->kbuf));
+	for (i = 0; i < s->n_wpieces; i++)
+		kbuf_release(s->model->dev->kb, s->wpieces[i].handle);
+	free(s->wpieces);
+	free(s->kdma);
+	free(s->kstream);
+	s->wpieces = NULL;
+	s->n_wpieces = 0;
+	s->kdma = NULL;
+	s->kstream = NULL;
+	s->cap_kdma = s->cap_kstream = 0;
+}
+
+/* The piece holding weight bytes [off, off + len): its handle and the offset inside it. */
+static int piece_of(pccx_session *s, uint64_t off, uint64_t len, uint32_t *handle,
+		    uint64_t *poff)
+{
+	size_t lo = 0, hi = s->n_wpieces;
+
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+
+		if (s->wpieces[mid].offset <= off)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	if (!s->n_wpieces || off < s->wpieces[lo].offset ||
+	    off + len > s->wpieces[lo].offset + s->wpieces[lo].bytes)
+		return pccx_fail(&s->submit_diag, PCCX_ERR_INVALID,
+				 "kernel backend: weight bytes 0x%llx..0x%llx are in no single "
+				 "piece of the split weights", (unsigned long long)off,
+				 (unsigned long long)(off + len));
+	*handle = s->wpieces[lo].handle;
+	*poff = off - s->wpieces[lo].offset;
+	return PCCX_OK;
+}
+
+/* The job with its weight descriptors pointing into the pieces (session-owned copies). */
+static int split_job(pccx_session *s, const struct pccx_job_view *job,
+		     struct pccx_job_view *out)
+{
+	uint32_t i;
+	int rc = 0;
+
+	if (job->n_dma > s->cap_kdma) {
+		void *p = realloc(s->kdma, job->n_dma * sizeof(*s->kdma));
+
+		if (!p)
+			return pccx_fail(&s->submit_diag, PCCX_ERR_NOMEM, "out of memory");
+		s->kdma = p;
+		s->cap_kdma = job->n_dma;
+	}
+	if (job->n_stream > s->cap_kstream) {
+		void *p = realloc(s->kstream, job->n_stream * sizeof(*s->kstream));
+
+		if (!p)
+			return pccx_fail(&s->submit_diag, PCCX_ERR_NOMEM, "out of memory");
+		s->kstream = p;
+		s->cap_kstream = job->n_stream;
+	}
+	*out = *job;
+	for (i = 0; i < job->n_dma && !rc; i++) {
+		s->kdma[i] = job->dma[i];
+		if (job->dma[i].handle == s->wvirt)
+			rc = piece_of(s, job->dma[i].offset, job->dma[i].length,
+				      &s->kdma[i].handle, &s->kdma[i].offset);
+	}
+	for (i = 0; i < job->n_stream && !rc; i++) {
+		s->kstream[i] = job->stream[i];
+		if (job->stream[i].handle == s->wvirt)
+			rc = piece_of(s, job->stream[i].offset, job->stream[i].length,
+				      &s->kstream[i].handle, &s->kstream[i].offset);
+	}
+	out->dma = s->kdma;
+	out->stream = s->kstream;
+	return rc;
 }
 
 static int bind_buf(void *user, uint32_t buf, void *base, uint64_t size, bool dev_write,
@@ -637,6 +790,7 @@ static int run_kernel(pccx_session *s, const struct pccx_compiler *c,
 {
 	const struct kbuf *in = &s->kbuf[PCCX_NPU_BUF_IN], *out = &s->kbuf[PCCX_NPU_BUF_OUT];
 	struct pccx_kb_opts o = { .timeout_ns = 0, .wait_ns = KERNEL_WAIT_NS };
+	struct pccx_job_view split;
 	struct pccx_kb_result res;
 	uint32_t i;
 	int rc;
@@ -644,6 +798,12 @@ static int run_kernel(pccx_session *s, const struct pccx_compiler *c,
 	(void)c;
 	if (in->bound && in->size)
 		memcpy(in->map, in->host, in->size);
+	if (s->n_wpieces) {
+		rc = split_job(s, job, &split);
+		if (rc)
+			return rc;
+		job = &split;
+	}
 	rc = pccx_kb_submit_wait(s->model->dev->kb, job, &o, &res, &s->submit_diag);
 	if (rc)
 		return rc;

@@ -1260,6 +1260,47 @@ static void test_gemma(void)
 	CHECK(read_long(SIMLINK_PARAM "violations") == v0);
 }
 
+#define PCCX_PARAM "/sys/module/pccx/parameters/"
+
+/*
+ * Weights larger than the driver's max_bo_size are split into pieces that no instruction's
+ * read crosses: the same tokens as in-process. A limit below one instruction's read is
+ * refused with a message saying so.
+ */
+static void test_gemma_split(void)
+{
+	long max = read_long(PCCX_PARAM "max_bo_size");
+	struct gemma_run k, sim;
+	pccx_diag d = { 0 };
+	int rc;
+
+	CHECK(max > 0);
+	CHECK_RET(write_text(PCCX_PARAM "max_bo_size", "524288"), 0);
+	rc = gemma_run("kernel", false, &k, &d);
+	if (rc)
+		printf("  split: %s\n", d.msg);
+	CHECK_RET(rc, 0);
+	CHECK(k.n == GEMMA_TOKENS);
+	rc = gemma_run("sim", false, &sim, &d);
+	CHECK_RET(rc, 0);
+	CHECK(sim.n == k.n && !memcmp(sim.ids, k.ids, k.n * sizeof(k.ids[0])));
+	CHECK(sim.st.weight_bytes == k.st.weight_bytes);
+	/* one GEMV reads more than 4 KiB */
+	CHECK_RET(write_text(PCCX_PARAM "max_bo_size", "4096"), 0);
+	memset(&d, 0, sizeof(d));
+	rc = gemma_run("kernel", false, &k, &d);
+	CHECK_RET(rc, PCCX_ERR_RANGE);
+	CHECK(strstr(d.msg, "more than the device's largest buffer (4096 bytes)") != NULL);
+	if (rc != PCCX_ERR_RANGE)
+		printf("  4 KiB: %d %s\n", rc, d.msg);
+	{
+		char v[32];
+
+		snprintf(v, sizeof(v), "%ld", max);
+		CHECK_RET(write_text(PCCX_PARAM "max_bo_size", v), 0);
+	}
+}
+
 static const struct {
 	const char *name;
 	void (*fn)(void);
@@ -1284,6 +1325,7 @@ static const struct {
 	{ "bench", test_bench },
 	/* tiny Gemma decode through /dev/pccx: logits and KV bit-exact, tokens as in-process */
 	{ "gemma-decode", test_gemma },
+	{ "gemma-split-weights", test_gemma_split },
 };
 
 int main(int argc, char **argv)

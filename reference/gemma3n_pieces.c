@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: MIT
+/* Weight-buffer pieces that no decode-step read crosses (gemma3n_pieces.h). */
+#include <stdlib.h>
+
+#include "diag.h"
+#include "gemma3n_graph.h"
+#include "gemma3n_pieces.h"
+#include "npu_ops.h"
+
+struct range {
+	uint64_t lo, hi;
+};
+
+struct recorder {
+	const struct pccx_g3n_model *m;
+	struct range *r;
+	size_t n, cap;
+	int rc;
+};
+
+static void note(struct recorder *rec, uint64_t lo, uint64_t bytes)
+{
+	if (rec->rc || !bytes)
+		return;
+	if (rec->n == rec->cap) {
+		size_t cap = rec->cap ? 2 * rec->cap : 256;
+		struct range *nr = realloc(rec->r, cap * sizeof(*nr));
+
+		if (!nr) {
+			rec->rc = PCCX_ERR_NOMEM;
+			return;
+		}
+		rec->r = nr;
+		rec->cap = cap;
+	}
+	rec->r[rec->n++] = (struct range){ lo, lo + bytes };
+}
+
+static int rec_matmul(void *ctx, const struct pccx_npu_matmul *mm)
+{
+	struct recorder *rec = ctx;
+
+	if (mm->w.buf == PCCX_NPU_BUF_WEIGHTS && mm->w.tensor >= 0)
+		note(rec, mm->w.offset, (uint64_t)mm->n * rec->m->t[mm->w.tensor].row_bytes);
+	return rec->rc;
+}
+
+static int rec_load(void *ctx, uint32_t dst, uint32_t buf, uint64_t offset, uint32_t n_elems)
+{
+	struct recorder *rec = ctx;
+
+	(void)dst;
+	if (buf == PCCX_NPU_BUF_WEIGHTS)
+		note(rec, offset, (uint64_t)pccx_words_for(n_elems) * 16);
+	return rec->rc;
+}
+
+static int rec_cvo(void *ctx, const struct pccx_npu_cvo *op)
+{
+	(void)ctx;
+	(void)op;
+	return 0;
+}
+
+static int rec_copy(void *ctx, uint32_t dst, uint32_t src, uint32_t words)
+{
+	(void)ctx;
+	(void)dst;
+	(void)src;
+	(void)words;
+	return 0;
+}
+
+static int rec_store(void *ctx, uint32_t buf, uint64_t offset, uint32_t src, uint32_t n_elems)
+{
+	(void)ctx;
+	(void)buf;
+	(void)offset;
+	(void)src;
+	(void)n_elems;
+	return 0;
+}
+
+static const struct pccx_npu_ops recorder_ops = {
+	.name = "weight-range recorder",
+	.matmul = rec_matmul,
+	.cvo = rec_cvo,
+	.copy = rec_copy,
+	.load = rec_load,
+	.store = rec_store,
+};
+
+static int by_start(const void *a, const void *b)
+{
+	const struct range *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+int pccx_g3n_weight_pieces(const struct pccx_g3n_model *m, uint64_t limit,
+			   struct pccx_g3n_piece **out, size_t *n, pccx_diag *d)
+{
+	struct recorder rec = { .m = m };
+	struct pccx_g3n_plan plan;
+	struct pccx_g3n_piece *pc = NULL;
+	size_t i, k = 0, np = 0;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	rc = pccx_g3n_plan_build(m, &plan, d);
+	if (rc)
+		return rc;
+	rc = pccx_g3n_step(m, &plan, &recorder_ops, &rec, 0, true);
+	if (rc) {
+		free(rec.r);
+		return pccx_fail(d, rc, "weight pieces: recording a decode step failed");
+	}
+	qsort(rec.r, rec.n, sizeof(*rec.r), by_start);
+	/* ranges that overlap must share a piece: merge them */
+	for (i = 0; i < rec.n; i++) {
+		if (k && rec.r[i].lo < rec.r[k - 1].hi) {
+			if (rec.r[i].hi > rec.r[k - 1].hi)
+				rec.r[k - 1].hi = rec.r[i].hi;
+		} else {
+			rec.r[k++] = rec.r[i];
+		}
+	}
+	pc = calloc(k ? k : 1, sizeof(*pc));
+	if (!pc) {
+		free(rec.r);
+		return pccx_fail(d, PCCX_ERR_NOMEM, "weight pieces: out of memory");
+	}
+	/* greedy: a piece takes whole ranges while it stays within the limit */
+	for (i = 0; i < k; i++) {
+		uint64_t lo = rec.r[i].lo, hi = rec.r[i].hi;
+
+		if (hi - lo > limit) {
+			rc = pccx_fail(d, PCCX_ERR_RANGE,
+				       "weights: bytes 0x%llx..0x%llx are read by one instruction "
+				       "(%llu bytes), more than the device's largest buffer (%llu "
+				       "bytes)", (unsigned long long)lo, (unsigned long long)hi,
+				       (unsigned long long)(hi - lo), (unsigned long long)limit);
+			free(pc);
+			free(rec.r);
+			return rc;
+		}
+		if (np && hi - pc[np - 1].offset <= limit)
+			pc[np - 1].bytes = hi - pc[np - 1].offset;
+		else
+			pc[np++] = (struct pccx_g3n_piece){ lo, hi - lo };
+	}
+	free(rec.r);
+	*out = pc;
+	*n = np;
+	return PCCX_OK;
+}
