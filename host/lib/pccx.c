@@ -47,10 +47,26 @@ struct pccx_device {
 	char trace_path[256];
 };
 
+/*
+ * Kernel backend: the weights in BOs, shared by the model's sessions. They are split into
+ * pieces (one BO each, at most the driver's max_bo_size) cut where no instruction's read
+ * crosses, and only the bytes a decode step reads are copied (gemma3n_pieces.h). The compiler
+ * sees one handle (the first piece's); run_kernel() points each weight descriptor at its piece.
+ */
+struct kweights {
+	struct kpiece {
+		uint64_t offset, bytes;
+		uint32_t handle;
+	} *pieces;
+	size_t n;
+	uint32_t handle;
+};
+
 struct pccx_model {
 	pccx_device *dev;
 	struct pccx_g3n_model *m;
 	pccx_tokenizer *tok;
+	struct kweights kw;
 };
 
 struct pccx_session {
@@ -79,18 +95,7 @@ struct pccx_session {
 		uint32_t handle;
 		bool bound;
 	} kbuf[PCCX_NPU_NBUF];
-	/*
-	 * Weights larger than the driver's max_bo_size live in pieces (one BO each); the
-	 * compiler sees one handle (the first piece's) and run_kernel() rewrites the job's
-	 * descriptors to the piece that holds each range.
-	 */
-	struct kpiece {
-		uint64_t offset, bytes;
-		uint32_t handle;
-	} *wpieces;
-	size_t n_wpieces;
-	uint32_t wvirt;                    /* the handle the compiler uses for the weights */
-	struct pccx_dma_desc *kdma;        /* the rewritten descriptors of the current job */
+	struct pccx_dma_desc *kdma;        /* the job with its weight descriptors in pieces */
 	struct pccx_stream_desc *kstream;
 	uint32_t cap_kdma, cap_kstream;
 	double kdev_seconds;
@@ -402,10 +407,29 @@ fail:
 	return rc;
 }
 
+/* A BO no longer needed; a failure leaves it to the close of the device. */
+static void kbuf_release(struct pccx_kb *kb, uint32_t handle)
+{
+	int rc = pccx_kb_buf_free(kb, handle);
+
+	(void)rc;
+}
+
+static void kernel_weights_free(pccx_model *model)
+{
+	size_t i;
+
+	for (i = 0; i < model->kw.n; i++)
+		kbuf_release(model->dev->kb, model->kw.pieces[i].handle);
+	free(model->kw.pieces);
+	memset(&model->kw, 0, sizeof(model->kw));
+}
+
 void pccx_model_free(pccx_model *model)
 {
 	if (!model)
 		return;
+	kernel_weights_free(model);
 	if (model->tok)
 		pccx_tokenizer_free(model->tok);
 	if (model->m)
@@ -430,92 +454,91 @@ static void unbind_sim(pccx_session *s)
 	(void)s;   /* the windows stay with the simulator until the device closes */
 }
 
-/* A BO the session no longer needs; a failure leaves it to the close of the device. */
-static void kbuf_release(struct pccx_kb *kb, uint32_t handle)
-{
-	int rc = pccx_kb_buf_free(kb, handle);
 
-	(void)rc;
-}
-
-/*
- * Compiler bind on the kernel backend: a BO of the buffer's size, filled from the host buffer
- * now (the weights once, the KV cache's zeros). The host keeps writing the per-step inputs in
- * its own buffer and reading the logits from its own; run_kernel() copies both ways.
- */
-/* The weights in BOs of at most `limit` bytes each, at the pieces no step read crosses. */
-static int bind_kernel_pieces(pccx_session *s, const uint8_t *base, uint64_t limit,
-			      uint32_t *handle)
+/* The model's weights in BOs on the kernel backend, made by the first session that binds them. */
+static int kernel_weights(pccx_session *s, const uint8_t *base, uint32_t *handle)
 {
-	struct pccx_kb *kb = s->model->dev->kb;
+	pccx_model *model = s->model;
+	struct kweights *kw = &model->kw;
+	struct pccx_kb *kb = model->dev->kb;
 	struct pccx_g3n_piece *pc;
+	struct pccx_info info;
 	size_t n, i;
 	int rc;
 
-	rc = pccx_g3n_weight_pieces(s->model->m, limit, &pc, &n, &s->submit_diag);
+	if (kw->n) {
+		*handle = kw->handle;
+		return PCCX_OK;
+	}
+	rc = pccx_kb_info(kb, &info);
+	if (rc)
+		return pccx_fail(&s->submit_diag, rc, "kernel backend: GET_INFO failed");
+	rc = pccx_g3n_weight_pieces(model->m, info.max_bo_size ? info.max_bo_size : UINT64_MAX,
+				    &pc, &n, &s->submit_diag);
 	if (rc)
 		return rc;
-	s->wpieces = calloc(n ? n : 1, sizeof(*s->wpieces));
-	if (!s->wpieces) {
+	kw->pieces = calloc(n ? n : 1, sizeof(*kw->pieces));
+	if (!kw->pieces) {
 		free(pc);
 		return pccx_fail(&s->submit_diag, PCCX_ERR_NOMEM, "kernel backend: out of memory");
 	}
-	for (i = 0; i < n; i++) {
-		struct kpiece *k = &s->wpieces[i];
+	for (i = 0; i < n && !rc; i++) {
+		struct kpiece *k = &kw->pieces[i];
 		uint8_t *map;
 
 		rc = pccx_kb_buf_alloc(kb, pc[i].bytes, PCCX_BUF_DEV_READ, &k->handle,
 				       &s->submit_diag);
 		if (rc)
 			break;
-		s->n_wpieces = i + 1;
+		kw->n = i + 1;
 		k->offset = pc[i].offset;
 		k->bytes = pc[i].bytes;
 		map = pccx_kb_buf_map(kb, k->handle, NULL);
-		if (!map) {
+		if (!map)
 			rc = pccx_fail(&s->submit_diag, PCCX_ERR_IO,
 				       "kernel backend: weight piece %zu has no mapping", i);
-			break;
-		}
-		memcpy(map, base + k->offset, k->bytes);
+		else
+			memcpy(map, base + k->offset, k->bytes);
 	}
 	free(pc);
-	if (rc)
+	if (!rc && !kw->n)
+		rc = pccx_fail(&s->submit_diag, PCCX_ERR_INVALID,
+			       "kernel backend: the decode step reads no weights");
+	if (rc) {
+		kernel_weights_free(model);
 		return rc;
-	s->wvirt = n ? s->wpieces[0].handle : 0;
-	*handle = s->wvirt;
+	}
+	kw->handle = kw->pieces[0].handle;
+	*handle = kw->handle;
 	return PCCX_OK;
 }
 
 /*
  * Compiler bind on the kernel backend: a BO of the buffer's size, filled from the host buffer
  * now (the weights once, the KV cache's zeros). The host keeps writing the per-step inputs in
- * its own buffer and reading the logits from its own; run_kernel() copies both ways. Weights
- * larger than the driver's largest BO are split (bind_kernel_pieces).
+ * its own buffer and reading the logits from its own; run_kernel() copies both ways. The
+ * weights are the model's, shared by its sessions (kernel_weights).
  */
 static int bind_kernel(pccx_session *s, uint32_t buf, void *base, uint64_t size,
 		       bool dev_write, uint32_t *handle)
 {
 	struct pccx_kb *kb = s->model->dev->kb;
 	uint32_t access = PCCX_BUF_DEV_READ | (dev_write ? PCCX_BUF_DEV_WRITE : 0);
-	struct pccx_info info;
 	struct kbuf *k;
 	int rc;
 
-	if (buf >= PCCX_NPU_NBUF || s->kbuf[buf].bound ||
-	    (buf == PCCX_NPU_BUF_WEIGHTS && s->n_wpieces))
+	if (buf >= PCCX_NPU_NBUF || s->kbuf[buf].bound)
 		return pccx_fail(&s->submit_diag, PCCX_ERR_INVALID,
 				 "kernel backend: buffer %u bound twice or unknown", buf);
 	k = &s->kbuf[buf];
-	if (buf == PCCX_NPU_BUF_WEIGHTS && !dev_write && pccx_kb_info(kb, &info) == 0 &&
-	    info.max_bo_size && size > info.max_bo_size) {
-		rc = bind_kernel_pieces(s, base, info.max_bo_size, handle);
+	if (buf == PCCX_NPU_BUF_WEIGHTS) {
+		rc = kernel_weights(s, base, handle);
 		if (rc)
 			return rc;
 		k->host = base;
 		k->size = size;
 		k->handle = *handle;
-		return PCCX_OK;   /* not `bound`: the pieces are released on their own */
+		return PCCX_OK;   /* not `bound`: the model owns them */
 	}
 	rc = pccx_kb_buf_alloc(kb, size ? size : 16, access, &k->handle, &s->submit_diag);
 	if (rc)
@@ -543,13 +566,8 @@ static void unbind_kernel(pccx_session *s)
 		if (s->kbuf[i].bound)
 			kbuf_release(s->model->dev->kb, s->kbuf[i].handle);
 	memset(s->kbuf, 0, sizeof(s->kbuf));
-	for (i = 0; i < s->n_wpieces; i++)
-		kbuf_release(s->model->dev->kb, s->wpieces[i].handle);
-	free(s->wpieces);
 	free(s->kdma);
 	free(s->kstream);
-	s->wpieces = NULL;
-	s->n_wpieces = 0;
 	s->kdma = NULL;
 	s->kstream = NULL;
 	s->cap_kdma = s->cap_kstream = 0;
@@ -559,24 +577,25 @@ static void unbind_kernel(pccx_session *s)
 static int piece_of(pccx_session *s, uint64_t off, uint64_t len, uint32_t *handle,
 		    uint64_t *poff)
 {
-	size_t lo = 0, hi = s->n_wpieces;
+	const struct kweights *kw = &s->model->kw;
+	size_t lo = 0, hi = kw->n;
 
 	while (hi - lo > 1) {
 		size_t mid = (lo + hi) / 2;
 
-		if (s->wpieces[mid].offset <= off)
+		if (kw->pieces[mid].offset <= off)
 			lo = mid;
 		else
 			hi = mid;
 	}
-	if (!s->n_wpieces || off < s->wpieces[lo].offset ||
-	    off + len > s->wpieces[lo].offset + s->wpieces[lo].bytes)
+	if (!kw->n || off < kw->pieces[lo].offset ||
+	    off + len > kw->pieces[lo].offset + kw->pieces[lo].bytes)
 		return pccx_fail(&s->submit_diag, PCCX_ERR_INVALID,
 				 "kernel backend: weight bytes 0x%llx..0x%llx are in no single "
 				 "piece of the split weights", (unsigned long long)off,
 				 (unsigned long long)(off + len));
-	*handle = s->wpieces[lo].handle;
-	*poff = off - s->wpieces[lo].offset;
+	*handle = kw->pieces[lo].handle;
+	*poff = off - kw->pieces[lo].offset;
 	return PCCX_OK;
 }
 
@@ -606,13 +625,13 @@ static int split_job(pccx_session *s, const struct pccx_job_view *job,
 	*out = *job;
 	for (i = 0; i < job->n_dma && !rc; i++) {
 		s->kdma[i] = job->dma[i];
-		if (job->dma[i].handle == s->wvirt)
+		if (job->dma[i].handle == s->model->kw.handle)
 			rc = piece_of(s, job->dma[i].offset, job->dma[i].length,
 				      &s->kdma[i].handle, &s->kdma[i].offset);
 	}
 	for (i = 0; i < job->n_stream && !rc; i++) {
 		s->kstream[i] = job->stream[i];
-		if (job->stream[i].handle == s->wvirt)
+		if (job->stream[i].handle == s->model->kw.handle)
 			rc = piece_of(s, job->stream[i].offset, job->stream[i].length,
 				      &s->kstream[i].handle, &s->kstream[i].offset);
 	}
@@ -798,7 +817,7 @@ static int run_kernel(pccx_session *s, const struct pccx_compiler *c,
 	(void)c;
 	if (in->bound && in->size)
 		memcpy(in->map, in->host, in->size);
-	if (s->n_wpieces) {
+	if (s->model->kw.n) {
 		rc = split_job(s, job, &split);
 		if (rc)
 			return rc;

@@ -1260,6 +1260,100 @@ static void test_gemma(void)
 	CHECK(read_long(SIMLINK_PARAM "violations") == v0);
 }
 
+/* pccx-memory of this process's /dev/pccx file (the one libpccx opened), in KiB; -1 if none. */
+static long pccx_fd_memory_kib(void)
+{
+	char path[64], link[64], buf[4096];
+	const char *m;
+	int fd;
+
+	for (fd = 0; fd < 256; fd++) {
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n <= 0)
+			continue;
+		link[n] = '\0';
+		if (strcmp(link, "/dev/pccx"))
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+		if (read_text(path, buf, sizeof(buf)))
+			return -1;
+		m = strstr(buf, "pccx-memory:\t");
+		return m ? atol(m + strlen("pccx-memory:\t")) : -1;
+	}
+	return -1;
+}
+
+static int gemma_tokens(pccx_session *s, struct gemma_run *r, size_t n, pccx_diag *d)
+{
+	struct pccx_sampler_config scfg;
+
+	pccx_sampler_config_default(&scfg);
+	scfg.temperature = 0;
+	return pccx_session_generate(s, &scfg, n, gemma_on_token, r, d);
+}
+
+/*
+ * Two sessions of one model on /dev/pccx share the model's weight buffers: the second
+ * session adds only its KV cache and step buffers, both give the same greedy tokens, and
+ * the second keeps working after the first is freed.
+ */
+static void test_gemma_shared(void)
+{
+	struct pccx_device_opts dopt = { sizeof(dopt), "kernel", NULL, NULL, NULL };
+	struct pccx_model_opts mopt = { sizeof(mopt), NULL, "tiny", 7, NULL, NULL, NULL };
+	struct pccx_session_opts sopt = { sizeof(sopt), 0, false };
+	static const int32_t prompt[1] = { 2 };
+	struct gemma_run a, b;
+	pccx_device *dev = NULL;
+	pccx_model *model = NULL;
+	pccx_session *sa = NULL, *sb = NULL;
+	pccx_diag d = { 0 };
+	long m0, m1, m2;
+	int rc;
+
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	rc = pccx_device_open(&dopt, &dev, &d);
+	if (!rc)
+		rc = pccx_model_load(dev, &mopt, &model, &d);
+	m0 = pccx_fd_memory_kib();
+	if (!rc)
+		rc = pccx_session_create(model, &sopt, &sa, &d);
+	if (!rc)
+		rc = pccx_session_prefill(sa, prompt, 1, &d);
+	if (!rc)
+		rc = gemma_tokens(sa, &a, 4, &d);
+	m1 = pccx_fd_memory_kib();
+	if (!rc)
+		rc = pccx_session_create(model, &sopt, &sb, &d);
+	if (!rc)
+		rc = pccx_session_prefill(sb, prompt, 1, &d);
+	if (!rc)
+		rc = gemma_tokens(sb, &b, 4, &d);
+	m2 = pccx_fd_memory_kib();
+	if (rc)
+		printf("  shared: %s\n", d.msg);
+	CHECK_RET(rc, 0);
+	CHECK(a.n == 4 && b.n == 4 && !memcmp(a.ids, b.ids, sizeof(a.ids[0]) * 4));
+	printf("  pccx-memory: %ld KiB with the model, %ld with one session, %ld with two\n", m0,
+	       m1, m2);
+	CHECK(m0 >= 0 && m1 > m0 && m2 > m1);
+	/* the second session adds less than a third of the first (no second weight copy) */
+	CHECK(3 * (m2 - m1) < m1 - m0);
+	pccx_session_free(sa);
+	rc = gemma_tokens(sb, &b, 2, &d);
+	CHECK_RET(rc, 0);
+	CHECK(b.n == 6);
+	pccx_session_free(sb);
+	pccx_model_free(model);
+	/* the model's buffers went with it */
+	CHECK(pccx_fd_memory_kib() == m0);
+	pccx_device_close(dev);
+}
+
 #define PCCX_PARAM "/sys/module/pccx/parameters/"
 
 /*
@@ -1326,6 +1420,7 @@ static const struct {
 	/* tiny Gemma decode through /dev/pccx: logits and KV bit-exact, tokens as in-process */
 	{ "gemma-decode", test_gemma },
 	{ "gemma-split-weights", test_gemma_split },
+	{ "gemma-shared-weights", test_gemma_shared },
 };
 
 int main(int argc, char **argv)

@@ -11,7 +11,10 @@
  *
  * Every function returns a pccx_status (0 success, negative failure; see pccx/status.h) that
  * the caller must check, and fills the optional pccx_diag with a message naming the cause.
- * Objects are not thread-safe; use one session per thread.
+ * Objects are not thread-safe: a device, its models and their sessions are used by one
+ * thread at a time (open one device per thread to run in parallel). Free sessions before
+ * their model, and models before their device; a model's device buffers (the weights on the
+ * kernel backend) are shared by its sessions and released with the model.
  */
 #ifndef PCCX_PCCX_H
 #define PCCX_PCCX_H
