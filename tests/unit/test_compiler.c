@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * The compiler against the validator: every job the Gemma 3n step compiles to must be
- * accepted by the one validator the kernel runs, for every position of a tiny model.
+ * accepted by the one validator the kernel runs, for every position of a tiny model. And
+ * the weight-buffer pieces for size-limited devices hold every weight range those jobs read.
  */
 #include <check.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 
 #include "compiler.h"
 #include "gemma3n_graph.h"
+#include "gemma3n_pieces.h"
 #include "pccx_job.h"
 
 struct bufs {
@@ -136,6 +138,113 @@ START_TEST(job_is_position_dependent)
 }
 END_TEST
 
+/* The piece holding [off, off + len), or -1. */
+static int piece_holding(const struct pccx_g3n_piece *pc, size_t n, uint64_t off, uint64_t len)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (off >= pc[i].offset && off + len <= pc[i].offset + pc[i].bytes)
+			return (int)i;
+	return -1;
+}
+
+/*
+ * Pieces under several limits: in order, disjoint, 16-byte aligned, each within the limit,
+ * and every weight descriptor of the compiled jobs (several positions) inside one piece.
+ */
+START_TEST(weight_pieces_hold_every_read)
+{
+	static const uint64_t limits[] = { 48 << 10, 200 << 10, 512 << 10, UINT64_MAX };
+	struct fixture f;
+	unsigned li;
+
+	setup(&f, "tiny");
+	for (li = 0; li < sizeof(limits) / sizeof(limits[0]); li++) {
+		struct pccx_g3n_piece *pc;
+		pccx_diag d = { 0 };
+		uint32_t pos, i;
+		size_t n, k;
+
+		ck_assert_msg(pccx_g3n_weight_pieces(f.m, limits[li], &pc, &n, &d) == 0, "%s",
+			      d.msg);
+		ck_assert_uint_gt(n, 0);
+		for (k = 0; k < n; k++) {
+			ck_assert_uint_le(pc[k].bytes, limits[li]);
+			ck_assert_uint_eq(pc[k].offset % 16, 0);
+			ck_assert_uint_le(pc[k].offset + pc[k].bytes, f.m->size);
+			if (k)
+				ck_assert_uint_ge(pc[k].offset, pc[k - 1].offset + pc[k - 1].bytes);
+		}
+		if (limits[li] == UINT64_MAX)
+			ck_assert_uint_eq(n, 1);
+		for (pos = 0; pos < 3; pos++) {
+			struct pccx_job_view job;
+
+			ck_assert_int_eq(pccx_g3n_step(f.m, &f.plan, pccx_compiler_ops(), &f.c, pos,
+						       true), 0);
+			ck_assert_int_eq(pccx_compiler_job(&f.c, &job, &d), 0);
+			for (i = 0; i < job.n_stream; i++)
+				if (job.stream[i].handle == 100 + PCCX_NPU_BUF_WEIGHTS)
+					ck_assert_msg(piece_holding(pc, n, job.stream[i].offset,
+								    job.stream[i].length) >= 0,
+						      "limit %llu: stream %u at 0x%llx+%llu in no piece",
+						      (unsigned long long)limits[li], i,
+						      (unsigned long long)job.stream[i].offset,
+						      (unsigned long long)job.stream[i].length);
+			for (i = 0; i < job.n_dma; i++)
+				if (job.dma[i].handle == 100 + PCCX_NPU_BUF_WEIGHTS)
+					ck_assert_int_ge(piece_holding(pc, n, job.dma[i].offset,
+								       job.dma[i].length), 0);
+		}
+		free(pc);
+	}
+	teardown(&f);
+}
+END_TEST
+
+/* A limit below one instruction's read is refused, naming the range and both sizes. */
+START_TEST(weight_pieces_limit_too_small)
+{
+	struct pccx_g3n_piece *pc = (void *)1;
+	struct fixture f;
+	pccx_diag d = { 0 };
+	size_t n = 7;
+
+	setup(&f, "tiny");
+	ck_assert_int_eq(pccx_g3n_weight_pieces(f.m, 4096, &pc, &n, &d), PCCX_ERR_RANGE);
+	ck_assert_ptr_null(pc);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_msg(strstr(d.msg, "more than the device's largest buffer (4096 bytes)") &&
+		      strstr(d.msg, "are read by one instruction"), "%s", d.msg);
+	teardown(&f);
+}
+END_TEST
+
+/* E4B: the PLE table is never read by the device, so the pieces leave it out. */
+START_TEST(weight_pieces_e4b_skip_unread)
+{
+	struct pccx_g3n_config cfg;
+	struct pccx_g3n_model *m;
+	struct pccx_g3n_piece *pc;
+	pccx_diag d = { 0 };
+	uint64_t total = 0;
+	size_t n, k;
+
+	ck_assert_int_eq(pccx_g3n_config_preset("e4b", &cfg, &d), 0);
+	ck_assert_msg(pccx_g3n_model_create(&m, &cfg, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx_g3n_weight_pieces(m, 64ull << 20, &pc, &n, &d) == 0, "%s", d.msg);
+	for (k = 0; k < n; k++)
+		total += pc[k].bytes;
+	/* what a step streams plus the vector blocks it loads, and no more than 1 % besides */
+	ck_assert_uint_ge(total, pccx_g3n_streamed_bytes(m));
+	ck_assert_uint_le(total, pccx_g3n_streamed_bytes(m) + pccx_g3n_streamed_bytes(m) / 100);
+	ck_assert_uint_lt(total, m->size);
+	free(pc);
+	pccx_g3n_model_free(m);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("compiler");
@@ -144,6 +253,9 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, tiny_steps_validate);
 	tcase_add_test(tc, job_is_position_dependent);
+	tcase_add_test(tc, weight_pieces_hold_every_read);
+	tcase_add_test(tc, weight_pieces_limit_too_small);
+	tcase_add_test(tc, weight_pieces_e4b_skip_unread);
 	suite_add_tcase(s, tc);
 	return s;
 }
