@@ -90,7 +90,8 @@ int pccx_kb_buf_alloc(struct pccx_kb *b, uint64_t size, uint32_t access, uint32_
 		return pccx_fail(d, r == -ENOSPC || r == -ENOMEM ? PCCX_ERR_NOMEM :
 				 r == -E2BIG || r == -EINVAL ? PCCX_ERR_RANGE : PCCX_ERR_IO,
 				 "buffer of %llu bytes: %s%s", (unsigned long long)size, strerror(-r),
-				 r == -ENOSPC ? " (quota: see the kernel log and GET_INFO)" : "");
+				 r == -ENOSPC ? " (a quota: the kernel log says which; the pccx module "
+				 "parameters fd_quota and global_quota set them)" : "");
 	r = pccx_kdev_bo_map(b->fd, &nb->bo, &nb->map);
 	if (r) {
 		(void)pccx_kdev_bo_destroy(b->fd, nb->bo.handle);
