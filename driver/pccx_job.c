@@ -772,21 +772,22 @@ restart:
  * back to back without it (L2 does not persist across jobs in the contract
  * either way).
  */
-static u32 pccx_l2_scrub(struct pccx_device *pdev, struct pccx_job *job)
+static int pccx_l2_scrub(struct pccx_device *pdev, struct pccx_job *job)
 {
 	int ret;
 
 	if (!(pdev->features & PCCX_FEAT_SOFT_RESET) || !pdev->l2_owner ||
 	    pdev->l2_owner == job->owner_id)
-		return PCCX_JOB_DONE;
+		return 0;
 	ret = pccx_hw_reset(pdev);
-	if (ret) {
-		dev_warn(pdev->dev, "job %llu: clearing L2 of another file's job failed (%d)\n",
-			 job->id, ret);
-		return PCCX_JOB_ABORTED;
+	if (!ret) {
+		atomic64_inc(&pdev->l2_scrubs);
+		return 0;
 	}
-	atomic64_inc(&pdev->l2_scrubs);
-	return PCCX_JOB_DONE;
+	dev_warn(pdev->dev, "job %llu: clearing L2 of another file's job failed (%d)\n",
+		 job->id, ret);
+	/* a recovery is a reset too: when it works L2 is clear, otherwise the device is wedged */
+	return pccx_recover(pdev, "clearing L2 failed");
 }
 
 static int pccx_worker(void *data)
@@ -795,6 +796,7 @@ static int pccx_worker(void *data)
 
 	while (!kthread_should_stop()) {
 		struct pccx_job *job = NULL;
+		bool scrub_failed;
 		u32 status;
 
 		wait_event_interruptible(pdev->worker_wq,
@@ -821,12 +823,17 @@ static int pccx_worker(void *data)
 			continue;
 
 		pccx_windows(pdev, job, true);
-		status = pccx_l2_scrub(pdev, job);
-		if (status == PCCX_JOB_DONE)
+		scrub_failed = pccx_l2_scrub(pdev, job) != 0;
+		if (scrub_failed) {
+			/* the device is wedged; the job never reached it */
+			job->hw_error = PCCX_FAULT_BUSY << PCCX_FAULT_KIND_SHIFT;
+			status = PCCX_JOB_FAULT;
+		} else {
 			status = pccx_job_run(pdev, job);
-		if (status == PCCX_JOB_DONE)
-			pdev->l2_owner = job->owner_id;
-		if (status != PCCX_JOB_DONE) {
+			if (status == PCCX_JOB_DONE)
+				pdev->l2_owner = job->owner_id;
+		}
+		if (status != PCCX_JOB_DONE && !scrub_failed) {
 			bool wedged;
 
 			atomic_set(&pdev->reset_request, 0);

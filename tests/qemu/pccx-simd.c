@@ -13,6 +13,9 @@
  *   hang     from the next instruction word on, the device hangs: it reads as busy
  *            with a full instruction FIFO and makes no progress until the driver
  *            writes RESET
+ *   stuck-reset N
+ *            the next N RESET writes never complete (RESET reads 1 until the next
+ *            RESET write)
  *   rogue    make a DataMover read outside every window (must be refused)
  *   probe    try to map a window that is not open (must be refused)
  *   stats    print the simulator's counters
@@ -51,6 +54,8 @@ static int link_fd = -1;
 static struct window windows[MAX_WINDOWS];
 static unsigned n_windows;
 static int armed, frozen;
+static int stuck_resets;		/* RESET writes left that never complete */
+static int reset_stuck;			/* RESET reads 1 until the next RESET write */
 static uint64_t frozen_retired, frozen_cycles;
 static struct pccx_sim_config cfg;
 static uint64_t last_faults;
@@ -192,6 +197,10 @@ static int handle(struct pccx_simlink_msg *m)
 
 	switch (m->op) {
 	case PCCX_SIMLINK_RD64:
+		if (reset_stuck && m->addr == PCCX_REG_RESET) {
+			m->value = 1;
+			break;
+		}
 		if (frozen && frozen_read((uint32_t)m->addr, &m->value))
 			break;
 		if (pccx_sim_mmio_read64(sim, (uint32_t)m->addr, &v64))
@@ -206,6 +215,14 @@ static int handle(struct pccx_simlink_msg *m)
 		m->value = v32;
 		break;
 	case PCCX_SIMLINK_WR64:
+		if (m->addr == PCCX_REG_RESET && (m->value & 1)) {
+			reset_stuck = stuck_resets > 0;
+			if (reset_stuck) {
+				stuck_resets--;
+				fprintf(stderr, "pccx-simd: RESET written: it never completes\n");
+				break;
+			}
+		}
 		if (frozen && !(m->addr == PCCX_REG_RESET && (m->value & 1)))
 			break;
 		/* an armed hang waits for an instruction: the driver may reset first */
@@ -254,6 +271,9 @@ static void control(const char *cmd, int rsp)
 	if (!strcmp(cmd, "hang")) {
 		armed = 1;
 		snprintf(out, sizeof(out), "armed\n");
+	} else if (!strncmp(cmd, "stuck-reset ", 12)) {
+		stuck_resets = atoi(cmd + 12);
+		snprintf(out, sizeof(out), "stuck %d\n", stuck_resets);
 	} else if (!strcmp(cmd, "probe")) {
 		/* a window id that is not open must not be mappable */
 		void *p = mmap(NULL, (size_t)page, PROT_READ, MAP_SHARED, link_fd,

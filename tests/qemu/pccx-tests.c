@@ -994,6 +994,42 @@ static void test_l2_isolation(void)
 	pccx_kdev_close(a);
 }
 
+/*
+ * Clearing L2 between files fails (two RESETs that never complete): the job ends FAULT with
+ * fault kind BUSY without reaching the device, the device is wedged until a RESET succeeds,
+ * and then jobs run again.
+ */
+static void test_l2_scrub_fails(void)
+{
+	int a = dev_open(), b = dev_open();
+	struct job j;
+	struct dev_job dj;
+	struct pccx_wait w;
+	uint64_t id = 0;
+	char out[64];
+
+	CHECK_RET(job_roundtrip(a, 50), 0);
+	CHECK(simd("stuck-reset 2", out, sizeof(out)) == 0 && !strncmp(out, "stuck 2", 7));
+	job_make(&j, 51);
+	CHECK_RET(dev_job_setup(b, &j, &dj), 0);
+	CHECK_RET(dev_job_submit(b, &j, &dj, 0, &id), 0);
+	CHECK_RET(pccx_kdev_wait(b, id, pccx_kdev_deadline(60000000000ll), &w), -EIO);
+	CHECK(w.status == PCCX_JOB_FAULT);
+	CHECK((w.hw_error >> PCCX_FAULT_KIND_SHIFT) == PCCX_FAULT_BUSY);
+	CHECK(w.retired == 0);
+	CHECK(read_long(SYSFS "wedged") == 1);
+	CHECK_RET(dev_job_submit(b, &j, &dj, 0, &id), -ENODEV);
+	/* the RESET ioctl retries the reset, which now completes */
+	CHECK_RET(pccx_kdev_reset(b), 0);
+	usleep(300000);
+	CHECK(read_long(SYSFS "wedged") == 0);
+	CHECK_RET(job_roundtrip(b, 52), 0);
+	CHECK_RET(job_roundtrip(a, 53), 0);
+	dev_job_free(b, &dj);
+	pccx_kdev_close(b);
+	pccx_kdev_close(a);
+}
+
 static int drop_privileges(void)
 {
 	return setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
@@ -1413,6 +1449,7 @@ static const struct {
 	{ "close-with-job-running", test_close_running },
 	{ "two-processes", test_two_processes },
 	{ "l2-isolation", test_l2_isolation },
+	{ "l2-scrub-fails", test_l2_scrub_fails },
 	{ "reset-ioctl", test_reset },
 	{ "sysfs-debugfs-fdinfo", test_observability },
 	{ "shadow-iommu", test_shadow_iommu },
