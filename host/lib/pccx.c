@@ -36,6 +36,7 @@
 #include "pccx/tokenizer.h"
 #include "pccx_num.h"
 #include "verify.h"
+#include "wpieces.h"
 
 struct backend;
 
@@ -54,10 +55,7 @@ struct pccx_device {
  * sees one handle (the first piece's); run_kernel() points each weight descriptor at its piece.
  */
 struct kweights {
-	struct kpiece {
-		uint64_t offset, bytes;
-		uint32_t handle;
-	} *pieces;
+	struct pccx_wpiece *pieces;
 	size_t n;
 	uint32_t handle;
 };
@@ -95,9 +93,7 @@ struct pccx_session {
 		uint32_t handle;
 		bool bound;
 	} kbuf[PCCX_NPU_NBUF];
-	struct pccx_dma_desc *kdma;        /* the job with its weight descriptors in pieces */
-	struct pccx_stream_desc *kstream;
-	uint32_t cap_kdma, cap_kstream;
+	struct pccx_wpieces_out kjob;      /* the job with its weight descriptors in pieces */
 	double kdev_seconds;
 };
 
@@ -483,7 +479,7 @@ static int kernel_weights(pccx_session *s, const uint8_t *base, uint32_t *handle
 		return pccx_fail(&s->submit_diag, PCCX_ERR_NOMEM, "kernel backend: out of memory");
 	}
 	for (i = 0; i < n && !rc; i++) {
-		struct kpiece *k = &kw->pieces[i];
+		struct pccx_wpiece *k = &kw->pieces[i];
 		uint8_t *map;
 
 		rc = pccx_kb_buf_alloc(kb, pc[i].bytes, PCCX_BUF_DEV_READ, &k->handle,
@@ -566,78 +562,7 @@ static void unbind_kernel(pccx_session *s)
 		if (s->kbuf[i].bound)
 			kbuf_release(s->model->dev->kb, s->kbuf[i].handle);
 	memset(s->kbuf, 0, sizeof(s->kbuf));
-	free(s->kdma);
-	free(s->kstream);
-	s->kdma = NULL;
-	s->kstream = NULL;
-	s->cap_kdma = s->cap_kstream = 0;
-}
-
-/* The piece holding weight bytes [off, off + len): its handle and the offset inside it. */
-static int piece_of(pccx_session *s, uint64_t off, uint64_t len, uint32_t *handle,
-		    uint64_t *poff)
-{
-	const struct kweights *kw = &s->model->kw;
-	size_t lo = 0, hi = kw->n;
-
-	while (hi - lo > 1) {
-		size_t mid = (lo + hi) / 2;
-
-		if (kw->pieces[mid].offset <= off)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	if (!kw->n || off < kw->pieces[lo].offset ||
-	    off + len > kw->pieces[lo].offset + kw->pieces[lo].bytes)
-		return pccx_fail(&s->submit_diag, PCCX_ERR_INVALID,
-				 "kernel backend: weight bytes 0x%llx..0x%llx are in no single "
-				 "piece of the split weights", (unsigned long long)off,
-				 (unsigned long long)(off + len));
-	*handle = kw->pieces[lo].handle;
-	*poff = off - kw->pieces[lo].offset;
-	return PCCX_OK;
-}
-
-/* The job with its weight descriptors pointing into the pieces (session-owned copies). */
-static int split_job(pccx_session *s, const struct pccx_job_view *job,
-		     struct pccx_job_view *out)
-{
-	uint32_t i;
-	int rc = 0;
-
-	if (job->n_dma > s->cap_kdma) {
-		void *p = realloc(s->kdma, job->n_dma * sizeof(*s->kdma));
-
-		if (!p)
-			return pccx_fail(&s->submit_diag, PCCX_ERR_NOMEM, "out of memory");
-		s->kdma = p;
-		s->cap_kdma = job->n_dma;
-	}
-	if (job->n_stream > s->cap_kstream) {
-		void *p = realloc(s->kstream, job->n_stream * sizeof(*s->kstream));
-
-		if (!p)
-			return pccx_fail(&s->submit_diag, PCCX_ERR_NOMEM, "out of memory");
-		s->kstream = p;
-		s->cap_kstream = job->n_stream;
-	}
-	*out = *job;
-	for (i = 0; i < job->n_dma && !rc; i++) {
-		s->kdma[i] = job->dma[i];
-		if (job->dma[i].handle == s->model->kw.handle)
-			rc = piece_of(s, job->dma[i].offset, job->dma[i].length,
-				      &s->kdma[i].handle, &s->kdma[i].offset);
-	}
-	for (i = 0; i < job->n_stream && !rc; i++) {
-		s->kstream[i] = job->stream[i];
-		if (job->stream[i].handle == s->model->kw.handle)
-			rc = piece_of(s, job->stream[i].offset, job->stream[i].length,
-				      &s->kstream[i].handle, &s->kstream[i].offset);
-	}
-	out->dma = s->kdma;
-	out->stream = s->kstream;
-	return rc;
+	pccx_wpieces_out_free(&s->kjob);
 }
 
 static int bind_buf(void *user, uint32_t buf, void *base, uint64_t size, bool dev_write,
@@ -818,7 +743,8 @@ static int run_kernel(pccx_session *s, const struct pccx_compiler *c,
 	if (in->bound && in->size)
 		memcpy(in->map, in->host, in->size);
 	if (s->model->kw.n) {
-		rc = split_job(s, job, &split);
+		rc = pccx_wpieces_rewrite(s->model->kw.pieces, s->model->kw.n, s->model->kw.handle,
+					  job, &s->kjob, &split, &s->submit_diag);
 		if (rc)
 			return rc;
 		job = &split;
