@@ -662,7 +662,7 @@ static void forward_ffn(struct emit *e, uint32_t l, uint32_t X, uint32_t P)
 		cvo(e, PCCX_CVO_MUL, 0, p->up + (r - piece) / 8, p->gate + (r - piece) / 8, piece);
 	}
 	stage(e, p->up, 1, F, "L%u.ffn.up", l);
-	r = piece < F ? (F - 1) / piece * piece : 0;
+	r = (F - 1) / piece * piece;	/* the last piece */
 	cvo(e, PCCX_CVO_MUL, 0, p->up + r / 8, p->gate + r / 8, F - r);
 	stage(e, p->gate, 1, F, "L%u.ffn.hidden", l);
 	gemv(e, lw->ffn_down, p->gate, p->f, false);

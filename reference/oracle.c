@@ -25,9 +25,9 @@ struct pccx_oracle {
 	uint32_t pos;
 	double *kc[PCCX_G3N_MAX_LAYERS];	/* owners: (max_ctx, n_kv_heads, head_dim) */
 	double *vc[PCCX_G3N_MAX_LAYERS];	/* owners: (max_ctx, n_kv_heads, head_dim) */
-	float *row;				/* (max cols) one dequantised weight row */
 	struct pccx_pool *pool;			/* matvec rows are split across its threads */
 	float *rows;				/* (threads, max cols) the threads' rows */
+	float *row;				/* = rows: the calling thread's, outside matvec */
 	uint32_t maxc;
 	float **deq;				/* (n_t) dequantised tensors, or NULL */
 	uint64_t deq_left;			/* bytes the cache may still take */
@@ -498,11 +498,11 @@ int pccx_oracle_create(struct pccx_oracle **out, const struct pccx_g3n_model *m,
 		free(o);
 		return rc;
 	}
-	o->row = malloc(sizeof(float) * maxc);
 	o->rows = malloc(sizeof(float) * maxc * pccx_pool_threads(o->pool));
+	o->row = o->rows;
 	o->deq = calloc(m->n_t, sizeof(*o->deq));
 	o->deq_left = DEQ_CACHE_BYTES;
-	if (!o->row || !o->rows || !o->deq)
+	if (!o->rows || !o->deq)
 		fail = 1;
 	for (l = 0; l < pccx_g3n_first_shared(c); l++) {
 		o->kc[l] = dalloc((size_t)c->max_ctx * pccx_g3n_kv_dim(c), &fail);
@@ -558,7 +558,6 @@ void pccx_oracle_free(struct pccx_oracle *o)
 	}
 	free(o->xs_all);
 	free(o->pred_all);
-	free(o->row);
 	free(o->rows);
 	pccx_pool_destroy(o->pool);
 	free(o->e);

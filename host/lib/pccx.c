@@ -450,7 +450,6 @@ static void unbind_sim(pccx_session *s)
 	(void)s;   /* the windows stay with the simulator until the device closes */
 }
 
-
 /* The model's weights in BOs on the kernel backend, made by the first session that binds them. */
 static int kernel_weights(pccx_session *s, const uint8_t *base, uint32_t *handle)
 {
@@ -526,16 +525,9 @@ static int bind_kernel(pccx_session *s, uint32_t buf, void *base, uint64_t size,
 	if (buf >= PCCX_NPU_NBUF || s->kbuf[buf].bound)
 		return pccx_fail(&s->submit_diag, PCCX_ERR_INVALID,
 				 "kernel backend: buffer %u bound twice or unknown", buf);
+	if (buf == PCCX_NPU_BUF_WEIGHTS)
+		return kernel_weights(s, base, handle);   /* the model's, not `bound` here */
 	k = &s->kbuf[buf];
-	if (buf == PCCX_NPU_BUF_WEIGHTS) {
-		rc = kernel_weights(s, base, handle);
-		if (rc)
-			return rc;
-		k->host = base;
-		k->size = size;
-		k->handle = *handle;
-		return PCCX_OK;   /* not `bound`: the model owns them */
-	}
 	rc = pccx_kb_buf_alloc(kb, size ? size : 16, access, &k->handle, &s->submit_diag);
 	if (rc)
 		return rc;

@@ -1215,6 +1215,16 @@ static int gemma_on_token(void *user, int32_t token, const char *piece, size_t l
 	return 0;
 }
 
+/* n greedy tokens of session s into r. */
+static int gemma_tokens(pccx_session *s, struct gemma_run *r, size_t n, pccx_diag *d)
+{
+	struct pccx_sampler_config scfg;
+
+	pccx_sampler_config_default(&scfg);
+	scfg.temperature = 0;
+	return pccx_session_generate(s, &scfg, n, gemma_on_token, r, d);
+}
+
 /*
  * The tiny config (synthetic weights, fixed seed) on a libpccx backend: a 1-token prompt and
  * GEMMA_TOKENS greedy tokens, one job per step. With verify, the reference runs alongside: on
@@ -1228,7 +1238,6 @@ static int gemma_run(const char *backend, bool verify, struct gemma_run *r, pccx
 	struct pccx_model_opts mopt = { sizeof(mopt), NULL, "tiny", 7, NULL, NULL, NULL };
 	struct pccx_session_opts sopt = { sizeof(sopt), 0, verify };
 	static const int32_t prompt[GEMMA_PROMPT] = { 2 };
-	struct pccx_sampler_config scfg;
 	pccx_device *dev = NULL;
 	pccx_model *model = NULL;
 	pccx_session *s = NULL;
@@ -1236,8 +1245,6 @@ static int gemma_run(const char *backend, bool verify, struct gemma_run *r, pccx
 	int rc;
 
 	memset(r, 0, sizeof(*r));
-	pccx_sampler_config_default(&scfg);
-	scfg.temperature = 0;
 	rc = pccx_device_open(&dopt, &dev, d);
 	if (!rc)
 		rc = pccx_model_load(dev, &mopt, &model, d);
@@ -1246,7 +1253,7 @@ static int gemma_run(const char *backend, bool verify, struct gemma_run *r, pccx
 	if (!rc)
 		rc = pccx_session_prefill(s, prompt, GEMMA_PROMPT, d);
 	if (!rc)
-		rc = pccx_session_generate(s, &scfg, GEMMA_TOKENS, gemma_on_token, r, d);
+		rc = gemma_tokens(s, r, GEMMA_TOKENS, d);
 	if (!rc)
 		rc = pccx_session_stats(s, &r->st);
 	r->seconds = now_s() - t0;
@@ -1320,15 +1327,6 @@ static long pccx_fd_memory_kib(void)
 		return m ? atol(m + strlen("pccx-memory:\t")) : -1;
 	}
 	return -1;
-}
-
-static int gemma_tokens(pccx_session *s, struct gemma_run *r, size_t n, pccx_diag *d)
-{
-	struct pccx_sampler_config scfg;
-
-	pccx_sampler_config_default(&scfg);
-	scfg.temperature = 0;
-	return pccx_session_generate(s, &scfg, n, gemma_on_token, r, d);
 }
 
 /*
