@@ -2,11 +2,14 @@
 /*
  * The command engine (docs/registers.md, "How the command engine drives a job").
  *
- * For each instruction in order, while the instruction FIFO has room: the DataMover commands
- * it needs (its MEMCPY host descriptor on channel 4 or 5; its per-port weight-stream bytes on
- * channels 0-3, taken in order from the job's stream descriptors of each port), each split at
- * PCCX_ENGINE_CHUNK bytes and where the translation is not contiguous, pushed while the
- * channel has room; then the instruction word. What an instruction needs comes from
+ * For each instruction in order, while the instruction FIFO has room: the instruction word,
+ * then the DataMover commands it needs (its MEMCPY host descriptor on channel 4 or 5; its
+ * per-port weight-stream bytes on channels 0-3, taken in order from the job's stream
+ * descriptors of each port), each split at PCCX_ENGINE_CHUNK bytes and where the translation
+ * is not contiguous, pushed while the channel has room. The word goes first so that bytes a
+ * DataMover delivers always have a queued or running instruction to consume them: a host that
+ * stalls anywhere in this sequence (preempted, interrupted, slow link) makes the device wait,
+ * never fault. What an instruction needs comes from
  * pccx_insn_effects() over a shape state the engine keeps as the words go by, the same
  * function the validator and the device's interlocks use. After the last word, stream bytes
  * the descriptors still hold are pushed too, so a job that provides more than it consumes is
@@ -106,6 +109,7 @@ int pccx_engine_start(struct pccx_engine_ctx *e, const struct pccx_job_view *job
 	e->job = *job;
 	e->next = 0;
 	e->prepared = false;
+	e->word_pushed = false;
 	e->tail = false;
 	e->dma = 0;
 	e->dma_done = 0;
@@ -380,16 +384,30 @@ int pccx_engine_step(struct pccx_engine_ctx *e)
 
 	level = (uint32_t)((st & PCCX_STATUS_FIFO_MASK) >> PCCX_STATUS_FIFO_SHIFT);
 	room = level < e->fifo_depth ? e->fifo_depth - level : 0;
-	while (room && e->next < e->job.n_insn) {
-		if (!e->prepared && prepare(e))
-			return e->state;
+	while (e->next < e->job.n_insn) {
+		if (!e->word_pushed) {
+			if (!room)
+				break;
+			if (!e->prepared && prepare(e))
+				return e->state;
+			/* a write to the host is tracked until its statuses confirm it
+			 * (stream_must_wait): wait for older ones to land if the table is full */
+			if (e->dma && e->dma->flags == PCCX_DMA_FROM_DEVICE) {
+				retire_writes(e);
+				if (e->n_wpend == PCCX_ENGINE_WPEND)
+					return e->state;
+			}
+			/* The word before its DataMover commands: stream bytes then never wait
+			 * in the device without the instruction that consumes them, however
+			 * long the host takes between two accesses. */
+			wr64(e, PCCX_REG_INSTR, e->job.insn[e->next]);
+			e->word_pushed = true;
+			e->progress++;
+			room--;
+		}
 		if (!feed_all(e))
 			return e->state;
 		if (e->dma && e->dma->flags == PCCX_DMA_FROM_DEVICE) {
-			/* remember the write until its statuses confirm it (see stream_must_wait) */
-			retire_writes(e);
-			if (e->n_wpend == PCCX_ENGINE_WPEND)
-				return e->state;   /* wait for older writes to land */
 			e->wpend[e->n_wpend].handle = e->dma->handle;
 			e->wpend[e->n_wpend].lo = e->dma->offset;
 			e->wpend[e->n_wpend].hi = e->dma->offset + e->dma->length;
@@ -397,11 +415,9 @@ int pccx_engine_step(struct pccx_engine_ctx *e)
 			e->n_wpend++;
 		}
 		e->dma = NULL;
-		wr64(e, PCCX_REG_INSTR, e->job.insn[e->next]);
 		e->next++;
 		e->prepared = false;
-		e->progress++;
-		room--;
+		e->word_pushed = false;
 	}
 	if (e->next == e->job.n_insn && !e->tail) {
 		unsigned p;

@@ -85,6 +85,7 @@ struct pccx_engine_ctx {
 	struct pccx_shape_state shape;
 	uint32_t next;                       /* next instruction word to push */
 	bool prepared;                       /* the commands of `next` are computed */
+	bool word_pushed;                    /* `next` is in the device; its commands follow */
 	bool tail;                           /* all words pushed; leftover stream bytes pushed */
 	const struct pccx_dma_desc *dma;     /* host descriptor of the MEMCPY being fed */
 	uint64_t dma_done;

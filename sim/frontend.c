@@ -213,6 +213,11 @@ void sim_frontend_tick(struct pccx_sim *s)
 			return;
 		s->epoch++;
 	}
+	if (s->inject_armed && s->issued_job == s->inject_index) {
+		s->inject_armed = false;
+		sim_set_error(s, s->inject_cause, 0, s->issued_job, s->head.word);
+		return;
+	}
 	/* The answer changes only when something issues or retires. */
 	if (s->blk_epoch != s->epoch + 1) {
 		s->blk = blocked(s, &s->head);
@@ -281,6 +286,13 @@ nomem:
 	s->epoch++;
 	s->fence = false;
 	sim_set_error(s, PCCX_CAUSE_BAD_OPERANDS, PCCX_ISA_E_JOB_LIMIT, op->index, op->word);
+}
+
+void pccx_sim_inject_error(pccx_sim *sim, uint32_t index, uint32_t cause)
+{
+	sim->inject_armed = true;
+	sim->inject_index = index;
+	sim->inject_cause = cause;
 }
 
 void pccx_sim_on_retire(pccx_sim *sim, pccx_sim_retire_fn fn, void *user)

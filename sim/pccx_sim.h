@@ -218,6 +218,15 @@ PCCX_MUST_CHECK int pccx_sim_trace_close(pccx_sim *sim, pccx_diag *d);
 typedef void (*pccx_sim_retire_fn)(void *user, uint32_t index);
 void pccx_sim_on_retire(pccx_sim *sim, pccx_sim_retire_fn fn, void *user);
 
+/*
+ * Fault injection: when the instruction of job index `index` (counted from the last RETIRED
+ * reset) reaches the issue stage, the device raises ERROR with `cause` (a PCCX_CAUSE_*) and
+ * that word in ERROR_INFO, as if the unit had failed, and halts. One shot; it stays armed
+ * across resets until an instruction with that index issues.
+ * For tests of every path a device fault takes through a driver and a library.
+ */
+void pccx_sim_inject_error(pccx_sim *sim, uint32_t index, uint32_t cause);
+
 /* Raw L2 (l2_words x 16 bytes) and the S register (FP32 bits). */
 uint8_t *pccx_sim_l2(pccx_sim *sim);
 uint32_t pccx_sim_s_bits(const pccx_sim *sim);

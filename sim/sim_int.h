@@ -145,6 +145,9 @@ struct pccx_sim {
 	pccx_sim_retire_fn on_retire;  /* observer of each completed instruction (verify) */
 	void *retire_user;
 	uint32_t issued_job;           /* words issued since RETIRED was reset */
+	bool inject_armed;             /* pccx_sim_inject_error(): raise inject_cause at */
+	uint32_t inject_index;         /* ... the issue of this job index */
+	uint32_t inject_cause;
 	uint64_t error, error_info;
 	uint64_t irq_status, irq_enable;
 	bool done_bit, halted, was_idle;
@@ -207,6 +210,7 @@ void sim_set_error(struct pccx_sim *s, uint32_t cause, uint32_t isa_err, uint64_
 void sim_reset_state(struct pccx_sim *s);
 bool sim_is_idle(const struct pccx_sim *s);
 bool sim_engines_idle(const struct pccx_sim *s);
+bool sim_input_pending(const struct pccx_sim *s);
 bool sim_stream_pending(const struct pccx_sim *s);
 void sim_device_core_tick(struct pccx_sim *s);
 struct sim_window *sim_window_find(struct pccx_sim *s, uint64_t addr);

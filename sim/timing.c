@@ -116,8 +116,8 @@ static bool quiescent(const struct pccx_sim *s)
 		return false;
 	if (s->host_backlog && !s->halted)
 		return false;     /* the MMIO-bound count runs */
-	if (s->overrun_since || (!s->halted && sim_stream_pending(s)))
-		return false;
+	if (s->overrun_since || (!s->halted && sim_input_pending(s)))
+		return false;     /* consumed, or counted towards STREAM_OVERRUN */
 	return sim_engines_idle(s) && !sim_dm_busy(s);
 }
 

@@ -2,6 +2,7 @@
 /* The in-process backend: simulator + buffers + command engine (backend_sim.h). */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "backend_sim.h"
@@ -59,6 +60,54 @@ static void io_wr64(void *io, uint32_t off, uint64_t v)
 }
 
 static const struct pccx_engine_ops sim_ops = { io_rd32, io_wr32, io_rd64, io_wr64 };
+
+/* The same accesses by a host that stalls after some of them (pccx_simb_opts.stall_*). */
+struct slow_io {
+	pccx_sim *sim;
+	uint64_t n, every, phase, cycles;
+};
+
+static void slow_after(struct slow_io *h)
+{
+	if (h->n++ % h->every == h->phase)
+		pccx_sim_advance(h->sim, h->cycles);
+}
+
+static uint32_t slow_rd32(void *io, uint32_t off)
+{
+	struct slow_io *h = io;
+	uint32_t v = io_rd32(h->sim, off);
+
+	slow_after(h);
+	return v;
+}
+
+static void slow_wr32(void *io, uint32_t off, uint32_t v)
+{
+	struct slow_io *h = io;
+
+	io_wr32(h->sim, off, v);
+	slow_after(h);
+}
+
+static uint64_t slow_rd64(void *io, uint32_t off)
+{
+	struct slow_io *h = io;
+	uint64_t v = io_rd64(h->sim, off);
+
+	slow_after(h);
+	return v;
+}
+
+static void slow_wr64(void *io, uint32_t off, uint64_t v)
+{
+	struct slow_io *h = io;
+
+	io_wr64(h->sim, off, v);
+	slow_after(h);
+}
+
+static const struct pccx_engine_ops slow_ops = { slow_rd32, slow_wr32, slow_rd64, slow_wr64 };
 
 /* ---- buffers ----------------------------------------------------------------------------- */
 
@@ -143,24 +192,35 @@ static bool valid_request(uint64_t size, uint32_t access)
 	       !(access & ~(PCCX_BUF_DEV_READ | PCCX_BUF_DEV_WRITE));
 }
 
+/* Bytes of the mapping behind an owned buffer of `size` bytes. */
+static size_t owned_span(uint64_t size)
+{
+	return (size_t)((size + DEV_PAGE - 1) / DEV_PAGE * DEV_PAGE);
+}
+
+/*
+ * Owned buffers are private anonymous mappings, not malloc'd and cleared: the kernel hands
+ * out zero pages as they are first touched, so the parts of a buffer no instruction reaches
+ * cost no memory (a job file may declare gigabytes and use a few pages of them), and
+ * MAP_NORESERVE keeps such a declaration from being refused by overcommit accounting.
+ */
 int pccx_simb_buf_alloc(struct pccx_simb *b, uint64_t size, uint32_t access, uint32_t *handle,
 			pccx_diag *d)
 {
-	uint64_t span;
-	void *p = NULL;
+	void *p;
 	int rc;
 
 	if (!valid_request(size, access))
 		return pccx_fail(d, PCCX_ERR_INVALID, "sim buffer: size %llu or access %u invalid",
 				 (unsigned long long)size, access);
-	span = (size + DEV_PAGE - 1) / DEV_PAGE * DEV_PAGE;
-	if (posix_memalign(&p, DEV_PAGE, span) || !p)
+	p = mmap(NULL, owned_span(size), PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
 		return pccx_fail(d, PCCX_ERR_NOMEM, "sim buffer: cannot allocate %llu bytes",
 				 (unsigned long long)size);
-	memset(p, 0, span);
 	rc = add_buf(b, p, size, access, true, handle, d);
 	if (rc)
-		free(p);
+		munmap(p, owned_span(size));
 	return rc;
 }
 
@@ -183,7 +243,7 @@ int pccx_simb_buf_free(struct pccx_simb *b, uint32_t handle)
 	if (pccx_sim_dma_window_remove(b->sim, bf->dev))
 		return PCCX_ERR_INTERNAL;
 	if (bf->owned)
-		free(bf->host);
+		munmap(bf->host, owned_span(bf->size));
 	bf->host = NULL;
 	bf->used = false;
 	return 0;
@@ -234,8 +294,8 @@ void pccx_simb_destroy(struct pccx_simb *b)
 	if (!b)
 		return;
 	for (i = 0; i < b->n_buf; i++)
-		if (b->buf[i].owned)
-			free(b->buf[i].host);
+		if (b->buf[i].used && b->buf[i].owned)
+			munmap(b->buf[i].host, owned_span(b->buf[i].size));
 	free(b->buf);
 	pccx_sim_destroy(b->sim);
 	free(b);
@@ -298,6 +358,9 @@ int pccx_simb_submit_wait(struct pccx_simb *b, const struct pccx_job_view *job,
 	struct pccx_simb_opts defo = { 0 };
 	struct pccx_simb_result dummy;
 	struct pccx_engine_ctx e;
+	struct slow_io slow = { b->sim, 0, 0, 0, 0 };
+	const struct pccx_engine_ops *ops = &sim_ops;
+	void *io = b->sim;
 	struct timespec t0, t1, c0, c1;
 	uint64_t start, last_cycle, last_prog, timeout, poll;
 	int rc = 0;
@@ -331,7 +394,14 @@ int pccx_simb_submit_wait(struct pccx_simb *b, const struct pccx_job_view *job,
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
 	start = pccx_sim_cycles(b->sim);
-	res->state = pccx_engine_start(&e, job, &sim_ops, b->sim, xlate, b);
+	if (opts->stall_every && opts->stall_cycles) {
+		slow.every = opts->stall_every;
+		slow.phase = opts->stall_phase % opts->stall_every;
+		slow.cycles = opts->stall_cycles;
+		ops = &slow_ops;
+		io = &slow;
+	}
+	res->state = pccx_engine_start(&e, job, ops, io, xlate, b);
 	last_cycle = pccx_sim_cycles(b->sim);
 	last_prog = e.progress;
 	while (res->state == PCCX_ENGINE_RUNNING) {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The in-process backend: a simulator instance, host buffers it owns (malloc'd and opened to
- * the device as DMA windows at device addresses it assigns, with an unmapped guard page
- * between buffers) and the command engine that feeds a job to it. Internal API until
+ * The in-process backend: a simulator instance, host buffers it owns (anonymous mappings,
+ * opened to the device as DMA windows at device addresses it assigns, with an unmapped guard
+ * page between buffers) and the command engine that feeds a job to it. Internal API until
  * libpccx's backend interface exists.
  */
 #ifndef PCCX_BACKEND_SIM_H
@@ -23,6 +23,12 @@ struct pccx_simb_opts {
 	uint64_t poll_cycles;      /* device time between polls when a step changed nothing (64) */
 	bool no_validate;          /* feed the job without pccx_validate (tests of device errors) */
 	bool keep_stats;           /* do not reset the simulator's statistics at submit */
+	/*
+	 * A slow host: after register access number n of the job (counted from 0) with
+	 * n % stall_every == stall_phase, the device runs alone for stall_cycles core cycles, as
+	 * when the feeding thread is preempted there. 0: never. The results must not change.
+	 */
+	uint64_t stall_every, stall_phase, stall_cycles;
 };
 
 struct pccx_simb_result {
@@ -42,7 +48,10 @@ PCCX_MUST_CHECK int pccx_simb_create(const struct pccx_sim_config *cfg, struct p
 void pccx_simb_destroy(struct pccx_simb *b);
 pccx_sim *pccx_simb_sim(struct pccx_simb *b);
 
-/* A zero-filled buffer; access is PCCX_BUF_DEV_READ and/or PCCX_BUF_DEV_WRITE. */
+/*
+ * A zero-filled buffer; access is PCCX_BUF_DEV_READ and/or PCCX_BUF_DEV_WRITE. Its pages take
+ * memory only once touched (by the device, or through pccx_simb_buf_map).
+ */
 PCCX_MUST_CHECK int pccx_simb_buf_alloc(struct pccx_simb *b, uint64_t size, uint32_t access,
 					uint32_t *handle, pccx_diag *d);
 /*

@@ -35,6 +35,7 @@
 #include "pccx/pccx.h"
 #include "pccx/tokenizer.h"
 #include "pccx_num.h"
+#include "pccx_testing.h"
 #include "verify.h"
 #include "wpieces.h"
 
@@ -46,6 +47,10 @@ struct pccx_device {
 	struct pccx_simb *simb;            /* sim */
 	struct pccx_kb *kb;                /* kernel */
 	char trace_path[256];
+	struct pccx_simb_opts sim_opts;    /* sim: per-job options (a slow host, pccx_testing.h) */
+	bool inject;                       /* sim: arm an error before job number inject_job */
+	uint64_t inject_job;
+	uint32_t inject_index, inject_cause;
 };
 
 /*
@@ -81,6 +86,8 @@ struct pccx_session {
 	struct pccx_stats st;
 	uint32_t token;                    /* token of the step in progress (messages) */
 	bool have_logits;                  /* s->logits belong to the last history token */
+	bool have_pending;                 /* generate: `pending` was sampled and delivered, its */
+	int32_t pending;                   /* step failed: the next generate feeds it first */
 	bool generating;                   /* inside pccx_session_generate */
 	struct pccx_stage_time *prof;      /* stage profile of generation steps */
 	size_t n_prof, cap_prof;
@@ -295,6 +302,30 @@ int pccx_device_info(pccx_device *dev, struct pccx_device_info *info)
 	memset(info, 0, sizeof(*info));
 	snprintf(info->backend, sizeof(info->backend), "%s", dev->backend);
 	return dev->be->info(dev, info);
+}
+
+/* ---- test hooks (pccx_testing.h) ---- */
+
+int pccx_device_test_inject_error(pccx_device *dev, uint64_t job, uint32_t index,
+				  uint32_t cause)
+{
+	if (!dev || !dev->simb)
+		return PCCX_ERR_UNSUPPORTED;
+	dev->inject = true;
+	dev->inject_job = job;
+	dev->inject_index = index;
+	dev->inject_cause = cause;
+	return PCCX_OK;
+}
+
+int pccx_device_test_slow_host(pccx_device *dev, uint64_t every, uint64_t phase, uint64_t cycles)
+{
+	if (!dev || !dev->simb)
+		return PCCX_ERR_UNSUPPORTED;
+	dev->sim_opts.stall_every = every;
+	dev->sim_opts.stall_phase = phase;
+	dev->sim_opts.stall_cycles = cycles;
+	return PCCX_OK;
 }
 
 /* ---- models ---------------------------------------------------------------------------- */
@@ -637,9 +668,16 @@ static int run_sim(pccx_session *s, const struct pccx_compiler *c,
 		   const struct pccx_job_view *job, struct job_figures *fig)
 {
 	struct pccx_simb_result res;
-	struct pccx_simb_opts o = { 0 };
+	pccx_device *dev = s->model->dev;
+	struct pccx_simb_opts o = dev->sim_opts;
 	unsigned p;
 	int rc;
+
+	if (dev->inject && !dev->inject_job--) {
+		dev->inject = false;
+		pccx_sim_inject_error(pccx_simb_sim(dev->simb), dev->inject_index,
+				      dev->inject_cause);
+	}
 
 	/* statistics are reset at each submit: res.stats covers this job alone */
 	if (s->ver)
@@ -894,13 +932,16 @@ void pccx_session_free(pccx_session *s)
 int pccx_session_tokenize(pccx_session *s, const char *text, bool chat, int32_t **ids, size_t *n,
 			  pccx_diag *d)
 {
-	const pccx_tokenizer *tk = s->model->tok;
+	const pccx_tokenizer *tk;
 	char *rendered = NULL;
 	size_t len;
 	int rc;
 
+	if (!s || !text || !ids || !n)
+		return pccx_fail(d, PCCX_ERR_INVALID, "tokenize: a NULL argument");
 	*ids = NULL;
 	*n = 0;
+	tk = s->model->tok;
 	if (!tk)
 		return pccx_fail(d, PCCX_ERR_INVALID, "the model has no tokenizer");
 	if (chat) {
@@ -920,7 +961,7 @@ int pccx_session_tokenize(pccx_session *s, const char *text, bool chat, int32_t 
 
 const pccx_tokenizer *pccx_session_tokenizer(const pccx_session *s)
 {
-	return s->model->tok;
+	return s ? s->model->tok : NULL;
 }
 
 int pccx_session_stats(const pccx_session *s, struct pccx_stats *st)
@@ -975,6 +1016,9 @@ static int step(pccx_session *s, int32_t token, bool logits, pccx_diag *d)
 	s->submit_status = 0;
 	rc = pccx_g3n_session_step(s->dev, (uint32_t)token, logits ? s->logits : NULL, d);
 	if (rc) {
+		/* a failed step is not part of the context: the reference forgets it too */
+		if (s->ref)
+			s->ref->pos = pos;
 		if (s->submit_status && s->submit_diag.msg[0] && d)
 			*d = s->submit_diag;
 		return s->submit_status ? s->submit_status : rc;
@@ -982,6 +1026,7 @@ static int step(pccx_session *s, int32_t token, bool logits, pccx_diag *d)
 	if (s->ref && logits && memcmp(s->logits, s->ref_logits, vocab * sizeof(float))) {
 		size_t i = 0;
 
+		s->dev->pos = s->ref->pos = pos;
 		while (i < vocab && !memcmp(&s->logits[i], &s->ref_logits[i], sizeof(float)))
 			i++;
 		return pccx_fail(d, PCCX_ERR_MISMATCH,
@@ -995,15 +1040,35 @@ static int step(pccx_session *s, int32_t token, bool logits, pccx_diag *d)
 int pccx_session_prefill(pccx_session *s, const int32_t *ids, size_t n, pccx_diag *d)
 {
 	double t0 = now_seconds();
-	size_t i;
+	uint32_t pos0;
+	size_t i, hist0;
 	int rc = PCCX_OK;
 
+	if (!s || (n && !ids))
+		return pccx_fail(d, PCCX_ERR_INVALID, "prefill: no session or no tokens");
+	if (s->have_pending)
+		return pccx_fail(d, PCCX_ERR_INVALID,
+				 "prefill: the last generated token is not fed yet (its step failed): "
+				 "call generate to retry it first");
+	pos0 = s->dev->pos;
+	hist0 = s->n_hist;
 	/* only the last prompt token needs the LM head: its logits give the first sample */
 	for (i = 0; i < n && !rc; i++)
 		rc = step(s, ids[i], i + 1 == n, d);
-	if (!rc)
-		s->have_logits = n > 0;
-	s->st.prompt_tokens += i - (rc ? 1 : 0);
+	if (rc) {
+		/* all or nothing: the positions this call filled are forgotten (their KV rows are
+		 * written again by the next steps), so the session is as it was; logits that
+		 * failed verification are not the context's */
+		s->dev->pos = pos0;
+		if (s->ref)
+			s->ref->pos = pos0;
+		s->n_hist = hist0;
+		if (rc == PCCX_ERR_MISMATCH)
+			s->have_logits = false;
+	} else {
+		s->have_logits = s->have_logits || n > 0;
+		s->st.prompt_tokens += n;
+	}
 	s->generating = false;
 	s->st.host_seconds += now_seconds() - t0;
 	return rc;
@@ -1026,12 +1091,24 @@ static bool is_stop_token(const pccx_session *s, int32_t tok)
 int pccx_session_generate(pccx_session *s, const struct pccx_sampler_config *cfg,
 			  size_t max_tokens, pccx_token_fn cb, void *user, pccx_diag *d)
 {
-	size_t vocab = s->model->m->cfg.vocab;
 	double t0 = now_seconds();
+	size_t vocab, i;
 	int32_t tok;
-	size_t i;
 	int rc;
 
+	if (!s)
+		return pccx_fail(d, PCCX_ERR_INVALID, "generate: no session");
+	vocab = s->model->m->cfg.vocab;
+	if (s->have_pending) {
+		/* the token whose step failed last time: feed it again, then go on sampling */
+		s->generating = true;
+		rc = step(s, s->pending, true, d);
+		s->generating = false;
+		if (rc)
+			return rc;
+		s->have_pending = false;
+		s->have_logits = true;
+	}
 	if (!s->have_logits)
 		return pccx_fail(d, PCCX_ERR_INVALID,
 				 "generate: prefill at least one token first (the logits of the last "
@@ -1071,8 +1148,12 @@ int pccx_session_generate(pccx_session *s, const struct pccx_sampler_config *cfg
 		/* feed the sampled token: its logits give the next sample (and extend the KV) */
 		s->have_logits = false;
 		rc = step(s, tok, true, d);
-		if (!rc)
+		if (!rc) {
 			s->have_logits = true;
+		} else {
+			s->pending = tok;
+			s->have_pending = true;
+		}
 	}
 	s->generating = false;
 	s->st.host_seconds += now_seconds() - t0;

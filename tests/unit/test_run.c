@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "pccx/pccx.h"
+#include "pccx_testing.h"
+#include "uapi/pccx_regs.h"
 
 struct run {
 	int32_t toks[128];
@@ -131,6 +133,164 @@ START_TEST(generate_needs_a_prompt)
 }
 END_TEST
 
+/* A session of the tiny model on the in-process device, and what to do to it. */
+struct faulty {
+	pccx_device *dev;
+	pccx_model *model;
+	pccx_session *s;
+};
+
+static void faulty_open(struct faulty *f, bool verify)
+{
+	struct pccx_device_opts dopt = { sizeof(dopt), NULL, NULL, NULL, NULL };
+	struct pccx_model_opts mopt = { sizeof(mopt), NULL, "tiny", 7, NULL, NULL, NULL };
+	struct pccx_session_opts sopt = { sizeof(sopt), 0, verify };
+	pccx_diag d = { 0 };
+
+	ck_assert_msg(pccx_device_open(&dopt, &f->dev, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx_model_load(f->dev, &mopt, &f->model, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx_session_create(f->model, &sopt, &f->s, &d) == 0, "%s", d.msg);
+}
+
+static void faulty_close(struct faulty *f)
+{
+	pccx_session_free(f->s);
+	pccx_model_free(f->model);
+	pccx_device_close(f->dev);
+}
+
+static const int32_t fprompt[] = { 2, 17, 42, 99, 3 };
+#define FPROMPT (sizeof(fprompt) / sizeof(fprompt[0]))
+
+static void fsampler(pccx_sampler_config *c)
+{
+	pccx_sampler_config_default(c);
+	c->temperature = 0.8f;
+	c->seed = 11;
+}
+
+/* The tokens of an undisturbed run: the prompt, then n samples. */
+static void undisturbed(bool verify, size_t n, struct run *out)
+{
+	struct faulty f;
+	pccx_sampler_config c;
+	pccx_diag d = { 0 };
+
+	fsampler(&c);
+	memset(out, 0, sizeof(*out));
+	faulty_open(&f, verify);
+	ck_assert_msg(pccx_session_prefill(f.s, fprompt, FPROMPT, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx_session_generate(f.s, &c, n, collect, out, &d) == 0, "%s", d.msg);
+	faulty_close(&f);
+}
+
+/*
+ * A device fault (here DMA_SLVERR injected at one instruction of one job) reaches the caller
+ * as PCCX_ERR_DEVICE naming the cause and the instruction; nothing crashes or leaks (the ASan
+ * build checks), and the session is where it was: a failed prefill leaves no position
+ * behind, and generate after a failed generate step feeds the token it had delivered and
+ * goes on, so the tokens are those of an undisturbed run. The loop index picks where the
+ * fault lands (job number, instruction) and whether verify runs alongside.
+ */
+START_TEST(device_fault_every_session_path)
+{
+	static const struct {
+		uint64_t job;
+		uint32_t insn;
+		bool in_prefill;
+	} at[] = {
+		{ 0, 0, true }, { 2, 700, true }, { 4, 1600, true },   /* prefill steps */
+		{ 0, 0, false }, { 3, 1200, false },                   /* generate steps */
+	};
+	unsigned which = (unsigned)_i % 5;
+	bool verify = _i >= 5;
+	struct run want, got;
+	struct faulty f;
+	pccx_sampler_config c;
+	struct pccx_stats st;
+	pccx_diag d = { 0 };
+	const size_t n = 8;
+	int rc;
+
+	undisturbed(verify, n, &want);
+	fsampler(&c);
+	memset(&got, 0, sizeof(got));
+	faulty_open(&f, verify);
+	if (at[which].in_prefill) {
+		ck_assert_int_eq(pccx_device_test_inject_error(f.dev, at[which].job, at[which].insn,
+							       PCCX_CAUSE_DMA_SLVERR), 0);
+		rc = pccx_session_prefill(f.s, fprompt, FPROMPT, &d);
+		ck_assert_msg(rc == PCCX_ERR_DEVICE, "prefill: %d %s", rc, d.msg);
+		ck_assert_ptr_nonnull(strstr(d.msg, "DMA_SLVERR"));
+		ck_assert_int_eq(pccx_session_stats(f.s, &st), 0);
+		ck_assert_uint_eq(st.prompt_tokens, 0);
+		/* nothing of the failed prefill stays: generate still wants a prompt */
+		ck_assert_int_eq(pccx_session_generate(f.s, &c, 1, collect, &got, &d),
+				 PCCX_ERR_INVALID);
+		ck_assert_msg(pccx_session_prefill(f.s, fprompt, FPROMPT, &d) == 0, "%s", d.msg);
+		ck_assert_msg(pccx_session_generate(f.s, &c, n, collect, &got, &d) == 0, "%s",
+			      d.msg);
+	} else {
+		ck_assert_msg(pccx_session_prefill(f.s, fprompt, FPROMPT, &d) == 0, "%s", d.msg);
+		ck_assert_int_eq(pccx_device_test_inject_error(f.dev, at[which].job, at[which].insn,
+							       PCCX_CAUSE_DMA_SLVERR), 0);
+		rc = pccx_session_generate(f.s, &c, n, collect, &got, &d);
+		ck_assert_msg(rc == PCCX_ERR_DEVICE, "generate: %d %s", rc, d.msg);
+		ck_assert_ptr_nonnull(strstr(d.msg, "DMA_SLVERR"));
+		/* the sample whose step failed was delivered; it is fed before the next one */
+		ck_assert_uint_eq(got.n, at[which].job + 1);
+		/* a prompt cannot jump the queue */
+		ck_assert_int_eq(pccx_session_prefill(f.s, fprompt, 1, &d), PCCX_ERR_INVALID);
+		ck_assert_msg(pccx_session_generate(f.s, &c, n - got.n, collect, &got, &d) == 0,
+			      "%s", d.msg);
+	}
+	ck_assert_uint_eq(got.n, n);
+	ck_assert_mem_eq(got.toks, want.toks, n * sizeof(want.toks[0]));
+	faulty_close(&f);
+}
+END_TEST
+
+/*
+ * A slow host changes nothing: every job of the tiny model fed by a host that stalls after
+ * every 13th register access (each phase of the 5-access DataMover command and the word
+ * push is hit) for 2.5 times the overrun grace, with every stage verified.
+ */
+START_TEST(slow_host_same_bits)
+{
+	struct run want, got;
+	struct faulty f;
+	pccx_sampler_config c;
+	pccx_diag d = { 0 };
+	const size_t n = 4;
+
+	undisturbed(false, n, &want);
+	fsampler(&c);
+	memset(&got, 0, sizeof(got));
+	faulty_open(&f, true);
+	ck_assert_int_eq(pccx_device_test_slow_host(f.dev, 13, (uint64_t)_i, 20480), 0);
+	ck_assert_msg(pccx_session_prefill(f.s, fprompt, FPROMPT, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx_session_generate(f.s, &c, n, collect, &got, &d) == 0, "%s", d.msg);
+	ck_assert_uint_eq(got.n, n);
+	ck_assert_mem_eq(got.toks, want.toks, n * sizeof(want.toks[0]));
+	faulty_close(&f);
+}
+END_TEST
+
+/* NULL where a session belongs is refused, not followed. */
+START_TEST(null_session_refused)
+{
+	pccx_diag d = { 0 };
+	int32_t *ids = NULL;
+	size_t n = 0;
+
+	ck_assert_int_eq(pccx_session_generate(NULL, NULL, 4, NULL, NULL, &d), PCCX_ERR_INVALID);
+	ck_assert_int_eq(pccx_session_prefill(NULL, fprompt, 1, &d), PCCX_ERR_INVALID);
+	ck_assert_int_eq(pccx_session_tokenize(NULL, "x", false, &ids, &n, &d), PCCX_ERR_INVALID);
+	ck_assert_ptr_null(pccx_session_tokenizer(NULL));
+	pccx_session_free(NULL);
+}
+END_TEST
+
 START_TEST(unknown_backend_refused)
 {
 	struct pccx_device_opts dopt = { sizeof(dopt), "usb", NULL, NULL, NULL };
@@ -154,6 +314,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, deterministic_and_verify_does_not_change_tokens);
 	tcase_add_test(tc, generate_needs_a_prompt);
 	tcase_add_test(tc, unknown_backend_refused);
+	tcase_add_loop_test(tc, device_fault_every_session_path, 0, 10);
+	tcase_add_loop_test(tc, slow_host_same_bits, 0, 2);
+	tcase_add_test(tc, null_session_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -780,6 +780,125 @@ START_TEST(memcpy_routes)
 }
 END_TEST
 
+/* ---- a slow host ------------------------------------------------------------------------------ */
+
+/*
+ * Host -> L2, two GEMVs whose weights stream on all four ports (the second reads the first's
+ * result), and L2 -> host: every kind of DataMover traffic a decode step has.
+ */
+static void slow_host_job(struct pccx_simb *b, struct tjob *j, uint32_t *hout)
+{
+	static const struct pccx_wshape w1 = { 96, 64, PCCX_WFMT_Q4, true };
+	static const struct pccx_wshape w2 = { 64, 96, PCCX_WFMT_Q4, true };
+	uint64_t b1 = pccx_wstream_row_bytes(&w1) * w1.n, b2 = pccx_wstream_row_bytes(&w2) * w2.n;
+	uint32_t hin = balloc(b, 4096, PCCX_BUF_DEV_READ);
+	uint32_t hw = balloc(b, b1 + b2, PCCX_BUF_DEV_READ);
+	uint8_t *in = bmap(b, hin), *w = bmap(b, hw);
+	uint64_t rng = 77, i;
+
+	*hout = balloc(b, 4096, PCCX_BUF_DEV_WRITE);
+	for (i = 0; i < 64; i++)
+		put16(in + 2 * i, t_bf16(&rng, 4.0f));
+	for (i = 0; i < b1 + b2; i++)
+		w[i] = (uint8_t)t_rand(&rng);
+	/* the FP16 scales that open each row record: small and finite */
+	for (i = 0; i < w1.n; i++) {
+		uint8_t *r = w + i * pccx_wstream_row_bytes(&w1);
+		unsigned k;
+
+		for (k = 0; k < w1.k / 32; k++)
+			put16(r + 2 * k, 0x2c00);
+	}
+	for (i = 0; i < w2.n; i++) {
+		uint8_t *r = w + b1 + i * pccx_wstream_row_bytes(&w2);
+		unsigned k;
+
+		for (k = 0; k < w2.k / 32; k++)
+			put16(r + 2 * k, 0x2c00);
+	}
+	tj_add(j, t_memset(0, 0, 64, 1, 1));
+	tj_add(j, t_memset(0, 2, 96, 1, 1));
+	tj_add(j, t_memset(1, 1, w1.n, w1.k, w1.fmt));
+	tj_add(j, t_memset(1, 3, w2.n, w2.k, w2.fmt));
+	tj_add(j, t_memcpy(true, false, 100, 0, tj_dma(j, hin, PCCX_DMA_TO_DEVICE, 0, 128), 0,
+			   true));
+	tj_add(j, t_matmul(PCCX_OP_GEMV, 200, 100, 1, 0, TF_WSCALE));
+	tj_streams(j, &w1, hw, 0);
+	tj_add(j, t_matmul(PCCX_OP_GEMV, 300, 200, 3, 2, TF_WSCALE));
+	tj_streams(j, &w2, hw, b1);
+	tj_add(j, t_memcpy(false, true, 0, 300, tj_dma(j, *hout, PCCX_DMA_FROM_DEVICE, 0, 128), 0,
+			   false));
+}
+
+/*
+ * A host may stall anywhere, for as long as it likes (preempted, interrupted, a slow link):
+ * the device waits, it never faults, and the bits do not change. Stall once after each
+ * register access of the job in turn, each time for four times the overrun grace.
+ */
+START_TEST(slow_host_stalls_at_every_access)
+{
+	struct pccx_simb *b = mkb();
+	struct pccx_simb_result res;
+	struct tjob j = { 0 };
+	struct pccx_job_view v;
+	uint8_t want[128];
+	uint64_t n, stall = 4ull * pccx_sim_get_config(pccx_simb_sim(b))->overrun_grace;
+	uint32_t hout;
+	pccx_diag d = { 0 };
+
+	slow_host_job(b, &j, &hout);
+	v = tj_view(&j);
+	submit_ok(b, &j, &res);
+	memcpy(want, bmap(b, hout), sizeof(want));
+	n = res.mmio;
+	ck_assert_uint_gt(n, 40);
+	for (uint64_t at = 0; at < n; at++) {
+		struct pccx_simb_opts o = { .stall_every = n + 1, .stall_phase = at,
+					    .stall_cycles = stall };
+
+		memset(bmap(b, hout), 0, sizeof(want));
+		ck_assert_msg(pccx_simb_submit_wait(b, &v, &o, &res, &d) == 0,
+			      "stall after access %llu of %llu: %s", (unsigned long long)at,
+			      (unsigned long long)n, d.msg);
+		ck_assert_msg(!memcmp(bmap(b, hout), want, sizeof(want)),
+			      "stall after access %llu: other bits", (unsigned long long)at);
+		ck_assert_uint_ge(res.cycles, stall);
+	}
+	pccx_simb_destroy(b);
+}
+END_TEST
+
+/* An injected device error ends the job with its cause and index; the next job runs. */
+START_TEST(injected_error_then_next_job)
+{
+	struct pccx_simb *b = mkb();
+	struct pccx_simb_result res;
+	struct tjob j = { 0 };
+	struct pccx_job_view v;
+	uint8_t want[128];
+	uint32_t hout;
+	pccx_diag d = { 0 };
+
+	slow_host_job(b, &j, &hout);
+	v = tj_view(&j);
+	submit_ok(b, &j, &res);
+	memcpy(want, bmap(b, hout), sizeof(want));
+	for (uint32_t at = 0; at < j.n_insn; at++) {
+		pccx_sim_inject_error(pccx_simb_sim(b), at, PCCX_CAUSE_DMA_SLVERR);
+		ck_assert_int_eq(pccx_simb_submit_wait(b, &v, NULL, &res, &d), PCCX_ERR_DEVICE);
+		ck_assert_uint_eq(res.err.kind, PCCX_EF_DEVICE);
+		ck_assert_uint_eq(res.err.error & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_DMA_SLVERR);
+		ck_assert_uint_eq(res.err.error >> PCCX_ERROR_INDEX_SHIFT, at);
+		ck_assert_uint_eq(res.err.info, j.insn[at]);
+		ck_assert_ptr_nonnull(strstr(d.msg, "DMA_SLVERR"));
+		memset(bmap(b, hout), 0, sizeof(want));
+		submit_ok(b, &j, &res);
+		ck_assert_int_eq(memcmp(bmap(b, hout), want, sizeof(want)), 0);
+	}
+	pccx_simb_destroy(b);
+}
+END_TEST
+
 /* ---- hazards and overlap --------------------------------------------------------------------- */
 
 /* Chains over overlapping ranges give the sequential result, async or not (the loop index
@@ -1491,6 +1610,8 @@ static Suite *suite(void)
 	tcase_add_test(t, err_illegal_word);
 	tcase_add_test(t, err_clear_then_next_job);
 	tcase_add_test(t, err_stream_overrun);
+	tcase_add_test(t, slow_host_stalls_at_every_access);
+	tcase_add_test(t, injected_error_then_next_job);
 	tcase_add_test(t, err_stream_short_timeout);
 	tcase_add_test(t, err_dma_window);
 	tcase_add_test(t, sim_matches_reference);

@@ -127,7 +127,11 @@ void pccx_session_free(pccx_session *s);
 /* Tokenize `text` with the model's tokenizer (chat=true applies the Gemma chat template). */
 PCCX_MUST_CHECK int pccx_session_tokenize(pccx_session *s, const char *text, bool chat,
 					  int32_t **ids, size_t *n, pccx_diag *d);
-/* Feed prompt tokens (appended to the context). */
+/*
+ * Feed prompt tokens (appended to the context). All or nothing: when a step fails (a device
+ * fault PCCX_ERR_DEVICE, a hung job PCCX_ERR_TIMEOUT, a verify mismatch ...) the context is
+ * as it was before the call, and the same call may be repeated.
+ */
 PCCX_MUST_CHECK int pccx_session_prefill(pccx_session *s, const int32_t *ids, size_t n,
 					 pccx_diag *d);
 /*
@@ -135,6 +139,9 @@ PCCX_MUST_CHECK int pccx_session_prefill(pccx_session *s, const int32_t *ids, si
  * Stops early at an end-of-turn/end-of-sequence token or when cb returns non-zero.
  * With verify set, returns PCCX_ERR_MISMATCH at the first differing stage; the diag names
  * the stage, the token, the instruction index and the first differing element.
+ * When the step that feeds a sampled token fails, that token has been given to cb but is not
+ * in the context yet: the next generate call feeds it first and goes on, so a retry yields
+ * the tokens an undisturbed run would (prefill refuses until then).
  */
 PCCX_MUST_CHECK int pccx_session_generate(pccx_session *s, const struct pccx_sampler_config *cfg,
 					  size_t max_tokens, pccx_token_fn cb, void *user,

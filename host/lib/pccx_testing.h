@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Test hooks of libpccx's in-process (sim) backend: how the test suite makes the simulated
+ * device fail or the host slow, to drive every path a fault or a stall takes through the
+ * library. Not part of the public API and not installed. Both return PCCX_ERR_UNSUPPORTED on
+ * another backend (the guest tests reach the simulator behind /dev/pccx through its daemon).
+ */
+#ifndef PCCX_TESTING_H
+#define PCCX_TESTING_H
+
+#include <stdint.h>
+
+#include "pccx/pccx.h"
+
+/*
+ * The device raises ERROR with `cause` (PCCX_CAUSE_*) when instruction `index` of the job
+ * `job` jobs from now (0: the next one) reaches issue (pccx_sim_inject_error). One shot.
+ */
+PCCX_MUST_CHECK int pccx_device_test_inject_error(pccx_device *dev, uint64_t job, uint32_t index,
+						  uint32_t cause);
+
+/*
+ * Every job from now on is fed by a slow host: after register access n of a job with
+ * n % every == phase, the device runs alone for `cycles` core cycles (pccx_simb_opts).
+ * every = 0 turns it off.
+ */
+PCCX_MUST_CHECK int pccx_device_test_slow_host(pccx_device *dev, uint64_t every, uint64_t phase,
+					       uint64_t cycles);
+
+#endif /* PCCX_TESTING_H */
