@@ -16,6 +16,12 @@
 #define MAX_BUF_FILE   (1ull << 34)
 #define MAX_ARGS       256
 #define MAX_STAGES     65536
+/*
+ * Default limit on the bytes a job's buffers may declare in total: the KV260's DDR, and the
+ * whole of the default 32-bit DMA space. Buffers take memory only where the job touches
+ * them, but a job could touch all of them; --max-buffers raises the limit.
+ */
+#define DEF_MAX_BUFFERS (4ull << 30)
 
 static void usage(FILE *f)
 {
@@ -31,6 +37,8 @@ static void usage(FILE *f)
 		"  --stages FILE         stage markers, one 'INDEX NAME' per line: the stage NAME\n"
 		"                        ends with instruction INDEX\n"
 		"  --timeout CYCLES      no-progress limit in core cycles (default 2^27)\n"
+		"  --max-buffers BYTES   most bytes the job's buffers may declare in total\n"
+		"                        (default 4G; suffixes K, M, G, T are powers of 1024)\n"
 		"  --no-validate         feed the job unvalidated (tests of device errors)\n");
 }
 
@@ -51,6 +59,63 @@ static int parse_hfile(const char *arg, struct hfile *h)
 	h->handle = (uint32_t)v;
 	h->path = end + 1;
 	return 0;
+}
+
+/* A byte count: a number (decimal, 0x hex) with an optional K, M, G or T suffix; not 0. */
+static int parse_bytes(const char *s, uint64_t *v)
+{
+	static const char units[] = "KMGT";
+	const char *u;
+	unsigned shift = 0;
+	char *end;
+
+	if (*s < '0' || *s > '9')   /* strtoull would take " -1" as 2^64 - 1 */
+		return -1;
+	errno = 0;
+	*v = strtoull(s, &end, 0);
+	if (errno)
+		return -1;
+	if (*end && (u = strchr(units, *end)) != NULL) {
+		shift = 10 * (unsigned)(u - units + 1);
+		end++;
+	}
+	if (*end || !*v || *v > UINT64_MAX >> shift)
+		return -1;
+	*v <<= shift;
+	return 0;
+}
+
+/*
+ * Refuse, before anything is allocated, a job whose buffers declare more than `limit` bytes
+ * in total, naming the buffer that crosses it.
+ */
+static int check_buffer_total(const struct pccx_jobfile *jf, const char *path, uint64_t limit,
+			      pccx_diag *d)
+{
+	uint64_t total = 0;
+	uint32_t i;
+
+	for (i = 0; i < jf->n_buf; i++) {
+		const struct pccx_buf_info *bi = &jf->buf[i];
+
+		if (bi->size <= limit - total) {
+			total += bi->size;
+			continue;
+		}
+		if (!total)
+			return pccx_fail(d, PCCX_ERR_RANGE,
+					 "%s: buffer %u (handle %u) declares %" PRIu64 " bytes, more "
+					 "than the limit of %" PRIu64 " bytes on the job's buffers "
+					 "(--max-buffers BYTES raises it)",
+					 path, i, bi->handle, bi->size, limit);
+		return pccx_fail(d, PCCX_ERR_RANGE,
+				 "%s: buffer %u (handle %u) declares %" PRIu64 " bytes, which with "
+				 "the %" PRIu64 " bytes of the buffers before it is more than the "
+				 "limit of %" PRIu64 " bytes on the job's buffers (--max-buffers "
+				 "BYTES raises it)",
+				 path, i, bi->handle, bi->size, total, limit);
+	}
+	return PCCX_OK;
 }
 
 static int read_stages(const char *path, struct pccx_sim_stage **out, size_t *n, char **store,
@@ -139,6 +204,7 @@ int pccx_cmd_sim(int argc, char **argv)
 	struct pccx_sim_stage *stages = NULL;
 	char *stage_store = NULL;
 	struct pccx_simb_opts opts = { 0 };
+	uint64_t max_buffers = DEF_MAX_BUFFERS;
 	struct pccx_simb_result res;
 	struct pccx_sim_config cfg;
 	struct pccx_jobfile jf = { 0 };
@@ -172,6 +238,11 @@ int pccx_cmd_sim(int argc, char **argv)
 			opts.timeout_cycles = strtoull(argv[++a], &end, 0);
 			if (errno || *end || !opts.timeout_cycles) {
 				fprintf(stderr, "pccx sim: bad --timeout '%s'\n", argv[a]);
+				return 2;
+			}
+		} else if (!strcmp(o, "--max-buffers") && has) {
+			if (parse_bytes(argv[++a], &max_buffers)) {
+				fprintf(stderr, "pccx sim: bad --max-buffers '%s'\n", argv[a]);
 				return 2;
 			}
 		} else if (!strcmp(o, "--no-validate")) {
@@ -214,6 +285,8 @@ int pccx_cmd_sim(int argc, char **argv)
 	if (!st)
 		st = pccx_jobfile_parse(data, len, job_path, &jf, &d);
 	if (!st)
+		st = check_buffer_total(&jf, job_path, max_buffers, &d);
+	if (!st)
 		st = pccx_simb_create(&cfg, &b, &d);
 	if (st)
 		goto fail;
@@ -228,8 +301,14 @@ int pccx_cmd_sim(int argc, char **argv)
 	}
 	for (i = 0; i < jf.n_buf; i++) {
 		st = pccx_simb_buf_alloc(b, jf.buf[i].size, jf.buf[i].access, &map[i], &d);
-		if (st)
+		if (st) {
+			char why[sizeof(d.msg)];
+
+			snprintf(why, sizeof(why), "%s", d.msg);
+			pccx_fail(&d, st, "%s: buffer %zu (handle %u): %s", job_path, i,
+				  jf.buf[i].handle, why);
 			goto fail;
+		}
 	}
 	for (i = 0; i < n_in; i++) {
 		size_t k, flen;
