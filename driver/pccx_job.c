@@ -379,6 +379,14 @@ int pccx_ioctl_wait(struct pccx_file *pf, void __user *arg)
 	mutex_unlock(&pdev->job_lock);
 	ret = pccx_status_errno(args.status);
 
+	/*
+	 * the outcome reaches the caller before the job is forgotten: a WAIT that
+	 * cannot write it back leaves the job to a later WAIT
+	 */
+	if (copy_to_user(arg, &args, sizeof(args))) {
+		pccx_job_put(job);
+		return -EFAULT;
+	}
 	if (pccx_job_final(args.status)) {
 		/* reap: the id is unknown from now on */
 		mutex_lock(&pf->lock);
@@ -390,8 +398,6 @@ int pccx_ioctl_wait(struct pccx_file *pf, void __user *arg)
 		mutex_unlock(&pf->lock);
 	}
 	pccx_job_put(job);
-	if (copy_to_user(arg, &args, sizeof(args)))
-		return -EFAULT;
 	return ret;
 }
 
@@ -448,13 +454,20 @@ static void pccx_job_finish_locked(struct pccx_device *pdev, struct pccx_job *jo
 	wake_up_all(&pdev->done_wq);
 }
 
+/* Why a job ends with @status but no engine fault: the hw_error of TIMEOUT and ABORTED. */
+static void pccx_job_set_reason(struct pccx_job *job, u32 kind)
+{
+	job->hw_error = kind << PCCX_FAULT_KIND_SHIFT;
+}
+
 /* Abort every queued job (device gone or wedged). Called with job_lock held. */
-static void pccx_abort_queue_locked(struct pccx_device *pdev)
+static void pccx_abort_queue_locked(struct pccx_device *pdev, u32 kind)
 {
 	struct pccx_job *job, *tmp;
 
 	list_for_each_entry_safe(job, tmp, &pdev->queue, qnode) {
 		list_del_init(&job->qnode);
+		pccx_job_set_reason(job, kind);
 		pccx_job_finish_locked(pdev, job, PCCX_JOB_ABORTED);
 		pccx_job_put(job);		/* the queue's reference */
 	}
@@ -472,6 +485,7 @@ void pccx_file_release_jobs(struct pccx_file *pf)
 		job->owner = NULL;
 		if (job->status == PCCX_JOB_QUEUED) {
 			list_del_init(&job->qnode);
+			pccx_job_set_reason(job, PCCX_FAULT_CLOSED);
 			pccx_job_finish_locked(pdev, job, PCCX_JOB_ABORTED);
 			pccx_job_put(job);	/* the queue's reference */
 		} else if (job->status == PCCX_JOB_RUNNING) {
@@ -527,7 +541,7 @@ static int pccx_recover(struct pccx_device *pdev, const char *why)
 	mutex_lock(&pdev->job_lock);
 	if (ret) {
 		WRITE_ONCE(pdev->wedged, true);
-		pccx_abort_queue_locked(pdev);
+		pccx_abort_queue_locked(pdev, PCCX_FAULT_WEDGED);
 	} else {
 		WRITE_ONCE(pdev->wedged, false);
 	}
@@ -592,11 +606,16 @@ static void pccx_windows(struct pccx_device *pdev, struct pccx_job *job, bool op
 	}
 }
 
-/* Why the worker must stop feeding the current job. */
-static bool pccx_job_cancelled(struct pccx_device *pdev, struct pccx_job *job)
+/* Why the worker must stop feeding the current job (a PCCX_FAULT_* kind), or 0. */
+static u32 pccx_job_cancelled(struct pccx_device *pdev, struct pccx_job *job)
 {
-	return kthread_should_stop() || atomic_read(&pdev->reset_request) ||
-	       !READ_ONCE(job->owner);
+	if (kthread_should_stop())
+		return PCCX_FAULT_REMOVED;
+	if (atomic_read(&pdev->reset_request))
+		return PCCX_FAULT_RESET;
+	if (!READ_ONCE(job->owner))
+		return PCCX_FAULT_CLOSED;
+	return 0;
 }
 
 static u32 pccx_eng_rd32(void *io, u32 off)
@@ -660,13 +679,18 @@ static void pccx_job_sleep(struct pccx_device *pdev, struct pccx_job *job, long 
 static u32 pccx_job_fake_hang(struct pccx_device *pdev, struct pccx_job *job)
 {
 	u64 deadline = ktime_get_ns() + job->timeout_ns;
+	u32 why;
 
 	while (ktime_get_ns() < deadline) {
-		if (pccx_job_cancelled(pdev, job))
+		why = pccx_job_cancelled(pdev, job);
+		if (why) {
+			pccx_job_set_reason(job, why);
 			return PCCX_JOB_ABORTED;
+		}
 		pccx_job_sleep(pdev, job, msecs_to_jiffies(20));
 	}
 	dev_warn(pdev->dev, "job %llu: injected hang\n", job->id);
+	pccx_job_set_reason(job, PCCX_FAULT_HANG_INJECTED);
 	return PCCX_JOB_TIMEOUT;
 }
 
@@ -709,6 +733,7 @@ static u32 pccx_job_run(struct pccx_device *pdev, struct pccx_job *job)
 	u64 last_progress, last_retired, last_ns, now;
 	bool retried = false;
 	int state;
+	u32 why;
 
 	if (atomic_dec_if_positive(&pdev->hang_jobs) >= 0)
 		return pccx_job_fake_hang(pdev, job);
@@ -727,8 +752,13 @@ restart:
 		state = pccx_engine_step(e);
 		if (state != PCCX_ENGINE_RUNNING)
 			break;
-		if (pccx_job_cancelled(pdev, job))
+		why = pccx_job_cancelled(pdev, job);
+		if (why) {
+			pccx_job_set_reason(job, why);
+			job->fault_index = e->next;
+			job->retired = e->retired;
 			return PCCX_JOB_ABORTED;
+		}
 		now = ktime_get_ns();
 		if (e->progress != last_progress) {
 			last_progress = e->progress;
@@ -747,6 +777,9 @@ restart:
 				continue;
 			}
 			job->retired = r;
+			pccx_job_set_reason(job, PCCX_FAULT_HUNG);
+			job->fault_index = e->next;
+			job->error_info = r;
 			dev_warn(pdev->dev,
 				 "job %llu: no progress for %llu ms (instruction %u of %u pushed, %llu retired): hung\n",
 				 job->id, job->timeout_ns / NSEC_PER_MSEC, e->next, job->n_insn, r);
@@ -883,7 +916,7 @@ void pccx_job_fini(struct pccx_device *pdev)
 {
 	mutex_lock(&pdev->job_lock);
 	WRITE_ONCE(pdev->gone, true);
-	pccx_abort_queue_locked(pdev);
+	pccx_abort_queue_locked(pdev, PCCX_FAULT_REMOVED);
 	mutex_unlock(&pdev->job_lock);
 	/* the running job sees kthread_should_stop() and is aborted */
 	kthread_stop(pdev->worker);

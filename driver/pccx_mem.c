@@ -134,25 +134,32 @@ int pccx_ioctl_bo_create(struct pccx_file *pf, void __user *arg)
 		ret = -ENOMEM;
 		goto err_uncharge;
 	}
-	ret = idr_alloc(&pf->bos, bo, 1, INT_MAX, GFP_KERNEL);
+	/*
+	 * Reserve the handle with no buffer behind it: until the caller has the
+	 * handle in hand, lookups (BO_DESTROY, SUBMIT, mmap) see nothing, so the
+	 * undo below cannot race another thread that guessed the handle.
+	 */
+	ret = idr_alloc(&pf->bos, NULL, 1, INT_MAX, GFP_KERNEL);
 	if (ret < 0)
 		goto err_free;
 	bo->handle = ret;
-	kref_get(&pdev->ref);			/* put by pccx_bo_release() */
 	mutex_unlock(&pf->lock);
 
 	args.size = size;
 	args.handle = bo->handle;
 	args.mmap_offset = (u64)bo->handle << PCCX_MMAP_SHIFT;
 	if (copy_to_user(arg, &args, sizeof(args))) {
-		/* the handle was never seen: undo */
+		ret = -EFAULT;
 		mutex_lock(&pf->lock);
 		idr_remove(&pf->bos, bo->handle);
-		pf->mem_used -= size;
-		mutex_unlock(&pf->lock);
-		pccx_bo_put(bo);
-		return -EFAULT;
+		goto err_free;
 	}
+
+	/* publish: from here the buffer belongs to the handle */
+	kref_get(&pdev->ref);			/* put by pccx_bo_release() */
+	mutex_lock(&pf->lock);
+	WARN_ON(idr_replace(&pf->bos, bo, bo->handle));
+	mutex_unlock(&pf->lock);
 	return 0;
 
 err_free:

@@ -168,15 +168,18 @@ int pccx_kb_submit_wait(struct pccx_kb *b, const struct pccx_job_view *job,
 		return 0;
 	case -EIO:
 		return pccx_fail(d, PCCX_ERR_DEVICE,
-				 "device fault: hw_error 0x%08x at instruction %u (info 0x%llx)",
+				 "device fault: hw_error 0x%08x at instruction %u (info 0x%llx): %s",
 				 res->wait.hw_error, res->wait.fault_index,
-				 (unsigned long long)res->wait.error_info);
+				 (unsigned long long)res->wait.error_info,
+				 pccx_kdev_fault_name(res->wait.hw_error));
 	case -ETIMEDOUT:
 		return pccx_fail(d, PCCX_ERR_TIMEOUT,
-				 "job hung (%llu instructions retired): the driver reset the device",
-				 (unsigned long long)res->wait.retired);
+				 "job hung: %s (%u instructions pushed, %llu retired); the driver "
+				 "reset the device", pccx_kdev_fault_name(res->wait.hw_error),
+				 res->wait.fault_index, (unsigned long long)res->wait.retired);
 	case -ECANCELED:
-		return pccx_fail(d, PCCX_ERR_BUSY, "job aborted by a device reset");
+		return pccx_fail(d, PCCX_ERR_BUSY, "job aborted: %s",
+				 pccx_kdev_fault_name(res->wait.hw_error));
 	case -ETIME:
 		return pccx_fail(d, PCCX_ERR_TIMEOUT, "job still %s after %llu ns",
 				 pccx_kdev_status_name(res->wait.status),

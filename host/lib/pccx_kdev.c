@@ -133,3 +133,25 @@ const char *pccx_kdev_status_name(uint32_t status)
 
 	return status < sizeof(names) / sizeof(names[0]) ? names[status] : "unknown";
 }
+
+const char *pccx_kdev_fault_name(uint32_t hw_error)
+{
+	static const char *const names[] = {
+		[PCCX_FAULT_BUSY] = "the device was busy at the start",
+		[PCCX_FAULT_DEVICE] = "the device reported an error",
+		[PCCX_FAULT_DM_STATUS] = "a DataMover status without OKAY",
+		[PCCX_FAULT_DM_TAG] = "a DataMover status with an unexpected tag",
+		[PCCX_FAULT_XLATE] = "a buffer range could not be translated",
+		[PCCX_FAULT_ADDR] = "a device address too wide for the device",
+		[PCCX_FAULT_RETIRED] = "idle with another instruction count",
+		[PCCX_FAULT_HUNG] = "no progress within the timeout",
+		[PCCX_FAULT_HANG_INJECTED] = "a hang injected through debugfs",
+		[PCCX_FAULT_RESET] = "a RESET stopped it",
+		[PCCX_FAULT_CLOSED] = "its file was closed",
+		[PCCX_FAULT_REMOVED] = "the device went away",
+		[PCCX_FAULT_WEDGED] = "a reset failed: the device is wedged",
+	};
+	uint32_t kind = hw_error >> PCCX_FAULT_KIND_SHIFT;
+
+	return kind < sizeof(names) / sizeof(names[0]) && names[kind] ? names[kind] : "unknown";
+}

@@ -56,6 +56,8 @@ int pccx_kdev_reset(int fd);
 
 /* Name of a PCCX_JOB_* status. */
 const char *pccx_kdev_status_name(uint32_t status);
+/* Why a job did not end DONE, from struct pccx_wait.hw_error[31:24]. */
+const char *pccx_kdev_fault_name(uint32_t hw_error);
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,13 @@
  *   stuck-reset N
  *            the next N RESET writes never complete (RESET reads 1 until the next
  *            RESET write)
+ *   slow EVERY CYCLES
+ *            a slow host: after every EVERY-th request of the driver the device runs alone
+ *            for CYCLES core cycles before the answer (as if the driver were preempted
+ *            between two accesses); "slow 0 0" ends it
+ *   fault INDEX CAUSE
+ *            the device raises ERROR with CAUSE (a PCCX_CAUSE_* number) when instruction
+ *            INDEX of a job reaches issue, once (pccx_sim_inject_error)
  *   rogue    make a DataMover read outside every window (must be refused)
  *   probe    try to map a window that is not open (must be refused)
  *   stats    print the simulator's counters
@@ -57,6 +64,7 @@ static int armed, frozen;
 static int stuck_resets;		/* RESET writes left that never complete */
 static int reset_stuck;			/* RESET reads 1 until the next RESET write */
 static uint64_t frozen_retired, frozen_cycles;
+static unsigned long slow_every, slow_cycles, requests;	/* the "slow" control */
 static struct pccx_sim_config cfg;
 static uint64_t last_faults;
 static long page;
@@ -274,6 +282,19 @@ static void control(const char *cmd, int rsp)
 	} else if (!strncmp(cmd, "stuck-reset ", 12)) {
 		stuck_resets = atoi(cmd + 12);
 		snprintf(out, sizeof(out), "stuck %d\n", stuck_resets);
+	} else if (!strncmp(cmd, "slow ", 5)) {
+		if (sscanf(cmd + 5, "%lu %lu", &slow_every, &slow_cycles) != 2)
+			slow_every = slow_cycles = 0;
+		snprintf(out, sizeof(out), "slow %lu %lu\n", slow_every, slow_cycles);
+	} else if (!strncmp(cmd, "fault ", 6)) {
+		unsigned int index, cause;
+
+		if (sscanf(cmd + 6, "%u %u", &index, &cause) == 2 && cause && cause < 256) {
+			pccx_sim_inject_error(sim, index, cause);
+			snprintf(out, sizeof(out), "fault %u %u\n", index, cause);
+		} else {
+			snprintf(out, sizeof(out), "bad fault command\n");
+		}
 	} else if (!strcmp(cmd, "probe")) {
 		/* a window id that is not open must not be mappable */
 		void *p = mmap(NULL, (size_t)page, PROT_READ, MAP_SHARED, link_fd,
@@ -390,6 +411,8 @@ int main(int argc, char **argv)
 				die("read");
 			busy |= handle(&m);
 			quiet = 0;
+			if (slow_every && ++requests % slow_every == 0 && !frozen)
+				pccx_sim_advance(sim, slow_cycles);
 			report_faults();
 			update_irq();
 			if (write(link_fd, &m, sizeof(m)) != (ssize_t)sizeof(m))

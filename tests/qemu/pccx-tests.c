@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <grp.h>
+#include <pthread.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -61,8 +62,10 @@ static void check_ret(int got, int want, int line, const char *what)
 
 	if (got == want)
 		return;
-	snprintf(buf, sizeof(buf), "%s returned %d (%s), expected %d (%s)", what, got,
-		 got < 0 ? strerror(-got) : "-", want, want < 0 ? strerror(-want) : "-");
+	/* small negative values are both errnos and pccx status codes: name both */
+	snprintf(buf, sizeof(buf), "%s returned %d (%s / %s), expected %d (%s / %s)", what, got,
+		 got < 0 ? strerror(-got) : "-", pccx_strerror(got), want,
+		 want < 0 ? strerror(-want) : "-", pccx_strerror(want));
 	check(0, line, buf);
 }
 
@@ -550,6 +553,99 @@ static void test_bo_abuse(void)
 	pccx_kdev_close(fd);
 }
 
+/*
+ * BO_CREATE whose result cannot be written back (the argument on a read-only page) while
+ * another thread of the same file destroys the handles it may be given and a third keeps
+ * the memory map busy: the undo must never touch a buffer another thread has seen. Before
+ * the handle was reserved unpublished, this underflowed a refcount within ~500 creates and
+ * wrapped the file's usage.
+ */
+struct bo_race {
+	int fd;
+	volatile int stop;
+	long destroyed;
+};
+
+static void *bo_race_destroyer(void *arg)
+{
+	struct bo_race *r = arg;
+	uint32_t h = 1;
+
+	while (!r->stop) {
+		if (!pccx_kdev_bo_destroy(r->fd, h))
+			r->destroyed++;
+		h = h % 4 + 1;
+	}
+	return NULL;
+}
+
+static void *bo_race_mapper(void *arg)
+{
+	struct bo_race *r = arg;
+
+	while (!r->stop) {
+		void *m = mmap(NULL, 1 << 20, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (m != MAP_FAILED)
+			munmap(m, 1 << 20);
+	}
+	return NULL;
+}
+
+static long fd_memory_kib(int fd)
+{
+	char path[64], buf[4096];
+	const char *m;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	if (read_text(path, buf, sizeof(buf)))
+		return -1;
+	m = strstr(buf, "pccx-memory:\t");
+	return m ? atol(m + strlen("pccx-memory:\t")) : -1;
+}
+
+static void test_bo_create_race(void)
+{
+	struct bo_race r = { dev_open(), 0, 0 };
+	struct pccx_bo_create *ro, bo;
+	pthread_t t1, t2;
+	int i, efault = 0, other = 0;
+
+	ro = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(ro != MAP_FAILED);
+	if (ro == MAP_FAILED)
+		return;
+	memset(ro, 0, sizeof(*ro));
+	ro->size = 4096;
+	ro->flags = PCCX_BO_DEV_READ;
+	CHECK_RET(mprotect(ro, 4096, PROT_READ), 0);
+	CHECK_RET(pthread_create(&t1, NULL, bo_race_destroyer, &r), 0);
+	CHECK_RET(pthread_create(&t2, NULL, bo_race_mapper, &r), 0);
+	for (i = 0; i < 3000; i++) {
+		int rc = ioctl(r.fd, PCCX_IOCTL_BO_CREATE, ro) ? -errno : 0;
+
+		if (rc == -EFAULT)
+			efault++;
+		else
+			other++;
+	}
+	r.stop = 1;
+	pthread_join(t1, NULL);
+	pthread_join(t2, NULL);
+	printf("  3000 creates: %d EFAULT, %d other; %ld destroys succeeded\n", efault, other,
+	       r.destroyed);
+	CHECK(efault == 3000);
+	/* a buffer nobody was given cannot be destroyed, and the file holds nothing */
+	CHECK(r.destroyed == 0);
+	CHECK(fd_memory_kib(r.fd) == 0);
+	CHECK_RET(pccx_kdev_bo_create(r.fd, 4096, PCCX_BO_DEV_READ, &bo), 0);
+	CHECK(fd_memory_kib(r.fd) == 4);
+	CHECK_RET(pccx_kdev_bo_destroy(r.fd, bo.handle), 0);
+	CHECK(fd_memory_kib(r.fd) == 0);
+	munmap(ro, 4096);
+	pccx_kdev_close(r.fd);
+}
+
 static void test_bo_isolation(void)
 {
 	int fd = dev_open(), fd2 = dev_open();
@@ -752,6 +848,24 @@ static void test_wait(void)
 		CHECK_RET(pccx_kdev_wait(fd, id, pccx_kdev_deadline(60000000000ll), &w), 0);
 		pccx_kdev_close(fd2);
 	}
+	/* a WAIT that cannot write its outcome back does not reap the job: a later one gets it */
+	{
+		struct pccx_wait *ro = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+					    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		CHECK(ro != MAP_FAILED);
+		CHECK_RET(dev_job_submit(fd, &j, &dj, 0, &id), 0);
+		CHECK(poll(&p, 1, 60000) == 1);
+		if (ro != MAP_FAILED) {
+			memset(ro, 0, sizeof(*ro));
+			ro->job_id = id;
+			CHECK_RET(mprotect(ro, 4096, PROT_READ), 0);
+			CHECK_RET(ioctl(fd, PCCX_IOCTL_WAIT, ro) ? -errno : 0, -EFAULT);
+			munmap(ro, 4096);
+		}
+		CHECK_RET(pccx_kdev_wait(fd, id, 0, &w), 0);
+		CHECK(w.status == PCCX_JOB_DONE && w.hw_error == 0);
+	}
 	dev_job_free(fd, &dj);
 	pccx_kdev_close(fd);
 }
@@ -784,6 +898,12 @@ static void test_hang(void)
 	CHECK(w.status == PCCX_JOB_RUNNING);
 	CHECK_RET(pccx_kdev_wait(fd, id, pccx_kdev_deadline(60000000000ll), &w), -ETIMEDOUT);
 	CHECK(w.status == PCCX_JOB_TIMEOUT);
+	CHECK(w.hw_error >> PCCX_FAULT_KIND_SHIFT == PCCX_FAULT_HUNG);
+	/* the words pushed before the device froze, and RETIRED as the driver last read it */
+	CHECK(w.fault_index >= 1 && w.fault_index <= 9 && w.error_info == w.retired);
+	if (w.fault_index < 1 || w.fault_index > 9 || w.error_info != w.retired)
+		printf("  hung: pushed %u, info %llu, retired %llu\n", w.fault_index,
+		       (unsigned long long)w.error_info, (unsigned long long)w.retired);
 	CHECK_RET(pccx_kdev_wait(fd, id2, pccx_kdev_deadline(60000000000ll), &w), 0);
 	CHECK(w.status == PCCX_JOB_DONE);
 	CHECK(read_long(SYSFS "reset_count") == resets + 1);
@@ -793,6 +913,7 @@ static void test_hang(void)
 	CHECK_RET(write_text(dbgfs("hang_jobs"), "1"), 0);
 	CHECK_RET(dev_job_submit(fd, &j, &dj, 200000000ull, &id), 0);
 	CHECK_RET(pccx_kdev_wait(fd, id, pccx_kdev_deadline(60000000000ll), &w), -ETIMEDOUT);
+	CHECK(w.hw_error >> PCCX_FAULT_KIND_SHIFT == PCCX_FAULT_HANG_INJECTED);
 	CHECK_RET(job_roundtrip(fd, 11), 0);
 	CHECK(read_text(dbgfs("history"), buf, sizeof(buf)) == 0 && strstr(buf, " timeout "));
 	dev_job_free(fd, &dj);
@@ -1047,6 +1168,26 @@ static void test_reset(void)
 	CHECK_RET(pccx_kdev_reset(fd), 0);
 	usleep(200000);
 	CHECK(read_long(SYSFS "reset_count") == resets + 1);
+	/* a RESET stops the running job: ABORTED, and it says why */
+	{
+		struct job j;
+		struct dev_job dj;
+		struct pccx_wait w;
+		uint64_t id = 0;
+
+		job_make(&j, 31);
+		CHECK_RET(dev_job_setup(fd, &j, &dj), 0);
+		CHECK_RET(hang_device(), 0);
+		CHECK_RET(dev_job_submit(fd, &j, &dj, 0, &id), 0);
+		CHECK_RET(pccx_kdev_wait(fd, id, pccx_kdev_deadline(200000000ll), &w), -ETIME);
+		CHECK(w.status == PCCX_JOB_RUNNING);
+		CHECK_RET(pccx_kdev_reset(fd), 0);
+		CHECK_RET(pccx_kdev_wait(fd, id, pccx_kdev_deadline(60000000000ll), &w),
+			  -ECANCELED);
+		CHECK(w.status == PCCX_JOB_ABORTED);
+		CHECK(w.hw_error >> PCCX_FAULT_KIND_SHIFT == PCCX_FAULT_RESET);
+		dev_job_free(fd, &dj);
+	}
 	/* without CAP_SYS_ADMIN */
 	pid = fork();
 	if (pid == 0) {
@@ -1306,8 +1447,7 @@ static void test_gemma(void)
 /* pccx-memory of this process's /dev/pccx file (the one libpccx opened), in KiB; -1 if none. */
 static long pccx_fd_memory_kib(void)
 {
-	char path[64], link[64], buf[4096];
-	const char *m;
+	char path[64], link[64];
 	int fd;
 
 	for (fd = 0; fd < 256; fd++) {
@@ -1318,13 +1458,8 @@ static long pccx_fd_memory_kib(void)
 		if (n <= 0)
 			continue;
 		link[n] = '\0';
-		if (strcmp(link, "/dev/pccx"))
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-		if (read_text(path, buf, sizeof(buf)))
-			return -1;
-		m = strstr(buf, "pccx-memory:\t");
-		return m ? atol(m + strlen("pccx-memory:\t")) : -1;
+		if (!strcmp(link, "/dev/pccx"))
+			return fd_memory_kib(fd);
 	}
 	return -1;
 }
@@ -1368,9 +1503,15 @@ static void test_gemma_shared(void)
 	if (!rc)
 		rc = gemma_tokens(sb, &b, 4, &d);
 	m2 = pccx_fd_memory_kib();
-	if (rc)
+	if (rc) {
 		printf("  shared: %s\n", d.msg);
-	CHECK_RET(rc, 0);
+		CHECK_RET(rc, 0);
+		pccx_session_free(sb);
+		pccx_session_free(sa);
+		pccx_model_free(model);
+		pccx_device_close(dev);
+		return;
+	}
 	CHECK(a.n == 4 && b.n == 4 && !memcmp(a.ids, b.ids, sizeof(a.ids[0]) * 4));
 	printf("  pccx-memory: %ld KiB with the model, %ld with one session, %ld with two\n", m0,
 	       m1, m2);
@@ -1386,6 +1527,127 @@ static void test_gemma_shared(void)
 	/* the model's buffers went with it */
 	CHECK(pccx_fd_memory_kib() == m0);
 	pccx_device_close(dev);
+}
+
+/* The tiny model on a backend, prefilled with <bos>: device, model and session. */
+struct gemma_ctx {
+	pccx_device *dev;
+	pccx_model *model;
+	pccx_session *s;
+};
+
+static int gemma_open(const char *backend, bool verify, struct gemma_ctx *g, pccx_diag *d)
+{
+	struct pccx_device_opts dopt = { sizeof(dopt), backend, NULL, NULL, NULL };
+	struct pccx_model_opts mopt = { sizeof(mopt), NULL, "tiny", 7, NULL, NULL, NULL };
+	struct pccx_session_opts sopt = { sizeof(sopt), 0, verify };
+	static const int32_t prompt[GEMMA_PROMPT] = { 2 };
+	int rc;
+
+	memset(g, 0, sizeof(*g));
+	rc = pccx_device_open(&dopt, &g->dev, d);
+	if (!rc)
+		rc = pccx_model_load(g->dev, &mopt, &g->model, d);
+	if (!rc)
+		rc = pccx_session_create(g->model, &sopt, &g->s, d);
+	if (!rc)
+		rc = pccx_session_prefill(g->s, prompt, GEMMA_PROMPT, d);
+	return rc;
+}
+
+static void gemma_close(struct gemma_ctx *g)
+{
+	pccx_session_free(g->s);
+	pccx_model_free(g->model);
+	pccx_device_close(g->dev);
+}
+
+/* n greedy tokens on the in-process backend: what the kernel path must give. */
+static int gemma_expect(size_t n, struct gemma_run *r, pccx_diag *d)
+{
+	struct gemma_ctx g;
+	int rc = gemma_open("sim", false, &g, d);
+
+	memset(r, 0, sizeof(*r));
+	if (!rc)
+		rc = gemma_tokens(g.s, r, n, d);
+	gemma_close(&g);
+	return rc;
+}
+
+/*
+ * A slow host: pccx-simd lets the device run alone for 20,000 core cycles (2.4 times the
+ * overrun grace) after every 11th access of the driver, as if the worker were preempted
+ * there; every phase of the command/word sequence gets hit. Logits and KV rows are verified
+ * each step and the tokens are the in-process ones.
+ */
+static void test_gemma_slow_host(void)
+{
+	struct gemma_run k, want;
+	struct gemma_ctx g;
+	pccx_diag d = { 0 };
+	char out[64];
+	int rc;
+
+	CHECK_RET(gemma_expect(4, &want, &d), 0);
+	CHECK(simd("slow 11 20000", out, sizeof(out)) == 0 && !strncmp(out, "slow 11", 7));
+	memset(&k, 0, sizeof(k));
+	rc = gemma_open("kernel", true, &g, &d);
+	if (!rc)
+		rc = gemma_tokens(g.s, &k, 4, &d);
+	if (rc)
+		printf("  slow host: %s\n", d.msg);
+	CHECK_RET(rc, 0);
+	gemma_close(&g);
+	CHECK(simd("slow 0 0", out, sizeof(out)) == 0 && !strncmp(out, "slow 0", 6));
+	CHECK(k.n == 4 && !memcmp(k.ids, want.ids, sizeof(k.ids[0]) * 4));
+}
+
+/*
+ * A device fault in the middle of a decode through /dev/pccx (the device raises DMA_SLVERR
+ * at instruction 1500 of the next job): the caller gets PCCX_ERR_DEVICE naming the fault, no
+ * crash, no buffer left behind; generate again feeds the token whose step failed and the
+ * tokens are those of an undisturbed run. The driver reset the device once for it.
+ */
+static void test_gemma_device_fault(void)
+{
+	long resets = read_long(SYSFS "reset_count");
+	struct gemma_run k, want;
+	struct gemma_ctx g;
+	pccx_diag d = { 0 };
+	char out[64];
+	long m0;
+	int rc;
+
+	CHECK_RET(gemma_expect(6, &want, &d), 0);
+	memset(&k, 0, sizeof(k));
+	rc = gemma_open("kernel", true, &g, &d);
+	CHECK_RET(rc, 0);
+	if (rc) {
+		printf("  open: %s\n", d.msg);
+		gemma_close(&g);
+		return;
+	}
+	CHECK(simd("fault 1500 3", out, sizeof(out)) == 0 && !strncmp(out, "fault 1500 3", 12));
+	rc = gemma_tokens(g.s, &k, 6, &d);
+	CHECK_RET(rc, PCCX_ERR_DEVICE);
+	CHECK(strstr(d.msg, "hw_error 0x03000103 at instruction 1500") != NULL);
+	if (rc != PCCX_ERR_DEVICE || !strstr(d.msg, "at instruction 1500"))
+		printf("  fault: %s\n", d.msg);
+	CHECK(k.n == 1);
+	CHECK(read_long(SYSFS "reset_count") == resets + 1);
+	rc = gemma_tokens(g.s, &k, 6 - k.n, &d);
+	if (rc)
+		printf("  after the fault: %s\n", d.msg);
+	CHECK_RET(rc, 0);
+	CHECK(k.n == 6 && !memcmp(k.ids, want.ids, sizeof(k.ids[0]) * 6));
+	pccx_session_free(g.s);
+	g.s = NULL;
+	pccx_model_free(g.model);
+	g.model = NULL;
+	m0 = pccx_fd_memory_kib();
+	CHECK(m0 == 0);
+	gemma_close(&g);
 }
 
 #define PCCX_PARAM "/sys/module/pccx/parameters/"
@@ -1437,6 +1699,7 @@ static const struct {
 	{ "bad-ioctls", test_bad_ioctls },
 	{ "bo", test_bo },
 	{ "bo-abuse", test_bo_abuse },
+	{ "bo-create-race", test_bo_create_race },
 	{ "bo-isolation", test_bo_isolation },
 	{ "quota", test_quota },
 	{ "job-bitexact", test_job },
@@ -1456,6 +1719,8 @@ static const struct {
 	{ "gemma-decode", test_gemma },
 	{ "gemma-split-weights", test_gemma_split },
 	{ "gemma-shared-weights", test_gemma_shared },
+	{ "gemma-slow-host", test_gemma_slow_host },
+	{ "gemma-device-fault", test_gemma_device_fault },
 };
 
 int main(int argc, char **argv)

@@ -235,7 +235,10 @@ struct pccx_submit {
 #define PCCX_JOB_TIMEOUT  4u	/* no progress within the timeout: killed, device reset */
 #define PCCX_JOB_ABORTED  5u	/* cancelled: RESET ioctl, device removal, or recovery failed */
 
-/* struct pccx_wait.hw_error[31:24]: who detected the fault (the command engine's kinds) */
+/*
+ * struct pccx_wait.hw_error[31:24]: why a job did not end DONE. 2-8 are the command engine's
+ * kinds (%PCCX_JOB_FAULT); 9-14 say why a job ended TIMEOUT or ABORTED.
+ */
 #define PCCX_FAULT_KIND_SHIFT 24
 #define PCCX_FAULT_BUSY       2u	/* the device was not idle when the job started */
 #define PCCX_FAULT_DEVICE     3u	/* the device set its ERROR register */
@@ -244,6 +247,12 @@ struct pccx_submit {
 #define PCCX_FAULT_XLATE      6u	/* a buffer range could not be translated */
 #define PCCX_FAULT_ADDR       7u	/* a device address wider than the device accepts */
 #define PCCX_FAULT_RETIRED    8u	/* idle, but fewer or more instructions retired */
+#define PCCX_FAULT_HUNG       9u	/* TIMEOUT: no progress for the job's timeout */
+#define PCCX_FAULT_HANG_INJECTED 10u	/* TIMEOUT: a hang injected through debugfs */
+#define PCCX_FAULT_RESET      11u	/* ABORTED: a RESET ioctl stopped it */
+#define PCCX_FAULT_CLOSED     12u	/* ABORTED: its file was closed */
+#define PCCX_FAULT_REMOVED    13u	/* ABORTED: the device went away */
+#define PCCX_FAULT_WEDGED     14u	/* ABORTED: a reset failed, the device is wedged */
 
 /**
  * struct pccx_wait - argument of %PCCX_IOCTL_WAIT
@@ -252,12 +261,13 @@ struct pccx_submit {
  *	0) makes WAIT not block.
  * @flags: in: MBZ.
  * @status: out: %PCCX_JOB_*.
- * @hw_error: out: for %PCCX_JOB_FAULT, [31:24] what failed (%PCCX_FAULT_*);
- *	for %PCCX_FAULT_DEVICE [23:0] are the ERROR register's (cause in [7:0],
- *	ISA error code in [23:16]); for the DataMover kinds [15:8] is the
- *	channel and [7:0] the status byte; else 0.
+ * @hw_error: out: 0 for %PCCX_JOB_DONE; for every other final status [31:24]
+ *	says why (%PCCX_FAULT_*); for %PCCX_FAULT_DEVICE [23:0] are the ERROR
+ *	register's (cause in [7:0], ISA error code in [23:16]); for the
+ *	DataMover kinds [15:8] is the channel and [7:0] the status byte.
  * @fault_index: out: index of the faulting instruction (ERROR[63:32] for a
- *	device error, else the instruction being fed).
+ *	device error), else the instruction being fed when the job stopped
+ *	(for TIMEOUT and ABORTED: the words pushed so far).
  * @error_info: out: ERROR_INFO (faulting word or address) for a device error,
  *	else the failure's detail (status byte, address, RETIRED).
  * @submit_ns: out: CLOCK_MONOTONIC time of SUBMIT.
