@@ -9,6 +9,10 @@
 #   scripts/qemu/run.sh [BUILD]        (BUILD defaults to build; output in BUILD/qemu)
 #   PCCX_QEMU_ARCH="amd64 arm64"       which boots to run
 #   PCCX_QEMU_TESTS=name,name          only these guest tests (x86)
+#   PCCX_QEMU_EXTRA="a.c dir ..."      further guest programs: each .c file (or every .c in a
+#                                      directory) is built like pccx-tests and run in the x86
+#                                      guest after it; exit 0 passes, 77 skips, else fails.
+#                                      tests/qemu/extra/*.c always run; "none" runs no extras
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -64,7 +68,36 @@ build_user() {
   "$cc" "${cflags[@]}" tests/qemu/init.c -o "$out/bin-$arch/init" &&
   "$cc" "${cflags[@]}" tests/qemu/pccx-simd.c "${libs[@]}" -o "$out/bin-$arch/pccx-simd" &&
   "$cc" "${cflags[@]}" tests/qemu/pccx-tests.c host/lib/pccx_kdev.c "${libs[@]}" \
-      -o "$out/bin-$arch/pccx-tests"
+      -o "$out/bin-$arch/pccx-tests" || return 1
+  # extra guest programs (x86 boot only): the same flags and libraries as pccx-tests
+  rm -rf "$out/bin-$arch/extra"
+  [ "$arch" = amd64 ] || return 0
+  mkdir -p "$out/bin-$arch/extra"
+  local src name
+  for src in $(extra_sources); do
+    name=$(basename "$src" .c)
+    if [ -e "$out/bin-$arch/extra/$name" ]; then
+      echo "extra guest program '$name' given twice ($src)"; return 1
+    fi
+    "$cc" "${cflags[@]}" -Itests/qemu "$src" host/lib/pccx_kdev.c "${libs[@]}" \
+        -o "$out/bin-$arch/extra/$name" || { echo "extra guest program $src: build failed"; return 1; }
+  done
+}
+
+# The extra guest programs: tests/qemu/extra/*.c and what PCCX_QEMU_EXTRA names.
+extra_sources() {
+  local e
+  [ "${PCCX_QEMU_EXTRA:-}" = none ] && return 0
+  for e in tests/qemu/extra ${PCCX_QEMU_EXTRA:-}; do
+    if [ -d "$e" ]; then
+      find "$e" -maxdepth 1 -name '*.c' -type f | LC_ALL=C sort
+    elif [ -f "$e" ]; then
+      echo "$e"
+    else
+      echo "PCCX_QEMU_EXTRA: '$e' is neither a .c file nor a directory" >&2
+      echo /nonexistent/extra.c
+    fi
+  done
 }
 
 # ---- modules -----------------------------------------------------------------------------
@@ -89,6 +122,7 @@ initramfs() {   # initramfs ARCH
   mkdir -p "$d"/{bin,lib,dev,proc,sys,run}
   cp "$out/bin-$arch/init" "$d/init"
   cp "$out/bin-$arch/pccx-simd" "$out/bin-$arch/pccx-tests" "$d/bin/"
+  if [ -d "$out/bin-$arch/extra" ]; then cp -r "$out/bin-$arch/extra" "$d/bin/"; fi
   cp "$out/driver-$arch/pccx.ko" "$out/driver-$arch/pccx_simlink.ko" "$d/lib/"
   (cd "$d" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) | gzip -1 >"$out/initramfs-$arch.cpio.gz"
 }
@@ -98,7 +132,7 @@ parse_log() {
   local arch=$1 log=$2 status=$3 want=$4 n_ok n_bad
   n_ok=$(grep -c "^PCCX-TEST ok " "$log" | tr -d '\r')
   n_bad=$(grep -c "^PCCX-TEST FAIL " "$log" | tr -d '\r')
-  grep -E "^PCCX-TEST (ok|FAIL) |^  \(also|^  job |^PCCX-BENCH" "$log" | tr -d '\r' |
+  grep -E "^PCCX-TEST (ok|FAIL|skip) |^  \(also|^  job |^PCCX-BENCH" "$log" | tr -d '\r' |
     sed -e "s/^PCCX-TEST /[$arch] /" -e "s/^PCCX-BENCH /[$arch] bench: /"
   pass=$((pass + n_ok)); fail=$((fail + n_bad))
   if ! grep -q "^PCCX-RESULT" "$log"; then

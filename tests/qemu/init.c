@@ -13,6 +13,7 @@
  * The kernel command line chooses what to run: pccx.tests=<list> (passed to
  * pccx-tests), pccx.modparams="<params for pccx.ko>".
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -143,6 +144,50 @@ static int run(char *const argv[], int timeout_s)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/*
+ * Further guest programs (scripts/qemu/run.sh PCCX_QEMU_EXTRA, tests/qemu/extra/): each
+ * /bin/extra/NAME runs after pccx-tests, in name order, with the daemon and both modules
+ * loaded; its exit status is its verdict: 0 passes, 77 skips, anything else fails.
+ */
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void run_extras(void)
+{
+	static char names[64][256];
+	char *sorted[64], path[300], name[300], why[64];
+	struct dirent *de;
+	DIR *d = opendir("/bin/extra");
+	int n = 0, i, r;
+
+	if (!d)
+		return;
+	while ((de = readdir(d)) && n < 64)
+		if (de->d_name[0] != '.') {
+			snprintf(names[n], sizeof(names[n]), "%s", de->d_name);
+			sorted[n] = names[n];
+			n++;
+		}
+	closedir(d);
+	qsort(sorted, (size_t)n, sizeof(sorted[0]), cmp_names);
+	for (i = 0; i < n; i++) {
+		char *argv[2] = { path, NULL };
+
+		snprintf(path, sizeof(path), "/bin/extra/%s", sorted[i]);
+		snprintf(name, sizeof(name), "extra:%s", sorted[i]);
+		fflush(stdout);
+		r = run(argv, 120);
+		if (r == 77) {
+			printf("PCCX-TEST skip %s\n", name);
+			continue;
+		}
+		snprintf(why, sizeof(why), "exited with %d%s", r, r == -2 ? " (timed out)" : "");
+		result(r == 0, name, why);
+	}
+}
+
 /* Scan the kernel log; print it between markers so the harness keeps it. */
 static void check_kernel_log(void)
 {
@@ -194,7 +239,7 @@ int main(void)
 	char modparams[512], tests[512], why[256];
 	char *targv[4];
 	pid_t simd;
-	int fd, r;
+	int fd, r, probed;
 
 	mount("devtmpfs", "/dev", "devtmpfs", 0, NULL);
 	mount("proc", "/proc", "proc", 0, NULL);
@@ -244,8 +289,9 @@ int main(void)
 		finish();
 	r = wait_path("/dev/pccx", 20000);
 	result(!r, "probe", "/dev/pccx did not appear (see the kernel log)");
+	probed = !r;
 
-	if (!r) {
+	if (probed) {
 		targv[0] = "/bin/pccx-tests";
 		targv[1] = tests[0] ? tests : NULL;
 		targv[2] = NULL;
@@ -256,6 +302,9 @@ int main(void)
 		if (r == 1)
 			failed++;	/* counted again below from its lines by the harness */
 	}
+
+	if (probed)
+		run_extras();
 
 	r = unload_module("pccx");
 	snprintf(why, sizeof(why), "delete_module: %s", strerror(-r));

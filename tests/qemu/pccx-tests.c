@@ -1018,6 +1018,118 @@ static void test_close_running(void)
 	pccx_kdev_close(fd);
 }
 
+/*
+ * Jobs of a file nobody else touches, while other processes submit, reset, create and
+ * destroy buffers and close files with jobs queued on their own files: each private job
+ * ends DONE with the right bits, or ABORTED by one of those RESETs (hw_error says so);
+ * FAULT, TIMEOUT or any other cause fails. When the others have stopped, a last job must
+ * be DONE. Outcomes are tallied by cause.
+ */
+#define CONC_JOBS 120
+
+static void conc_noise(int kind, volatile int *stop)
+{
+	struct job j;
+	struct dev_job dj;
+	uint64_t id;
+	int n = 0;
+
+	job_make(&j, 40 + (uint32_t)kind);
+	while (!*stop) {
+		int f = pccx_kdev_open(NULL);
+
+		if (f < 0)
+			_exit(2);
+		if (!dev_job_setup(f, &j, &dj)) {
+			int k;
+
+			for (k = 0; k < 3; k++)
+				(void)dev_job_submit(f, &j, &dj, 0, &id);
+			if (kind == 1 && ++n % 4 == 0)
+				(void)pccx_kdev_reset(f);
+			if (kind == 0) {
+				struct pccx_wait w;
+
+				(void)pccx_kdev_wait(f, id, pccx_kdev_deadline(2000000000ll), &w);
+			}
+		}
+		/* kind 1 closes with its jobs queued or running (and its buffers alive) */
+		if (kind == 0) {
+			dev_job_free(f, &dj);
+			pccx_kdev_close(f);
+		} else {
+			int h;
+
+			pccx_kdev_close(f);
+			for (h = 1; h <= 3; h++)
+				if (dj.map[h])
+					pccx_kdev_bo_unmap(dj.map[h], dj.bo[h].size);
+		}
+		usleep(2000);
+	}
+	_exit(0);
+}
+
+static void test_concurrent_files(void)
+{
+	volatile int *stop = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+				  -1, 0);
+	unsigned done = 0, by_reset = 0, other = 0, i;
+	int fd = dev_open(), st, k;
+	uint8_t want[JOB_Y_BYTES];
+	struct dev_job dj;
+	struct job j;
+	pid_t pid[2];
+
+	CHECK(stop != MAP_FAILED);
+	if (stop == MAP_FAILED)
+		return;
+	*stop = 0;
+	job_make(&j, 50);
+	CHECK_RET(job_run_inproc(&j, want), 0);
+	CHECK_RET(dev_job_setup(fd, &j, &dj), 0);
+	for (k = 0; k < 2; k++) {
+		pid[k] = fork();
+		if (pid[k] == 0)
+			conc_noise(k, stop);
+	}
+	for (i = 0; i < CONC_JOBS; i++) {
+		struct pccx_wait w;
+		uint64_t id = 0;
+		int r;
+
+		memset(dj.map[3], 0xEE, 4096);
+		r = dev_job_submit(fd, &j, &dj, 0, &id);
+		if (!r)
+			r = pccx_kdev_wait(fd, id, pccx_kdev_deadline(60000000000ll), &w);
+		if (!r && !memcmp(dj.map[3], want, JOB_Y_BYTES)) {
+			done++;
+		} else if (r == -ECANCELED &&
+			   w.hw_error >> PCCX_FAULT_KIND_SHIFT == PCCX_FAULT_RESET) {
+			by_reset++;
+		} else {
+			if (other++ < 5)
+				printf("  job %u: %d %s: %s (hw_error 0x%08x at %u, info 0x%llx)\n", i,
+				       r, pccx_kdev_status_name(w.status),
+				       pccx_kdev_fault_name(w.hw_error), w.hw_error, w.fault_index,
+				       (unsigned long long)w.error_info);
+		}
+	}
+	*stop = 1;
+	for (k = 0; k < 2; k++)
+		CHECK(waitpid(pid[k], &st, 0) == pid[k] && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	printf("  %u private jobs: %u done, %u aborted by a reset, %u otherwise\n", CONC_JOBS,
+	       done, by_reset, other);
+	CHECK(other == 0);
+	CHECK(done > CONC_JOBS / 2);
+	/* everything else has stopped: the next job runs */
+	CHECK_RET(job_roundtrip(fd, 51), 0);
+	CHECK(read_long(SYSFS "wedged") == 0);
+	dev_job_free(fd, &dj);
+	pccx_kdev_close(fd);
+	munmap((void *)stop, 4096);
+}
+
 static void test_two_processes(void)
 {
 	pid_t pid[2];
@@ -1709,6 +1821,7 @@ static const struct {
 	{ "signal-during-wait", test_signal },
 	{ "close-with-job-running", test_close_running },
 	{ "two-processes", test_two_processes },
+	{ "concurrent-files", test_concurrent_files },
 	{ "l2-isolation", test_l2_isolation },
 	{ "l2-scrub-fails", test_l2_scrub_fails },
 	{ "reset-ioctl", test_reset },
