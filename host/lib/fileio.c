@@ -10,22 +10,71 @@
 #include "diag.h"
 #include "fileio.h"
 
+static const char *file_kind(mode_t mode)
+{
+	if (S_ISDIR(mode))
+		return "directory";
+	if (S_ISFIFO(mode))
+		return "fifo";
+	if (S_ISCHR(mode))
+		return "character device";
+	if (S_ISBLK(mode))
+		return "block device";
+	if (S_ISSOCK(mode))
+		return "socket";
+	return "unknown file type";
+}
+
+int pccx_open_regular(const char *path, int missing_status, int *fd, struct stat *st,
+		      pccx_diag *d)
+{
+	int f, e, flags;
+
+	*fd = -1;
+	/* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever. */
+	f = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (f < 0) {
+		e = errno;
+		/* a socket cannot be opened at all (ENXIO): name what it is */
+		if (stat(path, st) == 0 && !S_ISREG(st->st_mode))
+			return pccx_fail(d, PCCX_ERR_IO, "%s: not a regular file (%s)", path,
+					 file_kind(st->st_mode));
+		return pccx_fail(d, e == ENOENT ? missing_status : PCCX_ERR_IO,
+				 "%s: cannot open: %s", path, strerror(e));
+	}
+	if (fstat(f, st) != 0) {
+		e = errno;
+		close(f);
+		return pccx_fail(d, PCCX_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
+	}
+	if (!S_ISREG(st->st_mode)) {
+		close(f);
+		return pccx_fail(d, PCCX_ERR_IO, "%s: not a regular file (%s)", path,
+				 file_kind(st->st_mode));
+	}
+	flags = fcntl(f, F_GETFL);
+	if (flags < 0 || fcntl(f, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+		e = errno;
+		close(f);
+		return pccx_fail(d, PCCX_ERR_IO, "%s: cannot clear O_NONBLOCK: %s", path,
+				 strerror(e));
+	}
+	*fd = f;
+	return PCCX_OK;
+}
+
 int pccx_read_file(const char *path, size_t max_bytes, uint8_t **data, size_t *len, pccx_diag *d)
 {
 	struct stat sb;
 	uint8_t *buf;
 	size_t got = 0;
-	int fd;
+	int fd, rc;
 
 	*data = NULL;
 	*len = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return pccx_fail(d, PCCX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
-		close(fd);
-		return pccx_fail(d, PCCX_ERR_IO, "%s: not a regular file", path);
-	}
+	rc = pccx_open_regular(path, PCCX_ERR_IO, &fd, &sb, d);
+	if (rc)
+		return rc;
 	if ((uint64_t)sb.st_size > max_bytes) {
 		close(fd);
 		return pccx_fail(d, PCCX_ERR_RANGE, "%s: %lld bytes, more than the limit of %zu",

@@ -5,7 +5,18 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include "pccx/status.h"
+
+/*
+ * Open `path` for reading, refusing at once anything but a regular file: the open does not
+ * block (a FIFO without a writer, a device waiting for carrier), and a FIFO, directory,
+ * device or socket is refused as "PATH: not a regular file (fifo)". On success *fd is the
+ * descriptor (close-on-exec, blocking again) and *st its fstat. A missing file fails with
+ * `missing_status`, any other problem with PCCX_ERR_IO. Every input file goes through here.
+ */
+PCCX_MUST_CHECK int pccx_open_regular(const char *path, int missing_status, int *fd,
+				      struct stat *st, pccx_diag *d);
 
 /* Read all of `path` (at most max_bytes) into a malloc'd buffer the caller frees. */
 PCCX_MUST_CHECK int pccx_read_file(const char *path, size_t max_bytes, uint8_t **data,

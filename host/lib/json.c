@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 
 #include "diag.h"
+#include "fileio.h"
 #include "json.h"
 
 enum { F_INT = 1 };
@@ -776,39 +776,18 @@ int pccx_json_parse_file(const char *path, const pccx_json_limits *lim, pccx_jso
 			 pccx_diag *d)
 {
 	size_t max_size = lim && lim->max_size ? lim->max_size : PCCX_JSON_DEFAULT_MAX_SIZE;
-	struct stat st;
-	FILE *f;
-	char *buf;
+	uint8_t *buf;
 	size_t n;
 	int rc;
 
 	if (!path || !out)
 		return pccx_fail(d, PCCX_ERR_INVALID, "json: no path given");
 	*out = NULL;
-	f = fopen(path, "rb");
-	if (!f)
-		return pccx_fail(d, PCCX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-	if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
-		fclose(f);
-		return pccx_fail(d, PCCX_ERR_IO, "%s: not a regular file", path);
-	}
-	if ((uint64_t)st.st_size > max_size || (uint64_t)st.st_size > PCCX_JSON_HARD_MAX_SIZE) {
-		fclose(f);
-		return pccx_fail(d, PCCX_ERR_RANGE, "%s: %lld bytes exceeds the JSON size limit",
-				 path, (long long)st.st_size);
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		fclose(f);
-		return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
-	}
-	n = fread(buf, 1, (size_t)st.st_size, f);
-	if (n != (size_t)st.st_size || ferror(f)) {
-		free(buf);
-		fclose(f);
-		return pccx_fail(d, PCCX_ERR_IO, "%s: read error", path);
-	}
-	fclose(f);
+	if (max_size > PCCX_JSON_HARD_MAX_SIZE)
+		max_size = PCCX_JSON_HARD_MAX_SIZE;
+	rc = pccx_read_file(path, max_size, &buf, &n, d);
+	if (rc)
+		return rc;
 	rc = pccx_json_parse(buf, n, path, lim, out, d);
 	free(buf);
 	return rc;

@@ -10,31 +10,21 @@
 #include <unistd.h>
 
 #include "diag.h"
+#include "fileio.h"
 #include "modelfile_util.h"
 
 int pccx_mf_map_file(const char *path, pccx_mf_map *m, pccx_diag *d)
 {
 	struct stat st;
 	void *p;
-	int fd;
+	int fd, rc;
 
 	m->data = NULL;
 	m->size = 0;
 	m->mapping = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return pccx_fail(d, errno == ENOENT ? PCCX_ERR_NOT_FOUND : PCCX_ERR_IO,
-				 "%s: cannot open: %s", path, strerror(errno));
-	if (fstat(fd, &st) != 0) {
-		int e = errno;
-
-		close(fd);
-		return pccx_fail(d, PCCX_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		return pccx_fail(d, PCCX_ERR_IO, "%s: not a regular file", path);
-	}
+	rc = pccx_open_regular(path, PCCX_ERR_NOT_FOUND, &fd, &st, d);
+	if (rc)
+		return rc;
 	if ((uint64_t)st.st_size > (uint64_t)SIZE_MAX) {
 		close(fd);
 		return pccx_fail(d, PCCX_ERR_RANGE,

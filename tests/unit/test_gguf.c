@@ -1097,7 +1097,7 @@ START_TEST(open_missing_file)
 	ck_assert_int_eq(pccx_gguf_open(&g, "/nonexistent/x.gguf", &d), PCCX_ERR_NOT_FOUND);
 	ck_assert_str_eq(d.msg, "/nonexistent/x.gguf: cannot open: No such file or directory");
 	ck_assert_int_eq(pccx_gguf_open(&g, "/tmp", &d), PCCX_ERR_IO);
-	ck_assert_str_eq(d.msg, "/tmp: not a regular file");
+	ck_assert_str_eq(d.msg, "/tmp: not a regular file (directory)");
 }
 END_TEST
 

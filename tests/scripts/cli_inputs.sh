@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Input files that are not regular files: every command that reads a file refuses a FIFO, a
+# directory, a device or a socket at once, naming the file and what it is, instead of
+# blocking in open() until a writer comes (a FIFO) or reading something else.
+#
+#   bash tests/scripts/cli_inputs.sh BUILD [BUILD...]
+#
+# Each command runs under `timeout 20`: a hang is a failure. A safetensors checkpoint
+# directory given to `pccx run -m` is still taken as one.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+[ $# -ge 1 ] || { echo "usage: cli_inputs.sh BUILD [BUILD...]"; exit 2; }
+cd "$top" || exit 1
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+
+checks=0
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# refused KIND PATH CMD...: CMD exits non-zero within the timeout, saying
+# "PATH: not a regular file (KIND)"
+refused() {
+  local kind=$1 path=$2 rc t0 ms; shift 2
+  checks=$((checks + 1))
+  t0=$(date +%s%N)
+  timeout 20 "$@" </dev/null >"$T/out" 2>"$T/err"
+  rc=$?
+  ms=$((($(date +%s%N) - t0) / 1000000))
+  if [ "$rc" -eq 124 ]; then
+    fail "'$*' hung (killed after $ms ms)"
+  elif [ "$rc" -eq 0 ]; then
+    fail "'$*' exited 0"
+  elif ! grep -qF -- "$path: not a regular file ($kind)" "$T/err"; then
+    fail "'$*' exited $rc without '$path: not a regular file ($kind)': $(head -c 300 "$T/err")"
+  fi
+}
+
+mkfifo "$T/fifo"
+mkdir "$T/dir"
+printf 'memset cache=fmap entry=0 a=32 b=1 c=1\n' >"$T/m.s"
+sock=
+if command -v python3 >/dev/null 2>&1 &&
+   python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' \
+     "$T/sock" 2>/dev/null; then
+  sock=$T/sock
+fi
+
+for b in "$@"; do
+  pccx=$(cd "$b" && pwd)/bin/pccx
+  [ -x "$pccx" ] || { fail "$pccx not built"; continue; }
+  "$pccx" asm "$T/m.s" -o "$T/m.bin" || fail "asm of $T/m.s failed"
+
+  for kind in fifo directory "character device" socket; do
+    case $kind in
+      fifo) f=$T/fifo ;;
+      directory) f=$T/dir ;;
+      "character device") f=/dev/null ;;
+      socket) f=$sock; [ -n "$f" ] || continue ;;
+    esac
+    refused "$kind" "$f" "$pccx" validate "$f"
+    refused "$kind" "$f" "$pccx" dis "$f"
+    refused "$kind" "$f" "$pccx" asm "$f" -o "$T/x.bin"
+    refused "$kind" "$f" "$pccx" sim "$f"
+    refused "$kind" "$f" "$pccx" sim "$T/m.bin" --dtb "$f"
+    refused "$kind" "$f" "$pccx" sim "$T/m.bin" --stages "$f"
+    refused "$kind" "$f" "$pccx" ref -m "$f" -n 1 -q
+    refused "$kind" "$f" "$pccx" ref --config tiny --tokenizer "$f" -n 1 -q
+    refused "$kind" "$f" "$pccx" synth --config tiny --tokenizer "$f" -o "$T/s.gguf"
+    refused "$kind" "$f" "$pccx" tokenize --tokenizer "$f" hello
+    refused "$kind" "$f" "$pccx" info --dtb "$f"
+    refused "$kind" "$f" "$pccx" run --config tiny --tokenizer "$f" -p hi -n 1
+    refused "$kind" "$f" "$pccx" run --config tiny --dtb "$f" -p hi -n 1
+    [ "$kind" = directory ] ||     # a directory is a checkpoint: below
+      refused "$kind" "$f" "$pccx" run -m "$f" -p hi -n 1
+  done
+
+  # the files of a checkpoint directory, and --buf of pccx sim
+  mkdir -p "$T/ckpt"
+  rm -f "$T/ckpt/config.json"
+  mkfifo "$T/ckpt/config.json"
+  refused fifo "$T/ckpt/config.json" "$pccx" run -m "$T/ckpt" -p hi -n 1
+  { printf 'PCCXJOB\0\1\0\0\0\1\0\0\0\0\0\0\0\0\0\0\0\1\0\0\0\0\0\0\0'; cat "$T/m.bin"
+    printf '\1\0\0\0\3\0\0\0\0\1\0\0\0\0\0\0'; } >"$T/buf.job"
+  refused fifo "$T/fifo" "$pccx" sim "$T/buf.job" --buf 1="$T/fifo"
+
+  # a directory given as a model to pccx run is a checkpoint directory, not refused as one
+  checks=$((checks + 1))
+  rm -f "$T/ckpt/config.json"
+  timeout 20 "$pccx" run -m "$T/ckpt" -p hi -n 1 </dev/null >"$T/out" 2>"$T/err"
+  rc=$?
+  [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "run -m on an empty directory exited $rc"
+  grep -qF "$T/ckpt/config.json: cannot open" "$T/err" ||
+    fail "run -m on an empty directory: $(head -c 300 "$T/err")"
+done
+
+if [ "$fails" -ne 0 ]; then
+  echo "cli_inputs: $fails of $checks checks failed"
+  exit 1
+fi
+echo "cli_inputs: $checks checks passed"
