@@ -185,11 +185,14 @@ static int add_buf(struct pccx_simb *b, void *p, uint64_t size, uint32_t access,
 	return 0;
 }
 
-static bool valid_request(uint64_t size, uint32_t access)
+/* A buffer request is held to the rule job files are (pccx_buf_decl_check). */
+static int check_request(const char *what, uint64_t size, uint32_t access, pccx_diag *d)
 {
-	return size && size <= (1ull << 40) &&
-	       (access & (PCCX_BUF_DEV_READ | PCCX_BUF_DEV_WRITE)) &&
-	       !(access & ~(PCCX_BUF_DEV_READ | PCCX_BUF_DEV_WRITE));
+	char why[160];
+
+	if (pccx_buf_decl_check(size, access, why, sizeof(why)))
+		return pccx_fail(d, PCCX_ERR_INVALID, "%s: %s", what, why);
+	return 0;
 }
 
 /* Bytes of the mapping behind an owned buffer of `size` bytes. */
@@ -210,9 +213,9 @@ int pccx_simb_buf_alloc(struct pccx_simb *b, uint64_t size, uint32_t access, uin
 	void *p;
 	int rc;
 
-	if (!valid_request(size, access))
-		return pccx_fail(d, PCCX_ERR_INVALID, "sim buffer: size %llu or access %u invalid",
-				 (unsigned long long)size, access);
+	rc = check_request("sim buffer", size, access, d);
+	if (rc)
+		return rc;
 	p = mmap(NULL, owned_span(size), PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
@@ -227,10 +230,10 @@ int pccx_simb_buf_alloc(struct pccx_simb *b, uint64_t size, uint32_t access, uin
 int pccx_simb_buf_import(struct pccx_simb *b, void *host, uint64_t size, uint32_t access,
 			 uint32_t *handle, pccx_diag *d)
 {
-	if (!host || !valid_request(size, access))
-		return pccx_fail(d, PCCX_ERR_INVALID,
-				 "sim buffer import: size %llu or access %u invalid",
-				 (unsigned long long)size, access);
+	if (!host)
+		return pccx_fail(d, PCCX_ERR_INVALID, "sim buffer import: no memory given");
+	if (check_request("sim buffer import", size, access, d))
+		return PCCX_ERR_INVALID;
 	return add_buf(b, host, size, access, false, handle, d);
 }
 

@@ -45,6 +45,32 @@ void pccx_jobfile_free(struct pccx_jobfile *jf)
 	memset(jf, 0, sizeof(*jf));
 }
 
+int pccx_buf_decl_check(uint64_t size, uint32_t access, char *why, size_t why_size)
+{
+	const uint32_t defined = PCCX_BUF_DEV_READ | PCCX_BUF_DEV_WRITE;
+
+	if (access & ~defined) {
+		snprintf(why, why_size,
+			 "access 0x%" PRIx32 " has undefined bits 0x%" PRIx32
+			 " (defined: 0x1 device-read, 0x2 device-write)", access, access & ~defined);
+		return PCCX_ERR_FORMAT;
+	}
+	if (!access) {
+		snprintf(why, why_size, "access 0 grants the device neither read nor write");
+		return PCCX_ERR_FORMAT;
+	}
+	if (!size) {
+		snprintf(why, why_size, "size 0");
+		return PCCX_ERR_FORMAT;
+	}
+	if (size > PCCX_BUF_MAX_BYTES) {
+		snprintf(why, why_size, "size %" PRIu64 " is more than the limit of %llu bytes",
+			 size, PCCX_BUF_MAX_BYTES);
+		return PCCX_ERR_RANGE;
+	}
+	return PCCX_OK;
+}
+
 static void *alloc_n(size_t n, size_t each)
 {
 	return calloc(n ? n : 1, each);
@@ -128,11 +154,20 @@ int pccx_jobfile_parse(const uint8_t *data, size_t len, const char *name, struct
 		jf->stream[i].length = rd64(p + 16);
 	}
 	for (i = 0; i < jf->n_buf; i++, p += BUF_BYTES) {
+		char why[160];
 		uint32_t j;
+		int rc;
 
 		jf->buf[i].handle = rd32(p);
 		jf->buf[i].access = rd32(p + 4);
 		jf->buf[i].size = rd64(p + 8);
+		rc = pccx_buf_decl_check(jf->buf[i].size, jf->buf[i].access, why, sizeof(why));
+		if (rc) {
+			uint32_t h = jf->buf[i].handle;
+
+			pccx_jobfile_free(jf);
+			return pccx_fail(d, rc, "%s: buffer %u (handle %u): %s", name, i, h, why);
+		}
 		for (j = 0; j < i; j++)
 			if (jf->buf[j].handle == jf->buf[i].handle) {
 				uint32_t h = jf->buf[i].handle;

@@ -15,12 +15,22 @@
 #define PCCX_JOBFILE_MAGIC "PCCXJOB"   /* 8 bytes with the NUL */
 #define PCCX_JOBFILE_VERSION 1u
 #define PCCX_JOBFILE_MAX_BUFS 4096u
+#define PCCX_BUF_MAX_BYTES (1ull << 40)   /* largest buffer a job may declare */
 
 struct pccx_buf_info {
 	uint32_t handle;
 	uint32_t access;   /* PCCX_BUF_DEV_READ | PCCX_BUF_DEV_WRITE */
 	uint64_t size;
 };
+
+/*
+ * The one rule on a buffer's declaration, applied by the job-file reader and by the in-process
+ * backend alike, so that what `pccx validate` accepts `pccx sim` can create: size 1 ..
+ * PCCX_BUF_MAX_BYTES, access a non-empty set of PCCX_BUF_DEV_READ and PCCX_BUF_DEV_WRITE and
+ * nothing else. Returns PCCX_OK, or PCCX_ERR_FORMAT / PCCX_ERR_RANGE with the problem written
+ * to why (e.g. "access 0xffffffff has undefined bits 0xfffffffc ...").
+ */
+int pccx_buf_decl_check(uint64_t size, uint32_t access, char *why, size_t why_size);
 
 struct pccx_jobfile {
 	uint64_t *insn;

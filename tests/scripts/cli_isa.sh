@@ -182,9 +182,9 @@ memcpy dest=0 src=0x10 desc=1 fshape=1 +to_host
 EOF
 want_rc 0 "$pccx" asm "$T/job.s" -o "$T/job.bin"
 
-# mkjob OUT [version] [reserved] [dma0-length] [port2-length] [buf2-handle]
+# mkjob OUT [version] [reserved] [dma0-length] [port2-length] [buf2-handle] [buf2-access]
 mkjob() {
-  local out=$1 ver=${2:-1} rsv=${3:-0} dlen=${4:-64} slen=${5:-64} h2=${6:-12}
+  local out=$1 ver=${2:-1} rsv=${3:-0} dlen=${4:-64} slen=${5:-64} h2=${6:-12} a2=${7:-3}
   {
     hdr "$ver" 6 2 4 3 "$rsv"
     cat "$T/job.bin"
@@ -196,7 +196,7 @@ mkjob() {
     desc 12 3 192 64
     bufrec 10 1 64
     bufrec 11 2 32
-    bufrec "$h2" 3 256
+    bufrec "$h2" "$a2" 256
   } >"$out"
 }
 mkjob "$T/good.job"
@@ -238,6 +238,15 @@ has "$T/err" "reserved header word is not zero"
 mkjob "$T/dup.job" 1 0 64 64 10
 want_fail "$pccx" validate "$T/dup.job"
 has "$T/err" "buffer handle 10 listed twice"
+# a buffer record sim could not create is refused by every reader of job files alike
+mkjob "$T/acc.job" 1 0 64 64 12 0xffffffff
+for c in validate dis sim; do
+  want_fail "$pccx" $c "$T/acc.job"
+  has "$T/err" "$T/acc.job: buffer 2 (handle 12): access 0xffffffff has undefined bits 0xfffffffc"
+done
+mkjob "$T/acc0.job" 1 0 64 64 12 0
+want_fail "$pccx" validate "$T/acc0.job"
+has "$T/err" "buffer 2 (handle 12): access 0 grants the device neither read nor write"
 head -c 20 "$T/good.job" >"$T/trunc.job"
 want_fail "$pccx" validate "$T/trunc.job"
 has "$T/err" "truncated job header (20 bytes)"

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend_sim.h"
 #include "jobfile.h"
 #include "pccx_asm.h"
 
@@ -167,12 +168,12 @@ START_TEST(round_trip)
 	pccx_diag d;
 	uint32_t i;
 
-	/* values that use every byte of every field */
+	/* values that use every byte of every field (that a buffer record may hold) */
 	g_dma[1].offset = 0xfedcba9876543210ull;
 	g_stream[3].length = 0x0123456789abcdefull;
-	g_buf[2].size = ~0ull;
+	g_buf[2].size = 0xfedcba9876ull;
 	g_buf[2].handle = 0xffffffffu;
-	g_buf[1].access = 0xdeadbeefu;
+	g_buf[1].access = PCCX_BUF_DEV_READ | PCCX_BUF_DEV_WRITE;
 	serialize(&jf, &b, &len);
 	ck_assert_int_eq(parse(b, len, &back, &d), PCCX_OK);
 	ck_assert_int_eq(back.is_program, 0);
@@ -322,6 +323,8 @@ START_TEST(length_mismatch)
 	refused(b, HDR + 16, PCCX_ERR_FORMAT, "need 56");
 	le32(b + 20, 0);
 	le32(b + 24, 1);
+	le32(b + HDR + 4, PCCX_BUF_DEV_READ);   /* a buffer record: handle 0, read, 16 bytes */
+	b[HDR + 8] = 16;
 	ck_assert_int_eq(parse(b, HDR + 16, &jf, &(pccx_diag){ 0 }), PCCX_OK);
 	ck_assert_uint_eq(jf.n_buf, 1);
 	pccx_jobfile_free(&jf);
@@ -345,6 +348,124 @@ START_TEST(duplicate_buffer_handle)
 	serialize(&jf, &b, &len);
 	refused(b, len, PCCX_ERR_FORMAT, "buffer handle 11 listed twice");
 	free(b);
+}
+END_TEST
+
+/* The sample job with buffer 2 (handle 12) declared as (size, access): refused with needle. */
+static void buffer_refused(uint64_t size, uint32_t access, int status, const char *needle)
+{
+	struct pccx_jobfile jf = sample_job();
+	uint8_t *b;
+	size_t len;
+	char want[200];
+
+	g_buf[2].size = size;
+	g_buf[2].access = access;
+	serialize(&jf, &b, &len);
+	snprintf(want, sizeof(want), "t.job: buffer 2 (handle 12): %s", needle);
+	refused(b, len, status, want);
+	free(b);
+}
+
+/* A buffer record's access word holds only the two defined bits, and at least one of them. */
+START_TEST(buffer_access_bits)
+{
+	struct pccx_jobfile jf, back;
+	uint32_t access;
+	uint8_t *b;
+	size_t len;
+	pccx_diag d;
+
+	buffer_refused(256, 0xffffffffu, PCCX_ERR_FORMAT, "access 0xffffffff has undefined bits "
+		       "0xfffffffc (defined: 0x1 device-read, 0x2 device-write)");
+	buffer_refused(256, 0x4, PCCX_ERR_FORMAT, "access 0x4 has undefined bits 0x4 (");
+	buffer_refused(256, 0x7, PCCX_ERR_FORMAT, "access 0x7 has undefined bits 0x4 (");
+	buffer_refused(256, 0x80000001u, PCCX_ERR_FORMAT, "access 0x80000001 has undefined bits "
+		       "0x80000000 (");
+	buffer_refused(256, 0, PCCX_ERR_FORMAT, "access 0 grants the device neither read nor "
+		       "write");
+	for (access = 1; access <= 3; access++) {
+		jf = sample_job();
+		g_buf[2].access = access;
+		serialize(&jf, &b, &len);
+		ck_assert_int_eq(parse(b, len, &back, &d), PCCX_OK);
+		ck_assert_uint_eq(back.buf[2].access, access);
+		pccx_jobfile_free(&back);
+		free(b);
+	}
+}
+END_TEST
+
+/* A buffer holds 1 .. 2^40 bytes. */
+START_TEST(buffer_sizes)
+{
+	struct pccx_jobfile jf, back;
+	uint8_t *b;
+	size_t len;
+	pccx_diag d;
+
+	buffer_refused(0, 3, PCCX_ERR_FORMAT, "size 0");
+	buffer_refused((1ull << 40) + 1, 3, PCCX_ERR_RANGE,
+		       "size 1099511627777 is more than the limit of 1099511627776 bytes");
+	buffer_refused(~0ull, 1, PCCX_ERR_RANGE, "size 18446744073709551615 is more than");
+	/* the access word is checked first */
+	buffer_refused(0, 8, PCCX_ERR_FORMAT, "access 0x8 has undefined bits 0x8");
+	jf = sample_job();
+	g_buf[2].size = 1ull << 40;
+	serialize(&jf, &b, &len);
+	ck_assert_int_eq(parse(b, len, &back, &d), PCCX_OK);
+	ck_assert_uint_eq(back.buf[2].size, 1ull << 40);
+	pccx_jobfile_free(&back);
+	free(b);
+}
+END_TEST
+
+/*
+ * One rule: a buffer record the job-file reader accepts is one the in-process backend (what
+ * `pccx sim` creates the job's buffers with) accepts, and the other way round. The device
+ * has 48 address bits so that the backend's DMA space is not what decides.
+ */
+START_TEST(buffer_rule_matches_backend)
+{
+	static const uint64_t sizes[] = { 0, 1, 16, 4096, 1ull << 32, 1ull << 40,
+					  (1ull << 40) + 1, 1ull << 63, ~0ull };
+	static const uint32_t accesses[] = { 0, 1, 2, 3, 4, 5, 7, 8, 0x100, 0x80000000u,
+					     0x80000003u, 0xffffffffu };
+	static uint8_t host[16];
+	struct pccx_sim_config cfg;
+	struct pccx_simb *sb;
+	pccx_diag d = { 0 };
+	size_t i, k;
+
+	pccx_sim_config_default(&cfg);
+	cfg.dma_address_bits = 48;
+	ck_assert_int_eq(pccx_simb_create(&cfg, &sb, &d), 0);
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		for (k = 0; k < sizeof(accesses) / sizeof(accesses[0]); k++) {
+			struct pccx_jobfile jf = sample_job(), back;
+			uint32_t h = 0;
+			uint8_t *b;
+			size_t len;
+			int file_ok, sim_ok;
+
+			g_buf[2].size = sizes[i];
+			g_buf[2].access = accesses[k];
+			serialize(&jf, &b, &len);
+			file_ok = parse(b, len, &back, &d) == PCCX_OK;
+			if (file_ok)
+				pccx_jobfile_free(&back);
+			free(b);
+			/* imported, not allocated: nothing is mapped or touched */
+			sim_ok = pccx_simb_buf_import(sb, host, sizes[i], accesses[k], &h, &d) == 0;
+			if (sim_ok)
+				ck_assert_int_eq(pccx_simb_buf_free(sb, h), 0);
+			ck_assert_msg(file_ok == sim_ok,
+				      "size %llu access 0x%x: the job file %s it, the backend %s it",
+				      (unsigned long long)sizes[i], accesses[k],
+				      file_ok ? "accepts" : "refuses",
+				      sim_ok ? "accepts" : "refuses");
+		}
+	pccx_simb_destroy(sb);
 }
 END_TEST
 
@@ -545,6 +666,9 @@ static Suite *jobfile_suite(void)
 	tcase_add_test(tc, counts_too_large);
 	tcase_add_test(tc, length_mismatch);
 	tcase_add_test(tc, duplicate_buffer_handle);
+	tcase_add_test(tc, buffer_access_bits);
+	tcase_add_test(tc, buffer_sizes);
+	tcase_add_test(tc, buffer_rule_matches_backend);
 	tcase_add_test(tc, program_files);
 	tcase_add_test(tc, program_too_long);
 	tcase_add_test(tc, magic_is_not_a_legal_word);
