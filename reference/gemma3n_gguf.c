@@ -6,6 +6,7 @@
 
 #include "diag.h"
 #include "gemma3n_gguf.h"
+#include "ggml_types.h"
 #include "gemma3n_st.h"
 #include "pccx_num.h"
 
@@ -460,6 +461,13 @@ static int load_tensor(const pccx_gguf *g, struct pccx_g3n_model *m, uint32_t t,
 			uint16_t h;
 
 			pccx_q4_from_ggml_q4_0(src + Q4_0_BLOCK_BYTES * b, &h, nib + 16 * b);
+			if (!pccx_q4_0_scale_finite(h)) {
+				char what[sizeof(d->msg)];
+
+				snprintf(what, sizeof(what), "%s: tensor '%s'", pccx_gguf_name(g),
+					 name);
+				return pccx_q4_0_refuse(d, what, (int64_t)(base + r), b, h);
+			}
 			rec[2 * b] = (uint8_t)h;
 			rec[2 * b + 1] = (uint8_t)(h >> 8);
 		}

@@ -480,6 +480,31 @@ static void err_block(pccx_q4_error *e, const float *x, const uint8_t *nib, cons
 	e->n += PCCX_QBLK;
 }
 
+int pccx_q4_refuse_nonfinite(pccx_diag *d, const char *what, int64_t row, uint64_t block,
+			     const char *how)
+{
+	uint64_t e0 = block * PCCX_QBLK, e1 = e0 + PCCX_QBLK - 1;
+
+	if (row < 0)
+		return pccx_fail(d, PCCX_ERR_RANGE,
+				 "%s: block %" PRIu64 " (elements %" PRIu64 "..%" PRIu64
+				 ") holds Inf or NaN, %s",
+				 what, block, e0, e1, how);
+	return pccx_fail(d, PCCX_ERR_RANGE,
+			 "%s: row %" PRId64 ", block %" PRIu64 " (elements %" PRIu64 "..%" PRIu64
+			 " of the row) holds Inf or NaN, %s",
+			 what, row, block, e0, e1, how);
+}
+
+int pccx_q4_0_refuse(pccx_diag *d, const char *what, int64_t row, uint64_t block,
+		     uint16_t scale)
+{
+	char how[48];
+
+	snprintf(how, sizeof(how), "its FP16 scale is 0x%04x", scale);
+	return pccx_q4_refuse_nonfinite(d, what, row, block, how);
+}
+
 int pccx_q4_quantize(const float *x, uint64_t n, uint8_t *nibbles, uint16_t *scales,
 		     pccx_q4_error *err, const char *what, pccx_diag *d)
 {
@@ -491,10 +516,7 @@ int pccx_q4_quantize(const float *x, uint64_t n, uint8_t *nibbles, uint16_t *sca
 				 what, n);
 	for (uint64_t b = 0; b < n / PCCX_QBLK; b++) {
 		if (pccx_q4_quantize_block(x + b * PCCX_QBLK, &scales[b], nibbles + b * 16) != 0)
-			return pccx_fail(d, PCCX_ERR_RANGE,
-					 "%s: block %" PRIu64 " (elements %" PRIu64 "..%" PRIu64
-					 ") holds Inf or NaN, cannot quantise",
-					 what, b, b * PCCX_QBLK, b * PCCX_QBLK + PCCX_QBLK - 1);
+			return pccx_q4_refuse_nonfinite(d, what, -1, b, "cannot quantise");
 		err_block(err, x + b * PCCX_QBLK, nibbles + b * 16, &scales[b]);
 		if (err)
 			err->lossless = false;
@@ -531,6 +553,8 @@ int pccx_q4_import(uint32_t type, const void *src, size_t src_len, uint64_t n, u
 	if (type == PCCX_GGML_Q4_0) {
 		for (uint64_t b = 0; b < n / PCCX_QBLK; b++) {
 			pccx_q4_from_ggml_q4_0(p + b * 18, &scales[b], nibbles + b * 16);
+			if (!pccx_q4_0_scale_finite(scales[b]))
+				return pccx_q4_0_refuse(d, what, -1, b, scales[b]);
 			if (err) {
 				dec_q4_0(p + b * 18, x);
 				err_block(err, x, nibbles + b * 16, &scales[b]);
@@ -550,11 +574,7 @@ int pccx_q4_import(uint32_t type, const void *src, size_t src_len, uint64_t n, u
 			const float *xb = x + b * PCCX_QBLK;
 
 			if (pccx_q4_quantize_block(xb, &scales[gb], nibbles + gb * 16) != 0)
-				return pccx_fail(d, PCCX_ERR_RANGE,
-						 "%s: block %" PRIu64 " (elements %" PRIu64
-						 "..%" PRIu64 ") holds Inf or NaN, cannot quantise",
-						 what, gb, gb * PCCX_QBLK,
-						 gb * PCCX_QBLK + PCCX_QBLK - 1);
+				return pccx_q4_refuse_nonfinite(d, what, -1, gb, "cannot quantise");
 			err_block(err, xb, nibbles + gb * 16, &scales[gb]);
 		}
 		if (err)

@@ -1514,6 +1514,43 @@ START_TEST(requant_refusals)
 }
 END_TEST
 
+/*
+ * The lossless Q4_0 import refuses a block whose FP16 scale is Inf or NaN (its weights all are)
+ * as requantising refuses a block holding Inf or NaN; the largest finite scales import.
+ */
+START_TEST(q4_0_import_refuses_nonfinite_scales)
+{
+	static const uint16_t bad[] = { 0x7c00, 0xfc00, 0x7e00, 0xfe00, 0x7c01, 0xffff };
+	static const uint16_t good[] = { 0x7bff, 0xfbff, 0x8000, 0x0001 };
+	uint8_t src[4 * 18], nib[64];
+	uint16_t sc[4];
+	pccx_diag d = { 0 };
+	char want[128];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(src, 0x5a, sizeof(src));
+		for (int b = 0; b < 4; b++)
+			put_le(src + 18 * b, 0x3c00, 2);
+		put_le(src + 18 * 2, bad[i], 2);
+		ck_assert_int_eq(pccx_q4_import(PCCX_GGML_Q4_0, src, sizeof(src), 128, nib, sc,
+						NULL, "m.gguf: tensor 'w'", &d), PCCX_ERR_RANGE);
+		snprintf(want, sizeof(want), "m.gguf: tensor 'w': block 2 (elements 64..95) holds "
+			 "Inf or NaN, its FP16 scale is 0x%04x", bad[i]);
+		ck_assert_str_eq(d.msg, want);
+	}
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		pccx_q4_error e;
+
+		put_le(src + 18 * 2, good[i], 2);
+		pccx_q4_error_init(&e);
+		ck_assert_int_eq(pccx_q4_import(PCCX_GGML_Q4_0, src, sizeof(src), 128, nib, sc, &e,
+						"w", &d), 0);
+		ck_assert_uint_eq(sc[2], good[i]);
+		ck_assert(e.lossless && e.sum_sq_err == 0.0);
+	}
+}
+END_TEST
+
 #define T(name) pccx_gguf_find_tensor(g, name)
 
 START_TEST(tensor_to_q4)
@@ -1600,6 +1637,7 @@ static Suite *gguf_suite(void)
 	tcase_add_test(tc, requant_other_types);
 	tcase_add_test(tc, requant_refusals);
 	tcase_add_test(tc, tensor_to_q4);
+	tcase_add_test(tc, q4_0_import_refuses_nonfinite_scales);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1128,6 +1128,95 @@ START_TEST(test_gguf_refuses_other_models)
 }
 END_TEST
 
+/*
+ * Write the FP16 scale `h` of block `block` of row `row` of Q4_0 tensor `name` in the GGUF at
+ * path; return the two bytes it replaced (as a little-endian value).
+ */
+static uint16_t poke_q4_0_scale(const char *path, const char *name, uint64_t row, uint64_t block,
+				uint16_t h)
+{
+	const pccx_gguf_tensor *t;
+	pccx_gguf *g;
+	pccx_diag d = { 0 };
+	uint8_t old[2], now[2] = { (uint8_t)h, (uint8_t)(h >> 8) };
+	uint64_t off;
+	FILE *f;
+
+	ck_assert_msg(pccx_gguf_open(&g, path, &d) == 0, "%s", d.msg);
+	t = pccx_gguf_find_tensor(g, name);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_uint_eq(t->type, PCCX_GGML_Q4_0);
+	ck_assert_uint_lt(row, t->n_elems / t->ne[0]);
+	ck_assert_uint_lt(block, t->ne[0] / 32);
+	off = pccx_gguf_data_offset(g) + t->offset + (row * (t->ne[0] / 32) + block) * 18;
+	pccx_gguf_close(g);
+	f = fopen(path, "r+b");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fseek(f, (long)off, SEEK_SET), 0);
+	ck_assert_uint_eq(fread(old, 1, 2, f), 2);
+	ck_assert_int_eq(fseek(f, (long)off, SEEK_SET), 0);
+	ck_assert_uint_eq(fwrite(now, 1, 2, f), 2);
+	ck_assert_int_eq(fclose(f), 0);
+	return (uint16_t)(old[0] | old[1] << 8);
+}
+
+/*
+ * A Q4_0 block whose FP16 scale is NaN or Inf (every weight of it NaN or Inf) is refused by
+ * the lossless import as the requantising path refuses a block holding Inf or NaN, naming
+ * the file, the tensor, the row and the block; restored, the file loads again.
+ */
+START_TEST(test_gguf_refuses_nonfinite_q4_0_scales)
+{
+	static const struct {
+		const char *tensor;
+		uint64_t row, block;
+		uint16_t scale;
+		const char *where;
+	} pokes[] = {
+		{ "blk.0.ffn_up.weight", 3, 1, 0x7e00,
+		  "tensor 'blk.0.ffn_up.weight': row 3, block 1 (elements 32..63 of the row)" },
+		{ "token_embd.weight", 500, 2, 0x7c00,
+		  "tensor 'token_embd.weight': row 500, block 2 (elements 64..95 of the row)" },
+		/* a stacked tensor: the row counts through its parts; -Inf, and a NaN payload */
+		{ "altup_proj.weight", 383, 3, 0xfc00,
+		  "tensor 'altup_proj.weight': row 383, block 3 (elements 96..127 of the row)" },
+		{ "blk.1.attn_output.weight", 0, 0, 0xfd55,
+		  "tensor 'blk.1.attn_output.weight': row 0, block 0 (elements 0..31 of the row)" },
+	};
+	char path[] = "/tmp/pccx-ref-XXXXXX";
+	struct pccx_g3n_model *m, *m2;
+	struct pccx_g3n_config cfg;
+	pccx_diag d = { 0 };
+	size_t i;
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(pccx_g3n_config_preset("tiny", &cfg, &d), 0);
+	ck_assert_msg(pccx_g3n_model_create(&m, &cfg, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx_g3n_synth(m, 5, 1, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx_g3n_save_gguf(m, NULL, path, &d) == 0, "%s", d.msg);
+	pccx_g3n_model_free(m);
+	for (i = 0; i < sizeof(pokes) / sizeof(pokes[0]); i++) {
+		uint16_t was = poke_q4_0_scale(path, pokes[i].tensor, pokes[i].row,
+					       pokes[i].block, pokes[i].scale);
+		char want[400];
+
+		snprintf(want, sizeof(want), "%s: %s holds Inf or NaN, its FP16 scale is 0x%04x",
+			 path, pokes[i].where, pokes[i].scale);
+		m2 = NULL;
+		ck_assert_int_eq(pccx_g3n_load_gguf(&m2, path, 0, NULL, NULL, &d), PCCX_ERR_RANGE);
+		ck_assert_ptr_null(m2);
+		ck_assert_str_eq(d.msg, want);
+		ck_assert_uint_eq(poke_q4_0_scale(path, pokes[i].tensor, pokes[i].row,
+						  pokes[i].block, was), pokes[i].scale);
+	}
+	ck_assert_msg(pccx_g3n_load_gguf(&m2, path, 0, NULL, NULL, &d) == 0, "%s", d.msg);
+	pccx_g3n_model_free(m2);
+	unlink(path);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("reference");
@@ -1165,6 +1254,7 @@ static Suite *suite(void)
 	tc = tcase_create("gguf");
 	tcase_add_test(tc, test_gguf_round_trip_bit_exact);
 	tcase_add_test(tc, test_gguf_refuses_other_models);
+	tcase_add_test(tc, test_gguf_refuses_nonfinite_q4_0_scales);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("oracle");

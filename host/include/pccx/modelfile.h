@@ -118,8 +118,9 @@ const char *pccx_q4_error_format(const pccx_q4_error *e, char *buf, size_t size)
 /*
  * Convert `n` elements (a multiple of 32 and of the type's block) of ggml `type` at `src`
  * into nibbles (n / 2 bytes) and scales (n / 32). `err` (may be NULL) accumulates the error;
- * `what` names the tensor in diagnostics. Fails on undecodable types and on Inf/NaN in a
- * block that must be requantised (naming the block).
+ * `what` names the tensor in diagnostics. Fails on undecodable types and on a block holding
+ * Inf or NaN (a requantised block with such a value, a Q4_0 block whose FP16 scale is Inf or
+ * NaN), naming the block.
  */
 PCCX_MUST_CHECK int pccx_q4_import(uint32_t type, const void *src, size_t src_len, uint64_t n,
 				   uint8_t *nibbles, uint16_t *scales, pccx_q4_error *err,
