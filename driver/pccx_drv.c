@@ -104,6 +104,9 @@ static int pccx_open(struct inode *inode, struct file *file)
 	kref_get(&pdev->ref);
 	pf->pdev = pdev;
 	pf->id = atomic64_inc_return(&pdev->next_file_id);
+	mutex_lock(&pdev->job_lock);
+	pf->served = pdev->serve_clock;		/* a new file queues behind the others */
+	mutex_unlock(&pdev->job_lock);
 	file->private_data = pf;
 	return 0;
 }

@@ -74,11 +74,13 @@ struct pccx_device {
 	u64 global_used;
 
 	/*
-	 * Protects queue, running, next_job_id, history, hist_head, wedged,
-	 * gone and the pccx_job fields marked "job_lock".
+	 * Protects queue, running, next_job_id, serve_clock, history,
+	 * hist_head, wedged, gone, pccx_file.served and the pccx_job fields
+	 * marked "job_lock".
 	 */
 	struct mutex job_lock;
-	struct list_head queue;
+	struct list_head queue;			/* submitted jobs of every file */
+	u64 serve_clock;			/* ticks once per job started */
 	struct pccx_job *running;
 	u64 next_job_id;
 	bool wedged;				/* the last recovery failed */
@@ -123,6 +125,12 @@ struct pccx_file {
 	u32 n_jobs;
 	u64 mem_used;
 	u64 submit_mark;			/* stamp for collecting a job's buffers */
+	/*
+	 * job_lock: serve_clock when a job of this file last started (its open
+	 * for a new file); the worker starts the oldest queued job of the file
+	 * served longest ago, so files take turns
+	 */
+	u64 served;
 	/* fdinfo counters */
 	atomic64_t busy_ns;
 	atomic64_t jobs_submitted;

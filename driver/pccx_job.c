@@ -823,6 +823,26 @@ static int pccx_l2_scrub(struct pccx_device *pdev, struct pccx_job *job)
 	return pccx_recover(pdev, "clearing L2 failed");
 }
 
+/*
+ * The next job to start: files take turns. Among the queued jobs, the first of
+ * the file whose job started longest ago (a file's jobs keep their order), so a
+ * job waits behind at most one job of each other file that was waiting before
+ * it, however many jobs those files queue. Queued jobs always have an owner
+ * (closing a file aborts its queued jobs under job_lock).
+ */
+static struct pccx_job *pccx_next_job_locked(struct pccx_device *pdev)
+{
+	struct pccx_job *job, *next = NULL;
+
+	lockdep_assert_held(&pdev->job_lock);
+	list_for_each_entry(job, &pdev->queue, qnode)
+		if (!next || job->owner->served < next->owner->served)
+			next = job;
+	if (next)
+		next->owner->served = ++pdev->serve_clock;
+	return next;
+}
+
 static int pccx_worker(void *data)
 {
 	struct pccx_device *pdev = data;
@@ -844,8 +864,9 @@ static int pccx_worker(void *data)
 		}
 
 		mutex_lock(&pdev->job_lock);
-		if (!list_empty(&pdev->queue) && !pdev->wedged) {
-			job = list_first_entry(&pdev->queue, struct pccx_job, qnode);
+		if (!pdev->wedged)
+			job = pccx_next_job_locked(pdev);
+		if (job) {
 			list_del_init(&job->qnode);
 			job->status = PCCX_JOB_RUNNING;
 			job->start_ns = ktime_get_ns();

@@ -46,7 +46,6 @@
 #include "uapi/pccx_regs.h"
 
 #define RUN_CHUNK 4000u          /* core cycles simulated per step while the driver waits */
-#define QUIET_MS 1               /* no request for this long: the driver is waiting */
 #define MAX_WINDOWS 4096
 
 struct window {
@@ -341,7 +340,7 @@ int main(int argc, char **argv)
 	const char *ctl_path = NULL, *rsp_path = NULL, *ready = NULL;
 	char ctl_buf[256];
 	size_t ctl_len = 0;
-	int ctl = -1, rsp = -1, busy = 0, quiet = 0, i;
+	int ctl = -1, rsp = -1, busy = 0, i;
 	pccx_diag d;
 
 	for (i = 1; i + 1 < argc; i += 2) {
@@ -391,12 +390,12 @@ int main(int argc, char **argv)
 		int n;
 
 		/*
-		 * Simulated time runs only through the cost of each access while the driver
-		 * is feeding the device, and freely once it has been quiet for QUIET_MS (it
-		 * sleeps, waiting for the interrupt or polling slowly): the device never
-		 * races ahead of a driver that is in the middle of a sequence of accesses.
+		 * Simulated time runs as on hardware: through the cost of each access, and
+		 * freely whenever no request is waiting, also in the middle of a sequence of
+		 * accesses (the device does not wait for a driver that was preempted). It stops
+		 * only when the device is idle or frozen.
 		 */
-		n = poll(pfd, ctl >= 0 ? 2 : 1, !busy || frozen ? -1 : quiet ? 0 : QUIET_MS);
+		n = poll(pfd, ctl >= 0 ? 2 : 1, !busy || frozen ? -1 : 0);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -410,7 +409,6 @@ int main(int argc, char **argv)
 			if (r != (ssize_t)sizeof(m))
 				die("read");
 			busy |= handle(&m);
-			quiet = 0;
 			if (slow_every && ++requests % slow_every == 0 && !frozen)
 				pccx_sim_advance(sim, slow_cycles);
 			report_faults();
@@ -437,7 +435,6 @@ int main(int argc, char **argv)
 			continue;
 		}
 		if (busy && !frozen) {
-			quiet = 1;
 			busy = !pccx_sim_run_until_idle(sim, RUN_CHUNK);
 			report_faults();
 			update_irq();

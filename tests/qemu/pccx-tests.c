@@ -1139,6 +1139,56 @@ static void test_concurrent_files(void)
 	munmap((void *)stop, 4096);
 }
 
+/*
+ * Files take turns. While the worker is held by a job that hangs (debugfs hang_jobs, ended
+ * by a RESET), file A queues 16 jobs and then file B one: B's job must start right after
+ * A's first, not after all 16 (one FIFO across files ran it 17th).
+ */
+static void test_fair_turns(void)
+{
+	int fc = dev_open(), fa = dev_open(), fb = dev_open(), k;
+	struct dev_job dc, da, db;
+	uint64_t idc = 0, ida[16], idb = 0;
+	struct pccx_wait w, wa[16], wb;
+	struct job j;
+
+	job_make(&j, 60);
+	CHECK_RET(dev_job_setup(fc, &j, &dc), 0);
+	CHECK_RET(dev_job_setup(fa, &j, &da), 0);
+	CHECK_RET(dev_job_setup(fb, &j, &db), 0);
+	CHECK_RET(write_text(dbgfs("hang_jobs"), "1"), 0);
+	CHECK_RET(dev_job_submit(fc, &j, &dc, 60000000000ull, &idc), 0);
+	/* the hanging job holds the worker */
+	for (k = 0; k < 200; k++) {
+		CHECK_RET(pccx_kdev_wait(fc, idc, 0, &w), -ETIME);
+		if (w.status == PCCX_JOB_RUNNING)
+			break;
+		usleep(10000);
+	}
+	CHECK(w.status == PCCX_JOB_RUNNING);
+	for (k = 0; k < 16; k++)
+		CHECK_RET(dev_job_submit(fa, &j, &da, 0, &ida[k]), 0);
+	CHECK_RET(dev_job_submit(fb, &j, &db, 0, &idb), 0);
+	CHECK_RET(pccx_kdev_reset(fc), 0);
+	CHECK_RET(pccx_kdev_wait(fc, idc, pccx_kdev_deadline(60000000000ll), &w), -ECANCELED);
+	for (k = 0; k < 16; k++)
+		CHECK_RET(pccx_kdev_wait(fa, ida[k], pccx_kdev_deadline(60000000000ll), &wa[k]), 0);
+	CHECK_RET(pccx_kdev_wait(fb, idb, pccx_kdev_deadline(60000000000ll), &wb), 0);
+	/* A's jobs in A's order; B's right after A's first */
+	for (k = 1; k < 16; k++)
+		CHECK(wa[k].start_ns > wa[k - 1].start_ns);
+	CHECK(wb.start_ns > wa[0].start_ns && wb.start_ns < wa[1].start_ns);
+	if (!(wb.start_ns < wa[1].start_ns))
+		for (k = 0; k < 16 && wa[k].start_ns < wb.start_ns; k++)
+			printf("  B started after A's job %d\n", k);
+	dev_job_free(fc, &dc);
+	dev_job_free(fa, &da);
+	dev_job_free(fb, &db);
+	pccx_kdev_close(fc);
+	pccx_kdev_close(fa);
+	pccx_kdev_close(fb);
+}
+
 static void test_two_processes(void)
 {
 	pid_t pid[2];
@@ -1824,6 +1874,7 @@ static const struct {
 	{ "close-with-job-running", test_close_running },
 	{ "two-processes", test_two_processes },
 	{ "concurrent-files", test_concurrent_files },
+	{ "fair-turns", test_fair_turns },
 	{ "l2-isolation", test_l2_isolation },
 	{ "l2-scrub-fails", test_l2_scrub_fails },
 	{ "reset-ioctl", test_reset },
