@@ -7,12 +7,15 @@
 #   make fuzz       run each fuzz target for FUZZ_SECONDS (default 60)
 #   make install    install library, headers, CLI and pkg-config file under DESTDIR/PREFIX
 #
-# Sources are discovered by directory, so adding a file needs no Makefile edit:
+# Sources are discovered by directory, so adding a file needs no Makefile edit. The libraries
+# are layers: each uses only those after it on this list, so they link in this order and no
+# link group is needed (tests/scripts/layers.sh checks it with nm):
+#   host/{runtime,compiler,text,modelfiles}/*.c -> libpccx.a  (the library applications use)
+#   sim/**.c         -> libpccx_sim.a  (the cycle simulator)
+#   reference/**.c   -> libpccx_ref.a  (the model's math: no file formats)
+#   host/base/*.c    -> libpccx_base.a (status messages, diagnostics, reading files)
 #   isa/*.c          -> libpccx_isa.a  (freestanding: also built into the kernel module and firmware)
 #   isa/num/*.c      -> libpccx_num.a  (freestanding FP32 numerics shared by reference/ and sim/)
-#   reference/**.c   -> libpccx_ref.a
-#   sim/**.c         -> libpccx_sim.a
-#   host/lib/**.c    -> libpccx.a
 #   host/cli/*.c     -> bin/pccx
 #   tests/unit/test_*.c -> tests/test_*  (one Check program per file)
 #   tests/fuzz/fuzz_*.c -> libFuzzer targets (make fuzz)
@@ -30,7 +33,7 @@ WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototyp
 FPFLAGS := -ffp-contract=off -fno-fast-math -fexcess-precision=standard
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE $(WARN) $(FPFLAGS) -fno-strict-aliasing \
-           -Iisa -Iisa/num -Ireference -Isim -Ihost/include -Ihost/lib -Idriver/include \
+           -Iisa -Iisa/num -Ireference -Isim -Ihost/include $(HOST_INC) -Idriver/include \
            -MMD -MP
 LDLIBS  := -lm -lpthread
 
@@ -41,11 +44,15 @@ endif
 
 rfind = $(shell find $(1) -name '*.c' 2>/dev/null | sort)
 
+HOST_DIRS := host/runtime host/compiler host/text host/modelfiles
+HOST_INC  := $(addprefix -I,host/base $(HOST_DIRS))
+
 ISA_SRC  := $(wildcard isa/*.c)
 NUM_SRC  := $(wildcard isa/num/*.c)
 REF_SRC  := $(call rfind,reference)
 SIM_SRC  := $(call rfind,sim)
-HOST_SRC := $(call rfind,host/lib)
+BASE_SRC := $(wildcard host/base/*.c)
+HOST_SRC := $(call rfind,$(HOST_DIRS))
 CLI_SRC  := $(wildcard host/cli/*.c)
 TEST_SRC := $(wildcard tests/unit/test_*.c)
 TSUP_SRC := $(wildcard tests/unit/support/*.c)
@@ -66,9 +73,11 @@ LIB_ISA  := $(BUILD)/lib/libpccx_isa.a
 LIB_NUM  := $(BUILD)/lib/libpccx_num.a
 LIB_REF  := $(BUILD)/lib/libpccx_ref.a
 LIB_SIM  := $(BUILD)/lib/libpccx_sim.a
+LIB_BASE := $(BUILD)/lib/libpccx_base.a
 LIB_HOST := $(BUILD)/lib/libpccx.a
-LIBS     := $(LIB_HOST) $(LIB_SIM) $(LIB_REF) $(LIB_ISA) $(LIB_NUM)
-LINKLIBS := -Wl,--start-group $(LIBS) -Wl,--end-group
+# the layer order (above): a library may use only those after it
+LIBS     := $(LIB_HOST) $(LIB_SIM) $(LIB_REF) $(LIB_BASE) $(LIB_ISA) $(LIB_NUM)
+LINKLIBS := $(LIBS)
 
 CLI      := $(BUILD)/bin/pccx
 TESTS    := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
@@ -77,6 +86,9 @@ CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
 
 .SECONDARY:
+.PHONY: FORCE
+FORCE:
+
 .PHONY: all test test-plain test-asan demo bench fuzz install clean deps-test deps-demo qemu-test
 all: $(CLI) $(TESTS)
 
@@ -90,20 +102,25 @@ $(BUILD)/obj/tests/%.o: tests/%.c
 	$(call say,CC,$<)
 	$(Q)$(CC) $(CFLAGS) $(CHECK_CFLAGS) -Itests/unit -c $< -o $@
 
+# An archive is made afresh when its list of sources changes (a file moved away must not
+# linger in it): $(1).srcs holds the list and is rewritten only when it differs.
 define mklib
-$(1): $(call obj,$(2))
+$(1).srcs: FORCE
+	@mkdir -p $$(dir $$@)
+	@echo '$(2)' | cmp -s - $$@ || echo '$(2)' >$$@
+$(1): $(call obj,$(2)) $(1).srcs
 	@mkdir -p $$(dir $$@)
 	$$(call say,AR,$$@)
 	$(Q)rm -f $$@
-	$(Q)ar rcs $$@ $$^ $(if $(2),,$(BUILD)/obj/.empty.o)
+	$(Q)ar rcs $$@ $$(filter %.o,$$^) $(if $(2),,$(BUILD)/obj/.empty.o)
 endef
 
 $(BUILD)/obj/.empty.o:
 	@mkdir -p $(dir $@)
 	$(Q)echo 'typedef int pccx_empty_unit;' | $(CC) $(CFLAGS) -x c -c - -o $@
 
-$(foreach L,ISA NUM REF SIM HOST,$(eval $(call mklib,$(LIB_$(L)),$($(L)_SRC))))
-$(LIB_ISA) $(LIB_NUM) $(LIB_REF) $(LIB_SIM) $(LIB_HOST): | $(BUILD)/obj/.empty.o
+$(foreach L,ISA NUM BASE REF SIM HOST,$(eval $(call mklib,$(LIB_$(L)),$($(L)_SRC))))
+$(LIBS): | $(BUILD)/obj/.empty.o
 
 $(CLI): $(call obj,$(CLI_SRC)) $(LIBS)
 	@mkdir -p $(dir $@)

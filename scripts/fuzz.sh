@@ -94,8 +94,7 @@ built=()
 for n in "${names[@]}"; do
   obj=$builddir/obj/tests/fuzz/$n.o
   if ! CFLAGS="$fuzz_cflags" "${mk[@]}" "$obj" >"$builddir/logs/$n.build" 2>&1 ||
-     ! "$CC" -fsanitize=fuzzer,address,undefined "$obj" -Wl,--start-group "${linklibs[@]}" \
-       -Wl,--end-group $ldlibs \
+     ! "$CC" -fsanitize=fuzzer,address,undefined "$obj" "${linklibs[@]}" $ldlibs \
        -o "$builddir/bin/$n" >>"$builddir/logs/$n.build" 2>&1; then
     echo "FAIL $n: does not build"
     grep -E 'error|undefined reference' "$builddir/logs/$n.build" | head -n 10 | sed 's/^/    /'

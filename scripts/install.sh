@@ -9,7 +9,7 @@ root="$destdir$prefix"
 
 install -d "$root/bin" "$root/lib/pkgconfig" "$root/include/pccx"
 install -m 0755 "$build/bin/pccx" "$root/bin/pccx"
-for lib in libpccx libpccx_sim libpccx_ref libpccx_isa libpccx_num; do
+for lib in libpccx libpccx_sim libpccx_ref libpccx_base libpccx_isa libpccx_num; do
   install -m 0644 "$build/lib/$lib.a" "$root/lib/$lib.a"
 done
 install -m 0644 host/include/pccx/*.h "$root/include/pccx/"

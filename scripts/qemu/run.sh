@@ -54,20 +54,23 @@ build_user() {
   # CFLAGS from the environment: the Makefile appends its own flags to it
   if ! CFLAGS="-O2 -g ${fdt_inc[*]}" make --no-print-directory -j2 BUILD="$ub" CC="$cc" \
       "$ub/lib/libpccx_sim.a" "$ub/lib/libpccx_isa.a" "$ub/lib/libpccx_num.a" \
-      "$ub/lib/libpccx_ref.a" "$ub/lib/libpccx.a" >"$out/user-$arch.log" 2>&1; then
+      "$ub/lib/libpccx_base.a" "$ub/lib/libpccx_ref.a" "$ub/lib/libpccx.a" \
+      >"$out/user-$arch.log" 2>&1; then
     tail -n 30 "$out/user-$arch.log"
     return 1
   fi
-  libs=(-Wl,--start-group "$ub/lib/libpccx.a" "$ub/lib/libpccx_sim.a" "$ub/lib/libpccx_ref.a"
-        "$ub/lib/libpccx_isa.a" "$ub/lib/libpccx_num.a" -Wl,--end-group "${fdt_lib[@]}" -lm
-        -lpthread)
+  # the layer order of the Makefile: each library uses only those after it
+  libs=("$ub/lib/libpccx.a" "$ub/lib/libpccx_sim.a" "$ub/lib/libpccx_ref.a"
+        "$ub/lib/libpccx_base.a" "$ub/lib/libpccx_isa.a" "$ub/lib/libpccx_num.a"
+        "${fdt_lib[@]}" -lm -lpthread)
   local cflags=(-std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -ffp-contract=off -static
-                -Iisa -Iisa/num -Isim -Ihost/include -Ihost/lib -Idriver/include -Idriver
+                -Iisa -Iisa/num -Isim -Ihost/include -Ihost/base -Ihost/runtime -Ihost/compiler
+                -Ihost/text -Ihost/modelfiles -Ireference -Idriver/include -Idriver
                 "${fdt_inc[@]}")
   mkdir -p "$out/bin-$arch"
   "$cc" "${cflags[@]}" tests/qemu/init.c -o "$out/bin-$arch/init" &&
   "$cc" "${cflags[@]}" tests/qemu/pccx-simd.c "${libs[@]}" -o "$out/bin-$arch/pccx-simd" &&
-  "$cc" "${cflags[@]}" tests/qemu/pccx-tests.c host/lib/pccx_kdev.c "${libs[@]}" \
+  "$cc" "${cflags[@]}" tests/qemu/pccx-tests.c "${libs[@]}" \
       -o "$out/bin-$arch/pccx-tests" || return 1
   # extra guest programs (x86 boot only): the same flags and libraries as pccx-tests
   rm -rf "$out/bin-$arch/extra"
@@ -79,7 +82,7 @@ build_user() {
     if [ -e "$out/bin-$arch/extra/$name" ]; then
       echo "extra guest program '$name' given twice ($src)"; return 1
     fi
-    "$cc" "${cflags[@]}" -Itests/qemu "$src" host/lib/pccx_kdev.c "${libs[@]}" \
+    "$cc" "${cflags[@]}" -Itests/qemu "$src" "${libs[@]}" \
         -o "$out/bin-$arch/extra/$name" || { echo "extra guest program $src: build failed"; return 1; }
   done
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Job files (host/lib/jobfile.c): the byte layout, serialise/parse round
+ * Job files (host/compiler/jobfile.c): the byte layout, serialise/parse round
  * trips, every malformed file refused with its message, bare program files,
  * and the validator's messages as pccx_jobfile_validate reports them.
  */

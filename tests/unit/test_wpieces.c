@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Descriptors of a buffer held in pieces (host/lib/wpieces.c): every byte a job names goes
+ * Descriptors of a buffer held in pieces (host/compiler/wpieces.c): every byte a job names goes
  * to the piece holding it, on the same port and in the same order; ranges outside the
  * pieces are refused with a message.
  */

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The libraries are layers (Makefile): each may use only the libraries after it in
+#   libpccx  libpccx_sim  libpccx_ref  libpccx_base  libpccx_isa  libpccx_num
+# Checked with nm: no library leaves undefined a symbol that an earlier one defines, so they
+# link in that order with no --start-group (and nothing asks for one). The model's math
+# (reference/) includes no file-format or text header.
+#   tests/scripts/layers.sh BUILD
+set -u
+build=${1:-build}
+order=(libpccx libpccx_sim libpccx_ref libpccx_base libpccx_isa libpccx_num)
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok   $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL $1"; [ -n "${2:-}" ] && echo "$2" | sed 's/^/     /' | head -n 20; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for l in "${order[@]}"; do
+  a=$build/lib/$l.a
+  if [ ! -f "$a" ]; then bad "$l.a exists"; continue; fi
+  nm "$a" 2>/dev/null | awk 'NF == 3 && $2 ~ /^[TDRBCV]$/ {print $3}' | sort -u >"$tmp/$l.def"
+  nm "$a" 2>/dev/null | awk 'NF == 2 && $1 == "U" {print $2}' | sort -u >"$tmp/$l.undef"
+done
+
+# every library against every earlier one
+for ((i = 1; i < ${#order[@]}; i++)); do
+  li=${order[$i]}
+  [ -f "$tmp/$li.undef" ] || continue
+  for ((j = 0; j < i; j++)); do
+    lj=${order[$j]}
+    [ -f "$tmp/$lj.def" ] || continue
+    up=$(comm -12 "$tmp/$li.undef" "$tmp/$lj.def")
+    if [ -n "$up" ]; then
+      bad "$li uses nothing of $lj (a layer above it)" "$up"
+    else
+      ok "$li uses nothing of $lj"
+    fi
+  done
+done
+
+# a symbol is defined in one library only
+all=$(cat "$tmp"/*.def | sort | uniq -d)
+if [ -n "$all" ]; then bad "each symbol is defined once across the libraries" "$all"; else
+  ok "each symbol is defined once across the libraries"; fi
+
+# nobody needs a link group
+if grep -n -- '--start-group' Makefile scripts/pccx.pc.in scripts/*.sh scripts/qemu/*.sh >"$tmp/g"; then
+  bad "no --start-group in the build or pccx.pc" "$(cat "$tmp/g")"
+else
+  ok "no --start-group in the build or pccx.pc"
+fi
+
+# reference/ is the model's math: no file-format, tokenizer or runtime header
+fmt_headers=$(cd host && ls modelfiles/*.h text/*.h runtime/*.h compiler/*.h | xargs -n1 basename)
+fmt_headers+=" pccx/modelfile.h pccx/tokenizer.h pccx/sampler.h pccx/pccx.h"
+hits=""
+for h in $fmt_headers; do
+  hits+=$(grep -n "#include [\"<]$h[\">]" reference/*.c reference/*.h 2>/dev/null)
+done
+if [ -n "$hits" ]; then bad "reference/ includes no file-format, text or runtime header" "$hits"; else
+  ok "reference/ includes no file-format, text or runtime header"; fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
