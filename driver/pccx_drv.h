@@ -20,7 +20,7 @@
 #include "pccx_hw.h"
 #include "pccx_job.h"
 #include "uapi/pccx.h"
-#include "uapi/pccx_regs.h"
+#include "pccx_regs.h"
 
 #define PCCX_NAME "pccx"
 #define PCCX_HISTORY 32

@@ -16,7 +16,7 @@
 #define PCCX_ENGINE_H
 
 #include "pccx_job.h"
-#include "uapi/pccx_regs.h"
+#include "pccx_regs.h"
 
 #ifdef __cplusplus
 extern "C" {

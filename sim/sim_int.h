@@ -9,7 +9,7 @@
 
 #include "pccx_sim.h"
 #include "pccx_job.h"
-#include "uapi/pccx_regs.h"
+#include "pccx_regs.h"
 
 #define SIM_MAX_FIFO      15u      /* STATUS.FIFO_LEVEL is 4 bits */
 #define SIM_MAX_INFLIGHT  16u

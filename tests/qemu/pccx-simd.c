@@ -43,7 +43,7 @@
 #include "pccx_sim.h"
 #include "pccx_simlink.h"
 #include "uapi/pccx.h"
-#include "uapi/pccx_regs.h"
+#include "pccx_regs.h"
 
 #define RUN_CHUNK 4000u          /* core cycles simulated per step while the driver waits */
 #define MAX_WINDOWS 4096

@@ -11,7 +11,7 @@
 
 #include "pccx_engine.h"
 #include "test_sim_util.h"
-#include "uapi/pccx_regs.h"
+#include "pccx_regs.h"
 
 /* ---- a mock device: executes everything at once, answers every command with OKAY ---- */
 

@@ -10,7 +10,7 @@
 
 #include "pccx/pccx.h"
 #include "pccx_testing.h"
-#include "uapi/pccx_regs.h"
+#include "pccx_regs.h"
 
 struct run {
 	int32_t toks[128];

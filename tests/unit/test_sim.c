@@ -15,7 +15,7 @@
 #include "fileio.h"
 #include "json.h"
 #include "test_sim_util.h"
-#include "uapi/pccx_regs.h"
+#include "pccx_regs.h"
 
 static pccx_sim *mksim(void)
 {

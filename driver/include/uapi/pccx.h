@@ -29,7 +29,7 @@ extern "C" {
  * @uapi_version: %PCCX_UAPI_VERSION of the driver.
  * @flags: %PCCX_INFO_* bits.
  * @hw_id: the ID register (0 on a device without the v002 extensions).
- * @features: the FEATURES register (%PCCX_FEAT_* in pccx_regs.h).
+ * @features: the FEATURES register (%PCCX_FEAT_* of the register map, isa/pccx_regs.h).
  * @caps: the CAPS register: [31:0] L2 words, [39:32] instruction FIFO depth,
  *	[47:40] shape entries, [55:48] weight ports, [63:56] DataMover FIFO depth.
  * @clocks: the CLOCKS register: [31:0] core kHz, [63:32] AXI kHz.

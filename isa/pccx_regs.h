@@ -2,10 +2,12 @@
 /*
  * pccx v002 register map: the one definition of every register offset and
  * field, shared by the kernel module, the firmware, the simulator and the
- * command engine. Documented in docs/registers.md.
+ * command engine. It lives in isa/ with the rest of the device contract that
+ * all of them compile (the kernel build links isa/ into its tree); it is not
+ * user-space ABI, which is uapi/pccx.h alone. Documented in docs/registers.md.
  */
-#ifndef _UAPI_PCCX_REGS_H
-#define _UAPI_PCCX_REGS_H
+#ifndef PCCX_REGS_H
+#define PCCX_REGS_H
 
 /* Pages, relative to the device base. */
 #define PCCX_CTRL_PAGE            0x0000u
@@ -108,4 +110,4 @@
 #define PCCX_DM_STS_SLVERR        (1u << 6)
 #define PCCX_DM_STS_OKAY          (1u << 7)
 
-#endif /* _UAPI_PCCX_REGS_H */
+#endif /* PCCX_REGS_H */
