@@ -27,6 +27,14 @@
 #define ROUNDS 4000
 
 static uint64_t rng;
+/*
+ * Pointers the storm hands the kernel must never land in this program's own writable
+ * memory (the kernel would write results there and the program would corrupt itself):
+ * besides NULL, small values and non-canonical or kernel addresses, they point into a
+ * region mapped PROT_NONE.
+ */
+static uint8_t *guard;
+#define GUARD_BYTES (1u << 20)
 
 static uint64_t rnd(void)
 {
@@ -43,15 +51,17 @@ static uint64_t nasty(void)
 					 0x80000000u, 0xffffffffu, 1ull << 32, 1ull << 63,
 					 ~0ull, ~0ull - 4095 };
 
-	switch (rnd() % 4) {
+	switch (rnd() % 5) {
 	case 0:
 		return edge[rnd() % (sizeof(edge) / sizeof(edge[0]))];
 	case 1:
 		return rnd() % 64;
 	case 2:
-		return rnd() % (1u << 24);
+		return rnd() % 4096;
+	case 3:
+		return (uintptr_t)guard + rnd() % GUARD_BYTES;
 	default:
-		return rnd();
+		return rnd() | (1ull << 63);   /* never a user address */
 	}
 }
 
@@ -125,7 +135,8 @@ static int run(uint64_t seed)
 	unsigned i;
 	void *m;
 
-	if (fd < 0 || ro == MAP_FAILED || rw == MAP_FAILED) {
+	guard = mmap(NULL, GUARD_BYTES, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (fd < 0 || ro == MAP_FAILED || rw == MAP_FAILED || guard == MAP_FAILED) {
 		printf("ioctl-storm: setup failed\n");
 		return 1;
 	}
