@@ -4,6 +4,7 @@
 
 #include "diag.h"
 #include "gemma3n_config.h"
+#include "layers.h"
 
 /* float32 Normal.icdf(0.95) as Hugging Face evaluates it (2 ulp below the rounded value). */
 #define SPARSE_Z 1.6448533535f
@@ -77,26 +78,14 @@ int pccx_g3n_config_preset(const char *name, struct pccx_g3n_config *cfg, pccx_d
 			 pccx_g3n_config_names());
 }
 
-uint32_t pccx_g3n_kv_source(const struct pccx_g3n_config *c, uint32_t layer)
-{
-	uint32_t first = pccx_g3n_first_shared(c), i;
-	bool global = pccx_g3n_is_global(c, layer);
-
-	if (layer < first)
-		return layer;
-	for (i = first; i-- > 0;)
-		if (pccx_g3n_is_global(c, i) == global)
-			return i;
-	return layer;	/* unreachable for a checked config */
-}
-
 #define BAD(field, why) \
 	pccx_fail(d, PCCX_ERR_INVALID, "config '%s': %s %s", c->name, field, why)
 
 int pccx_g3n_config_check(const struct pccx_g3n_config *c, pccx_diag *d)
 {
-	uint32_t first, i;
-	bool have_local = false, have_global = false;
+	struct pccx_attn_desc attn[PCCX_ATTN_KINDS];
+	struct pccx_layer_desc layers[PCCX_G3N_MAX_LAYERS];
+	uint32_t q_dim = c->n_heads * c->head_dim;
 
 	if (c->n_layers == 0 || c->n_layers > PCCX_G3N_MAX_LAYERS)
 		return BAD("n_layers", "must be 1..64");
@@ -109,7 +98,7 @@ int pccx_g3n_config_check(const struct pccx_g3n_config *c, pccx_diag *d)
 	if (c->head_dim == 0 || c->head_dim % 32 || c->head_dim > 1024)
 		return BAD("head_dim",
 			   "must be a multiple of 32 (word-aligned RoPE halves), <= 1024");
-	if (pccx_g3n_q_dim(c) % 32 || pccx_g3n_q_dim(c) > 65504)
+	if (q_dim % 32 || q_dim > 65504)
 		return BAD("n_heads * head_dim", "must fit a 16-bit shape field");
 	if (c->d_ple == 0 || c->d_ple % 32 || (uint64_t)c->d_ple * c->n_layers > 65504)
 		return BAD("d_ple", "must be a multiple of 32 with n_layers * d_ple <= 65504");
@@ -128,17 +117,6 @@ int pccx_g3n_config_check(const struct pccx_g3n_config *c, pccx_diag *d)
 	if (!(c->eps > 0.0f) || !(c->softcap > 0.0f) || !(c->theta_local > 1.0f) ||
 	    !(c->theta_global > 1.0f) || !(c->sparse_z >= 0.0f))
 		return BAD("eps/softcap/theta/sparse_z", "out of range");
-	first = pccx_g3n_first_shared(c);
-	for (i = 0; i < first; i++) {
-		if (pccx_g3n_is_global(c, i))
-			have_global = true;
-		else
-			have_local = true;
-	}
-	for (i = first; i < c->n_layers; i++) {
-		if (pccx_g3n_is_global(c, i) ? !have_global : !have_local)
-			return BAD("n_kv_shared",
-				   "leaves a shared layer without an owner of its type");
-	}
-	return PCCX_OK;
+	/* the layer structure: every KV-sharing layer finds a layer to read from */
+	return pccx_layers_build(c, attn, layers, d);
 }

@@ -4,11 +4,8 @@
  * with the same structure (KV-owner and KV-shared layers, a global layer every 5th, sparse
  * FFN layers, 4 AltUp streams, per-layer embeddings, LAuReL).
  *
- * The layer structure follows Hugging Face's Gemma3nTextConfig (see docs/reference.md):
- *   layer i is global (full attention, theta_global) iff (i + 1) % global_period == 0;
- *   layers [first_shared, n_layers) with first_shared = n_layers - n_kv_shared compute no
- *   k/v and read the cache of the last layer of their own type before first_shared;
- *   layers [0, n_sparse) apply the Gaussian top-k gate.
+ * The configuration is what model files and presets give; the layers it describes are read
+ * from the per-layer table built from it once (layers.h), never from these fields.
  */
 #ifndef PCCX_GEMMA3N_CONFIG_H
 #define PCCX_GEMMA3N_CONFIG_H
@@ -56,48 +53,9 @@ const char *pccx_g3n_config_names(void);
 
 /*
  * Check the structural constraints the graph and the ISA impose (multiples of 32 for Q4 K,
- * word-aligned head halves, the 16-bit shape fields, ...). PCCX_ERR_INVALID naming the field.
+ * word-aligned head halves, the 16-bit shape fields, ...) and that the per-layer table can be
+ * built (pccx_layers_build). PCCX_ERR_INVALID naming the field.
  */
 PCCX_MUST_CHECK int pccx_g3n_config_check(const struct pccx_g3n_config *cfg, pccx_diag *d);
-
-static inline bool pccx_g3n_is_global(const struct pccx_g3n_config *c, uint32_t layer)
-{
-	return (layer + 1) % c->global_period == 0;
-}
-
-static inline uint32_t pccx_g3n_first_shared(const struct pccx_g3n_config *c)
-{
-	return c->n_layers - c->n_kv_shared;
-}
-
-static inline bool pccx_g3n_owns_kv(const struct pccx_g3n_config *c, uint32_t layer)
-{
-	return layer < pccx_g3n_first_shared(c);
-}
-
-/* The layer whose KV cache `layer` reads: itself for owners, else the last owner of its type. */
-uint32_t pccx_g3n_kv_source(const struct pccx_g3n_config *c, uint32_t layer);
-
-/* KV rows an owner layer keeps: window (ring buffer) for local layers, max_ctx for global. */
-static inline uint32_t pccx_g3n_kv_rows(const struct pccx_g3n_config *c, uint32_t layer)
-{
-	return pccx_g3n_is_global(c, layer) ? c->max_ctx : c->window;
-}
-
-static inline bool pccx_g3n_is_sparse(const struct pccx_g3n_config *c, uint32_t layer)
-{
-	return layer < c->n_sparse;
-}
-
-/* Query width n_heads * head_dim and key/value width n_kv_heads * head_dim. */
-static inline uint32_t pccx_g3n_q_dim(const struct pccx_g3n_config *c)
-{
-	return c->n_heads * c->head_dim;
-}
-
-static inline uint32_t pccx_g3n_kv_dim(const struct pccx_g3n_config *c)
-{
-	return c->n_kv_heads * c->head_dim;
-}
 
 #endif /* PCCX_GEMMA3N_CONFIG_H */

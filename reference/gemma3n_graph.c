@@ -3,7 +3,8 @@
  * The Gemma 3n decode step as NPU ops, written once, top to bottom in the order of the model
  * (Hugging Face Gemma3nTextModel / Gemma3nTextDecoderLayer; research note model-sim-anchors
  * §1.3). Every op is one v002 instruction on L2 word addresses from the plan; the host only
- * supplies the per-step inputs (embedding row, PLE row, RoPE tables, constants).
+ * supplies the per-step inputs (embedding row, PLE row, RoPE tables, constants). What differs
+ * between layers comes from the model's layer table (m->layers[l], layers.h), never from l.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include "pccx_num.h"
 
 #define W(n) pccx_words_for(n)
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
 #define NSTREAM PCCX_G3N_STREAMS
 
 /* Largest matmul n / CVO len that keeps the next row word-aligned (16-bit fields). */
@@ -39,51 +41,94 @@ static uint32_t take(uint64_t *next, uint64_t words)
 	return a;
 }
 
+/* The largest attention shapes of the kinds (every layer's are its kind's), in L2 words. */
+struct attn_words {
+	uint32_t max_keys;	/* keys a query may see: the most KV rows */
+	uint64_t q;		/* n_heads * W(head_dim): q, the rotate-half scratch, the context */
+	uint64_t kv;		/* n_kv_heads * W(head_dim): k, v */
+	uint64_t scores;	/* (n_heads / n_kv_heads, max_keys) */
+};
+
+static void attn_words(const struct pccx_g3n_model *m, struct attn_words *aw)
+{
+	uint32_t group = 0, t;
+
+	memset(aw, 0, sizeof(*aw));
+	for (t = 0; t < PCCX_ATTN_KINDS; t++) {
+		const struct pccx_attn_desc *a = &m->attn[t];
+
+		aw->max_keys = MAX(aw->max_keys, a->kv_rows);
+		aw->q = MAX(aw->q, (uint64_t)a->n_heads * W(a->head_dim));
+		aw->kv = MAX(aw->kv, (uint64_t)a->n_kv_heads * W(a->head_dim));
+		group = MAX(group, a->n_heads / a->n_kv_heads);
+	}
+	aw->scores = (uint64_t)group * W(aw->max_keys);
+}
+
 int pccx_g3n_plan_build(const struct pccx_g3n_model *m, struct pccx_g3n_plan *p, pccx_diag *d)
 {
 	const struct pccx_g3n_config *c = &m->cfg;
-	uint32_t D = c->d_model, hd = c->head_dim, L = c->n_layers, P = c->d_ple, t, l;
-	uint32_t group = c->n_heads / c->n_kv_heads;
-	uint64_t next = 0, kv = 0;
+	uint32_t D = c->d_model, L = c->n_layers, P = c->d_ple, F = 0, t, l;
+	uint64_t next = 0, kv = 0, lvec_bytes = 0;
+	struct attn_words aw;
 
 	memset(p, 0, sizeof(*p));
-	p->max_keys = c->window > c->max_ctx ? c->window : c->max_ctx;
+	for (t = 0; t < PCCX_ATTN_KINDS; t++)
+		if (m->attn[t].rope_dims != m->attn[t].head_dim)
+			return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
+					 "config '%s': RoPE of part of a head is not supported",
+					 c->name);
+	for (l = 0; l < L; l++) {
+		const struct pccx_layer_desc *ly = &m->layers[l];
+
+		/* one FP32 constant holds z: layers cannot have their own (yet) */
+		if (ly->sparse && ly->sparse_z != c->sparse_z)
+			return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
+					 "config '%s': layer %u: a sparse_z of its own", c->name,
+					 l);
+		F = MAX(F, ly->d_ffn);
+		lvec_bytes = MAX(lvec_bytes, m->w.layer[l].vec_bytes);
+	}
+	attn_words(m, &aw);
+	p->max_keys = aw.max_keys;
 
 	/* The image of BUF_IN, in the order the host writes it. */
 	p->in = take(&next, 0);
 	p->consts = take(&next, PCCX_G3N_NCONST);
 	p->ones = take(&next, 1);
-	for (t = 0; t < 2; t++) {
-		p->rope_cos[t] = take(&next, W(hd));
-		p->rope_sin[t] = take(&next, W(hd));
+	for (t = 0; t < PCCX_ATTN_KINDS; t++) {
+		p->rope_cos[t] = take(&next, W(m->attn[t].head_dim));
+		p->rope_sin[t] = take(&next, W(m->attn[t].head_dim));
 	}
 	p->embed = take(&next, W(D));
 	p->ple_in = take(&next, W((uint64_t)L * P));
 	p->in_words = (uint32_t)next - p->in;
 
-	for (t = 0; t < 2; t++) {
-		p->rep_cos[t] = take(&next, (uint64_t)c->n_heads * W(hd));
-		p->rep_sin[t] = take(&next, (uint64_t)c->n_heads * W(hd));
+	for (t = 0; t < PCCX_ATTN_KINDS; t++) {
+		uint64_t words = (uint64_t)m->attn[t].n_heads * W(m->attn[t].head_dim);
+
+		p->rep_cos[t] = take(&next, words);
+		p->rep_sin[t] = take(&next, words);
 	}
 	p->gvec = take(&next, m->w.gvec_bytes / 16);
-	p->lvec = take(&next, m->w.layer[0].vec_bytes / 16);
+	p->lvec = take(&next, lvec_bytes / 16);
 	p->xs[0] = take(&next, NSTREAM * W(D));
 	p->xs[1] = take(&next, NSTREAM * W(D));
 	p->u = take(&next, W((uint64_t)L * P));
 	p->h = take(&next, W(D));
 	p->lr = take(&next, W(D));
 	p->lrank = take(&next, W(c->laurel_rank));
-	p->q = take(&next, (uint64_t)c->n_heads * W(hd));
-	p->k = take(&next, (uint64_t)c->n_kv_heads * W(hd));
-	p->v = take(&next, (uint64_t)c->n_kv_heads * W(hd));
-	p->swap = take(&next, (uint64_t)c->n_heads * W(hd));
-	p->scores = take(&next, (uint64_t)group * W(p->max_keys));
-	p->ctx = take(&next, (uint64_t)c->n_heads * W(hd));
+	p->q = take(&next, aw.q);
+	p->k = take(&next, aw.kv);
+	p->v = take(&next, aw.kv);
+	p->swap = take(&next, aw.q);
+	p->scores = take(&next, aw.scores);
+	p->ctx = take(&next, aw.q);
 	p->o = take(&next, W(D));
 	p->al = take(&next, W(D));
 	p->t = take(&next, W(D));
-	p->gate = take(&next, W(c->d_ffn));
-	p->up = take(&next, W(c->d_ffn));
+	p->gate = take(&next, W(F));
+	p->up = take(&next, W(F));
 	p->f = take(&next, W(D));
 	p->innov = take(&next, W(D));
 	p->tmp = take(&next, W(D));
@@ -103,9 +148,13 @@ int pccx_g3n_plan_build(const struct pccx_g3n_model *m, struct pccx_g3n_plan *p,
 
 	p->in_bytes = (uint64_t)p->in_words * 16;
 	p->out_bytes = (uint64_t)W(c->vocab) * 16;
-	for (l = 0; l < pccx_g3n_first_shared(c); l++) {
+	for (l = 0; l < L; l++) {
+		const struct pccx_layer_desc *ly = &m->layers[l];
+
+		if (!ly->kv_write)
+			continue;
 		p->kv_off[l] = kv;
-		kv += 2ull * c->n_kv_heads * pccx_g3n_kv_rows(c, l) * W(hd) * 16;
+		kv += 2ull * ly->n_kv_heads * ly->kv_rows * W(ly->head_dim) * 16;
 	}
 	p->kv_bytes = kv;
 	return PCCX_OK;
@@ -114,18 +163,15 @@ int pccx_g3n_plan_build(const struct pccx_g3n_model *m, struct pccx_g3n_plan *p,
 uint64_t pccx_g3n_kv_row_offset(const struct pccx_g3n_model *m, const struct pccx_g3n_plan *p,
 				uint32_t layer, uint32_t head, unsigned v, uint32_t row)
 {
-	const struct pccx_g3n_config *c = &m->cfg;
-	uint64_t rows = pccx_g3n_kv_rows(c, layer);
+	const struct pccx_layer_desc *ly = &m->layers[layer];
 
-	return p->kv_off[layer] + (((uint64_t)v * c->n_kv_heads + head) * rows + row) *
-				  W(c->head_dim) * 16;
+	return p->kv_off[layer] +
+	       (((uint64_t)v * ly->n_kv_heads + head) * ly->kv_rows + row) * W(ly->head_dim) * 16;
 }
 
-uint32_t pccx_g3n_n_keys(const struct pccx_g3n_config *c, uint32_t layer, uint32_t pos)
+uint32_t pccx_g3n_n_keys(const struct pccx_layer_desc *ly, uint32_t pos)
 {
-	if (pccx_g3n_is_global(c, layer))
-		return pos + 1;
-	return pos + 1 < c->window ? pos + 1 : c->window;
+	return ly->window && pos + 1 > ly->window ? ly->window : pos + 1;
 }
 
 /* ===================================================================================== */
@@ -169,7 +215,7 @@ int pccx_g3n_host_inputs(const struct pccx_g3n_model *m, const struct pccx_g3n_p
 {
 	const struct pccx_g3n_config *c = &m->cfg;
 	const struct pccx_g3n_weights *w = &m->w;
-	uint32_t hd = c->head_dim, half = hd / 2, D = c->d_model, i, t;
+	uint32_t D = c->d_model, i, t;
 	float consts[PCCX_G3N_NCONST], scale;
 	uint32_t base = p->in;
 	const uint8_t *rec;
@@ -196,9 +242,13 @@ int pccx_g3n_host_inputs(const struct pccx_g3n_model *m, const struct pccx_g3n_p
 	for (i = 0; i < 8; i++)
 		put_bf16(in, p->ones - base, i, 0x3F80);
 
-	/* RoPE, rotate-half pairing i <-> i + hd/2: phase_i = pos * theta^(-2i/hd) in FP32. */
-	for (t = 0; t < 2; t++) {
-		float ln_theta = ln_f32(t ? c->theta_global : c->theta_local);
+	/*
+	 * RoPE of each attention kind, rotate-half pairing i <-> i + hd/2:
+	 * phase_i = pos * theta^(-2i/hd) in FP32.
+	 */
+	for (t = 0; t < PCCX_ATTN_KINDS; t++) {
+		uint32_t hd = m->attn[t].head_dim, half = hd / 2;
+		float ln_theta = ln_f32(m->attn[t].theta);
 
 		for (i = 0; i < half; i++) {
 			float frac = (float)(2 * i) / (float)hd;
@@ -403,19 +453,19 @@ static void rmsnorm_rows(struct emit *e, uint32_t src, uint32_t dst, uint32_t ro
 }
 
 /*
- * RoPE on `heads` rows of head_dim at x with the tables of layer type `g` (rotate-half):
- *   x' = x * cos + swap(x) * [-sin | +sin],  swap(x) = [x_hi | x_lo]
+ * RoPE on `heads` rows of head_dim at x with the tables of the layer's attention kind
+ * (rotate-half): x' = x * cos + swap(x) * [-sin | +sin],  swap(x) = [x_hi | x_lo]
  */
-static void rope(struct emit *e, uint32_t x, uint32_t heads, unsigned g)
+static void rope(struct emit *e, const struct pccx_layer_desc *ly, uint32_t x, uint32_t heads)
 {
-	uint32_t hw = W(e->c->head_dim), half = hw / 2, n = heads * e->c->head_dim, h;
+	uint32_t hw = W(ly->head_dim), half = hw / 2, n = heads * ly->head_dim, h;
 
 	for (h = 0; h < heads; h++) {
 		copy(e, e->p->swap + h * hw, x + h * hw + half, half);
 		copy(e, e->p->swap + h * hw + half, x + h * hw, half);
 	}
-	cvo(e, PCCX_CVO_MUL, 0, e->p->rep_sin[g], e->p->swap, n);
-	cvo(e, PCCX_CVO_MUL, 0, e->p->rep_cos[g], x, n);
+	cvo(e, PCCX_CVO_MUL, 0, e->p->rep_sin[ly->kind], e->p->swap, n);
+	cvo(e, PCCX_CVO_MUL, 0, e->p->rep_cos[ly->kind], x, n);
 	cvo(e, PCCX_CVO_ADD, 0, e->p->swap, x, n);
 }
 
@@ -472,10 +522,12 @@ static void forward_inputs(struct emit *e)
 
 	/* the step's inputs, the RoPE tables for every head, the global vectors */
 	load(e, p->in, PCCX_NPU_BUF_IN, 0, p->in_words * 8);
-	for (k = 0; k < 2; k++) {
-		for (i = 0; i < c->n_heads; i++) {
-			copy(e, p->rep_cos[k] + i * W(c->head_dim), p->rope_cos[k], W(c->head_dim));
-			copy(e, p->rep_sin[k] + i * W(c->head_dim), p->rope_sin[k], W(c->head_dim));
+	for (k = 0; k < PCCX_ATTN_KINDS; k++) {
+		uint32_t hw = W(e->m->attn[k].head_dim);
+
+		for (i = 0; i < e->m->attn[k].n_heads; i++) {
+			copy(e, p->rep_cos[k] + i * hw, p->rope_cos[k], hw);
+			copy(e, p->rep_sin[k] + i * hw, p->rope_sin[k], hw);
 		}
 	}
 	load(e, p->gvec, PCCX_NPU_BUF_WEIGHTS, w->gvec_offset, (uint32_t)(w->gvec_bytes / 2));
@@ -531,7 +583,7 @@ static void forward_altup_predict(struct emit *e, uint32_t X, uint32_t P, uint32
 	}
 }
 
-/* S3.4: LAuReL: lr = h + RMSNorm_laurel(W_R W_L h); the two GEMVs, then the rest. */
+/* S3.4: LAuReL: lr = h + RMSNorm_laurel(W_R W_L h); the two GEMVs, the rest behind W_q. */
 static void forward_laurel_project(struct emit *e, uint32_t l)
 {
 	const struct pccx_g3n_plan *p = e->p;
@@ -550,57 +602,55 @@ static void forward_laurel_finish(struct emit *e, uint32_t l)
 	stage(e, p->lr, 1, e->c->d_model, "L%u.laurel", l);
 }
 
-/* S3.5: attention on h; q, (k, v for owners), softmax over the cache, o = W_o ctx. */
-static void forward_attention(struct emit *e, uint32_t l, uint32_t pos)
+/* x = RoPE(RMSNorm_w(x)) on `heads` rows of layer l (q or k); the norm if the layer has it. */
+static void norm_rope(struct emit *e, uint32_t l, uint32_t x, uint32_t heads, uint32_t norm,
+		      enum pccx_g3n_lvec w)
 {
-	const struct pccx_g3n_config *c = e->c;
+	const struct pccx_layer_desc *ly = &e->m->layers[l];
+
+	if (ly->norms & norm)
+		rmsnorm_rows(e, x, x, heads, ly->head_dim, lvec(e, l, w));
+	rope(e, ly, x, heads);
+}
+
+/* S3.5, layers that write KV: k = RoPE(RMSNorm_{g_k}(W_k h)), v = RMSNorm(W_v h) at row pos. */
+static void forward_kv_append(struct emit *e, uint32_t l, uint32_t pos)
+{
+	const struct pccx_layer_desc *ly = &e->m->layers[l];
 	const struct pccx_g3n_plan *p = e->p;
-	const struct pccx_g3n_layer_w *lw = &e->m->w.layer[l];
-	uint32_t hd = c->head_dim, hw = W(hd), nkv = c->n_kv_heads, group = c->n_heads / nkv;
-	uint32_t src = pccx_g3n_kv_source(c, l), keys = pccx_g3n_n_keys(c, l, pos);
-	uint32_t row = pos % pccx_g3n_kv_rows(c, src), sw = W(keys), g, r;
-	unsigned glob = pccx_g3n_is_global(c, l);
+	uint32_t hd = ly->head_dim, hw = W(hd), nkv = ly->n_kv_heads, row = pos % ly->kv_rows, g;
 
-	/*
-	 * The projections are issued back to back and each one's norms follow the next weight
-	 * stream, so the SFU works while the weights stream (in-order issue: a CVO behind a
-	 * GEMV it does not depend on runs during that GEMV). LAuReL's norm rides on W_q.
-	 */
-	gemv(e, lw->attn_q, p->h, p->q, false);
-	forward_laurel_finish(e, l);
-	if (pccx_g3n_owns_kv(c, l))
-		gemv(e, lw->attn_k, p->h, p->k, false);
-	/* q = RoPE(RMSNorm_{g_q}(W_q h)) per head */
-	rmsnorm_rows(e, p->q, p->q, c->n_heads, hd, lvec(e, l, PCCX_G3N_LV_Q_NORM));
-	rope(e, p->q, c->n_heads, glob);
-	stage(e, p->q, c->n_heads, hd, "L%u.attn.q_rope", l);
-
-	/* owners: k = RoPE(RMSNorm_{g_k}(W_k h)), v = RMSNorm(W_v h), appended to the cache */
-	if (pccx_g3n_owns_kv(c, l)) {
-		gemv(e, lw->attn_v, p->h, p->v, false);
-		rmsnorm_rows(e, p->k, p->k, nkv, hd, lvec(e, l, PCCX_G3N_LV_K_NORM));
-		rope(e, p->k, nkv, glob);
-		stage(e, p->k, nkv, hd, "L%u.attn.k_rope", l);
+	norm_rope(e, l, p->k, nkv, PCCX_NORM_K, PCCX_G3N_LV_K_NORM);
+	stage(e, p->k, nkv, hd, "L%u.attn.k_rope", l);
+	if (ly->norms & PCCX_NORM_V)
 		rmsnorm_rows(e, p->v, p->v, nkv, hd, NO_WEIGHT);
-		stage(e, p->v, nkv, hd, "L%u.attn.v", l);
-		for (g = 0; g < nkv; g++) {
-			store(e, PCCX_NPU_BUF_KV, pccx_g3n_kv_row_offset(e->m, p, l, g, 0, row),
-			      p->k + g * hw, hd);
-			store(e, PCCX_NPU_BUF_KV, pccx_g3n_kv_row_offset(e->m, p, l, g, 1, row),
-			      p->v + g * hw, hd);
-		}
+	stage(e, p->v, nkv, hd, "L%u.attn.v", l);
+	for (g = 0; g < nkv; g++) {
+		store(e, PCCX_NPU_BUF_KV, pccx_g3n_kv_row_offset(e->m, p, l, g, 0, row),
+		      p->k + g * hw, hd);
+		store(e, PCCX_NPU_BUF_KV, pccx_g3n_kv_row_offset(e->m, p, l, g, 1, row),
+		      p->v + g * hw, hd);
 	}
+}
+
+/* S3.5: ctx = softmax(q K^T) V over the keys of the cache layer l reads (kv_src). */
+static void forward_attend(struct emit *e, uint32_t l, uint32_t pos)
+{
+	const struct pccx_layer_desc *ly = &e->m->layers[l];
+	const struct pccx_g3n_plan *p = e->p;
+	uint32_t hd = ly->head_dim, hw = W(hd), group = ly->n_heads / ly->n_kv_heads;
+	uint32_t keys = pccx_g3n_n_keys(ly, pos), sw = W(keys), g, r;
 
 	/* per kv head: the `group` query heads that share it, as one GEMM over its rows */
-	for (g = 0; g < nkv; g++) {
+	for (g = 0; g < ly->n_kv_heads; g++) {
 		struct pccx_npu_wref kr = {
 			.buf = PCCX_NPU_BUF_KV,
-			.offset = pccx_g3n_kv_row_offset(e->m, p, src, g, 0, 0),
+			.offset = pccx_g3n_kv_row_offset(e->m, p, ly->kv_src, g, 0, 0),
 			.tensor = -1,
 		};
 		struct pccx_npu_wref vr = {
 			.buf = PCCX_NPU_BUF_KV,
-			.offset = pccx_g3n_kv_row_offset(e->m, p, src, g, 1, 0),
+			.offset = pccx_g3n_kv_row_offset(e->m, p, ly->kv_src, g, 1, 0),
 			.tensor = -1,
 		};
 
@@ -620,30 +670,58 @@ static void forward_attention(struct emit *e, uint32_t l, uint32_t pos)
 		matmul(e, PCCX_WFMT_BF16T, vr, hd, keys, group, p->scores, p->ctx + g * group * hw,
 		       false);
 	}
-	stage(e, p->ctx, c->n_heads, hd, "L%u.attn.ctx", l);
-	gemv(e, lw->attn_o, p->ctx, p->o, false);
-	stage(e, p->o, 1, c->d_model, "L%u.attn.out", l);
+	stage(e, p->ctx, ly->n_heads, hd, "L%u.attn.ctx", l);
 }
 
-/* S3.7: FFN: f = W_down(GELU(gate') * W_up t), gate' = W_gate t or its Gaussian top-k. */
-static void forward_ffn(struct emit *e, uint32_t l, uint32_t X, uint32_t P)
+/* S3.5: attention on h: q (and k, v in layers that write KV), the cache, o = W_o ctx. */
+static void forward_attention(struct emit *e, uint32_t l, uint32_t pos)
 {
+	const struct pccx_layer_desc *ly = &e->m->layers[l];
 	const struct pccx_g3n_plan *p = e->p;
 	const struct pccx_g3n_layer_w *lw = &e->m->w.layer[l];
-	uint32_t F = e->c->d_ffn, piece, r, n;
 
-	gemv(e, lw->ffn_gate, p->t, p->gate, false);
-	/* the AltUp predictions only AltUp correct needs, while W_gate streams */
-	forward_altup_predict(e, X, P, 1, NSTREAM);
-	stage(e, p->xs[P], NSTREAM, e->c->d_model, "L%u.altup.pred", l);
-	/*
-	 * W_up in UP_PIECES GEMVs: the activation runs behind the first, and the product of
-	 * each finished piece behind the next, so only the last piece's product waits.
-	 */
-	piece = ((F + UP_PIECES - 1) / UP_PIECES + 7) & ~7u;
-	gemv_rows(e, lw->ffn_up, 0, piece < F ? piece : F, p->t, p->up, false);
-	stage(e, p->gate, 1, F, "L%u.ffn.gate", l);
-	if (pccx_g3n_is_sparse(e->c, l)) {
+	/* W_q, W_k, W_v back to back, each one's norms behind the next projection */
+	gemv(e, lw->attn_q, p->h, p->q, false);
+	forward_laurel_finish(e, l);
+	if (ly->kv_write)
+		gemv(e, lw->attn_k, p->h, p->k, false);
+	/* q = RoPE(RMSNorm_{g_q}(W_q h)) per head */
+	norm_rope(e, l, p->q, ly->n_heads, PCCX_NORM_Q, PCCX_G3N_LV_Q_NORM);
+	stage(e, p->q, ly->n_heads, ly->head_dim, "L%u.attn.q_rope", l);
+	if (ly->kv_write) {
+		gemv(e, lw->attn_v, p->h, p->v, false);
+		forward_kv_append(e, l, pos);
+	}
+	forward_attend(e, l, pos);
+	gemv(e, lw->attn_o, p->ctx, p->o, false);
+	stage(e, p->o, 1, e->c->d_model, "L%u.attn.out", l);
+}
+
+/* S3.6: al = (a + RMSNorm_postattn(o) + lr) / sqrt 2, a = pred_0 in stream set P. */
+static void forward_attn_residual(struct emit *e, uint32_t l, uint32_t P)
+{
+	const struct pccx_g3n_plan *p = e->p;
+	uint32_t D = e->c->d_model;
+
+	if (e->m->layers[l].norms & PCCX_NORM_POST_ATTN)
+		rmsnorm(e, p->o, p->al, D, lvec(e, l, PCCX_G3N_LV_POST_ATTN_NORM));
+	else
+		copy(e, p->al, p->o, W(D));
+	cvo(e, PCCX_CVO_ADD, 0, stream(e, P, 0), p->al, D);
+	cvo(e, PCCX_CVO_ADD, 0, p->lr, p->al, D);
+	s_const(e, PCCX_G3N_C_INV_SQRT2);
+	cvo(e, PCCX_CVO_SCALE, 0, p->al, p->al, D);
+	stage(e, p->al, 1, D, "L%u.attn.resid", l);
+}
+
+/* S3.7: gate = GELU(gate'), gate' = gate or, in sparse layers, its Gaussian top-k. */
+static void forward_ffn_act(struct emit *e, uint32_t l)
+{
+	const struct pccx_g3n_plan *p = e->p;
+	const struct pccx_layer_desc *ly = &e->m->layers[l];
+	uint32_t F = ly->d_ffn;
+
+	if (ly->sparse) {
 		/* cutoff = mean + std * z (population std); gate' = max(gate - cutoff, 0) */
 		cvo(e, PCCX_CVO_SUM, PCCX_CVOF_RECIP, p->gate, p->scal + PCCX_G3N_S_MEAN, F);
 		cvo(e, PCCX_CVO_SUMSQ, PCCX_CVOF_SUB | PCCX_CVOF_RECIP, p->gate,
@@ -656,6 +734,33 @@ static void forward_ffn(struct emit *e, uint32_t l, uint32_t X, uint32_t P)
 		cvo(e, PCCX_CVO_GELU, 0, p->gate, p->gate, F);
 	}
 	stage(e, p->gate, 1, F, "L%u.ffn.act", l);
+}
+
+/*
+ * S3.7: FFN: out = al + RMSNorm_postffn(W_down(GELU(gate') * W_up t)), t = RMSNorm_preffn(al),
+ * gate' = W_gate t or its Gaussian top-k.
+ */
+static void forward_ffn(struct emit *e, uint32_t l, uint32_t X, uint32_t P)
+{
+	const struct pccx_layer_desc *ly = &e->m->layers[l];
+	const struct pccx_g3n_plan *p = e->p;
+	const struct pccx_g3n_layer_w *lw = &e->m->w.layer[l];
+	uint32_t D = e->c->d_model, F = ly->d_ffn, piece, r, n;
+
+	if (ly->norms & PCCX_NORM_PRE_FFN)
+		rmsnorm(e, p->al, p->t, D, lvec(e, l, PCCX_G3N_LV_FFN_NORM));
+	else
+		copy(e, p->t, p->al, W(D));
+	stage(e, p->t, 1, D, "L%u.ffn.norm", l);
+	gemv(e, lw->ffn_gate, p->t, p->gate, false);
+	/* the AltUp predictions only AltUp correct needs, while W_gate streams */
+	forward_altup_predict(e, X, P, 1, NSTREAM);
+	stage(e, p->xs[P], NSTREAM, D, "L%u.altup.pred", l);
+	/* W_up in UP_PIECES GEMVs, so that only the last piece's product waits for its stream */
+	piece = ((F + UP_PIECES - 1) / UP_PIECES + 7) & ~7u;
+	gemv_rows(e, lw->ffn_up, 0, piece < F ? piece : F, p->t, p->up, false);
+	stage(e, p->gate, 1, F, "L%u.ffn.gate", l);
+	forward_ffn_act(e, l);
 	for (r = piece; r < F; r += n) {
 		n = F - r < piece ? F - r : piece;
 		gemv_rows(e, lw->ffn_up, r, n, p->t, p->up + r / 8, false);
@@ -666,7 +771,11 @@ static void forward_ffn(struct emit *e, uint32_t l, uint32_t X, uint32_t P)
 	cvo(e, PCCX_CVO_MUL, 0, p->up + r / 8, p->gate + r / 8, F - r);
 	stage(e, p->gate, 1, F, "L%u.ffn.hidden", l);
 	gemv(e, lw->ffn_down, p->gate, p->f, false);
-	stage(e, p->f, 1, e->c->d_model, "L%u.ffn.down", l);
+	stage(e, p->f, 1, D, "L%u.ffn.down", l);
+	if (ly->norms & PCCX_NORM_POST_FFN)
+		rmsnorm(e, p->f, p->f, D, lvec(e, l, PCCX_G3N_LV_POST_FFN_NORM));
+	cvo(e, PCCX_CVO_ADD, 0, p->al, p->f, D);
+	stage(e, p->f, 1, D, "L%u.ffn.out", l);
 }
 
 /* X'_k = pred_k + w_k innov (innov = out - pred_0 at plan.innov, w at plan.corr). */
@@ -723,7 +832,7 @@ static void forward_layer(struct emit *e, uint32_t l, uint32_t pos)
 
 	load(e, p->lvec, PCCX_NPU_BUF_WEIGHTS, lw->vec_offset, (uint32_t)(lw->vec_bytes / 2));
 
-	/* only prediction 0 is needed before the FFN; the rest follows W_gate (forward_ffn) */
+	/* AltUp predict; predictions 1..3 are issued behind W_gate (forward_ffn) */
 	forward_altup_coefs(e, l, X);
 	forward_altup_predict(e, X, P, 0, 1);
 
@@ -733,23 +842,8 @@ static void forward_layer(struct emit *e, uint32_t l, uint32_t pos)
 
 	forward_laurel_project(e, l);
 	forward_attention(e, l, pos);
-
-	/* al = (a + RMSNorm_postattn(o) + lr) / sqrt 2 */
-	rmsnorm(e, p->o, p->al, D, lvec(e, l, PCCX_G3N_LV_POST_ATTN_NORM));
-	cvo(e, PCCX_CVO_ADD, 0, stream(e, P, 0), p->al, D);
-	cvo(e, PCCX_CVO_ADD, 0, p->lr, p->al, D);
-	s_const(e, PCCX_G3N_C_INV_SQRT2);
-	cvo(e, PCCX_CVO_SCALE, 0, p->al, p->al, D);
-	stage(e, p->al, 1, D, "L%u.attn.resid", l);
-
-	/* out = al + RMSNorm_postffn(FFN(RMSNorm_preffn(al))) */
-	rmsnorm(e, p->al, p->t, D, lvec(e, l, PCCX_G3N_LV_FFN_NORM));
-	stage(e, p->t, 1, D, "L%u.ffn.norm", l);
+	forward_attn_residual(e, l, P);
 	forward_ffn(e, l, X, P);
-	rmsnorm(e, p->f, p->f, D, lvec(e, l, PCCX_G3N_LV_POST_FFN_NORM));
-	cvo(e, PCCX_CVO_ADD, 0, p->al, p->f, D);
-	stage(e, p->f, 1, D, "L%u.ffn.out", l);
-
 	forward_altup_correct(e, l, P, p->f);
 }
 

@@ -45,22 +45,24 @@ struct pccx_g3n_plan {
 	uint32_t in_words;
 	uint32_t consts;	/* (NCONST) one FP32 constant per word */
 	uint32_t ones;		/* (8) BF16 1.0: the +1 of the AltUp correction coefficients */
-	uint32_t rope_cos[2];	/* (head_dim) cos(pos * inv_freq_(i mod hd/2)); [0] local */
-	uint32_t rope_sin[2];	/* (head_dim) -sin for the first half, +sin for the second */
+	/* RoPE per attention kind (enum pccx_attn_kind), head_dim of that kind */
+	uint32_t rope_cos[PCCX_ATTN_KINDS];	/* (head_dim) cos(pos * inv_freq_(i mod hd/2)) */
+	uint32_t rope_sin[PCCX_ATTN_KINDS];	/* (head_dim) -sin in the first half, +sin after */
 	uint32_t embed;		/* (D) embedding row * sqrt(D) */
 	uint32_t ple_in;	/* (n_layers, d_ple) PLE row * sqrt(d_ple) */
-	/* the RoPE tables repeated for every head (filled by copies) */
-	uint32_t rep_cos[2];	/* (n_heads, head_dim) */
-	uint32_t rep_sin[2];	/* (n_heads, head_dim) */
+	/* the RoPE tables repeated for every query head of the kind (filled by copies) */
+	uint32_t rep_cos[PCCX_ATTN_KINDS];	/* (n_heads, head_dim) */
+	uint32_t rep_sin[PCCX_ATTN_KINDS];	/* (n_heads, head_dim) */
 	/* weight vectors */
 	uint32_t gvec;		/* per_layer_proj_norm, output_norm (the global vector block) */
-	uint32_t lvec;		/* the current layer's vector block */
+	uint32_t lvec;		/* the current layer's vector block (the largest of any layer) */
 	/* activations */
 	uint32_t xs[2];		/* (4, D) stream sets: layer l reads [l%2], writes [(l+1)%2] */
 	uint32_t u;		/* (n_layers, d_ple) per-layer inputs u_l */
 	uint32_t h;		/* (D) normalised attention input */
 	uint32_t lr;		/* (D) LAuReL output */
 	uint32_t lrank;		/* (laurel_rank) */
+	/* attention and FFN regions hold the largest shape of any attention kind or layer */
 	uint32_t q;		/* (n_heads, head_dim) */
 	uint32_t k;		/* (n_kv_heads, head_dim) */
 	uint32_t v;		/* (n_kv_heads, head_dim) */
@@ -70,8 +72,8 @@ struct pccx_g3n_plan {
 	uint32_t o;		/* (D) */
 	uint32_t al;		/* (D) (a + attn + laurel) / sqrt 2 */
 	uint32_t t;		/* (D) FFN input */
-	uint32_t gate;		/* (F) */
-	uint32_t up;		/* (F) */
+	uint32_t gate;		/* (d_ffn) */
+	uint32_t up;		/* (d_ffn) */
 	uint32_t f;		/* (D) FFN output, then the layer output */
 	uint32_t innov;		/* (D) out - pred0 */
 	uint32_t tmp;		/* (D) */
@@ -83,19 +85,19 @@ struct pccx_g3n_plan {
 	uint32_t scal;		/* (NSCAL) scalar scratch words */
 	uint32_t logits;	/* (vocab) */
 	uint32_t words;		/* L2 words used */
-	uint32_t max_keys;	/* max(window, max_ctx) */
+	uint32_t max_keys;	/* the most KV rows of an attention kind: max(window, max_ctx) */
 	/* host buffers */
 	uint64_t in_bytes;
 	uint64_t kv_bytes;
 	uint64_t out_bytes;	/* vocab BF16 logits, padded to 16 bytes */
-	uint64_t kv_off[PCCX_G3N_MAX_LAYERS];	/* owner layer: K head 0..n, then V head 0..n */
+	uint64_t kv_off[PCCX_G3N_MAX_LAYERS];	/* KV-writing layer: K heads 0..n, V heads 0..n */
 };
 
 /* Lay out L2 and the host buffers for a model; PCCX_ERR_RANGE if L2 is too small. */
 PCCX_MUST_CHECK int pccx_g3n_plan_build(const struct pccx_g3n_model *m,
 					struct pccx_g3n_plan *p, pccx_diag *d);
 
-/* Byte offset in the KV buffer of row `row` of (owner layer, kv head, 0 = K / 1 = V). */
+/* Byte offset in the KV buffer of row `row` of (KV-writing layer, kv head, 0 = K / 1 = V). */
 uint64_t pccx_g3n_kv_row_offset(const struct pccx_g3n_model *m, const struct pccx_g3n_plan *p,
 				uint32_t layer, uint32_t head, unsigned v, uint32_t row);
 
@@ -117,7 +119,7 @@ PCCX_MUST_CHECK int pccx_g3n_step(const struct pccx_g3n_model *m, const struct p
 				  const struct pccx_npu_ops *ops, void *ctx, uint32_t pos,
 				  bool with_logits);
 
-/* Keys a layer attends to at pos: min(pos+1, window) for local layers, pos+1 for global. */
-uint32_t pccx_g3n_n_keys(const struct pccx_g3n_config *c, uint32_t layer, uint32_t pos);
+/* Keys a layer attends to at pos: min(pos+1, window), pos+1 without a window (global). */
+uint32_t pccx_g3n_n_keys(const struct pccx_layer_desc *layer, uint32_t pos);
 
 #endif /* PCCX_GEMMA3N_GRAPH_H */

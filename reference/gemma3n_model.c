@@ -87,21 +87,21 @@ static void lay_out(struct layout *L)
 	struct pccx_g3n_model *m = L->m;
 	const struct pccx_g3n_config *c = &m->cfg;
 	struct pccx_g3n_weights *w = &m->w;
-	uint32_t D = c->d_model, F = c->d_ffn, Q = pccx_g3n_q_dim(c), KV = pccx_g3n_kv_dim(c);
-	uint32_t P = c->d_ple, R = c->laurel_rank, l, k;
+	uint32_t D = c->d_model, P = c->d_ple, R = c->laurel_rank, l, k;
 	const uint32_t Q4 = PCCX_WFMT_Q4, B16 = PCCX_WFMT_BF16;
 	const enum pccx_g3n_init N = PCCX_G3N_INIT_NORMAL, ONE = PCCX_G3N_INIT_NEAR;
-	/*
-	 * Gemma 3n attends with scale 1.0 on RMS-normalised q and k, so its trained q/k norm
-	 * weights must carry the usual 1/sqrt(head_dim): each is centred on head_dim^(-1/4).
-	 * With weights near 1 the scores would have std sqrt(head_dim) (16 for E4B) and every
-	 * softmax would be one-hot.
-	 */
-	float qk_centre = (float)pow((double)c->head_dim, -0.25);
 	static const char *const lvec_names[PCCX_G3N_LV_COUNT] = {
 		"attn_norm", "post_attention_norm", "ffn_norm", "post_ffw_norm",
 		"laurel_post_norm", "post_norm", "altup_router_norm", "altup_correct_scale",
 		"attn_q_norm", "attn_k_norm",
+	};
+	/* the norm flag a vector belongs to; 0: every layer has it */
+	static const uint32_t lvec_norm[PCCX_G3N_LV_COUNT] = {
+		[PCCX_G3N_LV_POST_ATTN_NORM] = PCCX_NORM_POST_ATTN,
+		[PCCX_G3N_LV_FFN_NORM] = PCCX_NORM_PRE_FFN,
+		[PCCX_G3N_LV_POST_FFN_NORM] = PCCX_NORM_POST_FFN,
+		[PCCX_G3N_LV_Q_NORM] = PCCX_NORM_Q,
+		[PCCX_G3N_LV_K_NORM] = PCCX_NORM_K,
 	};
 
 	/* Embedding rows ~ N(0, 1/D): after the sqrt(D) scale the embedding has unit RMS. */
@@ -125,11 +125,23 @@ static void lay_out(struct layout *L)
 	}
 
 	for (l = 0; l < c->n_layers; l++) {
+		const struct pccx_layer_desc *ly = &m->layers[l];
 		struct pccx_g3n_layer_w *lw = &w->layer[l];
+		uint32_t F = ly->d_ffn, Q = ly->q_dim, KV = ly->kv_dim;
+		/*
+		 * Gemma 3n attends with scale 1.0 on RMS-normalised q and k, so its trained q/k
+		 * norm weights must carry the usual 1/sqrt(head_dim): each is centred on
+		 * head_dim^(-1/4). With weights near 1 the scores would have std sqrt(head_dim)
+		 * (16 for E4B) and every softmax would be one-hot.
+		 */
+		float qk_centre = (float)pow((double)ly->head_dim, -0.25);
 
 		for (k = 0; k < PCCX_G3N_LV_COUNT; k++) {
-			uint32_t n = k >= PCCX_G3N_LV_Q_NORM ? c->head_dim : D;
+			uint32_t n = k >= PCCX_G3N_LV_Q_NORM ? ly->head_dim : D;
 
+			lw->vec[k] = -1;
+			if (lvec_norm[k] && !(ly->norms & lvec_norm[k]))
+				continue;
 			lw->vec[k] = add(L, k ? 16 : TENSOR_ALIGN, B16, 1, n, ONE, 0.1f,
 					 "blk.%u.%s.weight", l, lvec_names[k]);
 			if (!L->failed && k >= PCCX_G3N_LV_Q_NORM)
@@ -191,6 +203,11 @@ int pccx_g3n_model_create(struct pccx_g3n_model **out, const struct pccx_g3n_con
 	if (!m)
 		return pccx_fail(d, PCCX_ERR_NOMEM, "model '%s': out of memory", cfg->name);
 	m->cfg = *cfg;
+	rc = pccx_layers_build(&m->cfg, m->attn, m->layers, d);
+	if (rc) {
+		pccx_g3n_model_free(m);
+		return rc;
+	}
 	L.m = m;
 	lay_out(&L);
 	if (L.failed) {
@@ -272,7 +289,7 @@ uint64_t pccx_g3n_streamed_bytes(const struct pccx_g3n_model *m)
 		b += TB(lw->attn_q) + TB(lw->attn_o) + TB(lw->laurel_l) + TB(lw->laurel_r);
 		b += TB(lw->ffn_gate) + TB(lw->ffn_up) + TB(lw->ffn_down);
 		b += TB(lw->ple_gate) + TB(lw->ple_proj);
-		if (pccx_g3n_owns_kv(c, l))
+		if (m->layers[l].kv_write)
 			b += TB(lw->attn_k) + TB(lw->attn_v);
 	}
 #undef TB

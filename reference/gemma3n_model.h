@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "gemma3n_config.h"
+#include "layers.h"
 #include "pccx_isa.h"
 
 #define PCCX_G3N_NAME_MAX 48
@@ -44,7 +45,10 @@ struct pccx_g3n_tensor {
 	float centre;		/* PCCX_G3N_INIT_NEAR */
 };
 
-/* The per-layer BF16 vectors, in their order inside the layer vector block. */
+/*
+ * The per-layer BF16 vectors, in their order inside the layer vector block. A layer without
+ * one of the optional norms (pccx_layer_desc.norms) has no tensor for it (vec[k] == -1).
+ */
 enum pccx_g3n_lvec {
 	PCCX_G3N_LV_ATTN_NORM,		/* (D) input_layernorm */
 	PCCX_G3N_LV_POST_ATTN_NORM,	/* (D) post_attention_layernorm */
@@ -55,19 +59,19 @@ enum pccx_g3n_lvec {
 	PCCX_G3N_LV_ROUTER_NORM,	/* (D) altup.router_norm */
 	PCCX_G3N_LV_CORRECT_SCALE,	/* (D) altup.correct_output_scale */
 	PCCX_G3N_LV_Q_NORM,		/* (head_dim) self_attn.q_norm */
-	PCCX_G3N_LV_K_NORM,		/* (head_dim) self_attn.k_norm */
+	PCCX_G3N_LV_K_NORM,		/* (head_dim) self_attn.k_norm, also in KV-reading layers */
 	PCCX_G3N_LV_COUNT
 };
 
 /* Tensor ids (indices into model->t) of one decoder layer. */
 struct pccx_g3n_layer_w {
-	int32_t attn_q;		/* Q4 (n_heads*head_dim, D) */
-	int32_t attn_k;		/* Q4 (n_kv_heads*head_dim, D); never read by KV-shared layers */
-	int32_t attn_v;		/* Q4 (n_kv_heads*head_dim, D); never read by KV-shared layers */
-	int32_t attn_o;		/* Q4 (D, n_heads*head_dim) */
-	int32_t ffn_gate;	/* Q4 (F, D) */
-	int32_t ffn_up;		/* Q4 (F, D) */
-	int32_t ffn_down;	/* Q4 (D, F) */
+	int32_t attn_q;		/* Q4 (q_dim, D) */
+	int32_t attn_k;		/* Q4 (kv_dim, D); never read by layers that do not write KV */
+	int32_t attn_v;		/* Q4 (kv_dim, D); never read by layers that do not write KV */
+	int32_t attn_o;		/* Q4 (D, q_dim) */
+	int32_t ffn_gate;	/* Q4 (d_ffn, D) */
+	int32_t ffn_up;		/* Q4 (d_ffn, D) */
+	int32_t ffn_down;	/* Q4 (D, d_ffn) */
 	int32_t laurel_l;	/* Q4 (rank, D) */
 	int32_t laurel_r;	/* Q4 (D, rank) */
 	int32_t ple_gate;	/* Q4 (d_ple, D) per_layer_input_gate */
@@ -95,6 +99,9 @@ struct pccx_g3n_weights {
 
 struct pccx_g3n_model {
 	struct pccx_g3n_config cfg;
+	/* the layers (layers.h), built from cfg once by pccx_g3n_model_create */
+	struct pccx_layer_desc layers[PCCX_G3N_MAX_LAYERS];
+	struct pccx_attn_desc attn[PCCX_ATTN_KINDS];
 	struct pccx_g3n_tensor *t;	/* (n_t) tensor table */
 	uint32_t n_t;
 	struct pccx_g3n_weights w;
@@ -105,8 +112,8 @@ struct pccx_g3n_model {
 };
 
 /*
- * Lay the model out (tensor table, offsets, size) for a checked config and map an
- * anonymous, zero-filled buffer for the data (pages are touched only when written).
+ * Check the config, build its layer table, lay the model out (tensor table, offsets, size)
+ * and map an anonymous, zero-filled buffer for the data (pages are touched only when written).
  */
 PCCX_MUST_CHECK int pccx_g3n_model_create(struct pccx_g3n_model **out,
 					  const struct pccx_g3n_config *cfg, pccx_diag *d);

@@ -23,8 +23,8 @@ struct pccx_oracle {
 	void *user;
 	int rc;
 	uint32_t pos;
-	double *kc[PCCX_G3N_MAX_LAYERS];	/* owners: (max_ctx, n_kv_heads, head_dim) */
-	double *vc[PCCX_G3N_MAX_LAYERS];	/* owners: (max_ctx, n_kv_heads, head_dim) */
+	double *kc[PCCX_G3N_MAX_LAYERS];	/* KV writers: (max_ctx, n_kv_heads, head_dim) */
+	double *vc[PCCX_G3N_MAX_LAYERS];	/* KV writers: (max_ctx, n_kv_heads, head_dim) */
 	struct pccx_pool *pool;			/* matvec rows are split across its threads */
 	float *rows;				/* (threads, max cols) the threads' rows */
 	float *row;				/* = rows: the calling thread's, outside matvec */
@@ -37,10 +37,10 @@ struct pccx_oracle {
 	double *u;				/* (n_layers, d_ple) */
 	double *h, *lr, *o, *al, *t, *f, *tmp, *tmp2;	/* (D) */
 	double *lrank;				/* (laurel_rank) */
-	double *q, *ctx;			/* (n_heads, head_dim) */
-	double *k, *v;				/* (n_kv_heads, head_dim) */
+	double *q, *ctx;			/* (n_heads, head_dim), the largest layer's */
+	double *k, *v;				/* (n_kv_heads, head_dim), the largest */
 	double *scores;				/* (max_ctx) */
-	double *gate, *up;			/* (F) */
+	double *gate, *up;			/* (d_ffn), the largest */
 	double *pleg;				/* (d_ple) */
 	double *w;				/* (max(D, head_dim, d_ple)) a weight vector */
 	double *logits;				/* (vocab) */
@@ -208,39 +208,45 @@ static void rope(double *x, uint32_t hd, uint32_t pos, double theta)
 	}
 }
 
+/* RoPE(RMSNorm_w(x)) on each of `heads` heads of layer ly; the norm if the layer has it. */
+static void norm_rope(struct pccx_oracle *o, const struct pccx_layer_desc *ly, double *x,
+		      uint32_t heads, uint32_t norm, int32_t w)
+{
+	uint32_t hd = ly->head_dim, h;
+
+	if (ly->norms & norm)
+		wvec(o, w);
+	for (h = 0; h < heads; h++) {
+		if (ly->norms & norm)
+			rmsnorm(o, x + h * hd, x + h * hd, hd, o->w);
+		rope(x + h * hd, hd, o->pos, ly->theta);
+	}
+}
+
 static void attention(struct pccx_oracle *o, uint32_t l)
 {
-	const struct pccx_g3n_config *c = o->c;
+	const struct pccx_layer_desc *ly = &o->m->layers[l];
 	const struct pccx_g3n_layer_w *lw = &o->m->w.layer[l];
-	uint32_t hd = c->head_dim, nkv = c->n_kv_heads, group = c->n_heads / nkv, p = o->pos;
-	uint32_t src = pccx_g3n_kv_source(c, l), h, j, i, first;
-	bool glob = pccx_g3n_is_global(c, l);
-	double theta = glob ? c->theta_global : c->theta_local;
+	uint32_t hd = ly->head_dim, nkv = ly->n_kv_heads, group = ly->n_heads / nkv, p = o->pos;
+	uint32_t src = ly->kv_src, h, j, i, first;
 
 	matvec(o, lw->attn_q, o->h, o->q);
-	wvec(o, lw->vec[PCCX_G3N_LV_Q_NORM]);
-	for (h = 0; h < c->n_heads; h++) {
-		rmsnorm(o, o->q + h * hd, o->q + h * hd, hd, o->w);
-		rope(o->q + h * hd, hd, p, theta);
-	}
-	emit(o, o->q, c->n_heads, hd, "L%u.attn.q_rope", l);
-	if (pccx_g3n_owns_kv(c, l)) {
+	norm_rope(o, ly, o->q, ly->n_heads, PCCX_NORM_Q, lw->vec[PCCX_G3N_LV_Q_NORM]);
+	emit(o, o->q, ly->n_heads, hd, "L%u.attn.q_rope", l);
+	if (ly->kv_write) {
 		matvec(o, lw->attn_k, o->h, o->k);
 		matvec(o, lw->attn_v, o->h, o->v);
-		wvec(o, lw->vec[PCCX_G3N_LV_K_NORM]);
-		for (h = 0; h < nkv; h++) {
-			rmsnorm(o, o->k + h * hd, o->k + h * hd, hd, o->w);
-			rope(o->k + h * hd, hd, p, theta);
+		norm_rope(o, ly, o->k, nkv, PCCX_NORM_K, lw->vec[PCCX_G3N_LV_K_NORM]);
+		for (h = 0; h < nkv && (ly->norms & PCCX_NORM_V); h++)
 			rmsnorm(o, o->v + h * hd, o->v + h * hd, hd, NULL);
-		}
 		emit(o, o->k, nkv, hd, "L%u.attn.k_rope", l);
 		emit(o, o->v, nkv, hd, "L%u.attn.v", l);
 		memcpy(o->kc[l] + (size_t)p * nkv * hd, o->k, sizeof(double) * nkv * hd);
 		memcpy(o->vc[l] + (size_t)p * nkv * hd, o->v, sizeof(double) * nkv * hd);
 	}
-	/* causal; local layers see keys p - window + 1 .. p */
-	first = (!glob && p + 1 > c->window) ? p + 1 - c->window : 0;
-	for (h = 0; h < c->n_heads; h++) {
+	/* causal; a layer with a window sees keys p - window + 1 .. p */
+	first = ly->window && p + 1 > ly->window ? p + 1 - ly->window : 0;
+	for (h = 0; h < ly->n_heads; h++) {
 		const double *qh = o->q + h * hd;
 		uint32_t g = h / group;
 		double mx = -INFINITY, sum = 0.0;
@@ -268,22 +274,22 @@ static void attention(struct pccx_oracle *o, uint32_t l)
 				o->ctx[h * hd + i] += pj * vj[i];
 		}
 	}
-	emit(o, o->ctx, c->n_heads, hd, "L%u.attn.ctx", l);
+	emit(o, o->ctx, ly->n_heads, hd, "L%u.attn.ctx", l);
 	matvec(o, lw->attn_o, o->ctx, o->o);
-	emit(o, o->o, 1, c->d_model, "L%u.attn.out", l);
+	emit(o, o->o, 1, o->c->d_model, "L%u.attn.out", l);
 }
 
 static void ffn(struct pccx_oracle *o, uint32_t l)
 {
-	const struct pccx_g3n_config *c = o->c;
+	const struct pccx_layer_desc *ly = &o->m->layers[l];
 	const struct pccx_g3n_layer_w *lw = &o->m->w.layer[l];
-	uint32_t F = c->d_ffn, i;
+	uint32_t F = ly->d_ffn, i;
 
 	matvec(o, lw->ffn_gate, o->t, o->gate);
 	matvec(o, lw->ffn_up, o->t, o->up);
 	emit(o, o->gate, 1, F, "L%u.ffn.gate", l);
 	emit(o, o->up, 1, F, "L%u.ffn.up", l);
-	if (pccx_g3n_is_sparse(c, l)) {
+	if (ly->sparse) {
 		/* Gaussian top-k: shifted ReLU at mean + population std * z */
 		double mean = 0.0, var = 0.0, cut;
 
@@ -292,7 +298,7 @@ static void ffn(struct pccx_oracle *o, uint32_t l)
 		mean /= F;
 		for (i = 0; i < F; i++)
 			var += (o->gate[i] - mean) * (o->gate[i] - mean);
-		cut = mean + sqrt(var / F) * (double)c->sparse_z;
+		cut = mean + sqrt(var / F) * (double)ly->sparse_z;
 		for (i = 0; i < F; i++)
 			o->gate[i] = o->gate[i] - cut > 0.0 ? o->gate[i] - cut : 0.0;
 	}
@@ -303,7 +309,19 @@ static void ffn(struct pccx_oracle *o, uint32_t l)
 		o->gate[i] *= o->up[i];
 	emit(o, o->gate, 1, F, "L%u.ffn.hidden", l);
 	matvec(o, lw->ffn_down, o->gate, o->f);
-	emit(o, o->f, 1, c->d_model, "L%u.ffn.down", l);
+	emit(o, o->f, 1, o->c->d_model, "L%u.ffn.down", l);
+}
+
+/* out = RMSNorm_w(x) when layer l has `norm`, else x (out may equal x). */
+static void layer_norm(struct pccx_oracle *o, uint32_t l, uint32_t norm, enum pccx_g3n_lvec k,
+		       const double *x, double *out)
+{
+	uint32_t D = o->c->d_model;
+
+	if (o->m->layers[l].norms & norm)
+		rmsnorm(o, x, out, D, wvec(o, o->m->w.layer[l].vec[k]));
+	else if (out != x)
+		memcpy(out, x, sizeof(double) * D);
 }
 
 static void layer(struct pccx_oracle *o, uint32_t l)
@@ -339,15 +357,15 @@ static void layer(struct pccx_oracle *o, uint32_t l)
 	emit(o, o->lr, 1, D, "L%u.laurel", l);
 
 	attention(o, l);
-	rmsnorm(o, o->o, o->al, D, wvec(o, lw->vec[PCCX_G3N_LV_POST_ATTN_NORM]));
+	layer_norm(o, l, PCCX_NORM_POST_ATTN, PCCX_G3N_LV_POST_ATTN_NORM, o->o, o->al);
 	for (i = 0; i < D; i++)
 		o->al[i] = (o->pred[0][i] + o->al[i] + o->lr[i]) / sqrt(2.0);
 	emit(o, o->al, 1, D, "L%u.attn.resid", l);
 
-	rmsnorm(o, o->al, o->t, D, wvec(o, lw->vec[PCCX_G3N_LV_FFN_NORM]));
+	layer_norm(o, l, PCCX_NORM_PRE_FFN, PCCX_G3N_LV_FFN_NORM, o->al, o->t);
 	emit(o, o->t, 1, D, "L%u.ffn.norm", l);
 	ffn(o, l);
-	rmsnorm(o, o->f, o->f, D, wvec(o, lw->vec[PCCX_G3N_LV_POST_FFN_NORM]));
+	layer_norm(o, l, PCCX_NORM_POST_FFN, PCCX_G3N_LV_POST_FFN_NORM, o->f, o->f);
 	for (i = 0; i < D; i++)
 		o->f[i] += o->al[i];
 	emit(o, o->f, 1, D, "L%u.ffn.out", l);
@@ -479,19 +497,31 @@ int pccx_oracle_create(struct pccx_oracle **out, const struct pccx_g3n_model *m,
 		       unsigned n_threads, pccx_diag *d)
 {
 	const struct pccx_g3n_config *c = &m->cfg;
-	uint32_t D = c->d_model, LP = c->n_layers * c->d_ple, hd = c->head_dim, l, k, maxc;
+	uint32_t D = c->d_model, LP = c->n_layers * c->d_ple, l, k, maxc;
+	uint32_t hd = 0, F = 0, qmax = 0, kvmax = 0;	/* the largest of any layer */
 	struct pccx_oracle *o;
 	int fail = 0, rc;
 
 	*out = NULL;
+	for (l = 0; l < c->n_layers; l++) {
+		const struct pccx_layer_desc *ly = &m->layers[l];
+
+		if (ly->rope_dims != ly->head_dim)
+			return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
+					 "oracle: layer %u: RoPE of part of a head", l);
+		qmax = ly->q_dim > qmax ? ly->q_dim : qmax;
+		kvmax = ly->kv_dim > kvmax ? ly->kv_dim : kvmax;
+		hd = ly->head_dim > hd ? ly->head_dim : hd;
+		F = ly->d_ffn > F ? ly->d_ffn : F;
+	}
 	o = calloc(1, sizeof(*o));
 	if (!o)
 		return pccx_fail(d, PCCX_ERR_NOMEM, "oracle: out of memory");
 	o->m = m;
 	o->c = c;
 	maxc = D > LP ? D : LP;
-	maxc = maxc > c->d_ffn ? maxc : c->d_ffn;
-	maxc = maxc > pccx_g3n_q_dim(c) ? maxc : pccx_g3n_q_dim(c);
+	maxc = maxc > F ? maxc : F;
+	maxc = maxc > qmax ? maxc : qmax;
 	o->maxc = maxc;
 	rc = pccx_pool_create(&o->pool, n_threads ? n_threads : pccx_pool_ncpu(), d);
 	if (rc) {
@@ -504,9 +534,11 @@ int pccx_oracle_create(struct pccx_oracle **out, const struct pccx_g3n_model *m,
 	o->deq_left = DEQ_CACHE_BYTES;
 	if (!o->rows || !o->deq)
 		fail = 1;
-	for (l = 0; l < pccx_g3n_first_shared(c); l++) {
-		o->kc[l] = dalloc((size_t)c->max_ctx * pccx_g3n_kv_dim(c), &fail);
-		o->vc[l] = dalloc((size_t)c->max_ctx * pccx_g3n_kv_dim(c), &fail);
+	for (l = 0; l < c->n_layers; l++) {
+		if (!m->layers[l].kv_write)
+			continue;
+		o->kc[l] = dalloc((size_t)c->max_ctx * m->layers[l].kv_dim, &fail);
+		o->vc[l] = dalloc((size_t)c->max_ctx * m->layers[l].kv_dim, &fail);
 	}
 	o->xs_all = dalloc((size_t)NS * D, &fail);
 	o->pred_all = dalloc((size_t)NS * D, &fail);
@@ -525,13 +557,13 @@ int pccx_oracle_create(struct pccx_oracle **out, const struct pccx_g3n_model *m,
 	o->tmp = dalloc(D, &fail);
 	o->tmp2 = dalloc(maxc, &fail);
 	o->lrank = dalloc(c->laurel_rank, &fail);
-	o->q = dalloc(pccx_g3n_q_dim(c), &fail);
-	o->ctx = dalloc(pccx_g3n_q_dim(c), &fail);
-	o->k = dalloc(pccx_g3n_kv_dim(c), &fail);
-	o->v = dalloc(pccx_g3n_kv_dim(c), &fail);
+	o->q = dalloc(qmax, &fail);
+	o->ctx = dalloc(qmax, &fail);
+	o->k = dalloc(kvmax, &fail);
+	o->v = dalloc(kvmax, &fail);
 	o->scores = dalloc(c->max_ctx, &fail);
-	o->gate = dalloc(c->d_ffn, &fail);
-	o->up = dalloc(c->d_ffn, &fail);
+	o->gate = dalloc(F, &fail);
+	o->up = dalloc(F, &fail);
 	o->pleg = dalloc(c->d_ple, &fail);
 	o->w = dalloc(D > hd ? (D > c->d_ple ? D : c->d_ple) : hd, &fail);
 	o->logits = dalloc(c->vocab, &fail);

@@ -197,15 +197,21 @@ static int save_tokenizer(pccx_gguf_writer *w, const pccx_tokenizer *tk, pccx_di
 
 static int save_metadata(pccx_gguf_writer *w, const struct pccx_g3n_config *c, pccx_diag *d)
 {
+	struct pccx_attn_desc attn[PCCX_ATTN_KINDS];
+	struct pccx_layer_desc layers[PCCX_G3N_MAX_LAYERS];
 	bool swa[PCCX_G3N_MAX_LAYERS];
 	float sparsity[PCCX_G3N_MAX_LAYERS];
 	char name[64];
 	uint32_t l;
 	int rc;
 
+	/* the per-layer keys: the layer table of the model's (checked) config */
+	rc = pccx_layers_build(c, attn, layers, d);
+	if (rc)
+		return rc;
 	for (l = 0; l < c->n_layers; l++) {
-		swa[l] = !pccx_g3n_is_global(c, l);
-		sparsity[l] = pccx_g3n_is_sparse(c, l) ? c->sparse_z : 0.0f;
+		swa[l] = layers[l].kind == PCCX_ATTN_LOCAL;
+		sparsity[l] = layers[l].sparse ? layers[l].sparse_z : 0.0f;
 	}
 	snprintf(name, sizeof(name), "pccx synthetic gemma3n %s", c->name);
 	rc = pccx_gguf_writer_set_str(w, "general.architecture", ARCH, d);
@@ -361,15 +367,11 @@ static int load_config(const pccx_gguf *g, uint32_t max_ctx, struct pccx_g3n_con
 			return pccx_fail(d, PCCX_ERR_FORMAT, "%s: sliding_window_pattern has %llu "
 					 "entries for %u layers", name, (unsigned long long)a->n,
 					 c->n_layers);
-		for (l = 0; l < a->n && ((const uint8_t *)a->data)[l]; l++)
-			;
-		c->global_period = l + 1;
-		for (l = 0; l < a->n; l++)
-			if (((const uint8_t *)a->data)[l] == pccx_g3n_is_global(c, l))
-				return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
-						 "%s: sliding_window_pattern "
-						 "is not periodic (layer %u)",
-						 name, l);
+		c->global_period = pccx_layers_global_period(a->data, c->n_layers, &l);
+		if (l < c->n_layers)
+			return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
+					 "%s: sliding_window_pattern is not periodic (layer %u)",
+					 name, l);
 	}
 	/* sparsity: a leading run of layers with the same non-zero z (llama.cpp: 10 x icdf(0.95))
 	 */

@@ -120,13 +120,11 @@ static int map_config(const pccx_hf_config *h, const char *file, uint32_t max_ct
 	c->theta_local = (float)h->rope_local_base_freq;
 	c->softcap = (float)h->final_logit_softcapping;
 	/* layer pattern: global iff (i + 1) % period == 0 is the only one the graph runs */
-	for (l = 0; l < n && h->layer_is_sliding[l]; l++)
-		;
-	c->global_period = l + 1;
-	for (l = 0; l < n; l++)
-		if (h->layer_is_sliding[l] == pccx_g3n_is_global(c, l))
-			return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
-					 "%s: layer_types: not periodic (layer %u)", file, l);
+	c->global_period =
+		pccx_layers_global_period((const unsigned char *)h->layer_is_sliding, n, &l);
+	if (l < n)
+		return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
+				 "%s: layer_types: not periodic (layer %u)", file, l);
 	/* sparsity: a leading run of layers with the same non-zero target */
 	for (l = 0; l < n && h->activation_sparsity[l] != 0.0f &&
 		    h->activation_sparsity[l] == h->activation_sparsity[0]; l++)
@@ -188,10 +186,10 @@ static int st_row(const void *src, const void *tensor, uint64_t row, float *dst,
 	return pccx_st_decode_rows(src, tensor, row, 1, dst, d);
 }
 
-/* Never-read tensors a checkpoint may leave out. */
-static bool optional(const struct pccx_g3n_config *c, int id, uint32_t layer)
+/* Never-read tensors a checkpoint may leave out: W_k, W_v, k_norm of layers not writing KV */
+static bool optional(const struct pccx_g3n_model *m, int id, uint32_t layer)
 {
-	return !pccx_g3n_owns_kv(c, layer) &&
+	return !m->layers[layer].kv_write &&
 	       (id == PCCX_TMAP_ATTN_K || id == PCCX_TMAP_ATTN_V || id == PCCX_TMAP_ATTN_K_NORM);
 }
 
@@ -220,7 +218,7 @@ static int load_tensors(const pccx_safetensors *st, const pccx_hf_config *h,
 			break;
 		}
 		rc = pccx_tmap_find_st(st, h, id, layer, part, &s, d);
-		if (rc == PCCX_ERR_NOT_FOUND && optional(&m->cfg, id, layer)) {
+		if (rc == PCCX_ERR_NOT_FOUND && optional(m, id, layer)) {
 			rc = PCCX_OK;
 			continue;
 		}

@@ -711,9 +711,8 @@ static double sim_device_seconds(const pccx_session *s, double *ddr_bytes_per_s)
 static int check_kv(pccx_session *s, const struct pccx_job_view *job)
 {
 	const struct kbuf *kv = &s->kbuf[PCCX_NPU_BUF_KV];
-	const struct pccx_g3n_config *cfg = &s->model->m->cfg;
+	const struct pccx_g3n_model *m = s->model->m;
 	const struct pccx_g3n_plan *p = &s->ref->plan;
-	uint64_t row_bytes = (uint64_t)pccx_words_for(cfg->head_dim) * 16;
 	uint32_t i;
 
 	if (!kv->bound)
@@ -721,8 +720,9 @@ static int check_kv(pccx_session *s, const struct pccx_job_view *job)
 	for (i = 0; i < job->n_dma; i++) {
 		const struct pccx_dma_desc *dd = &job->dma[i];
 		const uint8_t *dv = kv->map + dd->offset, *rf = s->ref->kv + dd->offset;
-		uint64_t off, e, idx, rows;
-		uint32_t l = 0, first = pccx_g3n_first_shared(cfg);
+		const struct pccx_layer_desc *ly;
+		uint64_t off, e, idx, rows, row_bytes;
+		uint32_t l = 0, j;
 		uint16_t a, b;
 
 		if (!(dd->flags & PCCX_DMA_FROM_DEVICE) || dd->handle != kv->handle ||
@@ -733,17 +733,21 @@ static int check_kv(pccx_session *s, const struct pccx_job_view *job)
 		a = (uint16_t)(dv[e] | dv[e + 1] << 8);
 		b = (uint16_t)(rf[e] | rf[e + 1] << 8);
 		off = dd->offset + e;
-		while (l + 1 < first && p->kv_off[l + 1] <= off)
-			l++;
-		rows = pccx_g3n_kv_rows(cfg, l);
+		/* the cache holding off: the last KV-writing layer's starting at or before it */
+		for (j = 0; j < m->cfg.n_layers; j++)
+			if (m->layers[j].kv_write && p->kv_off[j] <= off)
+				l = j;
+		ly = &m->layers[l];
+		rows = ly->kv_rows;
+		row_bytes = (uint64_t)pccx_words_for(ly->head_dim) * 16;
 		idx = (off - p->kv_off[l]) / row_bytes;
 		return pccx_fail(&s->submit_diag, PCCX_ERR_MISMATCH,
 				 "verify: token %u (position %u): KV cache differs first at layer "
 				 "%u, kv head %llu, %s row %llu, element %llu: device 0x%04x (%g), "
 				 "reference 0x%04x (%g)",
 				 s->token, s->dev->pos, l,
-				 (unsigned long long)(idx / rows % cfg->n_kv_heads),
-				 idx / rows / cfg->n_kv_heads ? "V" : "K",
+				 (unsigned long long)(idx / rows % ly->n_kv_heads),
+				 idx / rows / ly->n_kv_heads ? "V" : "K",
 				 (unsigned long long)(idx % rows),
 				 (unsigned long long)((off - p->kv_off[l]) % row_bytes / 2), a,
 				 (double)pccx_bf16_to_f32(a), b, (double)pccx_bf16_to_f32(b));

@@ -59,5 +59,29 @@ done
 if [ -n "$hits" ]; then bad "reference/ includes no file-format, text or runtime header" "$hits"; else
   ok "reference/ includes no file-format, text or runtime header"; fi
 
+# The model's layers are described once, by the per-layer table that reference/layers.c builds
+# from the configuration (struct pccx_layer_desc, model->layers[l]): outside the builder no
+# code derives a layer's properties from its index (the predicates the table replaced, a
+# "% global_period", a "< n_sparse", a first shared layer), and the graph, the oracle, the weight
+# layout, the compiler and the runtime read no per-layer field of the configuration. The Hugging
+# Face config.json validator and tensor map see only the file's own fields, before any model
+# exists; they interpret num_kv_shared_layers themselves.
+builder='^reference/layers\.[ch]:'
+hf_schema='^host/modelfiles/(safetensors_config|gemma3n_tensors)\.c:'
+srcs=$(ls reference/*.[ch] host/*/*.[ch] host/include/pccx/*.h tests/unit/*.c \
+	tests/unit/support/*.[ch] tests/fuzz/*.c 2>/dev/null)
+hits=$(grep -nE 'pccx_g3n_(is_global|owns_kv|first_shared|kv_source|kv_rows|is_sparse|q_dim|kv_dim)\b' \
+	$srcs | grep -vE "$builder")
+hits+=$(grep -nE 'first_shared|%[^;]*global_period|<=?[[:space:]]*[[:alnum:]_>.-]*n_sparse\b' $srcs |
+	grep -vE "$builder|$hf_schema")
+if [ -n "$hits" ]; then bad "no layer-index predicate outside reference/layers.c" "$hits"; else
+  ok "no layer-index predicate outside reference/layers.c"; fi
+readers=$(ls reference/gemma3n_graph.c reference/oracle.c reference/gemma3n_model.c \
+	reference/gemma3n.c reference/exec_ref.c host/compiler/*.c host/runtime/*.c 2>/dev/null)
+hits=$(grep -nE '(\<c|cfg|->c)(->|\.)(head_dim|n_heads|n_kv_heads|d_ffn|window|global_period|n_kv_shared|n_sparse|theta_local|theta_global)\>' \
+	$readers)
+if [ -n "$hits" ]; then bad "the model's readers take per-layer values from model->layers" "$hits"
+else ok "the model's readers take per-layer values from model->layers"; fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -100,37 +100,111 @@ static int hash_stage(void *user, const char *name, const uint16_t *data, uint32
 /* ===================================================================================== */
 /* Configurations.                                                                       */
 
+/* The layer table of a preset. */
+static void layers_of(const char *preset, struct pccx_g3n_config *c,
+		      struct pccx_attn_desc attn[PCCX_ATTN_KINDS], struct pccx_layer_desc *layers)
+{
+	pccx_diag d = { 0 };
+
+	ck_assert_int_eq(pccx_g3n_config_preset(preset, c, &d), 0);
+	ck_assert_int_eq(pccx_g3n_config_check(c, &d), 0);
+	ck_assert_msg(pccx_layers_build(c, attn, layers, &d) == 0, "%s", d.msg);
+}
+
 START_TEST(test_config_structure)
 {
 	struct pccx_g3n_config c;
+	struct pccx_attn_desc attn[PCCX_ATTN_KINDS];
+	struct pccx_layer_desc ly[PCCX_G3N_MAX_LAYERS];
 	pccx_diag d = { 0 };
 	uint32_t l;
 
-	ck_assert_int_eq(pccx_g3n_config_preset("e4b", &c, &d), 0);
-	ck_assert_int_eq(pccx_g3n_config_check(&c, &d), 0);
-	ck_assert_uint_eq(pccx_g3n_first_shared(&c), 20);
+	layers_of("e4b", &c, attn, ly);
 	for (l = 0; l < 35; l++) {
-		ck_assert_int_eq(pccx_g3n_is_global(&c, l), l % 5 == 4);
-		ck_assert_int_eq(pccx_g3n_is_sparse(&c, l), l < 10);
+		ck_assert_int_eq(ly[l].kind, l % 5 == 4 ? PCCX_ATTN_GLOBAL : PCCX_ATTN_LOCAL);
+		ck_assert_int_eq(ly[l].sparse, l < 10);
+		ck_assert_int_eq(ly[l].kv_write, l < 20);
 		if (l < 20)
-			ck_assert_uint_eq(pccx_g3n_kv_source(&c, l), l);
+			ck_assert_uint_eq(ly[l].kv_src, l);
 		else
-			ck_assert_uint_eq(pccx_g3n_kv_source(&c, l), l % 5 == 4 ? 19 : 18);
+			ck_assert_uint_eq(ly[l].kv_src, l % 5 == 4 ? 19 : 18);
 	}
-	ck_assert_int_eq(pccx_g3n_config_preset("e2b", &c, &d), 0);
-	ck_assert_int_eq(pccx_g3n_config_check(&c, &d), 0);
-	ck_assert_uint_eq(pccx_g3n_kv_source(&c, 29), 19);
-	ck_assert_uint_eq(pccx_g3n_kv_source(&c, 25), 18);
-	ck_assert_int_eq(pccx_g3n_config_preset("tiny", &c, &d), 0);
-	ck_assert_int_eq(pccx_g3n_config_check(&c, &d), 0);
-	ck_assert_uint_eq(pccx_g3n_kv_source(&c, 9), 4);
+	layers_of("e2b", &c, attn, ly);
+	ck_assert_uint_eq(ly[29].kv_src, 19);
+	ck_assert_uint_eq(ly[25].kv_src, 18);
+	ck_assert(ly[19].kv_write && !ly[20].kv_write);
+	layers_of("tiny", &c, attn, ly);
+	ck_assert_uint_eq(ly[9].kv_src, 4);
 	for (l = 5; l < 9; l++)
-		ck_assert_uint_eq(pccx_g3n_kv_source(&c, l), 3);
+		ck_assert_uint_eq(ly[l].kv_src, 3);
 	ck_assert_int_eq(pccx_g3n_config_preset("tiny-vocab", &c, &d), 0);
 	ck_assert_int_eq(pccx_g3n_config_check(&c, &d), 0);
 	ck_assert_uint_eq(c.vocab, 262400);
 	ck_assert_int_eq(pccx_g3n_config_preset("e8b", &c, &d), PCCX_ERR_NOT_FOUND);
 	ck_assert_ptr_nonnull(strstr(d.msg, "e8b"));
+}
+END_TEST
+
+/* Every field of a row, for a local KV writer, a global one and a sharing layer of E4B. */
+START_TEST(test_layer_table_rows)
+{
+	struct pccx_g3n_config c;
+	struct pccx_attn_desc attn[PCCX_ATTN_KINDS];
+	struct pccx_layer_desc ly[PCCX_G3N_MAX_LAYERS];
+	const uint32_t all = PCCX_NORM_Q | PCCX_NORM_K | PCCX_NORM_V | PCCX_NORM_POST_ATTN |
+			     PCCX_NORM_PRE_FFN | PCCX_NORM_POST_FFN;
+
+	layers_of("e4b", &c, attn, ly);
+	/* layer 0: local, writes its own ring of 512 rows, sparse */
+	ck_assert_uint_eq(ly[0].window, 512);
+	ck_assert_uint_eq(ly[0].n_heads, 8);
+	ck_assert_uint_eq(ly[0].n_kv_heads, 2);
+	ck_assert_uint_eq(ly[0].head_dim, 256);
+	ck_assert_uint_eq(ly[0].q_dim, 2048);
+	ck_assert_uint_eq(ly[0].kv_dim, 512);
+	ck_assert_uint_eq(ly[0].kv_rows, 512);
+	ck_assert_float_eq(ly[0].theta, 10000.0f);
+	ck_assert_uint_eq(ly[0].rope_dims, 256);
+	ck_assert_uint_eq(ly[0].d_ffn, 16384);
+	ck_assert_float_eq(ly[0].sparse_z, 1.6448533535f);
+	ck_assert_uint_eq(ly[0].norms, all);
+	/* layer 19: global, the last writer; max_ctx rows; dense */
+	ck_assert_uint_eq(ly[19].window, 0);
+	ck_assert_uint_eq(ly[19].kv_rows, 4096);
+	ck_assert_float_eq(ly[19].theta, 1000000.0f);
+	ck_assert(!ly[19].sparse);
+	ck_assert_float_eq(ly[19].sparse_z, 0.0f);
+	/* layer 33: local, reads layer 18's ring */
+	ck_assert_uint_eq(ly[33].window, 512);
+	ck_assert_uint_eq(ly[33].kv_rows, 512);
+	ck_assert_uint_eq(ly[33].norms, all);
+	/* the kinds the rows repeat */
+	ck_assert_uint_eq(attn[PCCX_ATTN_LOCAL].kv_rows, 512);
+	ck_assert_uint_eq(attn[PCCX_ATTN_GLOBAL].kv_rows, 4096);
+	ck_assert_float_eq(attn[PCCX_ATTN_GLOBAL].theta, 1000000.0f);
+	/* the layer keys: min(pos + 1, window), all keys without one */
+	ck_assert_uint_eq(pccx_g3n_n_keys(&ly[0], 10), 11);
+	ck_assert_uint_eq(pccx_g3n_n_keys(&ly[0], 600), 512);
+	ck_assert_uint_eq(pccx_g3n_n_keys(&ly[19], 600), 601);
+}
+END_TEST
+
+/* A model file's per-layer pattern -> global_period, and the first layer it cannot express. */
+START_TEST(test_layer_pattern_period)
+{
+	static const unsigned char e4b[10] = { 1, 1, 1, 1, 0, 1, 1, 1, 1, 0 };
+	static const unsigned char odd[6] = { 1, 0, 1, 0, 0, 1 };
+	static const unsigned char all_global[3] = { 0, 0, 0 };
+	uint32_t bad;
+
+	ck_assert_uint_eq(pccx_layers_global_period(e4b, 10, &bad), 5);
+	ck_assert_uint_eq(bad, 10);
+	ck_assert_uint_eq(pccx_layers_global_period(odd, 6, &bad), 2);
+	ck_assert_uint_eq(bad, 4);
+	ck_assert_uint_eq(pccx_layers_global_period(all_global, 3, &bad), 1);
+	ck_assert_uint_eq(bad, 3);
+	ck_assert_uint_eq(pccx_layers_global_period(e4b, 4, &bad), 5);	/* all local */
+	ck_assert_uint_eq(bad, 4);
 }
 END_TEST
 
@@ -769,17 +843,20 @@ static void scramble_tensor(struct pccx_g3n_model *m, int32_t t)
 START_TEST(test_kv_shared_layers_reuse_owner_cache)
 {
 	struct rig a, b;
-	uint32_t i, l, first;
+	uint32_t i, l, shared = 0;
 	bool differ = false;
 
 	rig_open(&a, "tiny", 2, 1, PCCX_KERN_AUTO);
 	rig_open(&b, "tiny", 2, 1, PCCX_KERN_AUTO);
-	first = pccx_g3n_first_shared(&b.cfg);
 	/* shared layers' own k/v weights are never read: scrambling them changes nothing */
-	for (l = first; l < b.cfg.n_layers; l++) {
+	for (l = 0; l < b.cfg.n_layers; l++) {
+		if (b.m->layers[l].kv_write)
+			continue;
 		scramble_tensor(b.m, b.m->w.layer[l].attn_k);
 		scramble_tensor(b.m, b.m->w.layer[l].attn_v);
+		shared++;
 	}
+	ck_assert_uint_eq(shared, 5);
 	for (i = 0; i < 6; i++) {
 		rig_step(&a, tok_at(&a.cfg, i), true);
 		rig_step(&b, tok_at(&b.cfg, i), true);
@@ -1006,7 +1083,7 @@ START_TEST(test_sliding_window)
 	struct pccx_g3n_model wide;
 	struct oracle_rig a, b;
 	pccx_diag d;
-	uint32_t p;
+	uint32_t p, l;
 	double far = 0;
 
 	ck_assert_int_eq(pccx_g3n_config_preset("tiny", &cfg, &d), 0);
@@ -1016,7 +1093,8 @@ START_TEST(test_sliding_window)
 	/* the same weights, seen by an oracle whose local layers have no window */
 	orig_open(&b, &cfg, 6, NULL);
 	wide = *b.r.m;
-	wide.cfg.window = cfg.max_ctx;
+	for (l = 0; l < cfg.n_layers; l++)
+		wide.layers[l].window = 0;
 	pccx_oracle_free(b.o);
 	ck_assert_int_eq(pccx_oracle_create(&b.o, &wide, 0, &d), 0);
 	pccx_oracle_on_stage(b.o, pccx_cmp_oracle_stage, b.c);
@@ -1223,6 +1301,8 @@ static Suite *suite(void)
 	TCase *tc = tcase_create("config");
 
 	tcase_add_test(tc, test_config_structure);
+	tcase_add_test(tc, test_layer_table_rows);
+	tcase_add_test(tc, test_layer_pattern_period);
 	tcase_add_test(tc, test_config_check_rejects);
 	tcase_add_test(tc, test_plan_e4b_fits);
 	suite_add_tcase(s, tc);

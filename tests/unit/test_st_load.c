@@ -67,8 +67,9 @@ static void hf_name(const char *name, char *buf, size_t size)
 	ck_assert_int_eq(pccx_tmap_st_name(pccx_tmap_by_key(key), layer, part, buf, size), 0);
 }
 
-static void write_config(const struct pccx_g3n_config *c)
+static void write_config(const struct pccx_g3n_model *m)
 {
+	const struct pccx_g3n_config *c = &m->cfg;
 	char p[256];
 	FILE *f;
 	uint32_t l;
@@ -92,10 +93,11 @@ static void write_config(const struct pccx_g3n_config *c)
 		(double)c->softcap);
 	for (l = 0; l < c->n_layers; l++)
 		fprintf(f, "%s\"%s\"", l ? ", " : "",
-			pccx_g3n_is_global(c, l) ? "full_attention" : "sliding_attention");
+			m->layers[l].kind == PCCX_ATTN_GLOBAL ? "full_attention"
+							       : "sliding_attention");
 	fprintf(f, "],\n  \"activation_sparsity_pattern\": [");
 	for (l = 0; l < c->n_layers; l++)
-		fprintf(f, "%s%s", l ? ", " : "", pccx_g3n_is_sparse(c, l) ? "0.95" : "0.0");
+		fprintf(f, "%s%s", l ? ", " : "", m->layers[l].sparse ? "0.95" : "0.0");
 	fprintf(f, "]}}\n");
 	ck_assert_int_eq(fclose(f), 0);
 }
@@ -216,7 +218,7 @@ START_TEST(round_trip)
 	uint32_t t, r, i;
 
 	make_tmpdir();
-	write_config(&m->cfg);
+	write_config(m);
 	write_checkpoint(m, NULL);
 	ck_assert_msg(pccx_g3n_load_safetensors(&l, tmpdir, m->cfg.max_ctx, &err, &d) == 0, "%s",
 		      d.msg);
@@ -275,7 +277,7 @@ START_TEST(round_trip)
 	/* the loaded model, saved and loaded again: its Q4 grid survives BF16 */
 	rm_tmpdir();
 	make_tmpdir();
-	write_config(&l->cfg);
+	write_config(l);
 	write_checkpoint(l, NULL);
 	ck_assert_msg(pccx_g3n_load_safetensors(&l2, tmpdir, m->cfg.max_ctx, &err, &d) == 0,
 		      "%s", d.msg);
@@ -301,7 +303,7 @@ START_TEST(missing_tensor)
 	char p[256];
 
 	make_tmpdir();
-	write_config(&m->cfg);
+	write_config(m);
 	write_checkpoint(m, gone);
 	snprintf(p, sizeof(p), "%s/model.safetensors", tmpdir);
 	ck_assert_int_eq(pccx_g3n_load_safetensors(&l, p, 0, NULL, &d), PCCX_ERR_NOT_FOUND);

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: MIT
+/* The per-layer table (layers.h): the only place a layer's properties follow from its index. */
+#include "diag.h"
+#include "layers.h"
+
+/* Gemma 3n: every global_period-th layer attends globally. */
+static bool g3n_global(uint32_t period, uint32_t layer)
+{
+	return (layer + 1) % period == 0;
+}
+
+#define ALL_NORMS (PCCX_NORM_Q | PCCX_NORM_K | PCCX_NORM_V | PCCX_NORM_POST_ATTN | \
+		   PCCX_NORM_PRE_FFN | PCCX_NORM_POST_FFN)
+
+int pccx_layers_build(const struct pccx_g3n_config *c,
+		      struct pccx_attn_desc attn[PCCX_ATTN_KINDS], struct pccx_layer_desc *layers,
+		      pccx_diag *d)
+{
+	uint32_t first, l, k, src;
+
+	if (c->n_layers == 0 || c->n_layers > PCCX_G3N_MAX_LAYERS || c->global_period == 0 ||
+	    c->n_kv_shared >= c->n_layers)
+		return pccx_fail(d, PCCX_ERR_INVALID, "config '%s': n_layers, global_period or "
+				 "n_kv_shared out of range", c->name);
+	for (k = 0; k < PCCX_ATTN_KINDS; k++) {
+		bool global = k == PCCX_ATTN_GLOBAL;
+
+		attn[k] = (struct pccx_attn_desc){
+			.window = global ? 0 : c->window,
+			.n_heads = c->n_heads,
+			.n_kv_heads = c->n_kv_heads,
+			.head_dim = c->head_dim,
+			.kv_rows = global ? c->max_ctx : c->window,
+			.theta = global ? c->theta_global : c->theta_local,
+			.rope_dims = c->head_dim,
+		};
+	}
+
+	/* layers [first, n_layers) share the cache of an earlier layer */
+	first = c->n_layers - c->n_kv_shared;
+	for (l = 0; l < c->n_layers; l++) {
+		struct pccx_layer_desc *L = &layers[l];
+		enum pccx_attn_kind kind =
+			g3n_global(c->global_period, l) ? PCCX_ATTN_GLOBAL : PCCX_ATTN_LOCAL;
+		const struct pccx_attn_desc *A = &attn[kind];
+		bool sparse = l < c->n_sparse;
+
+		*L = (struct pccx_layer_desc){
+			.kind = kind,
+			.window = A->window,
+			.n_heads = A->n_heads,
+			.n_kv_heads = A->n_kv_heads,
+			.head_dim = A->head_dim,
+			.q_dim = A->n_heads * A->head_dim,
+			.kv_dim = A->n_kv_heads * A->head_dim,
+			.kv_write = l < first,
+			.kv_src = l,
+			.kv_rows = A->kv_rows,
+			.theta = A->theta,
+			.rope_dims = A->rope_dims,
+			.d_ffn = c->d_ffn,
+			.sparse = sparse,
+			.sparse_z = sparse ? c->sparse_z : 0.0f,
+			.norms = ALL_NORMS,
+		};
+		if (L->kv_write)
+			continue;
+		/* the last layer of its own kind that writes a cache (kv_shared_layer_index) */
+		for (src = first; src-- > 0;)
+			if (layers[src].kind == kind)
+				break;
+		if (src == UINT32_MAX)
+			return pccx_fail(d, PCCX_ERR_INVALID, "config '%s': n_kv_shared leaves "
+					 "a shared layer without an owner of its type", c->name);
+		L->kv_src = src;
+	}
+	return PCCX_OK;
+}
+
+uint32_t pccx_layers_global_period(const unsigned char *sliding, uint32_t n, uint32_t *bad)
+{
+	uint32_t l, period;
+
+	for (l = 0; l < n && sliding[l]; l++)
+		;
+	period = l + 1;
+	for (l = 0; l < n; l++)
+		if ((sliding[l] != 0) == g3n_global(period, l))
+			break;
+	*bad = l;
+	return period;
+}

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The model's layers as one table, computed once from the configuration: everything that may
+ * differ from one decoder layer to the next (attention kind and window, head counts and sizes,
+ * whose KV cache a layer reads, RoPE, FFN width and gate, norms) is a field of layer i's row.
+ * Nothing outside layers.c derives a layer's properties from its index; a model family with
+ * another layer pattern is another way of filling the rows (docs/reference.md, "Layers").
+ *
+ * Gemma 3n (Hugging Face Gemma3nTextConfig):
+ *   layer i is global (full attention, theta_global) iff (i + 1) % global_period == 0, else
+ *   local (a window of `window` keys, theta_local);
+ *   layers [n_layers - n_kv_shared, n_layers) compute no k/v and read the cache of the last
+ *   layer of their own kind before them (kv_shared_layer_index);
+ *   layers [0, n_sparse) apply the Gaussian top-k gate with sparse_z;
+ *   every layer has the same heads, head size and FFN width, and all six norms.
+ */
+#ifndef PCCX_LAYERS_H
+#define PCCX_LAYERS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gemma3n_config.h"
+
+enum pccx_attn_kind {
+	PCCX_ATTN_LOCAL,	/* sliding window: a query at p sees keys p - window + 1 .. p */
+	PCCX_ATTN_GLOBAL,	/* full causal attention */
+	PCCX_ATTN_KINDS
+};
+
+/*
+ * What every layer of one attention kind shares. The host prepares one RoPE table per kind
+ * (both kinds, whether or not a layer uses one), and the L2 plan is sized for the kinds.
+ */
+struct pccx_attn_desc {
+	uint32_t window;	/* keys a query sees (0: all, full attention) */
+	uint32_t n_heads;	/* query heads */
+	uint32_t n_kv_heads;	/* key/value heads; query head h reads h / (n_heads / n_kv_heads) */
+	uint32_t head_dim;	/* size of each q, k and v head */
+	uint32_t kv_rows;	/* KV cache rows: window (a ring, row pos mod window), max_ctx */
+	float theta;		/* RoPE base */
+	uint32_t rope_dims;	/* leading dimensions of a head RoPE rotates (head_dim: all) */
+};
+
+/* The norms a layer applies (pccx_layer_desc.norms); the attention input norm is always there. */
+#define PCCX_NORM_Q		(1u << 0)	/* q_norm: RMSNorm with weight, per query head */
+#define PCCX_NORM_K		(1u << 1)	/* k_norm: RMSNorm with weight, per key head */
+#define PCCX_NORM_V		(1u << 2)	/* v_norm: RMSNorm without weight, per value head */
+#define PCCX_NORM_POST_ATTN	(1u << 3)	/* post_attention_layernorm of attention output */
+#define PCCX_NORM_PRE_FFN	(1u << 4)	/* pre_feedforward_layernorm of the FFN input */
+#define PCCX_NORM_POST_FFN	(1u << 5)	/* post_feedforward_layernorm of the FFN output */
+
+struct pccx_layer_desc {
+	/* attention: the values of its kind (pccx_attn_desc), so a layer reads only its row */
+	enum pccx_attn_kind kind;
+	uint32_t window;	/* keys a query sees (0: all) */
+	uint32_t n_heads;	/* query heads */
+	uint32_t n_kv_heads;	/* key/value heads */
+	uint32_t head_dim;	/* q, k and v head size */
+	uint32_t q_dim;		/* n_heads * head_dim: width of q and of the attention context */
+	uint32_t kv_dim;	/* n_kv_heads * head_dim: width of k and of v */
+	/* KV cache */
+	bool kv_write;		/* computes k and v and appends them to its own cache */
+	uint32_t kv_src;	/* the layer whose cache it reads: itself when kv_write */
+	uint32_t kv_rows;	/* rows that cache keeps: window (a ring) or max_ctx */
+	/* RoPE of q and k */
+	float theta;		/* base */
+	uint32_t rope_dims;	/* leading dimensions of a head it rotates (head_dim: all) */
+	/* FFN */
+	uint32_t d_ffn;		/* width of gate and up */
+	bool sparse;		/* the Gaussian top-k gate (mean + sparse_z std) before GELU */
+	float sparse_z;		/* its multiplier; 0 for dense layers */
+	uint32_t norms;		/* PCCX_NORM_* */
+};
+
+/*
+ * Fill the attention kinds and the rows of layers 0 .. n_layers - 1 from a configuration
+ * whose scalar fields pccx_g3n_config_check accepts (it calls this for the structure).
+ * PCCX_ERR_INVALID, naming the field, when a KV-sharing layer has no layer to read from.
+ */
+PCCX_MUST_CHECK int pccx_layers_build(const struct pccx_g3n_config *c,
+				      struct pccx_attn_desc attn[PCCX_ATTN_KINDS],
+				      struct pccx_layer_desc *layers, pccx_diag *d);
+
+/*
+ * Gemma 3n's global_period from a per-layer pattern as model files give it (sliding[l] != 0:
+ * layer l is local): the period whose first global layer is the first non-sliding entry.
+ * *bad receives the first layer whose entry that period contradicts (n when none), for
+ * loaders to refuse patterns the configuration cannot express.
+ */
+uint32_t pccx_layers_global_period(const unsigned char *sliding, uint32_t n, uint32_t *bad);
+
+#endif /* PCCX_LAYERS_H */
