@@ -5,6 +5,22 @@
  * §1.3). Every op is one v002 instruction on L2 word addresses from the plan; the host only
  * supplies the per-step inputs (embedding row, PLE row, RoPE tables, constants). What differs
  * between layers comes from the model's layer table (m->layers[l], layers.h), never from l.
+ *
+ * Issue order. The device issues in order, and SFU work issued behind a GEMV it does not
+ * depend on runs while that GEMV's weights stream (docs/sim.md, the E4B decode step). So
+ * the order of the ops is tuned for the weight stream and differs from the model's in a few
+ * places, each marked the same way, on the line after the GEMV it is about:
+ *
+ *	gemv(e, lw->attn_q, ...);
+ *	behind(e, lw->attn_q);	// model: <where the model puts what follows>
+ *
+ * which says that the ops from there up to the next matmul run behind the GEMV of that tensor,
+ * and the comment names those of them the model places elsewhere, and where. behind() checks
+ * that the named GEMV is the last one issued (a step whose marks went stale fails with
+ * PCCX_ERR_INTERNAL). Nothing else is reordered: the ops between marks follow the model, so
+ * moving each marked run back to its stated place gives the model's order. The ops swapped
+ * do not depend on each other, and both executors run the same order, so every value is the
+ * one the model's order gives.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -295,6 +311,7 @@ struct emit {
 	const struct pccx_g3n_model *m;
 	const struct pccx_g3n_config *c;
 	const struct pccx_g3n_plan *p;
+	int32_t last_w;		/* weight tensor of the last matmul issued (-1: KV rows) */
 	int rc;
 };
 
@@ -305,8 +322,20 @@ static void matmul(struct emit *e, uint32_t fmt, struct pccx_npu_wref w, uint32_
 		.dst = dst, .src = src, .n = n, .k = k, .m = rows, .fmt = fmt, .accm = accm, .w = w,
 	};
 
+	e->last_w = w.tensor;
 	if (!e->rc)
 		e->rc = e->ops->matmul(e->ctx, &mm);
+}
+
+/*
+ * The schedule mark (see the top of the file): the ops that follow, up to the next matmul,
+ * are issued behind the GEMV of tensor t for the weight stream, not all at their place in the
+ * model. t must be the tensor of the last matmul issued.
+ */
+static void behind(struct emit *e, int32_t t)
+{
+	if (!e->rc && e->last_w != t)
+		e->rc = PCCX_ERR_INTERNAL;
 }
 
 /*
@@ -682,14 +711,18 @@ static void forward_attention(struct emit *e, uint32_t l, uint32_t pos)
 
 	/* W_q, W_k, W_v back to back, each one's norms behind the next projection */
 	gemv(e, lw->attn_q, p->h, p->q, false);
+	behind(e, lw->attn_q);	/* model: LAuReL ends before the attention */
 	forward_laurel_finish(e, l);
-	if (ly->kv_write)
+	if (ly->kv_write) {
 		gemv(e, lw->attn_k, p->h, p->k, false);
+		behind(e, lw->attn_k);	/* model: q's norm and RoPE come before W_k */
+	}
 	/* q = RoPE(RMSNorm_{g_q}(W_q h)) per head */
 	norm_rope(e, l, p->q, ly->n_heads, PCCX_NORM_Q, PCCX_G3N_LV_Q_NORM);
 	stage(e, p->q, ly->n_heads, ly->head_dim, "L%u.attn.q_rope", l);
 	if (ly->kv_write) {
 		gemv(e, lw->attn_v, p->h, p->v, false);
+		behind(e, lw->attn_v);	/* model: k's norm and RoPE come before W_v */
 		forward_kv_append(e, l, pos);
 	}
 	forward_attend(e, l, pos);
@@ -753,17 +786,19 @@ static void forward_ffn(struct emit *e, uint32_t l, uint32_t X, uint32_t P)
 		copy(e, p->t, p->al, W(D));
 	stage(e, p->t, 1, D, "L%u.ffn.norm", l);
 	gemv(e, lw->ffn_gate, p->t, p->gate, false);
-	/* the AltUp predictions only AltUp correct needs, while W_gate streams */
+	behind(e, lw->ffn_gate);	/* model: predictions 1..3 come at the start of the layer */
 	forward_altup_predict(e, X, P, 1, NSTREAM);
 	stage(e, p->xs[P], NSTREAM, D, "L%u.altup.pred", l);
 	/* W_up in UP_PIECES GEMVs, so that only the last piece's product waits for its stream */
 	piece = ((F + UP_PIECES - 1) / UP_PIECES + 7) & ~7u;
 	gemv_rows(e, lw->ffn_up, 0, piece < F ? piece : F, p->t, p->up, false);
+	behind(e, lw->ffn_up);	/* model: the activation comes before W_up */
 	stage(e, p->gate, 1, F, "L%u.ffn.gate", l);
 	forward_ffn_act(e, l);
 	for (r = piece; r < F; r += n) {
 		n = F - r < piece ? F - r : piece;
 		gemv_rows(e, lw->ffn_up, r, n, p->t, p->up + r / 8, false);
+		behind(e, lw->ffn_up);	/* model: the product comes after all of W_up */
 		cvo(e, PCCX_CVO_MUL, 0, p->up + (r - piece) / 8, p->gate + (r - piece) / 8, piece);
 	}
 	stage(e, p->up, 1, F, "L%u.ffn.up", l);
@@ -809,7 +844,7 @@ static void forward_altup_correct(struct emit *e, uint32_t l, uint32_t P, uint32
 	copy(e, p->tmp, stream(e, P, 0), W(D));
 	cvo(e, PCCX_CVO_MUL, 0, lvec(e, l, PCCX_G3N_LV_CORRECT_SCALE), p->tmp, D);
 	gemv(e, lw->ple_gate, p->tmp, p->pleg, false);
-	/* streams 1..3 are corrected while W_ple_gate streams */
+	behind(e, lw->ple_gate);	/* model: streams 1..3 are corrected with stream 0 */
 	for (k = 1; k < NSTREAM; k++)
 		correct_stream(e, P, k);
 	cvo(e, PCCX_CVO_GELU, 0, p->pleg, p->pleg, dp);
@@ -884,8 +919,10 @@ static void forward_output(struct emit *e)
 	for (r = 0; r < c->vocab; r += n) {
 		n = c->vocab - r < GEMV_CHUNK ? c->vocab - r : GEMV_CHUNK;
 		gemv_rows(e, w->embed, r, n, p->h, p->logits + r / 8, false);
-		if (r)
+		if (r) {
+			behind(e, w->embed);	/* model: the soft-cap follows the whole LM head */
 			softcap(e, p->logits + (r - GEMV_CHUNK) / 8, GEMV_CHUNK);
+		}
 	}
 	softcap(e, p->logits + (r - n) / 8, n);
 	stage(e, p->logits, 1, c->vocab, "final.logits");
@@ -895,7 +932,7 @@ static void forward_output(struct emit *e)
 int pccx_g3n_step(const struct pccx_g3n_model *m, const struct pccx_g3n_plan *p,
 		  const struct pccx_npu_ops *ops, void *ctx, uint32_t pos, bool with_logits)
 {
-	struct emit e = { .ops = ops, .ctx = ctx, .m = m, .c = &m->cfg, .p = p };
+	struct emit e = { .ops = ops, .ctx = ctx, .m = m, .c = &m->cfg, .p = p, .last_w = -1 };
 	uint32_t l;
 
 	if (pos >= m->cfg.max_ctx)
