@@ -200,6 +200,22 @@ struct pccx_sim_stage {
 void pccx_sim_report(const pccx_sim *sim, FILE *f, const struct pccx_sim_stage *stages,
 		     size_t n_stages);
 
+/* Stage markers read from a file, for the report. */
+struct pccx_sim_stages {
+	struct pccx_sim_stage *v;
+	size_t n;
+	char *text;		/* the names point into it */
+};
+
+/*
+ * Read stage markers from `path`: one "INDEX NAME" per line, INDEX increasing (the stage NAME
+ * ends with instruction INDEX); blank lines and lines starting with '#' are skipped.
+ * PCCX_ERR_FORMAT names the line of a malformed one. Free with pccx_sim_stages_free.
+ */
+PCCX_MUST_CHECK int pccx_sim_stages_read(const char *path, struct pccx_sim_stages *s,
+					 pccx_diag *d);
+void pccx_sim_stages_free(struct pccx_sim_stages *s);
+
 /*
  * Write a Chrome/Perfetto trace ("traceEvents" JSON) to `path` from now on: one track per
  * engine, per DataMover channel, the front end and the host's MMIO. Closed (and the JSON

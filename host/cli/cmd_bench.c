@@ -5,31 +5,33 @@
 
 #include "cli.h"
 
-static bool has(int argc, char **argv, const char *opt)
+/* Remove every `opt` from argv (the benchmark's selector); false if there was none. */
+static bool take(int *argc, char **argv, const char *opt)
 {
-	int i;
+	int i, j;
 
-	for (i = 1; i < argc; i++)
-		if (!strcmp(argv[i], opt))
-			return true;
-	return false;
+	for (i = j = 0; i < *argc; i++)
+		if (strcmp(argv[i], opt))
+			argv[j++] = argv[i];
+	if (j == *argc)
+		return false;
+	*argc = j;
+	return true;
 }
 
 int pccx_cmd_bench(int argc, char **argv)
 {
-	int i, j;
+	int i;
 
-	if (has(argc, argv, "--ref"))
+	if (take(&argc, argv, "--ref"))
 		return pccx_cmd_bench_ref(argc, argv);
-	if (has(argc, argv, "--sampler")) {
-		/* the sampler benchmark does not know --sampler: drop it */
-		for (i = j = 0; i < argc; i++)
-			if (strcmp(argv[i], "--sampler"))
-				argv[j++] = argv[i];
-		return pccx_cmd_bench_sampler(j, argv);
-	}
-	if (has(argc, argv, "--sim") || has(argc, argv, "--config"))
+	if (take(&argc, argv, "--sampler"))
+		return pccx_cmd_bench_sampler(argc, argv);
+	if (take(&argc, argv, "--sim"))
 		return pccx_cmd_bench_sim(argc, argv);
+	for (i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--config") || !strncmp(argv[i], "--config=", 9))
+			return pccx_cmd_bench_sim(argc, argv);
 	printf("usage: pccx bench --config CONFIG [options]   simulated decode on the NPU model\n"
 	       "       pccx bench --ref --config CONFIG [...]  host reference decode (tok/s, memory)\n"
 	       "       pccx bench --sampler [...]              host sampler (ns per token)\n"

@@ -4,9 +4,8 @@
  * (262 400 soft-capped values) for a few typical settings, plus the full-sort reference for
  * scale. Figures only; nothing passes or fails.
  *
- *   usage: sampler [--iters N] [--vocab N] [--seed S]
+ *   pccx bench --sampler [--iters N] [--vocab N] [--seed S]
  */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,14 +19,6 @@
 
 #define BENCH_SETS	4	/* distinct logit vectors, cycled so caches see new data */
 #define BENCH_HISTORY	64
-
-static double now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
 
 /* Decoder-like logits: a broad bell of low values, a few dominant tokens, softcap 30. */
 static void make_logits(float *l, size_t n, pccx_rng *r)
@@ -46,29 +37,46 @@ static void make_logits(float *l, size_t n, pccx_rng *r)
 		l[i] = 30.0f * tanhf(l[i] / 30.0f);
 }
 
-static int parse_num(const char *opt, const char *s, unsigned long long max,
-		     unsigned long long *out)
-{
-	char *end;
-
-	errno = 0;
-	*out = strtoull(s ? s : "", &end, 0);
-	if (!s || errno || end == s || *end || *out > max) {
-		fprintf(stderr, "bench sampler: %s needs a number (at most %llu)\n", opt, max);
-		return -1;
-	}
-	return 0;
-}
-
+/* A sampler setting: these four fields, the rest the defaults. */
 struct bench_case {
 	const char *name;
-	pccx_sampler_config cfg;
+	float temperature;
+	int32_t top_k;
+	float top_p, min_p;
 	unsigned iters_div;	/* slow cases run iters / iters_div times */
 };
 
-static int run_case(const struct bench_case *bc, float *const *sets, size_t n,
+#define T_DEF	PCCX_SAMPLER_DEFAULT_TEMPERATURE
+#define K_DEF	PCCX_SAMPLER_DEFAULT_TOP_K
+#define P_DEF	PCCX_SAMPLER_DEFAULT_TOP_P
+#define MIN_DEF	PCCX_SAMPLER_DEFAULT_MIN_P
+static const struct bench_case cases[] = {
+	{ "defaults (T 1, k 64, p 0.9, rho 1.15/64)", T_DEF, K_DEF, P_DEF, MIN_DEF, 1 },
+	{ "greedy (T 0, rho 1.15/64)", 0.0f, K_DEF, P_DEF, MIN_DEF, 1 },
+	{ "top-k off, top-p 0.9", T_DEF, 0, P_DEF, MIN_DEF, 1 },
+	{ "top-k off, top-p 0.95, min-p 0.05, T 0.7", 0.7f, 0, 0.95f, 0.05f, 1 },
+	{ "top-k 40, top-p 0.95, T 0.8 (llama.cpp-like)", 0.8f, 40, 0.95f, MIN_DEF, 1 },
+	{ "no filter (k off, p 1): full sort", T_DEF, 0, 1.0f, MIN_DEF, 10 },
+};
+#undef T_DEF
+#undef K_DEF
+#undef P_DEF
+#undef MIN_DEF
+
+static void case_config(const struct bench_case *bc, uint64_t seed, pccx_sampler_config *cfg)
+{
+	pccx_sampler_config_default(cfg);
+	cfg->temperature = bc->temperature;
+	cfg->top_k = bc->top_k;
+	cfg->top_p = bc->top_p;
+	cfg->min_p = bc->min_p;
+	cfg->seed = seed;
+}
+
+static int run_case(const struct bench_case *bc, uint64_t seed, float *const *sets, size_t n,
 		    unsigned long long iters)
 {
+	pccx_sampler_config cfg;
 	pccx_sampler *s = NULL;
 	pccx_diag d = { 0 };
 	int32_t hist[BENCH_HISTORY], tok = 0;
@@ -77,13 +85,14 @@ static int run_case(const struct bench_case *bc, float *const *sets, size_t n,
 	double t0, t1;
 	unsigned i;
 
-	if (pccx_sampler_create(&s, &bc->cfg, n, &d)) {
+	case_config(bc, seed, &cfg);
+	if (pccx_sampler_create(&s, &cfg, n, &d)) {
 		fprintf(stderr, "bench sampler: %s\n", d.msg);
 		return -1;
 	}
 	for (i = 0; i < BENCH_HISTORY; i++)
 		hist[i] = (int32_t)((i * 7919u) % n);
-	t0 = now_ns();
+	t0 = pccx_cli_now();
 	for (it = 0; it < runs; it++) {
 		if (pccx_sampler_sample(s, sets[it % BENCH_SETS], n, hist, BENCH_HISTORY, &tok,
 					&d)) {
@@ -96,117 +105,98 @@ static int run_case(const struct bench_case *bc, float *const *sets, size_t n,
 		/* A sliding history, as in generation. */
 		hist[it % BENCH_HISTORY] = tok;
 	}
-	t1 = now_ns();
+	t1 = pccx_cli_now();
 	printf("  %-44s %12.0f ns/sample  (%llu runs, candidates <= %zu)\n", bc->name,
-	       (t1 - t0) / (double)runs, runs, bound_max);
+	       (t1 - t0) * 1e9 / (double)runs, runs, bound_max);
 	pccx_sampler_destroy(s);
 	return 0;
 }
 
-static int run_reference(const pccx_sampler_config *cfg, float *const *sets, size_t n,
-			 unsigned long long runs)
+static int run_reference(const struct bench_case *bc, uint64_t seed, float *const *sets,
+			 size_t n, unsigned long long runs)
 {
+	pccx_sampler_config cfg;
 	int32_t hist[BENCH_HISTORY];
 	unsigned long long it;
 	double t0, t1;
 	unsigned i;
 
+	case_config(bc, seed, &cfg);
 	for (i = 0; i < BENCH_HISTORY; i++)
 		hist[i] = (int32_t)((i * 7919u) % n);
-	t0 = now_ns();
+	t0 = pccx_cli_now();
 	for (it = 0; it < runs; it++) {
 		pccx_sampler_naive nv;
 		pccx_diag d = { 0 };
 
-		if (pccx_sampler_naive_distribution(cfg, sets[it % BENCH_SETS], n, hist,
+		if (pccx_sampler_naive_distribution(&cfg, sets[it % BENCH_SETS], n, hist,
 						    BENCH_HISTORY, &nv, &d)) {
 			fprintf(stderr, "bench sampler: %s\n", d.msg);
 			return -1;
 		}
 		pccx_sampler_naive_free(&nv);
 	}
-	t1 = now_ns();
+	t1 = pccx_cli_now();
 	printf("  %-44s %12.0f ns/sample  (%llu runs)\n", "full-sort reference, defaults",
-	       (t1 - t0) / (double)runs, runs);
+	       (t1 - t0) * 1e9 / (double)runs, runs);
 	return 0;
 }
 
+struct bench_args {
+	uint64_t iters, vocab, seed;
+};
+
+#define A(f) PCCX_AT(struct bench_args, f, uint64_t)
+static const struct pccx_opt bench_opts[] = {
+	PCCX_OPT("iters", 0, PCCX_OPT_UINT, A(iters), "N", "iterations (default 200)",
+		 .min = 1, .max = 100000000),
+	PCCX_OPT("vocab", 0, PCCX_OPT_UINT, A(vocab), "N", "vocabulary (default 262400)",
+		 .min = 1, .max = PCCX_SAMPLER_MAX_VOCAB),
+	PCCX_OPT("seed", 0, PCCX_OPT_UINT, A(seed), "S", "seed of the logits and the sampler "
+		 "(default 1)"),
+	{ 0 }
+};
+#undef A
+
+static const struct pccx_opt_cmd bench_cmd = {
+	.name = "bench --sampler",
+	.usage = "[--iters N] [--vocab N] [--seed S]",
+	.about = "ns per next-token sample on random decoder-like logits.\n",
+	.opts = bench_opts,
+};
+
 int pccx_cmd_bench_sampler(int argc, char **argv)
 {
-	unsigned long long iters = 200, vocab = 262400, seed = 1;
+	struct bench_args a = { .iters = 200, .vocab = 262400, .seed = 1 };
 	float *sets[BENCH_SETS] = { NULL };
-	struct bench_case cases[6];
+	size_t n;
 	pccx_rng r;
-	int i, rc = 0;
+	unsigned i;
+	int rc;
 
-	for (i = 1; i < argc; i++) {
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			printf("usage: %s [--iters N] [--vocab N] [--seed S]\n"
-			       "  ns per next-token sample on random decoder-like logits\n"
-			       "  (default: 200 iterations, vocabulary 262400, seed 1)\n", argv[0]);
-			return 0;
-		}
-		if (!strcmp(argv[i], "--iters")) {
-			if (parse_num("--iters", v, 100000000ull, &iters) || iters == 0)
-				return 2;
-		} else if (!strcmp(argv[i], "--vocab")) {
-			if (parse_num("--vocab", v, PCCX_SAMPLER_MAX_VOCAB, &vocab) || vocab == 0)
-				return 2;
-		} else if (!strcmp(argv[i], "--seed")) {
-			if (parse_num("--seed", v, ~0ull, &seed))
-				return 2;
-		} else {
-			fprintf(stderr, "usage: %s [--iters N] [--vocab N] [--seed S]\n",
-				argc > 0 ? argv[0] : "sampler");
-			return 2;
-		}
-		i++;
-	}
-
-	pccx_rng_seed(&r, seed, 1);
+	rc = pccx_opt_parse(&bench_cmd, argc, argv, &a);
+	if (rc != PCCX_OPT_RUN)
+		return rc;
+	n = (size_t)a.vocab;
+	pccx_rng_seed(&r, a.seed, 1);
 	for (i = 0; i < BENCH_SETS; i++) {
-		sets[i] = malloc((size_t)vocab * sizeof(float));
+		sets[i] = malloc(n * sizeof(float));
 		if (!sets[i]) {
 			fprintf(stderr, "bench sampler: out of memory\n");
 			rc = 1;
 			goto out;
 		}
-		make_logits(sets[i], (size_t)vocab, &r);
+		make_logits(sets[i], n, &r);
 	}
-
-	for (i = 0; i < 6; i++) {
-		pccx_sampler_config_default(&cases[i].cfg);
-		cases[i].cfg.seed = seed;
-		cases[i].iters_div = 1;
-	}
-	cases[0].name = "defaults (T 1, k 64, p 0.9, rho 1.15/64)";
-	cases[1].name = "greedy (T 0, rho 1.15/64)";
-	cases[1].cfg.temperature = 0.0f;
-	cases[2].name = "top-k off, top-p 0.9";
-	cases[2].cfg.top_k = 0;
-	cases[3].name = "top-k off, top-p 0.95, min-p 0.05, T 0.7";
-	cases[3].cfg.top_k = 0;
-	cases[3].cfg.top_p = 0.95f;
-	cases[3].cfg.min_p = 0.05f;
-	cases[3].cfg.temperature = 0.7f;
-	cases[4].name = "top-k 40, top-p 0.95, T 0.8 (llama.cpp-like)";
-	cases[4].cfg.top_k = 40;
-	cases[4].cfg.top_p = 0.95f;
-	cases[4].cfg.temperature = 0.8f;
-	cases[5].name = "no filter (k off, p 1): full sort";
-	cases[5].cfg.top_k = 0;
-	cases[5].cfg.top_p = 1.0f;
-	cases[5].iters_div = 10;
-
-	printf("sampler bench: vocabulary %llu, %llu iterations, seed %llu\n", vocab, iters,
-	       seed);
-	for (i = 0; i < 6 && !rc; i++)
-		rc = run_case(&cases[i], sets, (size_t)vocab, iters) ? 1 : 0;
+	printf("sampler bench: vocabulary %llu, %llu iterations, seed %llu\n",
+	       (unsigned long long)a.vocab, (unsigned long long)a.iters,
+	       (unsigned long long)a.seed);
+	rc = 0;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]) && !rc; i++)
+		rc = run_case(&cases[i], a.seed, sets, n, a.iters) ? 1 : 0;
 	if (!rc)
-		rc = run_reference(&cases[0].cfg, sets, (size_t)vocab,
-				   iters / 10 ? iters / 10 : 1) ? 1 : 0;
+		rc = run_reference(&cases[0], a.seed, sets, n, a.iters / 10 ? a.iters / 10 : 1) ?
+			1 : 0;
 out:
 	for (i = 0; i < BENCH_SETS; i++)
 		free(sets[i]);

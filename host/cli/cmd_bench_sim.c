@@ -7,19 +7,41 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
 #include "cli.h"
+#include "gemma3n_config.h"
 #include "pccx/pccx.h"
 
-static double now(void)
-{
-	struct timespec ts;
+struct bench_args {
+	struct pccx_device_opts dopt;
+	struct pccx_model_opts mopt;
+	uint64_t tokens;
+};
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#define A(f, type) PCCX_AT(struct bench_args, f, type)
+static const struct pccx_opt bench_opts[] = {
+	PCCX_OPT("config", 0, PCCX_OPT_STR, A(mopt.synth_config, const char *), "NAME",
+		 "model shape (default e4b)", .values = pccx_g3n_config_names),
+	PCCX_OPT("tokens", 0, PCCX_OPT_UINT, A(tokens, uint64_t), "N",
+		 "tokens decoded (default 2)", .min = 1, .max = 100000),
+	PCCX_OPT("seed", 0, PCCX_OPT_UINT, A(mopt.synth_seed, uint64_t), "S",
+		 "seed of the synthetic weights (default 1)"),
+	PCCX_OPT("dtb", 0, PCCX_OPT_PATH, A(dopt.dtb, const char *), "FILE",
+		 "device parameters"),
+	PCCX_OPT("trace", 0, PCCX_OPT_PATH, A(dopt.trace_path, const char *), "F.json",
+		 "write a Chrome/Perfetto trace"),
+	{ 0 }
+};
+#undef A
+
+static const struct pccx_opt_cmd bench_cmd = {
+	.name = "bench",
+	.usage = "[--sim] --config NAME [--tokens N] [--seed S] [--dtb F] [--trace F.json]",
+	.about = "Simulate greedy decode of N tokens of a synthetic model of the named shape on\n"
+		 "the cycle simulator and print simulated tok/s, DDR bandwidth against the\n"
+		 "ceiling, the stage breakdown and host seconds per simulated token.\n",
+	.opts = bench_opts,
+};
 
 static void progress(void *user, const char *stage, uint64_t done, uint64_t total)
 {
@@ -28,120 +50,108 @@ static void progress(void *user, const char *stage, uint64_t done, uint64_t tota
 		fprintf(stderr, "%s: done\n", stage);
 }
 
-int pccx_cmd_bench_sim(int argc, char **argv)
-{
-	struct pccx_device_opts dopt = { sizeof(dopt), NULL, NULL, NULL, NULL };
-	struct pccx_model_opts mopt = { sizeof(mopt), NULL, "e4b", 1, NULL, progress, NULL };
-	struct pccx_session_opts sopt = { sizeof(sopt), 0, false };
-	pccx_sampler_config scfg;
-	struct pccx_stage_time *prof = NULL;
-	struct pccx_device_info info;
+/* What the figures are made of. */
+struct bench_run {
+	double t_load, t_gen;
 	struct pccx_stats st;
-	pccx_device *dev = NULL;
-	pccx_model *model = NULL;
-	pccx_session *s = NULL;
-	pccx_diag d = { 0 };
-	size_t n_prof = 0, tokens = 2, i;
-	int32_t bos = 2;
-	double t0, t_load, t_gen;
-	uint64_t total = 0;
-	int rc, a;
+	struct pccx_device_info info;
+	struct pccx_stage_time *prof;
+	size_t n_prof;
+};
 
-	for (a = 1; a < argc; a++) {
-		if (!strcmp(argv[a], "-h") || !strcmp(argv[a], "--help")) {
-			printf("usage: pccx bench [--sim] --config NAME [--tokens N] [--seed S] "
-			       "[--dtb F] [--trace F.json]\n\n"
-			       "Simulate greedy decode of N tokens (default 2) of a synthetic model of\n"
-			       "the named shape (default e4b) on the cycle simulator and print simulated\n"
-			       "tok/s, DDR bandwidth against the ceiling, the stage breakdown and host\n"
-			       "seconds per simulated token.\n");
-			return 0;
-		}
-		if (!strcmp(argv[a], "--sim"))
-			continue;
-		if (a + 1 >= argc) {
-			fprintf(stderr, "pccx bench: '%s' needs a value\n", argv[a]);
-			return 2;
-		}
-		if (!strcmp(argv[a], "--config"))
-			mopt.synth_config = argv[++a];
-		else if (!strcmp(argv[a], "--tokens"))
-			tokens = strtoul(argv[++a], NULL, 10);
-		else if (!strcmp(argv[a], "--seed"))
-			mopt.synth_seed = strtoull(argv[++a], NULL, 10);
-		else if (!strcmp(argv[a], "--dtb"))
-			dopt.dtb = argv[++a];
-		else if (!strcmp(argv[a], "--trace"))
-			dopt.trace_path = argv[++a];
-		else {
-			fprintf(stderr, "pccx bench: unknown option '%s'\n", argv[a]);
-			return 2;
-		}
-	}
-	if (!tokens || tokens > 100000) {
-		fprintf(stderr, "pccx bench: --tokens must be 1..100000\n");
-		return 2;
-	}
+/* Load, decode one BOS and `tokens` greedy tokens, collect the figures. */
+static int bench(struct bench_args *a, struct bench_run *r, pccx_diag *d)
+{
+	struct pccx_session_opts sopt = { sizeof(sopt), 0, false };
+	struct pccx_cli_session cs;
+	pccx_sampler_config scfg;
+	int32_t bos = 2;
+	double t0;
+	int rc;
+
 	pccx_sampler_config_default(&scfg);
 	scfg.temperature = 0;          /* greedy: the figures do not depend on sampling */
 	scfg.repetition_penalty = 1;
 
-	t0 = now();
-	rc = pccx_device_open(&dopt, &dev, &d);
+	t0 = pccx_cli_now();
+	rc = pccx_cli_session_open(&a->dopt, &a->mopt, &sopt, &cs, d);
+	r->t_load = pccx_cli_now() - t0;
 	if (!rc)
-		rc = pccx_model_load(dev, &mopt, &model, &d);
+		rc = pccx_session_prefill(cs.s, &bos, 1, d);
+	t0 = pccx_cli_now();
 	if (!rc)
-		rc = pccx_session_create(model, &sopt, &s, &d);
-	t_load = now() - t0;
+		rc = pccx_session_generate(cs.s, &scfg, a->tokens, NULL, NULL, d);
+	r->t_gen = pccx_cli_now() - t0;
 	if (!rc)
-		rc = pccx_session_prefill(s, &bos, 1, &d);
-	t0 = now();
+		rc = pccx_device_flush(cs.dev, d);
 	if (!rc)
-		rc = pccx_session_generate(s, &scfg, tokens, NULL, NULL, &d);
-	t_gen = now() - t0;
+		rc = pccx_session_stats(cs.s, &r->st);
 	if (!rc)
-		rc = pccx_device_flush(dev, &d);
+		rc = pccx_device_info(cs.dev, &r->info);
 	if (!rc)
-		rc = pccx_session_stats(s, &st);
-	if (!rc)
-		rc = pccx_device_info(dev, &info);
-	if (!rc)
-		rc = pccx_session_stage_profile(s, &prof, &n_prof);
+		rc = pccx_session_stage_profile(cs.s, &r->prof, &r->n_prof);
+	pccx_cli_session_close(&cs);
+	return rc;
+}
+
+static void print_figures(const char *config, const struct bench_run *r)
+{
+	const struct pccx_stats *st = &r->st;
+	double dec_s = (double)st->decode_cycles / (double)r->info.core_hz;
+	double per_tok_bytes = st->decode_steps ?
+		(double)st->decode_weight_bytes / (double)st->decode_steps : 0;
+	double bw = dec_s > 0 ? per_tok_bytes * (double)st->decode_steps / dec_s : 0;
+
+	printf("config %s: %llu decode steps simulated (setup %.1f s)\n", config,
+	       (unsigned long long)st->decode_steps, r->t_load);
+	printf("simulated decode: %.3f tok/s (%.2f ms per token at %.0f MHz)\n",
+	       pccx_cli_decode_tok_s(st, &r->info),
+	       st->decode_steps ? 1e3 * dec_s / (double)st->decode_steps : 0.0,
+	       (double)r->info.core_hz / 1e6);
+	printf("weight bytes per token: %.3f GB; achieved %.2f GB/s = %.1f%% of the %.1f GB/s "
+	       "DDR ceiling\n", per_tok_bytes / 1e9, bw / 1e9,
+	       100.0 * bw / (double)r->info.ddr_bytes_per_s,
+	       (double)r->info.ddr_bytes_per_s / 1e9);
+	printf("host: %.2f s per simulated token\n",
+	       st->decode_steps ? r->t_gen / (double)st->decode_steps : 0.0);
+}
+
+static void print_profile(const struct pccx_stage_time *prof, size_t n)
+{
+	uint64_t total = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		total += prof[i].cycles;
+	printf("stage breakdown (decode steps, summed over layers):\n");
+	for (i = 0; i < n; i++)
+		printf("  %-28s %14llu cycles %6.2f%%  (x%llu)\n", prof[i].name,
+		       (unsigned long long)prof[i].cycles,
+		       total ? 100.0 * (double)prof[i].cycles / (double)total : 0.0,
+		       (unsigned long long)prof[i].count);
+}
+
+int pccx_cmd_bench_sim(int argc, char **argv)
+{
+	struct bench_args a = {
+		.dopt = { sizeof(a.dopt), NULL, NULL, NULL, NULL },
+		.mopt = { sizeof(a.mopt), NULL, "e4b", 1, NULL, progress, NULL },
+		.tokens = 2,
+	};
+	struct bench_run r = { 0 };
+	pccx_diag d = { 0 };
+	int rc;
+
+	rc = pccx_opt_parse(&bench_cmd, argc, argv, &a);
+	if (rc != PCCX_OPT_RUN)
+		return rc;
+	rc = bench(&a, &r, &d);
 	if (rc) {
 		pccx_cli_fail(rc, &d);
-		goto out;
+	} else {
+		print_figures(a.mopt.synth_config, &r);
+		print_profile(r.prof, r.n_prof);
 	}
-	{
-		double dec_s = (double)st.decode_cycles / (double)info.core_hz;
-		double per_tok_bytes = st.decode_steps ?
-			(double)st.decode_weight_bytes / (double)st.decode_steps : 0;
-		double bw = dec_s > 0 ? per_tok_bytes * (double)st.decode_steps / dec_s : 0;
-
-		printf("config %s: %llu decode steps simulated (setup %.1f s)\n",
-		       mopt.synth_config, (unsigned long long)st.decode_steps, t_load);
-		printf("simulated decode: %.3f tok/s (%.2f ms per token at %.0f MHz)\n",
-		       dec_s > 0 ? (double)st.decode_steps / dec_s : 0.0,
-		       st.decode_steps ? 1e3 * dec_s / (double)st.decode_steps : 0.0,
-		       (double)info.core_hz / 1e6);
-		printf("weight bytes per token: %.3f GB; achieved %.2f GB/s = %.1f%% of the %.1f GB/s "
-		       "DDR ceiling\n", per_tok_bytes / 1e9, bw / 1e9,
-		       100.0 * bw / (double)info.ddr_bytes_per_s,
-		       (double)info.ddr_bytes_per_s / 1e9);
-		printf("host: %.2f s per simulated token\n",
-		       st.decode_steps ? t_gen / (double)st.decode_steps : 0.0);
-		for (i = 0; i < n_prof; i++)
-			total += prof[i].cycles;
-		printf("stage breakdown (decode steps, summed over layers):\n");
-		for (i = 0; i < n_prof; i++)
-			printf("  %-28s %14llu cycles %6.2f%%  (x%llu)\n", prof[i].name,
-			       (unsigned long long)prof[i].cycles,
-			       total ? 100.0 * (double)prof[i].cycles / (double)total : 0.0,
-			       (unsigned long long)prof[i].count);
-	}
-out:
-	free(prof);
-	pccx_session_free(s);
-	pccx_model_free(model);
-	pccx_device_close(dev);
+	free(r.prof);
 	return rc ? 1 : 0;
 }

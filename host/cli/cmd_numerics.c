@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * pccx numerics: measure the isa/num elementary functions against the platform's libm in
- * double precision, and re-derive every constant the functions use.
+ * double precision (their FP64 counterparts, reference/num_f64.c), and re-derive every
+ * constant the functions use.
  *
  *   pccx numerics                       every 997th float of every range (seconds)
  *   pccx numerics --exhaustive -j 2     every float of every range (docs/numerics.md)
@@ -15,65 +16,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
+#include "num_f64.h"
 #include "pccx_num.h"
 #include "pccx_num_consts.h"
 
-/* ------------------------------------------------------------------------------------- */
-/* References                                                                             */
-
 /*
- * References in double: libm's exp, tanh, sin, cos, sqrt are accurate to well under a double
- * ulp (2^-29 of a float ulp), so the measured float errors are exact to about 1e-8 ulp.
+ * The FP64 counterparts (reference/num_f64.c) are accurate to well under a double ulp (2^-29 of
+ * a float ulp), so the measured float errors are exact to about 1e-8 ulp.
  */
-static double ref_exp(float x)
-{
-	return exp((double)x);
-}
-
-static double ref_tanh(float x)
-{
-	return tanh((double)x);
-}
-
-/*
- * GELU in the cancellation-free form x / (1 + e^{-2v}), v = sqrt(2/pi) (x + 0.044715 x^3):
- * v carries a relative error of ~1e-16, amplified by |2v| < 120 in the result, far below
- * a float ulp. Beyond |x| = 20 the exact value is x or -0 (e^{-2v} < 1e-300).
- */
-static double ref_gelu(float x)
-{
-	double X = x, v = sqrt(2.0 / M_PI) * (X + 0.044715 * X * X * X);
-
-	if (X > 20.0)
-		return X;
-	if (X < -20.0)
-		return -0.0;
-	return X / (1.0 + exp(-2.0 * v));
-}
-
-static double ref_sin(float x)
-{
-	return sin((double)x);
-}
-
-static double ref_cos(float x)
-{
-	return cos((double)x);
-}
-
-static double ref_sqrt(float x)
-{
-	return sqrt((double)x);
-}
-
-static double ref_rsqrt(float x)
-{
-	return 1.0 / sqrt((double)x);
-}
-
 struct sweep {
 	const char *name;
 	float (*fn)(float);
@@ -83,16 +35,16 @@ struct sweep {
 };
 
 static const struct sweep sweeps[] = {
-	{ "exp",   pccx_f32_exp,   ref_exp,   -104.0f, 89.0f, "[-104, 89]" },
+	{ "exp",   pccx_f32_exp,   pccx_f64_exp,   -104.0f, 89.0f, "[-104, 89]" },
 	/* beyond |x| = 20, tanh is +-1 and GELU x or -0 by explicit branches (tested in test_num_sfu) */
-	{ "tanh",  pccx_f32_tanh,  ref_tanh,  -20.0f, 20.0f, "[-20, 20]" },
-	{ "gelu",  pccx_f32_gelu,  ref_gelu,  -20.0f, 20.0f, "[-20, 20]" },
-	{ "sin",   pccx_f32_sin,   ref_sin,   -65536.0f, 65536.0f, "[-65536, 65536]" },
-	{ "sin",   pccx_f32_sin,   ref_sin,   -FLT_MAX, FLT_MAX, "all finite" },
-	{ "cos",   pccx_f32_cos,   ref_cos,   -65536.0f, 65536.0f, "[-65536, 65536]" },
-	{ "cos",   pccx_f32_cos,   ref_cos,   -FLT_MAX, FLT_MAX, "all finite" },
-	{ "sqrt",  pccx_f32_sqrt,  ref_sqrt,  0.0f, FLT_MAX, "[0, max]" },
-	{ "rsqrt", pccx_f32_rsqrt, ref_rsqrt, 0.0f, FLT_MAX, "[0, max]" },
+	{ "tanh",  pccx_f32_tanh,  pccx_f64_tanh,  -20.0f, 20.0f, "[-20, 20]" },
+	{ "gelu",  pccx_f32_gelu,  pccx_f64_gelu,  -20.0f, 20.0f, "[-20, 20]" },
+	{ "sin",   pccx_f32_sin,   pccx_f64_sin,   -65536.0f, 65536.0f, "[-65536, 65536]" },
+	{ "sin",   pccx_f32_sin,   pccx_f64_sin,   -FLT_MAX, FLT_MAX, "all finite" },
+	{ "cos",   pccx_f32_cos,   pccx_f64_cos,   -65536.0f, 65536.0f, "[-65536, 65536]" },
+	{ "cos",   pccx_f32_cos,   pccx_f64_cos,   -FLT_MAX, FLT_MAX, "all finite" },
+	{ "sqrt",  pccx_f32_sqrt,  pccx_f64_sqrt,  0.0f, FLT_MAX, "[0, max]" },
+	{ "rsqrt", pccx_f32_rsqrt, pccx_f64_rsqrt, 0.0f, FLT_MAX, "[0, max]" },
 };
 
 #define NSWEEPS (sizeof(sweeps) / sizeof(sweeps[0]))
@@ -100,40 +52,15 @@ static const struct sweep sweeps[] = {
 /* ------------------------------------------------------------------------------------- */
 /* Measurement                                                                            */
 
-/* Monotonic integer key of a float (-max .. +max in order, -0 just below +0). */
-static uint32_t key_of(float f)
-{
-	uint32_t u = pccx_f32_bits(f);
-
-	return (u >> 31) ? 0x7FFFFFFFu - (u & 0x7FFFFFFFu) : u + 0x80000000u;
-}
-
-static float float_of(uint32_t k)
-{
-	return pccx_f32_from_bits(k >= 0x80000000u ? k - 0x80000000u : 0x80000000u | (0x7FFFFFFFu - k));
-}
-
 struct result {
 	double max_ulp, max_rel;
 	float worst_x;
 	uint64_t samples, specials, bad_specials, not_rn;
 };
 
-/* One ulp of the binary32 binade of r (2^-149 below the normal range). */
-static double ulp_of(double r)
-{
-	int e;
-
-	r = fabs(r);
-	if (r < 0x1p-126)
-		return 0x1p-149;
-	frexp(r, &e);
-	return ldexp(1.0, e - 24);
-}
-
 static void measure_one(const struct sweep *s, float x, struct result *res)
 {
-	double r = s->ref(x), err;
+	double r = s->ref(x), err, rel;
 	float y = s->fn(x);
 
 	res->samples++;
@@ -148,7 +75,7 @@ static void measure_one(const struct sweep *s, float x, struct result *res)
 		res->bad_specials++;
 		return;
 	}
-	err = fabs((double)y - r) / ulp_of(r);
+	err = pccx_f64_ulps(y, r, &rel);
 	/* the reference is within ~2^-29 ulp of the exact value */
 	if (err > 0.5 + 0x1p-20)
 		res->not_rn++;
@@ -156,12 +83,8 @@ static void measure_one(const struct sweep *s, float x, struct result *res)
 		res->max_ulp = err;
 		res->worst_x = x;
 	}
-	if (fabs(r) >= 0x1p-126) {
-		double rel = fabs((double)y - r) / fabs(r);
-
-		if (rel > res->max_rel)
-			res->max_rel = rel;
-	}
+	if (rel > res->max_rel)
+		res->max_rel = rel;
 }
 
 struct job {
@@ -177,13 +100,13 @@ static void *run_job(void *arg)
 
 	memset(&j->res, 0, sizeof(j->res));
 	for (k = j->k0; k <= j->k1; k += j->stride)
-		measure_one(j->s, float_of((uint32_t)k), &j->res);
+		measure_one(j->s, pccx_f64_sweep_float((uint32_t)k), &j->res);
 	return NULL;
 }
 
 static void measure(const struct sweep *s, uint32_t stride, unsigned threads, struct result *out)
 {
-	uint32_t k0 = key_of(s->lo), k1 = key_of(s->hi);
+	uint32_t k0 = pccx_f64_sweep_key(s->lo), k1 = pccx_f64_sweep_key(s->hi);
 	uint64_t n = ((uint64_t)k1 - k0) / stride + 1, per = (n + threads - 1) / threads;
 	struct job jobs[64];
 	pthread_t tid[64];
@@ -451,34 +374,6 @@ static int derive(void)
 
 /* ------------------------------------------------------------------------------------- */
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: pccx numerics [--exhaustive | --stride N] [--fn NAME[,NAME...]] [-j N]\n"
-		"       pccx numerics --derive\n"
-		"\n"
-		"Measure the isa/num elementary functions (FP32) against libm in double precision:\n"
-		"max error in ulps of the exact result's binade\n"
-		"(2^-149 below the normal range), max relative error over normal results, and the\n"
-		"number of results that are not correctly rounded (error > 0.5 ulp).\n"
-		"\n"
-		"options:\n"
-		"  --exhaustive   every float of every range (minutes; use -j)\n"
-		"  --stride N     every N-th float in bit order (default 997)\n"
-		"  --fn LIST      only these functions: exp tanh gelu sin cos sqrt rsqrt\n"
-		"  -j N           threads (default 1)\n"
-		"  --derive       recompute every constant of the functions and compare\n"
-		"  -h, --help     this help\n");
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static bool selected(const char *list, const char *name)
 {
 	size_t n = strlen(name);
@@ -494,44 +389,24 @@ static bool selected(const char *list, const char *name)
 	return false;
 }
 
-int pccx_cmd_numerics(int argc, char **argv)
+/* The names --fn knows: those of the sweeps, once each. */
+static const char *fn_names(void)
 {
-	const char *fns = NULL;
-	unsigned long stride = 997, threads = 1;
+	static char names[128];
+	size_t i, len = 0;
+
+	for (i = 0; i < NSWEEPS; i++)
+		if (!i || strcmp(sweeps[i].name, sweeps[i - 1].name))
+			len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s",
+						len ? ", " : "", sweeps[i].name);
+	return names;
+}
+
+static int sweep_all(const char *fns, uint32_t stride, unsigned threads)
+{
 	unsigned i;
-	int a, bad = 0;
+	int bad = 0;
 
-	if (pccx_cli_wants_help(argc, argv)) {
-		usage(stdout);
-		return 0;
-	}
-	for (a = 1; a < argc; a++) {
-		char *end;
-
-		if (!strcmp(argv[a], "--derive")) {
-			return derive();
-		} else if (!strcmp(argv[a], "--exhaustive")) {
-			stride = 1;
-		} else if (!strcmp(argv[a], "--stride") && a + 1 < argc) {
-			stride = strtoul(argv[++a], &end, 10);
-			if (*end || stride == 0 || stride > 0xFFFFFFFFul) {
-				fprintf(stderr, "pccx: numerics: --stride: not a positive integer\n");
-				return 1;
-			}
-		} else if (!strcmp(argv[a], "-j") && a + 1 < argc) {
-			threads = strtoul(argv[++a], &end, 10);
-			if (*end || threads == 0 || threads > 64) {
-				fprintf(stderr, "pccx: numerics: -j: expected 1..64\n");
-				return 1;
-			}
-		} else if (!strcmp(argv[a], "--fn") && a + 1 < argc) {
-			fns = argv[++a];
-		} else {
-			fprintf(stderr, "pccx: numerics: unknown argument '%s'\n", argv[a]);
-			usage(stderr);
-			return 1;
-		}
-	}
 	printf("%-6s %-16s %6s %12s %9s %10s %8s %8s  %s\n", "fn", "range", "stride", "samples",
 	       "max ulp", "max rel", "not RN", "special", "worst x");
 	for (i = 0; i < NSWEEPS; i++) {
@@ -540,14 +415,59 @@ int pccx_cmd_numerics(int argc, char **argv)
 
 		if (!selected(fns, sweeps[i].name))
 			continue;
-		t0 = now_s();
-		measure(&sweeps[i], (uint32_t)stride, (unsigned)threads, &r);
+		t0 = pccx_cli_now();
+		measure(&sweeps[i], stride, threads, &r);
 		printf("%-6s %-16s %6lu %12llu %9.4f %10.3e %8llu %8s  %a  (%.1f s)\n",
-		       sweeps[i].name, sweeps[i].range, stride, (unsigned long long)r.samples,
-		       r.max_ulp, r.max_rel, (unsigned long long)r.not_rn,
-		       r.bad_specials ? "WRONG" : "ok", (double)r.worst_x, now_s() - t0);
+		       sweeps[i].name, sweeps[i].range, (unsigned long)stride,
+		       (unsigned long long)r.samples, r.max_ulp, r.max_rel,
+		       (unsigned long long)r.not_rn, r.bad_specials ? "WRONG" : "ok",
+		       (double)r.worst_x, pccx_cli_now() - t0);
 		fflush(stdout);
 		bad += r.bad_specials != 0;
 	}
 	return bad ? 1 : 0;
+}
+
+struct num_args {
+	bool exhaustive, derive;
+	uint64_t stride, threads;
+	const char *fns;
+};
+
+#define A(f, type) PCCX_AT(struct num_args, f, type)
+static const struct pccx_opt num_opts[] = {
+	PCCX_OPT("exhaustive", 0, PCCX_OPT_FLAG, A(exhaustive, bool), NULL,
+		 "every float of every range (minutes; use -j)"),
+	PCCX_OPT("stride", 0, PCCX_OPT_UINT, A(stride, uint64_t), "N",
+		 "every N-th float in bit order (default 997)", .min = 1, .max = 0xFFFFFFFFu),
+	PCCX_OPT("fn", 0, PCCX_OPT_STR, A(fns, const char *), "LIST",
+		 "only these functions (comma separated)", .values = fn_names),
+	PCCX_OPT(NULL, 'j', PCCX_OPT_UINT, A(threads, uint64_t), "N", "threads (default 1)",
+		 .min = 1, .max = 64),
+	PCCX_OPT("derive", 0, PCCX_OPT_FLAG, A(derive, bool), NULL,
+		 "recompute every constant of the functions and compare"),
+	{ 0 }
+};
+#undef A
+
+static const struct pccx_opt_cmd num_cmd = {
+	.name = "numerics",
+	.usage = "[--exhaustive | --stride N] [--fn NAME[,NAME...]] [-j N]\n--derive",
+	.about = "Measure the isa/num elementary functions (FP32) against libm in double precision:\n"
+		 "max error in ulps of the exact result's binade\n"
+		 "(2^-149 below the normal range), max relative error over normal results, and the\n"
+		 "number of results that are not correctly rounded (error > 0.5 ulp).\n",
+	.opts = num_opts,
+};
+
+int pccx_cmd_numerics(int argc, char **argv)
+{
+	struct num_args a = { .stride = 997, .threads = 1 };
+	int rc = pccx_opt_parse(&num_cmd, argc, argv, &a);
+
+	if (rc != PCCX_OPT_RUN)
+		return rc == 2 ? 1 : rc;	/* numerics has always ended a bad argument with 1 */
+	if (a.derive)
+		return derive();
+	return sweep_all(a.fns, a.exhaustive ? 1 : (uint32_t)a.stride, (unsigned)a.threads);
 }

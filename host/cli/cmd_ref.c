@@ -9,12 +9,10 @@
  * sequence and every stage is compared.
  */
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "cli.h"
 #include "compare.h"
@@ -26,208 +24,119 @@
 #include "pccx/sampler.h"
 #include "pccx/tokenizer.h"
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: pccx ref (--config NAME | -m MODEL) [options]\n"
-		"\n"
-		"Decode with the bit-exact reference of the Gemma 3n NPU pipeline and stream\n"
-		"the generated text to stdout.\n"
-		"\n"
-		"options:\n"
-		"  --config NAME      model shape: %s\n"
-		"  -m MODEL           a Gemma 3n GGUF (llama.cpp layout; Q4_0 loads losslessly,\n"
-		"                     other types are requantised and the error reported)\n"
-		"  --save-gguf FILE   write the model (and the tokenizer if given) as GGUF\n"
-		"  --seed S           seed of the synthetic weights and the sampler (default 1)\n"
-		"  --weights-seed S   seed of the synthetic weights only\n"
-		"  -p TEXT            prompt (default \"Hello\")\n"
-		"  -n N               tokens to generate (default 16)\n"
-		"  --tokenizer FILE   Hugging Face tokenizer.json (needs a model with its\n"
-		"                     vocabulary, e.g. tiny-vocab); else bytes are ids 3..258\n"
-		"  --temp T --top-p P --top-k K --rep-penalty R   sampler (docs/sampling.md)\n"
-		"  --ignore-eos       keep going after the end-of-sequence id\n"
-		"  --max-ctx N        KV-cache positions of global layers (default: the config's)\n"
-		"  --oracle           also run the FP64 oracle; report per-stage cosine / errors,\n"
-		"                     top-1 agreement and KL divergence of the logits\n"
-		"  --dump-stages DIR  write every stage tensor (raw BF16 LE) and DIR/index.tsv\n"
-		"  --threads N        host threads (default: all CPUs)\n"
-		"  --kernel K         Q4 host kernel: auto, ref, avx2\n"
-		"  -q                 no timing line on stderr\n"
-		"  -h, --help         this help\n",
-		pccx_g3n_config_names());
-}
-
-struct opts {
+struct ref_args {
 	const char *config, *model, *prompt, *tokenizer, *dump, *save;
-	uint64_t seed, wseed;
+	uint64_t seed, wseed, n, max_ctx, threads;
 	bool have_wseed, oracle, ignore_eos, quiet;
-	uint32_t n, max_ctx, threads;
 	enum pccx_kern_impl kernel;
 	pccx_sampler_config sc;
 };
 
-/* What the stage callback needs. */
-struct run {
-	const struct opts *o;
-	struct pccx_cmp *cmp;
-	FILE *index;
-	uint32_t pos;
-	int err;
+#define A(f, type) PCCX_AT(struct ref_args, f, type)
+static const struct pccx_opt ref_opts[] = {
+	PCCX_OPT("config", 0, PCCX_OPT_STR, A(config, const char *), "NAME", "model shape",
+		 .values = pccx_g3n_config_names),
+	PCCX_OPT(NULL, 'm', PCCX_OPT_PATH, A(model, const char *), "MODEL",
+		 "a Gemma 3n GGUF (llama.cpp layout; Q4_0 loads losslessly,\n"
+		 "other types are requantised and the error reported)"),
+	PCCX_OPT("save-gguf", 0, PCCX_OPT_PATH, A(save, const char *), "FILE",
+		 "write the model (and the tokenizer if given) as GGUF"),
+	PCCX_OPT("seed", 0, PCCX_OPT_UINT, A(seed, uint64_t), "S",
+		 "seed of the synthetic weights and the sampler (default 1)"),
+	PCCX_OPT("weights-seed", 0, PCCX_OPT_UINT, A(wseed, uint64_t), "S",
+		 "seed of the synthetic weights only", .seen_at = A(have_wseed, bool) + 1),
+	PCCX_OPT(NULL, 'p', PCCX_OPT_STR, A(prompt, const char *), "TEXT",
+		 "prompt (default \"Hello\")"),
+	PCCX_OPT(NULL, 'n', PCCX_OPT_UINT, A(n, uint64_t), "N", "tokens to generate (default 16)",
+		 .max = 1000000),
+	PCCX_OPT("tokenizer", 0, PCCX_OPT_PATH, A(tokenizer, const char *), "FILE",
+		 "Hugging Face tokenizer.json (needs a model with its\n"
+		 "vocabulary, e.g. tiny-vocab); else bytes are ids 3..258"),
+	PCCX_OPT("ignore-eos", 0, PCCX_OPT_FLAG, A(ignore_eos, bool), NULL,
+		 "keep going after the end-of-sequence id"),
+	PCCX_OPT("max-ctx", 0, PCCX_OPT_UINT, A(max_ctx, uint64_t), "N",
+		 "KV-cache positions of global layers (default: the config's)", .min = 1,
+		 .max = 65535),
+	PCCX_OPT("oracle", 0, PCCX_OPT_FLAG, A(oracle, bool), NULL,
+		 "also run the FP64 oracle; report per-stage cosine / errors,\n"
+		 "top-1 agreement and KL divergence of the logits"),
+	PCCX_OPT("dump-stages", 0, PCCX_OPT_PATH, A(dump, const char *), "DIR",
+		 "write every stage tensor (raw BF16 LE) and DIR/index.tsv"),
+	PCCX_OPT("threads", 0, PCCX_OPT_UINT, A(threads, uint64_t), "N",
+		 "host threads (default: all CPUs)", .min = 1, .max = 256),
+	PCCX_OPT("kernel", 0, PCCX_OPT_CUSTOM, A(kernel, enum pccx_kern_impl), "K",
+		 "Q4 host kernel", .parse = pccx_cli_parse_kernel,
+		 .values = pccx_cli_kernel_names),
+	PCCX_OPT(NULL, 'q', PCCX_OPT_FLAG, A(quiet, bool), NULL, "no timing line on stderr"),
+	{ 0 }
+};
+#undef A
+
+static const struct pccx_opt_cmd ref_cmd = {
+	.name = "ref",
+	.usage = "(--config NAME | -m MODEL) [options]",
+	.about = "Decode with the bit-exact reference of the Gemma 3n NPU pipeline and stream\n"
+		 "the generated text to stdout.\n",
+	.opts = ref_opts,
+	.more_title = "sampler (docs/sampling.md; seeded by --seed)",
+	.more = pccx_cli_sampler_opts,
+	.more_at = offsetof(struct ref_args, sc),
 };
 
+/* The oracle comparison of one stage kind, over layers and positions. */
 struct agg {
 	char kind[48];
 	uint32_t count;
 	double min_cos, max_rel, max_abs;
 };
 
-static int parse_u64(const char *s, uint64_t *v)
+/* What --oracle reports. */
+struct summary {
+	struct agg agg[64];
+	size_t na;
+	uint32_t top1_same, compared;
+	double kl_sum, kl_max;
+};
+
+/* A decode run: what it holds, and what the stage callback needs. */
+struct ref_run {
+	const struct ref_args *a;
+	struct pccx_g3n_config cfg;
+	struct pccx_g3n_model *m;
+	pccx_tokenizer *tk;
+	struct pccx_ref_exec *x;
+	struct pccx_g3n_session *s;
+	struct pccx_oracle *orc;
+	pccx_sampler *smp;
+	struct pccx_cmp *cmp;
+	FILE *index;
+	uint32_t pos;
+	int32_t *ids, *hist, eos;
+	size_t n_ids, n_hist, printed;
+	float *logits;
+	double *ologits;
+	struct summary sum;
+};
+
+/* Shared with pccx synth (cli.h). */
+int pccx_cli_save_gguf(const struct pccx_g3n_model *m, const pccx_tokenizer *tk,
+		       const char *path, pccx_diag *d)
 {
-	char *end;
-
-	errno = 0;
-	*v = strtoull(s, &end, 0);
-	return errno || !*s || *end || *s == '-';
-}
-
-static int parse_f(const char *s, float *v)
-{
-	char *end;
-
-	errno = 0;
-	*v = strtof(s, &end);
-	return errno || !*s || *end;
-}
-
-static int parse_args(int argc, char **argv, struct opts *o)
-{
-	int i;
-
-	memset(o, 0, sizeof(*o));
-	o->seed = 1;
-	o->prompt = "Hello";
-	o->n = 16;
-	pccx_sampler_config_default(&o->sc);
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		uint64_t u;
-		float f;
-
-#define NEED()                                                                                     \
-	do {                                                                                       \
-		if (!v) {                                                                          \
-			fprintf(stderr, "pccx: ref: %s needs a value\n", a);                       \
-			return 2;                                                                  \
-		}                                                                                  \
-		i++;                                                                               \
-	} while (0)
-#define BADV() do { fprintf(stderr, "pccx: ref: %s: bad value '%s'\n", a, v); return 2; } while (0)
-		if (!strcmp(a, "--config")) {
-			NEED();
-			o->config = v;
-		} else if (!strcmp(a, "-m")) {
-			NEED();
-			o->model = v;
-		} else if (!strcmp(a, "--seed")) {
-			NEED();
-			if (parse_u64(v, &o->seed))
-				BADV();
-		} else if (!strcmp(a, "--weights-seed")) {
-			NEED();
-			if (parse_u64(v, &o->wseed))
-				BADV();
-			o->have_wseed = true;
-		} else if (!strcmp(a, "-p")) {
-			NEED();
-			o->prompt = v;
-		} else if (!strcmp(a, "-n")) {
-			NEED();
-			if (parse_u64(v, &u) || u > 1000000)
-				BADV();
-			o->n = (uint32_t)u;
-		} else if (!strcmp(a, "--tokenizer")) {
-			NEED();
-			o->tokenizer = v;
-		} else if (!strcmp(a, "--temp")) {
-			NEED();
-			if (parse_f(v, &o->sc.temperature))
-				BADV();
-		} else if (!strcmp(a, "--top-p")) {
-			NEED();
-			if (parse_f(v, &o->sc.top_p))
-				BADV();
-		} else if (!strcmp(a, "--top-k")) {
-			NEED();
-			if (parse_u64(v, &u) || u > 0x7FFFFFFF)
-				BADV();
-			o->sc.top_k = (int32_t)u;
-		} else if (!strcmp(a, "--rep-penalty")) {
-			NEED();
-			if (parse_f(v, &f))
-				BADV();
-			o->sc.repetition_penalty = f;
-		} else if (!strcmp(a, "--ignore-eos")) {
-			o->ignore_eos = true;
-		} else if (!strcmp(a, "--max-ctx")) {
-			NEED();
-			if (parse_u64(v, &u) || u == 0 || u > 65535)
-				BADV();
-			o->max_ctx = (uint32_t)u;
-		} else if (!strcmp(a, "--oracle")) {
-			o->oracle = true;
-		} else if (!strcmp(a, "--save-gguf")) {
-			NEED();
-			o->save = v;
-		} else if (!strcmp(a, "--dump-stages")) {
-			NEED();
-			o->dump = v;
-		} else if (!strcmp(a, "--threads")) {
-			NEED();
-			if (parse_u64(v, &u) || u == 0 || u > 256)
-				BADV();
-			o->threads = (uint32_t)u;
-		} else if (!strcmp(a, "--kernel")) {
-			NEED();
-			if (!strcmp(v, "auto"))
-				o->kernel = PCCX_KERN_AUTO;
-			else if (!strcmp(v, "ref"))
-				o->kernel = PCCX_KERN_REF;
-			else if (!strcmp(v, "avx2"))
-				o->kernel = PCCX_KERN_AVX2;
-			else
-				BADV();
-		} else if (!strcmp(a, "-q")) {
-			o->quiet = true;
-		} else {
-			fprintf(stderr, "pccx: ref: unknown option '%s'\n", a);
-			return 2;
-		}
-#undef NEED
-#undef BADV
-	}
-	if (!o->have_wseed)
-		o->wseed = o->seed;
-	o->sc.seed = o->seed;
-	if (!o->config == !o->model) {
-		fprintf(stderr, "pccx: ref: give either --config NAME or -m MODEL\n");
-		return 2;
-	}
-	return 0;
+	return pccx_g3n_save_gguf(m, tk, path, d);
 }
 
 /* Stage callback of the reference: dump to files and/or keep for the oracle comparison. */
 static int on_stage(void *user, const char *name, const uint16_t *data, uint32_t rows,
 		    uint32_t cols, uint32_t stride)
 {
-	struct run *r = user;
+	struct ref_run *r = user;
 	uint32_t i, j;
 
-	if (r->o->dump) {
+	if (r->a->dump) {
 		char path[4096];
 		FILE *f;
 
-		snprintf(path, sizeof(path), "%s/p%05u.%s.bf16", r->o->dump, r->pos, name);
+		snprintf(path, sizeof(path), "%s/p%05u.%s.bf16", r->a->dump, r->pos, name);
 		f = fopen(path, "wb");
 		if (!f) {
 			fprintf(stderr, "pccx: ref: %s: %s\n", path, strerror(errno));
@@ -265,30 +174,199 @@ static const char *kind_of(const char *name)
 	return name;
 }
 
-static void aggregate(struct agg *a, size_t *na, const struct pccx_stage_stat *s, size_t n)
+static void aggregate(struct summary *sum, const struct pccx_stage_stat *s, size_t n)
 {
 	size_t i, k;
 
 	for (i = 0; i < n; i++) {
 		const char *kind = kind_of(s[i].name);
+		struct agg *a;
 
-		for (k = 0; k < *na; k++)
-			if (!strcmp(a[k].kind, kind))
+		for (k = 0; k < sum->na; k++)
+			if (!strcmp(sum->agg[k].kind, kind))
 				break;
-		if (k == *na) {
-			if (*na == 64)
+		a = &sum->agg[k];
+		if (k == sum->na) {
+			if (sum->na == 64)
 				continue;
-			snprintf(a[k].kind, sizeof(a[k].kind), "%s", kind);
-			a[k].count = 0;
-			a[k].min_cos = 1.0;
-			a[k].max_rel = a[k].max_abs = 0.0;
-			(*na)++;
+			snprintf(a->kind, sizeof(a->kind), "%s", kind);
+			a->count = 0;
+			a->min_cos = 1.0;
+			a->max_rel = a->max_abs = 0.0;
+			sum->na++;
 		}
-		a[k].count++;
-		a[k].min_cos = s[i].cos < a[k].min_cos ? s[i].cos : a[k].min_cos;
-		a[k].max_rel = s[i].rel_rms > a[k].max_rel ? s[i].rel_rms : a[k].max_rel;
-		a[k].max_abs = s[i].max_abs > a[k].max_abs ? s[i].max_abs : a[k].max_abs;
+		a->count++;
+		a->min_cos = s[i].cos < a->min_cos ? s[i].cos : a->min_cos;
+		a->max_rel = s[i].rel_rms > a->max_rel ? s[i].rel_rms : a->max_rel;
+		a->max_abs = s[i].max_abs > a->max_abs ? s[i].max_abs : a->max_abs;
 	}
+}
+
+static void print_summary(const struct summary *sum)
+{
+	size_t i;
+
+	fprintf(stderr,
+		"\noracle comparison over %u positions (reference vs FP64 oracle):\n"
+		"  %-18s %7s %10s %10s %10s\n",
+		sum->compared, "stage", "count", "min cos", "max relRMS", "max |err|");
+	for (i = 0; i < sum->na; i++)
+		fprintf(stderr, "  %-18s %7u %10.6f %10.4f %10.4g\n", sum->agg[i].kind,
+			sum->agg[i].count, sum->agg[i].min_cos, sum->agg[i].max_rel,
+			sum->agg[i].max_abs);
+	fprintf(stderr,
+		"  next-token top-1 agreement %u/%u, KL(oracle||ref) mean %.3g max %.3g"
+		" nats\n",
+		sum->top1_same, sum->compared,
+		sum->kl_sum / (sum->compared ? sum->compared : 1), sum->kl_max);
+}
+
+/* The model: a GGUF (with its tokenizer unless --tokenizer), or synthetic weights. */
+static int load_model(struct ref_run *r, pccx_diag *d)
+{
+	const struct ref_args *a = r->a;
+	double t0 = pccx_cli_now();
+	int rc;
+
+	if (a->model) {
+		struct pccx_g3n_load_info li;
+		char buf[160];
+
+		rc = pccx_g3n_load_gguf(&r->m, a->model, (uint32_t)a->max_ctx, &li,
+					a->tokenizer ? NULL : &r->tk, d);
+		if (rc)
+			return rc;
+		r->cfg = r->m->cfg;
+		if (!a->quiet)
+			fprintf(stderr,
+				"pccx ref: %s: %u layers, D %u, vocab %u, %.1f MB in device "
+				"layout in %.2f s; Q4 conversion %s; %llu AltUp coefficients "
+				"clamped\n",
+				a->model, r->cfg.n_layers, r->cfg.d_model, r->cfg.vocab,
+				(double)r->m->size / 1e6, pccx_cli_now() - t0,
+				pccx_q4_error_format(&li.q4, buf, sizeof(buf)),
+				(unsigned long long)li.clipped);
+		return PCCX_OK;
+	}
+	rc = pccx_cli_config(a->config, a->max_ctx, &r->cfg, d);
+	if (!rc)
+		rc = pccx_cli_synth(&r->cfg, a->wseed, (unsigned)a->threads, &r->m, d);
+	if (!rc && !a->quiet)
+		fprintf(stderr,
+			"pccx ref: config %s, %.1f MB of synthetic weights (seed %llu) in %.2f s\n",
+			r->cfg.name, (double)r->m->size / 1e6, (unsigned long long)a->wseed,
+			pccx_cli_now() - t0);
+	return rc;
+}
+
+/* The prompt's ids: the tokenizer (--tokenizer, else the GGUF's), else bytes as ids 3..258. */
+static int encode_prompt(struct ref_run *r, pccx_diag *d)
+{
+	const char *prompt = r->a->prompt;
+	size_t len = strlen(prompt), i;
+	int rc;
+
+	if (r->a->tokenizer) {
+		rc = pccx_tokenizer_load_json(r->a->tokenizer, &r->tk, d);
+		if (rc)
+			return rc;
+	}
+	if (r->tk) {
+		if (pccx_tokenizer_n_vocab(r->tk) > r->cfg.vocab)
+			return pccx_fail(d, PCCX_ERR_INVALID,
+					 "ref: the tokenizer has %zu ids, the model only %u "
+					 "(use tiny-vocab, e2b or e4b)",
+					 pccx_tokenizer_n_vocab(r->tk), r->cfg.vocab);
+		r->eos = pccx_tokenizer_eos(r->tk);
+		return pccx_tokenizer_encode(r->tk, prompt, len, PCCX_TOK_ADD_BOS, &r->ids,
+					     &r->n_ids, d);
+	}
+	if (r->cfg.vocab < 259)
+		return pccx_fail(d, PCCX_ERR_INVALID,
+				 "ref: a vocabulary of %u ids is too small for the byte tokenizer",
+				 r->cfg.vocab);
+	r->ids = malloc(sizeof(*r->ids) * (len + 1));
+	if (!r->ids)
+		return pccx_fail(d, PCCX_ERR_NOMEM, "ref: out of memory");
+	r->ids[r->n_ids++] = 2;	/* <bos> */
+	for (i = 0; i < len; i++)
+		r->ids[r->n_ids++] = (int32_t)(unsigned char)prompt[i] + 3;
+	return PCCX_OK;
+}
+
+/* --dump-stages: the directory and its index. */
+static int open_dump(struct ref_run *r, pccx_diag *d)
+{
+	const char *dir = r->a->dump;
+	char path[4096];
+
+	if (mkdir(dir, 0777) && errno != EEXIST)
+		return pccx_fail(d, PCCX_ERR_IO, "ref: %s: %s", dir, strerror(errno));
+	snprintf(path, sizeof(path), "%s/index.tsv", dir);
+	r->index = fopen(path, "w");
+	if (!r->index)
+		return pccx_fail(d, PCCX_ERR_IO, "ref: %s: %s", path, strerror(errno));
+	fprintf(r->index, "pos\tname\trows\tcols\tfile\n");
+	return PCCX_OK;
+}
+
+/* The executor, session, sampler, oracle and buffers of the decode. */
+static int start(struct ref_run *r, pccx_diag *d)
+{
+	const struct ref_args *a = r->a;
+	int rc;
+
+	rc = pccx_ref_exec_create(&r->x, (unsigned)a->threads, a->kernel, d);
+	if (!rc)
+		rc = pccx_g3n_session_create(&r->s, r->m, pccx_ref_exec_ops(), r->x, d);
+	if (!rc)
+		rc = pccx_sampler_create(&r->smp, &a->sc, r->cfg.vocab, d);
+	if (!rc && a->oracle)
+		rc = pccx_oracle_create(&r->orc, r->m, (unsigned)a->threads, d);
+	if (rc)
+		return rc;
+	if (!a->quiet)
+		fprintf(stderr, "pccx ref: kernel %s, %u threads\n",
+			pccx_kern_name(pccx_ref_exec_kernel(r->x)), pccx_ref_exec_threads(r->x));
+	r->logits = malloc(sizeof(float) * r->cfg.vocab);
+	r->hist = malloc(sizeof(int32_t) * (r->n_ids + a->n + 1));
+	if (!r->logits || !r->hist)
+		return pccx_fail(d, PCCX_ERR_NOMEM, "ref: out of memory");
+	if (a->oracle) {
+		r->ologits = malloc(sizeof(double) * r->cfg.vocab);
+		if (!r->ologits || pccx_cmp_create(&r->cmp))
+			return pccx_fail(d, PCCX_ERR_NOMEM, "ref: out of memory");
+		pccx_oracle_on_stage(r->orc, pccx_cmp_oracle_stage, r->cmp);
+	}
+	if (a->dump && (rc = open_dump(r, d)))
+		return rc;
+	if (a->dump || a->oracle)
+		pccx_ref_exec_on_stage(r->x, on_stage, r);
+	memcpy(r->hist, r->ids, sizeof(*r->ids) * r->n_ids);
+	r->n_hist = r->n_ids;
+	return PCCX_OK;
+}
+
+/* The oracle's step on the same token, compared stage by stage and on the logits. */
+static int oracle_step(struct ref_run *r, int32_t tok, pccx_diag *d)
+{
+	const struct pccx_stage_stat *st;
+	size_t nst;
+	bool same;
+	double kl;
+	int rc;
+
+	rc = pccx_oracle_step(r->orc, (uint32_t)tok, r->ologits, d);
+	if (rc)
+		return rc;
+	st = pccx_cmp_results(r->cmp, &nst);
+	aggregate(&r->sum, st, nst);
+	pccx_logit_agreement(r->logits, r->ologits, r->cfg.vocab, &same, &kl);
+	r->sum.top1_same += same;
+	r->sum.compared++;
+	r->sum.kl_sum += kl;
+	r->sum.kl_max = kl > r->sum.kl_max ? kl : r->sum.kl_max;
+	return PCCX_OK;
 }
 
 /* Text of generated ids: the real tokenizer, or bytes as ids 3..258. */
@@ -312,365 +390,136 @@ static int decode_text(const pccx_tokenizer *tk, const int32_t *ids, size_t n, c
 	return PCCX_OK;
 }
 
-static double now_s(void)
+/* Sample the next token from this step's logits and print the text it adds. */
+static int sample_next(struct ref_run *r, int32_t *next, pccx_diag *d)
 {
-	struct timespec ts;
+	char *text;
+	size_t len;
+	int rc;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	rc = pccx_sampler_sample(r->smp, r->logits, r->cfg.vocab, r->hist, r->n_hist, next, d);
+	if (rc)
+		return rc;
+	r->hist[r->n_hist++] = *next;
+	rc = decode_text(r->tk, r->hist + r->n_ids, r->n_hist - r->n_ids, &text, &len, d);
+	if (rc)
+		return rc;
+	if (len > r->printed)
+		fwrite(text + r->printed, 1, len - r->printed, stdout);
+	r->printed = len > r->printed ? len : r->printed;
+	free(text);
+	fflush(stdout);
+	return PCCX_OK;
+}
+
+/* Every prompt token, then each generated token but the last (nothing follows it). */
+static int decode(struct ref_run *r, pccx_diag *d)
+{
+	const struct ref_args *a = r->a;
+	double t_ref = 0;
+	uint32_t steps = 0;
+	size_t i;
+	int rc = PCCX_OK;
+
+	for (i = 0; i < r->n_ids + (a->n ? a->n - 1 : 0); i++) {
+		bool last_prompt = i + 1 >= r->n_ids;
+		int32_t tok = r->hist[i], next;
+		double ts = pccx_cli_now();
+
+		r->pos = (uint32_t)i;
+		if (r->cmp)
+			pccx_cmp_clear(r->cmp);
+		rc = pccx_g3n_session_step(r->s, (uint32_t)tok,
+					   last_prompt || a->oracle ? r->logits : NULL, d);
+		t_ref += pccx_cli_now() - ts;
+		steps++;
+		if (!rc && a->oracle)
+			rc = oracle_step(r, tok, d);
+		if (rc)
+			return rc;
+		if (!last_prompt || a->n == 0)
+			continue;
+		rc = sample_next(r, &next, d);
+		if (rc)
+			return rc;
+		if (next == r->eos && !a->ignore_eos)
+			break;
+	}
+	printf("\n");
+	if (!a->quiet)
+		fprintf(stderr, "pccx ref: %u steps in %.2f s (%.2f tok/s)\n", steps, t_ref,
+			steps / (t_ref > 0 ? t_ref : 1));
+	return PCCX_OK;
+}
+
+static int ref(struct ref_run *r, pccx_diag *d)
+{
+	const struct ref_args *a = r->a;
+	double t0;
+	int rc;
+
+	rc = load_model(r, d);
+	if (!rc)
+		rc = encode_prompt(r, d);
+	if (rc)
+		return rc;
+	if (r->n_ids == 0 || r->n_ids + a->n > r->cfg.max_ctx)
+		return pccx_fail(d, PCCX_ERR_RANGE,
+				 "ref: %zu prompt + %u new tokens exceed the context (%u)",
+				 r->n_ids, (uint32_t)a->n, r->cfg.max_ctx);
+	if (a->save) {
+		t0 = pccx_cli_now();
+		rc = pccx_cli_save_gguf(r->m, r->tk, a->save, d);
+		if (rc)
+			return rc;
+		if (!a->quiet)
+			fprintf(stderr, "pccx ref: wrote %s in %.2f s\n", a->save,
+				pccx_cli_now() - t0);
+	}
+	rc = start(r, d);
+	if (!rc)
+		rc = decode(r, d);
+	if (!rc && a->oracle)
+		print_summary(&r->sum);
+	return rc;
+}
+
+static void ref_free(struct ref_run *r)
+{
+	if (r->index)
+		fclose(r->index);
+	pccx_cmp_free(r->cmp);
+	pccx_oracle_free(r->orc);
+	pccx_sampler_destroy(r->smp);
+	pccx_g3n_session_free(r->s);
+	pccx_ref_exec_free(r->x);
+	pccx_g3n_model_free(r->m);
+	pccx_tokenizer_free(r->tk);
+	free(r->ids);
+	free(r->hist);
+	free(r->logits);
+	free(r->ologits);
 }
 
 int pccx_cmd_ref(int argc, char **argv)
 {
-	struct opts o;
-	struct run run = { 0 };
+	struct ref_args a = { .prompt = "Hello", .seed = 1, .n = 16 };
+	struct ref_run r = { .a = &a, .eos = 1 };
 	pccx_diag d = { 0 };
-	struct pccx_g3n_config cfg;
-	struct pccx_g3n_model *m = NULL;
-	struct pccx_ref_exec *x = NULL;
-	struct pccx_g3n_session *s = NULL;
-	struct pccx_oracle *orc = NULL;
-	pccx_tokenizer *tk = NULL;
-	pccx_sampler *smp = NULL;
-	int32_t *ids = NULL, *hist = NULL, eos = 1, next;
-	size_t n_ids = 0, n_hist = 0, printed = 0, i, na = 0;
-	float *logits = NULL;
-	double *ologits = NULL, kl_sum = 0, kl_max = 0, t0, t_ref = 0;
-	uint32_t top1_same = 0, compared = 0, steps = 0;
-	struct agg agg[64];
-	int rc, ret = 1;
+	int rc;
 
-	if (pccx_cli_wants_help(argc, argv)) {
-		usage(stdout);
-		return 0;
-	}
-	rc = parse_args(argc, argv, &o);
-	if (rc) {
-		if (rc == 2)
-			usage(stderr);
+	pccx_sampler_config_default(&a.sc);
+	rc = pccx_opt_parse(&ref_cmd, argc, argv, &a);
+	if (rc != PCCX_OPT_RUN)
 		return rc;
-	}
-	/* the model: a GGUF, or synthetic weights of a named shape */
-	t0 = now_s();
-	if (o.model) {
-		struct pccx_g3n_load_info li;
-		char buf[160];
-
-		rc = pccx_g3n_load_gguf(&m, o.model, o.max_ctx, &li, o.tokenizer ? NULL : &tk, &d);
-		if (rc)
-			return pccx_cli_fail(rc, &d);
-		cfg = m->cfg;
-		if (!o.quiet)
-			fprintf(stderr,
-				"pccx ref: %s: %u layers, D %u, vocab %u, %.1f MB in device "
-				"layout in %.2f s; Q4 conversion %s; %llu AltUp coefficients "
-				"clamped\n",
-				o.model, cfg.n_layers, cfg.d_model, cfg.vocab,
-				(double)m->size / 1e6, now_s() - t0,
-				pccx_q4_error_format(&li.q4, buf, sizeof(buf)),
-				(unsigned long long)li.clipped);
-	} else {
-		rc = pccx_g3n_config_preset(o.config, &cfg, &d);
-		if (rc)
-			return pccx_cli_fail(rc, &d);
-		if (o.max_ctx)
-			cfg.max_ctx = o.max_ctx;
-		rc = pccx_g3n_model_create(&m, &cfg, &d);
-		if (!rc)
-			rc = pccx_g3n_synth(m, o.wseed, o.threads, &d);
-		if (rc) {
-			pccx_cli_fail(rc, &d);
-			goto out;
-		}
-		if (!o.quiet)
-			fprintf(stderr,
-				"pccx ref: config %s, %.1f MB of synthetic weights (seed %llu) "
-				"in %.2f s\n",
-				cfg.name, (double)m->size / 1e6, (unsigned long long)o.wseed,
-				now_s() - t0);
-	}
-
-	/* the tokenizer: --tokenizer, else one embedded in the GGUF, else bytes as ids */
-	if (o.tokenizer) {
-		rc = pccx_tokenizer_load_json(o.tokenizer, &tk, &d);
-		if (rc) {
-			pccx_cli_fail(rc, &d);
-			goto out;
-		}
-	}
-	if (tk) {
-		if (pccx_tokenizer_n_vocab(tk) > cfg.vocab) {
-			fprintf(stderr,
-				"pccx: ref: the tokenizer has %zu ids, the model only %u "
-				"(use tiny-vocab, e2b or e4b)\n",
-				pccx_tokenizer_n_vocab(tk), cfg.vocab);
-			goto out;
-		}
-		rc = pccx_tokenizer_encode(tk, o.prompt, strlen(o.prompt), PCCX_TOK_ADD_BOS, &ids,
-					   &n_ids, &d);
-		if (rc) {
-			pccx_cli_fail(rc, &d);
-			goto out;
-		}
-		eos = pccx_tokenizer_eos(tk);
-	} else {
-		size_t len = strlen(o.prompt);
-
-		if (cfg.vocab < 259) {
-			fprintf(stderr,
-				"pccx: ref: a vocabulary of %u ids is too small for the byte "
-				"tokenizer\n",
-				cfg.vocab);
-			goto out;
-		}
-		ids = malloc(sizeof(*ids) * (len + 1));
-		if (!ids)
-			goto nomem;
-		ids[n_ids++] = 2;	/* <bos> */
-		for (i = 0; i < len; i++)
-			ids[n_ids++] = (int32_t)(unsigned char)o.prompt[i] + 3;
-	}
-	if (n_ids == 0 || n_ids + o.n > cfg.max_ctx) {
-		fprintf(stderr, "pccx: ref: %zu prompt + %u new tokens exceed the context (%u)\n",
-			n_ids, o.n, cfg.max_ctx);
-		goto out;
-	}
-	if (o.save) {
-		t0 = now_s();
-		rc = pccx_g3n_save_gguf(m, tk, o.save, &d);
-		if (rc) {
-			pccx_cli_fail(rc, &d);
-			goto out;
-		}
-		if (!o.quiet)
-			fprintf(stderr, "pccx ref: wrote %s in %.2f s\n", o.save, now_s() - t0);
-	}
-
-	rc = pccx_ref_exec_create(&x, o.threads, o.kernel, &d);
-	if (!rc)
-		rc = pccx_g3n_session_create(&s, m, pccx_ref_exec_ops(), x, &d);
-	if (!rc)
-		rc = pccx_sampler_create(&smp, &o.sc, cfg.vocab, &d);
-	if (!rc && o.oracle)
-		rc = pccx_oracle_create(&orc, m, o.threads, &d);
-	if (rc) {
+	if (!a.config == !a.model)
+		return pccx_opt_fail(&ref_cmd, "give either --config NAME or -m MODEL");
+	if (!a.have_wseed)
+		a.wseed = a.seed;
+	a.sc.seed = a.seed;
+	rc = ref(&r, &d);
+	if (rc)
 		pccx_cli_fail(rc, &d);
-		goto out;
-	}
-	if (!o.quiet)
-		fprintf(stderr, "pccx ref: kernel %s, %u threads\n",
-			pccx_kern_name(pccx_ref_exec_kernel(x)), pccx_ref_exec_threads(x));
-
-	logits = malloc(sizeof(float) * cfg.vocab);
-	hist = malloc(sizeof(int32_t) * (n_ids + o.n + 1));
-	if (!logits || !hist)
-		goto nomem;
-	if (o.oracle) {
-		ologits = malloc(sizeof(double) * cfg.vocab);
-		if (!ologits || pccx_cmp_create(&run.cmp))
-			goto nomem;
-		pccx_oracle_on_stage(orc, pccx_cmp_oracle_stage, run.cmp);
-	}
-	if (o.dump) {
-		char path[4096];
-
-		if (mkdir(o.dump, 0777) && errno != EEXIST) {
-			fprintf(stderr, "pccx: ref: %s: %s\n", o.dump, strerror(errno));
-			goto out;
-		}
-		snprintf(path, sizeof(path), "%s/index.tsv", o.dump);
-		run.index = fopen(path, "w");
-		if (!run.index) {
-			fprintf(stderr, "pccx: ref: %s: %s\n", path, strerror(errno));
-			goto out;
-		}
-		fprintf(run.index, "pos\tname\trows\tcols\tfile\n");
-	}
-	run.o = &o;
-	if (o.dump || o.oracle)
-		pccx_ref_exec_on_stage(x, on_stage, &run);
-
-	/* Prompt then generation, one decode step per token. */
-	memcpy(hist, ids, sizeof(*ids) * n_ids);
-	n_hist = n_ids;
-	/* every prompt token, then each generated token but the last (nothing follows it) */
-	for (i = 0; i < n_ids + (o.n ? o.n - 1 : 0); i++) {
-		bool last_prompt = i + 1 >= n_ids;
-		bool want = last_prompt || o.oracle;
-		int32_t tok = (int32_t)hist[i];
-		double ts = now_s();
-
-		run.pos = (uint32_t)i;
-		if (run.cmp)
-			pccx_cmp_clear(run.cmp);
-		rc = pccx_g3n_session_step(s, (uint32_t)tok, want ? logits : NULL, &d);
-		t_ref += now_s() - ts;
-		steps++;
-		if (rc) {
-			pccx_cli_fail(rc, &d);
-			goto out;
-		}
-		if (o.oracle) {
-			const struct pccx_stage_stat *st;
-			size_t nst;
-			bool same;
-			double kl;
-
-			rc = pccx_oracle_step(orc, (uint32_t)tok, ologits, &d);
-			if (rc) {
-				pccx_cli_fail(rc, &d);
-				goto out;
-			}
-			st = pccx_cmp_results(run.cmp, &nst);
-			aggregate(agg, &na, st, nst);
-			pccx_logit_agreement(logits, ologits, cfg.vocab, &same, &kl);
-			top1_same += same;
-			compared++;
-			kl_sum += kl;
-			kl_max = kl > kl_max ? kl : kl_max;
-		}
-		if (!last_prompt || o.n == 0)
-			continue;
-		/* sample the next token from this step's logits */
-		rc = pccx_sampler_sample(smp, logits, cfg.vocab, hist, n_hist, &next, &d);
-		if (rc) {
-			pccx_cli_fail(rc, &d);
-			goto out;
-		}
-		hist[n_hist++] = next;
-		{
-			char *text;
-			size_t len;
-
-			rc = decode_text(tk, hist + n_ids, n_hist - n_ids, &text, &len, &d);
-			if (rc) {
-				pccx_cli_fail(rc, &d);
-				goto out;
-			}
-			if (len > printed)
-				fwrite(text + printed, 1, len - printed, stdout);
-			printed = len > printed ? len : printed;
-			free(text);
-			fflush(stdout);
-		}
-		if (next == eos && !o.ignore_eos)
-			break;
-	}
-	printf("\n");
-	if (!o.quiet)
-		fprintf(stderr, "pccx ref: %u steps in %.2f s (%.2f tok/s)\n", steps, t_ref,
-			steps / (t_ref > 0 ? t_ref : 1));
-	if (o.oracle) {
-		fprintf(stderr,
-			"\noracle comparison over %u positions (reference vs FP64 oracle):\n"
-			"  %-18s %7s %10s %10s %10s\n",
-			compared, "stage", "count", "min cos", "max relRMS", "max |err|");
-		for (i = 0; i < na; i++)
-			fprintf(stderr, "  %-18s %7u %10.6f %10.4f %10.4g\n", agg[i].kind,
-				agg[i].count, agg[i].min_cos, agg[i].max_rel, agg[i].max_abs);
-		fprintf(stderr,
-			"  next-token top-1 agreement %u/%u, KL(oracle||ref) mean %.3g max %.3g"
-			" nats\n",
-			top1_same, compared, kl_sum / (compared ? compared : 1), kl_max);
-	}
-	ret = 0;
-	goto out;
-nomem:
-	fprintf(stderr, "pccx: ref: out of memory\n");
-out:
-	if (run.index)
-		fclose(run.index);
-	pccx_cmp_free(run.cmp);
-	pccx_oracle_free(orc);
-	pccx_sampler_destroy(smp);
-	pccx_g3n_session_free(s);
-	pccx_ref_exec_free(x);
-	pccx_g3n_model_free(m);
-	pccx_tokenizer_free(tk);
-	free(ids);
-	free(hist);
-	free(logits);
-	free(ologits);
-	return ret;
-}
-
-/*
- * pccx synth: write the synthetic model of a named shape as a gemma3n GGUF.
- *
- *   pccx synth --config tiny-vocab --seed 1 [--tokenizer tokenizer.json] -o model.gguf
- */
-static void synth_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: pccx synth --config NAME [--seed S] [--tokenizer FILE] -o FILE\n"
-		"\n"
-		"Write seeded synthetic weights of a Gemma 3n shape (%s) as a GGUF in\n"
-		"llama.cpp's gemma3n layout (Q4_0 projections, F32 norms, gemma3n.* metadata),\n"
-		"with the tokenizer embedded when --tokenizer is given. 'pccx ref -m FILE' runs\n"
-		"it.\n",
-		pccx_g3n_config_names());
-}
-
-int pccx_cmd_synth(int argc, char **argv)
-{
-	const char *config = NULL, *out = NULL, *tokenizer = NULL;
-	unsigned long long seed = 1;
-	struct pccx_g3n_config cfg;
-	struct pccx_g3n_model *m = NULL;
-	pccx_tokenizer *tk = NULL;
-	pccx_diag d = { 0 };
-	double t0 = now_s();
-	int i, rc;
-
-	if (pccx_cli_wants_help(argc, argv)) {
-		synth_usage(stdout);
-		return 0;
-	}
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		uint64_t u;
-
-		if (!v) {
-			fprintf(stderr, "pccx: synth: '%s' needs a value\n", a);
-			synth_usage(stderr);
-			return 2;
-		}
-		i++;
-		if (!strcmp(a, "--config")) {
-			config = v;
-		} else if (!strcmp(a, "-o")) {
-			out = v;
-		} else if (!strcmp(a, "--tokenizer")) {
-			tokenizer = v;
-		} else if (!strcmp(a, "--seed") && !parse_u64(v, &u)) {
-			seed = u;
-		} else {
-			fprintf(stderr, "pccx: synth: bad option '%s %s'\n", a, v);
-			synth_usage(stderr);
-			return 2;
-		}
-	}
-	if (!config || !out) {
-		synth_usage(stderr);
-		return 2;
-	}
-	rc = pccx_g3n_config_preset(config, &cfg, &d);
-	if (!rc && tokenizer)
-		rc = pccx_tokenizer_load_json(tokenizer, &tk, &d);
-	if (!rc && tk && pccx_tokenizer_n_vocab(tk) > cfg.vocab)
-		rc = pccx_fail(&d, PCCX_ERR_INVALID,
-			       "the tokenizer has %zu ids, config '%s' only %u",
-			       pccx_tokenizer_n_vocab(tk), cfg.name, cfg.vocab);
-	if (!rc)
-		rc = pccx_g3n_model_create(&m, &cfg, &d);
-	if (!rc)
-		rc = pccx_g3n_synth(m, seed, 0, &d);
-	if (!rc)
-		rc = pccx_g3n_save_gguf(m, tk, out, &d);
-	if (!rc)
-		fprintf(stderr, "pccx synth: %s: config %s, seed %llu, %.2f s\n", out, cfg.name,
-			seed, now_s() - t0);
-	pccx_g3n_model_free(m);
-	pccx_tokenizer_free(tk);
-	return rc ? pccx_cli_fail(rc, &d) : 0;
+	ref_free(&r);
+	return rc ? 1 : 0;
 }

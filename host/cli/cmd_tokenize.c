@@ -9,38 +9,44 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 #include "pccx/tokenizer.h"
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: pccx tokenize --tokenizer FILE [options] TEXT\n"
-		"       pccx tokenize --tokenizer FILE --decode [options] ID...\n"
-		"\n"
-		"Encode TEXT with the Gemma tokenizer and print the ids separated by spaces,\n"
-		"or with --decode turn ids back into text.\n"
-		"\n"
-		"options:\n"
-		"  --tokenizer FILE  Hugging Face tokenizer.json (required)\n"
-		"  --no-bos          do not prepend <bos>\n"
-		"  --no-special      treat special-token text such as \"<bos>\" as plain text\n"
-		"  --decode          arguments are ids (one per argument, or space separated)\n"
-		"  --skip-special    with --decode: leave out special tokens\n"
-		"  --file PATH       read the text (or the ids) from PATH, '-' for stdin\n"
-		"  --time            print load and encode/decode times to stderr\n"
-		"  -h, --help        this help\n");
-}
+struct tok_args {
+	const char *tokenizer, *file;
+	bool no_bos, decode, skip_special, no_special, timing;
+	struct pccx_opt_rest args;
+};
 
-static double now_ms(void)
-{
-	struct timespec ts;
+#define A(f, type) PCCX_AT(struct tok_args, f, type)
+static const struct pccx_opt tok_opts[] = {
+	PCCX_OPT(NULL, 0, PCCX_OPT_REST, A(args, struct pccx_opt_rest), "TEXT | ID...",
+		 "the text (one argument), or with --decode the ids"),
+	PCCX_OPT("tokenizer", 0, PCCX_OPT_PATH, A(tokenizer, const char *), "FILE",
+		 "Hugging Face tokenizer.json", .flags = PCCX_OPT_REQUIRED),
+	PCCX_OPT("no-bos", 0, PCCX_OPT_FLAG, A(no_bos, bool), NULL, "do not prepend <bos>"),
+	PCCX_OPT("no-special", 0, PCCX_OPT_FLAG, A(no_special, bool), NULL,
+		 "treat special-token text such as \"<bos>\" as plain text"),
+	PCCX_OPT("decode", 0, PCCX_OPT_FLAG, A(decode, bool), NULL,
+		 "arguments are ids (one per argument, or space separated)"),
+	PCCX_OPT("skip-special", 0, PCCX_OPT_FLAG, A(skip_special, bool), NULL,
+		 "with --decode: leave out special tokens"),
+	PCCX_OPT("file", 0, PCCX_OPT_PATH, A(file, const char *), "PATH",
+		 "read the text (or the ids) from PATH, '-' for stdin"),
+	PCCX_OPT("time", 0, PCCX_OPT_FLAG, A(timing, bool), NULL,
+		 "print load and encode/decode times to stderr"),
+	{ 0 }
+};
+#undef A
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+static const struct pccx_opt_cmd tok_cmd = {
+	.name = "tokenize",
+	.usage = "--tokenizer FILE [options] TEXT\n--tokenizer FILE --decode [options] ID...",
+	.about = "Encode TEXT with the Gemma tokenizer and print the ids separated by spaces,\n"
+		 "or with --decode turn ids back into text.\n",
+	.opts = tok_opts,
+};
 
 static int read_all(const char *path, char **out, size_t *len)
 {
@@ -124,139 +130,105 @@ static int parse_ids(const char *s, int32_t **ids, size_t *n, size_t *cap)
 	}
 }
 
+/* Print the text of the ids in text (from --file) or in the arguments. */
+static int decode(const struct tok_args *a, const pccx_tokenizer *tk, const char *text)
+{
+	int32_t *ids = NULL;
+	size_t n_ids = 0, cap_ids = 0, len;
+	pccx_diag d = { 0 };
+	char *s = NULL;
+	double t0;
+	int i, rc = 0;
+
+	if (text)
+		rc = parse_ids(text, &ids, &n_ids, &cap_ids);
+	for (i = 0; !text && i < a->args.n && !rc; i++)
+		rc = parse_ids(a->args.v[i], &ids, &n_ids, &cap_ids);
+	if (rc)
+		goto out;
+	t0 = pccx_cli_now();
+	if (pccx_tokenizer_decode(tk, ids, n_ids, a->skip_special ? PCCX_TOK_SKIP_SPECIAL : 0,
+				  &s, &len, &d)) {
+		rc = pccx_cli_fail(d.status, &d);
+		goto out;
+	}
+	t0 = pccx_cli_now() - t0;
+	fwrite(s, 1, len, stdout);
+	fputc('\n', stdout);
+	free(s);
+	if (a->timing)
+		fprintf(stderr, "tokenize: decoded %zu ids in %.1f ms\n", n_ids, t0 * 1e3);
+out:
+	free(ids);
+	return rc;
+}
+
+/* Print the ids of src (len bytes). */
+static int encode(const struct tok_args *a, const pccx_tokenizer *tk, const char *src, size_t len)
+{
+	unsigned flags = (a->no_bos ? 0 : PCCX_TOK_ADD_BOS) |
+			 (a->no_special ? PCCX_TOK_NO_SPECIAL : 0);
+	int32_t *ids = NULL;
+	pccx_diag d = { 0 };
+	size_t n_ids, k;
+	double t0;
+
+	t0 = pccx_cli_now();
+	if (pccx_tokenizer_encode(tk, src, len, flags, &ids, &n_ids, &d))
+		return pccx_cli_fail(d.status, &d);
+	t0 = pccx_cli_now() - t0;
+	for (k = 0; k < n_ids; k++)
+		printf(k ? " %d" : "%d", ids[k]);
+	putchar('\n');
+	free(ids);
+	if (a->timing)
+		fprintf(stderr, "tokenize: encoded %zu bytes into %zu ids in %.1f ms\n", len,
+			n_ids, t0 * 1e3);
+	return 0;
+}
+
 int pccx_cmd_tokenize(int argc, char **argv)
 {
-	const char *tok_path = NULL, *file = NULL;
-	bool bos = true, decode = false, skip_special = false, no_special = false, timing = false;
+	struct tok_args a = { 0 };
 	pccx_tokenizer *tk = NULL;
 	pccx_diag d = { 0 };
 	char *text = NULL;
 	size_t text_len = 0;
-	int32_t *ids = NULL;
-	size_t n_ids = 0, cap_ids = 0;
-	int i, first_arg = 0, rc = 0;
-	double t0, t1;
+	double t0;
+	int rc;
 
-	if (pccx_cli_wants_help(argc, argv)) {
-		usage(stdout);
-		return 0;
-	}
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
+	rc = pccx_opt_parse(&tok_cmd, argc, argv, &a);
+	if (rc != PCCX_OPT_RUN)
+		return rc;
+	if (a.file && a.args.n)
+		return pccx_opt_fail(&tok_cmd, "give either --file or arguments, not both");
+	if (!a.file && !a.args.n)
+		return pccx_opt_fail(&tok_cmd, "nothing to %s (give %s or --file)",
+				     a.decode ? "decode" : "encode", a.decode ? "ids" : "the text");
+	if (!a.decode && !a.file && a.args.n > 1)
+		return pccx_opt_fail(&tok_cmd, "give the text as one argument (quote it)");
 
-		if (!strcmp(a, "--")) {
-			first_arg = i + 1;
-			break;
-		} else if (!strcmp(a, "--tokenizer") || !strcmp(a, "--file")) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "pccx: tokenize: %s needs an argument\n", a);
-				return 2;
-			}
-			if (!strcmp(a, "--file"))
-				file = argv[++i];
-			else
-				tok_path = argv[++i];
-		} else if (!strcmp(a, "--no-bos")) {
-			bos = false;
-		} else if (!strcmp(a, "--decode")) {
-			decode = true;
-		} else if (!strcmp(a, "--skip-special")) {
-			skip_special = true;
-		} else if (!strcmp(a, "--no-special")) {
-			no_special = true;
-		} else if (!strcmp(a, "--time")) {
-			timing = true;
-		} else if (a[0] == '-' && a[1] == '-') {
-			fprintf(stderr, "pccx: tokenize: unknown option '%s'\n", a);
-			usage(stderr);
-			return 2;
-		} else {
-			first_arg = i;
-			break;
-		}
-	}
-	if (!tok_path) {
-		fprintf(stderr, "pccx: tokenize: --tokenizer FILE is required\n");
-		usage(stderr);
-		return 2;
-	}
-	if (!first_arg)
-		first_arg = argc;
-	if (file && first_arg < argc) {
-		fprintf(stderr, "pccx: tokenize: give either --file or arguments, not both\n");
-		return 2;
-	}
-	if (!file && first_arg >= argc) {
-		fprintf(stderr, "pccx: tokenize: nothing to %s (give %s or --file)\n",
-			decode ? "decode" : "encode", decode ? "ids" : "the text");
-		return 2;
-	}
-	if (!decode && !file && argc - first_arg > 1) {
-		fprintf(stderr, "pccx: tokenize: give the text as one argument (quote it)\n");
-		return 2;
-	}
-
-	if (file && read_all(file, &text, &text_len))
+	if (a.file && read_all(a.file, &text, &text_len))
 		return 1;
-	t0 = now_ms();
-	if (pccx_tokenizer_load_json(tok_path, &tk, &d)) {
+	t0 = pccx_cli_now();
+	if (pccx_tokenizer_load_json(a.tokenizer, &tk, &d)) {
 		rc = pccx_cli_fail(d.status, &d);
 		goto out;
 	}
-	t1 = now_ms();
-	if (timing)
-		fprintf(stderr, "tokenize: loaded %s (%zu tokens) in %.1f ms\n", tok_path,
-			pccx_tokenizer_n_vocab(tk), t1 - t0);
-
-	if (decode) {
-		char *s = NULL;
-		size_t len;
-
-		if (text) {
-			rc = parse_ids(text, &ids, &n_ids, &cap_ids);
-		} else {
-			for (i = first_arg; i < argc && !rc; i++)
-				rc = parse_ids(argv[i], &ids, &n_ids, &cap_ids);
-		}
-		if (rc)
-			goto out;
-		t0 = now_ms();
-		if (pccx_tokenizer_decode(tk, ids, n_ids, skip_special ? PCCX_TOK_SKIP_SPECIAL : 0,
-					  &s, &len, &d)) {
-			rc = pccx_cli_fail(d.status, &d);
-			goto out;
-		}
-		t1 = now_ms();
-		fwrite(s, 1, len, stdout);
-		fputc('\n', stdout);
-		free(s);
-		if (timing)
-			fprintf(stderr, "tokenize: decoded %zu ids in %.1f ms\n", n_ids, t1 - t0);
-	} else {
-		const char *src = text ? text : argv[first_arg];
-		size_t len = text ? text_len : strlen(src), k;
-		unsigned flags = (bos ? PCCX_TOK_ADD_BOS : 0) |
-				 (no_special ? PCCX_TOK_NO_SPECIAL : 0);
-
-		t0 = now_ms();
-		if (pccx_tokenizer_encode(tk, src, len, flags, &ids, &n_ids, &d)) {
-			rc = pccx_cli_fail(d.status, &d);
-			goto out;
-		}
-		t1 = now_ms();
-		for (k = 0; k < n_ids; k++)
-			printf(k ? " %d" : "%d", ids[k]);
-		putchar('\n');
-		if (timing)
-			fprintf(stderr, "tokenize: encoded %zu bytes into %zu ids in %.1f ms\n",
-				len, n_ids, t1 - t0);
-	}
-	if (fflush(stdout)) {
+	if (a.timing)
+		fprintf(stderr, "tokenize: loaded %s (%zu tokens) in %.1f ms\n", a.tokenizer,
+			pccx_tokenizer_n_vocab(tk), (pccx_cli_now() - t0) * 1e3);
+	if (a.decode)
+		rc = decode(&a, tk, text);
+	else if (text)
+		rc = encode(&a, tk, text, text_len);
+	else
+		rc = encode(&a, tk, a.args.v[0], strlen(a.args.v[0]));
+	if (!rc && fflush(stdout)) {
 		fprintf(stderr, "pccx: tokenize: write error: %s\n", strerror(errno));
 		rc = 1;
 	}
 out:
-	free(ids);
 	free(text);
 	pccx_tokenizer_free(tk);
 	return rc;

@@ -27,25 +27,6 @@ static const struct pccx_cmd commands[] = {
 
 #define NCMDS (sizeof(commands) / sizeof(commands[0]))
 
-bool pccx_cli_wants_help(int argc, char **argv)
-{
-	int i;
-
-	for (i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
-			return true;
-	return false;
-}
-
-int pccx_cli_fail(int status, const pccx_diag *d)
-{
-	if (d && d->msg[0])
-		fprintf(stderr, "pccx: %s\n", d->msg);
-	else
-		fprintf(stderr, "pccx: %s\n", pccx_strerror(status));
-	return 1;
-}
-
 static void usage(FILE *f)
 {
 	size_t i;

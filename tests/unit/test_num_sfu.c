@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * isa/num, SFU part: the FP32 elementary functions against libm in double (long double for
- * GELU) over strided sweeps with the error bounds docs/numerics.md states, their special
- * values, and the SFU pipeline (flags, vector form, reductions, scalar forms) bit for bit.
- * `pccx numerics --exhaustive` runs the same measurement over every float.
+ * isa/num, SFU part: the FP32 elementary functions against their FP64 counterparts
+ * (reference/num_f64.h) over strided sweeps with the error bounds docs/numerics.md states, their
+ * special values, and the SFU pipeline (flags, vector form, reductions, scalar forms) bit for
+ * bit. `pccx numerics --exhaustive` runs the same measurement over every float.
  */
 #include <check.h>
 #include <float.h>
@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "num_f64.h"
 #include "pccx_num.h"
 
 /* Passing assertions are not free in Check (each records its location); loops use this. */
@@ -46,56 +47,10 @@ static float bf(uint16_t h)
 /* ------------------------------------------------------------------------------------- */
 /* Error measurement                                                                      */
 
-/* References in double (libm), far more accurate than a float ulp. */
-static double ref_exp(float x)
-{
-	return exp((double)x);
-}
-
-static double ref_tanh(float x)
-{
-	return tanh((double)x);
-}
-
-/* 0.5 x (1 + tanh v) = x / (1 + e^{-2v}), without the cancellation for negative x. */
-static double ref_gelu(float x)
-{
-	double X = x, v = sqrt(2.0 / M_PI) * (X + 0.044715 * X * X * X);
-
-	if (X > 20.0)
-		return X;
-	if (X < -20.0)
-		return -0.0;
-	return X / (1.0 + exp(-2.0 * v));
-}
-
-static double ref_sin(float x)
-{
-	return sin((double)x);
-}
-
-static double ref_cos(float x)
-{
-	return cos((double)x);
-}
-
 struct err {
 	double ulp, rel;
 	float worst;
 };
-
-/* Monotonic integer key of a float, and back. */
-static uint32_t key_of(float f)
-{
-	uint32_t u = bits(f);
-
-	return (u >> 31) ? 0x7FFFFFFFu - (u & 0x7FFFFFFFu) : u + 0x80000000u;
-}
-
-static float float_of(uint32_t k)
-{
-	return f32(k >= 0x80000000u ? k - 0x80000000u : 0x80000000u | (0x7FFFFFFFu - k));
-}
 
 /*
  * Max error of fn over every stride-th float of [lo, hi]: in ulps of the exact result's
@@ -108,10 +63,9 @@ static struct err sweep(float (*fn)(float), double (*ref)(float), float lo, floa
 	struct err e = { 0, 0, 0 };
 	uint64_t k;
 
-	for (k = key_of(lo); k <= key_of(hi); k += stride) {
-		float x = float_of((uint32_t)k), y = fn(x);
-		double r = ref(x), d, u;
-		int ex;
+	for (k = pccx_f64_sweep_key(lo); k <= pccx_f64_sweep_key(hi); k += stride) {
+		float x = pccx_f64_sweep_float((uint32_t)k), y = fn(x);
+		double r = ref(x), u, rel;
 
 		if (isnan(r)) {
 			EXPECT(bits(y) == PCCX_F32_QNAN_BITS, "f(%a) = %a, want NaN", x, y);
@@ -122,15 +76,9 @@ static struct err sweep(float (*fn)(float), double (*ref)(float), float lo, floa
 			continue;
 		}
 		EXPECT(isfinite(y), "f(%a) = %a, want %a", x, y, r);
-		d = fabs((double)y - r);
-		if (fabs(r) < 0x1p-126) {
-			u = d / 0x1p-149;
-		} else {
-			frexp(fabs(r), &ex);
-			u = d / ldexp(1.0, ex - 24);
-			if (d / fabs(r) > e.rel)
-				e.rel = d / fabs(r);
-		}
+		u = pccx_f64_ulps(y, r, &rel);
+		if (rel > e.rel)
+			e.rel = rel;
 		if (u > e.ulp) {
 			e.ulp = u;
 			e.worst = x;
@@ -159,11 +107,11 @@ static void check_bound(const char *name, struct err e, double max_ulp)
 
 START_TEST(exp_error_bound)
 {
-	check_bound("exp", sweep(pccx_f32_exp, ref_exp, -104.0f, 89.0f, 4093), BOUND_EXP);
+	check_bound("exp", sweep(pccx_f32_exp, pccx_f64_exp, -104.0f, 89.0f, 4093), BOUND_EXP);
 	/* dense around 0 and at the ends */
-	check_bound("exp", sweep(pccx_f32_exp, ref_exp, -1.0f, 1.0f, 4093), BOUND_EXP);
-	check_bound("exp", sweep(pccx_f32_exp, ref_exp, 80.0f, 89.0f, 3), BOUND_EXP);
-	check_bound("exp", sweep(pccx_f32_exp, ref_exp, -104.0f, -87.0f, 3), BOUND_EXP);
+	check_bound("exp", sweep(pccx_f32_exp, pccx_f64_exp, -1.0f, 1.0f, 4093), BOUND_EXP);
+	check_bound("exp", sweep(pccx_f32_exp, pccx_f64_exp, 80.0f, 89.0f, 3), BOUND_EXP);
+	check_bound("exp", sweep(pccx_f32_exp, pccx_f64_exp, -104.0f, -87.0f, 3), BOUND_EXP);
 }
 END_TEST
 
@@ -195,9 +143,9 @@ END_TEST
 
 START_TEST(tanh_error_bound)
 {
-	check_bound("tanh", sweep(pccx_f32_tanh, ref_tanh, -10.0f, 10.0f, 4093), BOUND_TANH);
-	check_bound("tanh", sweep(pccx_f32_tanh, ref_tanh, 0.75f, 1.25f, 13), BOUND_TANH);
-	check_bound("tanh", sweep(pccx_f32_tanh, ref_tanh, -FLT_MAX, FLT_MAX, 8191), BOUND_TANH);
+	check_bound("tanh", sweep(pccx_f32_tanh, pccx_f64_tanh, -10.0f, 10.0f, 4093), BOUND_TANH);
+	check_bound("tanh", sweep(pccx_f32_tanh, pccx_f64_tanh, 0.75f, 1.25f, 13), BOUND_TANH);
+	check_bound("tanh", sweep(pccx_f32_tanh, pccx_f64_tanh, -FLT_MAX, FLT_MAX, 8191), BOUND_TANH);
 }
 END_TEST
 
@@ -223,10 +171,10 @@ END_TEST
 
 START_TEST(gelu_error_bound)
 {
-	check_bound("gelu", sweep(pccx_f32_gelu, ref_gelu, -12.0f, 12.0f, 4093), BOUND_GELU);
-	check_bound("gelu", sweep(pccx_f32_gelu, ref_gelu, -11.0f, -9.0f, 31), BOUND_GELU);
-	check_bound("gelu", sweep(pccx_f32_gelu, ref_gelu, -6.0f, -3.0f, 31), BOUND_GELU);
-	check_bound("gelu", sweep(pccx_f32_gelu, ref_gelu, -FLT_MAX, FLT_MAX, 8191), BOUND_GELU);
+	check_bound("gelu", sweep(pccx_f32_gelu, pccx_f64_gelu, -12.0f, 12.0f, 4093), BOUND_GELU);
+	check_bound("gelu", sweep(pccx_f32_gelu, pccx_f64_gelu, -11.0f, -9.0f, 31), BOUND_GELU);
+	check_bound("gelu", sweep(pccx_f32_gelu, pccx_f64_gelu, -6.0f, -3.0f, 31), BOUND_GELU);
+	check_bound("gelu", sweep(pccx_f32_gelu, pccx_f64_gelu, -FLT_MAX, FLT_MAX, 8191), BOUND_GELU);
 }
 END_TEST
 
@@ -253,20 +201,20 @@ END_TEST
 
 START_TEST(sincos_error_bound_rope_range)
 {
-	check_bound("sin", sweep(pccx_f32_sin, ref_sin, -65536.0f, 65536.0f, 4093), BOUND_SINCOS);
-	check_bound("cos", sweep(pccx_f32_cos, ref_cos, -65536.0f, 65536.0f, 4093), BOUND_SINCOS);
+	check_bound("sin", sweep(pccx_f32_sin, pccx_f64_sin, -65536.0f, 65536.0f, 4093), BOUND_SINCOS);
+	check_bound("cos", sweep(pccx_f32_cos, pccx_f64_cos, -65536.0f, 65536.0f, 4093), BOUND_SINCOS);
 	/* around the reduction switch at pi/4 and near the first zeros */
-	check_bound("sin", sweep(pccx_f32_sin, ref_sin, 0.7f, 0.9f, 13), BOUND_SINCOS);
-	check_bound("cos", sweep(pccx_f32_cos, ref_cos, 0.7f, 0.9f, 13), BOUND_SINCOS);
-	check_bound("sin", sweep(pccx_f32_sin, ref_sin, 3.1f, 3.2f, 3), BOUND_SINCOS);
-	check_bound("cos", sweep(pccx_f32_cos, ref_cos, 1.5f, 1.6f, 3), BOUND_SINCOS);
+	check_bound("sin", sweep(pccx_f32_sin, pccx_f64_sin, 0.7f, 0.9f, 13), BOUND_SINCOS);
+	check_bound("cos", sweep(pccx_f32_cos, pccx_f64_cos, 0.7f, 0.9f, 13), BOUND_SINCOS);
+	check_bound("sin", sweep(pccx_f32_sin, pccx_f64_sin, 3.1f, 3.2f, 3), BOUND_SINCOS);
+	check_bound("cos", sweep(pccx_f32_cos, pccx_f64_cos, 1.5f, 1.6f, 3), BOUND_SINCOS);
 }
 END_TEST
 
 START_TEST(sincos_error_bound_full_range)
 {
-	check_bound("sin", sweep(pccx_f32_sin, ref_sin, -FLT_MAX, FLT_MAX, 8191), BOUND_SINCOS);
-	check_bound("cos", sweep(pccx_f32_cos, ref_cos, -FLT_MAX, FLT_MAX, 8191), BOUND_SINCOS);
+	check_bound("sin", sweep(pccx_f32_sin, pccx_f64_sin, -FLT_MAX, FLT_MAX, 8191), BOUND_SINCOS);
+	check_bound("cos", sweep(pccx_f32_cos, pccx_f64_cos, -FLT_MAX, FLT_MAX, 8191), BOUND_SINCOS);
 }
 END_TEST
 
@@ -286,15 +234,15 @@ START_TEST(sincos_hard_arguments)
 
 		for (m = 0; m < 0x800000u; m += 4099) {
 			float x = f32(((uint32_t)(127 + e) << 23) | m);
-			double c = fabs(cos((double)x));
+			double c = fabs(pccx_f64_cos(x));
 
 			if (c < bestr) {
 				bestr = c;
 				best = x;
 			}
 		}
-		check_bound("cos", sweep(pccx_f32_cos, ref_cos, best, best, 1), BOUND_SINCOS);
-		check_bound("sin", sweep(pccx_f32_sin, ref_sin, best, best, 1), BOUND_SINCOS);
+		check_bound("cos", sweep(pccx_f32_cos, pccx_f64_cos, best, best, 1), BOUND_SINCOS);
+		check_bound("sin", sweep(pccx_f32_sin, pccx_f64_sin, best, best, 1), BOUND_SINCOS);
 	}
 }
 END_TEST
@@ -320,8 +268,8 @@ START_TEST(sincos_specials)
 		EXPECT(bits(pccx_f32_cos(nx)) == bits(pccx_f32_cos(x)), "cos(-%a)", x);
 	}
 	/* a RoPE phase: position 32767 times inv_freq 1.0 */
-	ck_assert(fabs(pccx_f32_sin(32767.0f) - sin(32767.0)) < 1e-7);
-	ck_assert(fabs(pccx_f32_cos(32767.0f) - cos(32767.0)) < 1e-7);
+	ck_assert(fabs(pccx_f32_sin(32767.0f) - pccx_f64_sin(32767.0f)) < 1e-7);
+	ck_assert(fabs(pccx_f32_cos(32767.0f) - pccx_f64_cos(32767.0f)) < 1e-7);
 }
 END_TEST
 
@@ -334,10 +282,10 @@ START_TEST(sqrt_correctly_rounded)
 
 	/* double sqrt rounded to float is correctly rounded (53 >= 2 * 24 + 2) */
 	for (u = 1; u < 0x7F800000u; u += 4099)
-		EXPECT(bits(pccx_f32_sqrt(f32(u))) == bits((float)sqrt((double)f32(u))), "sqrt(%a)",
+		EXPECT(bits(pccx_f32_sqrt(f32(u))) == bits((float)pccx_f64_sqrt(f32(u))), "sqrt(%a)",
 		       f32(u));
 	for (u = 0x3F800000u; u < 0x40800000u; u += 31)	/* [1, 4): both exponent parities */
-		EXPECT(bits(pccx_f32_sqrt(f32(u))) == bits((float)sqrt((double)f32(u))), "sqrt(%a)",
+		EXPECT(bits(pccx_f32_sqrt(f32(u))) == bits((float)pccx_f64_sqrt(f32(u))), "sqrt(%a)",
 		       f32(u));
 	ck_assert_uint_eq(bits(pccx_f32_sqrt(0.0f)), 0);
 	ck_assert_uint_eq(bits(pccx_f32_sqrt(-0.0f)), 0x80000000u);
