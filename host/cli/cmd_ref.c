@@ -517,6 +517,9 @@ int pccx_cmd_ref(int argc, char **argv)
 	if (!a.have_wseed)
 		a.wseed = a.seed;
 	a.sc.seed = a.seed;
+	/* before the model is made: the sampler's values are the sampler's to judge */
+	if (pccx_sampler_config_check(&a.sc, &d))
+		return pccx_opt_fail(&ref_cmd, "%s", d.msg);
 	rc = ref(&r, &d);
 	if (rc)
 		pccx_cli_fail(rc, &d);

@@ -81,6 +81,8 @@ usage_error 2 "pccx ref: bad -n '1e3': expected a whole number from 0 to 1000000
   "usage: pccx ref (--config NAME | -m MODEL) [options]" "$pccx" ref --config tiny -n 1e3
 usage_error 2 "pccx ref: bad --temp 'hot': expected a number" \
   "usage: pccx ref (--config NAME | -m MODEL) [options]" "$pccx" ref --config tiny --temp hot
+usage_error 2 "pccx ref: sampler config: top_k = -1 (must be >= 0; 0 = off)" \
+  "usage: pccx ref (--config NAME | -m MODEL) [options]" "$pccx" ref --config tiny --top-k -1
 usage_error 2 "pccx ref: give either --config NAME or -m MODEL" \
   "usage: pccx ref (--config NAME | -m MODEL) [options]" "$pccx" ref
 usage_error 2 "pccx bench --ref: bad --threads '257': expected a whole number from 0 to 256" \
