@@ -453,10 +453,10 @@ static const struct pccx_opt num_opts[] = {
 static const struct pccx_opt_cmd num_cmd = {
 	.name = "numerics",
 	.usage = "[--exhaustive | --stride N] [--fn NAME[,NAME...]] [-j N]\n--derive",
-	.about = "Measure the isa/num elementary functions (FP32) against libm in double precision:\n"
-		 "max error in ulps of the exact result's binade\n"
-		 "(2^-149 below the normal range), max relative error over normal results, and the\n"
-		 "number of results that are not correctly rounded (error > 0.5 ulp).\n",
+	.about = "Measure the isa/num elementary functions (FP32) against libm in double "
+		 "precision:\nmax error in ulps of the exact result's binade\n(2^-149 below the "
+		 "normal range), max relative error over normal results, and the\nnumber of "
+		 "results that are not correctly rounded (error > 0.5 ulp).\n",
 	.opts = num_opts,
 };
 
@@ -465,8 +465,9 @@ int pccx_cmd_numerics(int argc, char **argv)
 	struct num_args a = { .stride = 997, .threads = 1 };
 	int rc = pccx_opt_parse(&num_cmd, argc, argv, &a);
 
+	/* numerics has always ended a bad argument with 1 */
 	if (rc != PCCX_OPT_RUN)
-		return rc == 2 ? 1 : rc;	/* numerics has always ended a bad argument with 1 */
+		return rc == 2 ? 1 : rc;
 	if (a.derive)
 		return derive();
 	return sweep_all(a.fns, a.exhaustive ? 1 : (uint32_t)a.stride, (unsigned)a.threads);

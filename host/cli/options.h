@@ -22,7 +22,7 @@ enum pccx_opt_kind {
 	PCCX_OPT_END,		/* ends a table: { 0 } */
 	PCCX_OPT_FLAG,		/* bool, set to true */
 	PCCX_OPT_UINT,		/* uint64_t in [min, max]: decimal, or hex with 0x */
-	PCCX_OPT_BYTES,		/* uint64_t: a UINT with an optional K, M, G or T (powers of 1024) */
+	PCCX_OPT_BYTES,		/* uint64_t: UINT with an optional K, M, G, T (powers of 1024) */
 	PCCX_OPT_INT,		/* int32_t, decimal */
 	PCCX_OPT_FLOAT,		/* float */
 	PCCX_OPT_STR,		/* const char * */
@@ -57,13 +57,13 @@ struct pccx_opt {
 	int (*parse)(const char *value, void *dst);
 	/* The accepted values, listed after the help and in a bad-value message. */
 	const char *(*values)(void);
-	size_t seen_at;		/* PCCX_AT(T, f, bool) + 1: set when the option is given; 0: none */
+	size_t seen_at;		/* PCCX_AT(T, f, bool) + 1: set when given; 0: none */
 };
 
 /* One sub-command: the options of opts and of more (a shared group), the help text. */
 struct pccx_opt_cmd {
 	const char *name;	/* "sim", "bench --ref": messages say "pccx NAME: ..." */
-	const char *usage;	/* what follows "usage: pccx NAME "; '\n' separates alternatives */
+	const char *usage;	/* after "usage: pccx NAME "; '\n' separates alternatives */
 	const char *about;	/* the paragraph under the usage */
 	const struct pccx_opt *opts;
 	/* Another table (e.g. the sampler's), its offsets relative to more_at in the struct. */

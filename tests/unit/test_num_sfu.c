@@ -282,11 +282,11 @@ START_TEST(sqrt_correctly_rounded)
 
 	/* double sqrt rounded to float is correctly rounded (53 >= 2 * 24 + 2) */
 	for (u = 1; u < 0x7F800000u; u += 4099)
-		EXPECT(bits(pccx_f32_sqrt(f32(u))) == bits((float)pccx_f64_sqrt(f32(u))), "sqrt(%a)",
-		       f32(u));
+		EXPECT(bits(pccx_f32_sqrt(f32(u))) == bits((float)pccx_f64_sqrt(f32(u))),
+		       "sqrt(%a)", f32(u));
 	for (u = 0x3F800000u; u < 0x40800000u; u += 31)	/* [1, 4): both exponent parities */
-		EXPECT(bits(pccx_f32_sqrt(f32(u))) == bits((float)pccx_f64_sqrt(f32(u))), "sqrt(%a)",
-		       f32(u));
+		EXPECT(bits(pccx_f32_sqrt(f32(u))) == bits((float)pccx_f64_sqrt(f32(u))),
+		       "sqrt(%a)", f32(u));
 	ck_assert_uint_eq(bits(pccx_f32_sqrt(0.0f)), 0);
 	ck_assert_uint_eq(bits(pccx_f32_sqrt(-0.0f)), 0x80000000u);
 	ck_assert_uint_eq(bits(pccx_f32_sqrt(INFINITY)), 0x7F800000u);
