@@ -57,44 +57,40 @@ static uint32_t take(uint64_t *next, uint64_t words)
 	return a;
 }
 
-/* The largest attention shapes of the kinds (every layer's are its kind's), in L2 words. */
-struct attn_words {
+/*
+ * What the plan must hold for every layer: the largest attention shapes of the kinds (every
+ * layer's are its kind's), the widest FFN and the largest layer vector block, in L2 words.
+ */
+struct plan_sizes {
 	uint32_t max_keys;	/* keys a query may see: the most KV rows */
 	uint64_t q;		/* n_heads * W(head_dim): q, the rotate-half scratch, the context */
 	uint64_t kv;		/* n_kv_heads * W(head_dim): k, v */
 	uint64_t scores;	/* (n_heads / n_kv_heads, max_keys) */
+	uint64_t ffn;		/* W(d_ffn): gate, up */
+	uint64_t lvec;		/* the layer vector block */
 };
 
-static void attn_words(const struct pccx_g3n_model *m, struct attn_words *aw)
+/* The sizes, or PCCX_ERR_UNSUPPORTED for layers the graph does not run. */
+static int plan_sizes(const struct pccx_g3n_model *m, struct plan_sizes *sz, pccx_diag *d)
 {
-	uint32_t group = 0, t;
+	const struct pccx_g3n_config *c = &m->cfg;
+	uint32_t group = 0, t, l;
 
-	memset(aw, 0, sizeof(*aw));
+	memset(sz, 0, sizeof(*sz));
 	for (t = 0; t < PCCX_ATTN_KINDS; t++) {
 		const struct pccx_attn_desc *a = &m->attn[t];
 
-		aw->max_keys = MAX(aw->max_keys, a->kv_rows);
-		aw->q = MAX(aw->q, (uint64_t)a->n_heads * W(a->head_dim));
-		aw->kv = MAX(aw->kv, (uint64_t)a->n_kv_heads * W(a->head_dim));
-		group = MAX(group, a->n_heads / a->n_kv_heads);
-	}
-	aw->scores = (uint64_t)group * W(aw->max_keys);
-}
-
-int pccx_g3n_plan_build(const struct pccx_g3n_model *m, struct pccx_g3n_plan *p, pccx_diag *d)
-{
-	const struct pccx_g3n_config *c = &m->cfg;
-	uint32_t D = c->d_model, L = c->n_layers, P = c->d_ple, F = 0, t, l;
-	uint64_t next = 0, kv = 0, lvec_bytes = 0;
-	struct attn_words aw;
-
-	memset(p, 0, sizeof(*p));
-	for (t = 0; t < PCCX_ATTN_KINDS; t++)
-		if (m->attn[t].rope_dims != m->attn[t].head_dim)
+		if (a->rope_dims != a->head_dim)
 			return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
 					 "config '%s': RoPE of part of a head is not supported",
 					 c->name);
-	for (l = 0; l < L; l++) {
+		sz->max_keys = MAX(sz->max_keys, a->kv_rows);
+		sz->q = MAX(sz->q, (uint64_t)a->n_heads * W(a->head_dim));
+		sz->kv = MAX(sz->kv, (uint64_t)a->n_kv_heads * W(a->head_dim));
+		group = MAX(group, a->n_heads / a->n_kv_heads);
+	}
+	sz->scores = (uint64_t)group * W(sz->max_keys);
+	for (l = 0; l < c->n_layers; l++) {
 		const struct pccx_layer_desc *ly = &m->layers[l];
 
 		/* one FP32 constant holds z: layers cannot have their own (yet) */
@@ -102,11 +98,25 @@ int pccx_g3n_plan_build(const struct pccx_g3n_model *m, struct pccx_g3n_plan *p,
 			return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
 					 "config '%s': layer %u: a sparse_z of its own", c->name,
 					 l);
-		F = MAX(F, ly->d_ffn);
-		lvec_bytes = MAX(lvec_bytes, m->w.layer[l].vec_bytes);
+		sz->ffn = MAX(sz->ffn, W(ly->d_ffn));
+		sz->lvec = MAX(sz->lvec, m->w.layer[l].vec_bytes / 16);
 	}
-	attn_words(m, &aw);
-	p->max_keys = aw.max_keys;
+	return PCCX_OK;
+}
+
+int pccx_g3n_plan_build(const struct pccx_g3n_model *m, struct pccx_g3n_plan *p, pccx_diag *d)
+{
+	const struct pccx_g3n_config *c = &m->cfg;
+	uint32_t D = c->d_model, L = c->n_layers, P = c->d_ple, t, l;
+	uint64_t next = 0, kv = 0;
+	struct plan_sizes sz;
+	int rc;
+
+	memset(p, 0, sizeof(*p));
+	rc = plan_sizes(m, &sz, d);
+	if (rc)
+		return rc;
+	p->max_keys = sz.max_keys;
 
 	/* The image of BUF_IN, in the order the host writes it. */
 	p->in = take(&next, 0);
@@ -127,24 +137,24 @@ int pccx_g3n_plan_build(const struct pccx_g3n_model *m, struct pccx_g3n_plan *p,
 		p->rep_sin[t] = take(&next, words);
 	}
 	p->gvec = take(&next, m->w.gvec_bytes / 16);
-	p->lvec = take(&next, lvec_bytes / 16);
+	p->lvec = take(&next, sz.lvec);
 	p->xs[0] = take(&next, NSTREAM * W(D));
 	p->xs[1] = take(&next, NSTREAM * W(D));
 	p->u = take(&next, W((uint64_t)L * P));
 	p->h = take(&next, W(D));
 	p->lr = take(&next, W(D));
 	p->lrank = take(&next, W(c->laurel_rank));
-	p->q = take(&next, aw.q);
-	p->k = take(&next, aw.kv);
-	p->v = take(&next, aw.kv);
-	p->swap = take(&next, aw.q);
-	p->scores = take(&next, aw.scores);
-	p->ctx = take(&next, aw.q);
+	p->q = take(&next, sz.q);
+	p->k = take(&next, sz.kv);
+	p->v = take(&next, sz.kv);
+	p->swap = take(&next, sz.q);
+	p->scores = take(&next, sz.scores);
+	p->ctx = take(&next, sz.q);
 	p->o = take(&next, W(D));
 	p->al = take(&next, W(D));
 	p->t = take(&next, W(D));
-	p->gate = take(&next, W(F));
-	p->up = take(&next, W(F));
+	p->gate = take(&next, sz.ffn);
+	p->up = take(&next, sz.ffn);
 	p->f = take(&next, W(D));
 	p->innov = take(&next, W(D));
 	p->tmp = take(&next, W(D));
