@@ -23,6 +23,7 @@
 #include "oracle.h"
 #include "pccx/sampler.h"
 #include "pccx/tokenizer.h"
+#include "tokenizer_gguf.h"
 
 struct ref_args {
 	const char *config, *model, *prompt, *tokenizer, *dump, *save;
@@ -118,11 +119,19 @@ struct ref_run {
 	struct summary sum;
 };
 
+/* The tokenizer's keys in the GGUF pccx_g3n_save_gguf writes. */
+static int tokenizer_keys(pccx_gguf_writer *w, const void *tk, pccx_diag *d)
+{
+	return pccx_tokenizer_save_gguf(w, tk, d);
+}
+
 /* Shared with pccx synth (cli.h). */
 int pccx_cli_save_gguf(const struct pccx_g3n_model *m, const pccx_tokenizer *tk,
 		       const char *path, pccx_diag *d)
 {
-	return pccx_g3n_save_gguf(m, tk, path, d);
+	const struct pccx_gguf_keys keys = { tokenizer_keys, tk };
+
+	return pccx_g3n_save_gguf(m, tk ? &keys : NULL, path, d);
 }
 
 /* Stage callback of the reference: dump to files and/or keep for the oracle comparison. */
@@ -230,10 +239,14 @@ static int load_model(struct ref_run *r, pccx_diag *d)
 
 	if (a->model) {
 		struct pccx_g3n_load_info li;
+		pccx_gguf *g = NULL;
 		char buf[160];
 
 		rc = pccx_g3n_load_gguf(&r->m, a->model, (uint32_t)a->max_ctx, &li,
-					a->tokenizer ? NULL : &r->tk, d);
+					a->tokenizer ? NULL : &g, d);
+		if (!rc && g)
+			rc = pccx_tokenizer_load_gguf(g, &r->tk, d);
+		pccx_gguf_close(g);
 		if (rc)
 			return rc;
 		r->cfg = r->m->cfg;

@@ -130,71 +130,6 @@ static int save_tensor(struct save *s, const struct pccx_g3n_model *m, uint32_t 
 					   d);
 }
 
-static int set_str_array(pccx_gguf_writer *w, const char *key, const char *const *s,
-			 const uint32_t *lens, size_t n, pccx_diag *d)
-{
-	pccx_gguf_str *strs = calloc(n ? n : 1, sizeof(*strs));
-	pccx_gguf_value v = { .type = PCCX_GGUF_ARRAY };
-	size_t i;
-	int rc;
-
-	if (!strs)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "GGUF export: %s: out of memory", key);
-	for (i = 0; i < n; i++) {
-		strs[i].s = s[i];
-		strs[i].len = lens ? lens[i] : strlen(s[i]);
-	}
-	v.v.arr.elem_type = PCCX_GGUF_STRING;
-	v.v.arr.n = n;
-	v.v.arr.strs = strs;
-	rc = pccx_gguf_writer_set_value(w, key, &v, d);
-	free(strs);
-	return rc;
-}
-
-static int save_tokenizer(pccx_gguf_writer *w, const pccx_tokenizer *tk, pccx_diag *d)
-{
-	pccx_tokenizer_vocab v;
-	int rc;
-
-	rc = pccx_tokenizer_export_vocab(tk, &v, d);
-	if (rc)
-		return rc;
-	rc = pccx_gguf_writer_set_str(w, "tokenizer.ggml.model", v.model ? v.model : "llama", d);
-	if (!rc)
-		rc = set_str_array(w, "tokenizer.ggml.tokens", v.tokens, v.token_lens, v.n_tokens,
-				   d);
-	if (!rc && v.scores)
-		rc = pccx_gguf_writer_set_array(w, "tokenizer.ggml.scores", PCCX_GGUF_FLOAT32,
-						v.scores, v.n_tokens, d);
-	if (!rc && v.types)
-		rc = pccx_gguf_writer_set_array(w, "tokenizer.ggml.token_type", PCCX_GGUF_INT32,
-						v.types, v.n_tokens, d);
-	if (!rc && v.n_merges)
-		rc = set_str_array(w, "tokenizer.ggml.merges", v.merges, v.merge_lens, v.n_merges,
-				   d);
-	if (!rc && v.bos_id >= 0)
-		rc = pccx_gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)v.bos_id,
-					      d);
-	if (!rc && v.eos_id >= 0)
-		rc = pccx_gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)v.eos_id,
-					      d);
-	if (!rc && v.unk_id >= 0)
-		rc = pccx_gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id",
-					      (uint32_t)v.unk_id, d);
-	if (!rc && v.pad_id >= 0)
-		rc = pccx_gguf_writer_set_u32(w, "tokenizer.ggml.padding_token_id",
-					      (uint32_t)v.pad_id, d);
-	if (!rc && v.add_bos >= 0)
-		rc = pccx_gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", v.add_bos != 0,
-					       d);
-	if (!rc && v.add_space_prefix >= 0)
-		rc = pccx_gguf_writer_set_bool(w, "tokenizer.ggml.add_space_prefix",
-					       v.add_space_prefix != 0, d);
-	pccx_tokenizer_vocab_free(&v);
-	return rc;
-}
-
 static int save_metadata(pccx_gguf_writer *w, const struct pccx_g3n_config *c, pccx_diag *d)
 {
 	struct pccx_attn_desc attn[PCCX_ATTN_KINDS];
@@ -247,8 +182,8 @@ static int save_metadata(pccx_gguf_writer *w, const struct pccx_g3n_config *c, p
 	return rc;
 }
 
-int pccx_g3n_save_gguf(const struct pccx_g3n_model *m, const pccx_tokenizer *tk, const char *path,
-		       pccx_diag *d)
+int pccx_g3n_save_gguf(const struct pccx_g3n_model *m, const struct pccx_gguf_keys *keys,
+		       const char *path, pccx_diag *d)
 {
 	struct save s = { 0 };
 	uint32_t t;
@@ -260,8 +195,8 @@ int pccx_g3n_save_gguf(const struct pccx_g3n_model *m, const pccx_tokenizer *tk,
 	rc = pccx_gguf_writer_new(&s.w, d);
 	if (!rc)
 		rc = save_metadata(s.w, &m->cfg, d);
-	if (!rc && tk)
-		rc = save_tokenizer(s.w, tk, d);
+	if (!rc && keys && keys->add)
+		rc = keys->add(s.w, keys->arg, d);
 	for (t = 0; !rc && t < m->n_t; t++)
 		rc = save_tensor(&s, m, t, d);
 	if (!rc)
@@ -479,88 +414,8 @@ static int load_tensor(const pccx_gguf *g, struct pccx_g3n_model *m, uint32_t t,
 	return PCCX_OK;
 }
 
-static int load_tokenizer(const pccx_gguf *g, pccx_tokenizer **tk, pccx_diag *d)
-{
-	pccx_tokenizer_vocab v = { 0 };
-	const pccx_gguf_str *tok, *mer = NULL;
-	const char **tokens = NULL, **merges = NULL;
-	uint32_t *tlen = NULL, *mlen = NULL;
-	uint64_t n, nm = 0, i;
-	const int32_t *types = NULL;
-	const float *scores = NULL;
-	uint64_t n2;
-	bool b;
-	int rc;
-
-	*tk = NULL;
-	if (!pccx_gguf_find(g, "tokenizer.ggml.tokens"))
-		return PCCX_OK;
-	rc = pccx_gguf_get_str(g, "tokenizer.ggml.model", &v.model, NULL, d);
-	if (!rc)
-		rc = pccx_gguf_get_str_array(g, "tokenizer.ggml.tokens", &tok, &n, d);
-	if (!rc && pccx_gguf_find(g, "tokenizer.ggml.scores"))
-		rc = pccx_gguf_get_f32_array(g, "tokenizer.ggml.scores", &scores, &n2, d);
-	if (!rc && pccx_gguf_find(g, "tokenizer.ggml.token_type"))
-		rc = pccx_gguf_get_i32_array(g, "tokenizer.ggml.token_type", &types, &n2, d);
-	if (!rc && pccx_gguf_find(g, "tokenizer.ggml.merges"))
-		rc = pccx_gguf_get_str_array(g, "tokenizer.ggml.merges", &mer, &nm, d);
-	if (rc)
-		return rc;
-	tokens = calloc(n + 1, sizeof(*tokens));
-	tlen = calloc(n + 1, sizeof(*tlen));
-	merges = calloc(nm + 1, sizeof(*merges));
-	mlen = calloc(nm + 1, sizeof(*mlen));
-	if (!tokens || !tlen || !merges || !mlen) {
-		rc = pccx_fail(d, PCCX_ERR_NOMEM, "%s: tokenizer: out of memory",
-			       pccx_gguf_name(g));
-		goto out;
-	}
-	for (i = 0; i < n; i++) {
-		tokens[i] = tok[i].s;
-		tlen[i] = (uint32_t)tok[i].len;
-	}
-	for (i = 0; i < nm; i++) {
-		merges[i] = mer[i].s;
-		mlen[i] = (uint32_t)mer[i].len;
-	}
-	v.n_tokens = n;
-	v.tokens = tokens;
-	v.token_lens = tlen;
-	v.scores = scores;
-	v.types = types;
-	v.n_merges = nm;
-	v.merges = merges;
-	v.merge_lens = mlen;
-	v.bos_id = v.eos_id = v.unk_id = v.pad_id = -1;
-	v.add_bos = v.add_space_prefix = -1;
-#define ID(key, field)                                                                             \
-	do {                                                                                       \
-		uint32_t u;                                                                        \
-		if (pccx_gguf_find(g, key) && !pccx_gguf_get_u32(g, key, &u, NULL) && u < n)       \
-			field = (int32_t)u;                                                        \
-	} while (0)
-	ID("tokenizer.ggml.bos_token_id", v.bos_id);
-	ID("tokenizer.ggml.eos_token_id", v.eos_id);
-	ID("tokenizer.ggml.unknown_token_id", v.unk_id);
-	ID("tokenizer.ggml.padding_token_id", v.pad_id);
-#undef ID
-	if (pccx_gguf_find(g, "tokenizer.ggml.add_bos_token") &&
-	    !pccx_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &b, NULL))
-		v.add_bos = b;
-	if (pccx_gguf_find(g, "tokenizer.ggml.add_space_prefix") &&
-	    !pccx_gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &b, NULL))
-		v.add_space_prefix = b;
-	rc = pccx_tokenizer_from_vocab(&v, pccx_gguf_name(g), tk, d);
-out:
-	free(tokens);
-	free(tlen);
-	free(merges);
-	free(mlen);
-	return rc;
-}
-
 int pccx_g3n_load_gguf(struct pccx_g3n_model **out, const char *path, uint32_t max_ctx,
-		       struct pccx_g3n_load_info *info, pccx_tokenizer **tk, pccx_diag *d)
+		       struct pccx_g3n_load_info *info, pccx_gguf **file, pccx_diag *d)
 {
 	struct pccx_g3n_load_info local;
 	struct pccx_g3n_config cfg;
@@ -571,8 +426,8 @@ int pccx_g3n_load_gguf(struct pccx_g3n_model **out, const char *path, uint32_t m
 	int rc;
 
 	*out = NULL;
-	if (tk)
-		*tk = NULL;
+	if (file)
+		*file = NULL;
 	if (!info)
 		info = &local;
 	pccx_q4_error_init(&info->q4);
@@ -593,11 +448,12 @@ int pccx_g3n_load_gguf(struct pccx_g3n_model **out, const char *path, uint32_t m
 	}
 	for (t = 0; !rc && t < m->n_t; t++)
 		rc = load_tensor(g, m, t, row, &info->q4, &info->clipped, d);
-	if (!rc && tk)
-		rc = load_tokenizer(g, tk, d);
 out:
 	free(row);
-	pccx_gguf_close(g);
+	if (!rc && file)
+		*file = g;	/* the caller reads its own keys from it (e.g. the tokenizer) */
+	else
+		pccx_gguf_close(g);
 	if (rc) {
 		pccx_g3n_model_free(m);
 		return rc;

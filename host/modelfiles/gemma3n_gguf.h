@@ -4,22 +4,34 @@
  *
  * Save: device Q4 tensors become Q4_0 (lossless: same FP16 scale bits, nibble u = q + 8),
  * BF16 tensors F32 (exact), the AltUp projections one stacked tensor each; the gemma3n.*
- * metadata describe the configuration; a tokenizer, when given, is embedded as
- * tokenizer.ggml.*. Load: the configuration from the metadata and the tensor shapes, Q4_0
+ * metadata describe the configuration; other modules' keys (the tokenizer's tokenizer.ggml.*)
+ * are added through a hook. Load: the configuration from the metadata and the tensor shapes, Q4_0
  * tensors imported losslessly, other types decoded and requantised per block of 32 (the error
- * is reported), vectors rounded to BF16; the tokenizer when the file has one. A file this
- * module wrote loads back bit for bit.
+ * is reported), vectors rounded to BF16; the open file is handed to the caller when it wants
+ * to read other keys (the tokenizer's). A file this module wrote loads back bit for bit.
  */
 #ifndef PCCX_GEMMA3N_GGUF_H
 #define PCCX_GEMMA3N_GGUF_H
 
 #include "gemma3n_model.h"
 #include "pccx/modelfile.h"
-#include "pccx/tokenizer.h"
 
-/* Write `m` (and `tk` when not NULL) to `path` (atomically: temporary file, then rename). */
-PCCX_MUST_CHECK int pccx_g3n_save_gguf(const struct pccx_g3n_model *m, const pccx_tokenizer *tk,
-				       const char *path, pccx_diag *d);
+/*
+ * Keys of another module written into the same file, after the gemma3n.* metadata: add(w, arg)
+ * (e.g. the tokenizer's keys, host/text/tokenizer_gguf.h). This module does not interpret them.
+ */
+struct pccx_gguf_keys {
+	int (*add)(pccx_gguf_writer *w, const void *arg, pccx_diag *d);
+	const void *arg;
+};
+
+/*
+ * Write `m` (and the keys of `keys` when not NULL) to `path` (atomically: temporary file, then
+ * rename).
+ */
+PCCX_MUST_CHECK int pccx_g3n_save_gguf(const struct pccx_g3n_model *m,
+				       const struct pccx_gguf_keys *keys, const char *path,
+				       pccx_diag *d);
 
 /* What a load changed on the way into the device format. */
 struct pccx_g3n_load_info {
@@ -29,11 +41,13 @@ struct pccx_g3n_load_info {
 
 /*
  * Load a gemma3n GGUF into a new model in device layout. max_ctx: KV positions of global
- * layers (0 = 4096). info (may be NULL) receives what the conversion changed. *tk (when tk
- * != NULL) receives the embedded tokenizer or NULL.
+ * layers (0 = 4096). info (may be NULL) receives what the conversion changed. *file (when file
+ * != NULL) receives the open GGUF on success, for the caller to read other keys from (the
+ * tokenizer's: pccx_tokenizer_load_gguf); close it with pccx_gguf_close(). On failure it is
+ * NULL.
  */
 PCCX_MUST_CHECK int pccx_g3n_load_gguf(struct pccx_g3n_model **out, const char *path,
 				       uint32_t max_ctx, struct pccx_g3n_load_info *info,
-				       pccx_tokenizer **tk, pccx_diag *d);
+				       pccx_gguf **file, pccx_diag *d);
 
 #endif /* PCCX_GEMMA3N_GGUF_H */

@@ -25,6 +25,7 @@
 
 #include "backend_kernel.h"
 #include "backend_sim.h"
+#include "chat.h"
 #include "compiler.h"
 #include "diag.h"
 #include "exec_ref.h"
@@ -36,6 +37,7 @@
 #include "pccx/tokenizer.h"
 #include "pccx_num.h"
 #include "pccx_testing.h"
+#include "tokenizer_gguf.h"
 #include "verify.h"
 #include "wpieces.h"
 
@@ -69,6 +71,9 @@ struct pccx_model {
 	pccx_device *dev;
 	struct pccx_g3n_model *m;
 	pccx_tokenizer *tok;
+	const struct pccx_chat_format *chat;	/* the family's: every model here is a Gemma 3n */
+	int32_t stop[PCCX_CHAT_MAX_STOPS + 1];	/* ids that end generation (with a tokenizer) */
+	size_t n_stop;
 	struct kweights kw;
 };
 
@@ -390,8 +395,13 @@ int pccx_model_load(pccx_device *dev, const struct pccx_model_opts *opts, pccx_m
 			if (!rc && !opts->tokenizer)
 				rc = sibling_tokenizer(opts->path, &embedded, d);
 		} else {
+			pccx_gguf *g = NULL;
+
 			rc = pccx_g3n_load_gguf(&model->m, opts->path, 0, NULL,
-						opts->tokenizer ? NULL : &embedded, d);
+						opts->tokenizer ? NULL : &g, d);
+			if (!rc && g)
+				rc = pccx_tokenizer_load_gguf(g, &embedded, d);
+			pccx_gguf_close(g);
 		}
 		if (rc) {
 			pccx_tokenizer_free(embedded);
@@ -427,6 +437,8 @@ int pccx_model_load(pccx_device *dev, const struct pccx_model_opts *opts, pccx_m
 			goto fail;
 		}
 	}
+	model->chat = pccx_chat_format(PCCX_CHAT_GEMMA);
+	model->n_stop = pccx_chat_stop_ids(model->chat, model->tok, model->stop);
 	*out = model;
 	return PCCX_OK;
 fail:
@@ -951,7 +963,7 @@ int pccx_session_tokenize(pccx_session *s, const char *text, bool chat, int32_t 
 	if (chat) {
 		pccx_chat_turn turn = { "user", text };
 
-		rc = pccx_chat_render_gemma(&turn, 1, true, &rendered, &len, d);
+		rc = pccx_chat_render(s->model->chat, &turn, 1, true, &rendered, &len, d);
 		if (rc)
 			return rc;
 		rc = pccx_tokenizer_encode(tk, rendered, len, 0, ids, n, d);
@@ -1078,18 +1090,15 @@ int pccx_session_prefill(pccx_session *s, const int32_t *ids, size_t n, pccx_dia
 	return rc;
 }
 
+/* The tokenizer's EOS and the chat format's end of turn (resolved at model load). */
 static bool is_stop_token(const pccx_session *s, int32_t tok)
 {
-	const pccx_tokenizer *tk = s->model->tok;
-	size_t len;
-	const char *p;
+	size_t i;
 
-	if (!tk)
-		return false;
-	if (tok == pccx_tokenizer_eos(tk))
-		return true;
-	p = pccx_tokenizer_piece(tk, tok, &len);
-	return p && len == 13 && !memcmp(p, "<end_of_turn>", 13);
+	for (i = 0; i < s->model->n_stop; i++)
+		if (tok == s->model->stop[i])
+			return true;
+	return false;
 }
 
 int pccx_session_generate(pccx_session *s, const struct pccx_sampler_config *cfg,

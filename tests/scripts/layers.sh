@@ -3,7 +3,9 @@
 #   libpccx  libpccx_sim  libpccx_ref  libpccx_base  libpccx_isa  libpccx_num
 # Checked with nm: no library leaves undefined a symbol that an earlier one defines, so they
 # link in that order with no --start-group (and nothing asks for one). The model's math
-# (reference/) includes no file-format or text header.
+# (reference/) includes no file-format or text header. Inside libpccx, the file formats
+# (host/modelfiles) use nothing of the text side (host/text), which reads its vocabularies
+# through them: no include, no symbol.
 #   tests/scripts/layers.sh BUILD
 set -u
 build=${1:-build}
@@ -58,6 +60,28 @@ for h in $fmt_headers; do
 done
 if [ -n "$hits" ]; then bad "reference/ includes no file-format, text or runtime header" "$hits"; else
   ok "reference/ includes no file-format, text or runtime header"; fi
+
+# host/modelfiles is under host/text: no text header (its own or the public pccx/tokenizer.h,
+# pccx/sampler.h) and no symbol a host/text object defines
+text_headers="$(cd host/text && ls *.h) pccx/tokenizer.h pccx/sampler.h"
+hits=""
+for h in $text_headers; do
+  hits+=$(grep -n "#include [\"<]$h[\">]" host/modelfiles/*.c host/modelfiles/*.h 2>/dev/null)
+done
+if [ -n "$hits" ]; then bad "host/modelfiles includes no host/text header" "$hits"; else
+  ok "host/modelfiles includes no host/text header"; fi
+objs() { for c in "$1"/*.c; do echo "$build/obj/${c%.c}.o"; done; }
+if ls $(objs host/modelfiles) $(objs host/text) >/dev/null 2>&1; then
+  nm $(objs host/text) 2>/dev/null |
+    awk 'NF == 3 && $2 ~ /^[TDRBCV]$/ {print $3}' | sort -u >"$tmp/text.def"
+  nm $(objs host/modelfiles) 2>/dev/null |
+    awk 'NF == 2 && $1 == "U" {print $2}' | sort -u >"$tmp/modelfiles.undef"
+  up=$(comm -12 "$tmp/modelfiles.undef" "$tmp/text.def")
+  if [ -n "$up" ]; then bad "host/modelfiles uses no symbol of host/text" "$up"; else
+    ok "host/modelfiles uses no symbol of host/text"; fi
+else
+  bad "host/modelfiles and host/text objects exist in $build/obj"
+fi
 
 # The model's layers are described once, by the per-layer table that reference/layers.c builds
 # from the configuration (struct pccx_layer_desc, model->layers[l]): outside the builder no

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Chat formats, one per model family: how a conversation is written for the model and which
+ * pieces end the model's turn. One table (chat.c) holds them; the renderer
+ * (pccx_chat_render, and pccx_chat_render_gemma of the public API) and the runtime's stop test
+ * (the ids pccx_chat_stop_ids resolves once, when a model is loaded) both read it.
+ */
+#ifndef PCCX_CHAT_H
+#define PCCX_CHAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pccx/tokenizer.h"
+
+enum pccx_chat_family {
+	PCCX_CHAT_GEMMA,	/* Gemma 1, 2, 3 and 3n: <start_of_turn>ROLE\n...<end_of_turn>\n */
+	PCCX_CHAT_GEMMA4,	/* Gemma 4: the <|turn> format, not filled in yet */
+	PCCX_CHAT_FAMILIES
+};
+
+#define PCCX_CHAT_MAX_STOPS 4
+
+/*
+ * A conversation is written as
+ *   bos, then per turn: turn_start ROLE role_end CONTENT turn_end,
+ * then with a generation prompt: turn_start model_role role_end.
+ * CONTENT is trimmed of surrounding whitespace; the role "assistant" is written model_role; a
+ * leading "system" turn is not a turn of its own: its content and system_sep go in front of the
+ * first remaining turn's content.
+ */
+struct pccx_chat_format {
+	const char *family;		/* for messages */
+	/*
+	 * BOS as text at the start of the conversation, matched as a special token when the
+	 * result is encoded (so encode it without PCCX_TOK_ADD_BOS); "" for none.
+	 */
+	const char *bos;
+	const char *turn_start, *role_end, *turn_end;
+	const char *model_role;
+	const char *system_sep;
+	/* Pieces that end the model's turn besides the tokenizer's EOS; NULL after the last. */
+	const char *stops[PCCX_CHAT_MAX_STOPS];
+};
+
+/* The format of `family`; NULL when that family's format is not filled in yet. */
+const struct pccx_chat_format *pccx_chat_format(enum pccx_chat_family family);
+
+/*
+ * Render `turns` in `fmt` (the rules of pccx_chat_render_gemma, pccx/tokenizer.h); *out is
+ * malloc'ed and NUL-terminated. PCCX_ERR_UNSUPPORTED when fmt is NULL.
+ */
+PCCX_MUST_CHECK int pccx_chat_render(const struct pccx_chat_format *fmt,
+				     const pccx_chat_turn *turns, size_t n,
+				     bool add_generation_prompt, char **out, size_t *len,
+				     pccx_diag *d);
+
+/*
+ * The ids that end the model's turn with `tk`: its EOS and each stop piece of `fmt` it has,
+ * without repeats. Writes at most PCCX_CHAT_MAX_STOPS + 1 ids; returns how many. fmt and tk may
+ * be NULL (no format: the EOS only; no tokenizer: none).
+ */
+size_t pccx_chat_stop_ids(const struct pccx_chat_format *fmt, const pccx_tokenizer *tk,
+			  int32_t ids[PCCX_CHAT_MAX_STOPS + 1]);
+
+#endif /* PCCX_CHAT_H */
