@@ -86,11 +86,11 @@ CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
 
 .SECONDARY:
-.PHONY: FORCE
-FORCE:
-
 .PHONY: all test test-plain test-asan demo bench fuzz install clean deps-test deps-demo qemu-test
 all: $(CLI) $(TESTS)
+
+.PHONY: FORCE
+FORCE:
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
