@@ -16,7 +16,8 @@ int pccx_layers_build(const struct pccx_g3n_config *c,
 		      struct pccx_attn_desc attn[PCCX_ATTN_KINDS], struct pccx_layer_desc *layers,
 		      pccx_diag *d)
 {
-	uint32_t first, l, k, src;
+	uint32_t l, k, kv_src[PCCX_G3N_MAX_LAYERS];
+	bool local[PCCX_G3N_MAX_LAYERS] = { false };
 
 	if (c->n_layers == 0 || c->n_layers > PCCX_G3N_MAX_LAYERS || c->global_period == 0 ||
 	    c->n_kv_shared >= c->n_layers)
@@ -36,12 +37,14 @@ int pccx_layers_build(const struct pccx_g3n_config *c,
 		};
 	}
 
-	/* layers [first, n_layers) share the cache of an earlier layer */
-	first = c->n_layers - c->n_kv_shared;
+	/* the last n_kv_shared layers read the cache of an earlier layer */
+	pccx_layers_pattern(c->global_period, c->n_layers, local);
+	if (pccx_layers_kv_sources(local, c->n_layers, c->n_kv_shared, kv_src) != c->n_layers)
+		return pccx_fail(d, PCCX_ERR_INVALID, "config '%s': n_kv_shared leaves "
+				 "a shared layer without an owner of its type", c->name);
 	for (l = 0; l < c->n_layers; l++) {
 		struct pccx_layer_desc *L = &layers[l];
-		enum pccx_attn_kind kind =
-			g3n_global(c->global_period, l) ? PCCX_ATTN_GLOBAL : PCCX_ATTN_LOCAL;
+		enum pccx_attn_kind kind = local[l] ? PCCX_ATTN_LOCAL : PCCX_ATTN_GLOBAL;
 		const struct pccx_attn_desc *A = &attn[kind];
 		bool sparse = l < c->n_sparse;
 
@@ -53,8 +56,8 @@ int pccx_layers_build(const struct pccx_g3n_config *c,
 			.head_dim = A->head_dim,
 			.q_dim = A->n_heads * A->head_dim,
 			.kv_dim = A->n_kv_heads * A->head_dim,
-			.kv_write = l < first,
-			.kv_src = l,
+			.kv_write = kv_src[l] == l,
+			.kv_src = kv_src[l],
 			.kv_rows = A->kv_rows,
 			.theta = A->theta,
 			.rope_dims = A->rope_dims,
@@ -63,18 +66,35 @@ int pccx_layers_build(const struct pccx_g3n_config *c,
 			.sparse_z = sparse ? c->sparse_z : 0.0f,
 			.norms = ALL_NORMS,
 		};
-		if (L->kv_write)
-			continue;
-		/* the last layer of its own kind that writes a cache (kv_shared_layer_index) */
-		for (src = first; src-- > 0;)
-			if (layers[src].kind == kind)
-				break;
-		if (src == UINT32_MAX)
-			return pccx_fail(d, PCCX_ERR_INVALID, "config '%s': n_kv_shared leaves "
-					 "a shared layer without an owner of its type", c->name);
-		L->kv_src = src;
 	}
 	return PCCX_OK;
+}
+
+void pccx_layers_pattern(uint32_t period, uint32_t n, bool *local)
+{
+	uint32_t l;
+
+	for (l = 0; l < n; l++)
+		local[l] = !g3n_global(period, l);
+}
+
+uint32_t pccx_layers_kv_sources(const bool *local, uint32_t n, uint32_t n_shared, uint32_t *src)
+{
+	uint32_t first = n_shared < n ? n - n_shared : 0, l, s;
+
+	for (l = 0; l < n; l++) {
+		src[l] = l;
+		if (l < first)
+			continue;
+		/* the last layer of its own kind that writes a cache (kv_shared_layer_index) */
+		for (s = first; s-- > 0;)
+			if (local[s] == local[l])
+				break;
+		if (s == UINT32_MAX)
+			return l;
+		src[l] = s;
+	}
+	return n;
 }
 
 uint32_t pccx_layers_global_period(const unsigned char *sliding, uint32_t n, uint32_t *bad)

@@ -83,6 +83,18 @@ PCCX_MUST_CHECK int pccx_layers_build(const struct pccx_g3n_config *c,
 				      struct pccx_layer_desc *layers, pccx_diag *d);
 
 /*
+ * The per-layer facts the table is built from, for loaders that check a model file's own
+ * per-layer description before a configuration exists:
+ * - pccx_layers_pattern: Gemma 3n's attention pattern, local[l] for every layer but each
+ *   period-th (Hugging Face's default layer_types);
+ * - pccx_layers_kv_sources: from a pattern, the layer whose KV cache each layer reads:
+ *   layers [0, n - n_shared) write their own (src[l] = l), each later one reads the last
+ *   writer of its own kind. Returns n, or the first layer without such a writer.
+ */
+void pccx_layers_pattern(uint32_t period, uint32_t n, bool *local);
+uint32_t pccx_layers_kv_sources(const bool *local, uint32_t n, uint32_t n_shared, uint32_t *src);
+
+/*
  * Gemma 3n's global_period from a per-layer pattern as model files give it (sliding[l] != 0:
  * layer l is local): the period whose first global layer is the first non-sliding entry.
  * *bad receives the first layer whose entry that period contradicts (n when none), for

@@ -10,6 +10,7 @@
 
 #include "diag.h"
 #include "gemma3n_tensors.h"
+#include "layers.h"
 
 /* Symbolic dimensions. */
 enum dim {
@@ -329,19 +330,31 @@ int pccx_tmap_find_st(const pccx_safetensors *st, const pccx_hf_config *cfg, int
 }
 
 /*
- * K/V projections and the K norm of KV-sharing layers are in checkpoints but never used:
- * checked when present, not required.
+ * K/V projections and the K norm of KV-sharing layers (those that read another layer's cache,
+ * kv_src[layer] != layer) are in checkpoints but never used: checked when present, not
+ * required.
  */
-static bool optional_in(const pccx_hf_config *cfg, int id, uint32_t layer)
+static bool optional_in(const uint32_t *kv_src, int id, uint32_t layer)
 {
-	uint32_t first_shared = cfg->num_hidden_layers - cfg->num_kv_shared_layers;
-
-	return layer >= first_shared &&
+	return kv_src[layer] != layer &&
 	       (id == PCCX_TMAP_ATTN_K || id == PCCX_TMAP_ATTN_V || id == PCCX_TMAP_ATTN_K_NORM);
+}
+
+/* Which layer's cache each layer reads, from the file's own layer description. */
+static void kv_sources(const pccx_hf_config *cfg, uint32_t *kv_src)
+{
+	uint32_t n = cfg->num_hidden_layers < PCCX_HF_MAX_LAYERS ? cfg->num_hidden_layers :
+		     PCCX_HF_MAX_LAYERS;
+
+	/* a layer without a writer of its kind reads its own (config.json refuses it) */
+	(void)pccx_layers_kv_sources(cfg->layer_is_sliding, n, cfg->num_kv_shared_layers, kv_src);
 }
 
 int pccx_tmap_check_gguf(const pccx_gguf *g, const pccx_hf_config *cfg, pccx_diag *d)
 {
+	uint32_t kv_src[PCCX_HF_MAX_LAYERS];
+
+	kv_sources(cfg, kv_src);
 	for (int id = 0; id < PCCX_TMAP_COUNT; id++) {
 		uint32_t nl = map[id].per_layer ? cfg->num_hidden_layers : 1;
 
@@ -349,7 +362,7 @@ int pccx_tmap_check_gguf(const pccx_gguf *g, const pccx_hf_config *cfg, pccx_dia
 			const pccx_gguf_tensor *t;
 			int rc = pccx_tmap_find_gguf(g, cfg, id, l, &t, d);
 
-			if (rc == PCCX_ERR_NOT_FOUND && optional_in(cfg, id, l))
+			if (rc == PCCX_ERR_NOT_FOUND && optional_in(kv_src, id, l))
 				continue;
 			if (rc)
 				return rc;
@@ -360,6 +373,9 @@ int pccx_tmap_check_gguf(const pccx_gguf *g, const pccx_hf_config *cfg, pccx_dia
 
 int pccx_tmap_check_st(const pccx_safetensors *st, const pccx_hf_config *cfg, pccx_diag *d)
 {
+	uint32_t kv_src[PCCX_HF_MAX_LAYERS];
+
+	kv_sources(cfg, kv_src);
 	for (int id = 0; id < PCCX_TMAP_COUNT; id++) {
 		uint32_t nl = map[id].per_layer ? cfg->num_hidden_layers : 1;
 
@@ -368,7 +384,7 @@ int pccx_tmap_check_st(const pccx_safetensors *st, const pccx_hf_config *cfg, pc
 				const pccx_st_tensor *t;
 				int rc = pccx_tmap_find_st(st, cfg, id, l, p, &t, d);
 
-				if (rc == PCCX_ERR_NOT_FOUND && optional_in(cfg, id, l))
+				if (rc == PCCX_ERR_NOT_FOUND && optional_in(kv_src, id, l))
 					continue;
 				if (rc)
 					return rc;

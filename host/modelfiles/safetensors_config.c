@@ -10,6 +10,7 @@
 
 #include "diag.h"
 #include "json.h"
+#include "layers.h"
 #include "modelfile_util.h"
 #include "pccx/modelfile.h"
 
@@ -29,9 +30,9 @@ void pccx_hf_config_e4b(pccx_hf_config *c)
 	memset(c, 0, sizeof(*c));
 	c->hidden_size = 2048;
 	c->num_hidden_layers = 35;
+	pccx_layers_pattern(5, 35, c->layer_is_sliding);
 	for (uint32_t i = 0; i < 35; i++) {
 		c->intermediate_size[i] = 16384;
-		c->layer_is_sliding[i] = (i + 1) % 5 != 0;
 		c->activation_sparsity[i] = i < 10 ? 0.95f : 0.0f;
 	}
 	c->num_attention_heads = 8;
@@ -155,8 +156,8 @@ static int read_layer_types(struct ctx *x)
 
 	if (!m || pccx_json_type_of(m) == PCCX_JSON_NULL) {
 		x->c->defaulted |= 1u << DEF_LAYER_TYPES;
-		for (uint32_t i = 0; i < L; i++)
-			x->c->layer_is_sliding[i] = (i + 1) % 5 != 0;
+		/* Hugging Face's default: every 5th layer full attention */
+		pccx_layers_pattern(5, L, x->c->layer_is_sliding);
 		return PCCX_OK;
 	}
 	if (pccx_json_type_of(m) != PCCX_JSON_ARRAY)
@@ -298,7 +299,7 @@ static int check_consistency(struct ctx *x)
 {
 	pccx_hf_config *c = x->c;
 	const char *n = pccx_json_doc_name(x->doc);
-	uint32_t first_shared = c->num_hidden_layers - c->num_kv_shared_layers;
+	uint32_t src[PCCX_HF_MAX_LAYERS], bad;
 
 	if (c->num_attention_heads % c->num_key_value_heads)
 		return pccx_fail(x->d, PCCX_ERR_FORMAT,
@@ -327,19 +328,15 @@ static int check_consistency(struct ctx *x)
 				 "K/V (num_hidden_layers %" PRIu32 ")",
 				 n, c->num_kv_shared_layers, c->num_hidden_layers);
 	/* A KV-sharing layer reuses the last earlier layer of its own attention type. */
-	for (uint32_t i = first_shared; i < c->num_hidden_layers; i++) {
-		bool found = false;
-
-		for (uint32_t j = 0; j < first_shared && !found; j++)
-			found = c->layer_is_sliding[j] == c->layer_is_sliding[i];
-		if (!found)
-			return pccx_fail(x->d, PCCX_ERR_FORMAT,
-					 "%s: layer %" PRIu32 " (%s) shares K/V but no layer "
-					 "before %" PRIu32 " has that attention type",
-					 n, i, c->layer_is_sliding[i] ? "sliding_attention" :
-					 "full_attention",
-					 first_shared);
-	}
+	bad = pccx_layers_kv_sources(c->layer_is_sliding, c->num_hidden_layers,
+				     c->num_kv_shared_layers, src);
+	if (bad < c->num_hidden_layers)
+		return pccx_fail(x->d, PCCX_ERR_FORMAT,
+				 "%s: layer %" PRIu32 " (%s) shares K/V but no layer "
+				 "before %" PRIu32 " has that attention type",
+				 n, bad, c->layer_is_sliding[bad] ? "sliding_attention" :
+				 "full_attention",
+				 c->num_hidden_layers - c->num_kv_shared_layers);
 	return PCCX_OK;
 }
 
