@@ -89,16 +89,6 @@ static const struct kept *find(const struct pccx_cmp *c, const char *name, size_
 	return NULL;
 }
 
-const float *pccx_cmp_ref_values(const struct pccx_cmp *c, const char *name, uint32_t *n)
-{
-	const struct kept *k = find(c, name, 0);
-
-	if (!k)
-		return NULL;
-	*n = k->n;
-	return k->v;
-}
-
 int pccx_cmp_oracle_stage(void *user, const char *name, const double *x, uint32_t rows,
 			  uint32_t cols)
 {

@@ -38,8 +38,6 @@ int pccx_cmp_oracle_stage(void *user, const char *name, const double *x, uint32_
 			  uint32_t cols);
 
 const struct pccx_stage_stat *pccx_cmp_results(const struct pccx_cmp *c, size_t *n);
-/* The kept reference values of a stage (widened from BF16), or NULL. */
-const float *pccx_cmp_ref_values(const struct pccx_cmp *c, const char *name, uint32_t *n);
 
 /*
  * Next-token agreement of two logit vectors: *same_top1 when their argmax (lowest id on ties)

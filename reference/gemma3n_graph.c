@@ -186,7 +186,8 @@ int pccx_g3n_plan_build(const struct pccx_g3n_model *m, struct pccx_g3n_plan *p,
 	return PCCX_OK;
 }
 
-uint64_t pccx_g3n_kv_row_offset(const struct pccx_g3n_model *m, const struct pccx_g3n_plan *p,
+/* Byte offset in the KV buffer of row `row` of (KV-writing layer, kv head, 0 = K / 1 = V). */
+static uint64_t kv_row_offset(const struct pccx_g3n_model *m, const struct pccx_g3n_plan *p,
 				uint32_t layer, uint32_t head, unsigned v, uint32_t row)
 {
 	const struct pccx_layer_desc *ly = &m->layers[layer];
@@ -665,9 +666,9 @@ static void forward_kv_append(struct emit *e, uint32_t l, uint32_t pos)
 		rmsnorm_rows(e, p->v, p->v, nkv, hd, NO_WEIGHT);
 	stage(e, p->v, nkv, hd, "L%u.attn.v", l);
 	for (g = 0; g < nkv; g++) {
-		store(e, PCCX_NPU_BUF_KV, pccx_g3n_kv_row_offset(e->m, p, l, g, 0, row),
+		store(e, PCCX_NPU_BUF_KV, kv_row_offset(e->m, p, l, g, 0, row),
 		      p->k + g * hw, hd);
-		store(e, PCCX_NPU_BUF_KV, pccx_g3n_kv_row_offset(e->m, p, l, g, 1, row),
+		store(e, PCCX_NPU_BUF_KV, kv_row_offset(e->m, p, l, g, 1, row),
 		      p->v + g * hw, hd);
 	}
 }
@@ -684,12 +685,12 @@ static void forward_attend(struct emit *e, uint32_t l, uint32_t pos)
 	for (g = 0; g < ly->n_kv_heads; g++) {
 		struct pccx_npu_wref kr = {
 			.buf = PCCX_NPU_BUF_KV,
-			.offset = pccx_g3n_kv_row_offset(e->m, p, ly->kv_src, g, 0, 0),
+			.offset = kv_row_offset(e->m, p, ly->kv_src, g, 0, 0),
 			.tensor = -1,
 		};
 		struct pccx_npu_wref vr = {
 			.buf = PCCX_NPU_BUF_KV,
-			.offset = pccx_g3n_kv_row_offset(e->m, p, ly->kv_src, g, 1, 0),
+			.offset = kv_row_offset(e->m, p, ly->kv_src, g, 1, 0),
 			.tensor = -1,
 		};
 

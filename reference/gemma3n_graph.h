@@ -97,9 +97,6 @@ struct pccx_g3n_plan {
 PCCX_MUST_CHECK int pccx_g3n_plan_build(const struct pccx_g3n_model *m,
 					struct pccx_g3n_plan *p, pccx_diag *d);
 
-/* Byte offset in the KV buffer of row `row` of (KV-writing layer, kv head, 0 = K / 1 = V). */
-uint64_t pccx_g3n_kv_row_offset(const struct pccx_g3n_model *m, const struct pccx_g3n_plan *p,
-				uint32_t layer, uint32_t head, unsigned v, uint32_t row);
 
 /*
  * Write the per-step inputs of (token, pos) into `in` (p->in_bytes): constants, the RoPE

@@ -241,16 +241,6 @@ void pccx_g3n_model_free(struct pccx_g3n_model *m)
 	free(m);
 }
 
-int32_t pccx_g3n_find(const struct pccx_g3n_model *m, const char *name)
-{
-	uint32_t i;
-
-	for (i = 0; i < m->n_t; i++)
-		if (!strcmp(m->t[i].name, name))
-			return (int32_t)i;
-	return -1;
-}
-
 void pccx_g3n_row_f32(const struct pccx_g3n_model *m, int32_t t, uint32_t r, float *out)
 {
 	const struct pccx_g3n_tensor *T = &m->t[t];

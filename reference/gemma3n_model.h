@@ -119,8 +119,6 @@ PCCX_MUST_CHECK int pccx_g3n_model_create(struct pccx_g3n_model **out,
 					  const struct pccx_g3n_config *cfg, pccx_diag *d);
 void pccx_g3n_model_free(struct pccx_g3n_model *m);
 
-/* Tensor id by name, or -1. */
-int32_t pccx_g3n_find(const struct pccx_g3n_model *m, const char *name);
 
 /*
  * Fill every tensor with seeded synthetic values whose statistics resemble a trained

@@ -479,11 +479,6 @@ void pccx_oracle_on_stage(struct pccx_oracle *o, pccx_oracle_stage_fn fn, void *
 	o->user = user;
 }
 
-void pccx_oracle_reset(struct pccx_oracle *o)
-{
-	o->pos = 0;
-}
-
 static double *dalloc(size_t n, int *fail)
 {
 	double *p = calloc(n ? n : 1, sizeof(double));

@@ -24,7 +24,6 @@ PCCX_MUST_CHECK int pccx_oracle_create(struct pccx_oracle **out, const struct pc
 				       unsigned n_threads, pccx_diag *d);
 void pccx_oracle_free(struct pccx_oracle *o);
 void pccx_oracle_on_stage(struct pccx_oracle *o, pccx_oracle_stage_fn fn, void *user);
-void pccx_oracle_reset(struct pccx_oracle *o);
 
 /* Decode `token` at the next position; logits (vocab values, soft-capped) when non-NULL. */
 PCCX_MUST_CHECK int pccx_oracle_step(struct pccx_oracle *o, uint32_t token, double *logits,

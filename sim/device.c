@@ -31,12 +31,12 @@ bool sim_input_pending(const struct pccx_sim *s)
 }
 
 /* ... or in any stream FIFO, the result FIFO (device output for the host) included. */
-bool sim_stream_pending(const struct pccx_sim *s)
+static bool sim_stream_pending(const struct pccx_sim *s)
 {
 	return sim_input_pending(s) || s->resq.level;
 }
 
-bool sim_is_idle(const struct pccx_sim *s)
+static bool sim_is_idle(const struct pccx_sim *s)
 {
 	return s->core_cycle >= s->reset_until && s->fifo_level == 0 && sim_engines_idle(s) &&
 	       !sim_dm_outstanding(s) && !sim_stream_pending(s);
@@ -79,7 +79,7 @@ void sim_set_error(struct pccx_sim *s, uint32_t cause, uint32_t isa_err, uint64_
 	sim_frontend_flush(s);
 }
 
-void sim_reset_state(struct pccx_sim *s)
+static void sim_reset_state(struct pccx_sim *s)
 {
 	unsigned p, ch;
 

@@ -136,7 +136,7 @@ fail:
 }
 
 /* The last beat of stored row `row` arrived in lane p: compute what depends on it. */
-void sim_matmul_row_done(struct pccx_sim *s, struct sim_matmul *mm, unsigned p, uint32_t row)
+static void sim_matmul_row_done(struct pccx_sim *s, struct sim_matmul *mm, unsigned p, uint32_t row)
 {
 	const uint8_t *rec = mm->lane[p].row;
 	uint32_t r, i, nvals;

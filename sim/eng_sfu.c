@@ -80,7 +80,7 @@ static uint32_t slot_bits(struct pccx_sim *s, uint32_t w, uint64_t j)
 	return v[e % 8] | ((uint32_t)v[e % 8 + 1] << 16);
 }
 
-void sim_cvo_execute(struct pccx_sim *s, const struct pccx_insn *in)
+static void sim_cvo_execute(struct pccx_sim *s, const struct pccx_insn *in)
 {
 	unsigned func = in->f[PCCX_FID_D_func] & 15;
 	const struct pccx_cvo_desc *cd = pccx_cvo_desc(func);

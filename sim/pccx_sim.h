@@ -184,7 +184,6 @@ struct pccx_sim_insn_time {
 };
 /* NULL when index is beyond what the current job issued. */
 const struct pccx_sim_insn_time *pccx_sim_insn_time(const pccx_sim *sim, uint32_t index);
-uint32_t pccx_sim_insn_count(const pccx_sim *sim);
 
 /* Stage marker: the stage `name` ends with instruction `insn` (the job builder's convention). */
 struct pccx_sim_stage {

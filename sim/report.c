@@ -45,11 +45,6 @@ const struct pccx_sim_insn_time *pccx_sim_insn_time(const pccx_sim *s, uint32_t 
 	return index < s->n_times ? &s->times[index] : NULL;
 }
 
-uint32_t pccx_sim_insn_count(const pccx_sim *s)
-{
-	return s->n_times;
-}
-
 static double pct(uint64_t a, uint64_t b)
 {
 	return b ? 100.0 * (double)a / (double)b : 0.0;

@@ -207,11 +207,8 @@ void sim_l2_clear(struct pccx_sim *s);
 /* device.c */
 void sim_set_error(struct pccx_sim *s, uint32_t cause, uint32_t isa_err, uint64_t index,
 		   uint64_t info);
-void sim_reset_state(struct pccx_sim *s);
-bool sim_is_idle(const struct pccx_sim *s);
 bool sim_engines_idle(const struct pccx_sim *s);
 bool sim_input_pending(const struct pccx_sim *s);
-bool sim_stream_pending(const struct pccx_sim *s);
 void sim_device_core_tick(struct pccx_sim *s);
 struct sim_window *sim_window_find(struct pccx_sim *s, uint64_t addr);
 
@@ -270,21 +267,18 @@ int sim_matmul_start(struct pccx_sim *s, struct sim_matmul *mm, struct sim_op *o
 void sim_matmul_core_tick(struct pccx_sim *s, struct sim_matmul *mm);
 void sim_matmul_axi_tick(struct pccx_sim *s, struct sim_matmul *mm);
 void sim_matmul_abort(struct pccx_sim *s, struct sim_matmul *mm);
-void sim_matmul_row_done(struct pccx_sim *s, struct sim_matmul *mm, unsigned p, uint32_t row);
 uint32_t sim_gemm_beat_macs(const struct sim_matmul *mm, uint64_t byte_in_row);
 
 /* eng_sfu.c: CVO and the L2 copy (fixed-duration units) */
 void sim_timed_start(struct pccx_sim *s, struct sim_op *op);
 void sim_timed_core_tick(struct pccx_sim *s);
 void sim_timed_abort(struct pccx_sim *s);
-void sim_cvo_execute(struct pccx_sim *s, const struct pccx_insn *in);
 
 /* timing.c: the clocks and the DDR model */
 void sim_run_to(struct pccx_sim *s, uint64_t t_ps);
 uint64_t sim_ddr_access(struct pccx_sim *s, uint64_t now_ps, uint64_t addr, uint32_t bytes,
 			int write);
 int sim_ddr_init(struct pccx_sim *s);
-void sim_ddr_reset(struct pccx_sim *s);
 
 /* trace.c */
 void sim_trace_event(struct pccx_sim *s, const char *track, const char *name,

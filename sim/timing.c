@@ -23,6 +23,20 @@ static uint64_t max64(uint64_t a, uint64_t b)
 	return a > b ? a : b;
 }
 
+/* An idle bus, no open row, the next refresh one interval away. */
+static void sim_ddr_reset(struct pccx_sim *s)
+{
+	struct sim_ddr *d = &s->ddr;
+	uint32_t i;
+
+	d->free_ps = s->now_ps;
+	d->next_refresh_ps = s->now_ps + s->cfg.ddr_refi_ps;
+	d->last_dir = 0;
+	d->rem = 0;
+	for (i = 0; i < s->cfg.ddr_banks; i++)
+		d->open_row[i] = ~0ull;
+}
+
 int sim_ddr_init(struct pccx_sim *s)
 {
 	struct sim_ddr *d = &s->ddr;
@@ -40,19 +54,6 @@ int sim_ddr_init(struct pccx_sim *s)
 	d->row_shift = d->bank_shift + b;
 	sim_ddr_reset(s);
 	return 0;
-}
-
-void sim_ddr_reset(struct pccx_sim *s)
-{
-	struct sim_ddr *d = &s->ddr;
-	uint32_t i;
-
-	d->free_ps = s->now_ps;
-	d->next_refresh_ps = s->now_ps + s->cfg.ddr_refi_ps;
-	d->last_dir = 0;
-	d->rem = 0;
-	for (i = 0; i < s->cfg.ddr_banks; i++)
-		d->open_row[i] = ~0ull;
 }
 
 /*

@@ -4,7 +4,7 @@
 
 #include "diag.h"
 
-int pccx_vfail(pccx_diag *d, int status, const char *fmt, va_list ap)
+static int vfail(pccx_diag *d, int status, const char *fmt, va_list ap)
 {
 	if (d) {
 		d->status = status;
@@ -18,7 +18,7 @@ int pccx_fail(pccx_diag *d, int status, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	pccx_vfail(d, status, fmt, ap);
+	vfail(d, status, fmt, ap);
 	va_end(ap);
 	return status;
 }

@@ -11,7 +11,6 @@
  * return `status`, so call sites read:  return pccx_fail(d, PCCX_ERR_FORMAT, "%s: bad magic", path);
  */
 int pccx_fail(pccx_diag *d, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-int pccx_vfail(pccx_diag *d, int status, const char *fmt, va_list ap);
 /* Reset a diag to "no error". */
 void pccx_diag_clear(pccx_diag *d);
 

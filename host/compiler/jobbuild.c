@@ -116,7 +116,8 @@ static void insn_init(struct pccx_insn *in, unsigned opcode)
 	in->opcode = opcode;
 }
 
-int pccx_jb_shape(struct pccx_jb *jb, unsigned cache, uint32_t a, uint32_t b, uint32_t c)
+/* Shape entry holding (a, b, c) in `cache` (emits a MEMSET unless one already does). */
+static int shape_entry(struct pccx_jb *jb, unsigned cache, uint32_t a, uint32_t b, uint32_t c)
 {
 	struct pccx_insn in;
 	unsigned e;
@@ -186,8 +187,8 @@ void pccx_jb_matmul(struct pccx_jb *jb, unsigned opcode, uint32_t dest, uint32_t
 	int fe, we;
 	unsigned p;
 
-	fe = pccx_jb_shape(jb, PCCX_CACHE_FMAP, w->k, m, 1);
-	we = pccx_jb_shape(jb, PCCX_CACHE_WEIGHT, w->n, w->k, w->fmt);
+	fe = shape_entry(jb, PCCX_CACHE_FMAP, w->k, m, 1);
+	we = shape_entry(jb, PCCX_CACHE_WEIGHT, w->n, w->k, w->fmt);
 	insn_init(&in, opcode);
 	in.f[PCCX_FID_A_dest] = dest;
 	in.f[PCCX_FID_A_src] = src;
@@ -239,7 +240,7 @@ static void memcpy_host_one(struct pccx_jb *jb, bool from_host, uint32_t word, u
 	if (!grow(jb, (void **)&jb->dma, jb->n_dma, &jb->cap_dma, sizeof(*jb->dma), 1u << 17))
 		return;
 	/* a shape of whole words so the descriptor length is exactly the transfer */
-	fe = pccx_jb_shape(jb, PCCX_CACHE_FMAP, 8, words, 1);
+	fe = shape_entry(jb, PCCX_CACHE_FMAP, 8, words, 1);
 	jb->dma[jb->n_dma].handle = handle;
 	jb->dma[jb->n_dma].flags = from_host ? PCCX_DMA_TO_DEVICE : PCCX_DMA_FROM_DEVICE;
 	jb->dma[jb->n_dma].offset = offset;
@@ -287,7 +288,7 @@ void pccx_jb_copy(struct pccx_jb *jb, uint32_t dst, uint32_t src, uint32_t n)
 	while (words && !failed(jb)) {
 		uint32_t chunk = words < MAX_XFER_WORDS ? words : MAX_XFER_WORDS;
 		struct pccx_insn in;
-		int fe = pccx_jb_shape(jb, PCCX_CACHE_FMAP, 8, chunk, 1);
+		int fe = shape_entry(jb, PCCX_CACHE_FMAP, 8, chunk, 1);
 
 		insn_init(&in, PCCX_OP_MEMCPY);
 		in.f[PCCX_FID_B_dest] = dst;

@@ -53,8 +53,6 @@ void pccx_jb_free(struct pccx_jb *jb);
 /* Forget the instructions and descriptors but keep the allocations (next token's job). */
 void pccx_jb_reset(struct pccx_jb *jb);
 
-/* Shape entry holding (a, b, c) in `cache` (emits a MEMSET unless one already does). */
-int pccx_jb_shape(struct pccx_jb *jb, unsigned cache, uint32_t a, uint32_t b, uint32_t c);
 
 /* y (M rows of N at word dest) = x (M rows of K at word src) . W^T; op GEMV (M=1) or GEMM. */
 void pccx_jb_matmul(struct pccx_jb *jb, unsigned opcode, uint32_t dest, uint32_t src, uint32_t m,

@@ -223,7 +223,8 @@ void pccx_mf_sink_mem(pccx_mf_sink *s)
 	s->fd = -1;
 }
 
-int pccx_mf_sink_fd(pccx_mf_sink *s, int fd)
+/* A sink that writes to the open file fd, through a staging buffer for small writes. */
+static int sink_fd(pccx_mf_sink *s, int fd)
 {
 	memset(s, 0, sizeof(*s));
 	s->fd = fd;
@@ -258,7 +259,8 @@ static void sink_fd_write(pccx_mf_sink *s, const uint8_t *p, size_t n)
 	}
 }
 
-int pccx_mf_sink_flush(pccx_mf_sink *s)
+/* Flush staged bytes; returns the sink status. */
+static int sink_flush(pccx_mf_sink *s)
 {
 	if (s->fd >= 0 && s->stage_len) {
 		sink_fd_write(s, s->stage, s->stage_len);
@@ -293,10 +295,10 @@ void pccx_mf_sink_write(pccx_mf_sink *s, const void *p, size_t n)
 		memcpy(s->buf + s->len, p, n);
 		s->len += n;
 	} else if (n >= SINK_STAGE) {
-		if (pccx_mf_sink_flush(s) == PCCX_OK)
+		if (sink_flush(s) == PCCX_OK)
 			sink_fd_write(s, p, n);
 	} else {
-		if (s->stage_len + n > SINK_STAGE && pccx_mf_sink_flush(s) != PCCX_OK)
+		if (s->stage_len + n > SINK_STAGE && sink_flush(s) != PCCX_OK)
 			return;
 		memcpy(s->stage + s->stage_len, p, n);
 		s->stage_len += n;
@@ -368,14 +370,14 @@ int pccx_mf_write_atomic(const char *path,
 			       path, dir, strerror(errno));
 		goto out;
 	}
-	rc = pccx_mf_sink_fd(&s, fd);
+	rc = sink_fd(&s, fd);
 	if (rc != PCCX_OK) {
 		rc = pccx_fail(d, rc, "%s: out of memory", path);
 		goto fail_unlink;
 	}
 	rc = emit(ctx, &s, d);
 	if (rc == PCCX_OK)
-		rc = pccx_mf_sink_flush(&s);
+		rc = sink_flush(&s);
 	if (rc == PCCX_OK && fsync(fd) != 0) {
 		s.err = errno;
 		rc = PCCX_ERR_IO;

@@ -121,11 +121,8 @@ typedef struct pccx_mf_sink {
 } pccx_mf_sink;
 
 void pccx_mf_sink_mem(pccx_mf_sink *s);
-PCCX_MUST_CHECK int pccx_mf_sink_fd(pccx_mf_sink *s, int fd);
 void pccx_mf_sink_write(pccx_mf_sink *s, const void *p, size_t n);
 void pccx_mf_sink_zeros(pccx_mf_sink *s, size_t n);
-/* Flush staged bytes; returns the sink status. */
-int pccx_mf_sink_flush(pccx_mf_sink *s);
 void pccx_mf_sink_free(pccx_mf_sink *s);
 
 /*

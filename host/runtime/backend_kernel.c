@@ -189,7 +189,3 @@ int pccx_kb_submit_wait(struct pccx_kb *b, const struct pccx_job_view *job,
 	}
 }
 
-int pccx_kb_reset(struct pccx_kb *b)
-{
-	return pccx_kdev_reset(b->fd) ? PCCX_ERR_IO : 0;
-}

@@ -52,7 +52,5 @@ PCCX_MUST_CHECK int pccx_kb_submit_wait(struct pccx_kb *b, const struct pccx_job
 					const struct pccx_kb_opts *opts,
 					struct pccx_kb_result *res, pccx_diag *d);
 
-/* RESET (needs CAP_SYS_ADMIN); returns 0 or PCCX_ERR_IO. */
-PCCX_MUST_CHECK int pccx_kb_reset(struct pccx_kb *b);
 
 #endif /* PCCX_BACKEND_KERNEL_H */

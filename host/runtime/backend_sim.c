@@ -118,7 +118,8 @@ static struct simb_buf *find(const struct pccx_simb *b, uint32_t handle)
 	return &b->buf[handle - 1];
 }
 
-int pccx_simb_lookup(void *ctx, uint32_t handle, uint64_t *size, uint32_t *access)
+/* The validator's lookup over this backend's buffers (ctx = the backend). */
+static int buf_lookup(void *ctx, uint32_t handle, uint64_t *size, uint32_t *access)
 {
 	struct simb_buf *bf = find(ctx, handle);
 
@@ -383,7 +384,7 @@ int pccx_simb_submit_wait(struct pccx_simb *b, const struct pccx_job_view *job,
 
 		if (!used)
 			return pccx_fail(d, PCCX_ERR_NOMEM, "sim backend: out of memory");
-		err = pccx_validate(job, pccx_simb_lookup, b, NULL, used, &vr);
+		err = pccx_validate(job, buf_lookup, b, NULL, used, &vr);
 		free(used);
 		if (err) {
 			char msg[400];

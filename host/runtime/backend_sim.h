@@ -65,8 +65,6 @@ PCCX_MUST_CHECK int pccx_simb_buf_free(struct pccx_simb *b, uint32_t handle);
 void *pccx_simb_buf_map(struct pccx_simb *b, uint32_t handle, uint64_t *size);
 /* Device address of a buffer (0 for an unknown handle). */
 uint64_t pccx_simb_buf_devaddr(const struct pccx_simb *b, uint32_t handle);
-/* The validator's lookup over this backend's buffers (ctx = the backend). */
-int pccx_simb_lookup(void *ctx, uint32_t handle, uint64_t *size, uint32_t *access);
 
 /*
  * Validate the job (unless opts->no_validate), feed it through the command engine to the

@@ -103,11 +103,6 @@ void pccx_verify_begin_step(struct pccx_verify *v, uint32_t token, uint32_t pos)
 	v->capture_status = 0;
 }
 
-uint32_t pccx_verify_ref_stages(const struct pccx_verify *v)
-{
-	return v->n_st;
-}
-
 static void compare_stage(struct pccx_verify *v, uint32_t k)
 {
 	const struct pccx_jb_stage *ds = &v->jb->stages[k];

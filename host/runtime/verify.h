@@ -20,8 +20,6 @@ PCCX_MUST_CHECK int pccx_verify_create(struct pccx_verify **out, struct pccx_ref
 void pccx_verify_free(struct pccx_verify *v);
 /* A step of (token, pos) begins: forget the previous step's reference stages. */
 void pccx_verify_begin_step(struct pccx_verify *v, uint32_t token, uint32_t pos);
-/* Stages captured from the reference for the current step. */
-uint32_t pccx_verify_ref_stages(const struct pccx_verify *v);
 /*
  * Run the step's job (compiled by c) on the simulator backend and compare each stage as it
  * completes. PCCX_ERR_MISMATCH with the first difference in d; otherwise the submit's status.
