@@ -192,8 +192,8 @@ int pccx_ioctl_submit(struct pccx_file *pf, void __user *arg)
 		view.n_insn = args.n_insn;
 		view.n_dma = args.n_dma;
 		view.n_stream = args.n_stream;
-		verr = pccx_validate(&view, pccx_validate_lookup, &lc, &pdev->lim, NULL,
-				     &job->vres);
+		verr = pccx__validate(&view, pccx_validate_lookup, &lc, &pdev->lim, NULL,
+				      &job->vres);
 		goto refused;
 	}
 
@@ -235,7 +235,7 @@ int pccx_ioctl_submit(struct pccx_file *pf, void __user *arg)
 		ret = -EBUSY;
 		goto err_put;
 	}
-	verr = pccx_validate(&view, pccx_validate_lookup, &lc, &pdev->lim, used, &job->vres);
+	verr = pccx__validate(&view, pccx_validate_lookup, &lc, &pdev->lim, used, &job->vres);
 	if (verr) {
 		mutex_unlock(&pf->lock);
 		goto refused;
@@ -295,7 +295,7 @@ refused:
 	args.vfield = job->vres.field;
 	args.vexpected = job->vres.expected;
 	args.vactual = job->vres.actual;
-	dev_dbg(pdev->dev, "job refused: %s at %u/%u\n", pccx_isa_errname(verr),
+	dev_dbg(pdev->dev, "job refused: %s at %u/%u\n", pccx__isa_errname(verr),
 		job->vres.where, job->vres.index);
 	ret = pccx_verr_errno(verr);
 	if (copy_to_user(arg, &args, sizeof(args)))
@@ -712,7 +712,7 @@ static u32 pccx_job_failed(struct pccx_device *pdev, struct pccx_job *job,
 				 (u32)err->info & 0xffu : 0);
 	}
 	dev_dbg(pdev->dev, "job %llu: %s at instruction %u: error 0x%llx info 0x%llx channel %u\n",
-		job->id, pccx_engine_fail_name(err->kind), err->insn, err->error, err->info,
+		job->id, pccx__engine_fail_name(err->kind), err->insn, err->error, err->info,
 		err->channel);
 	return PCCX_JOB_FAULT;
 }
@@ -738,7 +738,7 @@ static u32 pccx_job_run(struct pccx_device *pdev, struct pccx_job *job)
 	if (atomic_dec_if_positive(&pdev->hang_jobs) >= 0)
 		return pccx_job_fake_hang(pdev, job);
 restart:
-	state = pccx_engine_start(e, &view, &pccx_engine_ops, pdev, pccx_job_xlate, job);
+	state = pccx__engine_start(e, &view, &pccx_engine_ops, pdev, pccx_job_xlate, job);
 	if (state == PCCX_ENGINE_ERROR && e->err.kind == PCCX_EF_BUSY && !retried) {
 		/* left busy by something outside the driver: reset once and retry */
 		retried = true;
@@ -749,7 +749,7 @@ restart:
 	last_retired = 0;
 	last_ns = ktime_get_ns();
 	while (state == PCCX_ENGINE_RUNNING) {
-		state = pccx_engine_step(e);
+		state = pccx__engine_step(e);
 		if (state != PCCX_ENGINE_RUNNING)
 			break;
 		why = pccx_job_cancelled(pdev, job);
@@ -915,7 +915,7 @@ int pccx_job_init(struct pccx_device *pdev)
 {
 	int ret;
 
-	pccx_vlimits_default(&pdev->lim);
+	pccx__vlimits_default(&pdev->lim);
 	pdev->lim.l2_words = pdev->l2_words;
 
 	if (pdev->features & PCCX_FEAT_SOFT_RESET) {
@@ -925,7 +925,8 @@ int pccx_job_init(struct pccx_device *pdev)
 			return ret;
 		}
 	} else {
-		dev_warn(pdev->dev, "no SOFT_RESET feature: a hung job wedges the device until the bitstream is reloaded, and L2 is not cleared between files\n");
+		dev_warn(pdev->dev,
+			 "no SOFT_RESET feature: a hung job wedges the device until the bitstream is reloaded, and L2 is not cleared between files\n");
 	}
 	pdev->worker = kthread_run(pccx_worker, pdev, "pccx-%s", dev_name(pdev->dev));
 	if (IS_ERR(pdev->worker))

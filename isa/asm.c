@@ -58,16 +58,16 @@ static int finish(struct out *o)
 static const char *enum_name(int fid, uint32_t v)
 {
 	if (fid == PCCX_FID_C_cache)
-		return pccx_cache_name(v);
+		return pccx__cache_name(v);
 	if (fid == PCCX_FID_D_func) {
-		const struct pccx_cvo_desc *cd = pccx_cvo_desc(v);
+		const struct pccx_cvo_desc *cd = pccx__cvo_desc(v);
 
 		return cd ? cd->name : NULL;
 	}
 	return NULL;
 }
 
-int pccx_disasm(uint64_t w, char *buf, size_t size)
+int pccx__disasm(uint64_t w, char *buf, size_t size)
 {
 	struct out o = { buf, size, 0, false };
 	struct pccx_insn in;
@@ -75,24 +75,24 @@ int pccx_disasm(uint64_t w, char *buf, size_t size)
 	const struct pccx_opcode_desc *od;
 	int i;
 
-	if (pccx_decode(w, &in, &f) != PCCX_ISA_E_OK) {
+	if (pccx__decode(w, &in, &f) != PCCX_ISA_E_OK) {
 		put_s(&o, ".word ");
 		put_hex(&o, w, 16);
 		put_s(&o, "  # ");
-		put_s(&o, pccx_isa_errname(f.err));
+		put_s(&o, pccx__isa_errname(f.err));
 		put_s(&o, ": ");
-		put_s(&o, pccx_isa_strerror(f.err));
+		put_s(&o, pccx__isa_strerror(f.err));
 		if (f.field >= 0) {
 			put_s(&o, " (field ");
-			put_s(&o, pccx_fields[f.field].name);
+			put_s(&o, pccx__fields[f.field].name);
 			put_c(&o, ')');
 		}
 		return finish(&o);
 	}
-	od = pccx_opcode_desc(in.opcode);
+	od = pccx__opcode_desc(in.opcode);
 	put_s(&o, od->mnemonic);
 	for (i = 0; i < PCCX_NFIELDS; i++) {
-		const struct pccx_field_desc *fd = &pccx_fields[i];
+		const struct pccx_field_desc *fd = &pccx__fields[i];
 
 		if (fd->layout != od->layout || fd->kind == PCCX_FK_FLAG ||
 		    fd->kind == PCCX_FK_MBZ || fd->kind == PCCX_FK_ZERO)
@@ -113,7 +113,7 @@ int pccx_disasm(uint64_t w, char *buf, size_t size)
 		}
 	}
 	for (i = 0; i < PCCX_NFIELDS; i++) {
-		const struct pccx_field_desc *fd = &pccx_fields[i];
+		const struct pccx_field_desc *fd = &pccx__fields[i];
 
 		if (fd->layout == od->layout && fd->kind == PCCX_FK_FLAG && in.f[i]) {
 			put_s(&o, " +");
@@ -131,7 +131,7 @@ static const char *const asm_errtext[PCCX_ASM_E_COUNT] = {
 #undef PCCX_ASM_ERR_TEXT
 };
 
-const char *pccx_asm_strerror(int err)
+const char *pccx__asm_strerror(int err)
 {
 	if (err < 0 || err >= PCCX_ASM_E_COUNT)
 		return "unknown assembler error";
@@ -224,8 +224,8 @@ static bool parse_enum(int fid, const char *s, size_t n, uint32_t *v)
 	return false;
 }
 
-int pccx_asm_line(const char *line, size_t len, uint64_t *w, bool *has_word,
-		  struct pccx_asm_error *e)
+int pccx__asm_line(const char *line, size_t len, uint64_t *w, bool *has_word,
+		   struct pccx_asm_error *e)
 {
 	const struct pccx_opcode_desc *od = NULL;
 	struct pccx_insn in;
@@ -284,7 +284,7 @@ int pccx_asm_line(const char *line, size_t len, uint64_t *w, bool *has_word,
 	}
 
 	for (op = 0; op < 16 && !od; op++) {
-		const struct pccx_opcode_desc *d = pccx_opcode_desc(op);
+		const struct pccx_opcode_desc *d = pccx__opcode_desc(op);
 
 		if (d && same_word(line + tok, i - tok, d->mnemonic))
 			od = d;
@@ -317,22 +317,22 @@ int pccx_asm_line(const char *line, size_t len, uint64_t *w, bool *has_word,
 		name_end = i;
 		if (name_end == name)
 			return aerr(e, PCCX_ASM_E_SYNTAX, name, -1, 0);
-		fid = pccx_field_find(od->layout, line + name, name_end - name);
-		if (fid < 0 || pccx_fields[fid].kind == PCCX_FK_MBZ ||
-		    pccx_fields[fid].kind == PCCX_FK_ZERO)
+		fid = pccx__field_find(od->layout, line + name, name_end - name);
+		if (fid < 0 || pccx__fields[fid].kind == PCCX_FK_MBZ ||
+		    pccx__fields[fid].kind == PCCX_FK_ZERO)
 			return aerr(e, PCCX_ASM_E_FIELD, name, -1, 0);
 		if (given[fid])
 			return aerr(e, PCCX_ASM_E_DUPLICATE, name, fid, 0);
 		given[fid] = true;
 		if (flag) {
-			if (pccx_fields[fid].kind != PCCX_FK_FLAG)
+			if (pccx__fields[fid].kind != PCCX_FK_FLAG)
 				return aerr(e, PCCX_ASM_E_FLAG, name, fid, 0);
 			if (i < end && !is_space(line[i]))
 				return aerr(e, PCCX_ASM_E_SYNTAX, i, fid, 0);
 			in.f[fid] = 1;
 			continue;
 		}
-		if (pccx_fields[fid].kind == PCCX_FK_FLAG)
+		if (pccx__fields[fid].kind == PCCX_FK_FLAG)
 			return aerr(e, PCCX_ASM_E_FLAG, name, fid, 0);
 		if (i >= end || line[i] != '=')
 			return aerr(e, PCCX_ASM_E_SYNTAX, i, fid, 0);
@@ -341,7 +341,7 @@ int pccx_asm_line(const char *line, size_t len, uint64_t *w, bool *has_word,
 			size_t v0 = i;
 			uint64_t v;
 			uint32_t ev;
-			const struct pccx_field_desc *fd = &pccx_fields[fid];
+			const struct pccx_field_desc *fd = &pccx__fields[fid];
 			uint64_t maxv = pccx_field_mask(fd->msb, fd->lsb) >> fd->lsb;
 
 			while (i < end && !is_space(line[i]))
@@ -360,7 +360,7 @@ int pccx_asm_line(const char *line, size_t len, uint64_t *w, bool *has_word,
 		}
 	}
 	for (k = 0; k < PCCX_NFIELDS; k++) {
-		const struct pccx_field_desc *fd = &pccx_fields[k];
+		const struct pccx_field_desc *fd = &pccx__fields[k];
 
 		if (fd->layout == od->layout && !given[k] && fd->kind != PCCX_FK_FLAG &&
 		    fd->kind != PCCX_FK_MBZ && fd->kind != PCCX_FK_ZERO)
@@ -371,9 +371,9 @@ int pccx_asm_line(const char *line, size_t len, uint64_t *w, bool *has_word,
 		struct pccx_insn chk;
 		uint64_t word;
 
-		if (pccx_encode(&in, &word, &f))
+		if (pccx__encode(&in, &word, &f))
 			return aerr(e, PCCX_ASM_E_WIDTH, tok, f.field, 0);
-		if (pccx_decode(word, &chk, &f)) {
+		if (pccx__decode(word, &chk, &f)) {
 			if (e)
 				e->isa_err = f.err;
 			return aerr(e, PCCX_ASM_E_ILLEGAL, tok, f.field, word);

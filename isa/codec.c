@@ -19,7 +19,7 @@ static uint32_t fval(const struct pccx_insn *in, int fid)
 /* Word-level rules of one CVO instruction. */
 static int check_cvo(const struct pccx_insn *in, struct pccx_isa_fault *fault)
 {
-	const struct pccx_cvo_desc *cd = pccx_cvo_desc(fval(in, PCCX_FID_D_func));
+	const struct pccx_cvo_desc *cd = pccx__cvo_desc(fval(in, PCCX_FID_D_func));
 	uint32_t flags = 0, allowed;
 	bool sform;
 
@@ -90,7 +90,7 @@ static int check_memcpy(const struct pccx_insn *in, struct pccx_isa_fault *fault
 	return PCCX_ISA_E_OK;
 }
 
-int pccx_decode(uint64_t w, struct pccx_insn *out, struct pccx_isa_fault *fault)
+int pccx__decode(uint64_t w, struct pccx_insn *out, struct pccx_isa_fault *fault)
 {
 	const struct pccx_opcode_desc *od;
 	int i;
@@ -100,21 +100,21 @@ int pccx_decode(uint64_t w, struct pccx_insn *out, struct pccx_isa_fault *fault)
 	out->opcode = pccx_opcode_of(w);
 	fault_at(fault, PCCX_ISA_E_OK, -1);
 
-	od = pccx_opcode_desc(out->opcode);
+	od = pccx__opcode_desc(out->opcode);
 	if (!od)
 		return fault_at(fault, PCCX_ISA_E_OPCODE, -1);
 
 	for (i = 0; i < PCCX_NFIELDS; i++)
-		if (pccx_fields[i].layout == od->layout)
-			out->f[i] = (uint32_t)pccx_bits(w, pccx_fields[i].msb, pccx_fields[i].lsb);
+		if (pccx__fields[i].layout == od->layout)
+			out->f[i] = (uint32_t)pccx_bits(w, pccx__fields[i].msb, pccx__fields[i].lsb);
 
 	/* Reserved bits first: they are the same check for every opcode. */
 	for (i = 0; i < PCCX_NFIELDS; i++)
-		if (pccx_fields[i].layout == od->layout && pccx_fields[i].kind == PCCX_FK_MBZ &&
+		if (pccx__fields[i].layout == od->layout && pccx__fields[i].kind == PCCX_FK_MBZ &&
 		    out->f[i])
 			return fault_at(fault, PCCX_ISA_E_RESERVED, i);
 	for (i = 0; i < PCCX_NFIELDS; i++)
-		if (pccx_fields[i].layout == od->layout && pccx_fields[i].kind == PCCX_FK_ZERO &&
+		if (pccx__fields[i].layout == od->layout && pccx__fields[i].kind == PCCX_FK_ZERO &&
 		    out->f[i])
 			return fault_at(fault, PCCX_ISA_E_FIELD_VALUE, i);
 
@@ -124,7 +124,7 @@ int pccx_decode(uint64_t w, struct pccx_insn *out, struct pccx_isa_fault *fault)
 	case PCCX_LAYOUT_B:
 		return check_memcpy(out, fault);
 	case PCCX_LAYOUT_C:
-		if (!pccx_cache_name(out->f[PCCX_FID_C_cache]))
+		if (!pccx__cache_name(out->f[PCCX_FID_C_cache]))
 			return fault_at(fault, PCCX_ISA_E_FIELD_VALUE, PCCX_FID_C_cache);
 		return PCCX_ISA_E_OK;
 	case PCCX_LAYOUT_D:
@@ -133,9 +133,9 @@ int pccx_decode(uint64_t w, struct pccx_insn *out, struct pccx_isa_fault *fault)
 	return fault_at(fault, PCCX_ISA_E_OPCODE, -1);
 }
 
-int pccx_encode(const struct pccx_insn *in, uint64_t *w, struct pccx_isa_fault *fault)
+int pccx__encode(const struct pccx_insn *in, uint64_t *w, struct pccx_isa_fault *fault)
 {
-	const struct pccx_opcode_desc *od = pccx_opcode_desc(in->opcode);
+	const struct pccx_opcode_desc *od = pccx__opcode_desc(in->opcode);
 	uint64_t word;
 	int i;
 
@@ -144,7 +144,7 @@ int pccx_encode(const struct pccx_insn *in, uint64_t *w, struct pccx_isa_fault *
 		return fault_at(fault, PCCX_ISA_E_OPCODE, -1);
 	word = (uint64_t)in->opcode << 60;
 	for (i = 0; i < PCCX_NFIELDS; i++) {
-		const struct pccx_field_desc *fd = &pccx_fields[i];
+		const struct pccx_field_desc *fd = &pccx__fields[i];
 		uint64_t mask = pccx_field_mask(fd->msb, fd->lsb) >> fd->lsb;
 
 		if (fd->layout != od->layout)

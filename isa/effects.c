@@ -11,7 +11,7 @@ static int fail(struct pccx_isa_fault *f, int err, int field)
 	return err;
 }
 
-void pccx_shape_reset(struct pccx_shape_state *st)
+void pccx__shape_reset(struct pccx_shape_state *st)
 {
 	unsigned c, e, i;
 
@@ -22,7 +22,7 @@ void pccx_shape_reset(struct pccx_shape_state *st)
 				st->v[c][e][i] = 0;
 }
 
-void pccx_shape_apply(struct pccx_shape_state *st, const struct pccx_insn *in)
+void pccx__shape_apply(struct pccx_shape_state *st, const struct pccx_insn *in)
 {
 	unsigned c = in->f[PCCX_FID_C_cache], e = in->f[PCCX_FID_C_entry];
 
@@ -106,7 +106,7 @@ static int matmul_effects(const struct pccx_insn *in, const struct pccx_shape_st
 		return fail(f, PCCX_ISA_E_SHAPE, PCCX_FID_A_fshape);
 	if (in->opcode == PCCX_OP_GEMV && fm[1] != 1)
 		return fail(f, PCCX_ISA_E_SHAPE, PCCX_FID_A_fshape);
-	if (wt[0] == 0 || wt[1] != fm[0] || !pccx_wfmt_name(wt[2]))
+	if (wt[0] == 0 || wt[1] != fm[0] || !pccx__wfmt_name(wt[2]))
 		return fail(f, PCCX_ISA_E_SHAPE, PCCX_FID_A_wshape);
 	if (wt[2] == PCCX_WFMT_Q4 && wt[1] % PCCX_Q4_BLOCK)
 		return fail(f, PCCX_ISA_E_SHAPE, PCCX_FID_A_wshape);
@@ -133,7 +133,7 @@ static int matmul_effects(const struct pccx_insn *in, const struct pccx_shape_st
 		fx->rd[1] = fx->wr;
 	fx->writes_s = in->f[PCCX_FID_A_findemax] != 0;
 	for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
-		fx->port_bytes[p] = pccx_wstream_port_bytes(&fx->ws, p);
+		fx->port_bytes[p] = pccx__wstream_port_bytes(&fx->ws, p);
 	return PCCX_ISA_E_OK;
 }
 
@@ -183,7 +183,7 @@ static int memcpy_effects(const struct pccx_insn *in, const struct pccx_shape_st
 static int cvo_effects(const struct pccx_insn *in, uint32_t l2, struct pccx_effects *fx,
 		       struct pccx_isa_fault *f)
 {
-	const struct pccx_cvo_desc *cd = pccx_cvo_desc(in->f[PCCX_FID_D_func]);
+	const struct pccx_cvo_desc *cd = pccx__cvo_desc(in->f[PCCX_FID_D_func]);
 	uint32_t src = in->f[PCCX_FID_D_src], dst = in->f[PCCX_FID_D_dst];
 	uint32_t len = in->f[PCCX_FID_D_len];
 	bool sform = in->f[PCCX_FID_D_sreg] != 0;
@@ -236,8 +236,8 @@ static int cvo_effects(const struct pccx_insn *in, uint32_t l2, struct pccx_effe
 	return PCCX_ISA_E_OK;
 }
 
-int pccx_insn_effects(const struct pccx_insn *in, const struct pccx_shape_state *st,
-		      uint32_t l2_words, struct pccx_effects *fx, struct pccx_isa_fault *fault)
+int pccx__insn_effects(const struct pccx_insn *in, const struct pccx_shape_state *st,
+		       uint32_t l2_words, struct pccx_effects *fx, struct pccx_isa_fault *fault)
 {
 	clear_fx(fx);
 	if (fault) {

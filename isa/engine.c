@@ -10,7 +10,7 @@
  * DataMover delivers always have a queued or running instruction to consume them: a host that
  * stalls anywhere in this sequence (preempted, interrupted, slow link) makes the device wait,
  * never fault. What an instruction needs comes from
- * pccx_insn_effects() over a shape state the engine keeps as the words go by, the same
+ * pccx__insn_effects() over a shape state the engine keeps as the words go by, the same
  * function the validator and the device's interlocks use. After the last word, stream bytes
  * the descriptors still hold are pushed too, so a job that provides more than it consumes is
  * caught by the device (STREAM_OVERRUN) instead of being silently cut.
@@ -59,7 +59,7 @@ static int fail(struct pccx_engine_ctx *e, int kind, uint64_t error, uint64_t in
 	return e->state;
 }
 
-const char *pccx_engine_fail_name(int kind)
+const char *pccx__engine_fail_name(int kind)
 {
 	switch (kind) {
 	case PCCX_EF_NONE:
@@ -95,9 +95,9 @@ static uint32_t next_sdesc(const struct pccx_engine_ctx *e, unsigned port, uint3
 	return e->job.n_stream;
 }
 
-int pccx_engine_start(struct pccx_engine_ctx *e, const struct pccx_job_view *job,
-		      const struct pccx_engine_ops *ops, void *io, pccx_engine_xlate_fn xlate,
-		      void *xctx)
+int pccx__engine_start(struct pccx_engine_ctx *e, const struct pccx_job_view *job,
+		       const struct pccx_engine_ops *ops, void *io, pccx_engine_xlate_fn xlate,
+		       void *xctx)
 {
 	uint64_t id, caps, st;
 	unsigned i, j;
@@ -121,7 +121,7 @@ int pccx_engine_start(struct pccx_engine_ctx *e, const struct pccx_job_view *job
 	e->err.kind = PCCX_EF_NONE;
 	e->err.error = e->err.info = 0;
 	e->err.channel = e->err.insn = 0;
-	pccx_shape_reset(&e->shape);
+	pccx__shape_reset(&e->shape);
 	for (i = 0; i < PCCX_DM_CHANNELS; i++) {
 		e->ch[i].pushed = e->ch[i].popped = 0;
 		e->ch[i].need = 0;
@@ -295,11 +295,11 @@ static int prepare(struct pccx_engine_ctx *e)
 	unsigned p;
 
 	e->prepared = true;
-	if (pccx_decode(e->job.insn[e->next], &in, &f) ||
-	    pccx_insn_effects(&in, &e->shape, e->l2_words, &fx, &f))
+	if (pccx__decode(e->job.insn[e->next], &in, &f) ||
+	    pccx__insn_effects(&in, &e->shape, e->l2_words, &fx, &f))
 		return PCCX_ENGINE_RUNNING;
 	if (in.opcode == PCCX_OP_MEMSET)
-		pccx_shape_apply(&e->shape, &in);
+		pccx__shape_apply(&e->shape, &in);
 	for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
 		e->ch[p].need = fx.port_bytes[p];
 	if (fx.dma >= 0) {
@@ -362,7 +362,7 @@ static bool all_popped(const struct pccx_engine_ctx *e)
 
 /* ---- the step ------------------------------------------------------------------------------ */
 
-int pccx_engine_step(struct pccx_engine_ctx *e)
+int pccx__engine_step(struct pccx_engine_ctx *e)
 {
 	uint64_t st, irq;
 	uint32_t room, level;

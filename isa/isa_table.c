@@ -2,7 +2,7 @@
 /* Descriptor arrays generated from pccx_isa_table.h. */
 #include "pccx_isa.h"
 
-const struct pccx_field_desc pccx_fields[PCCX_NFIELDS] = {
+const struct pccx_field_desc pccx__fields[PCCX_NFIELDS] = {
 #define PCCX_FDESC(l, name, up, msb, lsb, kind, desc) \
 	{ PCCX_LAYOUT_##l, #name, #up, msb, lsb, PCCX_FK_##kind, desc },
 	PCCX_FIELD_LIST(PCCX_FDESC)
@@ -22,7 +22,7 @@ static const struct pccx_cvo_desc cvo_funcs[] = {
 #undef PCCX_CDESC
 };
 
-const struct pccx_opcode_desc *pccx_opcode_desc(unsigned opcode)
+const struct pccx_opcode_desc *pccx__opcode_desc(unsigned opcode)
 {
 	size_t i;
 
@@ -32,7 +32,7 @@ const struct pccx_opcode_desc *pccx_opcode_desc(unsigned opcode)
 	return NULL;
 }
 
-const struct pccx_cvo_desc *pccx_cvo_desc(unsigned func)
+const struct pccx_cvo_desc *pccx__cvo_desc(unsigned func)
 {
 	size_t i;
 
@@ -42,7 +42,7 @@ const struct pccx_cvo_desc *pccx_cvo_desc(unsigned func)
 	return NULL;
 }
 
-const char *pccx_cache_name(unsigned v)
+const char *pccx__cache_name(unsigned v)
 {
 	switch (v) {
 #define PCCX_CACHE_NAME(name, val, str) case val: return str;
@@ -52,7 +52,7 @@ const char *pccx_cache_name(unsigned v)
 	return NULL;
 }
 
-const char *pccx_wfmt_name(unsigned v)
+const char *pccx__wfmt_name(unsigned v)
 {
 	switch (v) {
 #define PCCX_WFMT_NAME(name, val, str, desc) case val: return str;
@@ -62,7 +62,7 @@ const char *pccx_wfmt_name(unsigned v)
 	return NULL;
 }
 
-const char *pccx_wfmt_desc(unsigned v)
+const char *pccx__wfmt_desc(unsigned v)
 {
 	switch (v) {
 #define PCCX_WFMT_DESC(name, val, str, desc) case val: return desc;
@@ -84,29 +84,29 @@ static const char *const isa_errname[PCCX_ISA_E_COUNT] = {
 #undef PCCX_ISA_ERR_NAME
 };
 
-const char *pccx_isa_strerror(int err)
+const char *pccx__isa_strerror(int err)
 {
 	if (err < 0 || err >= PCCX_ISA_E_COUNT)
 		return "unknown ISA error";
 	return isa_errtext[err];
 }
 
-const char *pccx_isa_errname(int err)
+const char *pccx__isa_errname(int err)
 {
 	if (err < 0 || err >= PCCX_ISA_E_COUNT)
 		return "UNKNOWN";
 	return isa_errname[err];
 }
 
-int pccx_field_find(enum pccx_layout layout, const char *name, size_t len)
+int pccx__field_find(enum pccx_layout layout, const char *name, size_t len)
 {
 	int i;
 
 	for (i = 0; i < PCCX_NFIELDS; i++) {
-		const char *n = pccx_fields[i].name;
+		const char *n = pccx__fields[i].name;
 		size_t j;
 
-		if (pccx_fields[i].layout != layout)
+		if (pccx__fields[i].layout != layout)
 			continue;
 		for (j = 0; j < len && n[j] && n[j] == name[j]; j++)
 			;

@@ -28,7 +28,7 @@ extern "C" {
  * NUL), or -1 if buf is too small (96 bytes always suffice for instructions,
  * 200 for illegal words).
  */
-int pccx_disasm(uint64_t w, char *buf, size_t size);
+int pccx__disasm(uint64_t w, char *buf, size_t size);
 
 #define PCCX_ASM_ERR_LIST(X)                                          \
 	X(OK,          "no error")                                    \
@@ -58,14 +58,14 @@ struct pccx_asm_error {
 	uint64_t value;   /* the offending value, where there is one */
 };
 
-const char *pccx_asm_strerror(int err);
+const char *pccx__asm_strerror(int err);
 
 /*
  * Assemble one line (not NUL-terminated; len bytes). On success returns 0 and
  * sets *has_word (false for blank/comment/label-only lines).
  */
-int pccx_asm_line(const char *line, size_t len, uint64_t *w, bool *has_word,
-		  struct pccx_asm_error *e);
+int pccx__asm_line(const char *line, size_t len, uint64_t *w, bool *has_word,
+		   struct pccx_asm_error *e);
 
 #ifdef __cplusplus
 }

@@ -5,7 +5,7 @@
  * into the kernel module, the firmware and the in-process backend): no allocation, no libc,
  * no floating point; register access and address translation are the caller's callbacks.
  *
- * Usage: pccx_engine_start(), then call pccx_engine_step() until it returns DONE or ERROR.
+ * Usage: pccx__engine_start(), then call pccx__engine_step() until it returns DONE or ERROR.
  * A step never blocks: it reads STATUS, pops DataMover statuses when the device says some are
  * there, pushes DataMover commands and instruction words while the FIFOs have room, and checks
  * for completion. Timeouts are the caller's: `progress` grows whenever the engine pushed or
@@ -114,15 +114,15 @@ struct pccx_engine_ctx {
  * validated; the engine only relies on it being memory-safe to read). Returns
  * PCCX_ENGINE_RUNNING or PCCX_ENGINE_ERROR (e->err says why).
  */
-int pccx_engine_start(struct pccx_engine_ctx *e, const struct pccx_job_view *job,
-		      const struct pccx_engine_ops *ops, void *io, pccx_engine_xlate_fn xlate,
-		      void *xctx);
+int pccx__engine_start(struct pccx_engine_ctx *e, const struct pccx_job_view *job,
+		       const struct pccx_engine_ops *ops, void *io, pccx_engine_xlate_fn xlate,
+		       void *xctx);
 
 /* One non-blocking round; returns RUNNING, DONE or ERROR. */
-int pccx_engine_step(struct pccx_engine_ctx *e);
+int pccx__engine_step(struct pccx_engine_ctx *e);
 
 /* Short name of a failure kind, e.g. "DM_STATUS". */
-const char *pccx_engine_fail_name(int kind);
+const char *pccx__engine_fail_name(int kind);
 
 #ifdef __cplusplus
 }

@@ -69,7 +69,8 @@ static inline uint64_t pccx_field_mask(unsigned msb, unsigned lsb)
 #define PCCX_GET(w, l, f) ((uint32_t)pccx_bits((w), PCCX_##l##_##f##_MSB, PCCX_##l##_##f##_LSB))
 /* PCCX_PUT(D, len, v) places v (which must fit) at the field's position. */
 #define PCCX_PUT(l, f, v) \
-	(((uint64_t)(v) << PCCX_##l##_##f##_LSB) & pccx_field_mask(PCCX_##l##_##f##_MSB, PCCX_##l##_##f##_LSB))
+	(((uint64_t)(v) << PCCX_##l##_##f##_LSB) &                                          \
+	 pccx_field_mask(PCCX_##l##_##f##_MSB, PCCX_##l##_##f##_LSB))
 
 static inline unsigned pccx_opcode_of(uint64_t w)
 {
@@ -121,14 +122,14 @@ struct pccx_cvo_desc {
 	const char *stage;
 };
 
-extern const struct pccx_field_desc pccx_fields[PCCX_NFIELDS];
+extern const struct pccx_field_desc pccx__fields[PCCX_NFIELDS];
 /* NULL for opcodes that are not defined. */
-const struct pccx_opcode_desc *pccx_opcode_desc(unsigned opcode);
+const struct pccx_opcode_desc *pccx__opcode_desc(unsigned opcode);
 /* NULL for functions that are not defined. */
-const struct pccx_cvo_desc *pccx_cvo_desc(unsigned func);
-const char *pccx_cache_name(unsigned v);   /* NULL if not defined */
-const char *pccx_wfmt_name(unsigned v);    /* NULL if not defined */
-const char *pccx_wfmt_desc(unsigned v);
+const struct pccx_cvo_desc *pccx__cvo_desc(unsigned func);
+const char *pccx__cache_name(unsigned v);   /* NULL if not defined */
+const char *pccx__wfmt_name(unsigned v);    /* NULL if not defined */
+const char *pccx__wfmt_desc(unsigned v);
 
 /* ------------------------------------------------------------------------ */
 /* Errors of the ISA layer and of the job validator (one list). */
@@ -168,8 +169,8 @@ enum pccx_isa_err {
 	PCCX_ISA_E_COUNT
 };
 
-const char *pccx_isa_strerror(int err);
-const char *pccx_isa_errname(int err);   /* e.g. "OPCODE" */
+const char *pccx__isa_strerror(int err);
+const char *pccx__isa_errname(int err);   /* e.g. "OPCODE" */
 
 /* ------------------------------------------------------------------------ */
 /* Decoded instruction. Values of fields outside the opcode's layout are 0. */
@@ -191,17 +192,17 @@ struct pccx_isa_fault {
  * MEMCPY route, unused fields). Fills *out even for illegal words as far as
  * the layout is known. Returns 0 or a PCCX_ISA_E_* code (also in *fault).
  */
-int pccx_decode(uint64_t w, struct pccx_insn *out, struct pccx_isa_fault *fault);
+int pccx__decode(uint64_t w, struct pccx_insn *out, struct pccx_isa_fault *fault);
 
 /*
  * Encode. Returns PCCX_ISA_E_OK and the word, or PCCX_ISA_E_FIELD_VALUE with
  * fault->field naming the field whose value does not fit its width. Does not
  * check legality: encode then decode to do that.
  */
-int pccx_encode(const struct pccx_insn *in, uint64_t *w, struct pccx_isa_fault *fault);
+int pccx__encode(const struct pccx_insn *in, uint64_t *w, struct pccx_isa_fault *fault);
 
 /* Field-id lookup by layout and assembly name; -1 when none. */
-int pccx_field_find(enum pccx_layout layout, const char *name, size_t len);
+int pccx__field_find(enum pccx_layout layout, const char *name, size_t len);
 
 /* ------------------------------------------------------------------------ */
 /* Weight-stream geometry (shared by validator, compiler, command engine and simulator). */
@@ -220,14 +221,14 @@ struct pccx_wshape {
 };
 
 /* Bytes of one stored row in the stream (a multiple of 16). */
-uint64_t pccx_wstream_row_bytes(const struct pccx_wshape *ws);
+uint64_t pccx__wstream_row_bytes(const struct pccx_wshape *ws);
 /* Stored rows of the weight matrix (N, or K for BF16T). */
-uint32_t pccx_wstream_rows(const struct pccx_wshape *ws);
+uint32_t pccx__wstream_rows(const struct pccx_wshape *ws);
 /* First row and row count carried by port p. */
-void pccx_wstream_port_rows(const struct pccx_wshape *ws, unsigned port,
-			    uint32_t *first, uint32_t *count);
+void pccx__wstream_port_rows(const struct pccx_wshape *ws, unsigned port,
+			     uint32_t *first, uint32_t *count);
 /* Bytes port p carries for one instruction. */
-uint64_t pccx_wstream_port_bytes(const struct pccx_wshape *ws, unsigned port);
+uint64_t pccx__wstream_port_bytes(const struct pccx_wshape *ws, unsigned port);
 
 /* Number of L2 words a vector of n BF16 elements occupies. */
 static inline uint32_t pccx_words_for(uint64_t n)

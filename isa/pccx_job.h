@@ -69,7 +69,7 @@ struct pccx_vlimits {
 	bool program_only;
 };
 
-void pccx_vlimits_default(struct pccx_vlimits *lim);
+void pccx__vlimits_default(struct pccx_vlimits *lim);
 
 enum pccx_vwhere { PCCX_VW_JOB, PCCX_VW_INSN, PCCX_VW_DMA, PCCX_VW_STREAM, PCCX_VW_PORT };
 
@@ -119,17 +119,17 @@ struct pccx_effects {
 	int shape_cache, shape_entry;
 };
 
-void pccx_shape_reset(struct pccx_shape_state *st);
+void pccx__shape_reset(struct pccx_shape_state *st);
 /* Apply a (legal) MEMSET to the shape state. */
-void pccx_shape_apply(struct pccx_shape_state *st, const struct pccx_insn *in);
+void pccx__shape_apply(struct pccx_shape_state *st, const struct pccx_insn *in);
 
 /*
  * Compute the effects of a decoded, word-legal instruction given the shape
  * state before it. Returns 0 or a PCCX_ISA_E_* code with fault->field naming
  * the field at fault.
  */
-int pccx_insn_effects(const struct pccx_insn *in, const struct pccx_shape_state *st,
-		      uint32_t l2_words, struct pccx_effects *fx, struct pccx_isa_fault *fault);
+int pccx__insn_effects(const struct pccx_insn *in, const struct pccx_shape_state *st,
+		       uint32_t l2_words, struct pccx_effects *fx, struct pccx_isa_fault *fault);
 
 /*
  * Validate a whole job. Reads exactly n_insn words and n_dma / n_stream
@@ -140,8 +140,8 @@ int pccx_insn_effects(const struct pccx_insn *in, const struct pccx_shape_state 
  * PCCX_ISA_E_* code with res->where/index/field saying where it is.
  */
 #define PCCX_DMA_BITMAP_BYTES(n) (((size_t)(n) + 7) / 8 + 1)
-int pccx_validate(const struct pccx_job_view *job, pccx_buf_lookup_fn lookup, void *ctx,
-		  const struct pccx_vlimits *lim, uint8_t *used, struct pccx_vresult *res);
+int pccx__validate(const struct pccx_job_view *job, pccx_buf_lookup_fn lookup, void *ctx,
+		   const struct pccx_vlimits *lim, uint8_t *used, struct pccx_vresult *res);
 
 #ifdef __cplusplus
 }

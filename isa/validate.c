@@ -7,7 +7,7 @@
 
 #define DESC_ALIGN PCCX_BEAT_BYTES
 
-void pccx_vlimits_default(struct pccx_vlimits *lim)
+void pccx__vlimits_default(struct pccx_vlimits *lim)
 {
 	lim->l2_words = PCCX_L2_WORDS;
 	lim->max_insn = 1u << 20;
@@ -55,8 +55,8 @@ static int check_span(pccx_buf_lookup_fn lookup, void *ctx, const struct pccx_vl
 	return PCCX_ISA_E_OK;
 }
 
-int pccx_validate(const struct pccx_job_view *job, pccx_buf_lookup_fn lookup, void *ctx,
-		  const struct pccx_vlimits *lim, uint8_t *used, struct pccx_vresult *res)
+int pccx__validate(const struct pccx_job_view *job, pccx_buf_lookup_fn lookup, void *ctx,
+		   const struct pccx_vlimits *lim, uint8_t *used, struct pccx_vresult *res)
 {
 	struct pccx_vlimits deflim;
 	struct pccx_shape_state st;
@@ -67,7 +67,7 @@ int pccx_validate(const struct pccx_job_view *job, pccx_buf_lookup_fn lookup, vo
 	int err;
 
 	if (!lim) {
-		pccx_vlimits_default(&deflim);
+		pccx__vlimits_default(&deflim);
 		lim = &deflim;
 	}
 	res->err = 0;
@@ -123,20 +123,20 @@ int pccx_validate(const struct pccx_job_view *job, pccx_buf_lookup_fn lookup, vo
 		provided[s->port] += s->length;   /* <= 2^16 * 2^32: no overflow */
 	}
 
-	pccx_shape_reset(&st);
+	pccx__shape_reset(&st);
 	for (i = 0; i < job->n_insn; i++) {
 		struct pccx_insn in;
 		struct pccx_isa_fault f;
 		struct pccx_effects fx;
 
-		err = pccx_decode(job->insn[i], &in, &f);
+		err = pccx__decode(job->insn[i], &in, &f);
 		if (err)
 			return reject(res, err, PCCX_VW_INSN, i, f.field, 0, job->insn[i]);
-		err = pccx_insn_effects(&in, &st, lim->l2_words, &fx, &f);
+		err = pccx__insn_effects(&in, &st, lim->l2_words, &fx, &f);
 		if (err)
 			return reject(res, err, PCCX_VW_INSN, i, f.field, 0, job->insn[i]);
 		if (in.opcode == PCCX_OP_MEMSET)
-			pccx_shape_apply(&st, &in);
+			pccx__shape_apply(&st, &in);
 		for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
 			consumed[p] += fx.port_bytes[p];
 		if (fx.dma >= 0 && !lim->program_only) {

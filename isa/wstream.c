@@ -11,7 +11,7 @@ static uint64_t beats(uint64_t bytes)
 	return (bytes + PCCX_BEAT_BYTES - 1) / PCCX_BEAT_BYTES;
 }
 
-uint64_t pccx_wstream_row_bytes(const struct pccx_wshape *ws)
+uint64_t pccx__wstream_row_bytes(const struct pccx_wshape *ws)
 {
 	switch (ws->fmt) {
 	case PCCX_WFMT_Q4: {
@@ -30,15 +30,15 @@ uint64_t pccx_wstream_row_bytes(const struct pccx_wshape *ws)
 	return 0;
 }
 
-uint32_t pccx_wstream_rows(const struct pccx_wshape *ws)
+uint32_t pccx__wstream_rows(const struct pccx_wshape *ws)
 {
 	return ws->fmt == PCCX_WFMT_BF16T ? ws->k : ws->n;
 }
 
-void pccx_wstream_port_rows(const struct pccx_wshape *ws, unsigned port, uint32_t *first,
-			    uint32_t *count)
+void pccx__wstream_port_rows(const struct pccx_wshape *ws, unsigned port, uint32_t *first,
+			     uint32_t *count)
 {
-	uint32_t rows = pccx_wstream_rows(ws);
+	uint32_t rows = pccx__wstream_rows(ws);
 	uint32_t q = (rows + PCCX_WSTREAM_PORTS - 1) / PCCX_WSTREAM_PORTS;
 	uint64_t lo = (uint64_t)q * port, hi = lo + q;
 
@@ -50,12 +50,12 @@ void pccx_wstream_port_rows(const struct pccx_wshape *ws, unsigned port, uint32_
 	*count = (uint32_t)(hi - lo);
 }
 
-uint64_t pccx_wstream_port_bytes(const struct pccx_wshape *ws, unsigned port)
+uint64_t pccx__wstream_port_bytes(const struct pccx_wshape *ws, unsigned port)
 {
 	uint32_t first, count;
 
 	if (port >= PCCX_WSTREAM_PORTS)
 		return 0;
-	pccx_wstream_port_rows(ws, port, &first, &count);
-	return (uint64_t)count * pccx_wstream_row_bytes(ws);
+	pccx__wstream_port_rows(ws, port, &first, &count);
+	return (uint64_t)count * pccx__wstream_row_bytes(ws);
 }

@@ -21,13 +21,13 @@ struct pccx_cmp {
 	size_t cursor;		/* stages usually come in the same order: search from here */
 };
 
-int pccx_cmp_create(struct pccx_cmp **out)
+int pccx__cmp_create(struct pccx_cmp **out)
 {
 	*out = calloc(1, sizeof(**out));
 	return *out ? PCCX_OK : PCCX_ERR_NOMEM;
 }
 
-void pccx_cmp_clear(struct pccx_cmp *c)
+void pccx__cmp_clear(struct pccx_cmp *c)
 {
 	size_t i;
 
@@ -36,18 +36,18 @@ void pccx_cmp_clear(struct pccx_cmp *c)
 	c->nk = c->nr = c->cursor = 0;
 }
 
-void pccx_cmp_free(struct pccx_cmp *c)
+void pccx__cmp_free(struct pccx_cmp *c)
 {
 	if (!c)
 		return;
-	pccx_cmp_clear(c);
+	pccx__cmp_clear(c);
 	free(c->k);
 	free(c->r);
 	free(c);
 }
 
-int pccx_cmp_ref_stage(void *user, const char *name, const uint16_t *data, uint32_t rows,
-		       uint32_t cols, uint32_t stride)
+int pccx__cmp_ref_stage(void *user, const char *name, const uint16_t *data, uint32_t rows,
+			uint32_t cols, uint32_t stride)
 {
 	struct pccx_cmp *c = user;
 	struct kept *k;
@@ -71,7 +71,7 @@ int pccx_cmp_ref_stage(void *user, const char *name, const uint16_t *data, uint3
 	k->n = rows * cols;
 	for (r = 0; r < rows; r++)
 		for (i = 0; i < cols; i++)
-			k->v[(size_t)r * cols + i] = pccx_bf16_to_f32(data[(size_t)r * stride + i]);
+			k->v[(size_t)r * cols + i] = pccx__bf16_to_f32(data[(size_t)r * stride + i]);
 	c->nk++;
 	return PCCX_OK;
 }
@@ -89,8 +89,8 @@ static const struct kept *find(const struct pccx_cmp *c, const char *name, size_
 	return NULL;
 }
 
-int pccx_cmp_oracle_stage(void *user, const char *name, const double *x, uint32_t rows,
-			  uint32_t cols)
+int pccx__cmp_oracle_stage(void *user, const char *name, const double *x, uint32_t rows,
+			   uint32_t cols)
 {
 	struct pccx_cmp *c = user;
 	const struct kept *k = find(c, name, c->cursor);
@@ -129,14 +129,14 @@ int pccx_cmp_oracle_stage(void *user, const char *name, const double *x, uint32_
 	return PCCX_OK;
 }
 
-const struct pccx_stage_stat *pccx_cmp_results(const struct pccx_cmp *c, size_t *n)
+const struct pccx_stage_stat *pccx__cmp_results(const struct pccx_cmp *c, size_t *n)
 {
 	*n = c->nr;
 	return c->r;
 }
 
-void pccx_logit_agreement(const float *ref, const double *oracle, uint32_t n, bool *same_top1,
-			  double *kl)
+void pccx__logit_agreement(const float *ref, const double *oracle, uint32_t n, bool *same_top1,
+			   double *kl)
 {
 	double mr = -INFINITY, mo = -INFINITY, zr = 0, zo = 0, acc = 0;
 	uint32_t i, ar = 0, ao = 0;

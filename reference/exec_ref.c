@@ -57,10 +57,10 @@ static uint16_t *word(struct pccx_ref_exec *x, uint32_t w)
 static int isa_fail(struct pccx_ref_exec *x, const char *what, const struct pccx_isa_fault *f)
 {
 	const char *field =
-		f->field >= 0 && f->field < PCCX_NFIELDS ? pccx_fields[f->field].name : "-";
+		f->field >= 0 && f->field < PCCX_NFIELDS ? pccx__fields[f->field].name : "-";
 
-	return pccx_fail(&x->err, PCCX_ERR_INVALID, "%s: %s (field %s)", what,
-			 pccx_isa_strerror(f->err), field);
+	return pccx__fail(&x->err, PCCX_ERR_INVALID, "%s: %s (field %s)", what,
+			  pccx__isa_strerror(f->err), field);
 }
 
 /* Encode, decode (word-level legality) and compute effects against the shape state. */
@@ -72,13 +72,13 @@ static int check_insn(struct pccx_ref_exec *x, const char *what, struct pccx_ins
 	struct pccx_insn dec;
 	uint64_t w;
 
-	if (pccx_encode(in, &w, &f) || pccx_decode(w, &dec, &f))
+	if (pccx__encode(in, &w, &f) || pccx__decode(w, &dec, &f))
 		return isa_fail(x, what, &f);
 	if (dec.opcode == PCCX_OP_MEMSET) {
-		pccx_shape_apply(st, &dec);
+		pccx__shape_apply(st, &dec);
 		return PCCX_OK;
 	}
-	if (pccx_insn_effects(&dec, st, PCCX_L2_WORDS, &fx, &f))
+	if (pccx__insn_effects(&dec, st, PCCX_L2_WORDS, &fx, &f))
 		return isa_fail(x, what, &f);
 	return PCCX_OK;
 }
@@ -110,21 +110,21 @@ static int check_host(struct pccx_ref_exec *x, const char *what, uint32_t buf, u
 	const struct hostbuf *b;
 
 	if (buf >= PCCX_NPU_NBUF || !x->buf[buf].base)
-		return pccx_fail(&x->err, PCCX_ERR_INVALID, "%s: host buffer %u is not bound", what,
-				 buf);
+		return pccx__fail(&x->err, PCCX_ERR_INVALID, "%s: host buffer %u is not bound", what,
+				  buf);
 	b = &x->buf[buf];
 	if (off % 16)
-		return pccx_fail(&x->err, PCCX_ERR_INVALID,
-				 "%s: host offset %llu not a multiple of 16", what,
-				 (unsigned long long)off);
+		return pccx__fail(&x->err, PCCX_ERR_INVALID,
+				  "%s: host offset %llu not a multiple of 16", what,
+				  (unsigned long long)off);
 	if (off > b->size || bytes > b->size - off)
-		return pccx_fail(&x->err, PCCX_ERR_RANGE,
-				 "%s: host range %llu+%llu outside buffer %u (%llu bytes)", what,
-				 (unsigned long long)off, (unsigned long long)bytes, buf,
-				 (unsigned long long)b->size);
+		return pccx__fail(&x->err, PCCX_ERR_RANGE,
+				  "%s: host range %llu+%llu outside buffer %u (%llu bytes)", what,
+				  (unsigned long long)off, (unsigned long long)bytes, buf,
+				  (unsigned long long)b->size);
 	if (write && !b->dev_write)
-		return pccx_fail(&x->err, PCCX_ERR_INVALID, "%s: buffer %u is read-only", what,
-				 buf);
+		return pccx__fail(&x->err, PCCX_ERR_INVALID, "%s: buffer %u is read-only", what,
+				  buf);
 	return PCCX_OK;
 }
 
@@ -136,7 +136,7 @@ static int op_bind(void *ctx, uint32_t buf, void *base, uint64_t size, bool dev_
 	struct pccx_ref_exec *x = X(ctx);
 
 	if (buf >= PCCX_NPU_NBUF)
-		return pccx_fail(&x->err, PCCX_ERR_INVALID, "bind: buffer %u", buf);
+		return pccx__fail(&x->err, PCCX_ERR_INVALID, "bind: buffer %u", buf);
 	x->buf[buf].base = base;
 	x->buf[buf].size = size;
 	x->buf[buf].dev_write = dev_write;
@@ -170,7 +170,7 @@ static int op_matmul(void *ctx, const struct pccx_npu_matmul *mm)
 	int rc;
 
 	x->cnt.ops[OP_MATMUL]++;
-	pccx_shape_reset(&st);
+	pccx__shape_reset(&st);
 	rc = memset_fmap(x, "matmul fmap shape", &st, mm->k, mm->m);
 	if (!rc) {
 		struct pccx_insn ms = { .opcode = PCCX_OP_MEMSET };
@@ -191,8 +191,8 @@ static int op_matmul(void *ctx, const struct pccx_npu_matmul *mm)
 	rc = check_insn(x, mm->m == 1 ? "gemv" : "gemm", &in, &st);
 	if (rc)
 		return rc;
-	rb = pccx_wstream_row_bytes(&ws);
-	bytes = (uint64_t)pccx_wstream_rows(&ws) * rb;
+	rb = pccx__wstream_row_bytes(&ws);
+	bytes = (uint64_t)pccx__wstream_rows(&ws) * rb;
 	rc = check_host(x, "matmul weights", mm->w.buf, mm->w.offset, bytes, false);
 	if (rc)
 		return rc;
@@ -207,41 +207,41 @@ static int op_matmul(void *ctx, const struct pccx_npu_matmul *mm)
 		case PCCX_WFMT_Q4: {
 			struct pccx_kern_act a = { mm->k, x->q8, x->sx, x->xp, x->xsum };
 
-			pccx_q8_quantize(xin, mm->k, x->q8, x->sx);
-			pccx_kern_act_prepare(&a);
-			pccx_kern_q4_gemv(x->pool, x->impl, w, rb, mm->n, &a, x->y);
+			pccx__q8_quantize(xin, mm->k, x->q8, x->sx);
+			pccx__kern_act_prepare(&a);
+			pccx__kern_q4_gemv(x->pool, x->impl, w, rb, mm->n, &a, x->y);
 			break;
 		}
 		case PCCX_WFMT_BF16:
 			for (i = 0; i < mm->n; i++)
-				x->y[i] = pccx_bf16_row_dot(
+				x->y[i] = pccx__bf16_row_dot(
 					(const uint16_t *)(const void *)(w + i * rb), xin, mm->k);
 			break;
 		case PCCX_WFMT_BF16T:
 			if (rb == (uint64_t)mm->n * 2) {
-				pccx_bf16_colsum((const uint16_t *)(const void *)w, xin, mm->k,
-						 mm->n, x->y);
+				pccx__bf16_colsum((const uint16_t *)(const void *)w, xin, mm->k,
+						  mm->n, x->y);
 			} else {
 				/* rows padded to 16 bytes: repack to (K, N) for the primitive */
 				uint16_t *t = malloc((size_t)mm->k * mm->n * 2);
 
 				if (!t)
-					return pccx_fail(&x->err, PCCX_ERR_NOMEM,
-							 "bf16t: out of memory");
+					return pccx__fail(&x->err, PCCX_ERR_NOMEM,
+							  "bf16t: out of memory");
 				for (i = 0; i < mm->k; i++)
 					memcpy(t + (size_t)i * mm->n, w + i * rb,
 					       (size_t)mm->n * 2);
-				pccx_bf16_colsum(t, xin, mm->k, mm->n, x->y);
+				pccx__bf16_colsum(t, xin, mm->k, mm->n, x->y);
 				free(t);
 			}
 			break;
 		}
 		for (i = 0; i < mm->n; i++)
-			out[i] = pccx_out_store(x->y[i], mm->accm, out[i]);
+			out[i] = pccx__out_store(x->y[i], mm->accm, out[i]);
 		if (mm->findemax) {
-			float rmax = pccx_sfu_reduce(PCCX_SFU_MAX, 0, 0.0f, out, mm->n);
+			float rmax = pccx__sfu_reduce(PCCX_SFU_MAX, 0, 0.0f, out, mm->n);
 
-			smax = r ? pccx_sfu_scalar(PCCX_SFU_MAX, 0, smax, rmax) : rmax;
+			smax = r ? pccx__sfu_scalar(PCCX_SFU_MAX, 0, smax, rmax) : rmax;
 		}
 	}
 	if (mm->findemax)
@@ -321,9 +321,9 @@ static void vec_part(void *ctx, unsigned part, unsigned nparts)
 	const struct vec_job *j = ctx;
 	unsigned long long lo, hi;
 
-	pccx_pool_split(j->n, 64, part, nparts, &lo, &hi);
+	pccx__pool_split(j->n, 64, part, nparts, &lo, &hi);
 	if (lo < hi)
-		pccx_sfu_vector(j->fn, j->flags, j->S, j->src + lo, j->dst + lo, (size_t)(hi - lo));
+		pccx__sfu_vector(j->fn, j->flags, j->S, j->src + lo, j->dst + lo, (size_t)(hi - lo));
 }
 
 #define MT_MIN_ELEMS 8192u
@@ -331,7 +331,7 @@ static void vec_part(void *ctx, unsigned part, unsigned nparts)
 static int op_cvo(void *ctx, const struct pccx_npu_cvo *op)
 {
 	struct pccx_ref_exec *x = X(ctx);
-	const struct pccx_cvo_desc *cd = pccx_cvo_desc(op->func);
+	const struct pccx_cvo_desc *cd = pccx__cvo_desc(op->func);
 	struct pccx_insn in = { .opcode = PCCX_OP_CVO };
 	struct pccx_shape_state st;
 	char what[32];
@@ -341,7 +341,7 @@ static int op_cvo(void *ctx, const struct pccx_npu_cvo *op)
 
 	x->cnt.ops[OP_CVO]++;
 	snprintf(what, sizeof(what), "cvo %s", cd ? cd->name : "?");
-	pccx_shape_reset(&st);
+	pccx__shape_reset(&st);
 	in.f[PCCX_FID_D_func] = op->func;
 	in.f[PCCX_FID_D_src] = op->src;
 	in.f[PCCX_FID_D_dst] = op->dst;
@@ -359,19 +359,19 @@ static int op_cvo(void *ctx, const struct pccx_npu_cvo *op)
 		if (sform)
 			scalar_out(x, op->dst, slot_get(x, op->src, op->len));
 		else
-			scalar_out(x, op->dst, pccx_bf16_to_f32(word(x, op->src)[op->len]));
+			scalar_out(x, op->dst, pccx__bf16_to_f32(word(x, op->src)[op->len]));
 	} else if (sform) {
 		if (cd->cls == PCCX_CVOC_UNARY)
-			scalar_out(x, op->dst, pccx_sfu_elem(fn, f, x->S, x->S, 0.0f));
+			scalar_out(x, op->dst, pccx__sfu_elem(fn, f, x->S, x->S, 0.0f));
 		else
 			scalar_out(x, op->dst,
-				   pccx_sfu_scalar(fn, f, x->S, slot_get(x, op->src, 0)));
+				   pccx__sfu_scalar(fn, f, x->S, slot_get(x, op->src, 0)));
 	} else if (cd->cls == PCCX_CVOC_REDUCE) {
-		scalar_out(x, op->dst, pccx_sfu_reduce(fn, f, x->S, word(x, op->src), op->len));
+		scalar_out(x, op->dst, pccx__sfu_reduce(fn, f, x->S, word(x, op->src), op->len));
 	} else {
 		struct vec_job j = { fn, f, x->S, word(x, op->src), word(x, op->dst), op->len };
 
-		pccx_pool_run(op->len >= MT_MIN_ELEMS ? x->pool : NULL, vec_part, &j);
+		pccx__pool_run(op->len >= MT_MIN_ELEMS ? x->pool : NULL, vec_part, &j);
 	}
 	return PCCX_OK;
 }
@@ -384,7 +384,7 @@ static int op_copy(void *ctx, uint32_t dst, uint32_t src, uint32_t words)
 	int rc;
 
 	x->cnt.ops[OP_COPY]++;
-	pccx_shape_reset(&st);
+	pccx__shape_reset(&st);
 	rc = memset_fmap(x, "copy shape", &st, 8, words);
 	in.f[PCCX_FID_B_dest] = dst;
 	in.f[PCCX_FID_B_src] = src;
@@ -405,7 +405,7 @@ static int op_load(void *ctx, uint32_t dst, uint32_t buf, uint64_t off, uint32_t
 	int rc;
 
 	x->cnt.ops[OP_LOAD]++;
-	pccx_shape_reset(&st);
+	pccx__shape_reset(&st);
 	rc = memset_xfer(x, "load shape", &st, n);
 	in.f[PCCX_FID_B_from_host] = 1;
 	in.f[PCCX_FID_B_dest] = dst;
@@ -429,7 +429,7 @@ static int op_store(void *ctx, uint32_t buf, uint64_t off, uint32_t src, uint32_
 	int rc;
 
 	x->cnt.ops[OP_STORE]++;
-	pccx_shape_reset(&st);
+	pccx__shape_reset(&st);
 	rc = memset_xfer(x, "store shape", &st, n);
 	in.f[PCCX_FID_B_to_host] = 1;
 	in.f[PCCX_FID_B_src] = src;
@@ -451,7 +451,7 @@ static int op_stage(void *ctx, const char *name, uint32_t addr, uint32_t rows, u
 
 	x->cnt.ops[OP_STAGE]++;
 	if ((uint64_t)addr + (uint64_t)rows * stride > PCCX_L2_WORDS)
-		return pccx_fail(&x->err, PCCX_ERR_RANGE, "stage %s: outside L2", name);
+		return pccx__fail(&x->err, PCCX_ERR_RANGE, "stage %s: outside L2", name);
 	if (!x->on_stage)
 		return PCCX_OK;
 	return x->on_stage(x->stage_user, name, word(x, addr), rows, cols, stride * 8);
@@ -476,15 +476,15 @@ static const struct pccx_npu_ops ref_ops = {
 	.error = op_error,
 };
 
-const struct pccx_npu_ops *pccx_ref_exec_ops(void)
+const struct pccx_npu_ops *pccx__ref_exec_ops(void)
 {
 	return &ref_ops;
 }
 
 /* ------------------------------------------------------------------------------------- */
 
-int pccx_ref_exec_create(struct pccx_ref_exec **out, unsigned n_threads, enum pccx_kern_impl impl,
-			 pccx_diag *d)
+int pccx__ref_exec_create(struct pccx_ref_exec **out, unsigned n_threads, enum pccx_kern_impl impl,
+			  pccx_diag *d)
 {
 	struct pccx_ref_exec *x;
 	int rc;
@@ -492,7 +492,7 @@ int pccx_ref_exec_create(struct pccx_ref_exec **out, unsigned n_threads, enum pc
 	*out = NULL;
 	x = calloc(1, sizeof(*x));
 	if (!x)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "reference NPU: out of memory");
+		return pccx__fail(d, PCCX_ERR_NOMEM, "reference NPU: out of memory");
 	x->l2 = calloc(L2_ELEMS, sizeof(uint16_t));
 	x->q8 = malloc(MAX_DIM);
 	x->xp = malloc(MAX_DIM);
@@ -500,29 +500,29 @@ int pccx_ref_exec_create(struct pccx_ref_exec **out, unsigned n_threads, enum pc
 	x->xsum = malloc(MAX_DIM / 32 * sizeof(int32_t));
 	x->y = malloc(MAX_DIM * sizeof(float));
 	if (!x->l2 || !x->q8 || !x->xp || !x->sx || !x->xsum || !x->y) {
-		pccx_ref_exec_free(x);
-		return pccx_fail(d, PCCX_ERR_NOMEM, "reference NPU: out of memory");
+		pccx__ref_exec_free(x);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "reference NPU: out of memory");
 	}
-	if (impl == PCCX_KERN_AVX2 && !pccx_kern_have_avx2()) {
-		pccx_ref_exec_free(x);
-		return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
-				 "reference NPU: this CPU has no AVX2/F16C");
+	if (impl == PCCX_KERN_AVX2 && !pccx__kern_have_avx2()) {
+		pccx__ref_exec_free(x);
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED,
+				  "reference NPU: this CPU has no AVX2/F16C");
 	}
-	x->impl = pccx_kern_resolve(impl);
-	rc = pccx_pool_create(&x->pool, n_threads ? n_threads : pccx_pool_ncpu(), d);
+	x->impl = pccx__kern_resolve(impl);
+	rc = pccx__pool_create(&x->pool, n_threads ? n_threads : pccx__pool_ncpu(), d);
 	if (rc) {
-		pccx_ref_exec_free(x);
+		pccx__ref_exec_free(x);
 		return rc;
 	}
 	*out = x;
 	return PCCX_OK;
 }
 
-void pccx_ref_exec_free(struct pccx_ref_exec *x)
+void pccx__ref_exec_free(struct pccx_ref_exec *x)
 {
 	if (!x)
 		return;
-	pccx_pool_destroy(x->pool);
+	pccx__pool_destroy(x->pool);
 	free(x->l2);
 	free(x->q8);
 	free(x->xp);
@@ -532,43 +532,43 @@ void pccx_ref_exec_free(struct pccx_ref_exec *x)
 	free(x);
 }
 
-void pccx_ref_exec_on_stage(struct pccx_ref_exec *x, pccx_ref_stage_fn fn, void *user)
+void pccx__ref_exec_on_stage(struct pccx_ref_exec *x, pccx_ref_stage_fn fn, void *user)
 {
 	x->on_stage = fn;
 	x->stage_user = user;
 }
 
-const char *pccx_ref_exec_error(const struct pccx_ref_exec *x)
+const char *pccx__ref_exec_error(const struct pccx_ref_exec *x)
 {
 	return x->err.msg;
 }
 
-const struct pccx_ref_counters *pccx_ref_exec_counters(const struct pccx_ref_exec *x)
+const struct pccx_ref_counters *pccx__ref_exec_counters(const struct pccx_ref_exec *x)
 {
 	return &x->cnt;
 }
 
-void pccx_ref_exec_reset_counters(struct pccx_ref_exec *x)
+void pccx__ref_exec_reset_counters(struct pccx_ref_exec *x)
 {
 	memset(&x->cnt, 0, sizeof(x->cnt));
 }
 
-uint16_t *pccx_ref_exec_l2(struct pccx_ref_exec *x)
+uint16_t *pccx__ref_exec_l2(struct pccx_ref_exec *x)
 {
 	return x->l2;
 }
 
-float pccx_ref_exec_sreg(const struct pccx_ref_exec *x)
+float pccx__ref_exec_sreg(const struct pccx_ref_exec *x)
 {
 	return x->S;
 }
 
-unsigned pccx_ref_exec_threads(const struct pccx_ref_exec *x)
+unsigned pccx__ref_exec_threads(const struct pccx_ref_exec *x)
 {
-	return pccx_pool_threads(x->pool);
+	return pccx__pool_threads(x->pool);
 }
 
-enum pccx_kern_impl pccx_ref_exec_kernel(const struct pccx_ref_exec *x)
+enum pccx_kern_impl pccx__ref_exec_kernel(const struct pccx_ref_exec *x)
 {
 	return x->impl;
 }

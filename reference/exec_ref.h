@@ -29,22 +29,22 @@ struct pccx_ref_counters {
 };
 
 /* n_threads 0 = every online CPU. */
-PCCX_MUST_CHECK int pccx_ref_exec_create(struct pccx_ref_exec **out, unsigned n_threads,
-					 enum pccx_kern_impl impl, pccx_diag *d);
-void pccx_ref_exec_free(struct pccx_ref_exec *x);
+PCCX_MUST_CHECK int pccx__ref_exec_create(struct pccx_ref_exec **out, unsigned n_threads,
+					  enum pccx_kern_impl impl, pccx_diag *d);
+void pccx__ref_exec_free(struct pccx_ref_exec *x);
 
 /* The op table; the ctx argument of every op is the pccx_ref_exec. */
-const struct pccx_npu_ops *pccx_ref_exec_ops(void);
+const struct pccx_npu_ops *pccx__ref_exec_ops(void);
 
-void pccx_ref_exec_on_stage(struct pccx_ref_exec *x, pccx_ref_stage_fn fn, void *user);
+void pccx__ref_exec_on_stage(struct pccx_ref_exec *x, pccx_ref_stage_fn fn, void *user);
 /* The message of the last failed op ("" if none). */
-const char *pccx_ref_exec_error(const struct pccx_ref_exec *x);
-const struct pccx_ref_counters *pccx_ref_exec_counters(const struct pccx_ref_exec *x);
-void pccx_ref_exec_reset_counters(struct pccx_ref_exec *x);
+const char *pccx__ref_exec_error(const struct pccx_ref_exec *x);
+const struct pccx_ref_counters *pccx__ref_exec_counters(const struct pccx_ref_exec *x);
+void pccx__ref_exec_reset_counters(struct pccx_ref_exec *x);
 /* Direct access for tests: L2 (PCCX_L2_WORDS * 8 BF16) and the scalar register. */
-uint16_t *pccx_ref_exec_l2(struct pccx_ref_exec *x);
-float pccx_ref_exec_sreg(const struct pccx_ref_exec *x);
-unsigned pccx_ref_exec_threads(const struct pccx_ref_exec *x);
-enum pccx_kern_impl pccx_ref_exec_kernel(const struct pccx_ref_exec *x);
+uint16_t *pccx__ref_exec_l2(struct pccx_ref_exec *x);
+float pccx__ref_exec_sreg(const struct pccx_ref_exec *x);
+unsigned pccx__ref_exec_threads(const struct pccx_ref_exec *x);
+enum pccx_kern_impl pccx__ref_exec_kernel(const struct pccx_ref_exec *x);
 
 #endif /* PCCX_EXEC_REF_H */

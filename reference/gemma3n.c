@@ -16,20 +16,21 @@ static void *map_zero(uint64_t bytes)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-int pccx_g3n_session_create(struct pccx_g3n_session **out, const struct pccx_g3n_model *m,
-			    const struct pccx_npu_ops *ops, void *ctx, pccx_diag *d)
+int pccx__gemma3n_session_create(struct pccx_gemma3n_session **out,
+				 const struct pccx_gemma3n_model *m,
+				 const struct pccx_npu_ops *ops, void *ctx, pccx_diag *d)
 {
-	struct pccx_g3n_session *s;
+	struct pccx_gemma3n_session *s;
 	int rc;
 
 	*out = NULL;
 	s = calloc(1, sizeof(*s));
 	if (!s)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "session: out of memory");
+		return pccx__fail(d, PCCX_ERR_NOMEM, "session: out of memory");
 	s->m = m;
 	s->ops = ops;
 	s->ctx = ctx;
-	rc = pccx_g3n_plan_build(m, &s->plan, d);
+	rc = pccx__gemma3n_plan_build(m, &s->plan, d);
 	if (rc) {
 		free(s);
 		return rc;
@@ -40,9 +41,9 @@ int pccx_g3n_session_create(struct pccx_g3n_session **out, const struct pccx_g3n
 	if (!s->in || !s->out || !s->kv) {
 		unsigned long long kv = s->plan.kv_bytes;
 
-		pccx_g3n_session_free(s);
-		return pccx_fail(d, PCCX_ERR_NOMEM,
-				 "session: cannot allocate %llu bytes of KV cache", kv);
+		pccx__gemma3n_session_free(s);
+		return pccx__fail(d, PCCX_ERR_NOMEM,
+				  "session: cannot allocate %llu bytes of KV cache", kv);
 	}
 	rc = ops->bind(ctx, PCCX_NPU_BUF_WEIGHTS, m->data, m->size, false);
 	if (!rc)
@@ -52,14 +53,14 @@ int pccx_g3n_session_create(struct pccx_g3n_session **out, const struct pccx_g3n
 	if (!rc)
 		rc = ops->bind(ctx, PCCX_NPU_BUF_OUT, s->out, s->plan.out_bytes, true);
 	if (rc) {
-		pccx_g3n_session_free(s);
-		return pccx_fail(d, rc, "session: cannot bind host buffers to '%s'", ops->name);
+		pccx__gemma3n_session_free(s);
+		return pccx__fail(d, rc, "session: cannot bind host buffers to '%s'", ops->name);
 	}
 	*out = s;
 	return PCCX_OK;
 }
 
-void pccx_g3n_session_free(struct pccx_g3n_session *s)
+void pccx__gemma3n_session_free(struct pccx_gemma3n_session *s)
 {
 	if (!s)
 		return;
@@ -70,33 +71,33 @@ void pccx_g3n_session_free(struct pccx_g3n_session *s)
 	free(s);
 }
 
-void pccx_g3n_session_reset(struct pccx_g3n_session *s)
+void pccx__gemma3n_session_reset(struct pccx_gemma3n_session *s)
 {
 	s->pos = 0;
 }
 
-int pccx_g3n_session_step(struct pccx_g3n_session *s, uint32_t token, float *logits,
-			  pccx_diag *d)
+int pccx__gemma3n_session_step(struct pccx_gemma3n_session *s, uint32_t token, float *logits,
+			       pccx_diag *d)
 {
-	const struct pccx_g3n_config *c = &s->m->cfg;
+	const struct pccx_gemma3n_config *c = &s->m->cfg;
 	uint32_t i;
 	int rc;
 
 	if (s->pos >= c->max_ctx)
-		return pccx_fail(d, PCCX_ERR_RANGE, "context full: %u positions (max_ctx)",
-				 c->max_ctx);
-	rc = pccx_g3n_host_inputs(s->m, &s->plan, token, s->pos, s->in, d);
+		return pccx__fail(d, PCCX_ERR_RANGE, "context full: %u positions (max_ctx)",
+				  c->max_ctx);
+	rc = pccx__gemma3n_host_inputs(s->m, &s->plan, token, s->pos, s->in, d);
 	if (rc)
 		return rc;
-	rc = pccx_g3n_step(s->m, &s->plan, s->ops, s->ctx, s->pos, logits != NULL);
+	rc = pccx__gemma3n_step(s->m, &s->plan, s->ops, s->ctx, s->pos, logits != NULL);
 	if (rc)
-		return pccx_fail(d, rc, "decode step at position %u: %s", s->pos,
-				 s->ops->error ? s->ops->error(s->ctx) : pccx_strerror(rc));
+		return pccx__fail(d, rc, "decode step at position %u: %s", s->pos,
+				  s->ops->error ? s->ops->error(s->ctx) : pccx_strerror(rc));
 	if (logits) {
 		const uint8_t *b = s->out;
 
 		for (i = 0; i < c->vocab; i++)
-			logits[i] = pccx_bf16_to_f32((uint16_t)(b[2 * i] | b[2 * i + 1] << 8));
+			logits[i] = pccx__bf16_to_f32((uint16_t)(b[2 * i] | b[2 * i + 1] << 8));
 	}
 	s->pos++;
 	return PCCX_OK;

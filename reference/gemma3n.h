@@ -9,9 +9,9 @@
 
 #include "gemma3n_graph.h"
 
-struct pccx_g3n_session {
-	const struct pccx_g3n_model *m;
-	struct pccx_g3n_plan plan;
+struct pccx_gemma3n_session {
+	const struct pccx_gemma3n_model *m;
+	struct pccx_gemma3n_plan plan;
 	const struct pccx_npu_ops *ops;
 	void *ctx;
 	uint8_t *in;		/* (plan.in_bytes) PCCX_NPU_BUF_IN */
@@ -21,19 +21,19 @@ struct pccx_g3n_session {
 };
 
 /* Plan the model, allocate the host buffers and bind them to the op implementation. */
-PCCX_MUST_CHECK int pccx_g3n_session_create(struct pccx_g3n_session **out,
-					    const struct pccx_g3n_model *m,
-					    const struct pccx_npu_ops *ops, void *ctx,
-					    pccx_diag *d);
-void pccx_g3n_session_free(struct pccx_g3n_session *s);
+PCCX_MUST_CHECK int pccx__gemma3n_session_create(struct pccx_gemma3n_session **out,
+						 const struct pccx_gemma3n_model *m,
+						 const struct pccx_npu_ops *ops, void *ctx,
+						 pccx_diag *d);
+void pccx__gemma3n_session_free(struct pccx_gemma3n_session *s);
 /* Start again at position 0 (the KV rows are overwritten before they are read). */
-void pccx_g3n_session_reset(struct pccx_g3n_session *s);
+void pccx__gemma3n_session_reset(struct pccx_gemma3n_session *s);
 
 /*
  * Decode `token` at the next position. logits == NULL skips the LM head (prefill);
  * otherwise logits receives vocab floats (the BF16 results, widened exactly).
  */
-PCCX_MUST_CHECK int pccx_g3n_session_step(struct pccx_g3n_session *s, uint32_t token,
-					  float *logits, pccx_diag *d);
+PCCX_MUST_CHECK int pccx__gemma3n_session_step(struct pccx_gemma3n_session *s, uint32_t token,
+					       float *logits, pccx_diag *d);
 
 #endif /* PCCX_GEMMA3N_H */

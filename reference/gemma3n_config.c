@@ -9,7 +9,7 @@
 /* float32 Normal.icdf(0.95) as Hugging Face evaluates it (2 ulp below the rounded value). */
 #define SPARSE_Z 1.6448533535f
 
-static const struct pccx_g3n_config presets[] = {
+static const struct pccx_gemma3n_config presets[] = {
 	{
 		/* google/gemma-3n-E4B text decoder (research note model-sim-anchors §1.2) */
 		.name = "e4b", .n_layers = 35, .d_model = 2048, .d_ffn = 16384,
@@ -59,12 +59,12 @@ static const struct pccx_g3n_config presets[] = {
 
 #define NPRESETS (sizeof(presets) / sizeof(presets[0]))
 
-const char *pccx_g3n_config_names(void)
+const char *pccx__gemma3n_config_names(void)
 {
 	return "e4b, e2b, tiny, tiny-vocab";
 }
 
-int pccx_g3n_config_preset(const char *name, struct pccx_g3n_config *cfg, pccx_diag *d)
+int pccx__gemma3n_config_preset(const char *name, struct pccx_gemma3n_config *cfg, pccx_diag *d)
 {
 	size_t i;
 
@@ -74,20 +74,20 @@ int pccx_g3n_config_preset(const char *name, struct pccx_g3n_config *cfg, pccx_d
 			return PCCX_OK;
 		}
 	}
-	return pccx_fail(d, PCCX_ERR_NOT_FOUND, "config '%s': unknown (known: %s)", name,
-			 pccx_g3n_config_names());
+	return pccx__fail(d, PCCX_ERR_NOT_FOUND, "config '%s': unknown (known: %s)", name,
+			  pccx__gemma3n_config_names());
 }
 
 #define BAD(field, why) \
-	pccx_fail(d, PCCX_ERR_INVALID, "config '%s': %s %s", c->name, field, why)
+	pccx__fail(d, PCCX_ERR_INVALID, "config '%s': %s %s", c->name, field, why)
 
-int pccx_g3n_config_check(const struct pccx_g3n_config *c, pccx_diag *d)
+int pccx__gemma3n_config_check(const struct pccx_gemma3n_config *c, pccx_diag *d)
 {
 	struct pccx_attn_desc attn[PCCX_ATTN_KINDS];
-	struct pccx_layer_desc layers[PCCX_G3N_MAX_LAYERS];
+	struct pccx_layer_desc layers[PCCX_GEMMA3N_MAX_LAYERS];
 	uint32_t q_dim = c->n_heads * c->head_dim;
 
-	if (c->n_layers == 0 || c->n_layers > PCCX_G3N_MAX_LAYERS)
+	if (c->n_layers == 0 || c->n_layers > PCCX_GEMMA3N_MAX_LAYERS)
 		return BAD("n_layers", "must be 1..64");
 	if (c->d_model == 0 || c->d_model % 32 || c->d_model > 8192)
 		return BAD("d_model", "must be a multiple of 32, at most 8192");
@@ -118,5 +118,5 @@ int pccx_g3n_config_check(const struct pccx_g3n_config *c, pccx_diag *d)
 	    !(c->theta_global > 1.0f) || !(c->sparse_z >= 0.0f))
 		return BAD("eps/softcap/theta/sparse_z", "out of range");
 	/* the layer structure: every KV-sharing layer finds a layer to read from */
-	return pccx_layers_build(c, attn, layers, d);
+	return pccx__layers_build(c, attn, layers, d);
 }

@@ -32,7 +32,7 @@
 
 #define W(n) pccx_words_for(n)
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
-#define NSTREAM PCCX_G3N_STREAMS
+#define NSTREAM PCCX_GEMMA3N_STREAMS
 
 /* Largest matmul n / CVO len that keeps the next row word-aligned (16-bit fields). */
 #define CHUNK 65528u
@@ -71,9 +71,9 @@ struct plan_sizes {
 };
 
 /* The sizes, or PCCX_ERR_UNSUPPORTED for layers the graph does not run. */
-static int plan_sizes(const struct pccx_g3n_model *m, struct plan_sizes *sz, pccx_diag *d)
+static int plan_sizes(const struct pccx_gemma3n_model *m, struct plan_sizes *sz, pccx_diag *d)
 {
-	const struct pccx_g3n_config *c = &m->cfg;
+	const struct pccx_gemma3n_config *c = &m->cfg;
 	uint32_t group = 0, t, l;
 
 	memset(sz, 0, sizeof(*sz));
@@ -81,9 +81,9 @@ static int plan_sizes(const struct pccx_g3n_model *m, struct plan_sizes *sz, pcc
 		const struct pccx_attn_desc *a = &m->attn[t];
 
 		if (a->rope_dims != a->head_dim)
-			return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
-					 "config '%s': RoPE of part of a head is not supported",
-					 c->name);
+			return pccx__fail(d, PCCX_ERR_UNSUPPORTED,
+					  "config '%s': RoPE of part of a head is not supported",
+					  c->name);
 		sz->max_keys = MAX(sz->max_keys, a->kv_rows);
 		sz->q = MAX(sz->q, (uint64_t)a->n_heads * W(a->head_dim));
 		sz->kv = MAX(sz->kv, (uint64_t)a->n_kv_heads * W(a->head_dim));
@@ -95,18 +95,19 @@ static int plan_sizes(const struct pccx_g3n_model *m, struct plan_sizes *sz, pcc
 
 		/* one FP32 constant holds z: layers cannot have their own (yet) */
 		if (ly->sparse && ly->sparse_z != c->sparse_z)
-			return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
-					 "config '%s': layer %u: a sparse_z of its own", c->name,
-					 l);
+			return pccx__fail(d, PCCX_ERR_UNSUPPORTED,
+					  "config '%s': layer %u: a sparse_z of its own", c->name,
+					  l);
 		sz->ffn = MAX(sz->ffn, W(ly->d_ffn));
 		sz->lvec = MAX(sz->lvec, m->w.layer[l].vec_bytes / 16);
 	}
 	return PCCX_OK;
 }
 
-int pccx_g3n_plan_build(const struct pccx_g3n_model *m, struct pccx_g3n_plan *p, pccx_diag *d)
+int pccx__gemma3n_plan_build(const struct pccx_gemma3n_model *m, struct pccx_gemma3n_plan *p,
+			     pccx_diag *d)
 {
-	const struct pccx_g3n_config *c = &m->cfg;
+	const struct pccx_gemma3n_config *c = &m->cfg;
 	uint32_t D = c->d_model, L = c->n_layers, P = c->d_ple, t, l;
 	uint64_t next = 0, kv = 0;
 	struct plan_sizes sz;
@@ -120,7 +121,7 @@ int pccx_g3n_plan_build(const struct pccx_g3n_model *m, struct pccx_g3n_plan *p,
 
 	/* The image of BUF_IN, in the order the host writes it. */
 	p->in = take(&next, 0);
-	p->consts = take(&next, PCCX_G3N_NCONST);
+	p->consts = take(&next, PCCX_GEMMA3N_NCONST);
 	p->ones = take(&next, 1);
 	for (t = 0; t < PCCX_ATTN_KINDS; t++) {
 		p->rope_cos[t] = take(&next, W(m->attn[t].head_dim));
@@ -163,10 +164,10 @@ int pccx_g3n_plan_build(const struct pccx_g3n_model *m, struct pccx_g3n_plan *p,
 	p->rm = take(&next, 1);
 	p->coefs = take(&next, W(NSTREAM * NSTREAM));
 	p->corr = take(&next, 1);
-	p->scal = take(&next, PCCX_G3N_NSCAL);
+	p->scal = take(&next, PCCX_GEMMA3N_NSCAL);
 	p->logits = take(&next, W(c->vocab));
 	if (next > PCCX_L2_WORDS)
-		return pccx_fail(
+		return pccx__fail(
 			d, PCCX_ERR_RANGE,
 			"config '%s': the L2 plan needs %llu words, L2 has %u (lower max_ctx)",
 			c->name, (unsigned long long)next, PCCX_L2_WORDS);
@@ -187,7 +188,7 @@ int pccx_g3n_plan_build(const struct pccx_g3n_model *m, struct pccx_g3n_plan *p,
 }
 
 /* Byte offset in the KV buffer of row `row` of (KV-writing layer, kv head, 0 = K / 1 = V). */
-static uint64_t kv_row_offset(const struct pccx_g3n_model *m, const struct pccx_g3n_plan *p,
+static uint64_t kv_row_offset(const struct pccx_gemma3n_model *m, const struct pccx_gemma3n_plan *p,
 				uint32_t layer, uint32_t head, unsigned v, uint32_t row)
 {
 	const struct pccx_layer_desc *ly = &m->layers[layer];
@@ -196,7 +197,7 @@ static uint64_t kv_row_offset(const struct pccx_g3n_model *m, const struct pccx_
 	       (((uint64_t)v * ly->n_kv_heads + head) * ly->kv_rows + row) * W(ly->head_dim) * 16;
 }
 
-uint32_t pccx_g3n_n_keys(const struct pccx_layer_desc *ly, uint32_t pos)
+uint32_t pccx__gemma3n_n_keys(const struct pccx_layer_desc *ly, uint32_t pos)
 {
 	return ly->window && pos + 1 > ly->window ? ly->window : pos + 1;
 }
@@ -231,40 +232,40 @@ static float ln_f32(float x)
 	int i;
 
 	for (i = 0; i < 8; i++) {
-		ey = pccx_f32_exp(y);
+		ey = pccx__f32_exp(y);
 		y = y + 2.0f * (x - ey) / (x + ey);
 	}
 	return y;
 }
 
-int pccx_g3n_host_inputs(const struct pccx_g3n_model *m, const struct pccx_g3n_plan *p,
-			 uint32_t token, uint32_t pos, uint8_t *in, pccx_diag *d)
+int pccx__gemma3n_host_inputs(const struct pccx_gemma3n_model *m, const struct pccx_gemma3n_plan *p,
+			      uint32_t token, uint32_t pos, uint8_t *in, pccx_diag *d)
 {
-	const struct pccx_g3n_config *c = &m->cfg;
-	const struct pccx_g3n_weights *w = &m->w;
+	const struct pccx_gemma3n_config *c = &m->cfg;
+	const struct pccx_gemma3n_weights *w = &m->w;
 	uint32_t D = c->d_model, i, t;
-	float consts[PCCX_G3N_NCONST], scale;
+	float consts[PCCX_GEMMA3N_NCONST], scale;
 	uint32_t base = p->in;
 	const uint8_t *rec;
 
 	if (token >= c->vocab)
-		return pccx_fail(d, PCCX_ERR_RANGE, "token %u outside the vocabulary (%u)", token,
-				 c->vocab);
+		return pccx__fail(d, PCCX_ERR_RANGE, "token %u outside the vocabulary (%u)", token,
+				  c->vocab);
 	if (pos >= c->max_ctx)
-		return pccx_fail(d, PCCX_ERR_RANGE, "position %u beyond the context (%u)", pos,
-				 c->max_ctx);
+		return pccx__fail(d, PCCX_ERR_RANGE, "position %u beyond the context (%u)", pos,
+				  c->max_ctx);
 	memset(in, 0, p->in_bytes);
 
-	consts[PCCX_G3N_C_EPS] = c->eps;
-	consts[PCCX_G3N_C_INV_D] = 1.0f / (float)D;
-	consts[PCCX_G3N_C_INV_SQRT_D] = pccx_f32_rsqrt((float)D);
-	consts[PCCX_G3N_C_INV_SQRT2] = pccx_f32_rsqrt(2.0f);
-	consts[PCCX_G3N_C_MAG_EPS] = 1e-5f;
-	consts[PCCX_G3N_C_QUARTER] = 0.25f;
-	consts[PCCX_G3N_C_SPARSE_Z] = c->sparse_z;
-	consts[PCCX_G3N_C_NEG_ONE] = -1.0f;
-	consts[PCCX_G3N_C_SOFTCAP] = c->softcap;
-	for (i = 0; i < PCCX_G3N_NCONST; i++)
+	consts[PCCX_GEMMA3N_C_EPS] = c->eps;
+	consts[PCCX_GEMMA3N_C_INV_D] = 1.0f / (float)D;
+	consts[PCCX_GEMMA3N_C_INV_SQRT_D] = pccx__f32_rsqrt((float)D);
+	consts[PCCX_GEMMA3N_C_INV_SQRT2] = pccx__f32_rsqrt(2.0f);
+	consts[PCCX_GEMMA3N_C_MAG_EPS] = 1e-5f;
+	consts[PCCX_GEMMA3N_C_QUARTER] = 0.25f;
+	consts[PCCX_GEMMA3N_C_SPARSE_Z] = c->sparse_z;
+	consts[PCCX_GEMMA3N_C_NEG_ONE] = -1.0f;
+	consts[PCCX_GEMMA3N_C_SOFTCAP] = c->softcap;
+	for (i = 0; i < PCCX_GEMMA3N_NCONST; i++)
 		put_f32_slot(in, p->consts - base + i, consts[i]);
 	for (i = 0; i < 8; i++)
 		put_bf16(in, p->ones - base, i, 0x3F80);
@@ -279,10 +280,10 @@ int pccx_g3n_host_inputs(const struct pccx_g3n_model *m, const struct pccx_g3n_p
 
 		for (i = 0; i < half; i++) {
 			float frac = (float)(2 * i) / (float)hd;
-			float inv_freq = pccx_f32_exp(-(frac * ln_theta));
+			float inv_freq = pccx__f32_exp(-(frac * ln_theta));
 			float ph = (float)pos * inv_freq;
-			uint16_t cs = pccx_bf16_store(pccx_f32_cos(ph));
-			float sn = pccx_f32_sin(ph);
+			uint16_t cs = pccx_bf16_store(pccx__f32_cos(ph));
+			float sn = pccx__f32_sin(ph);
 
 			put_bf16(in, p->rope_cos[t] - base, i, cs);
 			put_bf16(in, p->rope_cos[t] - base, i + half, cs);
@@ -292,21 +293,23 @@ int pccx_g3n_host_inputs(const struct pccx_g3n_model *m, const struct pccx_g3n_p
 	}
 
 	/* Embedding row, dequantised, times sqrt(D) (FP32, one rounding to BF16). */
-	scale = pccx_f32_sqrt((float)D);
-	rec = pccx_g3n_row(m, w->embed, token);
+	scale = pccx__f32_sqrt((float)D);
+	rec = pccx_gemma3n_row(m, w->embed, token);
 	for (i = 0; i < D; i++) {
-		float x = pccx_q4_weight(pccx_g3n_q4_nibbles(rec, D), pccx_g3n_q4_scales(rec), i);
+		float x = pccx__q4_weight(pccx_gemma3n_q4_nibbles(rec, D),
+					  pccx_gemma3n_q4_scales(rec), i);
 
 		put_bf16(in, p->embed - base, i, pccx_bf16_store(x * scale));
 	}
 
 	/* PLE row times sqrt(d_ple); ids beyond the PLE table use row 0 (Hugging Face). */
-	scale = pccx_f32_sqrt((float)c->d_ple);
-	rec = pccx_g3n_row(m, w->ple_table, token < c->ple_vocab ? token : 0);
+	scale = pccx__f32_sqrt((float)c->d_ple);
+	rec = pccx_gemma3n_row(m, w->ple_table, token < c->ple_vocab ? token : 0);
 	for (i = 0; i < c->n_layers * c->d_ple; i++) {
 		uint32_t cols = c->n_layers * c->d_ple;
 		float x =
-			pccx_q4_weight(pccx_g3n_q4_nibbles(rec, cols), pccx_g3n_q4_scales(rec), i);
+			pccx__q4_weight(pccx_gemma3n_q4_nibbles(rec, cols),
+					pccx_gemma3n_q4_scales(rec), i);
 
 		put_bf16(in, p->ple_in - base + i / 8, i % 8, pccx_bf16_store(x * scale));
 	}
@@ -319,9 +322,9 @@ int pccx_g3n_host_inputs(const struct pccx_g3n_model *m, const struct pccx_g3n_p
 struct emit {
 	const struct pccx_npu_ops *ops;
 	void *ctx;
-	const struct pccx_g3n_model *m;
-	const struct pccx_g3n_config *c;
-	const struct pccx_g3n_plan *p;
+	const struct pccx_gemma3n_model *m;
+	const struct pccx_gemma3n_config *c;
+	const struct pccx_gemma3n_plan *p;
 	int32_t last_w;		/* weight tensor of the last matmul issued (-1: KV rows) */
 	int rc;
 };
@@ -356,7 +359,7 @@ static void behind(struct emit *e, int32_t t)
 static void gemv_rows(struct emit *e, int32_t t, uint32_t r0, uint32_t rows, uint32_t src,
 		      uint32_t dst, bool accm)
 {
-	const struct pccx_g3n_tensor *T = &e->m->t[t];
+	const struct pccx_gemma3n_tensor *T = &e->m->t[t];
 	uint32_t r, n;
 
 	for (r = 0; r < rows; r += n) {
@@ -402,19 +405,19 @@ static void cvo_vec(struct emit *e, uint32_t func, uint32_t flags, uint32_t src,
 }
 
 /* S <- constant c. */
-static void s_const(struct emit *e, enum pccx_g3n_const c)
+static void s_const(struct emit *e, enum pccx_gemma3n_const c)
 {
-	cvo(e, PCCX_CVO_LDS, PCCX_CVOF_SREG, e->p->consts + c, e->p->scal + PCCX_G3N_S_DUMP, 0);
+	cvo(e, PCCX_CVO_LDS, PCCX_CVOF_SREG, e->p->consts + c, e->p->scal + PCCX_GEMMA3N_S_DUMP, 0);
 }
 
 /* S <- S op v, v = FP32 slot 0 of word `v`; the result also lands in scratch word `keep`. */
-static void s_op(struct emit *e, uint32_t func, uint32_t v, enum pccx_g3n_scal keep)
+static void s_op(struct emit *e, uint32_t func, uint32_t v, enum pccx_gemma3n_scal keep)
 {
 	cvo(e, func, PCCX_CVOF_SREG, v, e->p->scal + keep, 0);
 }
 
 /* S <- f(S) (no vector operand: src is 0). */
-static void s_fn(struct emit *e, uint32_t func, enum pccx_g3n_scal keep)
+static void s_fn(struct emit *e, uint32_t func, enum pccx_gemma3n_scal keep)
 {
 	cvo(e, func, PCCX_CVOF_SREG, 0, e->p->scal + keep, 0);
 }
@@ -454,9 +457,9 @@ static void stage(struct emit *e, uint32_t addr, uint32_t rows, uint32_t cols, c
 }
 
 /* L2 word of layer vector k (inside the layer vector block at plan.lvec). */
-static uint32_t lvec(struct emit *e, uint32_t layer, enum pccx_g3n_lvec k)
+static uint32_t lvec(struct emit *e, uint32_t layer, enum pccx_gemma3n_lvec k)
 {
-	const struct pccx_g3n_layer_w *lw = &e->m->w.layer[layer];
+	const struct pccx_gemma3n_layer_w *lw = &e->m->w.layer[layer];
 
 	return e->p->lvec + (uint32_t)((e->m->t[lw->vec[k]].offset - lw->vec_offset) / 16);
 }
@@ -474,9 +477,9 @@ static uint32_t gvec(struct emit *e, int32_t t)
  */
 static void rmsnorm(struct emit *e, uint32_t src, uint32_t dst, uint32_t n, uint32_t w)
 {
-	cvo(e, PCCX_CVO_SUMSQ, PCCX_CVOF_RECIP, src, e->p->scal + PCCX_G3N_S_DUMP, n);
-	s_op(e, PCCX_CVO_ADD, e->p->consts + PCCX_G3N_C_EPS, PCCX_G3N_S_DUMP);
-	s_fn(e, PCCX_CVO_RSQRT, PCCX_G3N_S_DUMP);
+	cvo(e, PCCX_CVO_SUMSQ, PCCX_CVOF_RECIP, src, e->p->scal + PCCX_GEMMA3N_S_DUMP, n);
+	s_op(e, PCCX_CVO_ADD, e->p->consts + PCCX_GEMMA3N_C_EPS, PCCX_GEMMA3N_S_DUMP);
+	s_fn(e, PCCX_CVO_RSQRT, PCCX_GEMMA3N_S_DUMP);
 	cvo(e, PCCX_CVO_SCALE, 0, src, dst, n);
 	if (w != NO_WEIGHT)
 		cvo(e, PCCX_CVO_MUL, 0, w, dst, n);
@@ -517,18 +520,18 @@ static void match_magnitude(struct emit *e, uint32_t y)
 {
 	uint32_t D = e->c->d_model;
 
-	cvo(e, PCCX_CVO_SUMSQ, PCCX_CVOF_RECIP, y, e->p->scal + PCCX_G3N_S_DUMP, D);
-	s_op(e, PCCX_CVO_MAX, e->p->consts + PCCX_G3N_C_MAG_EPS, PCCX_G3N_S_DUMP);
-	s_fn(e, PCCX_CVO_RSQRT, PCCX_G3N_S_DUMP);
-	s_op(e, PCCX_CVO_MUL, e->p->scal + PCCX_G3N_S_TMAG, PCCX_G3N_S_DUMP);
+	cvo(e, PCCX_CVO_SUMSQ, PCCX_CVOF_RECIP, y, e->p->scal + PCCX_GEMMA3N_S_DUMP, D);
+	s_op(e, PCCX_CVO_MAX, e->p->consts + PCCX_GEMMA3N_C_MAG_EPS, PCCX_GEMMA3N_S_DUMP);
+	s_fn(e, PCCX_CVO_RSQRT, PCCX_GEMMA3N_S_DUMP);
+	s_op(e, PCCX_CVO_MUL, e->p->scal + PCCX_GEMMA3N_S_TMAG, PCCX_GEMMA3N_S_DUMP);
 	cvo(e, PCCX_CVO_SCALE, 0, y, y, D);
 }
 
 /* Scratch word TMAG <- rms(x) = sqrt(mean(x^2)). */
 static void target_magnitude(struct emit *e, uint32_t x)
 {
-	cvo(e, PCCX_CVO_SUMSQ, PCCX_CVOF_RECIP, x, e->p->scal + PCCX_G3N_S_DUMP, e->c->d_model);
-	s_fn(e, PCCX_CVO_SQRT, PCCX_G3N_S_TMAG);
+	cvo(e, PCCX_CVO_SUMSQ, PCCX_CVOF_RECIP, x, e->p->scal + PCCX_GEMMA3N_S_DUMP, e->c->d_model);
+	s_fn(e, PCCX_CVO_SQRT, PCCX_GEMMA3N_S_TMAG);
 }
 
 /* Router modalities m = tanh(W_r (RMSNorm_{g_r}(x) / D)) into plan.rm (4 values). */
@@ -536,8 +539,8 @@ static void router(struct emit *e, uint32_t layer, uint32_t x)
 {
 	uint32_t tmp = e->p->tmp, D = e->c->d_model;
 
-	rmsnorm(e, x, tmp, D, lvec(e, layer, PCCX_G3N_LV_ROUTER_NORM));
-	s_const(e, PCCX_G3N_C_INV_D);
+	rmsnorm(e, x, tmp, D, lvec(e, layer, PCCX_GEMMA3N_LV_ROUTER_NORM));
+	s_const(e, PCCX_GEMMA3N_C_INV_D);
 	cvo(e, PCCX_CVO_SCALE, 0, tmp, tmp, D);
 	gemv(e, e->m->w.layer[layer].router, tmp, e->p->rm, false);
 	cvo(e, PCCX_CVO_TANH, 0, e->p->rm, e->p->rm, NSTREAM);
@@ -555,9 +558,9 @@ static uint32_t stream(struct emit *e, uint32_t set, uint32_t k)
 /* S0-S2: embedding, per-layer inputs, AltUp expansion into stream set 0. */
 static void forward_inputs(struct emit *e)
 {
-	const struct pccx_g3n_config *c = e->c;
-	const struct pccx_g3n_plan *p = e->p;
-	const struct pccx_g3n_weights *w = &e->m->w;
+	const struct pccx_gemma3n_config *c = e->c;
+	const struct pccx_gemma3n_plan *p = e->p;
+	const struct pccx_gemma3n_weights *w = &e->m->w;
 	uint32_t D = c->d_model, LP = c->n_layers * c->d_ple, k, i;
 
 	/* the step's inputs, the RoPE tables for every head, the global vectors */
@@ -576,12 +579,12 @@ static void forward_inputs(struct emit *e)
 
 	/* PLE setup: u = (RMSNorm_{g_pl}(W_plmp e / sqrt D) per slice + p) / sqrt 2 */
 	gemv(e, w->ple_model_proj, p->embed, p->u, false);
-	s_const(e, PCCX_G3N_C_INV_SQRT_D);
+	s_const(e, PCCX_GEMMA3N_C_INV_SQRT_D);
 	cvo_vec(e, PCCX_CVO_SCALE, 0, p->u, p->u, LP);
 	rmsnorm_rows(e, p->u, p->u, c->n_layers, c->d_ple, gvec(e, w->ple_proj_norm));
 	stage(e, p->u, 1, LP, "ple.proj");
 	cvo_vec(e, PCCX_CVO_ADD, 0, p->ple_in, p->u, LP);
-	s_const(e, PCCX_G3N_C_INV_SQRT2);
+	s_const(e, PCCX_GEMMA3N_C_INV_SQRT2);
 	cvo_vec(e, PCCX_CVO_SCALE, 0, p->u, p->u, LP);
 	stage(e, p->u, 1, LP, "ple.u");
 
@@ -598,7 +601,7 @@ static void forward_inputs(struct emit *e)
 /* S3.1: AltUp router and prediction coefficients: m = router(x0); c = W_pred m. */
 static void forward_altup_coefs(struct emit *e, uint32_t l, uint32_t X)
 {
-	const struct pccx_g3n_plan *p = e->p;
+	const struct pccx_gemma3n_plan *p = e->p;
 
 	router(e, l, stream(e, X, 0));
 	stage(e, p->rm, 1, NSTREAM, "L%u.altup.router", l);
@@ -609,12 +612,12 @@ static void forward_altup_coefs(struct emit *e, uint32_t l, uint32_t X)
 static void forward_altup_predict(struct emit *e, uint32_t X, uint32_t P, uint32_t k0,
 				  uint32_t k1)
 {
-	const struct pccx_g3n_plan *p = e->p;
+	const struct pccx_gemma3n_plan *p = e->p;
 	uint32_t D = e->c->d_model, k, j;
 
 	for (k = k0; k < k1; k++) {
 		for (j = 0; j < NSTREAM; j++) {
-			cvo(e, PCCX_CVO_LDS, 0, p->coefs, p->scal + PCCX_G3N_S_DUMP,
+			cvo(e, PCCX_CVO_LDS, 0, p->coefs, p->scal + PCCX_GEMMA3N_S_DUMP,
 			    NSTREAM * k + j);
 			cvo(e, PCCX_CVO_SCALE, j ? PCCX_CVOF_ACCM : 0, stream(e, X, j),
 			    stream(e, P, k), D);
@@ -626,8 +629,8 @@ static void forward_altup_predict(struct emit *e, uint32_t X, uint32_t P, uint32
 /* S3.4: LAuReL: lr = h + RMSNorm_laurel(W_R W_L h); the two GEMVs, the rest behind W_q. */
 static void forward_laurel_project(struct emit *e, uint32_t l)
 {
-	const struct pccx_g3n_plan *p = e->p;
-	const struct pccx_g3n_layer_w *lw = &e->m->w.layer[l];
+	const struct pccx_gemma3n_plan *p = e->p;
+	const struct pccx_gemma3n_layer_w *lw = &e->m->w.layer[l];
 
 	gemv(e, lw->laurel_l, p->h, p->lrank, false);
 	gemv(e, lw->laurel_r, p->lrank, p->lr, false);
@@ -635,16 +638,16 @@ static void forward_laurel_project(struct emit *e, uint32_t l)
 
 static void forward_laurel_finish(struct emit *e, uint32_t l)
 {
-	const struct pccx_g3n_plan *p = e->p;
+	const struct pccx_gemma3n_plan *p = e->p;
 
-	rmsnorm(e, p->lr, p->lr, e->c->d_model, lvec(e, l, PCCX_G3N_LV_LAUREL_NORM));
+	rmsnorm(e, p->lr, p->lr, e->c->d_model, lvec(e, l, PCCX_GEMMA3N_LV_LAUREL_NORM));
 	cvo(e, PCCX_CVO_ADD, 0, p->h, p->lr, e->c->d_model);
 	stage(e, p->lr, 1, e->c->d_model, "L%u.laurel", l);
 }
 
 /* x = RoPE(RMSNorm_w(x)) on `heads` rows of layer l (q or k); the norm if the layer has it. */
 static void norm_rope(struct emit *e, uint32_t l, uint32_t x, uint32_t heads, uint32_t norm,
-		      enum pccx_g3n_lvec w)
+		      enum pccx_gemma3n_lvec w)
 {
 	const struct pccx_layer_desc *ly = &e->m->layers[l];
 
@@ -657,10 +660,10 @@ static void norm_rope(struct emit *e, uint32_t l, uint32_t x, uint32_t heads, ui
 static void forward_kv_append(struct emit *e, uint32_t l, uint32_t pos)
 {
 	const struct pccx_layer_desc *ly = &e->m->layers[l];
-	const struct pccx_g3n_plan *p = e->p;
+	const struct pccx_gemma3n_plan *p = e->p;
 	uint32_t hd = ly->head_dim, hw = W(hd), nkv = ly->n_kv_heads, row = pos % ly->kv_rows, g;
 
-	norm_rope(e, l, p->k, nkv, PCCX_NORM_K, PCCX_G3N_LV_K_NORM);
+	norm_rope(e, l, p->k, nkv, PCCX_NORM_K, PCCX_GEMMA3N_LV_K_NORM);
 	stage(e, p->k, nkv, hd, "L%u.attn.k_rope", l);
 	if (ly->norms & PCCX_NORM_V)
 		rmsnorm_rows(e, p->v, p->v, nkv, hd, NO_WEIGHT);
@@ -677,9 +680,9 @@ static void forward_kv_append(struct emit *e, uint32_t l, uint32_t pos)
 static void forward_attend(struct emit *e, uint32_t l, uint32_t pos)
 {
 	const struct pccx_layer_desc *ly = &e->m->layers[l];
-	const struct pccx_g3n_plan *p = e->p;
+	const struct pccx_gemma3n_plan *p = e->p;
 	uint32_t hd = ly->head_dim, hw = W(hd), group = ly->n_heads / ly->n_kv_heads;
-	uint32_t keys = pccx_g3n_n_keys(ly, pos), sw = W(keys), g, r;
+	uint32_t keys = pccx__gemma3n_n_keys(ly, pos), sw = W(keys), g, r;
 
 	/* per kv head: the `group` query heads that share it, as one GEMM over its rows */
 	for (g = 0; g < ly->n_kv_heads; g++) {
@@ -701,9 +704,9 @@ static void forward_attend(struct emit *e, uint32_t l, uint32_t pos)
 		for (r = 0; r < group; r++) {
 			uint32_t s = p->scores + r * sw;
 
-			cvo(e, PCCX_CVO_MAX, 0, s, p->scal + PCCX_G3N_S_DUMP, keys);
+			cvo(e, PCCX_CVO_MAX, 0, s, p->scal + PCCX_GEMMA3N_S_DUMP, keys);
 			cvo(e, PCCX_CVO_EXP, PCCX_CVOF_SUB, s, s, keys);
-			cvo(e, PCCX_CVO_SUM, 0, s, p->scal + PCCX_G3N_S_DUMP, keys);
+			cvo(e, PCCX_CVO_SUM, 0, s, p->scal + PCCX_GEMMA3N_S_DUMP, keys);
 			cvo(e, PCCX_CVO_SCALE, PCCX_CVOF_RECIP, s, s, keys);
 		}
 		/* ctx = P V: V rows of the window as a transposed weight */
@@ -717,8 +720,8 @@ static void forward_attend(struct emit *e, uint32_t l, uint32_t pos)
 static void forward_attention(struct emit *e, uint32_t l, uint32_t pos)
 {
 	const struct pccx_layer_desc *ly = &e->m->layers[l];
-	const struct pccx_g3n_plan *p = e->p;
-	const struct pccx_g3n_layer_w *lw = &e->m->w.layer[l];
+	const struct pccx_gemma3n_plan *p = e->p;
+	const struct pccx_gemma3n_layer_w *lw = &e->m->w.layer[l];
 
 	/* W_q, W_k, W_v back to back, each one's norms behind the next projection */
 	gemv(e, lw->attn_q, p->h, p->q, false);
@@ -729,7 +732,7 @@ static void forward_attention(struct emit *e, uint32_t l, uint32_t pos)
 		behind(e, lw->attn_k);	/* model: q's norm and RoPE come before W_k */
 	}
 	/* q = RoPE(RMSNorm_{g_q}(W_q h)) per head */
-	norm_rope(e, l, p->q, ly->n_heads, PCCX_NORM_Q, PCCX_G3N_LV_Q_NORM);
+	norm_rope(e, l, p->q, ly->n_heads, PCCX_NORM_Q, PCCX_GEMMA3N_LV_Q_NORM);
 	stage(e, p->q, ly->n_heads, ly->head_dim, "L%u.attn.q_rope", l);
 	if (ly->kv_write) {
 		gemv(e, lw->attn_v, p->h, p->v, false);
@@ -744,16 +747,16 @@ static void forward_attention(struct emit *e, uint32_t l, uint32_t pos)
 /* S3.6: al = (a + RMSNorm_postattn(o) + lr) / sqrt 2, a = pred_0 in stream set P. */
 static void forward_attn_residual(struct emit *e, uint32_t l, uint32_t P)
 {
-	const struct pccx_g3n_plan *p = e->p;
+	const struct pccx_gemma3n_plan *p = e->p;
 	uint32_t D = e->c->d_model;
 
 	if (e->m->layers[l].norms & PCCX_NORM_POST_ATTN)
-		rmsnorm(e, p->o, p->al, D, lvec(e, l, PCCX_G3N_LV_POST_ATTN_NORM));
+		rmsnorm(e, p->o, p->al, D, lvec(e, l, PCCX_GEMMA3N_LV_POST_ATTN_NORM));
 	else
 		copy(e, p->al, p->o, W(D));
 	cvo(e, PCCX_CVO_ADD, 0, stream(e, P, 0), p->al, D);
 	cvo(e, PCCX_CVO_ADD, 0, p->lr, p->al, D);
-	s_const(e, PCCX_G3N_C_INV_SQRT2);
+	s_const(e, PCCX_GEMMA3N_C_INV_SQRT2);
 	cvo(e, PCCX_CVO_SCALE, 0, p->al, p->al, D);
 	stage(e, p->al, 1, D, "L%u.attn.resid", l);
 }
@@ -761,18 +764,18 @@ static void forward_attn_residual(struct emit *e, uint32_t l, uint32_t P)
 /* S3.7: gate = GELU(gate'), gate' = gate or, in sparse layers, its Gaussian top-k. */
 static void forward_ffn_act(struct emit *e, uint32_t l)
 {
-	const struct pccx_g3n_plan *p = e->p;
+	const struct pccx_gemma3n_plan *p = e->p;
 	const struct pccx_layer_desc *ly = &e->m->layers[l];
 	uint32_t F = ly->d_ffn;
 
 	if (ly->sparse) {
 		/* cutoff = mean + std * z (population std); gate' = max(gate - cutoff, 0) */
-		cvo(e, PCCX_CVO_SUM, PCCX_CVOF_RECIP, p->gate, p->scal + PCCX_G3N_S_MEAN, F);
+		cvo(e, PCCX_CVO_SUM, PCCX_CVOF_RECIP, p->gate, p->scal + PCCX_GEMMA3N_S_MEAN, F);
 		cvo(e, PCCX_CVO_SUMSQ, PCCX_CVOF_SUB | PCCX_CVOF_RECIP, p->gate,
-		    p->scal + PCCX_G3N_S_DUMP, F);
-		s_fn(e, PCCX_CVO_SQRT, PCCX_G3N_S_DUMP);
-		s_op(e, PCCX_CVO_MUL, p->consts + PCCX_G3N_C_SPARSE_Z, PCCX_G3N_S_DUMP);
-		s_op(e, PCCX_CVO_ADD, p->scal + PCCX_G3N_S_MEAN, PCCX_G3N_S_DUMP);
+		    p->scal + PCCX_GEMMA3N_S_DUMP, F);
+		s_fn(e, PCCX_CVO_SQRT, PCCX_GEMMA3N_S_DUMP);
+		s_op(e, PCCX_CVO_MUL, p->consts + PCCX_GEMMA3N_C_SPARSE_Z, PCCX_GEMMA3N_S_DUMP);
+		s_op(e, PCCX_CVO_ADD, p->scal + PCCX_GEMMA3N_S_MEAN, PCCX_GEMMA3N_S_DUMP);
 		cvo(e, PCCX_CVO_GELU, PCCX_CVOF_SUB | PCCX_CVOF_RELU, p->gate, p->gate, F);
 	} else {
 		cvo(e, PCCX_CVO_GELU, 0, p->gate, p->gate, F);
@@ -787,12 +790,12 @@ static void forward_ffn_act(struct emit *e, uint32_t l)
 static void forward_ffn(struct emit *e, uint32_t l, uint32_t X, uint32_t P)
 {
 	const struct pccx_layer_desc *ly = &e->m->layers[l];
-	const struct pccx_g3n_plan *p = e->p;
-	const struct pccx_g3n_layer_w *lw = &e->m->w.layer[l];
+	const struct pccx_gemma3n_plan *p = e->p;
+	const struct pccx_gemma3n_layer_w *lw = &e->m->w.layer[l];
 	uint32_t D = e->c->d_model, F = ly->d_ffn, piece, r, n;
 
 	if (ly->norms & PCCX_NORM_PRE_FFN)
-		rmsnorm(e, p->al, p->t, D, lvec(e, l, PCCX_G3N_LV_FFN_NORM));
+		rmsnorm(e, p->al, p->t, D, lvec(e, l, PCCX_GEMMA3N_LV_FFN_NORM));
 	else
 		copy(e, p->t, p->al, W(D));
 	stage(e, p->t, 1, D, "L%u.ffn.norm", l);
@@ -819,7 +822,7 @@ static void forward_ffn(struct emit *e, uint32_t l, uint32_t X, uint32_t P)
 	gemv(e, lw->ffn_down, p->gate, p->f, false);
 	stage(e, p->f, 1, D, "L%u.ffn.down", l);
 	if (ly->norms & PCCX_NORM_POST_FFN)
-		rmsnorm(e, p->f, p->f, D, lvec(e, l, PCCX_G3N_LV_POST_FFN_NORM));
+		rmsnorm(e, p->f, p->f, D, lvec(e, l, PCCX_GEMMA3N_LV_POST_FFN_NORM));
 	cvo(e, PCCX_CVO_ADD, 0, p->al, p->f, D);
 	stage(e, p->f, 1, D, "L%u.ffn.out", l);
 }
@@ -827,17 +830,17 @@ static void forward_ffn(struct emit *e, uint32_t l, uint32_t X, uint32_t P)
 /* X'_k = pred_k + w_k innov (innov = out - pred_0 at plan.innov, w at plan.corr). */
 static void correct_stream(struct emit *e, uint32_t P, uint32_t k)
 {
-	const struct pccx_g3n_plan *p = e->p;
+	const struct pccx_gemma3n_plan *p = e->p;
 
-	cvo(e, PCCX_CVO_LDS, 0, p->corr, p->scal + PCCX_G3N_S_DUMP, k);
+	cvo(e, PCCX_CVO_LDS, 0, p->corr, p->scal + PCCX_GEMMA3N_S_DUMP, k);
 	cvo(e, PCCX_CVO_SCALE, PCCX_CVOF_ACCM, p->innov, stream(e, P, k), e->c->d_model);
 }
 
 /* S3.8-9: AltUp correct with the layer output, then the PLE mix into streams 1..3. */
 static void forward_altup_correct(struct emit *e, uint32_t l, uint32_t P, uint32_t out)
 {
-	const struct pccx_g3n_plan *p = e->p;
-	const struct pccx_g3n_layer_w *lw = &e->m->w.layer[l];
+	const struct pccx_gemma3n_plan *p = e->p;
+	const struct pccx_gemma3n_layer_w *lw = &e->m->w.layer[l];
 	uint32_t D = e->c->d_model, dp = e->c->d_ple, k;
 
 	/* w = W_corr tanh(router(out)) + 1 */
@@ -847,13 +850,13 @@ static void forward_altup_correct(struct emit *e, uint32_t l, uint32_t P, uint32
 	stage(e, p->corr, 1, NSTREAM, "L%u.altup.corr", l);
 	/* X'_k = pred_k + w_k (out - pred_0) */
 	copy(e, p->innov, out, W(D));
-	s_const(e, PCCX_G3N_C_NEG_ONE);
+	s_const(e, PCCX_GEMMA3N_C_NEG_ONE);
 	cvo(e, PCCX_CVO_SCALE, PCCX_CVOF_ACCM, stream(e, P, 0), p->innov, D);
 	correct_stream(e, P, 0);
 
 	/* PLE: d = RMSNorm(W_proj (GELU(W_gate (X'_0 * gamma)) * u_l)); X'_k += d, k = 1..3 */
 	copy(e, p->tmp, stream(e, P, 0), W(D));
-	cvo(e, PCCX_CVO_MUL, 0, lvec(e, l, PCCX_G3N_LV_CORRECT_SCALE), p->tmp, D);
+	cvo(e, PCCX_CVO_MUL, 0, lvec(e, l, PCCX_GEMMA3N_LV_CORRECT_SCALE), p->tmp, D);
 	gemv(e, lw->ple_gate, p->tmp, p->pleg, false);
 	behind(e, lw->ple_gate);	/* model: streams 1..3 are corrected with stream 0 */
 	for (k = 1; k < NSTREAM; k++)
@@ -862,7 +865,7 @@ static void forward_altup_correct(struct emit *e, uint32_t l, uint32_t P, uint32
 	cvo(e, PCCX_CVO_MUL, 0, p->u + l * W(dp), p->pleg, dp);
 	stage(e, p->pleg, 1, dp, "L%u.ple.gate", l);
 	gemv(e, lw->ple_proj, p->pleg, p->tmp, false);
-	rmsnorm(e, p->tmp, p->tmp, D, lvec(e, l, PCCX_G3N_LV_POST_PLE_NORM));
+	rmsnorm(e, p->tmp, p->tmp, D, lvec(e, l, PCCX_GEMMA3N_LV_POST_PLE_NORM));
 	stage(e, p->tmp, 1, D, "L%u.ple.mix", l);
 	for (k = 1; k < NSTREAM; k++)
 		cvo(e, PCCX_CVO_ADD, 0, p->tmp, stream(e, P, k), D);
@@ -872,8 +875,8 @@ static void forward_altup_correct(struct emit *e, uint32_t l, uint32_t P, uint32
 /* S3: decoder layer l: streams in set X, result in set P = 1 - X. */
 static void forward_layer(struct emit *e, uint32_t l, uint32_t pos)
 {
-	const struct pccx_g3n_plan *p = e->p;
-	const struct pccx_g3n_layer_w *lw = &e->m->w.layer[l];
+	const struct pccx_gemma3n_plan *p = e->p;
+	const struct pccx_gemma3n_layer_w *lw = &e->m->w.layer[l];
 	uint32_t D = e->c->d_model, X = l % 2, P = 1 - X;
 
 	load(e, p->lvec, PCCX_NPU_BUF_WEIGHTS, lw->vec_offset, (uint32_t)(lw->vec_bytes / 2));
@@ -883,7 +886,7 @@ static void forward_layer(struct emit *e, uint32_t l, uint32_t pos)
 	forward_altup_predict(e, X, P, 0, 1);
 
 	/* a = pred_0; h = RMSNorm_in(a) */
-	rmsnorm(e, stream(e, P, 0), p->h, D, lvec(e, l, PCCX_G3N_LV_ATTN_NORM));
+	rmsnorm(e, stream(e, P, 0), p->h, D, lvec(e, l, PCCX_GEMMA3N_LV_ATTN_NORM));
 	stage(e, p->h, 1, D, "L%u.attn.norm", l);
 
 	forward_laurel_project(e, l);
@@ -896,7 +899,7 @@ static void forward_layer(struct emit *e, uint32_t l, uint32_t pos)
 /* The final soft-cap of n logits at L2 word x: x = 30 tanh(x / 30). */
 static void softcap(struct emit *e, uint32_t x, uint32_t n)
 {
-	s_const(e, PCCX_G3N_C_SOFTCAP);
+	s_const(e, PCCX_GEMMA3N_C_SOFTCAP);
 	cvo_vec(e, PCCX_CVO_SCALE, PCCX_CVOF_RECIP, x, x, n);
 	cvo_vec(e, PCCX_CVO_TANH, 0, x, x, n);
 	cvo_vec(e, PCCX_CVO_SCALE, 0, x, x, n);
@@ -905,9 +908,9 @@ static void softcap(struct emit *e, uint32_t x, uint32_t n)
 /* S4: unembed streams 1..3, average, final norm, tied LM head, soft-cap. */
 static void forward_output(struct emit *e)
 {
-	const struct pccx_g3n_config *c = e->c;
-	const struct pccx_g3n_plan *p = e->p;
-	const struct pccx_g3n_weights *w = &e->m->w;
+	const struct pccx_gemma3n_config *c = e->c;
+	const struct pccx_gemma3n_plan *p = e->p;
+	const struct pccx_gemma3n_weights *w = &e->m->w;
 	uint32_t D = c->d_model, X = c->n_layers % 2, k, r, n = 0;
 
 	/* h = (x0 + sum_k match(W_au[k] x_k)) / 4 */
@@ -918,7 +921,7 @@ static void forward_output(struct emit *e)
 		match_magnitude(e, p->tmp);
 		cvo(e, PCCX_CVO_ADD, 0, p->tmp, p->hsum, D);
 	}
-	s_const(e, PCCX_G3N_C_QUARTER);
+	s_const(e, PCCX_GEMMA3N_C_QUARTER);
 	cvo(e, PCCX_CVO_SCALE, 0, p->hsum, p->hsum, D);
 	rmsnorm(e, p->hsum, p->h, D, gvec(e, w->final_norm));
 	stage(e, p->h, 1, D, "final.hidden");
@@ -940,8 +943,8 @@ static void forward_output(struct emit *e)
 	store(e, PCCX_NPU_BUF_OUT, 0, p->logits, c->vocab);
 }
 
-int pccx_g3n_step(const struct pccx_g3n_model *m, const struct pccx_g3n_plan *p,
-		  const struct pccx_npu_ops *ops, void *ctx, uint32_t pos, bool with_logits)
+int pccx__gemma3n_step(const struct pccx_gemma3n_model *m, const struct pccx_gemma3n_plan *p,
+		       const struct pccx_npu_ops *ops, void *ctx, uint32_t pos, bool with_logits)
 {
 	struct emit e = { .ops = ops, .ctx = ctx, .m = m, .c = &m->cfg, .p = p, .last_w = -1 };
 	uint32_t l;

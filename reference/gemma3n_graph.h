@@ -13,25 +13,25 @@
 #include "npu_ops.h"
 
 /* FP32 constants the host writes into slot 0 of one word each (PCCX_NPU_BUF_IN). */
-enum pccx_g3n_const {
-	PCCX_G3N_C_EPS,		/* rms_norm_eps */
-	PCCX_G3N_C_INV_D,	/* 1/D: AltUp router input scale */
-	PCCX_G3N_C_INV_SQRT_D,	/* D^-1/2: PLE model projection scale */
-	PCCX_G3N_C_INV_SQRT2,	/* 2^-1/2: LAuReL and PLE combination */
-	PCCX_G3N_C_MAG_EPS,	/* 1e-5: floor of the AltUp magnitude mean square */
-	PCCX_G3N_C_QUARTER,	/* 1/4: mean of the four streams */
-	PCCX_G3N_C_SPARSE_Z,	/* Gaussian top-k multiplier */
-	PCCX_G3N_C_NEG_ONE,	/* -1: the AltUp innovation out - pred0 */
-	PCCX_G3N_C_SOFTCAP,	/* final logit soft-cap */
-	PCCX_G3N_NCONST
+enum pccx_gemma3n_const {
+	PCCX_GEMMA3N_C_EPS,		/* rms_norm_eps */
+	PCCX_GEMMA3N_C_INV_D,	/* 1/D: AltUp router input scale */
+	PCCX_GEMMA3N_C_INV_SQRT_D,	/* D^-1/2: PLE model projection scale */
+	PCCX_GEMMA3N_C_INV_SQRT2,	/* 2^-1/2: LAuReL and PLE combination */
+	PCCX_GEMMA3N_C_MAG_EPS,	/* 1e-5: floor of the AltUp magnitude mean square */
+	PCCX_GEMMA3N_C_QUARTER,	/* 1/4: mean of the four streams */
+	PCCX_GEMMA3N_C_SPARSE_Z,	/* Gaussian top-k multiplier */
+	PCCX_GEMMA3N_C_NEG_ONE,	/* -1: the AltUp innovation out - pred0 */
+	PCCX_GEMMA3N_C_SOFTCAP,	/* final logit soft-cap */
+	PCCX_GEMMA3N_NCONST
 };
 
 /* Scalar scratch words (FP32 results kept in slot 0). */
-enum pccx_g3n_scal {
-	PCCX_G3N_S_DUMP,	/* results nobody reads again */
-	PCCX_G3N_S_MEAN,	/* Gaussian top-k mean */
-	PCCX_G3N_S_TMAG,	/* AltUp target magnitude rms(x0) */
-	PCCX_G3N_NSCAL
+enum pccx_gemma3n_scal {
+	PCCX_GEMMA3N_S_DUMP,	/* results nobody reads again */
+	PCCX_GEMMA3N_S_MEAN,	/* Gaussian top-k mean */
+	PCCX_GEMMA3N_S_TMAG,	/* AltUp target magnitude rms(x0) */
+	PCCX_GEMMA3N_NSCAL
 };
 
 /*
@@ -39,7 +39,7 @@ enum pccx_g3n_scal {
  * elements takes ceil(cols/8) words. Nothing persists in L2 between steps: every step loads
  * its inputs and the weights' vectors again, so a step is a self-contained job.
  */
-struct pccx_g3n_plan {
+struct pccx_gemma3n_plan {
 	/* image of PCCX_NPU_BUF_IN, loaded by the step's first op */
 	uint32_t in;		/* (in_words) start of the image */
 	uint32_t in_words;
@@ -90,12 +90,12 @@ struct pccx_g3n_plan {
 	uint64_t in_bytes;
 	uint64_t kv_bytes;
 	uint64_t out_bytes;	/* vocab BF16 logits, padded to 16 bytes */
-	uint64_t kv_off[PCCX_G3N_MAX_LAYERS];	/* KV-writing layer: K heads 0..n, V heads 0..n */
+	uint64_t kv_off[PCCX_GEMMA3N_MAX_LAYERS];	/* KV-writing layer: K heads 0..n, V heads 0..n */
 };
 
 /* Lay out L2 and the host buffers for a model; PCCX_ERR_RANGE if L2 is too small. */
-PCCX_MUST_CHECK int pccx_g3n_plan_build(const struct pccx_g3n_model *m,
-					struct pccx_g3n_plan *p, pccx_diag *d);
+PCCX_MUST_CHECK int pccx__gemma3n_plan_build(const struct pccx_gemma3n_model *m,
+					     struct pccx_gemma3n_plan *p, pccx_diag *d);
 
 
 /*
@@ -103,20 +103,21 @@ PCCX_MUST_CHECK int pccx_g3n_plan_build(const struct pccx_g3n_model *m,
  * tables, the embedding row and the PLE row, computed on the host with isa/num (the formulas
  * are in docs/reference.md). PCCX_ERR_RANGE for a token outside the vocabulary.
  */
-PCCX_MUST_CHECK int pccx_g3n_host_inputs(const struct pccx_g3n_model *m,
-					 const struct pccx_g3n_plan *p, uint32_t token,
-					 uint32_t pos, uint8_t *in, pccx_diag *d);
+PCCX_MUST_CHECK int pccx__gemma3n_host_inputs(const struct pccx_gemma3n_model *m,
+					      const struct pccx_gemma3n_plan *p, uint32_t token,
+					      uint32_t pos, uint8_t *in, pccx_diag *d);
 
 /*
  * Emit one decode step at position `pos` (inputs already in BUF_IN). with_logits == false
  * stops after the last layer (prefill of all but the last prompt token). Returns the first
  * non-zero status an op returned. pos must be < max_ctx.
  */
-PCCX_MUST_CHECK int pccx_g3n_step(const struct pccx_g3n_model *m, const struct pccx_g3n_plan *p,
-				  const struct pccx_npu_ops *ops, void *ctx, uint32_t pos,
-				  bool with_logits);
+PCCX_MUST_CHECK int pccx__gemma3n_step(const struct pccx_gemma3n_model *m,
+				       const struct pccx_gemma3n_plan *p,
+				       const struct pccx_npu_ops *ops, void *ctx, uint32_t pos,
+				       bool with_logits);
 
 /* Keys a layer attends to at pos: min(pos+1, window), pos+1 without a window (global). */
-uint32_t pccx_g3n_n_keys(const struct pccx_layer_desc *layer, uint32_t pos);
+uint32_t pccx__gemma3n_n_keys(const struct pccx_layer_desc *layer, uint32_t pos);
 
 #endif /* PCCX_GEMMA3N_GRAPH_H */

@@ -16,7 +16,7 @@
 #define TENSOR_ALIGN 64u
 
 struct layout {
-	struct pccx_g3n_model *m;
+	struct pccx_gemma3n_model *m;
 	uint32_t cap;
 	uint64_t off;
 	int failed;
@@ -33,18 +33,18 @@ static uint64_t row_bytes(uint32_t fmt, uint32_t cols)
 
 	if (fmt == PCCX_WFMT_BF16)
 		ws.w_scale = false;
-	return pccx_wstream_row_bytes(&ws);
+	return pccx__wstream_row_bytes(&ws);
 }
 
 /* Append a tensor at the next `align`-byte boundary; returns its id. */
 static int32_t add(struct layout *L, uint64_t align, uint32_t fmt, uint32_t rows, uint32_t cols,
-		   enum pccx_g3n_init init, float std, const char *fmt_name, ...)
+		   enum pccx_gemma3n_init init, float std, const char *fmt_name, ...)
 	__attribute__((format(printf, 8, 9)));
 
 static int32_t add(struct layout *L, uint64_t align, uint32_t fmt, uint32_t rows, uint32_t cols,
-		   enum pccx_g3n_init init, float std, const char *fmt_name, ...)
+		   enum pccx_gemma3n_init init, float std, const char *fmt_name, ...)
 {
-	struct pccx_g3n_tensor *t;
+	struct pccx_gemma3n_tensor *t;
 	va_list ap;
 
 	if (L->failed)
@@ -84,24 +84,24 @@ static float inv_sqrt(uint32_t n)
 
 static void lay_out(struct layout *L)
 {
-	struct pccx_g3n_model *m = L->m;
-	const struct pccx_g3n_config *c = &m->cfg;
-	struct pccx_g3n_weights *w = &m->w;
+	struct pccx_gemma3n_model *m = L->m;
+	const struct pccx_gemma3n_config *c = &m->cfg;
+	struct pccx_gemma3n_weights *w = &m->w;
 	uint32_t D = c->d_model, P = c->d_ple, R = c->laurel_rank, l, k;
 	const uint32_t Q4 = PCCX_WFMT_Q4, B16 = PCCX_WFMT_BF16;
-	const enum pccx_g3n_init N = PCCX_G3N_INIT_NORMAL, ONE = PCCX_G3N_INIT_NEAR;
-	static const char *const lvec_names[PCCX_G3N_LV_COUNT] = {
+	const enum pccx_gemma3n_init N = PCCX_GEMMA3N_INIT_NORMAL, ONE = PCCX_GEMMA3N_INIT_NEAR;
+	static const char *const lvec_names[PCCX_GEMMA3N_LV_COUNT] = {
 		"attn_norm", "post_attention_norm", "ffn_norm", "post_ffw_norm",
 		"laurel_post_norm", "post_norm", "altup_router_norm", "altup_correct_scale",
 		"attn_q_norm", "attn_k_norm",
 	};
 	/* the norm flag a vector belongs to; 0: every layer has it */
-	static const uint32_t lvec_norm[PCCX_G3N_LV_COUNT] = {
-		[PCCX_G3N_LV_POST_ATTN_NORM] = PCCX_NORM_POST_ATTN,
-		[PCCX_G3N_LV_FFN_NORM] = PCCX_NORM_PRE_FFN,
-		[PCCX_G3N_LV_POST_FFN_NORM] = PCCX_NORM_POST_FFN,
-		[PCCX_G3N_LV_Q_NORM] = PCCX_NORM_Q,
-		[PCCX_G3N_LV_K_NORM] = PCCX_NORM_K,
+	static const uint32_t lvec_norm[PCCX_GEMMA3N_LV_COUNT] = {
+		[PCCX_GEMMA3N_LV_POST_ATTN_NORM] = PCCX_NORM_POST_ATTN,
+		[PCCX_GEMMA3N_LV_FFN_NORM] = PCCX_NORM_PRE_FFN,
+		[PCCX_GEMMA3N_LV_POST_FFN_NORM] = PCCX_NORM_POST_FFN,
+		[PCCX_GEMMA3N_LV_Q_NORM] = PCCX_NORM_Q,
+		[PCCX_GEMMA3N_LV_K_NORM] = PCCX_NORM_K,
 	};
 
 	/* Embedding rows ~ N(0, 1/D): after the sqrt(D) scale the embedding has unit RMS. */
@@ -126,7 +126,7 @@ static void lay_out(struct layout *L)
 
 	for (l = 0; l < c->n_layers; l++) {
 		const struct pccx_layer_desc *ly = &m->layers[l];
-		struct pccx_g3n_layer_w *lw = &w->layer[l];
+		struct pccx_gemma3n_layer_w *lw = &w->layer[l];
 		uint32_t F = ly->d_ffn, Q = ly->q_dim, KV = ly->kv_dim;
 		/*
 		 * Gemma 3n attends with scale 1.0 on RMS-normalised q and k, so its trained q/k
@@ -136,15 +136,15 @@ static void lay_out(struct layout *L)
 		 */
 		float qk_centre = (float)pow((double)ly->head_dim, -0.25);
 
-		for (k = 0; k < PCCX_G3N_LV_COUNT; k++) {
-			uint32_t n = k >= PCCX_G3N_LV_Q_NORM ? ly->head_dim : D;
+		for (k = 0; k < PCCX_GEMMA3N_LV_COUNT; k++) {
+			uint32_t n = k >= PCCX_GEMMA3N_LV_Q_NORM ? ly->head_dim : D;
 
 			lw->vec[k] = -1;
 			if (lvec_norm[k] && !(ly->norms & lvec_norm[k]))
 				continue;
 			lw->vec[k] = add(L, k ? 16 : TENSOR_ALIGN, B16, 1, n, ONE, 0.1f,
 					 "blk.%u.%s.weight", l, lvec_names[k]);
-			if (!L->failed && k >= PCCX_G3N_LV_Q_NORM)
+			if (!L->failed && k >= PCCX_GEMMA3N_LV_Q_NORM)
 				m->t[lw->vec[k]].centre = qk_centre;
 		}
 		if (!L->failed) {
@@ -155,12 +155,13 @@ static void lay_out(struct layout *L)
 		 * Router input is RMS-normalised and divided by D, so its entries are ~1/D:
 		 * weights ~ N(0, D/4) give tanh arguments of about 0.5.
 		 */
-		lw->router = add(L, TENSOR_ALIGN, B16, PCCX_G3N_STREAMS, D, N,
+		lw->router = add(L, TENSOR_ALIGN, B16, PCCX_GEMMA3N_STREAMS, D, N,
 				 0.5f * (float)sqrt((double)D), "blk.%u.altup_router.weight", l);
 		lw->pred_coef =
-			add(L, TENSOR_ALIGN, B16, PCCX_G3N_STREAMS * PCCX_G3N_STREAMS,
-			    PCCX_G3N_STREAMS, N, 0.05f, "blk.%u.altup_predict_coef.weight", l);
-		lw->corr_coef = add(L, TENSOR_ALIGN, B16, PCCX_G3N_STREAMS, PCCX_G3N_STREAMS, N,
+			add(L, TENSOR_ALIGN, B16, PCCX_GEMMA3N_STREAMS * PCCX_GEMMA3N_STREAMS,
+			    PCCX_GEMMA3N_STREAMS, N, 0.05f, "blk.%u.altup_predict_coef.weight", l);
+		lw->corr_coef = add(L, TENSOR_ALIGN, B16, PCCX_GEMMA3N_STREAMS,
+				    PCCX_GEMMA3N_STREAMS, N,
 				    0.05f, "blk.%u.altup_correct_coef.weight", l);
 		lw->attn_q =
 			add(L, TENSOR_ALIGN, Q4, Q, D, N, inv_sqrt(D), "blk.%u.attn_q.weight", l);
@@ -188,41 +189,42 @@ static void lay_out(struct layout *L)
 	L->off = align_up(L->off, 4096);
 }
 
-int pccx_g3n_model_create(struct pccx_g3n_model **out, const struct pccx_g3n_config *cfg,
-			  pccx_diag *d)
+int pccx__gemma3n_model_create(struct pccx_gemma3n_model **out,
+			       const struct pccx_gemma3n_config *cfg,
+			       pccx_diag *d)
 {
-	struct pccx_g3n_model *m;
+	struct pccx_gemma3n_model *m;
 	struct layout L = { 0 };
 	int rc;
 
 	*out = NULL;
-	rc = pccx_g3n_config_check(cfg, d);
+	rc = pccx__gemma3n_config_check(cfg, d);
 	if (rc)
 		return rc;
 	m = calloc(1, sizeof(*m));
 	if (!m)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "model '%s': out of memory", cfg->name);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "model '%s': out of memory", cfg->name);
 	m->cfg = *cfg;
-	rc = pccx_layers_build(&m->cfg, m->attn, m->layers, d);
+	rc = pccx__layers_build(&m->cfg, m->attn, m->layers, d);
 	if (rc) {
-		pccx_g3n_model_free(m);
+		pccx__gemma3n_model_free(m);
 		return rc;
 	}
 	L.m = m;
 	lay_out(&L);
 	if (L.failed) {
-		pccx_g3n_model_free(m);
-		return pccx_fail(d, PCCX_ERR_NOMEM, "model '%s': out of memory (tensor table)",
-				 cfg->name);
+		pccx__gemma3n_model_free(m);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "model '%s': out of memory (tensor table)",
+				  cfg->name);
 	}
 	m->size = L.off;
 	m->mapping = mmap(NULL, m->size, PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (m->mapping == MAP_FAILED) {
 		m->mapping = NULL;
-		rc = pccx_fail(d, PCCX_ERR_NOMEM, "model '%s': cannot map %llu bytes of weights",
-			       cfg->name, (unsigned long long)m->size);
-		pccx_g3n_model_free(m);
+		rc = pccx__fail(d, PCCX_ERR_NOMEM, "model '%s': cannot map %llu bytes of weights",
+				cfg->name, (unsigned long long)m->size);
+		pccx__gemma3n_model_free(m);
 		return rc;
 	}
 	m->mapping_size = m->size;
@@ -231,7 +233,7 @@ int pccx_g3n_model_create(struct pccx_g3n_model **out, const struct pccx_g3n_con
 	return PCCX_OK;
 }
 
-void pccx_g3n_model_free(struct pccx_g3n_model *m)
+void pccx__gemma3n_model_free(struct pccx_gemma3n_model *m)
 {
 	if (!m)
 		return;
@@ -241,30 +243,30 @@ void pccx_g3n_model_free(struct pccx_g3n_model *m)
 	free(m);
 }
 
-void pccx_g3n_row_f32(const struct pccx_g3n_model *m, int32_t t, uint32_t r, float *out)
+void pccx__gemma3n_row_f32(const struct pccx_gemma3n_model *m, int32_t t, uint32_t r, float *out)
 {
-	const struct pccx_g3n_tensor *T = &m->t[t];
-	const uint8_t *rec = pccx_g3n_row(m, t, r);
+	const struct pccx_gemma3n_tensor *T = &m->t[t];
+	const uint8_t *rec = pccx_gemma3n_row(m, t, r);
 	uint32_t k;
 
 	if (T->fmt == PCCX_WFMT_Q4) {
-		const uint16_t *sc = pccx_g3n_q4_scales(rec);
-		const uint8_t *nib = pccx_g3n_q4_nibbles(rec, T->cols);
+		const uint16_t *sc = pccx_gemma3n_q4_scales(rec);
+		const uint8_t *nib = pccx_gemma3n_q4_nibbles(rec, T->cols);
 
 		for (k = 0; k < T->cols; k++)
-			out[k] = pccx_q4_weight(nib, sc, k);
+			out[k] = pccx__q4_weight(nib, sc, k);
 	} else {
 		const uint16_t *h = (const uint16_t *)(const void *)rec;
 
 		for (k = 0; k < T->cols; k++)
-			out[k] = pccx_bf16_to_f32(h[k]);
+			out[k] = pccx__bf16_to_f32(h[k]);
 	}
 }
 
-uint64_t pccx_g3n_streamed_bytes(const struct pccx_g3n_model *m)
+uint64_t pccx__gemma3n_streamed_bytes(const struct pccx_gemma3n_model *m)
 {
-	const struct pccx_g3n_config *c = &m->cfg;
-	const struct pccx_g3n_weights *w = &m->w;
+	const struct pccx_gemma3n_config *c = &m->cfg;
+	const struct pccx_gemma3n_weights *w = &m->w;
 	uint64_t b = 0;
 	uint32_t l, k;
 
@@ -273,7 +275,7 @@ uint64_t pccx_g3n_streamed_bytes(const struct pccx_g3n_model *m)
 	for (k = 0; k < 3; k++)
 		b += TB(w->altup_proj[k]) + TB(w->altup_unembd[k]);
 	for (l = 0; l < c->n_layers; l++) {
-		const struct pccx_g3n_layer_w *lw = &w->layer[l];
+		const struct pccx_gemma3n_layer_w *lw = &w->layer[l];
 
 		b += lw->vec_bytes + TB(lw->router) + TB(lw->pred_coef) + TB(lw->corr_coef);
 		b += TB(lw->attn_q) + TB(lw->attn_o) + TB(lw->laurel_l) + TB(lw->laurel_r);
@@ -344,7 +346,7 @@ static void q_table_init(void)
 static void q4_block(uint64_t *s, float std, uint8_t *sc2, uint8_t *nib16)
 {
 	float jitter = 1.0f + 0.1f * gauss(s);
-	uint16_t h = pccx_f32_to_fp16(std / Q_SPREAD * jitter);
+	uint16_t h = pccx__f32_to_fp16(std / Q_SPREAD * jitter);
 	uint32_t i;
 
 	sc2[0] = (uint8_t)h;
@@ -358,7 +360,7 @@ static void q4_block(uint64_t *s, float std, uint8_t *sc2, uint8_t *nib16)
 }
 
 struct synth_job {
-	struct pccx_g3n_model *m;
+	struct pccx_gemma3n_model *m;
 	int32_t t;
 	uint64_t seed;
 };
@@ -366,11 +368,11 @@ struct synth_job {
 static void synth_rows(void *ctx, unsigned part, unsigned nparts)
 {
 	struct synth_job *j = ctx;
-	const struct pccx_g3n_tensor *T = &j->m->t[j->t];
+	const struct pccx_gemma3n_tensor *T = &j->m->t[j->t];
 	unsigned long long lo, hi, r;
 	uint32_t b, i;
 
-	pccx_pool_split(T->rows, 1, part, nparts, &lo, &hi);
+	pccx__pool_split(T->rows, 1, part, nparts, &lo, &hi);
 	for (r = lo; r < hi; r++) {
 		uint8_t *rec = j->m->data + T->offset + r * T->row_bytes;
 		uint64_t s =
@@ -378,7 +380,7 @@ static void synth_rows(void *ctx, unsigned part, unsigned nparts)
 
 		splitmix64(&s);
 		if (T->fmt == PCCX_WFMT_Q4) {
-			uint8_t *sc = rec, *nib = rec + pccx_g3n_q4_scale_bytes(T->cols);
+			uint8_t *sc = rec, *nib = rec + pccx_gemma3n_q4_scale_bytes(T->cols);
 
 			for (b = 0; b < T->cols / 32; b++)
 				q4_block(&s, T->std, sc + 2 * b, nib + 16 * b);
@@ -387,9 +389,9 @@ static void synth_rows(void *ctx, unsigned part, unsigned nparts)
 				float v = T->std * gauss(&s);
 				uint16_t h;
 
-				if (T->init == PCCX_G3N_INIT_NEAR)
+				if (T->init == PCCX_GEMMA3N_INIT_NEAR)
 					v = T->centre * (1.0f + v);
-				h = pccx_f32_to_bf16(v);
+				h = pccx__f32_to_bf16(v);
 				rec[2 * i] = (uint8_t)h;
 				rec[2 * i + 1] = (uint8_t)(h >> 8);
 			}
@@ -397,7 +399,8 @@ static void synth_rows(void *ctx, unsigned part, unsigned nparts)
 	}
 }
 
-int pccx_g3n_synth(struct pccx_g3n_model *m, uint64_t seed, unsigned n_threads, pccx_diag *d)
+int pccx__gemma3n_synth(struct pccx_gemma3n_model *m, uint64_t seed, unsigned n_threads,
+			pccx_diag *d)
 {
 	struct pccx_pool *pool = NULL;
 	struct synth_job j = { .m = m };
@@ -405,16 +408,16 @@ int pccx_g3n_synth(struct pccx_g3n_model *m, uint64_t seed, unsigned n_threads, 
 	int rc;
 
 	if (n_threads == 0)
-		n_threads = pccx_pool_ncpu();
+		n_threads = pccx__pool_ncpu();
 	pthread_once(&q_table_once, q_table_init);
-	rc = pccx_pool_create(&pool, n_threads, d);
+	rc = pccx__pool_create(&pool, n_threads, d);
 	if (rc)
 		return rc;
 	for (t = 0; t < m->n_t; t++) {
 		j.t = (int32_t)t;
 		j.seed = seed * 0x9E3779B97F4A7C15ull + t;
-		pccx_pool_run(pool, synth_rows, &j);
+		pccx__pool_run(pool, synth_rows, &j);
 	}
-	pccx_pool_destroy(pool);
+	pccx__pool_destroy(pool);
 	return PCCX_OK;
 }

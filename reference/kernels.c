@@ -11,7 +11,7 @@ static uint64_t scale_bytes(uint32_t k)
 	return (uint64_t)((k / 32 + 7) / 8) * 16;
 }
 
-void pccx_kern_act_prepare(struct pccx_kern_act *a)
+void pccx__kern_act_prepare(struct pccx_kern_act *a)
 {
 	uint32_t b, j;
 
@@ -29,8 +29,8 @@ void pccx_kern_act_prepare(struct pccx_kern_act *a)
 	}
 }
 
-void pccx_kern_q4_rows_ref(const uint8_t *w, uint64_t row_bytes, uint32_t n,
-			   const struct pccx_kern_act *a, float *y)
+void pccx__kern_q4_rows_ref(const uint8_t *w, uint64_t row_bytes, uint32_t n,
+			    const struct pccx_kern_act *a, float *y)
 {
 	uint64_t sb = scale_bytes(a->k);
 	uint32_t r;
@@ -38,12 +38,12 @@ void pccx_kern_q4_rows_ref(const uint8_t *w, uint64_t row_bytes, uint32_t n,
 	for (r = 0; r < n; r++) {
 		const uint8_t *rec = w + r * row_bytes;
 
-		y[r] = pccx_q4_row_dot(rec + sb, (const uint16_t *)(const void *)rec, a->q8, a->sx,
-				       a->k);
+		y[r] = pccx__q4_row_dot(rec + sb, (const uint16_t *)(const void *)rec, a->q8, a->sx,
+					a->k);
 	}
 }
 
-bool pccx_kern_have_avx2(void)
+bool pccx__kern_have_avx2(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
 	unsigned a, b, c, dx;
@@ -59,14 +59,14 @@ bool pccx_kern_have_avx2(void)
 #endif
 }
 
-enum pccx_kern_impl pccx_kern_resolve(enum pccx_kern_impl impl)
+enum pccx_kern_impl pccx__kern_resolve(enum pccx_kern_impl impl)
 {
-	if (impl == PCCX_KERN_AUTO || (impl == PCCX_KERN_AVX2 && !pccx_kern_have_avx2()))
-		return pccx_kern_have_avx2() ? PCCX_KERN_AVX2 : PCCX_KERN_REF;
+	if (impl == PCCX_KERN_AUTO || (impl == PCCX_KERN_AVX2 && !pccx__kern_have_avx2()))
+		return pccx__kern_have_avx2() ? PCCX_KERN_AVX2 : PCCX_KERN_REF;
 	return impl;
 }
 
-const char *pccx_kern_name(enum pccx_kern_impl impl)
+const char *pccx__kern_name(enum pccx_kern_impl impl)
 {
 	switch (impl) {
 	case PCCX_KERN_AUTO:
@@ -93,26 +93,26 @@ static void gemv_part(void *ctx, unsigned part, unsigned nparts)
 	struct gemv_job *j = ctx;
 	unsigned long long lo, hi;
 
-	pccx_pool_split(j->n, 8, part, nparts, &lo, &hi);
+	pccx__pool_split(j->n, 8, part, nparts, &lo, &hi);
 	if (lo >= hi)
 		return;
 	if (j->impl == PCCX_KERN_AVX2)
-		pccx_kern_q4_rows_avx2(j->w + lo * j->row_bytes, j->row_bytes, (uint32_t)(hi - lo),
-				       j->a, j->y + lo);
+		pccx__kern_q4_rows_avx2(j->w + lo * j->row_bytes, j->row_bytes, (uint32_t)(hi - lo),
+					j->a, j->y + lo);
 	else
-		pccx_kern_q4_rows_ref(j->w + lo * j->row_bytes, j->row_bytes, (uint32_t)(hi - lo),
-				      j->a, j->y + lo);
+		pccx__kern_q4_rows_ref(j->w + lo * j->row_bytes, j->row_bytes, (uint32_t)(hi - lo),
+				       j->a, j->y + lo);
 }
 
 /* Below this many weights a second thread costs more than it saves. */
 #define MT_MIN_WEIGHTS (1u << 18)
 
-void pccx_kern_q4_gemv(struct pccx_pool *pool, enum pccx_kern_impl impl, const uint8_t *w,
-		       uint64_t row_bytes, uint32_t n, const struct pccx_kern_act *a, float *y)
+void pccx__kern_q4_gemv(struct pccx_pool *pool, enum pccx_kern_impl impl, const uint8_t *w,
+			uint64_t row_bytes, uint32_t n, const struct pccx_kern_act *a, float *y)
 {
-	struct gemv_job j = { pccx_kern_resolve(impl), w, row_bytes, n, a, y };
+	struct gemv_job j = { pccx__kern_resolve(impl), w, row_bytes, n, a, y };
 
 	if ((uint64_t)n * a->k < MT_MIN_WEIGHTS)
 		pool = NULL;
-	pccx_pool_run(pool, gemv_part, &j);
+	pccx__pool_run(pool, gemv_part, &j);
 }

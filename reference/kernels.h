@@ -3,15 +3,15 @@
  * Host kernels for the heavy matmuls of the reference: Q4 (W4A8) rows dotted with one
  * quantised activation, for the 16384 x 2048 FFN matrices and the 262,400-row LM head.
  *
- *   _ref   the definition: y[r] = pccx_q4_row_dot(row r) from isa/num, row by row;
+ *   _ref   the definition: y[r] = pccx__q4_row_dot(row r) from isa/num, row by row;
  *   _avx2  8 rows at a time: the int32 block dots with AVX2 integer ops (exact, so any
  *          order), then per row the same FP32 operations in the same order as _ref
  *          (t = d * sx; acc = acc + (float)dot * t, block by block), one row per lane.
  * Both give the same bits for every input (tests compare them with memcmp). Rows are
  * independent, so splitting them across threads cannot change a result either.
  */
-#ifndef PCCX_G3N_KERNELS_H
-#define PCCX_G3N_KERNELS_H
+#ifndef PCCX_GEMMA3N_KERNELS_H
+#define PCCX_GEMMA3N_KERNELS_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -34,25 +34,25 @@ struct pccx_kern_act {
 };
 
 /* Fill a->xp and a->xsum from a->q8 (needed by the AVX2 kernel only). */
-void pccx_kern_act_prepare(struct pccx_kern_act *a);
+void pccx__kern_act_prepare(struct pccx_kern_act *a);
 
 /*
  * y[i] = dot of stored row r0 + i (records of row_bytes at w, device Q4 layout: FP16
  * scale beats then nibble beats) with the activation, for i in [0, n).
  */
-void pccx_kern_q4_rows_ref(const uint8_t *w, uint64_t row_bytes, uint32_t n,
-			   const struct pccx_kern_act *a, float *y);
-void pccx_kern_q4_rows_avx2(const uint8_t *w, uint64_t row_bytes, uint32_t n,
+void pccx__kern_q4_rows_ref(const uint8_t *w, uint64_t row_bytes, uint32_t n,
 			    const struct pccx_kern_act *a, float *y);
+void pccx__kern_q4_rows_avx2(const uint8_t *w, uint64_t row_bytes, uint32_t n,
+			     const struct pccx_kern_act *a, float *y);
 
 /* True when the CPU runs the AVX2 kernel (AVX2 and F16C). */
-bool pccx_kern_have_avx2(void);
+bool pccx__kern_have_avx2(void);
 /* AUTO resolved to what will run. */
-enum pccx_kern_impl pccx_kern_resolve(enum pccx_kern_impl impl);
-const char *pccx_kern_name(enum pccx_kern_impl impl);
+enum pccx_kern_impl pccx__kern_resolve(enum pccx_kern_impl impl);
+const char *pccx__kern_name(enum pccx_kern_impl impl);
 
 /* All n rows, split across the pool's threads (pool may be NULL). */
-void pccx_kern_q4_gemv(struct pccx_pool *pool, enum pccx_kern_impl impl, const uint8_t *w,
-		       uint64_t row_bytes, uint32_t n, const struct pccx_kern_act *a, float *y);
+void pccx__kern_q4_gemv(struct pccx_pool *pool, enum pccx_kern_impl impl, const uint8_t *w,
+			uint64_t row_bytes, uint32_t n, const struct pccx_kern_act *a, float *y);
 
-#endif /* PCCX_G3N_KERNELS_H */
+#endif /* PCCX_GEMMA3N_KERNELS_H */

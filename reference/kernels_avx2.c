@@ -4,7 +4,7 @@
  * halves the memory bandwidth on the machines measured). Eight blocks at a time: their int32
  * dots (exact, computed as (q + 8) * x with vpmaddubsw, minus 8 * sum(x)), t = d * sx and
  * c = (float)dot * t as vector lanes (each lane one IEEE operation, exactly the scalar ones),
- * then acc = acc + c block by block in order, as pccx_q4_row_dot does. Two rows are done
+ * then acc = acc + c block by block in order, as pccx__q4_row_dot does. Two rows are done
  * together so that their dependent add chains overlap.
  */
 #include "kernels.h"
@@ -77,7 +77,7 @@ TARGET static int32_t block_dot(const uint8_t *nib, const int8_t *xp, int32_t xs
 	return _mm_cvtsi128_si32(t) - 8 * xsum;
 }
 
-/* Blocks [b, nb) of one row one at a time, continuing acc, exactly as pccx_q4_row_dot. */
+/* Blocks [b, nb) of one row one at a time, continuing acc, exactly as pccx__q4_row_dot. */
 TARGET static float tail(const uint8_t *rec, uint64_t sb, const struct pccx_kern_act *a,
 			 uint32_t b, float acc)
 {
@@ -85,7 +85,7 @@ TARGET static float tail(const uint8_t *rec, uint64_t sb, const struct pccx_kern
 
 	for (; b < a->k / 32; b++) {
 		int32_t dot = block_dot(rec + sb + 16 * b, a->xp + 32 * b, a->xsum[b]);
-		float t = pccx_fp16_to_f32(sc[b]) * a->sx[b];
+		float t = pccx__fp16_to_f32(sc[b]) * a->sx[b];
 
 		acc = acc + (float)dot * t;
 	}
@@ -115,8 +115,8 @@ TARGET static void rows2(const uint8_t *w, uint64_t rb, uint64_t sb,
 	y[1] = pccx_f32_canon(tail(w + rb, sb, a, b, acc1));
 }
 
-void pccx_kern_q4_rows_avx2(const uint8_t *w, uint64_t row_bytes, uint32_t n,
-			    const struct pccx_kern_act *a, float *y)
+void pccx__kern_q4_rows_avx2(const uint8_t *w, uint64_t row_bytes, uint32_t n,
+			     const struct pccx_kern_act *a, float *y)
 {
 	uint64_t sb = (uint64_t)((a->k / 32 + 7) / 8) * 16;
 	uint32_t r = 0;
@@ -124,15 +124,15 @@ void pccx_kern_q4_rows_avx2(const uint8_t *w, uint64_t row_bytes, uint32_t n,
 	for (; r + 2 <= n; r += 2)
 		rows2(w + r * row_bytes, row_bytes, sb, a, y + r);
 	if (r < n)
-		pccx_kern_q4_rows_ref(w + r * row_bytes, row_bytes, n - r, a, y + r);
+		pccx__kern_q4_rows_ref(w + r * row_bytes, row_bytes, n - r, a, y + r);
 }
 
 #else
 
-void pccx_kern_q4_rows_avx2(const uint8_t *w, uint64_t row_bytes, uint32_t n,
-			    const struct pccx_kern_act *a, float *y)
+void pccx__kern_q4_rows_avx2(const uint8_t *w, uint64_t row_bytes, uint32_t n,
+			     const struct pccx_kern_act *a, float *y)
 {
-	pccx_kern_q4_rows_ref(w, row_bytes, n, a, y);
+	pccx__kern_q4_rows_ref(w, row_bytes, n, a, y);
 }
 
 #endif

@@ -4,7 +4,7 @@
 #include "layers.h"
 
 /* Gemma 3n: every global_period-th layer attends globally. */
-static bool g3n_global(uint32_t period, uint32_t layer)
+static bool gemma3n_global(uint32_t period, uint32_t layer)
 {
 	return (layer + 1) % period == 0;
 }
@@ -12,17 +12,17 @@ static bool g3n_global(uint32_t period, uint32_t layer)
 #define ALL_NORMS (PCCX_NORM_Q | PCCX_NORM_K | PCCX_NORM_V | PCCX_NORM_POST_ATTN | \
 		   PCCX_NORM_PRE_FFN | PCCX_NORM_POST_FFN)
 
-int pccx_layers_build(const struct pccx_g3n_config *c,
-		      struct pccx_attn_desc attn[PCCX_ATTN_KINDS], struct pccx_layer_desc *layers,
-		      pccx_diag *d)
+int pccx__layers_build(const struct pccx_gemma3n_config *c,
+		       struct pccx_attn_desc attn[PCCX_ATTN_KINDS], struct pccx_layer_desc *layers,
+		       pccx_diag *d)
 {
-	uint32_t l, k, kv_src[PCCX_G3N_MAX_LAYERS];
-	bool local[PCCX_G3N_MAX_LAYERS] = { false };
+	uint32_t l, k, kv_src[PCCX_GEMMA3N_MAX_LAYERS];
+	bool local[PCCX_GEMMA3N_MAX_LAYERS] = { false };
 
-	if (c->n_layers == 0 || c->n_layers > PCCX_G3N_MAX_LAYERS || c->global_period == 0 ||
+	if (c->n_layers == 0 || c->n_layers > PCCX_GEMMA3N_MAX_LAYERS || c->global_period == 0 ||
 	    c->n_kv_shared >= c->n_layers)
-		return pccx_fail(d, PCCX_ERR_INVALID, "config '%s': n_layers, global_period or "
-				 "n_kv_shared out of range", c->name);
+		return pccx__fail(d, PCCX_ERR_INVALID, "config '%s': n_layers, global_period or "
+				  "n_kv_shared out of range", c->name);
 	for (k = 0; k < PCCX_ATTN_KINDS; k++) {
 		bool global = k == PCCX_ATTN_GLOBAL;
 
@@ -38,10 +38,10 @@ int pccx_layers_build(const struct pccx_g3n_config *c,
 	}
 
 	/* the last n_kv_shared layers read the cache of an earlier layer */
-	pccx_layers_pattern(c->global_period, c->n_layers, local);
-	if (pccx_layers_kv_sources(local, c->n_layers, c->n_kv_shared, kv_src) != c->n_layers)
-		return pccx_fail(d, PCCX_ERR_INVALID, "config '%s': n_kv_shared leaves "
-				 "a shared layer without an owner of its type", c->name);
+	pccx__layers_pattern(c->global_period, c->n_layers, local);
+	if (pccx__layers_kv_sources(local, c->n_layers, c->n_kv_shared, kv_src) != c->n_layers)
+		return pccx__fail(d, PCCX_ERR_INVALID, "config '%s': n_kv_shared leaves "
+				  "a shared layer without an owner of its type", c->name);
 	for (l = 0; l < c->n_layers; l++) {
 		struct pccx_layer_desc *L = &layers[l];
 		enum pccx_attn_kind kind = local[l] ? PCCX_ATTN_LOCAL : PCCX_ATTN_GLOBAL;
@@ -70,15 +70,15 @@ int pccx_layers_build(const struct pccx_g3n_config *c,
 	return PCCX_OK;
 }
 
-void pccx_layers_pattern(uint32_t period, uint32_t n, bool *local)
+void pccx__layers_pattern(uint32_t period, uint32_t n, bool *local)
 {
 	uint32_t l;
 
 	for (l = 0; l < n; l++)
-		local[l] = !g3n_global(period, l);
+		local[l] = !gemma3n_global(period, l);
 }
 
-uint32_t pccx_layers_kv_sources(const bool *local, uint32_t n, uint32_t n_shared, uint32_t *src)
+uint32_t pccx__layers_kv_sources(const bool *local, uint32_t n, uint32_t n_shared, uint32_t *src)
 {
 	uint32_t first = n_shared < n ? n - n_shared : 0, l, s;
 
@@ -97,7 +97,7 @@ uint32_t pccx_layers_kv_sources(const bool *local, uint32_t n, uint32_t n_shared
 	return n;
 }
 
-uint32_t pccx_layers_global_period(const unsigned char *sliding, uint32_t n, uint32_t *bad)
+uint32_t pccx__layers_global_period(const unsigned char *sliding, uint32_t n, uint32_t *bad)
 {
 	uint32_t l, period;
 
@@ -105,7 +105,7 @@ uint32_t pccx_layers_global_period(const unsigned char *sliding, uint32_t n, uin
 		;
 	period = l + 1;
 	for (l = 0; l < n; l++)
-		if ((sliding[l] != 0) == g3n_global(period, l))
+		if ((sliding[l] != 0) == gemma3n_global(period, l))
 			break;
 	*bad = l;
 	return period;

@@ -75,24 +75,24 @@ struct pccx_layer_desc {
 
 /*
  * Fill the attention kinds and the rows of layers 0 .. n_layers - 1 from a configuration
- * whose scalar fields pccx_g3n_config_check accepts (it calls this for the structure).
+ * whose scalar fields pccx__gemma3n_config_check accepts (it calls this for the structure).
  * PCCX_ERR_INVALID, naming the field, when a KV-sharing layer has no layer to read from.
  */
-PCCX_MUST_CHECK int pccx_layers_build(const struct pccx_g3n_config *c,
-				      struct pccx_attn_desc attn[PCCX_ATTN_KINDS],
-				      struct pccx_layer_desc *layers, pccx_diag *d);
+PCCX_MUST_CHECK int pccx__layers_build(const struct pccx_gemma3n_config *c,
+				       struct pccx_attn_desc attn[PCCX_ATTN_KINDS],
+				       struct pccx_layer_desc *layers, pccx_diag *d);
 
 /*
  * The per-layer facts the table is built from, for loaders that check a model file's own
  * per-layer description before a configuration exists:
- * - pccx_layers_pattern: Gemma 3n's attention pattern, local[l] for every layer but each
+ * - pccx__layers_pattern: Gemma 3n's attention pattern, local[l] for every layer but each
  *   period-th (Hugging Face's default layer_types);
- * - pccx_layers_kv_sources: from a pattern, the layer whose KV cache each layer reads:
+ * - pccx__layers_kv_sources: from a pattern, the layer whose KV cache each layer reads:
  *   layers [0, n - n_shared) write their own (src[l] = l), each later one reads the last
  *   writer of its own kind. Returns n, or the first layer without such a writer.
  */
-void pccx_layers_pattern(uint32_t period, uint32_t n, bool *local);
-uint32_t pccx_layers_kv_sources(const bool *local, uint32_t n, uint32_t n_shared, uint32_t *src);
+void pccx__layers_pattern(uint32_t period, uint32_t n, bool *local);
+uint32_t pccx__layers_kv_sources(const bool *local, uint32_t n, uint32_t n_shared, uint32_t *src);
 
 /*
  * Gemma 3n's global_period from a per-layer pattern as model files give it (sliding[l] != 0:
@@ -100,6 +100,6 @@ uint32_t pccx_layers_kv_sources(const bool *local, uint32_t n, uint32_t n_shared
  * *bad receives the first layer whose entry that period contradicts (n when none), for
  * loaders to refuse patterns the configuration cannot express.
  */
-uint32_t pccx_layers_global_period(const unsigned char *sliding, uint32_t n, uint32_t *bad);
+uint32_t pccx__layers_global_period(const unsigned char *sliding, uint32_t n, uint32_t *bad);
 
 #endif /* PCCX_LAYERS_H */

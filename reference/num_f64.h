@@ -10,28 +10,28 @@
 
 #include <stdint.h>
 
-double pccx_f64_exp(float x);
-double pccx_f64_tanh(float x);
+double pccx__f64_exp(float x);
+double pccx__f64_tanh(float x);
 /* GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
-double pccx_f64_gelu(float x);
-double pccx_f64_sin(float x);
-double pccx_f64_cos(float x);
+double pccx__f64_gelu(float x);
+double pccx__f64_sin(float x);
+double pccx__f64_cos(float x);
 /* Rounded to float, the correctly rounded square root (53 >= 2 * 24 + 2). */
-double pccx_f64_sqrt(float x);
-double pccx_f64_rsqrt(float x);
+double pccx__f64_sqrt(float x);
+double pccx__f64_rsqrt(float x);
 
 /*
  * Error of the binary32 result y against the exact value r: in ulps of the binary32 binade of
  * r (2^-149 below the normal range, so subnormal results count subnormal ulps), and in *rel
  * (may be NULL) relative to r for r in the normal range, else 0. r and y finite.
  */
-double pccx_f64_ulps(float y, double r, double *rel);
+double pccx__f64_ulps(float y, double r, double *rel);
 
 /*
  * Sweeps in float order: a monotonic integer key of a float (-max .. +max in order, -0 just
  * below +0) and the float of a key.
  */
-uint32_t pccx_f64_sweep_key(float f);
-float pccx_f64_sweep_float(uint32_t key);
+uint32_t pccx__f64_sweep_key(float f);
+float pccx__f64_sweep_float(uint32_t key);
 
 #endif /* PCCX_NUM_F64_H */

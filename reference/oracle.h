@@ -20,13 +20,14 @@ typedef int (*pccx_oracle_stage_fn)(void *user, const char *name, const double *
  * An oracle for model m holding up to m->cfg.max_ctx positions, its matrix-vector products
  * split across n_threads threads (0: one per CPU; the results do not depend on the count).
  */
-PCCX_MUST_CHECK int pccx_oracle_create(struct pccx_oracle **out, const struct pccx_g3n_model *m,
-				       unsigned n_threads, pccx_diag *d);
-void pccx_oracle_free(struct pccx_oracle *o);
-void pccx_oracle_on_stage(struct pccx_oracle *o, pccx_oracle_stage_fn fn, void *user);
+PCCX_MUST_CHECK int pccx__oracle_create(struct pccx_oracle **out,
+					const struct pccx_gemma3n_model *m,
+					unsigned n_threads, pccx_diag *d);
+void pccx__oracle_free(struct pccx_oracle *o);
+void pccx__oracle_on_stage(struct pccx_oracle *o, pccx_oracle_stage_fn fn, void *user);
 
 /* Decode `token` at the next position; logits (vocab values, soft-capped) when non-NULL. */
-PCCX_MUST_CHECK int pccx_oracle_step(struct pccx_oracle *o, uint32_t token, double *logits,
-				     pccx_diag *d);
+PCCX_MUST_CHECK int pccx__oracle_step(struct pccx_oracle *o, uint32_t token, double *logits,
+				      pccx_diag *d);
 
 #endif /* PCCX_ORACLE_H */

@@ -51,18 +51,18 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-int pccx_pool_create(struct pccx_pool **out, unsigned n_threads, pccx_diag *d)
+int pccx__pool_create(struct pccx_pool **out, unsigned n_threads, pccx_diag *d)
 {
 	struct pccx_pool *p;
 	unsigned i;
 
 	*out = NULL;
 	if (n_threads == 0 || n_threads > 256)
-		return pccx_fail(d, PCCX_ERR_INVALID, "thread pool: %u threads (1..256)",
-				 n_threads);
+		return pccx__fail(d, PCCX_ERR_INVALID, "thread pool: %u threads (1..256)",
+				  n_threads);
 	p = calloc(1, sizeof(*p));
 	if (!p)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "thread pool: out of memory");
+		return pccx__fail(d, PCCX_ERR_NOMEM, "thread pool: out of memory");
 	p->n = n_threads;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->go, NULL);
@@ -70,24 +70,24 @@ int pccx_pool_create(struct pccx_pool **out, unsigned n_threads, pccx_diag *d)
 	if (n_threads > 1) {
 		p->tid = calloc(n_threads - 1, sizeof(*p->tid));
 		if (!p->tid) {
-			pccx_pool_destroy(p);
-			return pccx_fail(d, PCCX_ERR_NOMEM, "thread pool: out of memory");
+			pccx__pool_destroy(p);
+			return pccx__fail(d, PCCX_ERR_NOMEM, "thread pool: out of memory");
 		}
 	}
 	for (i = 1; i < n_threads; i++) {
 		struct worker_arg *wa = malloc(sizeof(*wa));
 
 		if (!wa) {
-			pccx_pool_destroy(p);
-			return pccx_fail(d, PCCX_ERR_NOMEM, "thread pool: out of memory");
+			pccx__pool_destroy(p);
+			return pccx__fail(d, PCCX_ERR_NOMEM, "thread pool: out of memory");
 		}
 		wa->p = p;
 		wa->part = i;
 		if (pthread_create(&p->tid[i - 1], NULL, worker, wa)) {
 			free(wa);
-			pccx_pool_destroy(p);
-			return pccx_fail(d, PCCX_ERR_INTERNAL,
-					 "thread pool: cannot start thread %u", i);
+			pccx__pool_destroy(p);
+			return pccx__fail(d, PCCX_ERR_INTERNAL,
+					  "thread pool: cannot start thread %u", i);
 		}
 		p->started++;
 	}
@@ -95,7 +95,7 @@ int pccx_pool_create(struct pccx_pool **out, unsigned n_threads, pccx_diag *d)
 	return PCCX_OK;
 }
 
-void pccx_pool_destroy(struct pccx_pool *p)
+void pccx__pool_destroy(struct pccx_pool *p)
 {
 	unsigned i;
 
@@ -114,12 +114,12 @@ void pccx_pool_destroy(struct pccx_pool *p)
 	free(p);
 }
 
-unsigned pccx_pool_threads(const struct pccx_pool *p)
+unsigned pccx__pool_threads(const struct pccx_pool *p)
 {
 	return p ? p->n : 1;
 }
 
-void pccx_pool_run(struct pccx_pool *p, pccx_pool_fn fn, void *ctx)
+void pccx__pool_run(struct pccx_pool *p, pccx_pool_fn fn, void *ctx)
 {
 	if (!p || p->n == 1) {
 		fn(ctx, 0, 1);
@@ -139,15 +139,15 @@ void pccx_pool_run(struct pccx_pool *p, pccx_pool_fn fn, void *ctx)
 	pthread_mutex_unlock(&p->lock);
 }
 
-unsigned pccx_pool_ncpu(void)
+unsigned pccx__pool_ncpu(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 
 	return n < 1 ? 1u : n > 256 ? 256u : (unsigned)n;
 }
 
-void pccx_pool_split(unsigned long long n, unsigned align, unsigned part, unsigned nparts,
-		     unsigned long long *lo, unsigned long long *hi)
+void pccx__pool_split(unsigned long long n, unsigned align, unsigned part, unsigned nparts,
+		      unsigned long long *lo, unsigned long long *hi)
 {
 	unsigned long long units = (n + align - 1) / align;
 	unsigned long long a = units * part / nparts, b = units * (part + 1) / nparts;

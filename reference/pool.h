@@ -2,13 +2,13 @@
 /*
  * A minimal fork-join thread pool for the host kernels and the weight synthesiser.
  *
- * pccx_pool_run(p, fn, ctx) calls fn(ctx, part, nparts) once for every part in [0, nparts)
+ * pccx__pool_run(p, fn, ctx) calls fn(ctx, part, nparts) once for every part in [0, nparts)
  * (nparts = the pool's thread count, the caller's thread doing part 0) and returns when all
  * parts are done. Users split their work statically by part, so results never depend on
  * scheduling; kernels are written so that they do not depend on nparts either.
  */
-#ifndef PCCX_G3N_POOL_H
-#define PCCX_G3N_POOL_H
+#ifndef PCCX_GEMMA3N_POOL_H
+#define PCCX_GEMMA3N_POOL_H
 
 #include "pccx/status.h"
 
@@ -17,16 +17,16 @@ struct pccx_pool;
 typedef void (*pccx_pool_fn)(void *ctx, unsigned part, unsigned nparts);
 
 /* n_threads >= 1 (1 = no worker threads; everything runs on the caller). */
-PCCX_MUST_CHECK int pccx_pool_create(struct pccx_pool **out, unsigned n_threads, pccx_diag *d);
-void pccx_pool_destroy(struct pccx_pool *p);
-unsigned pccx_pool_threads(const struct pccx_pool *p);
+PCCX_MUST_CHECK int pccx__pool_create(struct pccx_pool **out, unsigned n_threads, pccx_diag *d);
+void pccx__pool_destroy(struct pccx_pool *p);
+unsigned pccx__pool_threads(const struct pccx_pool *p);
 /* Not reentrant: one run at a time per pool. p == NULL runs fn(ctx, 0, 1). */
-void pccx_pool_run(struct pccx_pool *p, pccx_pool_fn fn, void *ctx);
+void pccx__pool_run(struct pccx_pool *p, pccx_pool_fn fn, void *ctx);
 /* Online CPUs (>= 1). */
-unsigned pccx_pool_ncpu(void);
+unsigned pccx__pool_ncpu(void);
 
 /* The contiguous share [*lo, *hi) of n items for `part` of `nparts`, in units of `align`. */
-void pccx_pool_split(unsigned long long n, unsigned align, unsigned part, unsigned nparts,
-		     unsigned long long *lo, unsigned long long *hi);
+void pccx__pool_split(unsigned long long n, unsigned align, unsigned part, unsigned nparts,
+		      unsigned long long *lo, unsigned long long *hi);
 
-#endif /* PCCX_G3N_POOL_H */
+#endif /* PCCX_GEMMA3N_POOL_H */

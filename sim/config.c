@@ -13,7 +13,7 @@
 
 #define MAX_DTB_BYTES (1u << 20)
 
-void pccx_sim_config_default(struct pccx_sim_config *c)
+void pccx__sim_config_default(struct pccx_sim_config *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->core_hz = 400000000;
@@ -57,56 +57,56 @@ static bool pow2(uint64_t v)
 	return v && !(v & (v - 1));
 }
 
-int pccx_sim_config_check(const struct pccx_sim_config *c, pccx_diag *d)
+int pccx__sim_config_check(const struct pccx_sim_config *c, pccx_diag *d)
 {
 	if (c->core_hz < 1000000 || c->core_hz > 2000000000)
-		return pccx_fail(d, PCCX_ERR_RANGE,
-				 "pccx,core-clock-hz: %llu outside 1 MHz .. 2 GHz",
-				 (unsigned long long)c->core_hz);
+		return pccx__fail(d, PCCX_ERR_RANGE,
+				  "pccx,core-clock-hz: %llu outside 1 MHz .. 2 GHz",
+				  (unsigned long long)c->core_hz);
 	if (c->axi_hz < 1000000 || c->axi_hz > 2000000000)
-		return pccx_fail(d, PCCX_ERR_RANGE,
-				 "pccx,axi-clock-hz: %llu outside 1 MHz .. 2 GHz",
-				 (unsigned long long)c->axi_hz);
+		return pccx__fail(d, PCCX_ERR_RANGE,
+				  "pccx,axi-clock-hz: %llu outside 1 MHz .. 2 GHz",
+				  (unsigned long long)c->axi_hz);
 	if (c->l2_words < 1024 || c->l2_words > PCCX_L2_WORDS)
-		return pccx_fail(d, PCCX_ERR_RANGE, "pccx,l2-words: %u outside 1024 .. %u",
-				 c->l2_words, PCCX_L2_WORDS);
+		return pccx__fail(d, PCCX_ERR_RANGE, "pccx,l2-words: %u outside 1024 .. %u",
+				  c->l2_words, PCCX_L2_WORDS);
 	if (c->instr_fifo_depth < 1 || c->instr_fifo_depth > SIM_MAX_FIFO)
-		return pccx_fail(d, PCCX_ERR_RANGE, "pccx,instr-fifo-depth: %u outside 1 .. %u",
-				 c->instr_fifo_depth, SIM_MAX_FIFO);
+		return pccx__fail(d, PCCX_ERR_RANGE, "pccx,instr-fifo-depth: %u outside 1 .. %u",
+				  c->instr_fifo_depth, SIM_MAX_FIFO);
 	if (c->wstream_fifo_depth < 64 || c->wstream_fifo_depth > (1u << 20))
-		return pccx_fail(d, PCCX_ERR_RANGE,
-				 "pccx,wstream-fifo-depth: %u outside 64 .. 2^20",
-				 c->wstream_fifo_depth);
+		return pccx__fail(d, PCCX_ERR_RANGE,
+				  "pccx,wstream-fifo-depth: %u outside 64 .. 2^20",
+				  c->wstream_fifo_depth);
 	if (c->weight_ports != PCCX_WSTREAM_PORTS)
-		return pccx_fail(d, PCCX_ERR_RANGE,
-				 "pccx,weight-ports: %u (the v002 ISA deals rows over exactly %u)",
-				 c->weight_ports, PCCX_WSTREAM_PORTS);
+		return pccx__fail(d, PCCX_ERR_RANGE,
+				  "pccx,weight-ports: %u (the v002 ISA deals rows over exactly %u)",
+				  c->weight_ports, PCCX_WSTREAM_PORTS);
 	if (c->dm_fifo_depth < 1 || c->dm_fifo_depth > 255)
-		return pccx_fail(d, PCCX_ERR_RANGE, "pccx,dm-fifo-depth: %u outside 1 .. 255",
-				 c->dm_fifo_depth);
+		return pccx__fail(d, PCCX_ERR_RANGE, "pccx,dm-fifo-depth: %u outside 1 .. 255",
+				  c->dm_fifo_depth);
 	if (c->dma_address_bits < 32 || c->dma_address_bits > 48)
-		return pccx_fail(d, PCCX_ERR_RANGE, "pccx,dma-address-bits: %u outside 32 .. 48",
-				 c->dma_address_bits);
+		return pccx__fail(d, PCCX_ERR_RANGE, "pccx,dma-address-bits: %u outside 32 .. 48",
+				  c->dma_address_bits);
 	if (c->ddr_mbps < 100 || c->ddr_mbps > 1000000)
-		return pccx_fail(d, PCCX_ERR_RANGE,
-				 "pccx,ddr-bandwidth-mbps: %llu outside 100 .. 1,000,000",
-				 (unsigned long long)c->ddr_mbps);
+		return pccx__fail(d, PCCX_ERR_RANGE,
+				  "pccx,ddr-bandwidth-mbps: %llu outside 100 .. 1,000,000",
+				  (unsigned long long)c->ddr_mbps);
 	if (!pow2(c->ddr_banks) || !pow2(c->ddr_row_bytes) || c->ddr_row_bytes < 256 ||
 	    c->ddr_banks > 1024 || !c->ddr_refi_ps || c->ddr_refresh_ps >= c->ddr_refi_ps)
-		return pccx_fail(d, PCCX_ERR_RANGE, "simulator: DDR geometry or refresh invalid");
+		return pccx__fail(d, PCCX_ERR_RANGE, "simulator: DDR geometry or refresh invalid");
 	if (c->ddr_burst_bytes < SIM_BEAT || c->ddr_burst_bytes > 4096 ||
 	    c->ddr_burst_bytes % SIM_BEAT || c->ddr_burst_bytes / SIM_BEAT > c->fmap_fifo_depth ||
 	    c->ddr_burst_bytes / SIM_BEAT > c->wstream_fifo_depth)
-		return pccx_fail(d, PCCX_ERR_RANGE, "simulator: burst of %u bytes invalid",
-				 c->ddr_burst_bytes);
+		return pccx__fail(d, PCCX_ERR_RANGE, "simulator: burst of %u bytes invalid",
+				  c->ddr_burst_bytes);
 	if (!c->dm_outstanding || c->dm_outstanding > SIM_MAX_BURSTS)
-		return pccx_fail(d, PCCX_ERR_RANGE, "simulator: dm_outstanding %u outside 1 .. %u",
-				 c->dm_outstanding, SIM_MAX_BURSTS);
+		return pccx__fail(d, PCCX_ERR_RANGE, "simulator: dm_outstanding %u outside 1 .. %u",
+				  c->dm_outstanding, SIM_MAX_BURSTS);
 	if (c->result_fifo_depth < 1 || c->result_fifo_depth > 65536 ||
 	    c->fmap_fifo_depth > 65536)
-		return pccx_fail(d, PCCX_ERR_RANGE, "simulator: stream FIFO depth invalid");
+		return pccx__fail(d, PCCX_ERR_RANGE, "simulator: stream FIFO depth invalid");
 	if (!c->gemm_q4_macs || !c->gemm_bf16_macs || !c->mmio_read_axi || !c->mmio_write_axi)
-		return pccx_fail(d, PCCX_ERR_RANGE, "simulator: zero rate or MMIO cost");
+		return pccx__fail(d, PCCX_ERR_RANGE, "simulator: zero rate or MMIO cost");
 	return 0;
 }
 
@@ -124,8 +124,8 @@ static int prop_u64(const void *fdt, int node, const char *name, uint64_t *out, 
 	else if (len == 8)
 		*out = ((uint64_t)fdt32_to_cpu(p[0]) << 32) | fdt32_to_cpu(p[1]);
 	else
-		return pccx_fail(d, PCCX_ERR_FORMAT, "device tree: %s: %d bytes, expected one cell",
-				 name, len);
+		return pccx__fail(d, PCCX_ERR_FORMAT, "device tree: %s: %d bytes, expected one cell",
+				  name, len);
 	return 0;
 }
 
@@ -137,24 +137,24 @@ static int prop_u32(const void *fdt, int node, const char *name, uint32_t *out, 
 	if (rc)
 		return rc;
 	if (v > 0xffffffffull)
-		return pccx_fail(d, PCCX_ERR_RANGE, "device tree: %s: value too large", name);
+		return pccx__fail(d, PCCX_ERR_RANGE, "device tree: %s: value too large", name);
 	*out = (uint32_t)v;
 	return 0;
 }
 
-int pccx_sim_config_from_dtb(struct pccx_sim_config *c, const void *blob, size_t len,
-			     pccx_diag *d)
+int pccx__sim_config_from_dtb(struct pccx_sim_config *c, const void *blob, size_t len,
+			      pccx_diag *d)
 {
 	int node, rc, rlen;
 	const fdt32_t *reg;
 
 	if (len < sizeof(struct fdt_header) || fdt_check_header(blob) ||
 	    fdt_totalsize(blob) > len)
-		return pccx_fail(d, PCCX_ERR_FORMAT, "device tree: not a valid flattened tree");
+		return pccx__fail(d, PCCX_ERR_FORMAT, "device tree: not a valid flattened tree");
 	node = fdt_node_offset_by_compatible(blob, -1, "pccx,npu-v002");
 	if (node < 0)
-		return pccx_fail(d, PCCX_ERR_FORMAT,
-				 "device tree: no node compatible with \"pccx,npu-v002\"");
+		return pccx__fail(d, PCCX_ERR_FORMAT,
+				  "device tree: no node compatible with \"pccx,npu-v002\"");
 	reg = fdt_getprop(blob, node, "reg", &rlen);
 	if (reg && rlen >= 8)
 		c->reg_base = rlen >= 16 ? ((uint64_t)fdt32_to_cpu(reg[0]) << 32) |
@@ -178,24 +178,24 @@ int pccx_sim_config_from_dtb(struct pccx_sim_config *c, const void *blob, size_t
 	if (!rc)
 		rc = prop_u64(blob, node, "pccx,ddr-bandwidth-mbps", &c->ddr_mbps, d);
 	if (!rc)
-		rc = pccx_sim_config_check(c, d);
+		rc = pccx__sim_config_check(c, d);
 	return rc;
 }
 
-int pccx_sim_config_from_dtb_file(struct pccx_sim_config *c, const char *path, pccx_diag *d)
+int pccx__sim_config_from_dtb_file(struct pccx_sim_config *c, const char *path, pccx_diag *d)
 {
 	uint8_t *data;
 	size_t len;
-	int rc = pccx_read_file(path, MAX_DTB_BYTES, &data, &len, d);
+	int rc = pccx__read_file(path, MAX_DTB_BYTES, &data, &len, d);
 
 	if (rc)
 		return rc;
-	rc = pccx_sim_config_from_dtb(c, data, len, d);
+	rc = pccx__sim_config_from_dtb(c, data, len, d);
 	if (rc && d && !strstr(d->msg, path)) {
 		char msg[sizeof(d->msg)];
 
 		snprintf(msg, sizeof(msg), "%s", d->msg);
-		pccx_fail(d, rc, "%s: %s", path, msg);
+		pccx__fail(d, rc, "%s: %s", path, msg);
 	}
 	free(data);
 	return rc;

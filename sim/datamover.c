@@ -30,7 +30,7 @@
 static const char *const dm_track[PCCX_DM_CHANNELS] = { "dm0 hp0", "dm1 hp1", "dm2 hp2",
 							 "dm3 hp3", "dm4 fmap", "dm5 result" };
 
-void sim_dm_reset(struct pccx_sim *s, struct sim_dm *dm)
+void pccx__sim_dm_reset(struct pccx_sim *s, struct sim_dm *dm)
 {
 	unsigned ch = dm->ch;
 	struct sim_beatq *q = dm->q;
@@ -43,7 +43,7 @@ void sim_dm_reset(struct pccx_sim *s, struct sim_dm *dm)
 	dm->write = write;
 }
 
-void sim_dm_init(struct pccx_sim *s)
+void pccx__sim_dm_init(struct pccx_sim *s)
 {
 	unsigned ch;
 
@@ -54,11 +54,11 @@ void sim_dm_init(struct pccx_sim *s)
 		dm->write = ch == PCCX_DM_RESULT;
 		dm->q = ch < PCCX_WSTREAM_PORTS ? &s->wq[ch] :
 			ch == PCCX_DM_FMAP ? &s->fmapq : &s->resq;
-		sim_dm_reset(s, dm);
+		pccx__sim_dm_reset(s, dm);
 	}
 }
 
-bool sim_dm_busy(const struct pccx_sim *s)
+bool pccx__sim_dm_busy(const struct pccx_sim *s)
 {
 	unsigned ch;
 
@@ -71,7 +71,7 @@ bool sim_dm_busy(const struct pccx_sim *s)
 	return false;
 }
 
-bool sim_dm_outstanding(const struct pccx_sim *s)
+bool pccx__sim_dm_outstanding(const struct pccx_sim *s)
 {
 	unsigned ch;
 
@@ -102,7 +102,7 @@ static void push_cmd(struct pccx_sim *s, struct sim_dm *dm)
 	dm->cmd_level++;
 }
 
-uint32_t sim_dm_read(struct pccx_sim *s, unsigned ch, uint32_t reg)
+uint32_t pccx__sim_dm_read(struct pccx_sim *s, unsigned ch, uint32_t reg)
 {
 	struct sim_dm *dm;
 	uint32_t v;
@@ -145,7 +145,7 @@ uint32_t sim_dm_read(struct pccx_sim *s, unsigned ch, uint32_t reg)
 	return 0;
 }
 
-void sim_dm_write(struct pccx_sim *s, unsigned ch, uint32_t reg, uint32_t v)
+void pccx__sim_dm_write(struct pccx_sim *s, unsigned ch, uint32_t reg, uint32_t v)
 {
 	struct sim_dm *dm;
 
@@ -183,8 +183,8 @@ static void post_status(struct pccx_sim *s, struct sim_dm *dm, uint8_t sts)
 	dm->sts[(dm->sts_head + dm->sts_level) % 256u] = sts;
 	dm->sts_level++;
 	s->irq_status |= PCCX_IRQ_DM;
-	sim_trace_event(s, dm_track[dm->ch], (sts & PCCX_DM_STS_OKAY) ? "cmd" : "cmd error",
-			dm->start_ps, s->now_ps + s->axi_ps, dm->cur.btt);
+	pccx__sim_trace_event(s, dm_track[dm->ch], (sts & PCCX_DM_STS_OKAY) ? "cmd" : "cmd error",
+			      dm->start_ps, s->now_ps + s->axi_ps, dm->cur.btt);
 }
 
 static void fail_cmd(struct pccx_sim *s, struct sim_dm *dm, uint8_t sts_bit, uint32_t cause,
@@ -197,14 +197,14 @@ static void fail_cmd(struct pccx_sim *s, struct sim_dm *dm, uint8_t sts_bit, uin
 	dm->active = false;
 	s->st.dm_errors++;
 	post_status(s, dm, (uint8_t)(dm->cur.tag | sts_bit));
-	sim_set_error(s, cause, 0, s->issued_job, addr);
+	pccx__sim_set_error(s, cause, 0, s->issued_job, addr);
 }
 
 /* The shadow IOMMU: the whole range must lie in one window that allows the access. */
 static uint8_t *translate(struct pccx_sim *s, uint64_t addr, uint64_t len, bool write,
 			  uint64_t *fault)
 {
-	struct sim_window *w = sim_window_find(s, addr);
+	struct sim_window *w = pccx__sim_window_find(s, addr);
 	uint32_t need = write ? PCCX_SIM_WIN_WRITE : PCCX_SIM_WIN_READ;
 
 	if (!w || !(w->access & need)) {
@@ -303,7 +303,7 @@ static void mm2s_tick(struct pccx_sim *s, struct sim_dm *dm)
 			b->addr = dm->cur.addr + dm->issued;
 			b->beats = beats;
 			b->done = 0;
-			b->ready_ps = sim_ddr_access(s, s->now_ps, b->addr, bytes, 0) +
+			b->ready_ps = pccx__sim_ddr_access(s, s->now_ps, b->addr, bytes, 0) +
 				      s->cfg.ddr_read_latency_ps;
 			dm->b_level++;
 			q->reserved += beats;
@@ -338,7 +338,7 @@ static void s2mm_tick(struct pccx_sim *s, struct sim_dm *dm)
 
 			b->addr = dm->cur.addr + dm->issued;
 			b->beats = dm->wr_fill;
-			b->ready_ps = sim_ddr_access(s, s->now_ps, b->addr, bytes, 1) +
+			b->ready_ps = pccx__sim_ddr_access(s, s->now_ps, b->addr, bytes, 1) +
 				      s->cfg.ddr_write_resp_ps;
 			dm->b_level++;
 			dm->issued += bytes;
@@ -349,7 +349,7 @@ static void s2mm_tick(struct pccx_sim *s, struct sim_dm *dm)
 		finish_cmd(s, dm);
 }
 
-void sim_dm_axi_tick(struct pccx_sim *s)
+void pccx__sim_dm_axi_tick(struct pccx_sim *s)
 {
 	unsigned i, rr = (unsigned)(s->axi_cycle % PCCX_DM_CHANNELS);
 

@@ -14,13 +14,13 @@
 
 /* ---- state predicates ----------------------------------------------------------------- */
 
-bool sim_engines_idle(const struct pccx_sim *s)
+bool pccx__sim_engines_idle(const struct pccx_sim *s)
 {
 	return s->n_inflight == 0;
 }
 
 /* Bytes in a weight-stream or fmap FIFO that no instruction has taken yet. */
-bool sim_input_pending(const struct pccx_sim *s)
+bool pccx__sim_input_pending(const struct pccx_sim *s)
 {
 	unsigned p;
 
@@ -33,20 +33,20 @@ bool sim_input_pending(const struct pccx_sim *s)
 /* ... or in any stream FIFO, the result FIFO (device output for the host) included. */
 static bool sim_stream_pending(const struct pccx_sim *s)
 {
-	return sim_input_pending(s) || s->resq.level;
+	return pccx__sim_input_pending(s) || s->resq.level;
 }
 
 static bool sim_is_idle(const struct pccx_sim *s)
 {
-	return s->core_cycle >= s->reset_until && s->fifo_level == 0 && sim_engines_idle(s) &&
-	       !sim_dm_outstanding(s) && !sim_stream_pending(s);
+	return s->core_cycle >= s->reset_until && s->fifo_level == 0 && pccx__sim_engines_idle(s) &&
+	       !pccx__sim_dm_outstanding(s) && !sim_stream_pending(s);
 }
 
 static uint64_t status_value(const struct pccx_sim *s)
 {
 	uint64_t v = 0;
 
-	if (s->fifo_level || !sim_engines_idle(s))
+	if (s->fifo_level || !pccx__sim_engines_idle(s))
 		v |= PCCX_STATUS_BUSY;
 	if (s->done_bit)
 		v |= PCCX_STATUS_DONE;
@@ -62,8 +62,8 @@ static uint64_t status_value(const struct pccx_sim *s)
 
 /* ---- errors, reset, idle ------------------------------------------------------------- */
 
-void sim_set_error(struct pccx_sim *s, uint32_t cause, uint32_t isa_err, uint64_t index,
-		   uint64_t info)
+void pccx__sim_set_error(struct pccx_sim *s, uint32_t cause, uint32_t isa_err, uint64_t index,
+			 uint64_t info)
 {
 	if (!(s->error & PCCX_ERROR_VALID)) {
 		s->error = (cause & PCCX_ERROR_CAUSE_MASK) | PCCX_ERROR_VALID |
@@ -71,39 +71,40 @@ void sim_set_error(struct pccx_sim *s, uint32_t cause, uint32_t isa_err, uint64_
 			   ((index & 0xffffffffull) << PCCX_ERROR_INDEX_SHIFT);
 		s->error_info = info;
 		s->st.errors++;
-		sim_trace_event(s, "frontend", "ERROR", s->now_ps, s->now_ps + s->core_ps, cause);
+		pccx__sim_trace_event(s, "frontend", "ERROR", s->now_ps, s->now_ps + s->core_ps,
+				      cause);
 	}
 	s->halted = true;
 	s->irq_status |= PCCX_IRQ_ERROR;
 	s->overrun_since = 0;
-	sim_frontend_flush(s);
+	pccx__sim_frontend_flush(s);
 }
 
 static void sim_reset_state(struct pccx_sim *s)
 {
 	unsigned p, ch;
 
-	sim_frontend_flush(s);
-	sim_matmul_abort(s, &s->gemv);
-	sim_matmul_abort(s, &s->gemm);
-	sim_timed_abort(s);
-	sim_dma_abort(s);
+	pccx__sim_frontend_flush(s);
+	pccx__sim_matmul_abort(s, &s->gemv);
+	pccx__sim_matmul_abort(s, &s->gemm);
+	pccx__sim_timed_abort(s);
+	pccx__sim_dma_abort(s);
 	memset(s->ops, 0, sizeof(s->ops));
 	s->n_inflight = 0;
 	s->epoch++;
 	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
-		sim_beatq_clear(&s->wq[p]);
+		pccx__sim_beatq_clear(&s->wq[p]);
 		s->port_seq[p] = 0;
 	}
-	sim_beatq_clear(&s->fmapq);
-	sim_beatq_clear(&s->resq);
+	pccx__sim_beatq_clear(&s->fmapq);
+	pccx__sim_beatq_clear(&s->resq);
 	for (ch = 0; ch < PCCX_DM_CHANNELS; ch++)
-		sim_dm_reset(s, &s->dm[ch]);
+		pccx__sim_dm_reset(s, &s->dm[ch]);
 	s->stream_seq = 0;
 	s->fence = false;
 	s->head_decoded = false;
 	s->s_bits = 0;
-	pccx_shape_reset(&s->shape);
+	pccx__shape_reset(&s->shape);
 	s->retired = 0;
 	s->issued_job = 0;
 	s->n_times = 0;
@@ -113,15 +114,15 @@ static void sim_reset_state(struct pccx_sim *s)
 	s->done_bit = false;
 	s->overrun_since = 0;
 	s->was_idle = false;
-	sim_l2_clear(s);
+	pccx__sim_l2_clear(s);
 	/* The hardware clears L2 eight words per cycle. */
 	s->reset_until = s->core_cycle + (s->cfg.l2_words + 7) / 8;
-	sim_trace_event(s, "frontend", "RESET", s->now_ps,
-			s->now_ps + (uint64_t)((s->cfg.l2_words + 7) / 8) * s->core_ps, 0);
+	pccx__sim_trace_event(s, "frontend", "RESET", s->now_ps,
+			      s->now_ps + (uint64_t)((s->cfg.l2_words + 7) / 8) * s->core_ps, 0);
 }
 
 /* Once per core cycle, after the units: the IDLE interrupt and the stream-overrun watchdog. */
-void sim_device_core_tick(struct pccx_sim *s)
+void pccx__sim_device_core_tick(struct pccx_sim *s)
 {
 	bool idle = sim_is_idle(s);
 
@@ -139,8 +140,8 @@ void sim_device_core_tick(struct pccx_sim *s)
 	 * Bytes in the result FIFO are the device's output waiting for the host's S2MM command
 	 * (a slow host is allowed to be slow): they keep IDLE low but are no error.
 	 */
-	if (!s->halted && s->fifo_level == 0 && sim_engines_idle(s) && !sim_dm_outstanding(s) &&
-	    sim_input_pending(s)) {
+	if (!s->halted && s->fifo_level == 0 && pccx__sim_engines_idle(s) &&
+	    !pccx__sim_dm_outstanding(s) && pccx__sim_input_pending(s)) {
 		if (!s->overrun_since) {
 			s->overrun_since = s->core_cycle;
 		} else if (s->core_cycle - s->overrun_since >= s->cfg.overrun_grace) {
@@ -156,7 +157,7 @@ void sim_device_core_tick(struct pccx_sim *s)
 			if (p == PCCX_WSTREAM_PORTS)
 				info = ((uint64_t)PCCX_DM_FMAP << 56) |
 				       (uint64_t)s->fmapq.level * SIM_BEAT;
-			sim_set_error(s, PCCX_CAUSE_STREAM_OVERRUN, 0, s->issued_job, info);
+			pccx__sim_set_error(s, PCCX_CAUSE_STREAM_OVERRUN, 0, s->issued_job, info);
 		}
 	} else {
 		s->overrun_since = 0;
@@ -224,7 +225,7 @@ static void push_instr(struct pccx_sim *s, uint64_t w)
 
 	while (s->fifo_level >= s->cfg.instr_fifo_depth && !s->halted &&
 	       s->core_cycle >= s->reset_until && s->now_ps < limit)
-		sim_run_to(s, s->now_ps + s->axi_ps);
+		pccx__sim_run_to(s, s->now_ps + s->axi_ps);
 	s->mmio_full_ps += s->now_ps - t0;
 	if (s->halted || s->core_cycle < s->reset_until ||
 	    s->fifo_level >= s->cfg.instr_fifo_depth) {
@@ -274,14 +275,14 @@ static void mmio_cost(struct pccx_sim *s, uint32_t axi_cycles, bool write, uint3
 {
 	uint64_t t = s->now_ps + (uint64_t)axi_cycles * s->axi_ps;
 
-	sim_trace_event(s, "host mmio", write ? "write" : "read", s->now_ps, t, off);
+	pccx__sim_trace_event(s, "host mmio", write ? "write" : "read", s->now_ps, t, off);
 
 	s->mmio_ps += t - s->now_ps;
 	if (write)
 		s->st.mmio_writes++;
 	else
 		s->st.mmio_reads++;
-	sim_run_to(s, t);
+	pccx__sim_run_to(s, t);
 }
 
 static int check_off(uint32_t off, unsigned width)
@@ -291,7 +292,7 @@ static int check_off(uint32_t off, unsigned width)
 	return 0;
 }
 
-int pccx_sim_mmio_read64(pccx_sim *s, uint32_t off, uint64_t *v)
+int pccx__sim_mmio_read64(pccx_sim *s, uint32_t off, uint64_t *v)
 {
 	int rc = check_off(off, 8);
 
@@ -304,16 +305,16 @@ int pccx_sim_mmio_read64(pccx_sim *s, uint32_t off, uint64_t *v)
 	} else {
 		uint32_t lo, hi;
 
-		rc = pccx_sim_mmio_read32(s, off, &lo);
+		rc = pccx__sim_mmio_read32(s, off, &lo);
 		if (!rc)
-			rc = pccx_sim_mmio_read32(s, off + 4, &hi);
+			rc = pccx__sim_mmio_read32(s, off + 4, &hi);
 		if (!rc)
 			*v = lo | ((uint64_t)hi << 32);
 		return rc;
 	}
 }
 
-int pccx_sim_mmio_write64(pccx_sim *s, uint32_t off, uint64_t v)
+int pccx__sim_mmio_write64(pccx_sim *s, uint32_t off, uint64_t v)
 {
 	int rc = check_off(off, 8);
 
@@ -324,13 +325,13 @@ int pccx_sim_mmio_write64(pccx_sim *s, uint32_t off, uint64_t v)
 		ctrl_write(s, off, v);
 		return 0;
 	}
-	rc = pccx_sim_mmio_write32(s, off, (uint32_t)v);
+	rc = pccx__sim_mmio_write32(s, off, (uint32_t)v);
 	if (!rc)
-		rc = pccx_sim_mmio_write32(s, off + 4, (uint32_t)(v >> 32));
+		rc = pccx__sim_mmio_write32(s, off + 4, (uint32_t)(v >> 32));
 	return rc;
 }
 
-int pccx_sim_mmio_read32(pccx_sim *s, uint32_t off, uint32_t *v)
+int pccx__sim_mmio_read32(pccx_sim *s, uint32_t off, uint32_t *v)
 {
 	int rc = check_off(off, 4);
 
@@ -344,12 +345,12 @@ int pccx_sim_mmio_read32(pccx_sim *s, uint32_t off, uint32_t *v)
 	} else {
 		unsigned ch = off / 0x1000u - 1;
 
-		*v = sim_dm_read(s, ch, off & 0xfffu);
+		*v = pccx__sim_dm_read(s, ch, off & 0xfffu);
 	}
 	return 0;
 }
 
-int pccx_sim_mmio_write32(pccx_sim *s, uint32_t off, uint32_t v)
+int pccx__sim_mmio_write32(pccx_sim *s, uint32_t off, uint32_t v)
 {
 	int rc = check_off(off, 4);
 
@@ -363,19 +364,19 @@ int pccx_sim_mmio_write32(pccx_sim *s, uint32_t off, uint32_t v)
 	} else {
 		unsigned ch = off / 0x1000u - 1;
 
-		sim_dm_write(s, ch, off & 0xfffu, v);
+		pccx__sim_dm_write(s, ch, off & 0xfffu, v);
 	}
 	return 0;
 }
 
 /* ---- time ----------------------------------------------------------------------------- */
 
-void pccx_sim_advance(pccx_sim *s, uint64_t cycles)
+void pccx__sim_advance(pccx_sim *s, uint64_t cycles)
 {
-	sim_run_to(s, s->now_ps + cycles * s->core_ps);
+	pccx__sim_run_to(s, s->now_ps + cycles * s->core_ps);
 }
 
-bool pccx_sim_run_until_idle(pccx_sim *s, uint64_t max_cycles)
+bool pccx__sim_run_until_idle(pccx_sim *s, uint64_t max_cycles)
 {
 	uint64_t end = s->now_ps + max_cycles * s->core_ps;
 
@@ -384,29 +385,29 @@ bool pccx_sim_run_until_idle(pccx_sim *s, uint64_t max_cycles)
 
 		if (s->now_ps >= end)
 			return false;
-		sim_run_to(s, step < end ? step : end);
+		pccx__sim_run_to(s, step < end ? step : end);
 	}
 	return true;
 }
 
-uint64_t pccx_sim_cycles(const pccx_sim *s)
+uint64_t pccx__sim_cycles(const pccx_sim *s)
 {
 	return s->core_cycle;
 }
 
-bool pccx_sim_irq(const pccx_sim *s)
+bool pccx__sim_irq(const pccx_sim *s)
 {
 	return (s->irq_status & s->irq_enable) != 0;
 }
 
-void pccx_sim_set_host_backlog(pccx_sim *s, bool pending)
+void pccx__sim_set_host_backlog(pccx_sim *s, bool pending)
 {
 	s->host_backlog = pending;
 }
 
 /* ---- windows ---------------------------------------------------------------------------- */
 
-struct sim_window *sim_window_find(struct pccx_sim *s, uint64_t addr)
+struct sim_window *pccx__sim_window_find(struct pccx_sim *s, uint64_t addr)
 {
 	size_t i;
 
@@ -416,8 +417,8 @@ struct sim_window *sim_window_find(struct pccx_sim *s, uint64_t addr)
 	return NULL;
 }
 
-int pccx_sim_dma_window_add(pccx_sim *s, uint64_t base, uint64_t len, void *host_ptr,
-			    uint32_t access)
+int pccx__sim_dma_window_add(pccx_sim *s, uint64_t base, uint64_t len, void *host_ptr,
+			     uint32_t access)
 {
 	size_t i;
 
@@ -443,7 +444,7 @@ int pccx_sim_dma_window_add(pccx_sim *s, uint64_t base, uint64_t len, void *host
 	return 0;
 }
 
-int pccx_sim_dma_window_remove(pccx_sim *s, uint64_t base)
+int pccx__sim_dma_window_remove(pccx_sim *s, uint64_t base)
 {
 	size_t i;
 
@@ -457,7 +458,7 @@ int pccx_sim_dma_window_remove(pccx_sim *s, uint64_t base)
 
 /* ---- lifetime -------------------------------------------------------------------------- */
 
-int pccx_sim_create(const struct pccx_sim_config *cfg, pccx_sim **out, pccx_diag *d)
+int pccx__sim_create(const struct pccx_sim_config *cfg, pccx_sim **out, pccx_diag *d)
 {
 	struct pccx_sim_config def;
 	struct pccx_sim *s;
@@ -466,51 +467,51 @@ int pccx_sim_create(const struct pccx_sim_config *cfg, pccx_sim **out, pccx_diag
 
 	*out = NULL;
 	if (!cfg) {
-		pccx_sim_config_default(&def);
+		pccx__sim_config_default(&def);
 		cfg = &def;
 	}
-	rc = pccx_sim_config_check(cfg, d);
+	rc = pccx__sim_config_check(cfg, d);
 	if (rc)
 		return rc;
 	s = calloc(1, sizeof(*s));
 	if (!s)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "simulator: out of memory");
+		return pccx__fail(d, PCCX_ERR_NOMEM, "simulator: out of memory");
 	s->cfg = *cfg;
 	s->core_ps = (1000000000000ull + cfg->core_hz / 2) / cfg->core_hz;
 	s->axi_ps = (1000000000000ull + cfg->axi_hz / 2) / cfg->axi_hz;
 	s->l2 = calloc(cfg->l2_words, SIM_BEAT);
 	rc = s->l2 ? 0 : PCCX_ERR_NOMEM;
 	for (p = 0; !rc && p < PCCX_WSTREAM_PORTS; p++)
-		rc = sim_beatq_init(&s->wq[p], cfg->wstream_fifo_depth);
+		rc = pccx__sim_beatq_init(&s->wq[p], cfg->wstream_fifo_depth);
 	if (!rc)
-		rc = sim_beatq_init(&s->fmapq, cfg->fmap_fifo_depth);
+		rc = pccx__sim_beatq_init(&s->fmapq, cfg->fmap_fifo_depth);
 	if (!rc)
-		rc = sim_beatq_init(&s->resq, cfg->result_fifo_depth);
+		rc = pccx__sim_beatq_init(&s->resq, cfg->result_fifo_depth);
 	if (!rc)
-		rc = sim_ddr_init(s);
+		rc = pccx__sim_ddr_init(s);
 	if (rc) {
-		pccx_sim_destroy(s);
-		return pccx_fail(d, PCCX_ERR_NOMEM, "simulator: out of memory");
+		pccx__sim_destroy(s);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "simulator: out of memory");
 	}
-	sim_dm_init(s);
-	pccx_shape_reset(&s->shape);
+	pccx__sim_dm_init(s);
+	pccx__shape_reset(&s->shape);
 	*out = s;
 	return 0;
 }
 
-void pccx_sim_destroy(pccx_sim *s)
+void pccx__sim_destroy(pccx_sim *s)
 {
 	unsigned p;
 
 	if (!s)
 		return;
-	sim_trace_free(s);
-	sim_matmul_abort(s, &s->gemv);
-	sim_matmul_abort(s, &s->gemm);
+	pccx__sim_trace_free(s);
+	pccx__sim_matmul_abort(s, &s->gemv);
+	pccx__sim_matmul_abort(s, &s->gemm);
 	for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
-		sim_beatq_free(&s->wq[p]);
-	sim_beatq_free(&s->fmapq);
-	sim_beatq_free(&s->resq);
+		pccx__sim_beatq_free(&s->wq[p]);
+	pccx__sim_beatq_free(&s->fmapq);
+	pccx__sim_beatq_free(&s->resq);
 	free(s->ddr.open_row);
 	free(s->win);
 	free(s->times);
@@ -518,17 +519,17 @@ void pccx_sim_destroy(pccx_sim *s)
 	free(s);
 }
 
-const struct pccx_sim_config *pccx_sim_get_config(const pccx_sim *s)
+const struct pccx_sim_config *pccx__sim_get_config(const pccx_sim *s)
 {
 	return &s->cfg;
 }
 
-uint8_t *pccx_sim_l2(pccx_sim *s)
+uint8_t *pccx__sim_l2(pccx_sim *s)
 {
 	return s->l2;
 }
 
-uint32_t pccx_sim_s_bits(const pccx_sim *s)
+uint32_t pccx__sim_s_bits(const pccx_sim *s)
 {
 	return s->s_bits;
 }

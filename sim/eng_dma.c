@@ -9,7 +9,7 @@
  */
 #include "sim_int.h"
 
-void sim_dma_start(struct pccx_sim *s, struct sim_op *op)
+void pccx__sim_dma_start(struct pccx_sim *s, struct sim_op *op)
 {
 	struct sim_xfer *x = op->unit == PCCX_SIM_U_DMA_IN ? &s->dma_in : &s->dma_out;
 
@@ -20,40 +20,40 @@ void sim_dma_start(struct pccx_sim *s, struct sim_op *op)
 	x->start_after = s->core_cycle + (op->unit == PCCX_SIM_U_DMA_OUT ? s->cfg.l2_latency : 1);
 }
 
-void sim_dma_core_tick(struct pccx_sim *s)
+void pccx__sim_dma_core_tick(struct pccx_sim *s)
 {
 	struct sim_xfer *x = &s->dma_in;
 
 	if (x->busy && s->core_cycle >= x->start_after) {
 		if (s->fmapq.level) {
 			sim_beatq_pop(&s->fmapq,
-				      sim_l2_word(s, x->op->in.f[PCCX_FID_B_dest] + x->done));
+				      pccx__sim_l2_word(s, x->op->in.f[PCCX_FID_B_dest] + x->done));
 			x->done++;
 		} else {
 			s->st.stall_fmap++;
 		}
 		if (x->done == x->words) {
 			x->busy = false;
-			sim_retire(s, x->op);
+			pccx__sim_retire(s, x->op);
 		}
 	}
 	x = &s->dma_out;
 	if (x->busy && s->core_cycle >= x->start_after) {
 		if (s->resq.level < s->resq.depth) {
 			sim_beatq_push(&s->resq,
-				       sim_l2_word(s, x->op->in.f[PCCX_FID_B_src] + x->done));
+				       pccx__sim_l2_word(s, x->op->in.f[PCCX_FID_B_src] + x->done));
 			x->done++;
 		} else {
 			s->st.stall_result++;
 		}
 		if (x->done == x->words) {
 			x->busy = false;
-			sim_retire(s, x->op);
+			pccx__sim_retire(s, x->op);
 		}
 	}
 }
 
-void sim_dma_abort(struct pccx_sim *s)
+void pccx__sim_dma_abort(struct pccx_sim *s)
 {
 	s->dma_in.busy = false;
 	s->dma_out.busy = false;

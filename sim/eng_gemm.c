@@ -9,7 +9,7 @@
 #include "sim_int.h"
 
 /* MACs one beat at byte offset `byte_in_row` of a row record contributes per activation row. */
-uint32_t sim_gemm_beat_macs(const struct sim_matmul *mm, uint64_t byte_in_row)
+uint32_t pccx__sim_gemm_beat_macs(const struct sim_matmul *mm, uint64_t byte_in_row)
 {
 	switch (mm->ws.fmt) {
 	case PCCX_WFMT_Q4: {

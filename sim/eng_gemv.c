@@ -10,8 +10,8 @@
  * for the reduction, output conversion and the last L2 write.
  *
  * Function: each row record is computed when its last beat arrives, with the numerics module
- * (pccx_q4_row_dot, pccx_bf16_row_dot; bf16t collects the whole matrix for pccx_bf16_colsum)
- * and the results are stored (pccx_out_store, accm reading the old values) at completion.
+ * (pccx__q4_row_dot, pccx__bf16_row_dot; bf16t collects the whole matrix for pccx__bf16_colsum)
+ * and the results are stored (pccx__out_store, accm reading the old values) at completion.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +21,7 @@
 
 #define SIM_MAX_BF16T_BYTES (1ull << 28)
 
-void sim_matmul_abort(struct pccx_sim *s, struct sim_matmul *mm)
+void pccx__sim_matmul_abort(struct pccx_sim *s, struct sim_matmul *mm)
 {
 	unsigned p;
 
@@ -64,7 +64,7 @@ static void advance_port(struct pccx_sim *s, unsigned p)
 	}
 }
 
-int sim_matmul_start(struct pccx_sim *s, struct sim_matmul *mm, struct sim_op *op)
+int pccx__sim_matmul_start(struct pccx_sim *s, struct sim_matmul *mm, struct sim_op *op)
 {
 	const struct pccx_effects *fx = &op->fx;
 	uint32_t src = op->in.f[PCCX_FID_A_src];
@@ -81,7 +81,7 @@ int sim_matmul_start(struct pccx_sim *s, struct sim_matmul *mm, struct sim_op *o
 	mm->accm = op->in.f[PCCX_FID_A_accm] != 0;
 	mm->findemax = op->in.f[PCCX_FID_A_findemax] != 0;
 	kw = pccx_words_for(mm->k);
-	row_bytes = pccx_wstream_row_bytes(&mm->ws);
+	row_bytes = pccx__wstream_row_bytes(&mm->ws);
 	rowmax = (mm->k > mm->n ? mm->k : mm->n) + 8;
 
 	mm->x = malloc((size_t)mm->m * mm->k * sizeof(*mm->x));
@@ -91,16 +91,16 @@ int sim_matmul_start(struct pccx_sim *s, struct sim_matmul *mm, struct sim_op *o
 	if (!mm->x || !mm->y || !mm->out || !mm->tmp)
 		goto fail;
 	for (r = 0; r < mm->m; r++)
-		sim_l2_get(s, src + r * kw, mm->x + (size_t)r * mm->k, mm->k);
+		pccx__sim_l2_get(s, src + r * kw, mm->x + (size_t)r * mm->k, mm->k);
 	if (mm->ws.fmt == PCCX_WFMT_Q4) {
 		mm->q8 = malloc((size_t)mm->m * mm->k);
 		mm->sx = malloc((size_t)mm->m * (mm->k / PCCX_Q4_BLOCK) * sizeof(float) + 1);
 		if (!mm->q8 || !mm->sx)
 			goto fail;
 		for (r = 0; r < mm->m; r++)
-			pccx_q8_quantize(mm->x + (size_t)r * mm->k, mm->k,
-					 mm->q8 + (size_t)r * mm->k,
-					 mm->sx + (size_t)r * (mm->k / PCCX_Q4_BLOCK));
+			pccx__q8_quantize(mm->x + (size_t)r * mm->k, mm->k,
+					  mm->q8 + (size_t)r * mm->k,
+					  mm->sx + (size_t)r * (mm->k / PCCX_Q4_BLOCK));
 	} else if (mm->ws.fmt == PCCX_WFMT_BF16T) {
 		uint64_t bytes = (uint64_t)mm->k * mm->n * 2;
 
@@ -113,7 +113,7 @@ int sim_matmul_start(struct pccx_sim *s, struct sim_matmul *mm, struct sim_op *o
 	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
 		struct sim_lane *l = &mm->lane[p];
 
-		pccx_wstream_port_rows(&mm->ws, p, &l->row_first, &l->row_count);
+		pccx__wstream_port_rows(&mm->ws, p, &l->row_first, &l->row_count);
 		l->row_bytes = row_bytes;
 		l->bytes_left = (uint64_t)l->row_count * row_bytes;
 		if (l->row_count && !(l->row = malloc(row_bytes)))
@@ -131,7 +131,7 @@ int sim_matmul_start(struct pccx_sim *s, struct sim_matmul *mm, struct sim_op *o
 		advance_port(s, p);
 	return 0;
 fail:
-	sim_matmul_abort(s, mm);
+	pccx__sim_matmul_abort(s, mm);
 	return PCCX_ERR_NOMEM;
 }
 
@@ -156,9 +156,9 @@ static void sim_matmul_row_done(struct pccx_sim *s, struct sim_matmul *mm, unsig
 		}
 		for (r = 0; r < mm->m; r++)
 			mm->y[(size_t)r * mm->n + row] =
-				pccx_q4_row_dot(rec + (size_t)sbeats * PCCX_BEAT_BYTES, scales,
-						mm->q8 + (size_t)r * mm->k,
-						mm->sx + (size_t)r * nb, mm->k);
+				pccx__q4_row_dot(rec + (size_t)sbeats * PCCX_BEAT_BYTES, scales,
+						 mm->q8 + (size_t)r * mm->k,
+						 mm->sx + (size_t)r * nb, mm->k);
 		return;
 	}
 	case PCCX_WFMT_BF16:
@@ -166,7 +166,7 @@ static void sim_matmul_row_done(struct pccx_sim *s, struct sim_matmul *mm, unsig
 			mm->tmp[i] = (uint16_t)(rec[2 * i] | (rec[2 * i + 1] << 8));
 		for (r = 0; r < mm->m; r++)
 			mm->y[(size_t)r * mm->n + row] =
-				pccx_bf16_row_dot(mm->tmp, mm->x + (size_t)r * mm->k, mm->k);
+				pccx__bf16_row_dot(mm->tmp, mm->x + (size_t)r * mm->k, mm->k);
 		return;
 	case PCCX_WFMT_BF16T:
 		nvals = mm->n;
@@ -188,20 +188,20 @@ static void complete(struct pccx_sim *s, struct sim_matmul *mm)
 		uint16_t *out = mm->out + (size_t)r * mm->n;
 
 		if (mm->ws.fmt == PCCX_WFMT_BF16T)
-			pccx_bf16_colsum(mm->wt, mm->x + (size_t)r * mm->k, mm->k, mm->n, y);
-		sim_l2_get(s, dest + r * nw, out, mm->n);
+			pccx__bf16_colsum(mm->wt, mm->x + (size_t)r * mm->k, mm->k, mm->n, y);
+		pccx__sim_l2_get(s, dest + r * nw, out, mm->n);
 		for (i = 0; i < mm->n; i++)
-			out[i] = pccx_out_store(y[i], mm->accm, out[i]);
-		sim_l2_put(s, dest + r * nw, out, mm->n);
+			out[i] = pccx__out_store(y[i], mm->accm, out[i]);
+		pccx__sim_l2_put(s, dest + r * nw, out, mm->n);
 	}
 	if (mm->findemax)
-		s->s_bits = pccx_f32_bits(pccx_sfu_reduce(PCCX_SFU_MAX, 0, 0.0f, mm->out,
-							  (size_t)mm->m * mm->n));
-	sim_matmul_abort(s, mm);
-	sim_retire(s, op);
+		s->s_bits = pccx_f32_bits(pccx__sfu_reduce(PCCX_SFU_MAX, 0, 0.0f, mm->out,
+							   (size_t)mm->m * mm->n));
+	pccx__sim_matmul_abort(s, mm);
+	pccx__sim_retire(s, op);
 }
 
-void sim_matmul_core_tick(struct pccx_sim *s, struct sim_matmul *mm)
+void pccx__sim_matmul_core_tick(struct pccx_sim *s, struct sim_matmul *mm)
 {
 	if (!mm->busy)
 		return;
@@ -218,7 +218,7 @@ void sim_matmul_core_tick(struct pccx_sim *s, struct sim_matmul *mm)
 	}
 }
 
-void sim_matmul_axi_tick(struct pccx_sim *s, struct sim_matmul *mm)
+void pccx__sim_matmul_axi_tick(struct pccx_sim *s, struct sim_matmul *mm)
 {
 	bool starved = false, left = false;
 	unsigned p;
@@ -236,7 +236,7 @@ void sim_matmul_axi_tick(struct pccx_sim *s, struct sim_matmul *mm)
 			continue;
 		}
 		if (mm->mac_rate) {
-			uint64_t cost = (uint64_t)sim_gemm_beat_macs(mm, l->got) * mm->m;
+			uint64_t cost = (uint64_t)pccx__sim_gemm_beat_macs(mm, l->got) * mm->m;
 
 			if (mm->mac_budget < cost)
 				continue;      /* compute-bound: the array is busy */

@@ -38,7 +38,7 @@ static const int8_t cvo_fn[16] = {
 
 static uint64_t cvo_cycles(const struct pccx_sim *s, const struct pccx_insn *in)
 {
-	const struct pccx_cvo_desc *cd = pccx_cvo_desc(in->f[PCCX_FID_D_func]);
+	const struct pccx_cvo_desc *cd = pccx__cvo_desc(in->f[PCCX_FID_D_func]);
 	uint64_t lat = cvo_latency[in->f[PCCX_FID_D_func] & 15];
 
 	if (!cd || cd->cls == PCCX_CVOC_LOAD)
@@ -48,7 +48,7 @@ static uint64_t cvo_cycles(const struct pccx_sim *s, const struct pccx_insn *in)
 	return s->cfg.l2_latency + (uint64_t)in->f[PCCX_FID_D_len] + lat + 1;
 }
 
-void sim_timed_start(struct pccx_sim *s, struct sim_op *op)
+void pccx__sim_timed_start(struct pccx_sim *s, struct sim_op *op)
 {
 	struct sim_timed *t;
 	uint64_t dur;
@@ -76,14 +76,14 @@ static uint32_t slot_bits(struct pccx_sim *s, uint32_t w, uint64_t j)
 	uint64_t e = 2 * j;
 	uint16_t v[8];
 
-	sim_l2_get(s, (uint32_t)(w + e / 8), v, 8);
+	pccx__sim_l2_get(s, (uint32_t)(w + e / 8), v, 8);
 	return v[e % 8] | ((uint32_t)v[e % 8 + 1] << 16);
 }
 
 static void sim_cvo_execute(struct pccx_sim *s, const struct pccx_insn *in)
 {
 	unsigned func = in->f[PCCX_FID_D_func] & 15;
-	const struct pccx_cvo_desc *cd = pccx_cvo_desc(func);
+	const struct pccx_cvo_desc *cd = pccx__cvo_desc(func);
 	uint32_t src = in->f[PCCX_FID_D_src], dst = in->f[PCCX_FID_D_dst];
 	uint32_t n = in->f[PCCX_FID_D_len];
 	bool sform = in->f[PCCX_FID_D_sreg] != 0;
@@ -108,21 +108,21 @@ static void sim_cvo_execute(struct pccx_sim *s, const struct pccx_insn *in)
 		} else {
 			uint16_t v[8];
 
-			sim_l2_get(s, src + n / 8, v, 8);
-			s->s_bits = pccx_f32_bits(pccx_bf16_to_f32(v[n % 8]));
+			pccx__sim_l2_get(s, src + n / 8, v, 8);
+			s->s_bits = pccx_f32_bits(pccx__bf16_to_f32(v[n % 8]));
 		}
-		sim_l2_put_f32(s, dst, s->s_bits);
+		pccx__sim_l2_put_f32(s, dst, s->s_bits);
 		return;
 	}
 	if (sform) {
 		if (cd->cls == PCCX_CVOC_UNARY)
 			/* S = fn(pre(S)): the element pipeline with S as the input, RELU only. */
-			r = pccx_sfu_elem(fn, fl & PCCX_SFU_F_RELU, S, S, 0.0f);
+			r = pccx__sfu_elem(fn, fl & PCCX_SFU_F_RELU, S, S, 0.0f);
 		else
-			r = pccx_sfu_scalar(fn, fl & PCCX_SFU_F_RECIP, S,
-					    pccx_f32_from_bits(slot_bits(s, src, 0)));
+			r = pccx__sfu_scalar(fn, fl & PCCX_SFU_F_RECIP, S,
+					     pccx_f32_from_bits(slot_bits(s, src, 0)));
 		s->s_bits = pccx_f32_bits(r);
-		sim_l2_put_f32(s, dst, s->s_bits);
+		pccx__sim_l2_put_f32(s, dst, s->s_bits);
 		return;
 	}
 	{
@@ -131,18 +131,18 @@ static void sim_cvo_execute(struct pccx_sim *s, const struct pccx_insn *in)
 		if (!a || !b) {
 			free(a);
 			free(b);
-			sim_set_error(s, PCCX_CAUSE_BAD_OPERANDS, PCCX_ISA_E_JOB_LIMIT,
-				      s->issued_job, 0);
+			pccx__sim_set_error(s, PCCX_CAUSE_BAD_OPERANDS, PCCX_ISA_E_JOB_LIMIT,
+					    s->issued_job, 0);
 			return;
 		}
-		sim_l2_get(s, src, a, n);
+		pccx__sim_l2_get(s, src, a, n);
 		if (cd->cls == PCCX_CVOC_REDUCE) {
-			s->s_bits = pccx_f32_bits(pccx_sfu_reduce(fn, fl, S, a, n));
-			sim_l2_put_f32(s, dst, s->s_bits);
+			s->s_bits = pccx_f32_bits(pccx__sfu_reduce(fn, fl, S, a, n));
+			pccx__sim_l2_put_f32(s, dst, s->s_bits);
 		} else {
-			sim_l2_get(s, dst, b, n);
-			pccx_sfu_vector(fn, fl, S, a, b, n);
-			sim_l2_put(s, dst, b, n);
+			pccx__sim_l2_get(s, dst, b, n);
+			pccx__sfu_vector(fn, fl, S, a, b, n);
+			pccx__sim_l2_put(s, dst, b, n);
 		}
 		free(a);
 		free(b);
@@ -151,29 +151,30 @@ static void sim_cvo_execute(struct pccx_sim *s, const struct pccx_insn *in)
 
 static void l2_copy(struct pccx_sim *s, const struct sim_op *op)
 {
-	memmove(sim_l2_word(s, op->in.f[PCCX_FID_B_dest]), sim_l2_word(s, op->in.f[PCCX_FID_B_src]),
+	memmove(pccx__sim_l2_word(s, op->in.f[PCCX_FID_B_dest]), pccx__sim_l2_word(s,
+										   op->in.f[PCCX_FID_B_src]),
 		(size_t)op->fx.xfer_bytes);
 }
 
-void sim_timed_core_tick(struct pccx_sim *s)
+void pccx__sim_timed_core_tick(struct pccx_sim *s)
 {
 	if (s->sfu.busy && s->core_cycle >= s->sfu.end) {
 		struct sim_op *op = s->sfu.op;
 
 		s->sfu.busy = false;
 		sim_cvo_execute(s, &op->in);
-		sim_retire(s, op);
+		pccx__sim_retire(s, op);
 	}
 	if (s->l2copy.busy && s->core_cycle >= s->l2copy.end) {
 		struct sim_op *op = s->l2copy.op;
 
 		s->l2copy.busy = false;
 		l2_copy(s, op);
-		sim_retire(s, op);
+		pccx__sim_retire(s, op);
 	}
 }
 
-void sim_timed_abort(struct pccx_sim *s)
+void pccx__sim_timed_abort(struct pccx_sim *s)
 {
 	s->sfu.busy = false;
 	s->l2copy.busy = false;

@@ -4,7 +4,7 @@
  * at most one instruction per core cycle, the interlocks and retirement.
  *
  * An instruction issues when its engine is free and no instruction in flight conflicts with it:
- * read-after-write, write-after-read and write-after-write on the L2 ranges pccx_insn_effects()
+ * read-after-write, write-after-read and write-after-write on the L2 ranges pccx__insn_effects()
  * computes, on S, and on shape entries. A sync MEMCPY/CVO (async = 0) stops issue until it
  * completes. Everything an instruction reads is therefore stable from its issue to its
  * completion, so an engine may read its operands at issue and write its results at completion.
@@ -14,7 +14,7 @@
 
 #include "sim_int.h"
 
-void sim_frontend_flush(struct pccx_sim *s)
+void pccx__sim_frontend_flush(struct pccx_sim *s)
 {
 	s->fifo_level = 0;
 	s->head_decoded = false;
@@ -144,7 +144,7 @@ static const char *mnemonic(const struct sim_op *op)
 	return "?";
 }
 
-void sim_retire(struct pccx_sim *s, struct sim_op *op)
+void pccx__sim_retire(struct pccx_sim *s, struct sim_op *op)
 {
 	/* before anything later can run: the op's results are in L2 and nothing after it
 	 * that conflicts with its ranges has started (the interlocks wait for this retire) */
@@ -159,8 +159,8 @@ void sim_retire(struct pccx_sim *s, struct sim_op *op)
 		s->done_bit = true;
 	if (op->sync)
 		s->fence = false;
-	sim_trace_event(s, sim_unit_name(op->unit), mnemonic(op), op->issue_cycle * s->core_ps,
-			(s->core_cycle + 1) * s->core_ps, op->index);
+	pccx__sim_trace_event(s, pccx__sim_unit_name(op->unit), mnemonic(op), op->issue_cycle * s->core_ps,
+			      (s->core_cycle + 1) * s->core_ps, op->index);
 	op->used = false;
 	s->n_inflight--;
 	s->epoch++;
@@ -175,14 +175,14 @@ static int decode_head(struct pccx_sim *s)
 
 	memset(h, 0, sizeof(*h));
 	h->word = w;
-	err = pccx_decode(w, &h->in, &f);
+	err = pccx__decode(w, &h->in, &f);
 	if (err) {
-		sim_set_error(s, PCCX_CAUSE_ILLEGAL_INSN, (uint32_t)err, s->issued_job, w);
+		pccx__sim_set_error(s, PCCX_CAUSE_ILLEGAL_INSN, (uint32_t)err, s->issued_job, w);
 		return err;
 	}
-	err = pccx_insn_effects(&h->in, &s->shape, s->cfg.l2_words, &h->fx, &f);
+	err = pccx__insn_effects(&h->in, &s->shape, s->cfg.l2_words, &h->fx, &f);
 	if (err) {
-		sim_set_error(s, PCCX_CAUSE_BAD_OPERANDS, (uint32_t)err, s->issued_job, w);
+		pccx__sim_set_error(s, PCCX_CAUSE_BAD_OPERANDS, (uint32_t)err, s->issued_job, w);
 		return err;
 	}
 	h->unit = (int)h->fx.engine;    /* enum pccx_engine and enum pccx_sim_unit agree */
@@ -194,7 +194,7 @@ static int decode_head(struct pccx_sim *s)
 	return 0;
 }
 
-void sim_frontend_tick(struct pccx_sim *s)
+void pccx__sim_frontend_tick(struct pccx_sim *s)
 {
 	struct sim_op *op = NULL;
 	enum sim_block b;
@@ -204,7 +204,7 @@ void sim_frontend_tick(struct pccx_sim *s)
 	if (!s->fifo_level) {
 		if (s->host_backlog)
 			s->st.stall_mmio++;
-		if (!sim_engines_idle(s) || sim_dm_busy(s))
+		if (!pccx__sim_engines_idle(s) || pccx__sim_dm_busy(s))
 			s->st.stall_fifo_empty++;
 		return;
 	}
@@ -215,7 +215,7 @@ void sim_frontend_tick(struct pccx_sim *s)
 	}
 	if (s->inject_armed && s->issued_job == s->inject_index) {
 		s->inject_armed = false;
-		sim_set_error(s, s->inject_cause, 0, s->issued_job, s->head.word);
+		pccx__sim_set_error(s, s->inject_cause, 0, s->issued_job, s->head.word);
 		return;
 	}
 	/* The answer changes only when something issues or retires. */
@@ -257,25 +257,25 @@ void sim_frontend_tick(struct pccx_sim *s)
 
 	switch (op->unit) {
 	case PCCX_SIM_U_GEMV:
-		if (sim_matmul_start(s, &s->gemv, op))
+		if (pccx__sim_matmul_start(s, &s->gemv, op))
 			goto nomem;
 		break;
 	case PCCX_SIM_U_GEMM:
-		if (sim_matmul_start(s, &s->gemm, op))
+		if (pccx__sim_matmul_start(s, &s->gemm, op))
 			goto nomem;
 		break;
 	case PCCX_SIM_U_DMA_IN:
 	case PCCX_SIM_U_DMA_OUT:
-		sim_dma_start(s, op);
+		pccx__sim_dma_start(s, op);
 		break;
 	case PCCX_SIM_U_L2COPY:
 	case PCCX_SIM_U_SFU:
-		sim_timed_start(s, op);
+		pccx__sim_timed_start(s, op);
 		break;
 	case PCCX_SIM_U_SHAPE:
 		/* The shape RAM is written in the issue stage. */
-		pccx_shape_apply(&s->shape, &op->in);
-		sim_retire(s, op);
+		pccx__shape_apply(&s->shape, &op->in);
+		pccx__sim_retire(s, op);
 		break;
 	}
 	return;
@@ -285,17 +285,17 @@ nomem:
 	s->n_inflight--;
 	s->epoch++;
 	s->fence = false;
-	sim_set_error(s, PCCX_CAUSE_BAD_OPERANDS, PCCX_ISA_E_JOB_LIMIT, op->index, op->word);
+	pccx__sim_set_error(s, PCCX_CAUSE_BAD_OPERANDS, PCCX_ISA_E_JOB_LIMIT, op->index, op->word);
 }
 
-void pccx_sim_inject_error(pccx_sim *sim, uint32_t index, uint32_t cause)
+void pccx__sim_inject_error(pccx_sim *sim, uint32_t index, uint32_t cause)
 {
 	sim->inject_armed = true;
 	sim->inject_index = index;
 	sim->inject_cause = cause;
 }
 
-void pccx_sim_on_retire(pccx_sim *sim, pccx_sim_retire_fn fn, void *user)
+void pccx__sim_on_retire(pccx_sim *sim, pccx_sim_retire_fn fn, void *user)
 {
 	sim->on_retire = fn;
 	sim->retire_user = user;

@@ -7,11 +7,11 @@
  * and front end with its interlocks, L2, the shape RAMs, the register S, the four weight-stream
  * FIFOs, the GEMV lanes, the GEMM array, the SFU, the MEMCPY engines and a DDR model. Host
  * memory is reached only through DataMover commands whose device addresses fall inside the
- * windows registered with pccx_sim_dma_window_add() (the "shadow IOMMU"); anything else is a
+ * windows registered with pccx__sim_dma_window_add() (the "shadow IOMMU"); anything else is a
  * DMA_WINDOW error, counted in the statistics.
  *
  * Time only moves when the caller lets it: every MMIO access costs AXI-Lite cycles and the
- * device runs during them; pccx_sim_advance() runs it for a given number of core cycles. The
+ * device runs during them; pccx__sim_advance() runs it for a given number of core cycles. The
  * model, its constants and its reports are described in docs/sim.md.
  */
 #ifndef PCCX_SIM_H
@@ -70,24 +70,24 @@ struct pccx_sim_config {
 	uint64_t mmio_stall_limit;    /* core cycles an INSTR write may stall, then dropped */
 };
 
-void pccx_sim_config_default(struct pccx_sim_config *cfg);
+void pccx__sim_config_default(struct pccx_sim_config *cfg);
 /*
  * Read the pccx,npu-v002 node of a flattened device tree (libfdt). Properties that are absent
  * keep their defaults. Returns PCCX_ERR_FORMAT (bad blob, no node, malformed property) or
  * PCCX_ERR_RANGE (a value the model does not support), with a diag naming the property.
  */
-PCCX_MUST_CHECK int pccx_sim_config_from_dtb(struct pccx_sim_config *cfg, const void *blob,
-					     size_t len, pccx_diag *d);
+PCCX_MUST_CHECK int pccx__sim_config_from_dtb(struct pccx_sim_config *cfg, const void *blob,
+					      size_t len, pccx_diag *d);
 /* The same from a .dtb file. */
-PCCX_MUST_CHECK int pccx_sim_config_from_dtb_file(struct pccx_sim_config *cfg, const char *path,
-						  pccx_diag *d);
+PCCX_MUST_CHECK int pccx__sim_config_from_dtb_file(struct pccx_sim_config *cfg, const char *path,
+						   pccx_diag *d);
 /* Check a configuration (called by create). */
-PCCX_MUST_CHECK int pccx_sim_config_check(const struct pccx_sim_config *cfg, pccx_diag *d);
+PCCX_MUST_CHECK int pccx__sim_config_check(const struct pccx_sim_config *cfg, pccx_diag *d);
 
-PCCX_MUST_CHECK int pccx_sim_create(const struct pccx_sim_config *cfg, pccx_sim **out,
-				    pccx_diag *d);
-void pccx_sim_destroy(pccx_sim *sim);
-const struct pccx_sim_config *pccx_sim_get_config(const pccx_sim *sim);
+PCCX_MUST_CHECK int pccx__sim_create(const struct pccx_sim_config *cfg, pccx_sim **out,
+				     pccx_diag *d);
+void pccx__sim_destroy(pccx_sim *sim);
+const struct pccx_sim_config *pccx__sim_get_config(const pccx_sim *sim);
 
 /*
  * MMIO at an offset from the device base (0 .. PCCX_MMIO_SIZE). The control page has 64-bit
@@ -97,24 +97,24 @@ const struct pccx_sim_config *pccx_sim_get_config(const pccx_sim *sim);
  * device runs. Returns 0, or PCCX_ERR_RANGE for an offset outside the aperture or misaligned
  * (the access is then not performed, like a bus error).
  */
-PCCX_MUST_CHECK int pccx_sim_mmio_read64(pccx_sim *sim, uint32_t off, uint64_t *v);
-PCCX_MUST_CHECK int pccx_sim_mmio_write64(pccx_sim *sim, uint32_t off, uint64_t v);
-PCCX_MUST_CHECK int pccx_sim_mmio_read32(pccx_sim *sim, uint32_t off, uint32_t *v);
-PCCX_MUST_CHECK int pccx_sim_mmio_write32(pccx_sim *sim, uint32_t off, uint32_t v);
+PCCX_MUST_CHECK int pccx__sim_mmio_read64(pccx_sim *sim, uint32_t off, uint64_t *v);
+PCCX_MUST_CHECK int pccx__sim_mmio_write64(pccx_sim *sim, uint32_t off, uint64_t v);
+PCCX_MUST_CHECK int pccx__sim_mmio_read32(pccx_sim *sim, uint32_t off, uint32_t *v);
+PCCX_MUST_CHECK int pccx__sim_mmio_write32(pccx_sim *sim, uint32_t off, uint32_t v);
 
 /* Run the device for `cycles` core cycles. */
-void pccx_sim_advance(pccx_sim *sim, uint64_t cycles);
+void pccx__sim_advance(pccx_sim *sim, uint64_t cycles);
 /* Run until STATUS.IDLE or HALTED, at most max_cycles; returns true when reached. */
-bool pccx_sim_run_until_idle(pccx_sim *sim, uint64_t max_cycles);
+bool pccx__sim_run_until_idle(pccx_sim *sim, uint64_t max_cycles);
 /* Core cycles since creation (the CYCLES register). */
-uint64_t pccx_sim_cycles(const pccx_sim *sim);
+uint64_t pccx__sim_cycles(const pccx_sim *sim);
 /* The interrupt line: IRQ_STATUS & IRQ_ENABLE != 0. */
-bool pccx_sim_irq(const pccx_sim *sim);
+bool pccx__sim_irq(const pccx_sim *sim);
 /*
  * The host tells the model whether it still has instruction words to push (the backend sets
  * it around each engine step); cycles with an empty FIFO and a backlog count as MMIO-bound.
  */
-void pccx_sim_set_host_backlog(pccx_sim *sim, bool pending);
+void pccx__sim_set_host_backlog(pccx_sim *sim, bool pending);
 
 /* ---- the shadow IOMMU --------------------------------------------------------------- */
 
@@ -125,10 +125,10 @@ void pccx_sim_set_host_backlog(pccx_sim *sim, bool pending);
  * Open [base, base+len) of device address space onto host memory at host_ptr. Windows may not
  * overlap; len > 0. Returns 0, PCCX_ERR_INVALID (overlap, empty, wraps) or PCCX_ERR_NOMEM.
  */
-PCCX_MUST_CHECK int pccx_sim_dma_window_add(pccx_sim *sim, uint64_t base, uint64_t len,
-					    void *host_ptr, uint32_t access);
+PCCX_MUST_CHECK int pccx__sim_dma_window_add(pccx_sim *sim, uint64_t base, uint64_t len,
+					     void *host_ptr, uint32_t access);
 /* Close the window starting at base; PCCX_ERR_NOT_FOUND if there is none. */
-PCCX_MUST_CHECK int pccx_sim_dma_window_remove(pccx_sim *sim, uint64_t base);
+PCCX_MUST_CHECK int pccx__sim_dma_window_remove(pccx_sim *sim, uint64_t base);
 
 /* ---- statistics, stage markers, reports, trace --------------------------------------- */
 
@@ -139,7 +139,7 @@ enum pccx_sim_unit {
 
 #define PCCX_SIM_DM_CHANNELS 6
 
-/* All times in core cycles. Counters cover the time since creation or pccx_sim_stats_reset. */
+/* All times in core cycles. Counters cover the time since creation or pccx__sim_stats_reset. */
 struct pccx_sim_stats {
 	uint64_t cycles;                         /* core cycles of the measured interval */
 	uint64_t issued, retired;
@@ -174,8 +174,8 @@ struct pccx_sim_stats {
 	uint64_t errors;                         /* ERROR register settings */
 };
 
-void pccx_sim_get_stats(const pccx_sim *sim, struct pccx_sim_stats *st);
-void pccx_sim_stats_reset(pccx_sim *sim);
+void pccx__sim_get_stats(const pccx_sim *sim, struct pccx_sim_stats *st);
+void pccx__sim_stats_reset(pccx_sim *sim);
 
 /* Times of one instruction of the current job (index counted from the last RETIRED reset). */
 struct pccx_sim_insn_time {
@@ -183,7 +183,7 @@ struct pccx_sim_insn_time {
 	uint8_t unit;                            /* enum pccx_sim_unit */
 };
 /* NULL when index is beyond what the current job issued. */
-const struct pccx_sim_insn_time *pccx_sim_insn_time(const pccx_sim *sim, uint32_t index);
+const struct pccx_sim_insn_time *pccx__sim_insn_time(const pccx_sim *sim, uint32_t index);
 
 /* Stage marker: the stage `name` ends with instruction `insn` (the job builder's convention). */
 struct pccx_sim_stage {
@@ -194,10 +194,10 @@ struct pccx_sim_stage {
 /*
  * Print the report: totals, per-unit busy %, bytes and achieved bandwidth per port, DDR
  * efficiency, stalls by cause, and, when stages are given (sorted by insn), one line per stage
- * with its cycles. Counters are those since the last pccx_sim_stats_reset.
+ * with its cycles. Counters are those since the last pccx__sim_stats_reset.
  */
-void pccx_sim_report(const pccx_sim *sim, FILE *f, const struct pccx_sim_stage *stages,
-		     size_t n_stages);
+void pccx__sim_report(const pccx_sim *sim, FILE *f, const struct pccx_sim_stage *stages,
+		      size_t n_stages);
 
 /* Stage markers read from a file, for the report. */
 struct pccx_sim_stages {
@@ -209,19 +209,19 @@ struct pccx_sim_stages {
 /*
  * Read stage markers from `path`: one "INDEX NAME" per line, INDEX increasing (the stage NAME
  * ends with instruction INDEX); blank lines and lines starting with '#' are skipped.
- * PCCX_ERR_FORMAT names the line of a malformed one. Free with pccx_sim_stages_free.
+ * PCCX_ERR_FORMAT names the line of a malformed one. Free with pccx__sim_stages_free.
  */
-PCCX_MUST_CHECK int pccx_sim_stages_read(const char *path, struct pccx_sim_stages *s,
-					 pccx_diag *d);
-void pccx_sim_stages_free(struct pccx_sim_stages *s);
+PCCX_MUST_CHECK int pccx__sim_stages_read(const char *path, struct pccx_sim_stages *s,
+					  pccx_diag *d);
+void pccx__sim_stages_free(struct pccx_sim_stages *s);
 
 /*
  * Write a Chrome/Perfetto trace ("traceEvents" JSON) to `path` from now on: one track per
  * engine, per DataMover channel, the front end and the host's MMIO. Closed (and the JSON
- * completed) by pccx_sim_trace_close or destroy. Returns PCCX_ERR_IO when it cannot open.
+ * completed) by pccx__sim_trace_close or destroy. Returns PCCX_ERR_IO when it cannot open.
  */
-PCCX_MUST_CHECK int pccx_sim_trace_open(pccx_sim *sim, const char *path, pccx_diag *d);
-PCCX_MUST_CHECK int pccx_sim_trace_close(pccx_sim *sim, pccx_diag *d);
+PCCX_MUST_CHECK int pccx__sim_trace_open(pccx_sim *sim, const char *path, pccx_diag *d);
+PCCX_MUST_CHECK int pccx__sim_trace_close(pccx_sim *sim, pccx_diag *d);
 
 /* ---- test access (not part of the device interface) ---------------------------------- */
 
@@ -231,7 +231,7 @@ PCCX_MUST_CHECK int pccx_sim_trace_close(pccx_sim *sim, pccx_diag *d);
  * with its ranges has started. Used by verification to compare stage tensors. NULL: none.
  */
 typedef void (*pccx_sim_retire_fn)(void *user, uint32_t index);
-void pccx_sim_on_retire(pccx_sim *sim, pccx_sim_retire_fn fn, void *user);
+void pccx__sim_on_retire(pccx_sim *sim, pccx_sim_retire_fn fn, void *user);
 
 /*
  * Fault injection: when the instruction of job index `index` (counted from the last RETIRED
@@ -240,11 +240,11 @@ void pccx_sim_on_retire(pccx_sim *sim, pccx_sim_retire_fn fn, void *user);
  * across resets until an instruction with that index issues.
  * For tests of every path a device fault takes through a driver and a library.
  */
-void pccx_sim_inject_error(pccx_sim *sim, uint32_t index, uint32_t cause);
+void pccx__sim_inject_error(pccx_sim *sim, uint32_t index, uint32_t cause);
 
 /* Raw L2 (l2_words x 16 bytes) and the S register (FP32 bits). */
-uint8_t *pccx_sim_l2(pccx_sim *sim);
-uint32_t pccx_sim_s_bits(const pccx_sim *sim);
+uint8_t *pccx__sim_l2(pccx_sim *sim);
+uint32_t pccx__sim_s_bits(const pccx_sim *sim);
 
 #ifdef __cplusplus
 }

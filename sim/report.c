@@ -4,7 +4,7 @@
 
 #include "sim_int.h"
 
-const char *sim_unit_name(int unit)
+const char *pccx__sim_unit_name(int unit)
 {
 	static const char *const names[PCCX_SIM_U_COUNT] = { "gemv", "gemm", "dma_in", "dma_out",
 							     "l2copy", "shape", "sfu" };
@@ -12,7 +12,7 @@ const char *sim_unit_name(int unit)
 	return unit >= 0 && unit < PCCX_SIM_U_COUNT ? names[unit] : "?";
 }
 
-void pccx_sim_get_stats(const pccx_sim *s, struct pccx_sim_stats *st)
+void pccx__sim_get_stats(const pccx_sim *s, struct pccx_sim_stats *st)
 {
 	unsigned i;
 
@@ -30,7 +30,7 @@ void pccx_sim_get_stats(const pccx_sim *s, struct pccx_sim_stats *st)
 	st->mmio_fifo_full = s->mmio_full_ps / s->core_ps;
 }
 
-void pccx_sim_stats_reset(pccx_sim *s)
+void pccx__sim_stats_reset(pccx_sim *s)
 {
 	memset(&s->st, 0, sizeof(s->st));
 	memset(s->busy_ps, 0, sizeof(s->busy_ps));
@@ -40,7 +40,7 @@ void pccx_sim_stats_reset(pccx_sim *s)
 	s->st_base_ps = s->now_ps;
 }
 
-const struct pccx_sim_insn_time *pccx_sim_insn_time(const pccx_sim *s, uint32_t index)
+const struct pccx_sim_insn_time *pccx__sim_insn_time(const pccx_sim *s, uint32_t index)
 {
 	return index < s->n_times ? &s->times[index] : NULL;
 }
@@ -93,8 +93,8 @@ static void report_stages(const pccx_sim *s, FILE *f, const struct pccx_sim_stag
 	}
 }
 
-void pccx_sim_report(const pccx_sim *s, FILE *f, const struct pccx_sim_stage *stages,
-		     size_t n_stages)
+void pccx__sim_report(const pccx_sim *s, FILE *f, const struct pccx_sim_stage *stages,
+		      size_t n_stages)
 {
 	static const char *const ch_name[PCCX_SIM_DM_CHANNELS] = { "hp0", "hp1", "hp2", "hp3",
 								    "fmap", "result" };
@@ -102,7 +102,7 @@ void pccx_sim_report(const pccx_sim *s, FILE *f, const struct pccx_sim_stage *st
 	uint64_t wbytes = 0;
 	unsigned i;
 
-	pccx_sim_get_stats(s, &st);
+	pccx__sim_get_stats(s, &st);
 	fprintf(f, "pccx sim: %llu core cycles (%.3f us at %.0f MHz core, %.0f MHz AXI), "
 		   "%llu instructions issued, %llu retired, %llu errors\n",
 		(unsigned long long)st.cycles, (double)st.cycles * 1e6 / (double)s->cfg.core_hz,
@@ -111,7 +111,7 @@ void pccx_sim_report(const pccx_sim *s, FILE *f, const struct pccx_sim_stage *st
 		(unsigned long long)st.errors);
 	fprintf(f, "units:\n  %-8s %14s %8s %10s\n", "unit", "busy cycles", "busy %", "insns");
 	for (i = 0; i < PCCX_SIM_U_COUNT; i++)
-		fprintf(f, "  %-8s %14llu %7.2f%% %10llu\n", sim_unit_name((int)i),
+		fprintf(f, "  %-8s %14llu %7.2f%% %10llu\n", pccx__sim_unit_name((int)i),
 			(unsigned long long)st.unit_busy[i], pct(st.unit_busy[i], st.cycles),
 			(unsigned long long)st.unit_insns[i]);
 	fprintf(f, "ports (DataMover channels):\n  %-8s %14s %6s %8s %11s %12s\n", "port", "bytes",

@@ -145,7 +145,7 @@ struct pccx_sim {
 	pccx_sim_retire_fn on_retire;  /* observer of each completed instruction (verify) */
 	void *retire_user;
 	uint32_t issued_job;           /* words issued since RETIRED was reset */
-	bool inject_armed;             /* pccx_sim_inject_error(): raise inject_cause at */
+	bool inject_armed;             /* pccx__sim_inject_error(): raise inject_cause at */
 	uint32_t inject_index;         /* ... the issue of this job index */
 	uint32_t inject_cause;
 	uint64_t error, error_info;
@@ -198,29 +198,29 @@ struct pccx_sim {
 };
 
 /* l2.c */
-uint8_t *sim_l2_word(struct pccx_sim *s, uint32_t w);
-void sim_l2_get(struct pccx_sim *s, uint32_t word, uint16_t *e, uint64_t n);
-void sim_l2_put(struct pccx_sim *s, uint32_t word, const uint16_t *e, uint64_t n);
-void sim_l2_put_f32(struct pccx_sim *s, uint32_t word, uint32_t bits);
-void sim_l2_clear(struct pccx_sim *s);
+uint8_t *pccx__sim_l2_word(struct pccx_sim *s, uint32_t w);
+void pccx__sim_l2_get(struct pccx_sim *s, uint32_t word, uint16_t *e, uint64_t n);
+void pccx__sim_l2_put(struct pccx_sim *s, uint32_t word, const uint16_t *e, uint64_t n);
+void pccx__sim_l2_put_f32(struct pccx_sim *s, uint32_t word, uint32_t bits);
+void pccx__sim_l2_clear(struct pccx_sim *s);
 
 /* device.c */
-void sim_set_error(struct pccx_sim *s, uint32_t cause, uint32_t isa_err, uint64_t index,
-		   uint64_t info);
-bool sim_engines_idle(const struct pccx_sim *s);
-bool sim_input_pending(const struct pccx_sim *s);
-void sim_device_core_tick(struct pccx_sim *s);
-struct sim_window *sim_window_find(struct pccx_sim *s, uint64_t addr);
+void pccx__sim_set_error(struct pccx_sim *s, uint32_t cause, uint32_t isa_err, uint64_t index,
+			 uint64_t info);
+bool pccx__sim_engines_idle(const struct pccx_sim *s);
+bool pccx__sim_input_pending(const struct pccx_sim *s);
+void pccx__sim_device_core_tick(struct pccx_sim *s);
+struct sim_window *pccx__sim_window_find(struct pccx_sim *s, uint64_t addr);
 
 /* frontend.c */
-void sim_frontend_tick(struct pccx_sim *s);
-void sim_retire(struct pccx_sim *s, struct sim_op *op);
-void sim_frontend_flush(struct pccx_sim *s);
+void pccx__sim_frontend_tick(struct pccx_sim *s);
+void pccx__sim_retire(struct pccx_sim *s, struct sim_op *op);
+void pccx__sim_frontend_flush(struct pccx_sim *s);
 
 /* wstream.c: the weight-stream and fmap/result FIFOs */
-int sim_beatq_init(struct sim_beatq *q, uint32_t depth);
-void sim_beatq_free(struct sim_beatq *q);
-void sim_beatq_clear(struct sim_beatq *q);
+int pccx__sim_beatq_init(struct sim_beatq *q, uint32_t depth);
+void pccx__sim_beatq_free(struct sim_beatq *q);
+void pccx__sim_beatq_clear(struct sim_beatq *q);
 
 /* Beats that may still be requested. */
 static inline uint32_t sim_beatq_room(const struct sim_beatq *q)
@@ -249,43 +249,43 @@ static inline void sim_beatq_pop(struct sim_beatq *q, uint8_t *beat)
 }
 
 /* datamover.c */
-void sim_dm_init(struct pccx_sim *s);
-void sim_dm_reset(struct pccx_sim *s, struct sim_dm *dm);
-uint32_t sim_dm_read(struct pccx_sim *s, unsigned ch, uint32_t reg);
-void sim_dm_write(struct pccx_sim *s, unsigned ch, uint32_t reg, uint32_t v);
-void sim_dm_axi_tick(struct pccx_sim *s);
-bool sim_dm_busy(const struct pccx_sim *s);          /* can still make progress */
-bool sim_dm_outstanding(const struct pccx_sim *s);   /* a command queued or running */
+void pccx__sim_dm_init(struct pccx_sim *s);
+void pccx__sim_dm_reset(struct pccx_sim *s, struct sim_dm *dm);
+uint32_t pccx__sim_dm_read(struct pccx_sim *s, unsigned ch, uint32_t reg);
+void pccx__sim_dm_write(struct pccx_sim *s, unsigned ch, uint32_t reg, uint32_t v);
+void pccx__sim_dm_axi_tick(struct pccx_sim *s);
+bool pccx__sim_dm_busy(const struct pccx_sim *s);          /* can still make progress */
+bool pccx__sim_dm_outstanding(const struct pccx_sim *s);   /* a command queued or running */
 
 /* eng_dma.c: MEMCPY engines */
-void sim_dma_start(struct pccx_sim *s, struct sim_op *op);
-void sim_dma_core_tick(struct pccx_sim *s);
-void sim_dma_abort(struct pccx_sim *s);
+void pccx__sim_dma_start(struct pccx_sim *s, struct sim_op *op);
+void pccx__sim_dma_core_tick(struct pccx_sim *s);
+void pccx__sim_dma_abort(struct pccx_sim *s);
 
 /* eng_gemv.c / eng_gemm.c: the matmul units share the lane code in eng_gemv.c */
-int sim_matmul_start(struct pccx_sim *s, struct sim_matmul *mm, struct sim_op *op);
-void sim_matmul_core_tick(struct pccx_sim *s, struct sim_matmul *mm);
-void sim_matmul_axi_tick(struct pccx_sim *s, struct sim_matmul *mm);
-void sim_matmul_abort(struct pccx_sim *s, struct sim_matmul *mm);
-uint32_t sim_gemm_beat_macs(const struct sim_matmul *mm, uint64_t byte_in_row);
+int pccx__sim_matmul_start(struct pccx_sim *s, struct sim_matmul *mm, struct sim_op *op);
+void pccx__sim_matmul_core_tick(struct pccx_sim *s, struct sim_matmul *mm);
+void pccx__sim_matmul_axi_tick(struct pccx_sim *s, struct sim_matmul *mm);
+void pccx__sim_matmul_abort(struct pccx_sim *s, struct sim_matmul *mm);
+uint32_t pccx__sim_gemm_beat_macs(const struct sim_matmul *mm, uint64_t byte_in_row);
 
 /* eng_sfu.c: CVO and the L2 copy (fixed-duration units) */
-void sim_timed_start(struct pccx_sim *s, struct sim_op *op);
-void sim_timed_core_tick(struct pccx_sim *s);
-void sim_timed_abort(struct pccx_sim *s);
+void pccx__sim_timed_start(struct pccx_sim *s, struct sim_op *op);
+void pccx__sim_timed_core_tick(struct pccx_sim *s);
+void pccx__sim_timed_abort(struct pccx_sim *s);
 
 /* timing.c: the clocks and the DDR model */
-void sim_run_to(struct pccx_sim *s, uint64_t t_ps);
-uint64_t sim_ddr_access(struct pccx_sim *s, uint64_t now_ps, uint64_t addr, uint32_t bytes,
-			int write);
-int sim_ddr_init(struct pccx_sim *s);
+void pccx__sim_run_to(struct pccx_sim *s, uint64_t t_ps);
+uint64_t pccx__sim_ddr_access(struct pccx_sim *s, uint64_t now_ps, uint64_t addr, uint32_t bytes,
+			      int write);
+int pccx__sim_ddr_init(struct pccx_sim *s);
 
 /* trace.c */
-void sim_trace_event(struct pccx_sim *s, const char *track, const char *name,
-		     uint64_t start_ps, uint64_t end_ps, uint64_t arg);
-void sim_trace_free(struct pccx_sim *s);
+void pccx__sim_trace_event(struct pccx_sim *s, const char *track, const char *name,
+			   uint64_t start_ps, uint64_t end_ps, uint64_t arg);
+void pccx__sim_trace_free(struct pccx_sim *s);
 
 /* report.c */
-const char *sim_unit_name(int unit);
+const char *pccx__sim_unit_name(int unit);
 
 #endif /* PCCX_SIM_INT_H */

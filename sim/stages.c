@@ -22,7 +22,7 @@ static int add_line(struct pccx_sim_stages *s, size_t *cap, char *p, const char 
 	errno = 0;
 	idx = strtoul(p, &end, 10);
 	if (errno || end == p || idx > 0xffffffffu || (*end != ' ' && *end != '\t'))
-		return pccx_fail(d, PCCX_ERR_FORMAT, "%s:%zu: expected 'INDEX NAME'", path, line);
+		return pccx__fail(d, PCCX_ERR_FORMAT, "%s:%zu: expected 'INDEX NAME'", path, line);
 	name = end;
 	while (*name == ' ' || *name == '\t')
 		name++;
@@ -34,22 +34,22 @@ static int add_line(struct pccx_sim_stages *s, size_t *cap, char *p, const char 
 
 		*cap = *cap ? 2 * *cap : 64;
 		if (*cap > MAX_STAGES)
-			return pccx_fail(d, PCCX_ERR_RANGE, "%s: too many stages", path);
+			return pccx__fail(d, PCCX_ERR_RANGE, "%s: too many stages", path);
 		nv = realloc(s->v, *cap * sizeof(*nv));
 		if (!nv)
-			return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
+			return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
 		s->v = nv;
 	}
 	if (s->n && s->v[s->n - 1].insn >= idx)
-		return pccx_fail(d, PCCX_ERR_FORMAT, "%s:%zu: stage indices must increase", path,
-				 line);
+		return pccx__fail(d, PCCX_ERR_FORMAT, "%s:%zu: stage indices must increase", path,
+				  line);
 	s->v[s->n].insn = (uint32_t)idx;
 	s->v[s->n].name = name;
 	s->n++;
 	return PCCX_OK;
 }
 
-int pccx_sim_stages_read(const char *path, struct pccx_sim_stages *s, pccx_diag *d)
+int pccx__sim_stages_read(const char *path, struct pccx_sim_stages *s, pccx_diag *d)
 {
 	size_t len, cap = 0, line = 0;
 	uint8_t *data;
@@ -57,13 +57,13 @@ int pccx_sim_stages_read(const char *path, struct pccx_sim_stages *s, pccx_diag 
 	int rc;
 
 	memset(s, 0, sizeof(*s));
-	rc = pccx_read_file(path, MAX_STAGES_BYTES, &data, &len, d);
+	rc = pccx__read_file(path, MAX_STAGES_BYTES, &data, &len, d);
 	if (rc)
 		return rc;
 	s->text = realloc(data, len + 1);
 	if (!s->text) {
 		free(data);
-		return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
 	}
 	s->text[len] = 0;
 	for (p = s->text; *p; ) {
@@ -75,7 +75,7 @@ int pccx_sim_stages_read(const char *path, struct pccx_sim_stages *s, pccx_diag 
 		while (*p == ' ' || *p == '\t')
 			p++;
 		if (*p && *p != '#' && (rc = add_line(s, &cap, p, path, line, d))) {
-			pccx_sim_stages_free(s);
+			pccx__sim_stages_free(s);
 			return rc;
 		}
 		if (!eol)
@@ -85,7 +85,7 @@ int pccx_sim_stages_read(const char *path, struct pccx_sim_stages *s, pccx_diag 
 	return PCCX_OK;
 }
 
-void pccx_sim_stages_free(struct pccx_sim_stages *s)
+void pccx__sim_stages_free(struct pccx_sim_stages *s)
 {
 	free(s->v);
 	free(s->text);

@@ -37,7 +37,7 @@ static void sim_ddr_reset(struct pccx_sim *s)
 		d->open_row[i] = ~0ull;
 }
 
-int sim_ddr_init(struct pccx_sim *s)
+int pccx__sim_ddr_init(struct pccx_sim *s)
 {
 	struct sim_ddr *d = &s->ddr;
 	uint32_t b;
@@ -60,8 +60,8 @@ int sim_ddr_init(struct pccx_sim *s)
  * Book one burst on the DDR bus, requested at now_ps. Returns the time its transfer ends on
  * the bus (the caller adds the read latency or the write response time).
  */
-uint64_t sim_ddr_access(struct pccx_sim *s, uint64_t now_ps, uint64_t addr, uint32_t bytes,
-			int write)
+uint64_t pccx__sim_ddr_access(struct pccx_sim *s, uint64_t now_ps, uint64_t addr, uint32_t bytes,
+			      int write)
 {
 	struct sim_ddr *d = &s->ddr;
 	const struct pccx_sim_config *c = &s->cfg;
@@ -117,20 +117,20 @@ static bool quiescent(const struct pccx_sim *s)
 		return false;
 	if (s->host_backlog && !s->halted)
 		return false;     /* the MMIO-bound count runs */
-	if (s->overrun_since || (!s->halted && sim_input_pending(s)))
+	if (s->overrun_since || (!s->halted && pccx__sim_input_pending(s)))
 		return false;     /* consumed, or counted towards STREAM_OVERRUN */
-	return sim_engines_idle(s) && !sim_dm_busy(s);
+	return pccx__sim_engines_idle(s) && !pccx__sim_dm_busy(s);
 }
 
 static void core_tick(struct pccx_sim *s)
 {
 	if (s->core_cycle < s->reset_until)
 		return;
-	sim_frontend_tick(s);
-	sim_matmul_core_tick(s, &s->gemv);
-	sim_matmul_core_tick(s, &s->gemm);
-	sim_timed_core_tick(s);
-	sim_dma_core_tick(s);
+	pccx__sim_frontend_tick(s);
+	pccx__sim_matmul_core_tick(s, &s->gemv);
+	pccx__sim_matmul_core_tick(s, &s->gemm);
+	pccx__sim_timed_core_tick(s);
+	pccx__sim_dma_core_tick(s);
 	if (s->gemv.busy)
 		s->busy_ps[PCCX_SIM_U_GEMV] += s->core_ps;
 	if (s->gemm.busy)
@@ -143,19 +143,19 @@ static void core_tick(struct pccx_sim *s)
 		s->busy_ps[PCCX_SIM_U_L2COPY] += s->core_ps;
 	if (s->sfu.busy)
 		s->busy_ps[PCCX_SIM_U_SFU] += s->core_ps;
-	sim_device_core_tick(s);
+	pccx__sim_device_core_tick(s);
 }
 
 static void axi_tick(struct pccx_sim *s)
 {
 	if (s->core_cycle < s->reset_until)
 		return;
-	sim_matmul_axi_tick(s, &s->gemv);
-	sim_matmul_axi_tick(s, &s->gemm);
-	sim_dm_axi_tick(s);
+	pccx__sim_matmul_axi_tick(s, &s->gemv);
+	pccx__sim_matmul_axi_tick(s, &s->gemm);
+	pccx__sim_dm_axi_tick(s);
 }
 
-void sim_run_to(struct pccx_sim *s, uint64_t t)
+void pccx__sim_run_to(struct pccx_sim *s, uint64_t t)
 {
 	if (t <= s->now_ps)
 		return;

@@ -48,8 +48,9 @@ static unsigned track_id(struct sim_trace *t, const char *track)
 	return t->n_tracks;
 }
 
-void sim_trace_event(struct pccx_sim *s, const char *track, const char *name, uint64_t start_ps,
-		     uint64_t end_ps, uint64_t arg)
+void pccx__sim_trace_event(struct pccx_sim *s, const char *track, const char *name,
+			   uint64_t start_ps,
+			   uint64_t end_ps, uint64_t arg)
 {
 	struct sim_trace *t = s->trace;
 	unsigned tid;
@@ -66,23 +67,23 @@ void sim_trace_event(struct pccx_sim *s, const char *track, const char *name, ui
 	t->events++;
 }
 
-int pccx_sim_trace_open(pccx_sim *s, const char *path, pccx_diag *d)
+int pccx__sim_trace_open(pccx_sim *s, const char *path, pccx_diag *d)
 {
 	struct sim_trace *t;
 	int rc;
 
 	if (s->trace) {
-		rc = pccx_sim_trace_close(s, d);
+		rc = pccx__sim_trace_close(s, d);
 		if (rc)
 			return rc;
 	}
 	t = calloc(1, sizeof(*t));
 	if (!t)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
 	t->f = fopen(path, "w");
 	if (!t->f) {
 		free(t);
-		return pccx_fail(d, PCCX_ERR_IO, "%s: cannot open for writing", path);
+		return pccx__fail(d, PCCX_ERR_IO, "%s: cannot open for writing", path);
 	}
 	t->first = true;
 	fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", t->f);
@@ -104,7 +105,7 @@ int pccx_sim_trace_open(pccx_sim *s, const char *path, pccx_diag *d)
 	return 0;
 }
 
-int pccx_sim_trace_close(pccx_sim *s, pccx_diag *d)
+int pccx__sim_trace_close(pccx_sim *s, pccx_diag *d)
 {
 	struct sim_trace *t = s->trace;
 	int bad;
@@ -117,12 +118,12 @@ int pccx_sim_trace_close(pccx_sim *s, pccx_diag *d)
 	free(t);
 	s->trace = NULL;
 	if (bad)
-		return pccx_fail(d, PCCX_ERR_IO, "trace: write failed");
+		return pccx__fail(d, PCCX_ERR_IO, "trace: write failed");
 	return 0;
 }
 
-void sim_trace_free(struct pccx_sim *s)
+void pccx__sim_trace_free(struct pccx_sim *s)
 {
-	if (s->trace && pccx_sim_trace_close(s, NULL))
+	if (s->trace && pccx__sim_trace_close(s, NULL))
 		return;
 }

@@ -11,7 +11,7 @@
 
 #include "sim_int.h"
 
-int sim_beatq_init(struct sim_beatq *q, uint32_t depth)
+int pccx__sim_beatq_init(struct sim_beatq *q, uint32_t depth)
 {
 	q->data = calloc(depth, SIM_BEAT);
 	if (!q->data)
@@ -21,13 +21,13 @@ int sim_beatq_init(struct sim_beatq *q, uint32_t depth)
 	return 0;
 }
 
-void sim_beatq_free(struct sim_beatq *q)
+void pccx__sim_beatq_free(struct sim_beatq *q)
 {
 	free(q->data);
 	q->data = NULL;
 }
 
-void sim_beatq_clear(struct sim_beatq *q)
+void pccx__sim_beatq_clear(struct sim_beatq *q)
 {
 	q->head = q->level = q->reserved = 0;
 }

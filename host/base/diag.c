@@ -13,7 +13,7 @@ static int vfail(pccx_diag *d, int status, const char *fmt, va_list ap)
 	return status;
 }
 
-int pccx_fail(pccx_diag *d, int status, const char *fmt, ...)
+int pccx__fail(pccx_diag *d, int status, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -23,7 +23,7 @@ int pccx_fail(pccx_diag *d, int status, const char *fmt, ...)
 	return status;
 }
 
-void pccx_diag_clear(pccx_diag *d)
+void pccx__diag_clear(pccx_diag *d)
 {
 	if (d) {
 		d->status = PCCX_OK;

@@ -8,10 +8,12 @@
 
 /*
  * Record `status` and a printf-style detail in `d` (ignored when d is NULL) and
- * return `status`, so call sites read:  return pccx_fail(d, PCCX_ERR_FORMAT, "%s: bad magic", path);
+ * return `status`, so call sites read:
+ *	return pccx__fail(d, PCCX_ERR_FORMAT, "%s: bad magic", path);
  */
-int pccx_fail(pccx_diag *d, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int pccx__fail(pccx_diag *d, int status, const char *fmt, ...) __attribute__((format(printf, 3,
+										     4)));
 /* Reset a diag to "no error". */
-void pccx_diag_clear(pccx_diag *d);
+void pccx__diag_clear(pccx_diag *d);
 
 #endif

@@ -25,8 +25,8 @@ static const char *file_kind(mode_t mode)
 	return "unknown file type";
 }
 
-int pccx_open_regular(const char *path, int missing_status, int *fd, struct stat *st,
-		      pccx_diag *d)
+int pccx__open_regular(const char *path, int missing_status, int *fd, struct stat *st,
+		       pccx_diag *d)
 {
 	int f, e, flags;
 
@@ -37,33 +37,33 @@ int pccx_open_regular(const char *path, int missing_status, int *fd, struct stat
 		e = errno;
 		/* a socket cannot be opened at all (ENXIO): name what it is */
 		if (stat(path, st) == 0 && !S_ISREG(st->st_mode))
-			return pccx_fail(d, PCCX_ERR_IO, "%s: not a regular file (%s)", path,
-					 file_kind(st->st_mode));
-		return pccx_fail(d, e == ENOENT ? missing_status : PCCX_ERR_IO,
-				 "%s: cannot open: %s", path, strerror(e));
+			return pccx__fail(d, PCCX_ERR_IO, "%s: not a regular file (%s)", path,
+					  file_kind(st->st_mode));
+		return pccx__fail(d, e == ENOENT ? missing_status : PCCX_ERR_IO,
+				  "%s: cannot open: %s", path, strerror(e));
 	}
 	if (fstat(f, st) != 0) {
 		e = errno;
 		close(f);
-		return pccx_fail(d, PCCX_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
+		return pccx__fail(d, PCCX_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
 	}
 	if (!S_ISREG(st->st_mode)) {
 		close(f);
-		return pccx_fail(d, PCCX_ERR_IO, "%s: not a regular file (%s)", path,
-				 file_kind(st->st_mode));
+		return pccx__fail(d, PCCX_ERR_IO, "%s: not a regular file (%s)", path,
+				  file_kind(st->st_mode));
 	}
 	flags = fcntl(f, F_GETFL);
 	if (flags < 0 || fcntl(f, F_SETFL, flags & ~O_NONBLOCK) != 0) {
 		e = errno;
 		close(f);
-		return pccx_fail(d, PCCX_ERR_IO, "%s: cannot clear O_NONBLOCK: %s", path,
-				 strerror(e));
+		return pccx__fail(d, PCCX_ERR_IO, "%s: cannot clear O_NONBLOCK: %s", path,
+				  strerror(e));
 	}
 	*fd = f;
 	return PCCX_OK;
 }
 
-int pccx_read_file(const char *path, size_t max_bytes, uint8_t **data, size_t *len, pccx_diag *d)
+int pccx__read_file(const char *path, size_t max_bytes, uint8_t **data, size_t *len, pccx_diag *d)
 {
 	struct stat sb;
 	uint8_t *buf;
@@ -72,19 +72,19 @@ int pccx_read_file(const char *path, size_t max_bytes, uint8_t **data, size_t *l
 
 	*data = NULL;
 	*len = 0;
-	rc = pccx_open_regular(path, PCCX_ERR_IO, &fd, &sb, d);
+	rc = pccx__open_regular(path, PCCX_ERR_IO, &fd, &sb, d);
 	if (rc)
 		return rc;
 	if ((uint64_t)sb.st_size > max_bytes) {
 		close(fd);
-		return pccx_fail(d, PCCX_ERR_RANGE, "%s: %lld bytes, more than the limit of %zu",
-				 path, (long long)sb.st_size, max_bytes);
+		return pccx__fail(d, PCCX_ERR_RANGE, "%s: %lld bytes, more than the limit of %zu",
+				  path, (long long)sb.st_size, max_bytes);
 	}
 	buf = malloc((size_t)sb.st_size + 1);
 	if (!buf) {
 		close(fd);
-		return pccx_fail(d, PCCX_ERR_NOMEM, "%s: cannot allocate %lld bytes", path,
-				 (long long)sb.st_size);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "%s: cannot allocate %lld bytes", path,
+				  (long long)sb.st_size);
 	}
 	while (got < (size_t)sb.st_size) {
 		ssize_t r = read(fd, buf + got, (size_t)sb.st_size - got);
@@ -96,8 +96,8 @@ int pccx_read_file(const char *path, size_t max_bytes, uint8_t **data, size_t *l
 
 			free(buf);
 			close(fd);
-			return pccx_fail(d, PCCX_ERR_IO, "%s: read failed after %zu bytes: %s",
-					 path, got, r < 0 ? strerror(e) : "unexpected end of file");
+			return pccx__fail(d, PCCX_ERR_IO, "%s: read failed after %zu bytes: %s",
+					  path, got, r < 0 ? strerror(e) : "unexpected end of file");
 		}
 		got += (size_t)r;
 	}
@@ -108,7 +108,7 @@ int pccx_read_file(const char *path, size_t max_bytes, uint8_t **data, size_t *l
 	return PCCX_OK;
 }
 
-int pccx_write_file_atomic(const char *path, const void *data, size_t len, pccx_diag *d)
+int pccx__write_file_atomic(const char *path, const void *data, size_t len, pccx_diag *d)
 {
 	size_t plen = strlen(path);
 	char *tmp = malloc(plen + 16);
@@ -117,14 +117,14 @@ int pccx_write_file_atomic(const char *path, const void *data, size_t len, pccx_
 	int fd, e;
 
 	if (!tmp)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
 	snprintf(tmp, plen + 16, "%s.tmpXXXXXX", path);
 	fd = mkstemp(tmp);
 	if (fd < 0) {
 		e = errno;
 		free(tmp);
-		return pccx_fail(d, PCCX_ERR_IO, "%s: cannot create a temporary file: %s", path,
-				 strerror(e));
+		return pccx__fail(d, PCCX_ERR_IO, "%s: cannot create a temporary file: %s", path,
+				  strerror(e));
 	}
 	while (done < len) {
 		ssize_t w = write(fd, p + done, len - done);
@@ -158,6 +158,6 @@ fail:
 		close(fd);
 	unlink(tmp);
 	free(tmp);
-	return pccx_fail(d, PCCX_ERR_IO, "%s: write failed after %zu of %zu bytes: %s", path, done,
-			 len, strerror(e));
+	return pccx__fail(d, PCCX_ERR_IO, "%s: write failed after %zu of %zu bytes: %s", path, done,
+			  len, strerror(e));
 }

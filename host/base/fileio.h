@@ -15,19 +15,19 @@
  * descriptor (close-on-exec, blocking again) and *st its fstat. A missing file fails with
  * `missing_status`, any other problem with PCCX_ERR_IO. Every input file goes through here.
  */
-PCCX_MUST_CHECK int pccx_open_regular(const char *path, int missing_status, int *fd,
-				      struct stat *st, pccx_diag *d);
+PCCX_MUST_CHECK int pccx__open_regular(const char *path, int missing_status, int *fd,
+				       struct stat *st, pccx_diag *d);
 
 /* Read all of `path` (at most max_bytes) into a malloc'd buffer the caller frees. */
-PCCX_MUST_CHECK int pccx_read_file(const char *path, size_t max_bytes, uint8_t **data,
-				   size_t *len, pccx_diag *d);
+PCCX_MUST_CHECK int pccx__read_file(const char *path, size_t max_bytes, uint8_t **data,
+				    size_t *len, pccx_diag *d);
 
 /*
  * Write `len` bytes to `path` through a temporary file in the same directory,
  * fsync'd and renamed over the destination, so a failure (full disk, I/O
  * error) leaves any previous file untouched and no partial file behind.
  */
-PCCX_MUST_CHECK int pccx_write_file_atomic(const char *path, const void *data, size_t len,
-					   pccx_diag *d);
+PCCX_MUST_CHECK int pccx__write_file_atomic(const char *path, const void *data, size_t len,
+					    pccx_diag *d);
 
 #endif

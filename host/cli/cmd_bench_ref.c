@@ -21,7 +21,7 @@ struct bench_args {
 #define A(f, type) PCCX_AT(struct bench_args, f, type)
 static const struct pccx_opt bench_opts[] = {
 	PCCX_OPT("config", 0, PCCX_OPT_STR, A(config, const char *), "NAME",
-		 "model shape (default e4b)", .values = pccx_g3n_config_names),
+		 "model shape (default e4b)", .values = pccx__gemma3n_config_names),
 	PCCX_OPT(NULL, 'n', PCCX_OPT_UINT, A(n, uint64_t), "TOKENS",
 		 "decode steps timed (default 8), after one warm-up step", .max = 100000),
 	PCCX_OPT("prefill", 0, PCCX_OPT_UINT, A(prefill, uint64_t), "N",
@@ -48,9 +48,9 @@ static const struct pccx_opt_cmd bench_cmd = {
 
 /* What the figures are made of. */
 struct bench_run {
-	struct pccx_g3n_model *m;
+	struct pccx_gemma3n_model *m;
 	struct pccx_ref_exec *x;
-	struct pccx_g3n_session *s;
+	struct pccx_gemma3n_session *s;
 	double t_synth, t_dec, t_pre;
 	uint64_t ops, stream_bytes;	/* of the timed decode steps */
 };
@@ -65,19 +65,19 @@ static int decode(const struct bench_args *a, struct bench_run *r, pccx_diag *d)
 	int rc;
 
 	if (!logits)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "bench --ref: out of memory");
+		return pccx__fail(d, PCCX_ERR_NOMEM, "bench --ref: out of memory");
 	/* warm-up (first touch of the KV pages and of the scratch) */
-	rc = pccx_g3n_session_step(r->s, tok, logits, d);
+	rc = pccx__gemma3n_session_step(r->s, tok, logits, d);
 	for (i = 0; !rc && i < a->prefill; i++) {
 		t0 = pccx_cli_now();
-		rc = pccx_g3n_session_step(r->s, tok, NULL, d);
+		rc = pccx__gemma3n_session_step(r->s, tok, NULL, d);
 		r->t_pre += pccx_cli_now() - t0;
 	}
-	pccx_ref_exec_reset_counters(r->x);
-	cnt = pccx_ref_exec_counters(r->x);
+	pccx__ref_exec_reset_counters(r->x);
+	cnt = pccx__ref_exec_counters(r->x);
 	for (i = 0; !rc && i < a->n; i++) {
 		t0 = pccx_cli_now();
-		rc = pccx_g3n_session_step(r->s, tok, logits, d);
+		rc = pccx__gemma3n_session_step(r->s, tok, logits, d);
 		r->t_dec += pccx_cli_now() - t0;
 		for (tok = 0, k = 1; k < vocab; k++)
 			if (logits[k] > logits[tok])
@@ -92,7 +92,7 @@ static int decode(const struct bench_args *a, struct bench_run *r, pccx_diag *d)
 
 static void print_figures(const struct bench_args *a, const struct bench_run *r)
 {
-	const struct pccx_g3n_config *cfg = &r->m->cfg;
+	const struct pccx_gemma3n_config *cfg = &r->m->cfg;
 	unsigned long long n = a->n, prefill = a->prefill;
 	struct rusage ru;
 
@@ -106,7 +106,7 @@ static void print_figures(const struct bench_args *a, const struct bench_run *r)
 	       (double)r->stream_bytes / n / 1e6);
 	printf("  NPU ops per token         %10.0f\n", (double)r->ops / n);
 	printf("  host kernel               %10s  x %u threads\n",
-	       pccx_kern_name(pccx_ref_exec_kernel(r->x)), pccx_ref_exec_threads(r->x));
+	       pccx__kern_name(pccx__ref_exec_kernel(r->x)), pccx__ref_exec_threads(r->x));
 	printf("  decode                    %10.3f tok/s  (%.1f ms/token, %.2f GB/s streamed, %llu "
 	       "tokens)\n",
 	       n / r->t_dec, 1e3 * r->t_dec / n, (double)r->stream_bytes / r->t_dec / 1e9, n);
@@ -120,7 +120,7 @@ int pccx_cmd_bench_ref(int argc, char **argv)
 {
 	struct bench_args a = { .config = "e4b", .n = 8, .seed = 1 };
 	struct bench_run r = { 0 };
-	struct pccx_g3n_config cfg;
+	struct pccx_gemma3n_config cfg;
 	pccx_diag d = { 0 };
 	double t0;
 	int rc;
@@ -140,17 +140,17 @@ int pccx_cmd_bench_ref(int argc, char **argv)
 	rc = pccx_cli_synth(&cfg, a.seed, (unsigned)a.threads, &r.m, &d);
 	r.t_synth = pccx_cli_now() - t0;
 	if (!rc)
-		rc = pccx_ref_exec_create(&r.x, (unsigned)a.threads, a.kernel, &d);
+		rc = pccx__ref_exec_create(&r.x, (unsigned)a.threads, a.kernel, &d);
 	if (!rc)
-		rc = pccx_g3n_session_create(&r.s, r.m, pccx_ref_exec_ops(), r.x, &d);
+		rc = pccx__gemma3n_session_create(&r.s, r.m, pccx__ref_exec_ops(), r.x, &d);
 	if (!rc)
 		rc = decode(&a, &r, &d);
 	if (rc)
 		pccx_cli_fail(rc, &d);
 	else
 		print_figures(&a, &r);
-	pccx_g3n_session_free(r.s);
-	pccx_ref_exec_free(r.x);
-	pccx_g3n_model_free(r.m);
+	pccx__gemma3n_session_free(r.s);
+	pccx__ref_exec_free(r.x);
+	pccx__gemma3n_model_free(r.m);
 	return rc ? 1 : 0;
 }

@@ -26,13 +26,13 @@ static void make_logits(float *l, size_t n, pccx_rng *r)
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		float g = pccx_rng_uniform_float(r) + pccx_rng_uniform_float(r) +
-			  pccx_rng_uniform_float(r) + pccx_rng_uniform_float(r) - 2.0f;
+		float g = pccx__rng_uniform_float(r) + pccx__rng_uniform_float(r) +
+			  pccx__rng_uniform_float(r) + pccx__rng_uniform_float(r) - 2.0f;
 
 		l[i] = g * 4.0f - 3.0f;
 	}
 	for (i = 0; i < 32; i++)
-		l[pccx_rng_next_u32(r) % n] = 8.0f + pccx_rng_uniform_float(r) * 14.0f;
+		l[pccx__rng_next_u32(r) % n] = 8.0f + pccx__rng_uniform_float(r) * 14.0f;
 	for (i = 0; i < n; i++)
 		l[i] = 30.0f * tanhf(l[i] / 30.0f);
 }
@@ -100,8 +100,8 @@ static int run_case(const struct bench_case *bc, uint64_t seed, float *const *se
 			pccx_sampler_destroy(s);
 			return -1;
 		}
-		if (pccx_sampler_last_bound(s) > bound_max)
-			bound_max = pccx_sampler_last_bound(s);
+		if (pccx__sampler_last_bound(s) > bound_max)
+			bound_max = pccx__sampler_last_bound(s);
 		/* A sliding history, as in generation. */
 		hist[it % BENCH_HISTORY] = tok;
 	}
@@ -129,12 +129,12 @@ static int run_reference(const struct bench_case *bc, uint64_t seed, float *cons
 		pccx_sampler_naive nv;
 		pccx_diag d = { 0 };
 
-		if (pccx_sampler_naive_distribution(&cfg, sets[it % BENCH_SETS], n, hist,
-						    BENCH_HISTORY, &nv, &d)) {
+		if (pccx__sampler_naive_distribution(&cfg, sets[it % BENCH_SETS], n, hist,
+						     BENCH_HISTORY, &nv, &d)) {
 			fprintf(stderr, "bench sampler: %s\n", d.msg);
 			return -1;
 		}
-		pccx_sampler_naive_free(&nv);
+		pccx__sampler_naive_free(&nv);
 	}
 	t1 = pccx_cli_now();
 	printf("  %-44s %12.0f ns/sample  (%llu runs)\n", "full-sort reference, defaults",
@@ -178,7 +178,7 @@ int pccx_cmd_bench_sampler(int argc, char **argv)
 	if (rc != PCCX_OPT_RUN)
 		return rc;
 	n = (size_t)a.vocab;
-	pccx_rng_seed(&r, a.seed, 1);
+	pccx__rng_seed(&r, a.seed, 1);
 	for (i = 0; i < BENCH_SETS; i++) {
 		sets[i] = malloc(n * sizeof(float));
 		if (!sets[i]) {

@@ -6,7 +6,7 @@
 
 #include "cli.h"
 #include "pccx/pccx.h"
-#include "pccx_kdev.h"
+#include "kernel_dev.h"
 #include "pccx_regs.h"
 
 #define A(f) PCCX_AT(struct pccx_device_opts, f, const char *)
@@ -20,9 +20,9 @@ static const struct pccx_opt info_opts[] = {
 
 static const struct pccx_opt_cmd info_cmd = {
 	.name = "info",
-	.usage = "[--backend sim|kernel] [--path " PCCX_KDEV_PATH "] [--dtb F]",
+	.usage = "[--backend sim|kernel] [--path " PCCX_KERNEL_DEV_PATH "] [--dtb F]",
 	.about = "Opens the device (the in-process simulator by default; --backend kernel opens\n"
-		 PCCX_KDEV_PATH " or --path) and prints its ID, features, L2 size, DMA address "
+		 PCCX_KERNEL_DEV_PATH " or --path) and prints its ID, features, L2 size, DMA address "
 		 "width,\nclocks and DDR peak (modelled on sim, the KV260's nominal figure on "
 		 "kernel).\n",
 	.opts = info_opts,
@@ -44,7 +44,7 @@ static void print_info(const struct pccx_device_info *info, const char *path)
 	unsigned i;
 
 	printf("backend        %s%s%s\n", info->backend, kernel ? " " : "",
-	       kernel ? (path ? path : PCCX_KDEV_PATH) : "");
+	       kernel ? (path ? path : PCCX_KERNEL_DEV_PATH) : "");
 	printf("id             0x%08" PRIx32 " (v%u.%u, build %u)\n", info->hw_version,
 	       info->hw_version >> 24, (info->hw_version >> 16) & 0xff, info->hw_version & 0xffff);
 	printf("features       0x%08" PRIx32, info->features);

@@ -73,15 +73,15 @@ static void print_asm_error(const char *path, unsigned line_no, const struct pcc
 {
 	fprintf(stderr, "%s:%u:%zu: ", path, line_no, e->column + 1);
 	if (e->field >= 0)
-		fprintf(stderr, "field '%s': ", pccx_fields[e->field].name);
-	fprintf(stderr, "%s", pccx_asm_strerror(e->err));
+		fprintf(stderr, "field '%s': ", pccx__fields[e->field].name);
+	fprintf(stderr, "%s", pccx__asm_strerror(e->err));
 	if (e->err == PCCX_ASM_E_WIDTH)
 		fprintf(stderr, " (%" PRIu64 " > %u bits)", e->value,
-			e->field >= 0 ? pccx_fields[e->field].msb - pccx_fields[e->field].lsb + 1 :
+			e->field >= 0 ? pccx__fields[e->field].msb - pccx__fields[e->field].lsb + 1 :
 					64);
 	if (e->err == PCCX_ASM_E_ILLEGAL)
-		fprintf(stderr, ": %s: %s", pccx_isa_errname(e->isa_err),
-			pccx_isa_strerror(e->isa_err));
+		fprintf(stderr, ": %s: %s", pccx__isa_errname(e->isa_err),
+			pccx__isa_strerror(e->isa_err));
 	fputc('\n', stderr);
 }
 
@@ -123,7 +123,7 @@ static int assemble(const char *path, const uint8_t *src, size_t len, uint8_t **
 		while (end < len && src[end] != '\n')
 			end++;
 		line_no++;
-		if (pccx_asm_line((const char *)src + pos, end - pos, &w, &has, &e)) {
+		if (pccx__asm_line((const char *)src + pos, end - pos, &w, &has, &e)) {
 			print_asm_error(path, line_no, &e);
 			return -1;
 		}
@@ -151,12 +151,12 @@ int pccx_cmd_asm(int argc, char **argv)
 	rc = pccx_opt_parse(&asm_cmd, argc, argv, &a);
 	if (rc != PCCX_OPT_RUN)
 		return rc;
-	st = pccx_read_file(a.in, MAX_SOURCE_BYTES, &src, &len, &d);
+	st = pccx__read_file(a.in, MAX_SOURCE_BYTES, &src, &len, &d);
 	if (st)
 		return pccx_cli_fail(st, &d);
 	rc = 1;
 	if (!assemble(a.in, src, len, &bin, &nwords)) {
-		st = pccx_write_file_atomic(a.out, bin, nwords * 8, &d);
+		st = pccx__write_file_atomic(a.out, bin, nwords * 8, &d);
 		rc = st ? pccx_cli_fail(st, &d) : 0;
 	}
 	free(src);
@@ -168,11 +168,11 @@ static int load_job(const char *path, struct pccx_jobfile *jf, pccx_diag *d)
 {
 	uint8_t *data;
 	size_t len;
-	int st = pccx_read_file(path, MAX_BINARY_BYTES, &data, &len, d);
+	int st = pccx__read_file(path, MAX_BINARY_BYTES, &data, &len, d);
 
 	if (st)
 		return st;
-	st = pccx_jobfile_parse(data, len, path, jf, d);
+	st = pccx__jobfile_parse(data, len, path, jf, d);
 	free(data);
 	return st;
 }
@@ -216,10 +216,10 @@ int pccx_cmd_dis(int argc, char **argv)
 	for (i = 0; i < jf.n_insn; i++) {
 		char line[256];
 
-		pccx_disasm(jf.insn[i], line, sizeof(line));
+		pccx__disasm(jf.insn[i], line, sizeof(line));
 		puts(line);
 	}
-	pccx_jobfile_free(&jf);
+	pccx__jobfile_free(&jf);
 	return 0;
 }
 
@@ -237,9 +237,9 @@ int pccx_cmd_validate(int argc, char **argv)
 	rc = load_job(a.in, &jf, &d);
 	if (rc)
 		return pccx_cli_fail(rc, &d);
-	rc = pccx_jobfile_validate(&jf, a.in, &res, &d);
+	rc = pccx__jobfile_validate(&jf, a.in, &res, &d);
 	if (rc) {
-		pccx_jobfile_free(&jf);
+		pccx__jobfile_free(&jf);
 		return pccx_cli_fail(rc, &d);
 	}
 	printf("%s: ok: %u instructions, %u host DMA descriptors, %u stream descriptors%s\n",
@@ -250,7 +250,7 @@ int pccx_cmd_validate(int argc, char **argv)
 		       "; host DMA in %" PRIu64 ", out %" PRIu64 "\n",
 		       res.port_bytes[0], res.port_bytes[1], res.port_bytes[2], res.port_bytes[3],
 		       res.dma_bytes_in, res.dma_bytes_out);
-	pccx_jobfile_free(&jf);
+	pccx__jobfile_free(&jf);
 	return 0;
 }
 

@@ -35,16 +35,16 @@ struct sweep {
 };
 
 static const struct sweep sweeps[] = {
-	{ "exp",   pccx_f32_exp,   pccx_f64_exp,   -104.0f, 89.0f, "[-104, 89]" },
+	{ "exp",   pccx__f32_exp,   pccx__f64_exp,   -104.0f, 89.0f, "[-104, 89]" },
 	/* beyond |x| = 20, tanh is +-1 and GELU x or -0 by explicit branches (tested in test_num_sfu) */
-	{ "tanh",  pccx_f32_tanh,  pccx_f64_tanh,  -20.0f, 20.0f, "[-20, 20]" },
-	{ "gelu",  pccx_f32_gelu,  pccx_f64_gelu,  -20.0f, 20.0f, "[-20, 20]" },
-	{ "sin",   pccx_f32_sin,   pccx_f64_sin,   -65536.0f, 65536.0f, "[-65536, 65536]" },
-	{ "sin",   pccx_f32_sin,   pccx_f64_sin,   -FLT_MAX, FLT_MAX, "all finite" },
-	{ "cos",   pccx_f32_cos,   pccx_f64_cos,   -65536.0f, 65536.0f, "[-65536, 65536]" },
-	{ "cos",   pccx_f32_cos,   pccx_f64_cos,   -FLT_MAX, FLT_MAX, "all finite" },
-	{ "sqrt",  pccx_f32_sqrt,  pccx_f64_sqrt,  0.0f, FLT_MAX, "[0, max]" },
-	{ "rsqrt", pccx_f32_rsqrt, pccx_f64_rsqrt, 0.0f, FLT_MAX, "[0, max]" },
+	{ "tanh",  pccx__f32_tanh,  pccx__f64_tanh,  -20.0f, 20.0f, "[-20, 20]" },
+	{ "gelu",  pccx__f32_gelu,  pccx__f64_gelu,  -20.0f, 20.0f, "[-20, 20]" },
+	{ "sin",   pccx__f32_sin,   pccx__f64_sin,   -65536.0f, 65536.0f, "[-65536, 65536]" },
+	{ "sin",   pccx__f32_sin,   pccx__f64_sin,   -FLT_MAX, FLT_MAX, "all finite" },
+	{ "cos",   pccx__f32_cos,   pccx__f64_cos,   -65536.0f, 65536.0f, "[-65536, 65536]" },
+	{ "cos",   pccx__f32_cos,   pccx__f64_cos,   -FLT_MAX, FLT_MAX, "all finite" },
+	{ "sqrt",  pccx__f32_sqrt,  pccx__f64_sqrt,  0.0f, FLT_MAX, "[0, max]" },
+	{ "rsqrt", pccx__f32_rsqrt, pccx__f64_rsqrt, 0.0f, FLT_MAX, "[0, max]" },
 };
 
 #define NSWEEPS (sizeof(sweeps) / sizeof(sweeps[0]))
@@ -75,7 +75,7 @@ static void measure_one(const struct sweep *s, float x, struct result *res)
 		res->bad_specials++;
 		return;
 	}
-	err = pccx_f64_ulps(y, r, &rel);
+	err = pccx__f64_ulps(y, r, &rel);
 	/* the reference is within ~2^-29 ulp of the exact value */
 	if (err > 0.5 + 0x1p-20)
 		res->not_rn++;
@@ -100,13 +100,13 @@ static void *run_job(void *arg)
 
 	memset(&j->res, 0, sizeof(j->res));
 	for (k = j->k0; k <= j->k1; k += j->stride)
-		measure_one(j->s, pccx_f64_sweep_float((uint32_t)k), &j->res);
+		measure_one(j->s, pccx__f64_sweep_float((uint32_t)k), &j->res);
 	return NULL;
 }
 
 static void measure(const struct sweep *s, uint32_t stride, unsigned threads, struct result *out)
 {
-	uint32_t k0 = pccx_f64_sweep_key(s->lo), k1 = pccx_f64_sweep_key(s->hi);
+	uint32_t k0 = pccx__f64_sweep_key(s->lo), k1 = pccx__f64_sweep_key(s->hi);
 	uint64_t n = ((uint64_t)k1 - k0) / stride + 1, per = (n + threads - 1) / threads;
 	struct job jobs[64];
 	pthread_t tid[64];

@@ -36,7 +36,7 @@ struct ref_args {
 #define A(f, type) PCCX_AT(struct ref_args, f, type)
 static const struct pccx_opt ref_opts[] = {
 	PCCX_OPT("config", 0, PCCX_OPT_STR, A(config, const char *), "NAME", "model shape",
-		 .values = pccx_g3n_config_names),
+		 .values = pccx__gemma3n_config_names),
 	PCCX_OPT(NULL, 'm', PCCX_OPT_PATH, A(model, const char *), "MODEL",
 		 "a Gemma 3n GGUF (llama.cpp layout; Q4_0 loads losslessly,\n"
 		 "other types are requantised and the error reported)"),
@@ -102,11 +102,11 @@ struct summary {
 /* A decode run: what it holds, and what the stage callback needs. */
 struct ref_run {
 	const struct ref_args *a;
-	struct pccx_g3n_config cfg;
-	struct pccx_g3n_model *m;
+	struct pccx_gemma3n_config cfg;
+	struct pccx_gemma3n_model *m;
 	pccx_tokenizer *tk;
 	struct pccx_ref_exec *x;
-	struct pccx_g3n_session *s;
+	struct pccx_gemma3n_session *s;
 	struct pccx_oracle *orc;
 	pccx_sampler *smp;
 	struct pccx_cmp *cmp;
@@ -119,19 +119,19 @@ struct ref_run {
 	struct summary sum;
 };
 
-/* The tokenizer's keys in the GGUF pccx_g3n_save_gguf writes. */
+/* The tokenizer's keys in the GGUF pccx__gemma3n_save_gguf writes. */
 static int tokenizer_keys(pccx_gguf_writer *w, const void *tk, pccx_diag *d)
 {
-	return pccx_tokenizer_save_gguf(w, tk, d);
+	return pccx__tokenizer_save_gguf(w, tk, d);
 }
 
 /* Shared with pccx synth (cli.h). */
-int pccx_cli_save_gguf(const struct pccx_g3n_model *m, const pccx_tokenizer *tk,
+int pccx_cli_save_gguf(const struct pccx_gemma3n_model *m, const pccx_tokenizer *tk,
 		       const char *path, pccx_diag *d)
 {
 	const struct pccx_gguf_keys keys = { tokenizer_keys, tk };
 
-	return pccx_g3n_save_gguf(m, tk ? &keys : NULL, path, d);
+	return pccx__gemma3n_save_gguf(m, tk ? &keys : NULL, path, d);
 }
 
 /* Stage callback of the reference: dump to files and/or keep for the oracle comparison. */
@@ -167,7 +167,7 @@ static int on_stage(void *user, const char *name, const uint16_t *data, uint32_t
 			r->pos, name);
 	}
 	if (r->cmp)
-		return pccx_cmp_ref_stage(r->cmp, name, data, rows, cols, stride);
+		return pccx__cmp_ref_stage(r->cmp, name, data, rows, cols, stride);
 	return PCCX_OK;
 }
 
@@ -238,14 +238,14 @@ static int load_model(struct ref_run *r, pccx_diag *d)
 	int rc;
 
 	if (a->model) {
-		struct pccx_g3n_load_info li;
+		struct pccx_gemma3n_load_info li;
 		pccx_gguf *g = NULL;
 		char buf[160];
 
-		rc = pccx_g3n_load_gguf(&r->m, a->model, (uint32_t)a->max_ctx, &li,
-					a->tokenizer ? NULL : &g, d);
+		rc = pccx__gemma3n_load_gguf(&r->m, a->model, (uint32_t)a->max_ctx, &li,
+					     a->tokenizer ? NULL : &g, d);
 		if (!rc && g)
-			rc = pccx_tokenizer_load_gguf(g, &r->tk, d);
+			rc = pccx__tokenizer_load_gguf(g, &r->tk, d);
 		pccx_gguf_close(g);
 		if (rc)
 			return rc;
@@ -286,21 +286,21 @@ static int encode_prompt(struct ref_run *r, pccx_diag *d)
 	}
 	if (r->tk) {
 		if (pccx_tokenizer_n_vocab(r->tk) > r->cfg.vocab)
-			return pccx_fail(d, PCCX_ERR_INVALID,
-					 "ref: the tokenizer has %zu ids, the model only %u "
-					 "(use tiny-vocab, e2b or e4b)",
-					 pccx_tokenizer_n_vocab(r->tk), r->cfg.vocab);
+			return pccx__fail(d, PCCX_ERR_INVALID,
+					  "ref: the tokenizer has %zu ids, the model only %u "
+					  "(use tiny-vocab, e2b or e4b)",
+					  pccx_tokenizer_n_vocab(r->tk), r->cfg.vocab);
 		r->eos = pccx_tokenizer_eos(r->tk);
 		return pccx_tokenizer_encode(r->tk, prompt, len, PCCX_TOK_ADD_BOS, &r->ids,
 					     &r->n_ids, d);
 	}
 	if (r->cfg.vocab < 259)
-		return pccx_fail(d, PCCX_ERR_INVALID,
-				 "ref: a vocabulary of %u ids is too small for the byte tokenizer",
-				 r->cfg.vocab);
+		return pccx__fail(d, PCCX_ERR_INVALID,
+				  "ref: a vocabulary of %u ids is too small for the byte tokenizer",
+				  r->cfg.vocab);
 	r->ids = malloc(sizeof(*r->ids) * (len + 1));
 	if (!r->ids)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "ref: out of memory");
+		return pccx__fail(d, PCCX_ERR_NOMEM, "ref: out of memory");
 	r->ids[r->n_ids++] = 2;	/* <bos> */
 	for (i = 0; i < len; i++)
 		r->ids[r->n_ids++] = (int32_t)(unsigned char)prompt[i] + 3;
@@ -314,11 +314,11 @@ static int open_dump(struct ref_run *r, pccx_diag *d)
 	char path[4096];
 
 	if (mkdir(dir, 0777) && errno != EEXIST)
-		return pccx_fail(d, PCCX_ERR_IO, "ref: %s: %s", dir, strerror(errno));
+		return pccx__fail(d, PCCX_ERR_IO, "ref: %s: %s", dir, strerror(errno));
 	snprintf(path, sizeof(path), "%s/index.tsv", dir);
 	r->index = fopen(path, "w");
 	if (!r->index)
-		return pccx_fail(d, PCCX_ERR_IO, "ref: %s: %s", path, strerror(errno));
+		return pccx__fail(d, PCCX_ERR_IO, "ref: %s: %s", path, strerror(errno));
 	fprintf(r->index, "pos\tname\trows\tcols\tfile\n");
 	return PCCX_OK;
 }
@@ -329,32 +329,32 @@ static int start(struct ref_run *r, pccx_diag *d)
 	const struct ref_args *a = r->a;
 	int rc;
 
-	rc = pccx_ref_exec_create(&r->x, (unsigned)a->threads, a->kernel, d);
+	rc = pccx__ref_exec_create(&r->x, (unsigned)a->threads, a->kernel, d);
 	if (!rc)
-		rc = pccx_g3n_session_create(&r->s, r->m, pccx_ref_exec_ops(), r->x, d);
+		rc = pccx__gemma3n_session_create(&r->s, r->m, pccx__ref_exec_ops(), r->x, d);
 	if (!rc)
 		rc = pccx_sampler_create(&r->smp, &a->sc, r->cfg.vocab, d);
 	if (!rc && a->oracle)
-		rc = pccx_oracle_create(&r->orc, r->m, (unsigned)a->threads, d);
+		rc = pccx__oracle_create(&r->orc, r->m, (unsigned)a->threads, d);
 	if (rc)
 		return rc;
 	if (!a->quiet)
 		fprintf(stderr, "pccx ref: kernel %s, %u threads\n",
-			pccx_kern_name(pccx_ref_exec_kernel(r->x)), pccx_ref_exec_threads(r->x));
+			pccx__kern_name(pccx__ref_exec_kernel(r->x)), pccx__ref_exec_threads(r->x));
 	r->logits = malloc(sizeof(float) * r->cfg.vocab);
 	r->hist = malloc(sizeof(int32_t) * (r->n_ids + a->n + 1));
 	if (!r->logits || !r->hist)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "ref: out of memory");
+		return pccx__fail(d, PCCX_ERR_NOMEM, "ref: out of memory");
 	if (a->oracle) {
 		r->ologits = malloc(sizeof(double) * r->cfg.vocab);
-		if (!r->ologits || pccx_cmp_create(&r->cmp))
-			return pccx_fail(d, PCCX_ERR_NOMEM, "ref: out of memory");
-		pccx_oracle_on_stage(r->orc, pccx_cmp_oracle_stage, r->cmp);
+		if (!r->ologits || pccx__cmp_create(&r->cmp))
+			return pccx__fail(d, PCCX_ERR_NOMEM, "ref: out of memory");
+		pccx__oracle_on_stage(r->orc, pccx__cmp_oracle_stage, r->cmp);
 	}
 	if (a->dump && (rc = open_dump(r, d)))
 		return rc;
 	if (a->dump || a->oracle)
-		pccx_ref_exec_on_stage(r->x, on_stage, r);
+		pccx__ref_exec_on_stage(r->x, on_stage, r);
 	memcpy(r->hist, r->ids, sizeof(*r->ids) * r->n_ids);
 	r->n_hist = r->n_ids;
 	return PCCX_OK;
@@ -369,12 +369,12 @@ static int oracle_step(struct ref_run *r, int32_t tok, pccx_diag *d)
 	double kl;
 	int rc;
 
-	rc = pccx_oracle_step(r->orc, (uint32_t)tok, r->ologits, d);
+	rc = pccx__oracle_step(r->orc, (uint32_t)tok, r->ologits, d);
 	if (rc)
 		return rc;
-	st = pccx_cmp_results(r->cmp, &nst);
+	st = pccx__cmp_results(r->cmp, &nst);
 	aggregate(&r->sum, st, nst);
-	pccx_logit_agreement(r->logits, r->ologits, r->cfg.vocab, &same, &kl);
+	pccx__logit_agreement(r->logits, r->ologits, r->cfg.vocab, &same, &kl);
 	r->sum.top1_same += same;
 	r->sum.compared++;
 	r->sum.kl_sum += kl;
@@ -441,9 +441,9 @@ static int decode(struct ref_run *r, pccx_diag *d)
 
 		r->pos = (uint32_t)i;
 		if (r->cmp)
-			pccx_cmp_clear(r->cmp);
-		rc = pccx_g3n_session_step(r->s, (uint32_t)tok,
-					   last_prompt || a->oracle ? r->logits : NULL, d);
+			pccx__cmp_clear(r->cmp);
+		rc = pccx__gemma3n_session_step(r->s, (uint32_t)tok,
+						last_prompt || a->oracle ? r->logits : NULL, d);
 		t_ref += pccx_cli_now() - ts;
 		steps++;
 		if (!rc && a->oracle)
@@ -477,9 +477,9 @@ static int ref(struct ref_run *r, pccx_diag *d)
 	if (rc)
 		return rc;
 	if (r->n_ids == 0 || r->n_ids + a->n > r->cfg.max_ctx)
-		return pccx_fail(d, PCCX_ERR_RANGE,
-				 "ref: %zu prompt + %u new tokens exceed the context (%u)",
-				 r->n_ids, (uint32_t)a->n, r->cfg.max_ctx);
+		return pccx__fail(d, PCCX_ERR_RANGE,
+				  "ref: %zu prompt + %u new tokens exceed the context (%u)",
+				  r->n_ids, (uint32_t)a->n, r->cfg.max_ctx);
 	if (a->save) {
 		t0 = pccx_cli_now();
 		rc = pccx_cli_save_gguf(r->m, r->tk, a->save, d);
@@ -501,12 +501,12 @@ static void ref_free(struct ref_run *r)
 {
 	if (r->index)
 		fclose(r->index);
-	pccx_cmp_free(r->cmp);
-	pccx_oracle_free(r->orc);
+	pccx__cmp_free(r->cmp);
+	pccx__oracle_free(r->orc);
 	pccx_sampler_destroy(r->smp);
-	pccx_g3n_session_free(r->s);
-	pccx_ref_exec_free(r->x);
-	pccx_g3n_model_free(r->m);
+	pccx__gemma3n_session_free(r->s);
+	pccx__ref_exec_free(r->x);
+	pccx__gemma3n_model_free(r->m);
 	pccx_tokenizer_free(r->tk);
 	free(r->ids);
 	free(r->hist);

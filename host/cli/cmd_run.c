@@ -25,7 +25,7 @@ static const struct pccx_opt run_opts[] = {
 		 "a gemma3n GGUF, or a Hugging Face checkpoint (directory, *.safetensors,\n"
 		 "*.json index)"),
 	PCCX_OPT("config", 0, PCCX_OPT_STR, A(mopt.synth_config, const char *), "NAME",
-		 "synthesise a model of this shape instead", .values = pccx_g3n_config_names),
+		 "synthesise a model of this shape instead", .values = pccx__gemma3n_config_names),
 	PCCX_OPT("seed", 0, PCCX_OPT_UINT, A(mopt.synth_seed, uint64_t), "S",
 		 "seed of the synthetic weights (default 1)"),
 	PCCX_OPT(NULL, 'p', PCCX_OPT_STR, A(prompt, const char *), "PROMPT", "the prompt",

@@ -36,7 +36,7 @@ struct hfiles {
 struct sim_args {
 	const char *job, *dtb, *trace, *stages;
 	struct hfiles in, out;
-	struct pccx_simb_opts opts;
+	struct pccx_sim_backend_opts opts;
 	uint64_t max_buffers;
 };
 
@@ -112,17 +112,17 @@ static int check_buffer_total(const struct pccx_jobfile *jf, const char *path, u
 			continue;
 		}
 		if (!total)
-			return pccx_fail(d, PCCX_ERR_RANGE,
-					 "%s: buffer %u (handle %u) declares %" PRIu64 " bytes, more "
-					 "than the limit of %" PRIu64 " bytes on the job's buffers "
-					 "(--max-buffers BYTES raises it)",
-					 path, i, bi->handle, bi->size, limit);
-		return pccx_fail(d, PCCX_ERR_RANGE,
-				 "%s: buffer %u (handle %u) declares %" PRIu64 " bytes, which with "
-				 "the %" PRIu64 " bytes of the buffers before it is more than the "
-				 "limit of %" PRIu64 " bytes on the job's buffers (--max-buffers "
-				 "BYTES raises it)",
-				 path, i, bi->handle, bi->size, total, limit);
+			return pccx__fail(d, PCCX_ERR_RANGE,
+					  "%s: buffer %u (handle %u) declares %" PRIu64 " bytes, more "
+					  "than the limit of %" PRIu64 " bytes on the job's buffers "
+					  "(--max-buffers BYTES raises it)",
+					  path, i, bi->handle, bi->size, limit);
+		return pccx__fail(d, PCCX_ERR_RANGE,
+				  "%s: buffer %u (handle %u) declares %" PRIu64 " bytes, which with "
+				  "the %" PRIu64 " bytes of the buffers before it is more than the "
+				  "limit of %" PRIu64 " bytes on the job's buffers (--max-buffers "
+				  "BYTES raises it)",
+				  path, i, bi->handle, bi->size, total, limit);
 	}
 	return PCCX_OK;
 }
@@ -133,9 +133,9 @@ struct sim_run {
 	struct pccx_sim_stages stages;
 	uint8_t *data;
 	struct pccx_jobfile jf;
-	struct pccx_simb *b;
+	struct pccx_sim_backend *b;
 	struct pccx_simjob job;
-	struct pccx_simb_result res;
+	struct pccx_sim_backend_result res;
 };
 
 /* Fill the --buf buffers from their files. */
@@ -146,21 +146,21 @@ static int fill_inputs(const struct hfiles *in, const struct pccx_simjob *job, p
 	for (i = 0; i < in->n; i++) {
 		const struct hfile *h = &in->v[i];
 		uint64_t size;
-		uint8_t *dst = pccx_simjob_buf(job, h->handle, &size), *data;
+		uint8_t *dst = pccx__simjob_buf(job, h->handle, &size), *data;
 		size_t len;
 		int rc;
 
 		if (!dst)
-			return pccx_fail(d, PCCX_ERR_NOT_FOUND, "--buf: the job has no buffer %u",
-					 h->handle);
-		rc = pccx_read_file(h->path, MAX_BUF_FILE, &data, &len, d);
+			return pccx__fail(d, PCCX_ERR_NOT_FOUND, "--buf: the job has no buffer %u",
+					  h->handle);
+		rc = pccx__read_file(h->path, MAX_BUF_FILE, &data, &len, d);
 		if (rc)
 			return rc;
 		if (len > size) {
 			free(data);
-			return pccx_fail(d, PCCX_ERR_RANGE,
-					 "%s: %zu bytes exceed buffer %u (%" PRIu64 " bytes)",
-					 h->path, len, h->handle, size);
+			return pccx__fail(d, PCCX_ERR_RANGE,
+					  "%s: %zu bytes exceed buffer %u (%" PRIu64 " bytes)",
+					  h->path, len, h->handle, size);
 		}
 		memcpy(dst, data, len);
 		free(data);
@@ -175,13 +175,13 @@ static int write_outputs(const struct hfiles *out, const struct pccx_simjob *job
 
 	for (i = 0; i < out->n; i++) {
 		uint64_t size = 0;
-		uint8_t *src = pccx_simjob_buf(job, out->v[i].handle, &size);
+		uint8_t *src = pccx__simjob_buf(job, out->v[i].handle, &size);
 		int rc;
 
 		if (!src)
-			return pccx_fail(d, PCCX_ERR_NOT_FOUND, "--out: the job has no buffer %u",
-					 out->v[i].handle);
-		rc = pccx_write_file_atomic(out->v[i].path, src, size, d);
+			return pccx__fail(d, PCCX_ERR_NOT_FOUND, "--out: the job has no buffer %u",
+					  out->v[i].handle);
+		rc = pccx__write_file_atomic(out->v[i].path, src, size, d);
 		if (rc)
 			return rc;
 	}
@@ -194,15 +194,15 @@ static int load(const struct sim_args *a, struct sim_run *r, pccx_diag *d)
 	size_t len;
 	int rc;
 
-	rc = pccx_read_file(a->job, MAX_JOB_BYTES, &r->data, &len, d);
+	rc = pccx__read_file(a->job, MAX_JOB_BYTES, &r->data, &len, d);
 	if (!rc)
-		rc = pccx_jobfile_parse(r->data, len, a->job, &r->jf, d);
+		rc = pccx__jobfile_parse(r->data, len, a->job, &r->jf, d);
 	if (!rc)
 		rc = check_buffer_total(&r->jf, a->job, a->max_buffers, d);
 	if (!rc)
-		rc = pccx_simb_create(&r->cfg, &r->b, d);
+		rc = pccx__sim_backend_create(&r->cfg, &r->b, d);
 	if (!rc)
-		rc = pccx_simjob_load(&r->job, r->b, &r->jf, a->job, d);
+		rc = pccx__simjob_load(&r->job, r->b, &r->jf, a->job, d);
 	if (!rc)
 		rc = fill_inputs(&a->in, &r->job, d);
 	return rc;
@@ -211,21 +211,21 @@ static int load(const struct sim_args *a, struct sim_run *r, pccx_diag *d)
 /* Submit and wait (with the trace, when asked for); the report comes either way. */
 static int run(const struct sim_args *a, struct sim_run *r, pccx_diag *d)
 {
-	pccx_sim *sim = pccx_simb_sim(r->b);
+	pccx_sim *sim = pccx__sim_backend_sim(r->b);
 	int rc;
 
-	if (a->trace && (rc = pccx_sim_trace_open(sim, a->trace, d)))
+	if (a->trace && (rc = pccx__sim_trace_open(sim, a->trace, d)))
 		return rc;
-	rc = pccx_simb_submit_wait(r->b, &r->job.view, &a->opts, &r->res, d);
+	rc = pccx__sim_backend_submit_wait(r->b, &r->job.view, &a->opts, &r->res, d);
 	if (a->trace) {
 		pccx_diag d2 = { 0 };
 
-		if (pccx_sim_trace_close(sim, &d2) && !rc) {
+		if (pccx__sim_trace_close(sim, &d2) && !rc) {
 			*d = d2;
 			rc = d2.status;
 		}
 	}
-	pccx_sim_report(sim, stdout, r->stages.v, r->stages.n);
+	pccx__sim_report(sim, stdout, r->stages.v, r->stages.n);
 	printf("host: %.3f s CPU (%.3f s wall) for %u instructions (%.2f us CPU each), %" PRIu64
 	       " engine steps, %" PRIu64 " register accesses\n",
 	       r->res.cpu_seconds, r->res.host_seconds, r->jf.n_insn,
@@ -244,10 +244,10 @@ int pccx_cmd_sim(int argc, char **argv)
 	rc = pccx_opt_parse(&sim_cmd, argc, argv, &a);
 	if (rc != PCCX_OPT_RUN)
 		return rc;
-	pccx_sim_config_default(&r.cfg);
-	if (a.dtb && (rc = pccx_sim_config_from_dtb_file(&r.cfg, a.dtb, &d)))
+	pccx__sim_config_default(&r.cfg);
+	if (a.dtb && (rc = pccx__sim_config_from_dtb_file(&r.cfg, a.dtb, &d)))
 		return pccx_cli_fail(rc, &d);
-	if (a.stages && (rc = pccx_sim_stages_read(a.stages, &r.stages, &d)))
+	if (a.stages && (rc = pccx__sim_stages_read(a.stages, &r.stages, &d)))
 		return pccx_cli_fail(rc, &d);
 	rc = load(&a, &r, &d);
 	if (!rc)
@@ -256,10 +256,10 @@ int pccx_cmd_sim(int argc, char **argv)
 		rc = write_outputs(&a.out, &r.job, &d);
 	if (rc)
 		pccx_cli_fail(rc, &d);
-	pccx_simb_destroy(r.b);
-	pccx_simjob_free(&r.job);
-	pccx_jobfile_free(&r.jf);
+	pccx__sim_backend_destroy(r.b);
+	pccx__simjob_free(&r.job);
+	pccx__jobfile_free(&r.jf);
 	free(r.data);
-	pccx_sim_stages_free(&r.stages);
+	pccx__sim_stages_free(&r.stages);
 	return rc ? 1 : 0;
 }

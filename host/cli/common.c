@@ -56,8 +56,8 @@ int pccx_cli_parse_kernel(const char *value, void *dst)
 {
 	int k;
 
-	for (k = PCCX_KERN_AUTO; strcmp(pccx_kern_name((enum pccx_kern_impl)k), "?"); k++) {
-		if (!strcmp(value, pccx_kern_name((enum pccx_kern_impl)k))) {
+	for (k = PCCX_KERN_AUTO; strcmp(pccx__kern_name((enum pccx_kern_impl)k), "?"); k++) {
+		if (!strcmp(value, pccx__kern_name((enum pccx_kern_impl)k))) {
 			*(enum pccx_kern_impl *)dst = (enum pccx_kern_impl)k;
 			return 0;
 		}
@@ -71,9 +71,9 @@ const char *pccx_cli_kernel_names(void)
 	size_t len = 0;
 	int k;
 
-	for (k = PCCX_KERN_AUTO; strcmp(pccx_kern_name((enum pccx_kern_impl)k), "?"); k++)
+	for (k = PCCX_KERN_AUTO; strcmp(pccx__kern_name((enum pccx_kern_impl)k), "?"); k++)
 		len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s", len ? ", " : "",
-					pccx_kern_name((enum pccx_kern_impl)k));
+					pccx__kern_name((enum pccx_kern_impl)k));
 	return names;
 }
 
@@ -107,25 +107,25 @@ double pccx_cli_decode_tok_s(const struct pccx_stats *st, const struct pccx_devi
 	return (double)st->decode_steps * (double)info->core_hz / (double)st->decode_cycles;
 }
 
-int pccx_cli_config(const char *name, uint64_t max_ctx, struct pccx_g3n_config *cfg,
+int pccx_cli_config(const char *name, uint64_t max_ctx, struct pccx_gemma3n_config *cfg,
 		    pccx_diag *d)
 {
-	int rc = pccx_g3n_config_preset(name, cfg, d);
+	int rc = pccx__gemma3n_config_preset(name, cfg, d);
 
 	if (!rc && max_ctx)
 		cfg->max_ctx = (uint32_t)max_ctx;
 	return rc;
 }
 
-int pccx_cli_synth(const struct pccx_g3n_config *cfg, uint64_t seed, unsigned n_threads,
-		   struct pccx_g3n_model **m, pccx_diag *d)
+int pccx_cli_synth(const struct pccx_gemma3n_config *cfg, uint64_t seed, unsigned n_threads,
+		   struct pccx_gemma3n_model **m, pccx_diag *d)
 {
-	int rc = pccx_g3n_model_create(m, cfg, d);
+	int rc = pccx__gemma3n_model_create(m, cfg, d);
 
 	if (!rc)
-		rc = pccx_g3n_synth(*m, seed, n_threads, d);
+		rc = pccx__gemma3n_synth(*m, seed, n_threads, d);
 	if (rc) {
-		pccx_g3n_model_free(*m);
+		pccx__gemma3n_model_free(*m);
 		*m = NULL;
 	}
 	return rc;

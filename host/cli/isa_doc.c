@@ -55,7 +55,7 @@ void pccx_isa_doc_write(FILE *f)
 
 	fputs("| Opcode [63:60] | Mnemonic | Layout |\n|---|---|---|\n", f);
 	for (op = 0; op < 16; op++) {
-		const struct pccx_opcode_desc *od = pccx_opcode_desc(op);
+		const struct pccx_opcode_desc *od = pccx__opcode_desc(op);
 
 		if (od)
 			fprintf(f, "| 0x%X | `%s` | %c |\n", op, od->mnemonic, layouts[od->layout]);
@@ -66,7 +66,7 @@ void pccx_isa_doc_write(FILE *f)
 		fprintf(f, "Layout %c:\n\n| Bits | Field (asm) | Upstream name | Kind | Meaning |\n"
 			   "|---|---|---|---|---|\n", layouts[l]);
 		for (i = 0; i < PCCX_NFIELDS; i++) {
-			const struct pccx_field_desc *fd = &pccx_fields[i];
+			const struct pccx_field_desc *fd = &pccx__fields[i];
 
 			if ((unsigned)fd->layout != l)
 				continue;
@@ -83,7 +83,7 @@ void pccx_isa_doc_write(FILE *f)
 	fputs("CVO functions:\n\n| Code | Name | Class | Vector-form flags | Scalar-form flags "
 	      "| Status | Needed by |\n|---|---|---|---|---|---|---|\n", f);
 	for (fn = 0; fn < 16; fn++) {
-		const struct pccx_cvo_desc *cd = pccx_cvo_desc(fn);
+		const struct pccx_cvo_desc *cd = pccx__cvo_desc(fn);
 
 		if (!cd) {
 			fprintf(f, "| 0x%X | — | illegal | | | | |\n", fn);
@@ -98,13 +98,13 @@ void pccx_isa_doc_write(FILE *f)
 	fputs("\nWeight formats (weight-shape entry, value `c`):\n\n| Value | Name | Meaning |\n"
 	      "|---|---|---|\n", f);
 	for (fn = 0; fn < 16; fn++)
-		if (pccx_wfmt_name(fn))
-			fprintf(f, "| %u | `%s` | %s |\n", fn, pccx_wfmt_name(fn), pccx_wfmt_desc(fn));
+		if (pccx__wfmt_name(fn))
+			fprintf(f, "| %u | `%s` | %s |\n", fn, pccx__wfmt_name(fn), pccx__wfmt_desc(fn));
 	fputs("\nMEMSET caches (`cache`):\n\n| Value | Name |\n|---|---|\n", f);
 	for (fn = 0; fn < 4; fn++)
-		fprintf(f, "| %u | %s |\n", fn, pccx_cache_name(fn) ? pccx_cache_name(fn) : "illegal");
+		fprintf(f, "| %u | %s |\n", fn, pccx__cache_name(fn) ? pccx__cache_name(fn) : "illegal");
 	fputs("\nErrors reported by the decoder and the validator:\n\n| Code | Name | Meaning |\n"
 	      "|---|---|---|\n", f);
 	for (i = 1; i < PCCX_ISA_E_COUNT; i++)
-		fprintf(f, "| %d | `%s` | %s |\n", i, pccx_isa_errname(i), pccx_isa_strerror(i));
+		fprintf(f, "| %d | `%s` | %s |\n", i, pccx__isa_errname(i), pccx__isa_strerror(i));
 }

@@ -6,26 +6,26 @@
 
 static int cfail(struct pccx_compiler *c, int status, const char *what)
 {
-	return pccx_fail(&c->err, status, "compiler: %s", what);
+	return pccx__fail(&c->err, status, "compiler: %s", what);
 }
 
-void pccx_compiler_init(struct pccx_compiler *c, pccx_compiler_bind_fn bind, void *user)
+void pccx__compiler_init(struct pccx_compiler *c, pccx_compiler_bind_fn bind, void *user)
 {
 	memset(c, 0, sizeof(*c));
-	pccx_jb_init(&c->jb);
+	pccx__job_builder_init(&c->jb);
 	c->bind = bind;
 	c->bind_user = user;
 }
 
-void pccx_compiler_on_end(struct pccx_compiler *c, pccx_compiler_end_fn fn, void *user)
+void pccx__compiler_on_end(struct pccx_compiler *c, pccx_compiler_end_fn fn, void *user)
 {
 	c->on_end = fn;
 	c->end_user = user;
 }
 
-void pccx_compiler_free(struct pccx_compiler *c)
+void pccx__compiler_free(struct pccx_compiler *c)
 {
-	pccx_jb_free(&c->jb);
+	pccx__job_builder_free(&c->jb);
 }
 
 static int op_bind(void *ctx, uint32_t buf, void *base, uint64_t size, bool dev_write)
@@ -34,14 +34,14 @@ static int op_bind(void *ctx, uint32_t buf, void *base, uint64_t size, bool dev_
 	int rc;
 
 	if (buf >= PCCX_NPU_NBUF)
-		return pccx_fail(&c->err, PCCX_ERR_INVALID, "compiler: bind of unknown buffer %u",
-				 buf);
+		return pccx__fail(&c->err, PCCX_ERR_INVALID, "compiler: bind of unknown buffer %u",
+				  buf);
 	if (!c->bind)
 		return cfail(c, PCCX_ERR_INVALID, "no backend to bind buffers");
 	rc = c->bind(c->bind_user, buf, base, size, dev_write, &c->handle[buf]);
 	if (rc)
-		return pccx_fail(&c->err, rc, "compiler: the backend refused buffer %u (%llu bytes)",
-				 buf, (unsigned long long)size);
+		return pccx__fail(&c->err, rc, "compiler: the backend refused buffer %u (%llu bytes)",
+				  buf, (unsigned long long)size);
 	c->size[buf] = size;
 	c->bound[buf] = true;
 	return PCCX_OK;
@@ -51,7 +51,7 @@ static int op_begin(void *ctx, uint32_t pos)
 {
 	struct pccx_compiler *c = ctx;
 
-	pccx_jb_reset(&c->jb);
+	pccx__job_builder_reset(&c->jb);
 	c->pos = pos;
 	c->in_step = true;
 	return PCCX_OK;
@@ -87,7 +87,7 @@ static int need_buf(struct pccx_compiler *c, uint32_t buf)
 static int op_matmul(void *ctx, const struct pccx_npu_matmul *mm)
 {
 	struct pccx_compiler *c = ctx;
-	struct pccx_jb_weights w;
+	struct pccx_job_builder_weights w;
 	int rc = need_buf(c, mm->w.buf);
 
 	if (rc)
@@ -98,8 +98,8 @@ static int op_matmul(void *ctx, const struct pccx_npu_matmul *mm)
 	w.k = mm->k;
 	w.fmt = mm->fmt;
 	w.w_scale = mm->fmt == PCCX_WFMT_Q4;   /* device-layout Q4 always carries its scales */
-	pccx_jb_matmul(&c->jb, mm->m > 1 ? PCCX_OP_GEMM : PCCX_OP_GEMV, mm->dst, mm->src, mm->m,
-		       &w, mm->accm, mm->findemax);
+	pccx__job_builder_matmul(&c->jb, mm->m > 1 ? PCCX_OP_GEMM : PCCX_OP_GEMV, mm->dst, mm->src, mm->m,
+				 &w, mm->accm, mm->findemax);
 	return jb_status(c);
 }
 
@@ -107,7 +107,7 @@ static int op_cvo(void *ctx, const struct pccx_npu_cvo *op)
 {
 	struct pccx_compiler *c = ctx;
 
-	pccx_jb_cvo(&c->jb, op->func, op->src, op->dst, op->len, op->flags);
+	pccx__job_builder_cvo(&c->jb, op->func, op->src, op->dst, op->len, op->flags);
 	return jb_status(c);
 }
 
@@ -115,7 +115,7 @@ static int op_copy(void *ctx, uint32_t dst, uint32_t src, uint32_t words)
 {
 	struct pccx_compiler *c = ctx;
 
-	pccx_jb_copy(&c->jb, dst, src, words * PCCX_L2_ELEMS_PER_WORD);
+	pccx__job_builder_copy(&c->jb, dst, src, words * PCCX_L2_ELEMS_PER_WORD);
 	return jb_status(c);
 }
 
@@ -126,7 +126,7 @@ static int op_load(void *ctx, uint32_t dst, uint32_t buf, uint64_t offset, uint3
 
 	if (rc)
 		return rc;
-	pccx_jb_load(&c->jb, dst, c->handle[buf], offset, n_elems);
+	pccx__job_builder_load(&c->jb, dst, c->handle[buf], offset, n_elems);
 	return jb_status(c);
 }
 
@@ -137,7 +137,7 @@ static int op_store(void *ctx, uint32_t buf, uint64_t offset, uint32_t src, uint
 
 	if (rc)
 		return rc;
-	pccx_jb_store(&c->jb, src, c->handle[buf], offset, n_elems);
+	pccx__job_builder_store(&c->jb, src, c->handle[buf], offset, n_elems);
 	return jb_status(c);
 }
 
@@ -145,7 +145,7 @@ static int op_stage(void *ctx, const char *name, uint32_t addr, uint32_t rows, u
 {
 	struct pccx_compiler *c = ctx;
 
-	pccx_jb_stage(&c->jb, name, addr, rows, cols);
+	pccx__job_builder_stage(&c->jb, name, addr, rows, cols);
 	return jb_status(c);
 }
 
@@ -170,14 +170,14 @@ static const struct pccx_npu_ops compiler_ops = {
 	.error = op_error,
 };
 
-const struct pccx_npu_ops *pccx_compiler_ops(void)
+const struct pccx_npu_ops *pccx__compiler_ops(void)
 {
 	return &compiler_ops;
 }
 
-int pccx_compiler_job(struct pccx_compiler *c, struct pccx_job_view *job, pccx_diag *d)
+int pccx__compiler_job(struct pccx_compiler *c, struct pccx_job_view *job, pccx_diag *d)
 {
 	if (c->in_step)
-		return pccx_fail(d, PCCX_ERR_INVALID, "compiler: the step has not ended");
-	return pccx_jb_finish(&c->jb, job, d);
+		return pccx__fail(d, PCCX_ERR_INVALID, "compiler: the step has not ended");
+	return pccx__job_builder_finish(&c->jb, job, d);
 }

@@ -24,7 +24,7 @@ struct pccx_compiler;
 typedef int (*pccx_compiler_end_fn)(void *user, struct pccx_compiler *c);
 
 struct pccx_compiler {
-	struct pccx_jb jb;
+	struct pccx_job_builder jb;
 	pccx_compiler_bind_fn bind;
 	void *bind_user;
 	pccx_compiler_end_fn on_end;
@@ -37,13 +37,13 @@ struct pccx_compiler {
 	pccx_diag err;
 };
 
-void pccx_compiler_init(struct pccx_compiler *c, pccx_compiler_bind_fn bind, void *user);
-void pccx_compiler_free(struct pccx_compiler *c);
-void pccx_compiler_on_end(struct pccx_compiler *c, pccx_compiler_end_fn fn, void *user);
+void pccx__compiler_init(struct pccx_compiler *c, pccx_compiler_bind_fn bind, void *user);
+void pccx__compiler_free(struct pccx_compiler *c);
+void pccx__compiler_on_end(struct pccx_compiler *c, pccx_compiler_end_fn fn, void *user);
 /* The op table; the ctx of every op is the pccx_compiler. */
-const struct pccx_npu_ops *pccx_compiler_ops(void);
+const struct pccx_npu_ops *pccx__compiler_ops(void);
 /* The job of the last completed step (between end() and the next begin()). */
-PCCX_MUST_CHECK int pccx_compiler_job(struct pccx_compiler *c, struct pccx_job_view *job,
-				      pccx_diag *d);
+PCCX_MUST_CHECK int pccx__compiler_job(struct pccx_compiler *c, struct pccx_job_view *job,
+				       pccx_diag *d);
 
 #endif

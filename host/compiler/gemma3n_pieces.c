@@ -12,7 +12,7 @@ struct range {
 };
 
 struct recorder {
-	const struct pccx_g3n_model *m;
+	const struct pccx_gemma3n_model *m;
 	struct range *r;
 	size_t n, cap;
 	int rc;
@@ -97,24 +97,24 @@ static int by_start(const void *a, const void *b)
 	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
-int pccx_g3n_weight_pieces(const struct pccx_g3n_model *m, uint64_t limit,
-			   struct pccx_g3n_piece **out, size_t *n, pccx_diag *d)
+int pccx__gemma3n_weight_pieces(const struct pccx_gemma3n_model *m, uint64_t limit,
+				struct pccx_gemma3n_piece **out, size_t *n, pccx_diag *d)
 {
 	struct recorder rec = { .m = m };
-	struct pccx_g3n_plan plan;
-	struct pccx_g3n_piece *pc = NULL;
+	struct pccx_gemma3n_plan plan;
+	struct pccx_gemma3n_piece *pc = NULL;
 	size_t i, k = 0, np = 0;
 	int rc;
 
 	*out = NULL;
 	*n = 0;
-	rc = pccx_g3n_plan_build(m, &plan, d);
+	rc = pccx__gemma3n_plan_build(m, &plan, d);
 	if (rc)
 		return rc;
-	rc = pccx_g3n_step(m, &plan, &recorder_ops, &rec, 0, true);
+	rc = pccx__gemma3n_step(m, &plan, &recorder_ops, &rec, 0, true);
 	if (rc) {
 		free(rec.r);
-		return pccx_fail(d, rc, "weight pieces: recording a decode step failed");
+		return pccx__fail(d, rc, "weight pieces: recording a decode step failed");
 	}
 	qsort(rec.r, rec.n, sizeof(*rec.r), by_start);
 	/* ranges that overlap must share a piece: merge them */
@@ -129,18 +129,18 @@ int pccx_g3n_weight_pieces(const struct pccx_g3n_model *m, uint64_t limit,
 	pc = calloc(k ? k : 1, sizeof(*pc));
 	if (!pc) {
 		free(rec.r);
-		return pccx_fail(d, PCCX_ERR_NOMEM, "weight pieces: out of memory");
+		return pccx__fail(d, PCCX_ERR_NOMEM, "weight pieces: out of memory");
 	}
 	/* greedy: a piece takes whole ranges while it stays within the limit */
 	for (i = 0; i < k; i++) {
 		uint64_t lo = rec.r[i].lo, hi = rec.r[i].hi;
 
 		if (hi - lo > limit) {
-			rc = pccx_fail(d, PCCX_ERR_RANGE,
-				       "weights: bytes 0x%llx..0x%llx are read by one instruction "
-				       "(%llu bytes), more than the device's largest buffer (%llu "
-				       "bytes)", (unsigned long long)lo, (unsigned long long)hi,
-				       (unsigned long long)(hi - lo), (unsigned long long)limit);
+			rc = pccx__fail(d, PCCX_ERR_RANGE,
+					"weights: bytes 0x%llx..0x%llx are read by one instruction "
+					"(%llu bytes), more than the device's largest buffer (%llu "
+					"bytes)", (unsigned long long)lo, (unsigned long long)hi,
+					(unsigned long long)(hi - lo), (unsigned long long)limit);
 			free(pc);
 			free(rec.r);
 			return rc;
@@ -148,7 +148,7 @@ int pccx_g3n_weight_pieces(const struct pccx_g3n_model *m, uint64_t limit,
 		if (np && hi - pc[np - 1].offset <= limit)
 			pc[np - 1].bytes = hi - pc[np - 1].offset;
 		else
-			pc[np++] = (struct pccx_g3n_piece){ lo, hi - lo };
+			pc[np++] = (struct pccx_gemma3n_piece){ lo, hi - lo };
 	}
 	free(rec.r);
 	*out = pc;

@@ -8,12 +8,12 @@
  * run through a recording op table, so the pieces follow whatever the graph streams.
  * Bytes no step reads (the PLE table) are in no piece.
  */
-#ifndef PCCX_G3N_PIECES_H
-#define PCCX_G3N_PIECES_H
+#ifndef PCCX_GEMMA3N_PIECES_H
+#define PCCX_GEMMA3N_PIECES_H
 
 #include "gemma3n_model.h"
 
-struct pccx_g3n_piece {
+struct pccx_gemma3n_piece {
 	uint64_t offset;	/* in the weight buffer, multiple of 16 */
 	uint64_t bytes;		/* at most the limit */
 };
@@ -22,8 +22,8 @@ struct pccx_g3n_piece {
  * The pieces, in offset order, for buffers of at most `limit` bytes (*out is malloc'd).
  * PCCX_ERR_RANGE when one range a step reads as a whole is larger than the limit.
  */
-PCCX_MUST_CHECK int pccx_g3n_weight_pieces(const struct pccx_g3n_model *m, uint64_t limit,
-					   struct pccx_g3n_piece **out, size_t *n,
-					   pccx_diag *d);
+PCCX_MUST_CHECK int pccx__gemma3n_weight_pieces(const struct pccx_gemma3n_model *m, uint64_t limit,
+						struct pccx_gemma3n_piece **out, size_t *n,
+						pccx_diag *d);
 
-#endif /* PCCX_G3N_PIECES_H */
+#endif /* PCCX_GEMMA3N_PIECES_H */

@@ -5,13 +5,13 @@
 #include "diag.h"
 #include "jobbuild.h"
 
-void pccx_jb_init(struct pccx_jb *jb)
+void pccx__job_builder_init(struct pccx_job_builder *jb)
 {
 	memset(jb, 0, sizeof(*jb));
 	jb->async = true;
 }
 
-void pccx_jb_free(struct pccx_jb *jb)
+void pccx__job_builder_free(struct pccx_job_builder *jb)
 {
 	free(jb->insn);
 	free(jb->wr);
@@ -21,29 +21,29 @@ void pccx_jb_free(struct pccx_jb *jb)
 	memset(jb, 0, sizeof(*jb));
 }
 
-void pccx_jb_reset(struct pccx_jb *jb)
+void pccx__job_builder_reset(struct pccx_job_builder *jb)
 {
 	jb->n_insn = jb->n_dma = jb->n_stream = jb->n_stages = 0;
 	jb->valid[0] = jb->valid[1] = 0;
 	jb->next_victim[0] = jb->next_victim[1] = 0;
 	jb->status = PCCX_OK;
-	pccx_diag_clear(&jb->diag);
+	pccx__diag_clear(&jb->diag);
 }
 
-static bool failed(struct pccx_jb *jb)
+static bool failed(struct pccx_job_builder *jb)
 {
 	return jb->status != PCCX_OK;
 }
 
-static int jb_fail(struct pccx_jb *jb, int status, const char *what)
+static int jb_fail(struct pccx_job_builder *jb, int status, const char *what)
 {
 	if (!failed(jb))
-		jb->status = pccx_fail(&jb->diag, status, "job builder: %s", what);
+		jb->status = pccx__fail(&jb->diag, status, "job builder: %s", what);
 	return jb->status;
 }
 
 /* Grow *arr (n used, *cap slots of `each` bytes) to hold one more. */
-static bool grow(struct pccx_jb *jb, void **arr, uint32_t n, uint32_t *cap, size_t each,
+static bool grow(struct pccx_job_builder *jb, void **arr, uint32_t n, uint32_t *cap, size_t each,
 		 uint32_t limit)
 {
 	uint32_t ncap;
@@ -68,7 +68,7 @@ static bool grow(struct pccx_jb *jb, void **arr, uint32_t n, uint32_t *cap, size
 	return true;
 }
 
-static void emit(struct pccx_jb *jb, const struct pccx_insn *in)
+static void emit(struct pccx_job_builder *jb, const struct pccx_insn *in)
 {
 	struct pccx_isa_fault f;
 	struct pccx_insn chk;
@@ -76,10 +76,10 @@ static void emit(struct pccx_jb *jb, const struct pccx_insn *in)
 
 	if (failed(jb))
 		return;
-	if (pccx_encode(in, &w, &f) || pccx_decode(w, &chk, &f)) {
-		pccx_fail(&jb->diag, PCCX_ERR_INTERNAL, "job builder: illegal %s (field %s): %s",
-			  pccx_opcode_desc(in->opcode) ? pccx_opcode_desc(in->opcode)->mnemonic : "?",
-			  f.field >= 0 ? pccx_fields[f.field].name : "-", pccx_isa_strerror(f.err));
+	if (pccx__encode(in, &w, &f) || pccx__decode(w, &chk, &f)) {
+		pccx__fail(&jb->diag, PCCX_ERR_INTERNAL, "job builder: illegal %s (field %s): %s",
+			   pccx__opcode_desc(in->opcode) ? pccx__opcode_desc(in->opcode)->mnemonic : "?",
+			   f.field >= 0 ? pccx__fields[f.field].name : "-", pccx__isa_strerror(f.err));
 		jb->status = PCCX_ERR_INTERNAL;
 		return;
 	}
@@ -98,10 +98,10 @@ static void emit(struct pccx_jb *jb, const struct pccx_insn *in)
 
 		memcpy(st.set, jb->valid, sizeof(st.set));
 		memcpy(st.v, jb->v, sizeof(st.v));
-		if (pccx_insn_effects(&chk, &st, PCCX_L2_WORDS, &fx, &f)) {
-			pccx_fail(&jb->diag, PCCX_ERR_INTERNAL,
-				  "job builder: instruction %u (%s): %s", jb->n_insn,
-				  pccx_isa_errname(f.err), pccx_isa_strerror(f.err));
+		if (pccx__insn_effects(&chk, &st, PCCX_L2_WORDS, &fx, &f)) {
+			pccx__fail(&jb->diag, PCCX_ERR_INTERNAL,
+				   "job builder: instruction %u (%s): %s", jb->n_insn,
+				   pccx__isa_errname(f.err), pccx__isa_strerror(f.err));
 			jb->status = PCCX_ERR_INTERNAL;
 			return;
 		}
@@ -117,7 +117,8 @@ static void insn_init(struct pccx_insn *in, unsigned opcode)
 }
 
 /* Shape entry holding (a, b, c) in `cache` (emits a MEMSET unless one already does). */
-static int shape_entry(struct pccx_jb *jb, unsigned cache, uint32_t a, uint32_t b, uint32_t c)
+static int shape_entry(struct pccx_job_builder *jb, unsigned cache, uint32_t a, uint32_t b,
+		       uint32_t c)
 {
 	struct pccx_insn in;
 	unsigned e;
@@ -149,7 +150,7 @@ static int shape_entry(struct pccx_jb *jb, unsigned cache, uint32_t a, uint32_t 
 	return (int)e;
 }
 
-static void add_stream(struct pccx_jb *jb, uint32_t handle, unsigned port, uint64_t offset,
+static void add_stream(struct pccx_job_builder *jb, uint32_t handle, unsigned port, uint64_t offset,
 		       uint64_t length)
 {
 	struct pccx_stream_desc *last = NULL;
@@ -178,11 +179,12 @@ static void add_stream(struct pccx_jb *jb, uint32_t handle, unsigned port, uint6
 	jb->n_stream++;
 }
 
-void pccx_jb_matmul(struct pccx_jb *jb, unsigned opcode, uint32_t dest, uint32_t src, uint32_t m,
-		    const struct pccx_jb_weights *w, bool accm, bool findemax)
+void pccx__job_builder_matmul(struct pccx_job_builder *jb, unsigned opcode, uint32_t dest,
+			      uint32_t src, uint32_t m,
+			      const struct pccx_job_builder_weights *w, bool accm, bool findemax)
 {
 	struct pccx_wshape ws = { w->n, w->k, w->fmt, w->w_scale };
-	uint64_t row_bytes = pccx_wstream_row_bytes(&ws);
+	uint64_t row_bytes = pccx__wstream_row_bytes(&ws);
 	struct pccx_insn in;
 	int fe, we;
 	unsigned p;
@@ -201,14 +203,15 @@ void pccx_jb_matmul(struct pccx_jb *jb, unsigned opcode, uint32_t dest, uint32_t
 	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
 		uint32_t first, count;
 
-		pccx_wstream_port_rows(&ws, p, &first, &count);
+		pccx__wstream_port_rows(&ws, p, &first, &count);
 		add_stream(jb, w->handle, p, w->offset + (uint64_t)first * row_bytes,
 			   (uint64_t)count * row_bytes);
 	}
 }
 
-void pccx_jb_cvo(struct pccx_jb *jb, unsigned func, uint32_t src, uint32_t dst, uint32_t len,
-		 uint32_t flags)
+void pccx__job_builder_cvo(struct pccx_job_builder *jb, unsigned func, uint32_t src, uint32_t dst,
+			   uint32_t len,
+			   uint32_t flags)
 {
 	struct pccx_insn in;
 
@@ -229,7 +232,8 @@ void pccx_jb_cvo(struct pccx_jb *jb, unsigned func, uint32_t src, uint32_t dst, 
 /* Largest transfer of one MEMCPY: the shape (8, words, 1) needs words < 2^16. */
 #define MAX_XFER_WORDS 0xffffu
 
-static void memcpy_host_one(struct pccx_jb *jb, bool from_host, uint32_t word, uint32_t handle,
+static void memcpy_host_one(struct pccx_job_builder *jb, bool from_host, uint32_t word,
+			    uint32_t handle,
 			    uint64_t offset, uint32_t words)
 {
 	struct pccx_insn in;
@@ -256,7 +260,7 @@ static void memcpy_host_one(struct pccx_jb *jb, bool from_host, uint32_t word, u
 	emit(jb, &in);
 }
 
-static void memcpy_host(struct pccx_jb *jb, bool from_host, uint32_t word, uint32_t handle,
+static void memcpy_host(struct pccx_job_builder *jb, bool from_host, uint32_t word, uint32_t handle,
 			uint64_t offset, uint32_t n)
 {
 	uint32_t words = pccx_words_for(n);
@@ -271,17 +275,19 @@ static void memcpy_host(struct pccx_jb *jb, bool from_host, uint32_t word, uint3
 	}
 }
 
-void pccx_jb_load(struct pccx_jb *jb, uint32_t dst, uint32_t handle, uint64_t offset, uint32_t n)
+void pccx__job_builder_load(struct pccx_job_builder *jb, uint32_t dst, uint32_t handle,
+			    uint64_t offset, uint32_t n)
 {
 	memcpy_host(jb, true, dst, handle, offset, n);
 }
 
-void pccx_jb_store(struct pccx_jb *jb, uint32_t src, uint32_t handle, uint64_t offset, uint32_t n)
+void pccx__job_builder_store(struct pccx_job_builder *jb, uint32_t src, uint32_t handle,
+			     uint64_t offset, uint32_t n)
 {
 	memcpy_host(jb, false, src, handle, offset, n);
 }
 
-void pccx_jb_copy(struct pccx_jb *jb, uint32_t dst, uint32_t src, uint32_t n)
+void pccx__job_builder_copy(struct pccx_job_builder *jb, uint32_t dst, uint32_t src, uint32_t n)
 {
 	uint32_t words = pccx_words_for(n);
 
@@ -302,10 +308,11 @@ void pccx_jb_copy(struct pccx_jb *jb, uint32_t dst, uint32_t src, uint32_t n)
 	}
 }
 
-void pccx_jb_stage(struct pccx_jb *jb, const char *name, uint32_t word, uint32_t rows,
-		   uint32_t cols)
+void pccx__job_builder_stage(struct pccx_job_builder *jb, const char *name, uint32_t word,
+			     uint32_t rows,
+			     uint32_t cols)
 {
-	struct pccx_jb_stage *s;
+	struct pccx_job_builder_stage *s;
 	uint32_t last_writer;
 
 	if (failed(jb))
@@ -339,7 +346,7 @@ void pccx_jb_stage(struct pccx_jb *jb, const char *name, uint32_t word, uint32_t
 	s->name[sizeof(s->name) - 1] = '\0';
 }
 
-int pccx_jb_finish(struct pccx_jb *jb, struct pccx_job_view *view, pccx_diag *d)
+int pccx__job_builder_finish(struct pccx_job_builder *jb, struct pccx_job_view *view, pccx_diag *d)
 {
 	if (failed(jb)) {
 		if (d)

@@ -3,7 +3,7 @@
  * Job builder: emits v002 instructions and their descriptors, allocating shape entries,
  * splitting weight streams over the four ports, and recording stage markers. Used by the
  * compiler and by tests. Errors are sticky: after the first failure every emit is a no-op
- * and pccx_jb_finish() reports it, so a sequence of emits is checked once.
+ * and pccx__job_builder_finish() reports it, so a sequence of emits is checked once.
  */
 #ifndef PCCX_JOBBUILD_H
 #define PCCX_JOBBUILD_H
@@ -13,7 +13,7 @@
 #include "pccx/status.h"
 #include "pccx_job.h"
 
-struct pccx_jb_stage {
+struct pccx_job_builder_stage {
 	uint32_t insn;        /* index of the last instruction writing the stage's range */
 	uint32_t word;        /* L2 word of row 0 */
 	uint32_t rows, cols;  /* rows of cols BF16 elements, ceil(cols/8) words apart */
@@ -21,7 +21,7 @@ struct pccx_jb_stage {
 };
 
 /* A weight tensor as stored in a device buffer: row records in row order. */
-struct pccx_jb_weights {
+struct pccx_job_builder_weights {
 	uint32_t handle;
 	uint64_t offset;      /* byte offset of row 0's record */
 	uint32_t n, k;        /* output and input elements */
@@ -29,7 +29,7 @@ struct pccx_jb_weights {
 	bool w_scale;
 };
 
-struct pccx_jb {
+struct pccx_job_builder {
 	uint64_t *insn;
 	struct pccx_l2_range *wr;   /* (n_insn) the L2 words each instruction writes */
 	uint32_t n_insn, cap_insn;
@@ -37,7 +37,7 @@ struct pccx_jb {
 	uint32_t n_dma, cap_dma;
 	struct pccx_stream_desc *stream;
 	uint32_t n_stream, cap_stream;
-	struct pccx_jb_stage *stages;
+	struct pccx_job_builder_stage *stages;
 	uint32_t n_stages, cap_stages;
 	/* shape RAM contents as the job leaves them so far */
 	uint64_t valid[2];
@@ -48,32 +48,38 @@ struct pccx_jb {
 	pccx_diag diag;
 };
 
-void pccx_jb_init(struct pccx_jb *jb);
-void pccx_jb_free(struct pccx_jb *jb);
+void pccx__job_builder_init(struct pccx_job_builder *jb);
+void pccx__job_builder_free(struct pccx_job_builder *jb);
 /* Forget the instructions and descriptors but keep the allocations (next token's job). */
-void pccx_jb_reset(struct pccx_jb *jb);
+void pccx__job_builder_reset(struct pccx_job_builder *jb);
 
 
 /* y (M rows of N at word dest) = x (M rows of K at word src) . W^T; op GEMV (M=1) or GEMM. */
-void pccx_jb_matmul(struct pccx_jb *jb, unsigned opcode, uint32_t dest, uint32_t src, uint32_t m,
-		    const struct pccx_jb_weights *w, bool accm, bool findemax);
+void pccx__job_builder_matmul(struct pccx_job_builder *jb, unsigned opcode, uint32_t dest,
+			      uint32_t src, uint32_t m,
+			      const struct pccx_job_builder_weights *w, bool accm, bool findemax);
 /* One CVO word; flags are PCCX_CVOF_* (sreg included). */
-void pccx_jb_cvo(struct pccx_jb *jb, unsigned func, uint32_t src, uint32_t dst, uint32_t len,
-		 uint32_t flags);
+void pccx__job_builder_cvo(struct pccx_job_builder *jb, unsigned func, uint32_t src, uint32_t dst,
+			   uint32_t len,
+			   uint32_t flags);
 /* host buffer (handle, byte offset) -> L2 words at dst, n BF16 elements (whole words move). */
-void pccx_jb_load(struct pccx_jb *jb, uint32_t dst, uint32_t handle, uint64_t offset, uint32_t n);
+void pccx__job_builder_load(struct pccx_job_builder *jb, uint32_t dst, uint32_t handle,
+			    uint64_t offset, uint32_t n);
 /* L2 words at src -> host buffer (handle, byte offset). */
-void pccx_jb_store(struct pccx_jb *jb, uint32_t src, uint32_t handle, uint64_t offset, uint32_t n);
+void pccx__job_builder_store(struct pccx_job_builder *jb, uint32_t src, uint32_t handle,
+			     uint64_t offset, uint32_t n);
 /* L2 -> L2 copy of n elements (whole words). */
-void pccx_jb_copy(struct pccx_jb *jb, uint32_t dst, uint32_t src, uint32_t n);
+void pccx__job_builder_copy(struct pccx_job_builder *jb, uint32_t dst, uint32_t src, uint32_t n);
 /*
  * Name the tensor at word (rows x cols), complete now: the marker is attached to the last
  * instruction emitted so far that writes any of its words.
  */
-void pccx_jb_stage(struct pccx_jb *jb, const char *name, uint32_t word, uint32_t rows,
-		   uint32_t cols);
+void pccx__job_builder_stage(struct pccx_job_builder *jb, const char *name, uint32_t word,
+			     uint32_t rows,
+			     uint32_t cols);
 
 /* The job so far; returns the sticky status (with jb->diag) if any emit failed. */
-PCCX_MUST_CHECK int pccx_jb_finish(struct pccx_jb *jb, struct pccx_job_view *view, pccx_diag *d);
+PCCX_MUST_CHECK int pccx__job_builder_finish(struct pccx_job_builder *jb,
+					     struct pccx_job_view *view, pccx_diag *d);
 
 #endif

@@ -36,7 +36,7 @@ static void wr64(uint8_t *p, uint64_t v)
 	wr32(p + 4, (uint32_t)(v >> 32));
 }
 
-void pccx_jobfile_free(struct pccx_jobfile *jf)
+void pccx__jobfile_free(struct pccx_jobfile *jf)
 {
 	free(jf->insn);
 	free(jf->dma);
@@ -45,7 +45,7 @@ void pccx_jobfile_free(struct pccx_jobfile *jf)
 	memset(jf, 0, sizeof(*jf));
 }
 
-int pccx_buf_decl_check(uint64_t size, uint32_t access, char *why, size_t why_size)
+int pccx__buf_decl_check(uint64_t size, uint32_t access, char *why, size_t why_size)
 {
 	const uint32_t defined = PCCX_BUF_DEV_READ | PCCX_BUF_DEV_WRITE;
 
@@ -76,8 +76,8 @@ static void *alloc_n(size_t n, size_t each)
 	return calloc(n ? n : 1, each);
 }
 
-int pccx_jobfile_parse(const uint8_t *data, size_t len, const char *name, struct pccx_jobfile *jf,
-		       pccx_diag *d)
+int pccx__jobfile_parse(const uint8_t *data, size_t len, const char *name, struct pccx_jobfile *jf,
+			pccx_diag *d)
 {
 	struct pccx_vlimits lim;
 	uint64_t need;
@@ -85,58 +85,58 @@ int pccx_jobfile_parse(const uint8_t *data, size_t len, const char *name, struct
 	uint32_t i, version;
 
 	memset(jf, 0, sizeof(*jf));
-	pccx_vlimits_default(&lim);
+	pccx__vlimits_default(&lim);
 	if (len < 8 || memcmp(data, PCCX_JOBFILE_MAGIC, 8) != 0) {
 		/* bare program: little-endian 64-bit words */
 		if (len == 0)
-			return pccx_fail(d, PCCX_ERR_FORMAT, "%s: empty program", name);
+			return pccx__fail(d, PCCX_ERR_FORMAT, "%s: empty program", name);
 		if (len % 8)
-			return pccx_fail(d, PCCX_ERR_FORMAT,
-					 "%s: %zu bytes is not a whole number of 64-bit words",
-					 name, len);
+			return pccx__fail(d, PCCX_ERR_FORMAT,
+					  "%s: %zu bytes is not a whole number of 64-bit words",
+					  name, len);
 		if (len / 8 > lim.max_insn)
-			return pccx_fail(d, PCCX_ERR_RANGE, "%s: %zu words, more than %u", name,
-					 len / 8, lim.max_insn);
+			return pccx__fail(d, PCCX_ERR_RANGE, "%s: %zu words, more than %u", name,
+					  len / 8, lim.max_insn);
 		jf->n_insn = (uint32_t)(len / 8);
 		jf->insn = alloc_n(jf->n_insn, sizeof(uint64_t));
 		if (!jf->insn)
-			return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", name);
+			return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", name);
 		for (i = 0; i < jf->n_insn; i++)
 			jf->insn[i] = rd64(data + 8 * (size_t)i);
 		jf->is_program = 1;
 		return PCCX_OK;
 	}
 	if (len < HDR_BYTES)
-		return pccx_fail(d, PCCX_ERR_FORMAT, "%s: truncated job header (%zu bytes)", name,
-				 len);
+		return pccx__fail(d, PCCX_ERR_FORMAT, "%s: truncated job header (%zu bytes)", name,
+				  len);
 	version = rd32(data + 8);
 	if (version != PCCX_JOBFILE_VERSION)
-		return pccx_fail(d, PCCX_ERR_UNSUPPORTED, "%s: job file version %u (expected %u)",
-				 name, version, PCCX_JOBFILE_VERSION);
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: job file version %u (expected %u)",
+				  name, version, PCCX_JOBFILE_VERSION);
 	jf->n_insn = rd32(data + 12);
 	jf->n_dma = rd32(data + 16);
 	jf->n_stream = rd32(data + 20);
 	jf->n_buf = rd32(data + 24);
 	if (rd32(data + 28))
-		return pccx_fail(d, PCCX_ERR_FORMAT, "%s: reserved header word is not zero", name);
+		return pccx__fail(d, PCCX_ERR_FORMAT, "%s: reserved header word is not zero", name);
 	if (jf->n_insn > lim.max_insn || jf->n_dma > lim.max_dma ||
 	    jf->n_stream > lim.max_stream || jf->n_buf > PCCX_JOBFILE_MAX_BUFS)
-		return pccx_fail(d, PCCX_ERR_RANGE,
-				 "%s: counts too large (insn %u, dma %u, stream %u, buffers %u)",
-				 name, jf->n_insn, jf->n_dma, jf->n_stream, jf->n_buf);
+		return pccx__fail(d, PCCX_ERR_RANGE,
+				  "%s: counts too large (insn %u, dma %u, stream %u, buffers %u)",
+				  name, jf->n_insn, jf->n_dma, jf->n_stream, jf->n_buf);
 	need = HDR_BYTES + 8ull * jf->n_insn + (uint64_t)DESC_BYTES * (jf->n_dma + jf->n_stream) +
 	       (uint64_t)BUF_BYTES * jf->n_buf;
 	if (need != len)
-		return pccx_fail(d, PCCX_ERR_FORMAT,
-				 "%s: %zu bytes but the header's counts need %" PRIu64, name, len,
-				 need);
+		return pccx__fail(d, PCCX_ERR_FORMAT,
+				  "%s: %zu bytes but the header's counts need %" PRIu64, name, len,
+				  need);
 	jf->insn = alloc_n(jf->n_insn, sizeof(*jf->insn));
 	jf->dma = alloc_n(jf->n_dma, sizeof(*jf->dma));
 	jf->stream = alloc_n(jf->n_stream, sizeof(*jf->stream));
 	jf->buf = alloc_n(jf->n_buf, sizeof(*jf->buf));
 	if (!jf->insn || !jf->dma || !jf->stream || !jf->buf) {
-		pccx_jobfile_free(jf);
-		return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", name);
+		pccx__jobfile_free(jf);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", name);
 	}
 	p = data + HDR_BYTES;
 	for (i = 0; i < jf->n_insn; i++, p += 8)
@@ -161,26 +161,26 @@ int pccx_jobfile_parse(const uint8_t *data, size_t len, const char *name, struct
 		jf->buf[i].handle = rd32(p);
 		jf->buf[i].access = rd32(p + 4);
 		jf->buf[i].size = rd64(p + 8);
-		rc = pccx_buf_decl_check(jf->buf[i].size, jf->buf[i].access, why, sizeof(why));
+		rc = pccx__buf_decl_check(jf->buf[i].size, jf->buf[i].access, why, sizeof(why));
 		if (rc) {
 			uint32_t h = jf->buf[i].handle;
 
-			pccx_jobfile_free(jf);
-			return pccx_fail(d, rc, "%s: buffer %u (handle %u): %s", name, i, h, why);
+			pccx__jobfile_free(jf);
+			return pccx__fail(d, rc, "%s: buffer %u (handle %u): %s", name, i, h, why);
 		}
 		for (j = 0; j < i; j++)
 			if (jf->buf[j].handle == jf->buf[i].handle) {
 				uint32_t h = jf->buf[i].handle;
 
-				pccx_jobfile_free(jf);
-				return pccx_fail(d, PCCX_ERR_FORMAT,
-						 "%s: buffer handle %u listed twice", name, h);
+				pccx__jobfile_free(jf);
+				return pccx__fail(d, PCCX_ERR_FORMAT,
+						  "%s: buffer handle %u listed twice", name, h);
 			}
 	}
 	return PCCX_OK;
 }
 
-int pccx_jobfile_serialize(const struct pccx_jobfile *jf, uint8_t **out, size_t *len, pccx_diag *d)
+int pccx__jobfile_serialize(const struct pccx_jobfile *jf, uint8_t **out, size_t *len, pccx_diag *d)
 {
 	size_t n = HDR_BYTES + 8u * (size_t)jf->n_insn +
 		   DESC_BYTES * ((size_t)jf->n_dma + jf->n_stream) + BUF_BYTES * (size_t)jf->n_buf;
@@ -188,7 +188,7 @@ int pccx_jobfile_serialize(const struct pccx_jobfile *jf, uint8_t **out, size_t 
 	uint32_t i;
 
 	if (!b)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "job file: out of memory (%zu bytes)", n);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "job file: out of memory (%zu bytes)", n);
 	memcpy(b, PCCX_JOBFILE_MAGIC, 8);
 	wr32(b + 8, PCCX_JOBFILE_VERSION);
 	wr32(b + 12, jf->n_insn);
@@ -220,7 +220,7 @@ int pccx_jobfile_serialize(const struct pccx_jobfile *jf, uint8_t **out, size_t 
 	return PCCX_OK;
 }
 
-int pccx_jobfile_lookup(void *ctx, uint32_t handle, uint64_t *size, uint32_t *access)
+int pccx__jobfile_lookup(void *ctx, uint32_t handle, uint64_t *size, uint32_t *access)
 {
 	const struct pccx_jobfile *jf = ctx;
 	uint32_t i;
@@ -234,8 +234,8 @@ int pccx_jobfile_lookup(void *ctx, uint32_t handle, uint64_t *size, uint32_t *ac
 	return -1;
 }
 
-void pccx_vresult_describe(const struct pccx_vresult *res, const uint64_t *insn, uint32_t n_insn,
-			   char *buf, size_t size)
+void pccx__vresult_describe(const struct pccx_vresult *res, const uint64_t *insn, uint32_t n_insn,
+			    char *buf, size_t size)
 {
 	char where[160] = "";
 	char field[48] = "";
@@ -249,8 +249,8 @@ void pccx_vresult_describe(const struct pccx_vresult *res, const uint64_t *insn,
 		char dis[200];
 		struct pccx_insn tmp;
 
-		if (insn && res->index < n_insn && pccx_decode(insn[res->index], &tmp, NULL) == 0)
-			pccx_disasm(insn[res->index], dis, sizeof(dis));
+		if (insn && res->index < n_insn && pccx__decode(insn[res->index], &tmp, NULL) == 0)
+			pccx__disasm(insn[res->index], dis, sizeof(dis));
 		else if (insn && res->index < n_insn)
 			snprintf(dis, sizeof(dis), "word 0x%016" PRIx64, insn[res->index]);
 		else
@@ -269,7 +269,7 @@ void pccx_vresult_describe(const struct pccx_vresult *res, const uint64_t *insn,
 		break;
 	}
 	if (res->field >= 0 && res->field < PCCX_NFIELDS)
-		snprintf(field, sizeof(field), ": field %s", pccx_fields[res->field].name);
+		snprintf(field, sizeof(field), ": field %s", pccx__fields[res->field].name);
 	switch (res->err) {
 	case PCCX_ISA_E_STREAM_MISMATCH:
 		snprintf(detail, sizeof(detail),
@@ -291,32 +291,32 @@ void pccx_vresult_describe(const struct pccx_vresult *res, const uint64_t *insn,
 	default:
 		break;
 	}
-	snprintf(buf, size, "%s%s: %s: %s%s", where, field, pccx_isa_errname(res->err),
-		 pccx_isa_strerror(res->err), detail);
+	snprintf(buf, size, "%s%s: %s: %s%s", where, field, pccx__isa_errname(res->err),
+		 pccx__isa_strerror(res->err), detail);
 }
 
-int pccx_jobfile_validate(const struct pccx_jobfile *jf, const char *name,
-			  struct pccx_vresult *res, pccx_diag *d)
+int pccx__jobfile_validate(const struct pccx_jobfile *jf, const char *name,
+			   struct pccx_vresult *res, pccx_diag *d)
 {
 	struct pccx_vlimits lim;
 	uint8_t *used;
 	char msg[400];
 	int err;
 
-	pccx_vlimits_default(&lim);
+	pccx__vlimits_default(&lim);
 	lim.program_only = jf->is_program;
 	used = calloc(PCCX_DMA_BITMAP_BYTES(jf->n_dma), 1);
 	if (!used)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", name);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", name);
 	{
 		struct pccx_job_view v = { jf->insn, jf->n_insn, jf->dma, jf->n_dma,
 					   jf->stream, jf->n_stream };
 
-		err = pccx_validate(&v, pccx_jobfile_lookup, (void *)jf, &lim, used, res);
+		err = pccx__validate(&v, pccx__jobfile_lookup, (void *)jf, &lim, used, res);
 	}
 	free(used);
 	if (!err)
 		return PCCX_OK;
-	pccx_vresult_describe(res, jf->insn, jf->n_insn, msg, sizeof(msg));
-	return pccx_fail(d, PCCX_ERR_VALIDATE, "%s: %s", name, msg);
+	pccx__vresult_describe(res, jf->insn, jf->n_insn, msg, sizeof(msg));
+	return pccx__fail(d, PCCX_ERR_VALIDATE, "%s: %s", name, msg);
 }

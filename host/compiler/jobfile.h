@@ -30,7 +30,7 @@ struct pccx_buf_info {
  * nothing else. Returns PCCX_OK, or PCCX_ERR_FORMAT / PCCX_ERR_RANGE with the problem written
  * to why (e.g. "access 0xffffffff has undefined bits 0xfffffffc ...").
  */
-int pccx_buf_decl_check(uint64_t size, uint32_t access, char *why, size_t why_size);
+int pccx__buf_decl_check(uint64_t size, uint32_t access, char *why, size_t why_size);
 
 struct pccx_jobfile {
 	uint64_t *insn;
@@ -45,22 +45,22 @@ struct pccx_jobfile {
 };
 
 /* Parse a job file or (if it does not start with the magic) a program file. */
-PCCX_MUST_CHECK int pccx_jobfile_parse(const uint8_t *data, size_t len, const char *name,
-				       struct pccx_jobfile *jf, pccx_diag *d);
-PCCX_MUST_CHECK int pccx_jobfile_serialize(const struct pccx_jobfile *jf, uint8_t **out,
-					   size_t *len, pccx_diag *d);
-void pccx_jobfile_free(struct pccx_jobfile *jf);
+PCCX_MUST_CHECK int pccx__jobfile_parse(const uint8_t *data, size_t len, const char *name,
+					struct pccx_jobfile *jf, pccx_diag *d);
+PCCX_MUST_CHECK int pccx__jobfile_serialize(const struct pccx_jobfile *jf, uint8_t **out,
+					    size_t *len, pccx_diag *d);
+void pccx__jobfile_free(struct pccx_jobfile *jf);
 
-/* Lookup callback over jf->buf for pccx_validate(). */
-int pccx_jobfile_lookup(void *jf, uint32_t handle, uint64_t *size, uint32_t *access);
+/* Lookup callback over jf->buf for pccx__validate(). */
+int pccx__jobfile_lookup(void *jf, uint32_t handle, uint64_t *size, uint32_t *access);
 
 /* Validate jf; on refusal fill d with a message naming the word/descriptor and field. */
-PCCX_MUST_CHECK int pccx_jobfile_validate(const struct pccx_jobfile *jf, const char *name,
-					  struct pccx_vresult *res, pccx_diag *d);
+PCCX_MUST_CHECK int pccx__jobfile_validate(const struct pccx_jobfile *jf, const char *name,
+					   struct pccx_vresult *res, pccx_diag *d);
 
 /* One-line description of a validator refusal, e.g.
  * "instruction 12 (cvo func=mul ...): field len: LENGTH: length is invalid ...". */
-void pccx_vresult_describe(const struct pccx_vresult *res, const uint64_t *insn, uint32_t n_insn,
-			   char *buf, size_t size);
+void pccx__vresult_describe(const struct pccx_vresult *res, const uint64_t *insn, uint32_t n_insn,
+			    char *buf, size_t size);
 
 #endif

@@ -31,7 +31,7 @@ static int room(struct pccx_wpieces_out *o, uint32_t n_stream, pccx_diag *d)
 	cap = n_stream > 2 * o->cap_stream ? n_stream : 2 * o->cap_stream;
 	p = realloc(o->stream, (size_t)cap * sizeof(*o->stream));
 	if (!p)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "weight pieces: out of memory");
+		return pccx__fail(d, PCCX_ERR_NOMEM, "weight pieces: out of memory");
 	o->stream = p;
 	o->cap_stream = cap;
 	return PCCX_OK;
@@ -39,24 +39,24 @@ static int room(struct pccx_wpieces_out *o, uint32_t n_stream, pccx_diag *d)
 
 static int dma_outside(pccx_diag *d, uint32_t i, const struct pccx_dma_desc *dd)
 {
-	return pccx_fail(d, PCCX_ERR_INVALID,
-			 "DMA descriptor %u: bytes 0x%llx..0x%llx of the split weights are not in "
-			 "one piece", i, (unsigned long long)dd->offset,
-			 (unsigned long long)(dd->offset + dd->length));
+	return pccx__fail(d, PCCX_ERR_INVALID,
+			  "DMA descriptor %u: bytes 0x%llx..0x%llx of the split weights are not in "
+			  "one piece", i, (unsigned long long)dd->offset,
+			  (unsigned long long)(dd->offset + dd->length));
 }
 
 static int stream_outside(pccx_diag *d, uint32_t i, const struct pccx_stream_desc *sd,
 			  uint64_t at)
 {
-	return pccx_fail(d, PCCX_ERR_INVALID,
-			 "stream descriptor %u: bytes 0x%llx..0x%llx of the split weights: byte "
-			 "0x%llx is in no piece", i, (unsigned long long)sd->offset,
-			 (unsigned long long)(sd->offset + sd->length), (unsigned long long)at);
+	return pccx__fail(d, PCCX_ERR_INVALID,
+			  "stream descriptor %u: bytes 0x%llx..0x%llx of the split weights: byte "
+			  "0x%llx is in no piece", i, (unsigned long long)sd->offset,
+			  (unsigned long long)(sd->offset + sd->length), (unsigned long long)at);
 }
 
-int pccx_wpieces_rewrite(const struct pccx_wpiece *pc, size_t n, uint32_t whole,
-			 const struct pccx_job_view *job, struct pccx_wpieces_out *o,
-			 struct pccx_job_view *out, pccx_diag *d)
+int pccx__wpieces_rewrite(const struct pccx_wpiece *pc, size_t n, uint32_t whole,
+			  const struct pccx_job_view *job, struct pccx_wpieces_out *o,
+			  struct pccx_job_view *out, pccx_diag *d)
 {
 	uint32_t i, ns = 0;
 	size_t k;
@@ -66,7 +66,7 @@ int pccx_wpieces_rewrite(const struct pccx_wpiece *pc, size_t n, uint32_t whole,
 		void *p = realloc(o->dma, (size_t)job->n_dma * sizeof(*o->dma));
 
 		if (!p)
-			return pccx_fail(d, PCCX_ERR_NOMEM, "weight pieces: out of memory");
+			return pccx__fail(d, PCCX_ERR_NOMEM, "weight pieces: out of memory");
 		o->dma = p;
 		o->cap_dma = job->n_dma;
 	}
@@ -121,7 +121,7 @@ int pccx_wpieces_rewrite(const struct pccx_wpiece *pc, size_t n, uint32_t whole,
 	return PCCX_OK;
 }
 
-void pccx_wpieces_out_free(struct pccx_wpieces_out *o)
+void pccx__wpieces_out_free(struct pccx_wpieces_out *o)
 {
 	free(o->dma);
 	free(o->stream);

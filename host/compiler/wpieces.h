@@ -35,10 +35,10 @@ struct pccx_wpieces_out {
  * offset order). PCCX_ERR_INVALID, naming the range, when a DMA descriptor is not inside one
  * piece or a stream descriptor covers bytes of no piece.
  */
-PCCX_MUST_CHECK int pccx_wpieces_rewrite(const struct pccx_wpiece *pc, size_t n, uint32_t whole,
-					 const struct pccx_job_view *job,
-					 struct pccx_wpieces_out *o, struct pccx_job_view *out,
-					 pccx_diag *d);
-void pccx_wpieces_out_free(struct pccx_wpieces_out *o);
+PCCX_MUST_CHECK int pccx__wpieces_rewrite(const struct pccx_wpiece *pc, size_t n, uint32_t whole,
+					  const struct pccx_job_view *job,
+					  struct pccx_wpieces_out *o, struct pccx_job_view *out,
+					  pccx_diag *d);
+void pccx__wpieces_out_free(struct pccx_wpieces_out *o);
 
 #endif /* PCCX_WPIECES_H */

@@ -44,11 +44,11 @@ static unsigned nib_raw(const uint8_t *p, unsigned i)
 /*
  * One device Q4 row record -> ggml Q4_0 blocks: the FP16 scale copied, element e < 16 in the
  * low nibble of qs[e], e >= 16 in the high nibble of qs[e - 16], each as u = q + 8 = raw ^ 8.
- * The exact inverse of pccx_q4_from_ggml_q4_0.
+ * The exact inverse of pccx__q4_from_ggml_q4_0.
  */
 static void row_to_q4_0(const uint8_t *rec, uint32_t cols, uint8_t *out)
 {
-	const uint8_t *nib = pccx_g3n_q4_nibbles(rec, cols);
+	const uint8_t *nib = pccx_gemma3n_q4_nibbles(rec, cols);
 	uint32_t b, j;
 
 	for (b = 0; b < cols / 32; b++) {
@@ -83,10 +83,10 @@ static void *save_buf(struct save *s, size_t bytes)
 }
 
 /* The GGUF tensor holding my tensor t (and, if stacked, its sibling parts). */
-static int save_tensor(struct save *s, const struct pccx_g3n_model *m, uint32_t t, pccx_diag *d)
+static int save_tensor(struct save *s, const struct pccx_gemma3n_model *m, uint32_t t, pccx_diag *d)
 {
-	const struct pccx_g3n_tensor *T = &m->t[t];
-	char name[PCCX_G3N_NAME_MAX];
+	const struct pccx_gemma3n_tensor *T = &m->t[t];
+	char name[PCCX_GEMMA3N_NAME_MAX];
 	uint32_t part, parts = 1, p, r, i;
 	uint64_t ne[3], row_out, nbytes;
 	uint8_t *buf;
@@ -101,13 +101,13 @@ static int save_tensor(struct save *s, const struct pccx_g3n_model *m, uint32_t 
 	nbytes = row_out * T->rows * parts;
 	buf = save_buf(s, nbytes);
 	if (!buf)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "GGUF export: tensor '%s': out of memory",
-				 name);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "GGUF export: tensor '%s': out of memory",
+				  name);
 	for (p = 0; p < parts; p++) {
 		uint32_t tp = t + p;	/* the parts are consecutive in the tensor table */
 
 		for (r = 0; r < T->rows; r++) {
-			const uint8_t *rec = pccx_g3n_row(m, (int32_t)tp, r);
+			const uint8_t *rec = pccx_gemma3n_row(m, (int32_t)tp, r);
 			uint8_t *o = buf + ((uint64_t)p * T->rows + r) * row_out;
 
 			if (q4) {
@@ -130,18 +130,18 @@ static int save_tensor(struct save *s, const struct pccx_g3n_model *m, uint32_t 
 					   d);
 }
 
-static int save_metadata(pccx_gguf_writer *w, const struct pccx_g3n_config *c, pccx_diag *d)
+static int save_metadata(pccx_gguf_writer *w, const struct pccx_gemma3n_config *c, pccx_diag *d)
 {
 	struct pccx_attn_desc attn[PCCX_ATTN_KINDS];
-	struct pccx_layer_desc layers[PCCX_G3N_MAX_LAYERS];
-	bool swa[PCCX_G3N_MAX_LAYERS];
-	float sparsity[PCCX_G3N_MAX_LAYERS];
+	struct pccx_layer_desc layers[PCCX_GEMMA3N_MAX_LAYERS];
+	bool swa[PCCX_GEMMA3N_MAX_LAYERS];
+	float sparsity[PCCX_GEMMA3N_MAX_LAYERS];
 	char name[64];
 	uint32_t l;
 	int rc;
 
 	/* the per-layer keys: the layer table of the model's (checked) config */
-	rc = pccx_layers_build(c, attn, layers, d);
+	rc = pccx__layers_build(c, attn, layers, d);
 	if (rc)
 		return rc;
 	for (l = 0; l < c->n_layers; l++) {
@@ -168,7 +168,7 @@ static int save_metadata(pccx_gguf_writer *w, const struct pccx_g3n_config *c, p
 	U32("attention.sliding_window", c->window);
 	U32("attention.shared_kv_layers", c->n_kv_shared);
 	U32("altup.active_idx", 0);
-	U32("altup.num_inputs", PCCX_G3N_STREAMS);
+	U32("altup.num_inputs", PCCX_GEMMA3N_STREAMS);
 	U32("embedding_length_per_layer_input", c->d_ple);
 	F32("final_logit_softcapping", c->softcap);
 #undef U32
@@ -182,8 +182,8 @@ static int save_metadata(pccx_gguf_writer *w, const struct pccx_g3n_config *c, p
 	return rc;
 }
 
-int pccx_g3n_save_gguf(const struct pccx_g3n_model *m, const struct pccx_gguf_keys *keys,
-		       const char *path, pccx_diag *d)
+int pccx__gemma3n_save_gguf(const struct pccx_gemma3n_model *m, const struct pccx_gguf_keys *keys,
+			    const char *path, pccx_diag *d)
 {
 	struct save s = { 0 };
 	uint32_t t;
@@ -191,7 +191,7 @@ int pccx_g3n_save_gguf(const struct pccx_g3n_model *m, const struct pccx_gguf_ke
 
 	s.bufs = calloc(m->n_t, sizeof(*s.bufs));
 	if (!s.bufs)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "GGUF export: out of memory");
+		return pccx__fail(d, PCCX_ERR_NOMEM, "GGUF export: out of memory");
 	rc = pccx_gguf_writer_new(&s.w, d);
 	if (!rc)
 		rc = save_metadata(s.w, &m->cfg, d);
@@ -231,7 +231,7 @@ static int key_f32(const pccx_gguf *g, const char *key, float def, float *out, p
 }
 
 /* The configuration from the gemma3n.* metadata and the tensor shapes. */
-static int load_config(const pccx_gguf *g, uint32_t max_ctx, struct pccx_g3n_config *c,
+static int load_config(const pccx_gguf *g, uint32_t max_ctx, struct pccx_gemma3n_config *c,
 		       pccx_diag *d)
 {
 	const char *name = pccx_gguf_name(g), *arch;
@@ -246,8 +246,8 @@ static int load_config(const pccx_gguf *g, uint32_t max_ctx, struct pccx_g3n_con
 	if (rc)
 		return rc;
 	if (strcmp(arch, ARCH))
-		return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
-				 "%s: architecture '%s', expected '" ARCH "'", name, arch);
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED,
+				  "%s: architecture '%s', expected '" ARCH "'", name, arch);
 	rc = pccx_gguf_get_u32(g, ARCH ".block_count", &c->n_layers, d);
 	if (!rc)
 		rc = pccx_gguf_get_u32(g, ARCH ".embedding_length", &c->d_model, d);
@@ -260,10 +260,10 @@ static int load_config(const pccx_gguf *g, uint32_t max_ctx, struct pccx_g3n_con
 
 			rc = pccx_gguf_array_i64(a, l, &v);
 			if (!rc && (l ? v != (int64_t)c->d_ffn : v <= 0 || v > 65535))
-				rc = pccx_fail(d, PCCX_ERR_UNSUPPORTED,
-					       "%s: feed_forward_length differs "
-					       "between layers",
-					       name);
+				rc = pccx__fail(d, PCCX_ERR_UNSUPPORTED,
+						"%s: feed_forward_length differs "
+						"between layers",
+						name);
 			c->d_ffn = (uint32_t)v;
 		}
 	}
@@ -299,14 +299,14 @@ static int load_config(const pccx_gguf *g, uint32_t max_ctx, struct pccx_g3n_con
 		if (rc)
 			return rc;
 		if (a->n != c->n_layers)
-			return pccx_fail(d, PCCX_ERR_FORMAT, "%s: sliding_window_pattern has %llu "
-					 "entries for %u layers", name, (unsigned long long)a->n,
-					 c->n_layers);
-		c->global_period = pccx_layers_global_period(a->data, c->n_layers, &l);
+			return pccx__fail(d, PCCX_ERR_FORMAT, "%s: sliding_window_pattern has %llu "
+					  "entries for %u layers", name, (unsigned long long)a->n,
+					  c->n_layers);
+		c->global_period = pccx__layers_global_period(a->data, c->n_layers, &l);
 		if (l < c->n_layers)
-			return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
-					 "%s: sliding_window_pattern is not periodic (layer %u)",
-					 name, l);
+			return pccx__fail(d, PCCX_ERR_UNSUPPORTED,
+					  "%s: sliding_window_pattern is not periodic (layer %u)",
+					  name, l);
 	}
 	/* sparsity: a leading run of layers with the same non-zero z (llama.cpp: 10 x icdf(0.95))
 	 */
@@ -325,32 +325,32 @@ static int load_config(const pccx_gguf *g, uint32_t max_ctx, struct pccx_g3n_con
 		c->sparse_z = l ? z[0] : 0.0f;
 		for (; l < n; l++)
 			if (z[l] != 0.0f)
-				return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
-						 "%s: activation_sparsity_scale "
-						 "is not a leading run (layer %u)",
-						 name, l);
+				return pccx__fail(d, PCCX_ERR_UNSUPPORTED,
+						  "%s: activation_sparsity_scale "
+						  "is not a leading run (layer %u)",
+						  name, l);
 	}
 	/* sizes the metadata does not carry */
 	te = pccx_gguf_find_tensor(g, "token_embd.weight");
 	tp = pccx_gguf_find_tensor(g, "per_layer_token_embd.weight");
 	tl = pccx_gguf_find_tensor(g, "blk.0.laurel_l.weight");
 	if (!te || !tp || !tl)
-		return pccx_fail(d, PCCX_ERR_NOT_FOUND, "%s: token_embd, per_layer_token_embd or "
-				 "blk.0.laurel_l missing", name);
+		return pccx__fail(d, PCCX_ERR_NOT_FOUND, "%s: token_embd, per_layer_token_embd or "
+				  "blk.0.laurel_l missing", name);
 	if (te->n_dims != 2 || tp->n_dims != 2 || tl->n_dims != 2 || te->ne[1] > (1u << 24) ||
 	    tp->ne[1] > te->ne[1] || tl->ne[1] > 65535)
-		return pccx_fail(d, PCCX_ERR_FORMAT, "%s: unexpected embedding / LAuReL shapes",
-				 name);
+		return pccx__fail(d, PCCX_ERR_FORMAT, "%s: unexpected embedding / LAuReL shapes",
+				  name);
 	c->vocab = (uint32_t)te->ne[1];
 	c->ple_vocab = (uint32_t)tp->ne[1];
 	c->laurel_rank = (uint32_t)tl->ne[1];
 	c->max_ctx = max_ctx ? max_ctx : 4096;
-	rc = pccx_g3n_config_check(c, d);
+	rc = pccx__gemma3n_config_check(c, d);
 	if (rc && d) {
 		char why[sizeof(d->msg)];
 
 		snprintf(why, sizeof(why), "%s", d->msg);
-		return pccx_fail(d, rc, "%s: %s", name, why);
+		return pccx__fail(d, rc, "%s: %s", name, why);
 	}
 	return rc;
 }
@@ -361,12 +361,12 @@ static int gguf_row(const void *src, const void *tensor, uint64_t row, float *ds
 }
 
 /* Fill tensor t of the model from its GGUF tensor. */
-static int load_tensor(const pccx_gguf *g, struct pccx_g3n_model *m, uint32_t t, float *row,
+static int load_tensor(const pccx_gguf *g, struct pccx_gemma3n_model *m, uint32_t t, float *row,
 		       pccx_q4_error *err, uint64_t *clipped, pccx_diag *d)
 {
-	const struct pccx_g3n_tensor *T = &m->t[t];
+	const struct pccx_gemma3n_tensor *T = &m->t[t];
 	const pccx_gguf_tensor *gt;
-	char name[PCCX_G3N_NAME_MAX];
+	char name[PCCX_GEMMA3N_NAME_MAX];
 	uint32_t part, r, b;
 	uint64_t base;
 	bool shape_ok;
@@ -382,28 +382,28 @@ static int load_tensor(const pccx_gguf *g, struct pccx_g3n_model *m, uint32_t t,
 	else
 		shape_ok = gt->ne[0] == T->cols && gt->n_elems == (uint64_t)T->rows * T->cols;
 	if (!shape_ok)
-		return pccx_fail(d, PCCX_ERR_FORMAT,
-				 "%s: tensor '%s': shape does not match (%u, %u)",
-				 pccx_gguf_name(g), name, T->rows, T->cols);
+		return pccx__fail(d, PCCX_ERR_FORMAT,
+				  "%s: tensor '%s': shape does not match (%u, %u)",
+				  pccx_gguf_name(g), name, T->rows, T->cols);
 	base = (uint64_t)part * T->rows;
 	if (T->fmt != PCCX_WFMT_Q4 || gt->type != PCCX_GGML_Q4_0)
-		return pccx_g3n_place_rows(m, t, gguf_row, g, gt, base, row, err, clipped, name,
-					   d);
+		return pccx__gemma3n_place_rows(m, t, gguf_row, g, gt, base, row, err, clipped, name,
+						d);
 	for (r = 0; r < T->rows; r++) {
 		uint8_t *rec = m->data + T->offset + (uint64_t)r * T->row_bytes;
 		const uint8_t *src = gt->data + (base + r) * (T->cols / 32) * Q4_0_BLOCK_BYTES;
-		uint8_t *nib = rec + pccx_g3n_q4_scale_bytes(T->cols);
+		uint8_t *nib = rec + pccx_gemma3n_q4_scale_bytes(T->cols);
 
 		for (b = 0; b < T->cols / 32; b++) {
 			uint16_t h;
 
-			pccx_q4_from_ggml_q4_0(src + Q4_0_BLOCK_BYTES * b, &h, nib + 16 * b);
+			pccx__q4_from_ggml_q4_0(src + Q4_0_BLOCK_BYTES * b, &h, nib + 16 * b);
 			if (!pccx_q4_0_scale_finite(h)) {
 				char what[sizeof(d->msg)];
 
 				snprintf(what, sizeof(what), "%s: tensor '%s'", pccx_gguf_name(g),
 					 name);
-				return pccx_q4_0_refuse(d, what, (int64_t)(base + r), b, h);
+				return pccx__q4_0_refuse(d, what, (int64_t)(base + r), b, h);
 			}
 			rec[2 * b] = (uint8_t)h;
 			rec[2 * b + 1] = (uint8_t)(h >> 8);
@@ -414,12 +414,12 @@ static int load_tensor(const pccx_gguf *g, struct pccx_g3n_model *m, uint32_t t,
 	return PCCX_OK;
 }
 
-int pccx_g3n_load_gguf(struct pccx_g3n_model **out, const char *path, uint32_t max_ctx,
-		       struct pccx_g3n_load_info *info, pccx_gguf **file, pccx_diag *d)
+int pccx__gemma3n_load_gguf(struct pccx_gemma3n_model **out, const char *path, uint32_t max_ctx,
+			    struct pccx_gemma3n_load_info *info, pccx_gguf **file, pccx_diag *d)
 {
-	struct pccx_g3n_load_info local;
-	struct pccx_g3n_config cfg;
-	struct pccx_g3n_model *m = NULL;
+	struct pccx_gemma3n_load_info local;
+	struct pccx_gemma3n_config cfg;
+	struct pccx_gemma3n_model *m = NULL;
 	pccx_gguf *g = NULL;
 	float *row = NULL;
 	uint32_t t, maxc = 0;
@@ -436,14 +436,14 @@ int pccx_g3n_load_gguf(struct pccx_g3n_model **out, const char *path, uint32_t m
 	if (!rc)
 		rc = load_config(g, max_ctx, &cfg, d);
 	if (!rc)
-		rc = pccx_g3n_model_create(&m, &cfg, d);
+		rc = pccx__gemma3n_model_create(&m, &cfg, d);
 	if (rc)
 		goto out;
 	for (t = 0; t < m->n_t; t++)
 		maxc = m->t[t].cols > maxc ? m->t[t].cols : maxc;
 	row = malloc(sizeof(float) * maxc);
 	if (!row) {
-		rc = pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
+		rc = pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
 		goto out;
 	}
 	for (t = 0; !rc && t < m->n_t; t++)
@@ -455,7 +455,7 @@ out:
 	else
 		pccx_gguf_close(g);
 	if (rc) {
-		pccx_g3n_model_free(m);
+		pccx__gemma3n_model_free(m);
 		return rc;
 	}
 	*out = m;

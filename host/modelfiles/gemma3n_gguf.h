@@ -29,12 +29,12 @@ struct pccx_gguf_keys {
  * Write `m` (and the keys of `keys` when not NULL) to `path` (atomically: temporary file, then
  * rename).
  */
-PCCX_MUST_CHECK int pccx_g3n_save_gguf(const struct pccx_g3n_model *m,
-				       const struct pccx_gguf_keys *keys, const char *path,
-				       pccx_diag *d);
+PCCX_MUST_CHECK int pccx__gemma3n_save_gguf(const struct pccx_gemma3n_model *m,
+					    const struct pccx_gguf_keys *keys, const char *path,
+					    pccx_diag *d);
 
 /* What a load changed on the way into the device format. */
-struct pccx_g3n_load_info {
+struct pccx_gemma3n_load_info {
 	pccx_q4_error q4;	/* requantisation error of the Q4 tensors (lossless for Q4_0) */
 	uint64_t clipped;	/* AltUp correction coefficients clamped to +-120 (as HF does) */
 };
@@ -43,11 +43,11 @@ struct pccx_g3n_load_info {
  * Load a gemma3n GGUF into a new model in device layout. max_ctx: KV positions of global
  * layers (0 = 4096). info (may be NULL) receives what the conversion changed. *file (when file
  * != NULL) receives the open GGUF on success, for the caller to read other keys from (the
- * tokenizer's: pccx_tokenizer_load_gguf); close it with pccx_gguf_close(). On failure it is
+ * tokenizer's: pccx__tokenizer_load_gguf); close it with pccx_gguf_close(). On failure it is
  * NULL.
  */
-PCCX_MUST_CHECK int pccx_g3n_load_gguf(struct pccx_g3n_model **out, const char *path,
-				       uint32_t max_ctx, struct pccx_g3n_load_info *info,
-				       pccx_gguf **file, pccx_diag *d);
+PCCX_MUST_CHECK int pccx__gemma3n_load_gguf(struct pccx_gemma3n_model **out, const char *path,
+					    uint32_t max_ctx, struct pccx_gemma3n_load_info *info,
+					    pccx_gguf **file, pccx_diag *d);
 
 #endif /* PCCX_GEMMA3N_GGUF_H */

@@ -17,11 +17,11 @@
 /* ------------------------------------------------------------------------------------- */
 /* Shared with the GGUF loader: source rows -> device layout.                             */
 
-int pccx_g3n_place_rows(struct pccx_g3n_model *m, uint32_t t, pccx_g3n_row_src_fn fn,
-			const void *src, const void *tensor, uint64_t base, float *row,
-			pccx_q4_error *err, uint64_t *clipped, const char *what, pccx_diag *d)
+int pccx__gemma3n_place_rows(struct pccx_gemma3n_model *m, uint32_t t, pccx_gemma3n_row_src_fn fn,
+			     const void *src, const void *tensor, uint64_t base, float *row,
+			     pccx_q4_error *err, uint64_t *clipped, const char *what, pccx_diag *d)
 {
-	const struct pccx_g3n_tensor *T = &m->t[t];
+	const struct pccx_gemma3n_tensor *T = &m->t[t];
 	size_t nl = strlen(T->name), ns = strlen(CORRECT_COEF);
 	bool clip = nl > ns && !strcmp(T->name + nl - ns, CORRECT_COEF);
 	uint32_t r, i;
@@ -34,7 +34,8 @@ int pccx_g3n_place_rows(struct pccx_g3n_model *m, uint32_t t, pccx_g3n_row_src_f
 		if (rc)
 			return rc;
 		if (T->fmt == PCCX_WFMT_Q4) {
-			rc = pccx_q4_quantize(row, T->cols, rec + pccx_g3n_q4_scale_bytes(T->cols),
+			rc = pccx_q4_quantize(row, T->cols,
+					      rec + pccx_gemma3n_q4_scale_bytes(T->cols),
 					      (uint16_t *)(void *)rec, err, what, d);
 			if (rc)
 				return rc;
@@ -49,7 +50,7 @@ int pccx_g3n_place_rows(struct pccx_g3n_model *m, uint32_t t, pccx_g3n_row_src_f
 				if (clipped)
 					(*clipped)++;
 			}
-			h = pccx_f32_to_bf16(row[i]);
+			h = pccx__f32_to_bf16(row[i]);
 			rec[2 * i] = (uint8_t)h;
 			rec[2 * i + 1] = (uint8_t)(h >> 8);
 		}
@@ -58,7 +59,7 @@ int pccx_g3n_place_rows(struct pccx_g3n_model *m, uint32_t t, pccx_g3n_row_src_f
 }
 
 /* ------------------------------------------------------------------------------------- */
-/* config.json -> pccx_g3n_config                                                          */
+/* config.json -> pccx_gemma3n_config                                                          */
 
 /* float32 Normal(0, 1).icdf(p), as torch computes it for the sparsity gate. */
 static float normal_icdf(float p)
@@ -80,29 +81,29 @@ static float normal_icdf(float p)
 }
 
 static int map_config(const pccx_hf_config *h, const char *file, uint32_t max_ctx,
-		      struct pccx_g3n_config *c, pccx_diag *d)
+		      struct pccx_gemma3n_config *c, pccx_diag *d)
 {
 	uint32_t l, n = h->num_hidden_layers;
 	int rc;
 
 	memset(c, 0, sizeof(*c));
 	snprintf(c->name, sizeof(c->name), "safetensors");
-	if (n == 0 || n > PCCX_G3N_MAX_LAYERS)
-		return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
-				 "%s: num_hidden_layers: %u, supported 1..%u", file, n,
-				 PCCX_G3N_MAX_LAYERS);
+	if (n == 0 || n > PCCX_GEMMA3N_MAX_LAYERS)
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED,
+				  "%s: num_hidden_layers: %u, supported 1..%u", file, n,
+				  PCCX_GEMMA3N_MAX_LAYERS);
 	for (l = 1; l < n; l++)
 		if (h->intermediate_size[l] != h->intermediate_size[0])
-			return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
-					 "%s: intermediate_size: differs between layers "
-					 "(layer %u: %u, layer 0: %u)",
-					 file, l, h->intermediate_size[l], h->intermediate_size[0]);
-	if (h->altup_num_inputs != PCCX_G3N_STREAMS)
-		return pccx_fail(d, PCCX_ERR_UNSUPPORTED, "%s: altup_num_inputs: %u, supported %u",
-				 file, h->altup_num_inputs, PCCX_G3N_STREAMS);
+			return pccx__fail(d, PCCX_ERR_UNSUPPORTED,
+					  "%s: intermediate_size: differs between layers "
+					  "(layer %u: %u, layer 0: %u)",
+					  file, l, h->intermediate_size[l], h->intermediate_size[0]);
+	if (h->altup_num_inputs != PCCX_GEMMA3N_STREAMS)
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: altup_num_inputs: %u, supported %u",
+				  file, h->altup_num_inputs, PCCX_GEMMA3N_STREAMS);
 	if (h->altup_active_idx != 0)
-		return pccx_fail(d, PCCX_ERR_UNSUPPORTED, "%s: altup_active_idx: %u, supported 0",
-				 file, h->altup_active_idx);
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: altup_active_idx: %u, supported 0",
+				  file, h->altup_active_idx);
 	c->n_layers = n;
 	c->d_model = h->hidden_size;
 	c->d_ffn = h->intermediate_size[0];
@@ -121,10 +122,10 @@ static int map_config(const pccx_hf_config *h, const char *file, uint32_t max_ct
 	c->softcap = (float)h->final_logit_softcapping;
 	/* layer pattern: global iff (i + 1) % period == 0 is the only one the graph runs */
 	c->global_period =
-		pccx_layers_global_period((const unsigned char *)h->layer_is_sliding, n, &l);
+		pccx__layers_global_period((const unsigned char *)h->layer_is_sliding, n, &l);
 	if (l < n)
-		return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
-				 "%s: layer_types: not periodic (layer %u)", file, l);
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED,
+				  "%s: layer_types: not periodic (layer %u)", file, l);
 	/* sparsity: a leading run of layers with the same non-zero target */
 	for (l = 0; l < n && h->activation_sparsity[l] != 0.0f &&
 		    h->activation_sparsity[l] == h->activation_sparsity[0]; l++)
@@ -133,17 +134,17 @@ static int map_config(const pccx_hf_config *h, const char *file, uint32_t max_ct
 	c->sparse_z = l ? normal_icdf(h->activation_sparsity[0]) : 0.0f;
 	for (; l < n; l++)
 		if (h->activation_sparsity[l] != 0.0f)
-			return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
-					 "%s: activation_sparsity_pattern: not a leading run of "
-					 "equal values (layer %u)",
-					 file, l);
+			return pccx__fail(d, PCCX_ERR_UNSUPPORTED,
+					  "%s: activation_sparsity_pattern: not a leading run of "
+					  "equal values (layer %u)",
+					  file, l);
 	c->max_ctx = max_ctx ? max_ctx : 4096;
-	rc = pccx_g3n_config_check(c, d);
+	rc = pccx__gemma3n_config_check(c, d);
 	if (rc && d) {
 		char why[sizeof(d->msg)];
 
 		snprintf(why, sizeof(why), "%s", d->msg);
-		return pccx_fail(d, rc, "%s: %s", file, why);
+		return pccx__fail(d, rc, "%s: %s", file, why);
 	}
 	return rc;
 }
@@ -154,7 +155,7 @@ static int map_config(const pccx_hf_config *h, const char *file, uint32_t max_ct
 /* Tensor-map id, layer and part of a model tensor name ("blk.3.attn_q.weight", ...). */
 static int locate(const char *name, int *id, uint32_t *layer, uint32_t *part)
 {
-	char key[PCCX_G3N_NAME_MAX];
+	char key[PCCX_GEMMA3N_NAME_MAX];
 	const char *s = name;
 	size_t n;
 
@@ -163,7 +164,7 @@ static int locate(const char *name, int *id, uint32_t *layer, uint32_t *part)
 		char *e;
 		unsigned long l = strtoul(s + 4, &e, 10);
 
-		if (*e != '.' || l >= PCCX_G3N_MAX_LAYERS)
+		if (*e != '.' || l >= PCCX_GEMMA3N_MAX_LAYERS)
 			return -1;
 		*layer = (uint32_t)l;
 		s = e + 1;
@@ -177,7 +178,7 @@ static int locate(const char *name, int *id, uint32_t *layer, uint32_t *part)
 		n -= 2;
 	}
 	snprintf(key, sizeof(key), "%.*s", (int)n, s);
-	*id = pccx_tmap_by_key(key);
+	*id = pccx_tensor_map_by_key(key);
 	return *id < 0 ? -1 : 0;
 }
 
@@ -187,14 +188,15 @@ static int st_row(const void *src, const void *tensor, uint64_t row, float *dst,
 }
 
 /* Never-read tensors a checkpoint may leave out: W_k, W_v, k_norm of layers not writing KV */
-static bool optional(const struct pccx_g3n_model *m, int id, uint32_t layer)
+static bool optional(const struct pccx_gemma3n_model *m, int id, uint32_t layer)
 {
 	return !m->layers[layer].kv_write &&
-	       (id == PCCX_TMAP_ATTN_K || id == PCCX_TMAP_ATTN_V || id == PCCX_TMAP_ATTN_K_NORM);
+	       (id == PCCX_TENSOR_MAP_ATTN_K || id == PCCX_TENSOR_MAP_ATTN_V ||
+		id == PCCX_TENSOR_MAP_ATTN_K_NORM);
 }
 
 static int load_tensors(const pccx_safetensors *st, const pccx_hf_config *h,
-			struct pccx_g3n_model *m, pccx_q4_error *err, pccx_diag *d)
+			struct pccx_gemma3n_model *m, pccx_q4_error *err, pccx_diag *d)
 {
 	uint64_t clipped = 0;
 	uint32_t t, maxc = 0;
@@ -205,19 +207,19 @@ static int load_tensors(const pccx_safetensors *st, const pccx_hf_config *h,
 		maxc = m->t[t].cols > maxc ? m->t[t].cols : maxc;
 	row = malloc(sizeof(float) * (maxc ? maxc : 1));
 	if (!row)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", pccx_st_name(st));
+		return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", pccx_st_name(st));
 	for (t = 0; !rc && t < m->n_t; t++) {
-		const struct pccx_g3n_tensor *T = &m->t[t];
+		const struct pccx_gemma3n_tensor *T = &m->t[t];
 		const pccx_st_tensor *s;
 		uint32_t layer, part;
 		int id;
 
 		if (locate(T->name, &id, &layer, &part)) {
-			rc = pccx_fail(d, PCCX_ERR_INVALID, "%s: no tensor-map entry for '%s'",
-				       pccx_st_name(st), T->name);
+			rc = pccx__fail(d, PCCX_ERR_INVALID, "%s: no tensor-map entry for '%s'",
+					pccx_st_name(st), T->name);
 			break;
 		}
-		rc = pccx_tmap_find_st(st, h, id, layer, part, &s, d);
+		rc = pccx_tensor_map_find_st(st, h, id, layer, part, &s, d);
 		if (rc == PCCX_ERR_NOT_FOUND && optional(m, id, layer)) {
 			rc = PCCX_OK;
 			continue;
@@ -226,12 +228,13 @@ static int load_tensors(const pccx_safetensors *st, const pccx_hf_config *h,
 			break;
 		if (!s->n_dims || s->shape[s->n_dims - 1] != T->cols ||
 		    s->n_elems != (uint64_t)T->rows * T->cols) {
-			rc = pccx_fail(d, PCCX_ERR_FORMAT,
-				       "%s: tensor '%s': shape does not match (%u, %u)", s->file,
-				       s->name, T->rows, T->cols);
+			rc = pccx__fail(d, PCCX_ERR_FORMAT,
+					"%s: tensor '%s': shape does not match (%u, %u)", s->file,
+					s->name, T->rows, T->cols);
 			break;
 		}
-		rc = pccx_g3n_place_rows(m, t, st_row, st, s, 0, row, err, &clipped, s->name, d);
+		rc = pccx__gemma3n_place_rows(m, t, st_row, st, s, 0, row, err, &clipped, s->name,
+					      d);
 	}
 	free(row);
 	return rc;
@@ -247,7 +250,7 @@ static int config_path(const char *path, char *buf, size_t size, pccx_diag *d)
 	int n;
 
 	if (stat(path, &sb))
-		return pccx_fail(d, PCCX_ERR_NOT_FOUND, "%s: no such file or directory", path);
+		return pccx__fail(d, PCCX_ERR_NOT_FOUND, "%s: no such file or directory", path);
 	if (S_ISDIR(sb.st_mode))
 		n = snprintf(buf, size, "%s/config.json", path);
 	else if (slash)
@@ -255,15 +258,16 @@ static int config_path(const char *path, char *buf, size_t size, pccx_diag *d)
 	else
 		n = snprintf(buf, size, "config.json");
 	if (n < 0 || (size_t)n >= size)
-		return pccx_fail(d, PCCX_ERR_RANGE, "%s: path too long", path);
+		return pccx__fail(d, PCCX_ERR_RANGE, "%s: path too long", path);
 	return PCCX_OK;
 }
 
-int pccx_g3n_load_safetensors(struct pccx_g3n_model **out, const char *path, uint32_t max_ctx,
-			      pccx_q4_error *err, pccx_diag *d)
+int pccx__gemma3n_load_safetensors(struct pccx_gemma3n_model **out, const char *path,
+				   uint32_t max_ctx,
+				   pccx_q4_error *err, pccx_diag *d)
 {
-	struct pccx_g3n_model *m = NULL;
-	struct pccx_g3n_config cfg;
+	struct pccx_gemma3n_model *m = NULL;
+	struct pccx_gemma3n_config cfg;
 	pccx_safetensors *st = NULL;
 	pccx_q4_error local;
 	pccx_hf_config *h;
@@ -276,7 +280,7 @@ int pccx_g3n_load_safetensors(struct pccx_g3n_model **out, const char *path, uin
 	pccx_q4_error_init(err);
 	h = malloc(sizeof(*h));
 	if (!h)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
 	rc = config_path(path, cpath, sizeof(cpath), d);
 	if (!rc)
 		rc = pccx_hf_config_read(cpath, h, d);
@@ -285,13 +289,13 @@ int pccx_g3n_load_safetensors(struct pccx_g3n_model **out, const char *path, uin
 	if (!rc)
 		rc = pccx_st_open(&st, path, d);
 	if (!rc)
-		rc = pccx_g3n_model_create(&m, &cfg, d);
+		rc = pccx__gemma3n_model_create(&m, &cfg, d);
 	if (!rc)
 		rc = load_tensors(st, h, m, err, d);
 	pccx_st_close(st);
 	free(h);
 	if (rc) {
-		pccx_g3n_model_free(m);
+		pccx__gemma3n_model_free(m);
 		return rc;
 	}
 	*out = m;

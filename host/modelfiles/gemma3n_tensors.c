@@ -32,112 +32,112 @@ struct entry {
 	const char *key;
 	bool per_layer;
 	bool stacked;		/* GGUF stacks altup_num_inputs - 1 safetensors tensors */
-	const char *st;		/* after PCCX_TMAP_ST_PREFIX; %u = layer or part */
+	const char *st;		/* after PCCX_TENSOR_MAP_ST_PREFIX; %u = layer or part */
 	uint8_t nd;
 	uint8_t dim[2];
 };
 
-#define PCCX_TMAP_ST_PREFIX "model.language_model."
+#define PCCX_TENSOR_MAP_ST_PREFIX "model.language_model."
 
-static const struct entry map[PCCX_TMAP_COUNT] = {
-	[PCCX_TMAP_TOKEN_EMBD] = { "token_embd",
+static const struct entry map[PCCX_TENSOR_MAP_COUNT] = {
+	[PCCX_TENSOR_MAP_TOKEN_EMBD] = { "token_embd",
 	false, false, "embed_tokens.weight", 2, { X_V, X_D } },
-	[PCCX_TMAP_PER_LAYER_TOKEN_EMBD] = { "per_layer_token_embd", false, false,
+	[PCCX_TENSOR_MAP_PER_LAYER_TOKEN_EMBD] = { "per_layer_token_embd", false, false,
 					    "embed_tokens_per_layer.weight", 2, { X_VPL, X_LPLD } },
-	[PCCX_TMAP_PER_LAYER_MODEL_PROJ] = { "per_layer_model_proj", false, false,
+	[PCCX_TENSOR_MAP_PER_LAYER_MODEL_PROJ] = { "per_layer_model_proj", false, false,
 					    "per_layer_model_projection.weight",
 					    2, { X_LPLD, X_D } },
-	[PCCX_TMAP_PER_LAYER_PROJ_NORM] = { "per_layer_proj_norm", false, false,
+	[PCCX_TENSOR_MAP_PER_LAYER_PROJ_NORM] = { "per_layer_proj_norm", false, false,
 					   "per_layer_projection_norm.weight", 1, { X_PLD } },
-	[PCCX_TMAP_ALTUP_PROJ] = { "altup_proj", false, true, "altup_projections.%u.weight", 2,
+	[PCCX_TENSOR_MAP_ALTUP_PROJ] = { "altup_proj", false, true, "altup_projections.%u.weight", 2,
 				  { X_D, X_D } },
-	[PCCX_TMAP_ALTUP_UNEMBD_PROJ] = { "altup_unembd_proj", false, true,
+	[PCCX_TENSOR_MAP_ALTUP_UNEMBD_PROJ] = { "altup_unembd_proj", false, true,
 					 "altup_unembed_projections.%u.weight", 2, { X_D, X_D } },
-	[PCCX_TMAP_OUTPUT_NORM] = { "output_norm", false, false, "norm.weight", 1, { X_D } },
-	[PCCX_TMAP_ATTN_NORM] = { "attn_norm", true, false, "layers.%u.input_layernorm.weight", 1,
+	[PCCX_TENSOR_MAP_OUTPUT_NORM] = { "output_norm", false, false, "norm.weight", 1, { X_D } },
+	[PCCX_TENSOR_MAP_ATTN_NORM] = { "attn_norm", true, false, "layers.%u.input_layernorm.weight", 1,
 				 { X_D } },
-	[PCCX_TMAP_ATTN_Q] = { "attn_q", true, false, "layers.%u.self_attn.q_proj.weight", 2,
+	[PCCX_TENSOR_MAP_ATTN_Q] = { "attn_q", true, false, "layers.%u.self_attn.q_proj.weight", 2,
 			      { X_Q, X_D } },
-	[PCCX_TMAP_ATTN_K] = { "attn_k", true, false, "layers.%u.self_attn.k_proj.weight", 2,
+	[PCCX_TENSOR_MAP_ATTN_K] = { "attn_k", true, false, "layers.%u.self_attn.k_proj.weight", 2,
 			      { X_KV, X_D } },
-	[PCCX_TMAP_ATTN_V] = { "attn_v", true, false, "layers.%u.self_attn.v_proj.weight", 2,
+	[PCCX_TENSOR_MAP_ATTN_V] = { "attn_v", true, false, "layers.%u.self_attn.v_proj.weight", 2,
 			      { X_KV, X_D } },
-	[PCCX_TMAP_ATTN_OUTPUT] = { "attn_output", true, false, "layers.%u.self_attn.o_proj.weight",
+	[PCCX_TENSOR_MAP_ATTN_OUTPUT] = { "attn_output", true, false, "layers.%u.self_attn.o_proj.weight",
 				   2, { X_D, X_Q } },
-	[PCCX_TMAP_ATTN_Q_NORM] = { "attn_q_norm", true, false, "layers.%u.self_attn.q_norm.weight",
+	[PCCX_TENSOR_MAP_ATTN_Q_NORM] = { "attn_q_norm", true, false, "layers.%u.self_attn.q_norm.weight",
 				   1, { X_HD } },
-	[PCCX_TMAP_ATTN_K_NORM] = { "attn_k_norm", true, false, "layers.%u.self_attn.k_norm.weight",
+	[PCCX_TENSOR_MAP_ATTN_K_NORM] = { "attn_k_norm", true, false, "layers.%u.self_attn.k_norm.weight",
 				   1, { X_HD } },
-	[PCCX_TMAP_POST_ATTN_NORM] = { "post_attention_norm", true, false,
+	[PCCX_TENSOR_MAP_POST_ATTN_NORM] = { "post_attention_norm", true, false,
 				      "layers.%u.post_attention_layernorm.weight", 1, { X_D } },
-	[PCCX_TMAP_FFN_NORM] = { "ffn_norm",
+	[PCCX_TENSOR_MAP_FFN_NORM] = { "ffn_norm",
 	true, false, "layers.%u.pre_feedforward_layernorm.weight",
 				1, { X_D } },
-	[PCCX_TMAP_FFN_GATE] = { "ffn_gate", true, false, "layers.%u.mlp.gate_proj.weight", 2,
+	[PCCX_TENSOR_MAP_FFN_GATE] = { "ffn_gate", true, false, "layers.%u.mlp.gate_proj.weight", 2,
 				{ X_F, X_D } },
-	[PCCX_TMAP_FFN_UP] = { "ffn_up", true, false, "layers.%u.mlp.up_proj.weight", 2,
+	[PCCX_TENSOR_MAP_FFN_UP] = { "ffn_up", true, false, "layers.%u.mlp.up_proj.weight", 2,
 			      { X_F, X_D } },
-	[PCCX_TMAP_FFN_DOWN] = { "ffn_down", true, false, "layers.%u.mlp.down_proj.weight", 2,
+	[PCCX_TENSOR_MAP_FFN_DOWN] = { "ffn_down", true, false, "layers.%u.mlp.down_proj.weight", 2,
 				{ X_D, X_F } },
-	[PCCX_TMAP_POST_FFW_NORM] = { "post_ffw_norm", true, false,
+	[PCCX_TENSOR_MAP_POST_FFW_NORM] = { "post_ffw_norm", true, false,
 				     "layers.%u.post_feedforward_layernorm.weight", 1, { X_D } },
-	[PCCX_TMAP_LAUREL_L] = { "laurel_l", true, false, "layers.%u.laurel.linear_left.weight", 2,
+	[PCCX_TENSOR_MAP_LAUREL_L] = { "laurel_l", true, false, "layers.%u.laurel.linear_left.weight", 2,
 				{ X_R, X_D } },
-	[PCCX_TMAP_LAUREL_R] = { "laurel_r", true, false, "layers.%u.laurel.linear_right.weight", 2,
+	[PCCX_TENSOR_MAP_LAUREL_R] = { "laurel_r", true, false, "layers.%u.laurel.linear_right.weight", 2,
 				{ X_D, X_R } },
-	[PCCX_TMAP_LAUREL_POST_NORM] = { "laurel_post_norm", true, false,
+	[PCCX_TENSOR_MAP_LAUREL_POST_NORM] = { "laurel_post_norm", true, false,
 					"layers.%u.laurel.post_laurel_norm.weight", 1, { X_D } },
-	[PCCX_TMAP_ALTUP_ROUTER] = { "altup_router", true, false,
+	[PCCX_TENSOR_MAP_ALTUP_ROUTER] = { "altup_router", true, false,
 				    "layers.%u.altup.modality_router.weight", 2, { X_A, X_D } },
-	[PCCX_TMAP_ALTUP_ROUTER_NORM] = { "altup_router_norm", true, false,
+	[PCCX_TENSOR_MAP_ALTUP_ROUTER_NORM] = { "altup_router_norm", true, false,
 					 "layers.%u.altup.router_norm.weight", 1, { X_D } },
-	[PCCX_TMAP_ALTUP_PREDICT_COEF] = { "altup_predict_coef", true, false,
+	[PCCX_TENSOR_MAP_ALTUP_PREDICT_COEF] = { "altup_predict_coef", true, false,
 					  "layers.%u.altup.prediction_coefs.weight",
 					  2, { X_AA, X_A } },
-	[PCCX_TMAP_ALTUP_CORRECT_COEF] = { "altup_correct_coef", true, false,
+	[PCCX_TENSOR_MAP_ALTUP_CORRECT_COEF] = { "altup_correct_coef", true, false,
 					  "layers.%u.altup.correction_coefs.weight",
 					  2, { X_A, X_A } },
 	/* The checkpoint stores this one without ".weight"; the converter appends it. */
-	[PCCX_TMAP_ALTUP_CORRECT_SCALE] = { "altup_correct_scale", true, false,
+	[PCCX_TENSOR_MAP_ALTUP_CORRECT_SCALE] = { "altup_correct_scale", true, false,
 					   "layers.%u.altup.correct_output_scale", 1, { X_D } },
-	[PCCX_TMAP_INP_GATE] = { "inp_gate",
+	[PCCX_TENSOR_MAP_INP_GATE] = { "inp_gate",
 	true, false, "layers.%u.per_layer_input_gate.weight", 2,
 				{ X_PLD, X_D } },
-	[PCCX_TMAP_PROJ] = { "proj", true, false, "layers.%u.per_layer_projection.weight", 2,
+	[PCCX_TENSOR_MAP_PROJ] = { "proj", true, false, "layers.%u.per_layer_projection.weight", 2,
 			    { X_D, X_PLD } },
-	[PCCX_TMAP_POST_NORM] = { "post_norm", true, false,
+	[PCCX_TENSOR_MAP_POST_NORM] = { "post_norm", true, false,
 				 "layers.%u.post_per_layer_input_norm.weight", 1, { X_D } },
 };
 
 static bool valid(int id)
 {
-	return id >= 0 && id < PCCX_TMAP_COUNT;
+	return id >= 0 && id < PCCX_TENSOR_MAP_COUNT;
 }
 
-const char *pccx_tmap_key(int id)
+const char *pccx_tensor_map_key(int id)
 {
 	return valid(id) ? map[id].key : NULL;
 }
 
-int pccx_tmap_by_key(const char *key)
+int pccx_tensor_map_by_key(const char *key)
 {
-	for (int i = 0; key && i < PCCX_TMAP_COUNT; i++)
+	for (int i = 0; key && i < PCCX_TENSOR_MAP_COUNT; i++)
 		if (strcmp(map[i].key, key) == 0)
 			return i;
 	return -1;
 }
 
-bool pccx_tmap_per_layer(int id)
+bool pccx_tensor_map_per_layer(int id)
 {
 	return valid(id) && map[id].per_layer;
 }
 
-uint32_t pccx_tmap_st_parts(const pccx_hf_config *cfg, int id)
+uint32_t pccx_tensor_map_st_parts(const pccx_hf_config *cfg, int id)
 {
 	return valid(id) && map[id].stacked ? cfg->altup_num_inputs - 1 : 1;
 }
 
-int pccx_tmap_gguf_name(int id, uint32_t layer, char *buf, size_t size)
+int pccx_tensor_map_gguf_name(int id, uint32_t layer, char *buf, size_t size)
 {
 	int n;
 
@@ -150,14 +150,14 @@ int pccx_tmap_gguf_name(int id, uint32_t layer, char *buf, size_t size)
 	return n < 0 || (size_t)n >= size ? PCCX_ERR_RANGE : PCCX_OK;
 }
 
-int pccx_tmap_st_name(int id, uint32_t layer, uint32_t part, char *buf, size_t size)
+int pccx_tensor_map_st_name(int id, uint32_t layer, uint32_t part, char *buf, size_t size)
 {
 	char fmt[128];
 	int n;
 
 	if (!valid(id))
 		return PCCX_ERR_INVALID;
-	snprintf(fmt, sizeof(fmt), "%s%s", PCCX_TMAP_ST_PREFIX, map[id].st);
+	snprintf(fmt, sizeof(fmt), "%s%s", PCCX_TENSOR_MAP_ST_PREFIX, map[id].st);
 	if (map[id].per_layer || map[id].stacked)
 		n = snprintf(buf, size, fmt, map[id].per_layer ? layer : part);
 	else
@@ -196,20 +196,20 @@ static uint64_t dim_value(const pccx_hf_config *c, enum dim x, uint32_t layer)
 	return 0;
 }
 
-int pccx_tmap_expected_shape(const pccx_hf_config *cfg, int id, uint32_t layer, bool for_gguf,
+int pccx_tensor_map_expected_shape(const pccx_hf_config *cfg, int id, uint32_t layer, bool for_gguf,
 			    uint32_t *n_dims, uint64_t shape[4], pccx_diag *d)
 {
 	const struct entry *e;
 	uint32_t k = 0;
 
 	if (!valid(id))
-		return pccx_fail(d, PCCX_ERR_INVALID, "gemma3n tensor map: no tensor id %d", id);
+		return pccx__fail(d, PCCX_ERR_INVALID, "gemma3n tensor map: no tensor id %d", id);
 	e = &map[id];
 	if (e->per_layer && layer >= cfg->num_hidden_layers)
-		return pccx_fail(d, PCCX_ERR_RANGE,
-				 "gemma3n tensor map: %s: layer %" PRIu32 " out of range (%" PRIu32
-				 " layers)",
-				 e->key, layer, cfg->num_hidden_layers);
+		return pccx__fail(d, PCCX_ERR_RANGE,
+				  "gemma3n tensor map: %s: layer %" PRIu32 " out of range (%" PRIu32
+				  " layers)",
+				  e->key, layer, cfg->num_hidden_layers);
 	if (e->stacked && for_gguf)
 		shape[k++] = cfg->altup_num_inputs - 1;
 	for (uint32_t i = 0; i < e->nd; i++)
@@ -248,7 +248,7 @@ static bool same(const uint64_t *a, uint32_t na, const uint64_t *b, uint32_t nb)
 	return true;
 }
 
-int pccx_tmap_find_gguf(const pccx_gguf *g, const pccx_hf_config *cfg, int id, uint32_t layer,
+int pccx_tensor_map_find_gguf(const pccx_gguf *g, const pccx_hf_config *cfg, int id, uint32_t layer,
 		       const pccx_gguf_tensor **out, pccx_diag *d)
 {
 	uint64_t want[4], have[4], ne[4];
@@ -258,15 +258,15 @@ int pccx_tmap_find_gguf(const pccx_gguf *g, const pccx_hf_config *cfg, int id, u
 	int rc;
 
 	*out = NULL;
-	rc = pccx_tmap_expected_shape(cfg, id, layer, true, &nd, want, d);
+	rc = pccx_tensor_map_expected_shape(cfg, id, layer, true, &nd, want, d);
 	if (rc)
 		return rc;
-	(void)!pccx_tmap_gguf_name(id, layer, name, sizeof(name));
+	(void)!pccx_tensor_map_gguf_name(id, layer, name, sizeof(name));
 	describe(id, layer, what, sizeof(what));
 	t = pccx_gguf_find_tensor(g, name);
 	if (!t)
-		return pccx_fail(d, PCCX_ERR_NOT_FOUND, "%s: tensor '%s' (%s): missing",
-				 pccx_gguf_name(g), name, what);
+		return pccx__fail(d, PCCX_ERR_NOT_FOUND, "%s: tensor '%s' (%s): missing",
+				  pccx_gguf_name(g), name, what);
 	for (uint32_t i = 0; i < t->n_dims; i++)
 		have[i] = t->ne[t->n_dims - 1 - i];
 	if (same(want, nd, have, t->n_dims)) {
@@ -274,7 +274,7 @@ int pccx_tmap_find_gguf(const pccx_gguf *g, const pccx_hf_config *cfg, int id, u
 		return PCCX_OK;
 	}
 	/* Newer converters pad the per-layer embedding to vocab_size rows. */
-	if (id == PCCX_TMAP_PER_LAYER_TOKEN_EMBD) {
+	if (id == PCCX_TENSOR_MAP_PER_LAYER_TOKEN_EMBD) {
 		uint64_t alt[4] = { cfg->vocab_size, want[1] };
 
 		if (same(alt, nd, have, t->n_dims)) {
@@ -288,12 +288,12 @@ int pccx_tmap_find_gguf(const pccx_gguf *g, const pccx_hf_config *cfg, int id, u
 		ne[i] = want[nd - 1 - i];
 	fmt_dims(ne, nd, true, nw, sizeof(nw));
 	fmt_dims(t->ne, t->n_dims, true, nh, sizeof(nh));
-	return pccx_fail(d, PCCX_ERR_FORMAT,
-			 "%s: tensor '%s' (%s): expected shape %s (ne %s), found %s (ne %s)",
-			 pccx_gguf_name(g), name, what, sw, nw, sh, nh);
+	return pccx__fail(d, PCCX_ERR_FORMAT,
+			  "%s: tensor '%s' (%s): expected shape %s (ne %s), found %s (ne %s)",
+			  pccx_gguf_name(g), name, what, sw, nw, sh, nh);
 }
 
-int pccx_tmap_find_st(const pccx_safetensors *st, const pccx_hf_config *cfg, int id,
+int pccx_tensor_map_find_st(const pccx_safetensors *st, const pccx_hf_config *cfg, int id,
 		     uint32_t layer, uint32_t part, const pccx_st_tensor **out, pccx_diag *d)
 {
 	uint64_t want[4];
@@ -303,27 +303,27 @@ int pccx_tmap_find_st(const pccx_safetensors *st, const pccx_hf_config *cfg, int
 	int rc;
 
 	*out = NULL;
-	rc = pccx_tmap_expected_shape(cfg, id, layer, false, &nd, want, d);
+	rc = pccx_tensor_map_expected_shape(cfg, id, layer, false, &nd, want, d);
 	if (rc)
 		return rc;
-	if (part >= pccx_tmap_st_parts(cfg, id))
-		return pccx_fail(d, PCCX_ERR_RANGE,
-				 "gemma3n tensor map: %s: part %" PRIu32 " out of range",
-				 map[id].key, part);
-	(void)!pccx_tmap_st_name(id, layer, part, name, sizeof(name));
+	if (part >= pccx_tensor_map_st_parts(cfg, id))
+		return pccx__fail(d, PCCX_ERR_RANGE,
+				  "gemma3n tensor map: %s: part %" PRIu32 " out of range",
+				  map[id].key, part);
+	(void)!pccx_tensor_map_st_name(id, layer, part, name, sizeof(name));
 	describe(id, layer, what, sizeof(what));
 	rc = pccx_st_get_tensor(st, name, &t, d);
 	if (rc == PCCX_ERR_NOT_FOUND)
-		return pccx_fail(d, PCCX_ERR_NOT_FOUND, "%s: tensor '%s' (%s): missing",
-				 pccx_st_name(st), name, what);
+		return pccx__fail(d, PCCX_ERR_NOT_FOUND, "%s: tensor '%s' (%s): missing",
+				  pccx_st_name(st), name, what);
 	if (rc)
 		return rc;
 	if (!same(want, nd, t->shape, t->n_dims)) {
 		fmt_dims(want, nd, false, sw, sizeof(sw));
 		fmt_dims(t->shape, t->n_dims, false, sh, sizeof(sh));
-		return pccx_fail(d, PCCX_ERR_FORMAT,
-				 "%s: tensor '%s' (%s): expected shape %s, found %s",
-				 t->file, name, what, sw, sh);
+		return pccx__fail(d, PCCX_ERR_FORMAT,
+				  "%s: tensor '%s' (%s): expected shape %s, found %s",
+				  t->file, name, what, sw, sh);
 	}
 	*out = t;
 	return PCCX_OK;
@@ -337,7 +337,8 @@ int pccx_tmap_find_st(const pccx_safetensors *st, const pccx_hf_config *cfg, int
 static bool optional_in(const uint32_t *kv_src, int id, uint32_t layer)
 {
 	return kv_src[layer] != layer &&
-	       (id == PCCX_TMAP_ATTN_K || id == PCCX_TMAP_ATTN_V || id == PCCX_TMAP_ATTN_K_NORM);
+	       (id == PCCX_TENSOR_MAP_ATTN_K || id == PCCX_TENSOR_MAP_ATTN_V ||
+		id == PCCX_TENSOR_MAP_ATTN_K_NORM);
 }
 
 /* Which layer's cache each layer reads, from the file's own layer description. */
@@ -347,20 +348,20 @@ static void kv_sources(const pccx_hf_config *cfg, uint32_t *kv_src)
 		     PCCX_HF_MAX_LAYERS;
 
 	/* a layer without a writer of its kind reads its own (config.json refuses it) */
-	(void)pccx_layers_kv_sources(cfg->layer_is_sliding, n, cfg->num_kv_shared_layers, kv_src);
+	(void)pccx__layers_kv_sources(cfg->layer_is_sliding, n, cfg->num_kv_shared_layers, kv_src);
 }
 
-int pccx_tmap_check_gguf(const pccx_gguf *g, const pccx_hf_config *cfg, pccx_diag *d)
+int pccx_tensor_map_check_gguf(const pccx_gguf *g, const pccx_hf_config *cfg, pccx_diag *d)
 {
 	uint32_t kv_src[PCCX_HF_MAX_LAYERS];
 
 	kv_sources(cfg, kv_src);
-	for (int id = 0; id < PCCX_TMAP_COUNT; id++) {
+	for (int id = 0; id < PCCX_TENSOR_MAP_COUNT; id++) {
 		uint32_t nl = map[id].per_layer ? cfg->num_hidden_layers : 1;
 
 		for (uint32_t l = 0; l < nl; l++) {
 			const pccx_gguf_tensor *t;
-			int rc = pccx_tmap_find_gguf(g, cfg, id, l, &t, d);
+			int rc = pccx_tensor_map_find_gguf(g, cfg, id, l, &t, d);
 
 			if (rc == PCCX_ERR_NOT_FOUND && optional_in(kv_src, id, l))
 				continue;
@@ -371,18 +372,18 @@ int pccx_tmap_check_gguf(const pccx_gguf *g, const pccx_hf_config *cfg, pccx_dia
 	return PCCX_OK;
 }
 
-int pccx_tmap_check_st(const pccx_safetensors *st, const pccx_hf_config *cfg, pccx_diag *d)
+int pccx_tensor_map_check_st(const pccx_safetensors *st, const pccx_hf_config *cfg, pccx_diag *d)
 {
 	uint32_t kv_src[PCCX_HF_MAX_LAYERS];
 
 	kv_sources(cfg, kv_src);
-	for (int id = 0; id < PCCX_TMAP_COUNT; id++) {
+	for (int id = 0; id < PCCX_TENSOR_MAP_COUNT; id++) {
 		uint32_t nl = map[id].per_layer ? cfg->num_hidden_layers : 1;
 
 		for (uint32_t l = 0; l < nl; l++) {
-			for (uint32_t p = 0; p < pccx_tmap_st_parts(cfg, id); p++) {
+			for (uint32_t p = 0; p < pccx_tensor_map_st_parts(cfg, id); p++) {
 				const pccx_st_tensor *t;
-				int rc = pccx_tmap_find_st(st, cfg, id, l, p, &t, d);
+				int rc = pccx_tensor_map_find_st(st, cfg, id, l, p, &t, d);
 
 				if (rc == PCCX_ERR_NOT_FOUND && optional_in(kv_src, id, l))
 					continue;

@@ -107,7 +107,7 @@ int pccx_ggml_nbytes(uint32_t type, uint64_t n, uint64_t *bytes)
 		return PCCX_ERR_UNSUPPORTED;
 	if (n % ti->blck)
 		return PCCX_ERR_INVALID;
-	if (pccx_mf_mul_ovf(n / ti->blck, ti->bytes, bytes))
+	if (pccx_modelfile_mul_ovf(n / ti->blck, ti->bytes, bytes))
 		return PCCX_ERR_RANGE;
 	return PCCX_OK;
 }
@@ -117,7 +117,7 @@ int pccx_ggml_nbytes(uint32_t type, uint64_t n, uint64_t *bytes)
 
 static float h2f(const uint8_t *p)
 {
-	return pccx_fp16_to_f32(pccx_mf_le16(p));
+	return pccx__fp16_to_f32(pccx_modelfile_le16(p));
 }
 
 /* Q4_0: d, 16 bytes; element j is the low nibble of byte j, element j+16 the high one. */
@@ -145,7 +145,7 @@ static void dec_q4_1(const uint8_t *b, float *y)
 static void dec_q5_0(const uint8_t *b, float *y)
 {
 	float d = h2f(b);
-	uint32_t qh = pccx_mf_le32(b + 2);
+	uint32_t qh = pccx_modelfile_le32(b + 2);
 
 	for (int j = 0; j < 16; j++) {
 		int lo = (b[6 + j] & 0xF) | (int)(((qh >> j) & 1) << 4);
@@ -159,7 +159,7 @@ static void dec_q5_0(const uint8_t *b, float *y)
 static void dec_q5_1(const uint8_t *b, float *y)
 {
 	float d = h2f(b), m = h2f(b + 2);
-	uint32_t qh = pccx_mf_le32(b + 4);
+	uint32_t qh = pccx_modelfile_le32(b + 4);
 
 	for (int j = 0; j < 16; j++) {
 		int lo = (b[8 + j] & 0xF) | (int)(((qh >> j) & 1) << 4);
@@ -325,7 +325,7 @@ static void dec_q6_k(const uint8_t *b, float *y)
 /* Q8_K: d as FP32, qs[256] int8, bsums[16] (unused for decoding). */
 static void dec_q8_k(const uint8_t *b, float *y)
 {
-	float d = pccx_f32_from_bits(pccx_mf_le32(b));
+	float d = pccx_f32_from_bits(pccx_modelfile_le32(b));
 
 	for (int j = 0; j < 256; j++)
 		y[j] = d * (float)(int8_t)b[4 + j];
@@ -338,16 +338,16 @@ static void dec_scalar(uint32_t type, const uint8_t *p, float *y)
 
 	switch (type) {
 	case PCCX_GGML_F32:
-		*y = pccx_f32_from_bits(pccx_mf_le32(p));
+		*y = pccx_f32_from_bits(pccx_modelfile_le32(p));
 		break;
 	case PCCX_GGML_F16:
-		*y = pccx_fp16_to_f32(pccx_mf_le16(p));
+		*y = pccx__fp16_to_f32(pccx_modelfile_le16(p));
 		break;
 	case PCCX_GGML_BF16:
-		*y = pccx_bf16_to_f32(pccx_mf_le16(p));
+		*y = pccx__bf16_to_f32(pccx_modelfile_le16(p));
 		break;
 	case PCCX_GGML_F64:
-		u = pccx_mf_le64(p);
+		u = pccx_modelfile_le64(p);
 		memcpy(&f, &u, 8);
 		*y = (float)f;
 		break;
@@ -355,10 +355,10 @@ static void dec_scalar(uint32_t type, const uint8_t *p, float *y)
 		*y = (float)(int8_t)p[0];
 		break;
 	case PCCX_GGML_I16:
-		*y = (float)(int16_t)pccx_mf_le16(p);
+		*y = (float)(int16_t)pccx_modelfile_le16(p);
 		break;
 	case PCCX_GGML_I32:
-		*y = (float)(int32_t)pccx_mf_le32(p);
+		*y = (float)(int32_t)pccx_modelfile_le32(p);
 		break;
 	}
 }
@@ -374,22 +374,22 @@ int pccx_ggml_decode(uint32_t type, const void *src, size_t src_len, float *dst,
 	if (!what)
 		what = "tensor";
 	if (!ti)
-		return pccx_fail(d, PCCX_ERR_UNSUPPORTED, "%s: unknown ggml type %" PRIu32, what,
-				 type);
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: unknown ggml type %" PRIu32, what,
+				  type);
 	if (!ti->decode)
-		return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
-				 "%s: decoding ggml type %s is not supported",
-				 what, ti->name);
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED,
+				  "%s: decoding ggml type %s is not supported",
+				  what, ti->name);
 	if (n % ti->blck)
-		return pccx_fail(d, PCCX_ERR_INVALID,
-				 "%s: %" PRIu64 " elements is not a multiple of the %s block of %"
-				 PRIu32,
-				 what, n, ti->name, ti->blck);
+		return pccx__fail(d, PCCX_ERR_INVALID,
+				  "%s: %" PRIu64 " elements is not a multiple of the %s block of %"
+				  PRIu32,
+				  what, n, ti->name, ti->blck);
 	nb = n / ti->blck;
-	if (pccx_mf_mul_ovf(nb, ti->bytes, &bytes) || bytes > src_len)
-		return pccx_fail(d, PCCX_ERR_RANGE,
-				 "%s: %" PRIu64 " %s elements need more than the %zu bytes given",
-				 what, n, ti->name, src_len);
+	if (pccx_modelfile_mul_ovf(nb, ti->bytes, &bytes) || bytes > src_len)
+		return pccx__fail(d, PCCX_ERR_RANGE,
+				  "%s: %" PRIu64 " %s elements need more than the %zu bytes given",
+				  what, n, ti->name, src_len);
 	switch (type) {
 	case PCCX_GGML_Q4_0:
 		blk = dec_q4_0;
@@ -470,7 +470,7 @@ static void err_block(pccx_q4_error *e, const float *x, const uint8_t *nib, cons
 		return;
 	for (unsigned i = 0; i < PCCX_QBLK; i++) {
 		double ref = x[i];
-		double diff = (double)pccx_q4_weight(nib, d, i) - ref;
+		double diff = (double)pccx__q4_weight(nib, d, i) - ref;
 
 		e->sum_sq_err += diff * diff;
 		e->sum_sq_ref += ref * ref;
@@ -480,29 +480,29 @@ static void err_block(pccx_q4_error *e, const float *x, const uint8_t *nib, cons
 	e->n += PCCX_QBLK;
 }
 
-int pccx_q4_refuse_nonfinite(pccx_diag *d, const char *what, int64_t row, uint64_t block,
-			     const char *how)
+int pccx__q4_refuse_nonfinite(pccx_diag *d, const char *what, int64_t row, uint64_t block,
+			      const char *how)
 {
 	uint64_t e0 = block * PCCX_QBLK, e1 = e0 + PCCX_QBLK - 1;
 
 	if (row < 0)
-		return pccx_fail(d, PCCX_ERR_RANGE,
-				 "%s: block %" PRIu64 " (elements %" PRIu64 "..%" PRIu64
-				 ") holds Inf or NaN, %s",
-				 what, block, e0, e1, how);
-	return pccx_fail(d, PCCX_ERR_RANGE,
-			 "%s: row %" PRId64 ", block %" PRIu64 " (elements %" PRIu64 "..%" PRIu64
-			 " of the row) holds Inf or NaN, %s",
-			 what, row, block, e0, e1, how);
+		return pccx__fail(d, PCCX_ERR_RANGE,
+				  "%s: block %" PRIu64 " (elements %" PRIu64 "..%" PRIu64
+				  ") holds Inf or NaN, %s",
+				  what, block, e0, e1, how);
+	return pccx__fail(d, PCCX_ERR_RANGE,
+			  "%s: row %" PRId64 ", block %" PRIu64 " (elements %" PRIu64 "..%" PRIu64
+			  " of the row) holds Inf or NaN, %s",
+			  what, row, block, e0, e1, how);
 }
 
-int pccx_q4_0_refuse(pccx_diag *d, const char *what, int64_t row, uint64_t block,
-		     uint16_t scale)
+int pccx__q4_0_refuse(pccx_diag *d, const char *what, int64_t row, uint64_t block,
+		      uint16_t scale)
 {
 	char how[48];
 
 	snprintf(how, sizeof(how), "its FP16 scale is 0x%04x", scale);
-	return pccx_q4_refuse_nonfinite(d, what, row, block, how);
+	return pccx__q4_refuse_nonfinite(d, what, row, block, how);
 }
 
 int pccx_q4_quantize(const float *x, uint64_t n, uint8_t *nibbles, uint16_t *scales,
@@ -511,12 +511,12 @@ int pccx_q4_quantize(const float *x, uint64_t n, uint8_t *nibbles, uint16_t *sca
 	if (!what)
 		what = "tensor";
 	if (n % PCCX_QBLK)
-		return pccx_fail(d, PCCX_ERR_INVALID,
-				 "%s: %" PRIu64 " elements is not a multiple of 32",
-				 what, n);
+		return pccx__fail(d, PCCX_ERR_INVALID,
+				  "%s: %" PRIu64 " elements is not a multiple of 32",
+				  what, n);
 	for (uint64_t b = 0; b < n / PCCX_QBLK; b++) {
 		if (pccx_q4_quantize_block(x + b * PCCX_QBLK, &scales[b], nibbles + b * 16) != 0)
-			return pccx_q4_refuse_nonfinite(d, what, -1, b, "cannot quantise");
+			return pccx__q4_refuse_nonfinite(d, what, -1, b, "cannot quantise");
 		err_block(err, x + b * PCCX_QBLK, nibbles + b * 16, &scales[b]);
 		if (err)
 			err->lossless = false;
@@ -539,22 +539,22 @@ int pccx_q4_import(uint32_t type, const void *src, size_t src_len, uint64_t n, u
 	if (!what)
 		what = "tensor";
 	if (!ti)
-		return pccx_fail(d, PCCX_ERR_UNSUPPORTED, "%s: unknown ggml type %" PRIu32, what,
-				 type);
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: unknown ggml type %" PRIu32, what,
+				  type);
 	if (n % PCCX_QBLK || n % ti->blck)
-		return pccx_fail(d, PCCX_ERR_INVALID,
-				 "%s: %" PRIu64 " elements is not a multiple of 32 and of the %s "
-				 "block",
-				 what, n, ti->name);
-	if (pccx_mf_mul_ovf(n / ti->blck, ti->bytes, &bytes) || bytes > src_len)
-		return pccx_fail(d, PCCX_ERR_RANGE,
-				 "%s: %" PRIu64 " %s elements need more than the %zu bytes given",
-				 what, n, ti->name, src_len);
+		return pccx__fail(d, PCCX_ERR_INVALID,
+				  "%s: %" PRIu64 " elements is not a multiple of 32 and of the %s "
+				  "block",
+				  what, n, ti->name);
+	if (pccx_modelfile_mul_ovf(n / ti->blck, ti->bytes, &bytes) || bytes > src_len)
+		return pccx__fail(d, PCCX_ERR_RANGE,
+				  "%s: %" PRIu64 " %s elements need more than the %zu bytes given",
+				  what, n, ti->name, src_len);
 	if (type == PCCX_GGML_Q4_0) {
 		for (uint64_t b = 0; b < n / PCCX_QBLK; b++) {
-			pccx_q4_from_ggml_q4_0(p + b * 18, &scales[b], nibbles + b * 16);
+			pccx__q4_from_ggml_q4_0(p + b * 18, &scales[b], nibbles + b * 16);
 			if (!pccx_q4_0_scale_finite(scales[b]))
-				return pccx_q4_0_refuse(d, what, -1, b, scales[b]);
+				return pccx__q4_0_refuse(d, what, -1, b, scales[b]);
 			if (err) {
 				dec_q4_0(p + b * 18, x);
 				err_block(err, x, nibbles + b * 16, &scales[b]);
@@ -574,7 +574,7 @@ int pccx_q4_import(uint32_t type, const void *src, size_t src_len, uint64_t n, u
 			const float *xb = x + b * PCCX_QBLK;
 
 			if (pccx_q4_quantize_block(xb, &scales[gb], nibbles + gb * 16) != 0)
-				return pccx_q4_refuse_nonfinite(d, what, -1, gb, "cannot quantise");
+				return pccx__q4_refuse_nonfinite(d, what, -1, gb, "cannot quantise");
 			err_block(err, xb, nibbles + gb * 16, &scales[gb]);
 		}
 		if (err)

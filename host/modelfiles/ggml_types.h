@@ -16,8 +16,8 @@
  * "WHAT: row R, block B (elements E0..E1 of the row) holds Inf or NaN, HOW".
  * Returns PCCX_ERR_RANGE.
  */
-int pccx_q4_refuse_nonfinite(pccx_diag *d, const char *what, int64_t row, uint64_t block,
-			     const char *how);
+int pccx__q4_refuse_nonfinite(pccx_diag *d, const char *what, int64_t row, uint64_t block,
+			      const char *how);
 
 /* A Q4_0 block's weights d * (u - 8) are all finite exactly when its FP16 scale d is. */
 static inline bool pccx_q4_0_scale_finite(uint16_t d)
@@ -25,8 +25,8 @@ static inline bool pccx_q4_0_scale_finite(uint16_t d)
 	return (d & 0x7C00u) != 0x7C00u;
 }
 
-/* pccx_q4_refuse_nonfinite for a Q4_0 block whose FP16 scale is Inf or NaN, naming it. */
-int pccx_q4_0_refuse(pccx_diag *d, const char *what, int64_t row, uint64_t block,
-		     uint16_t scale);
+/* pccx__q4_refuse_nonfinite for a Q4_0 block whose FP16 scale is Inf or NaN, naming it. */
+int pccx__q4_0_refuse(pccx_diag *d, const char *what, int64_t row, uint64_t block,
+		      uint16_t scale);
 
 #endif /* PCCX_GGML_TYPES_H */

@@ -22,7 +22,7 @@ struct gguf_kv {
 
 struct pccx_gguf {
 	char *name;
-	pccx_mf_map map;
+	pccx_modelfile_map map;
 	uint32_t version;
 	uint64_t alignment;
 	uint64_t data_offset;
@@ -30,9 +30,9 @@ struct pccx_gguf {
 	struct gguf_kv *kv;
 	uint64_t n_tensors;
 	pccx_gguf_tensor *tensors;
-	pccx_mf_index kv_index;
-	pccx_mf_index tensor_index;
-	pccx_mf_arena arena;
+	pccx_modelfile_index kv_index;
+	pccx_modelfile_index tensor_index;
+	pccx_modelfile_arena arena;
 };
 
 /* Smallest encodings, used to bound counts before trusting them. */
@@ -61,8 +61,8 @@ static int perr(struct parser *ps, int status, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (ps->ctx[0])
-		return pccx_fail(ps->d, status, "%s: %s: %s", ps->g->name, ps->ctx, msg);
-	return pccx_fail(ps->d, status, "%s: %s", ps->g->name, msg);
+		return pccx__fail(ps->d, status, "%s: %s: %s", ps->g->name, ps->ctx, msg);
+	return pccx__fail(ps->d, status, "%s: %s", ps->g->name, msg);
 }
 
 static void set_ctx(struct parser *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -96,7 +96,7 @@ static int rd_u32(struct parser *ps, uint32_t *v, const char *what)
 
 	if (rc)
 		return rc;
-	*v = pccx_mf_le32(ps->p + ps->pos);
+	*v = pccx_modelfile_le32(ps->p + ps->pos);
 	ps->pos += 4;
 	return PCCX_OK;
 }
@@ -107,7 +107,7 @@ static int rd_u64(struct parser *ps, uint64_t *v, const char *what)
 
 	if (rc)
 		return rc;
-	*v = pccx_mf_le64(ps->p + ps->pos);
+	*v = pccx_modelfile_le64(ps->p + ps->pos);
 	ps->pos += 8;
 	return PCCX_OK;
 }
@@ -128,7 +128,7 @@ static int rd_str(struct parser *ps, const uint8_t **s, uint64_t *len, const cha
 	return PCCX_OK;
 }
 
-uint32_t pccx_gguf_scalar_size(uint32_t type)
+uint32_t pccx__gguf_scalar_size(uint32_t type)
 {
 	switch (type) {
 	case PCCX_GGUF_UINT8:
@@ -160,7 +160,7 @@ const char *pccx_gguf_type_name(uint32_t type)
 	return type < PCCX_GGUF_TYPE_COUNT ? names[type] : NULL;
 }
 
-const char *pccx_gguf_name_problem(const char *s, uint64_t len, uint64_t max)
+const char *pccx__gguf_name_problem(const char *s, uint64_t len, uint64_t max)
 {
 	if (len == 0)
 		return "is empty";
@@ -192,30 +192,30 @@ static void scalar_from(uint32_t type, const uint8_t *p, pccx_gguf_value *v)
 		v->v.b = p[0] != 0;
 		break;
 	case PCCX_GGUF_UINT16:
-		v->v.u = pccx_mf_le16(p);
+		v->v.u = pccx_modelfile_le16(p);
 		break;
 	case PCCX_GGUF_INT16:
-		v->v.i = (int16_t)pccx_mf_le16(p);
+		v->v.i = (int16_t)pccx_modelfile_le16(p);
 		break;
 	case PCCX_GGUF_UINT32:
-		v->v.u = pccx_mf_le32(p);
+		v->v.u = pccx_modelfile_le32(p);
 		break;
 	case PCCX_GGUF_INT32:
-		v->v.i = (int32_t)pccx_mf_le32(p);
+		v->v.i = (int32_t)pccx_modelfile_le32(p);
 		break;
 	case PCCX_GGUF_FLOAT32:
-		u32 = pccx_mf_le32(p);
+		u32 = pccx_modelfile_le32(p);
 		memcpy(&f, &u32, 4);
 		v->v.f = f;
 		break;
 	case PCCX_GGUF_UINT64:
-		v->v.u = pccx_mf_le64(p);
+		v->v.u = pccx_modelfile_le64(p);
 		break;
 	case PCCX_GGUF_INT64:
-		v->v.i = (int64_t)pccx_mf_le64(p);
+		v->v.i = (int64_t)pccx_modelfile_le64(p);
 		break;
 	case PCCX_GGUF_FLOAT64:
-		u64 = pccx_mf_le64(p);
+		u64 = pccx_modelfile_le64(p);
 		memcpy(&f64, &u64, 8);
 		v->v.f = f64;
 		break;
@@ -268,7 +268,7 @@ static int array_header(struct parser *ps, unsigned depth, uint32_t *et, uint64_
 		min = MIN_ARRAY_BYTES;
 		break;
 	default:
-		min = pccx_gguf_scalar_size(*et);
+		min = pccx__gguf_scalar_size(*et);
 	}
 	if (*n > left(ps) / min)
 		return perr(ps, PCCX_ERR_FORMAT,
@@ -305,7 +305,7 @@ static int skip_array(struct parser *ps, uint32_t et, uint64_t n, unsigned depth
 		return PCCX_OK;
 	}
 	/* array_header() proved n * size fits in what is left. */
-	len = n * pccx_gguf_scalar_size(et);
+	len = n * pccx__gguf_scalar_size(et);
 	if (et == PCCX_GGUF_BOOL) {
 		rc = check_bools(ps, ps->p + ps->pos, n);
 		if (rc)
@@ -319,9 +319,9 @@ static void *arena(struct parser *ps, uint64_t n, uint64_t size)
 {
 	uint64_t bytes;
 
-	if (pccx_mf_mul_ovf(n, size, &bytes) || bytes > SIZE_MAX)
+	if (pccx_modelfile_mul_ovf(n, size, &bytes) || bytes > SIZE_MAX)
 		return NULL;
-	return pccx_mf_arena_alloc(&ps->g->arena, (size_t)(bytes ? bytes : 1));
+	return pccx__modelfile_arena_alloc(&ps->g->arena, (size_t)(bytes ? bytes : 1));
 }
 
 static int nomem(struct parser *ps)
@@ -363,7 +363,7 @@ static int build_array(struct parser *ps, uint32_t et, uint64_t n, unsigned dept
 			rc = rd_str(ps, &s, &len, "string element");
 			if (rc)
 				return rc;
-			strs[i].s = pccx_mf_arena_strndup(&ps->g->arena, (const char *)s,
+			strs[i].s = pccx__modelfile_arena_strndup(&ps->g->arena, (const char *)s,
 							      (size_t)len);
 			strs[i].len = len;
 			if (!strs[i].s)
@@ -385,7 +385,7 @@ static int build_array(struct parser *ps, uint32_t et, uint64_t n, unsigned dept
 		a->items = items;
 		return PCCX_OK;
 	}
-	sz = pccx_gguf_scalar_size(et);
+	sz = pccx__gguf_scalar_size(et);
 	{
 		void *data = arena(ps, n, sz);
 		const uint8_t *p = ps->p + ps->pos;
@@ -449,7 +449,7 @@ static int build_value(struct parser *ps, uint32_t type, unsigned depth, pccx_gg
 		rc = rd_str(ps, &s, &len, "string value");
 		if (rc)
 			return rc;
-		v->v.str.s = pccx_mf_arena_strndup(&ps->g->arena, (const char *)s, (size_t)len);
+		v->v.str.s = pccx__modelfile_arena_strndup(&ps->g->arena, (const char *)s, (size_t)len);
 		v->v.str.len = len;
 		return v->v.str.s ? PCCX_OK : nomem(ps);
 	}
@@ -459,7 +459,7 @@ static int build_value(struct parser *ps, uint32_t type, unsigned depth, pccx_gg
 			return rc;
 		return build_array(ps, et, n, depth, v);
 	}
-	sz = pccx_gguf_scalar_size(type);
+	sz = pccx__gguf_scalar_size(type);
 	if (sz == 0)
 		return perr(ps, PCCX_ERR_FORMAT, "unknown value type %" PRIu32 " at offset %zu",
 			    type, ps->pos - 4);
@@ -513,7 +513,7 @@ static int parse_kvs(struct parser *ps, uint64_t n_kv)
 		rc = rd_str(ps, &s, &len, "key");
 		if (rc)
 			return rc;
-		prob = pccx_gguf_name_problem((const char *)s, len, PCCX_GGUF_MAX_KEY);
+		prob = pccx__gguf_name_problem((const char *)s, len, PCCX_GGUF_MAX_KEY);
 		if (prob) {
 			if (len > PCCX_GGUF_MAX_KEY)
 				return perr(ps, PCCX_ERR_FORMAT,
@@ -524,7 +524,7 @@ static int parse_kvs(struct parser *ps, uint64_t n_kv)
 		if (grow((void **)&g->kv, &cap, i + 1, sizeof(*g->kv)))
 			return nomem(ps);
 		kv = &g->kv[i];
-		kv->key = pccx_mf_arena_strndup(&g->arena, (const char *)s, (size_t)len);
+		kv->key = pccx__modelfile_arena_strndup(&g->arena, (const char *)s, (size_t)len);
 		if (!kv->key)
 			return nomem(ps);
 		g->n_kv = i + 1;
@@ -542,13 +542,13 @@ static int parse_kvs(struct parser *ps, uint64_t n_kv)
 			return rc;
 	}
 	ps->ctx[0] = '\0';
-	rc = pccx_mf_index_init(&g->kv_index, (size_t)g->n_kv);
+	rc = pccx__modelfile_index_init(&g->kv_index, (size_t)g->n_kv);
 	if (rc)
 		return nomem(ps);
 	for (uint64_t i = 0; i < g->n_kv; i++) {
 		uint32_t dup;
 
-		if (!pccx_mf_index_add(&g->kv_index, g->kv[i].key, (uint32_t)i, &dup)) {
+		if (!pccx__modelfile_index_add(&g->kv_index, g->kv[i].key, (uint32_t)i, &dup)) {
 			set_ctx(ps, "key '%.100s'", g->kv[i].key);
 			return perr(ps, PCCX_ERR_FORMAT,
 				    "duplicate key (entries #%" PRIu32 " and #%" PRIu64 ")",
@@ -570,7 +570,7 @@ static int parse_alignment(struct parser *ps)
 	if (v->type != PCCX_GGUF_UINT32)
 		return perr(ps, PCCX_ERR_FORMAT, "type %s, expected uint32",
 			    pccx_gguf_type_name(v->type));
-	if (!pccx_mf_is_pow2(v->v.u))
+	if (!pccx_modelfile_is_pow2(v->v.u))
 		return perr(ps, PCCX_ERR_FORMAT, "alignment %" PRIu64 " is not a power of two",
 			    v->v.u);
 	g->alignment = v->v.u;
@@ -592,7 +592,7 @@ static int parse_tensor(struct parser *ps, uint64_t i, pccx_gguf_tensor *t)
 	rc = rd_str(ps, &s, &len, "tensor name");
 	if (rc)
 		return rc;
-	prob = pccx_gguf_name_problem((const char *)s, len, PCCX_GGUF_MAX_NAME);
+	prob = pccx__gguf_name_problem((const char *)s, len, PCCX_GGUF_MAX_NAME);
 	if (prob) {
 		if (len > PCCX_GGUF_MAX_NAME)
 			return perr(ps, PCCX_ERR_FORMAT,
@@ -600,7 +600,7 @@ static int parse_tensor(struct parser *ps, uint64_t i, pccx_gguf_tensor *t)
 				    len, PCCX_GGUF_MAX_NAME);
 		return perr(ps, PCCX_ERR_FORMAT, "name %s", prob);
 	}
-	t->name = pccx_mf_arena_strndup(&g->arena, (const char *)s, (size_t)len);
+	t->name = pccx__modelfile_arena_strndup(&g->arena, (const char *)s, (size_t)len);
 	if (!t->name)
 		return nomem(ps);
 	set_ctx(ps, "tensor '%s'", t->name);
@@ -618,7 +618,7 @@ static int parse_tensor(struct parser *ps, uint64_t i, pccx_gguf_tensor *t)
 			return rc;
 		if (t->ne[k] == 0)
 			return perr(ps, PCCX_ERR_FORMAT, "dimension %" PRIu32 " is 0", k);
-		if (pccx_mf_mul_ovf(n_elems, t->ne[k], &n_elems) || n_elems > (uint64_t)INT64_MAX)
+		if (pccx_modelfile_mul_ovf(n_elems, t->ne[k], &n_elems) || n_elems > (uint64_t)INT64_MAX)
 			return perr(ps, PCCX_ERR_FORMAT,
 				    "element count overflows 2^63 - 1 at dimension %" PRIu32
 				    " (%" PRIu64 ")", k, t->ne[k]);
@@ -636,7 +636,7 @@ static int parse_tensor(struct parser *ps, uint64_t i, pccx_gguf_tensor *t)
 			    "row length %" PRIu64 " is not a multiple of the %s block of %" PRIu32,
 			    t->ne[0], tname, blk);
 	nblocks = n_elems / blk;
-	if (pccx_mf_mul_ovf(nblocks, pccx_ggml_block_bytes(t->type), &t->nbytes))
+	if (pccx_modelfile_mul_ovf(nblocks, pccx_ggml_block_bytes(t->type), &t->nbytes))
 		return perr(ps, PCCX_ERR_FORMAT, "byte size overflows 64 bits");
 	rc = rd_u64(ps, &t->offset, "offset");
 	if (rc)
@@ -667,7 +667,7 @@ static int place_tensors(struct parser *ps)
 
 	ps->ctx[0] = '\0';
 	/* The data section starts at the next multiple of the alignment after the infos. */
-	if (pccx_mf_add_ovf(ps->pos, g->alignment - 1, &g->data_offset))
+	if (pccx_modelfile_add_ovf(ps->pos, g->alignment - 1, &g->data_offset))
 		return perr(ps, PCCX_ERR_FORMAT, "alignment %" PRIu64 " overflows the data offset",
 			    g->alignment);
 	g->data_offset &= ~(g->alignment - 1);
@@ -683,7 +683,7 @@ static int place_tensors(struct parser *ps)
 		pccx_gguf_tensor *t = &g->tensors[i];
 		uint64_t end;
 
-		if (pccx_mf_add_ovf(t->offset, t->nbytes, &end) || end > data_size) {
+		if (pccx_modelfile_add_ovf(t->offset, t->nbytes, &end) || end > data_size) {
 			set_ctx(ps, "tensor '%s'", t->name);
 			return perr(ps, PCCX_ERR_FORMAT,
 				    "data [%" PRIu64 ", +%" PRIu64 ") extends beyond the end of "
@@ -729,13 +729,13 @@ static int parse_tensors(struct parser *ps, uint64_t n_tensors)
 		g->n_tensors = i + 1;
 	}
 	ps->ctx[0] = '\0';
-	rc = pccx_mf_index_init(&g->tensor_index, (size_t)g->n_tensors);
+	rc = pccx__modelfile_index_init(&g->tensor_index, (size_t)g->n_tensors);
 	if (rc)
 		return nomem(ps);
 	for (uint64_t i = 0; i < g->n_tensors; i++) {
 		uint32_t dup;
 
-		if (!pccx_mf_index_add(&g->tensor_index, g->tensors[i].name, (uint32_t)i, &dup)) {
+		if (!pccx__modelfile_index_add(&g->tensor_index, g->tensors[i].name, (uint32_t)i, &dup)) {
 			set_ctx(ps, "tensor '%s'", g->tensors[i].name);
 			return perr(ps, PCCX_ERR_FORMAT,
 				    "duplicate tensor name (entries #%" PRIu32 " and #%" PRIu64 ")",
@@ -846,12 +846,12 @@ int pccx_gguf_open(pccx_gguf **out, const char *path, pccx_diag *d)
 	int rc;
 
 	if (!out || !path)
-		return pccx_fail(d, PCCX_ERR_INVALID, "pccx_gguf_open: NULL argument");
+		return pccx__fail(d, PCCX_ERR_INVALID, "pccx_gguf_open: NULL argument");
 	*out = NULL;
 	g = new_gguf(path);
 	if (!g)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
-	rc = pccx_mf_map_file(path, &g->map, d);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
+	rc = pccx__modelfile_map_file(path, &g->map, d);
 	if (rc) {
 		pccx_gguf_close(g);
 		return rc;
@@ -865,11 +865,11 @@ int pccx_gguf_open_mem(pccx_gguf **out, const void *buf, size_t len, const char 
 	pccx_gguf *g;
 
 	if (!out || (!buf && len))
-		return pccx_fail(d, PCCX_ERR_INVALID, "pccx_gguf_open_mem: NULL argument");
+		return pccx__fail(d, PCCX_ERR_INVALID, "pccx_gguf_open_mem: NULL argument");
 	*out = NULL;
 	g = new_gguf(name);
 	if (!g)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", name ? name : "(memory)");
+		return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", name ? name : "(memory)");
 	g->map.data = buf;
 	g->map.size = len;
 	return open_common(out, g, d);
@@ -879,10 +879,10 @@ void pccx_gguf_close(pccx_gguf *g)
 {
 	if (!g)
 		return;
-	pccx_mf_unmap(&g->map);
-	pccx_mf_index_free(&g->kv_index);
-	pccx_mf_index_free(&g->tensor_index);
-	pccx_mf_arena_free(&g->arena);
+	pccx__modelfile_unmap(&g->map);
+	pccx__modelfile_index_free(&g->kv_index);
+	pccx__modelfile_index_free(&g->tensor_index);
+	pccx__modelfile_arena_free(&g->arena);
 	free(g->kv);
 	free(g->tensors);
 	free(g->name);
@@ -929,7 +929,7 @@ const pccx_gguf_value *pccx_gguf_kv_value(const pccx_gguf *g, uint64_t i)
 
 const pccx_gguf_value *pccx_gguf_find(const pccx_gguf *g, const char *key)
 {
-	int64_t i = pccx_mf_index_find(&g->kv_index, key);
+	int64_t i = pccx__modelfile_index_find(&g->kv_index, key);
 
 	return i < 0 ? NULL : &g->kv[i].val;
 }
@@ -946,7 +946,7 @@ const pccx_gguf_tensor *pccx_gguf_tensor_at(const pccx_gguf *g, uint64_t i)
 
 const pccx_gguf_tensor *pccx_gguf_find_tensor(const pccx_gguf *g, const char *name)
 {
-	int64_t i = pccx_mf_index_find(&g->tensor_index, name);
+	int64_t i = pccx__modelfile_index_find(&g->tensor_index, name);
 
 	return i < 0 ? NULL : &g->tensors[i];
 }
@@ -958,8 +958,8 @@ int pccx_gguf_get_tensor(const pccx_gguf *g, const char *name, const pccx_gguf_t
 
 	*out = t;
 	if (!t)
-		return pccx_fail(d, PCCX_ERR_NOT_FOUND, "%s: tensor '%s': not in the file", g->name,
-				 name);
+		return pccx__fail(d, PCCX_ERR_NOT_FOUND, "%s: tensor '%s': not in the file", g->name,
+				  name);
 	return PCCX_OK;
 }
 
@@ -967,8 +967,8 @@ static int lookup(const pccx_gguf *g, const char *key, const pccx_gguf_value **v
 {
 	*v = pccx_gguf_find(g, key);
 	if (!*v)
-		return pccx_fail(d, PCCX_ERR_NOT_FOUND, "%s: key '%s': not in the file",
-				 g->name, key);
+		return pccx__fail(d, PCCX_ERR_NOT_FOUND, "%s: key '%s': not in the file",
+				  g->name, key);
 	return PCCX_OK;
 }
 
@@ -987,8 +987,8 @@ static bool is_signed(uint32_t t)
 static int type_error(const pccx_gguf *g, const char *key, uint32_t have, const char *want,
 		      pccx_diag *d)
 {
-	return pccx_fail(d, PCCX_ERR_FORMAT, "%s: key '%s': type %s, expected %s", g->name, key,
-			 pccx_gguf_type_name(have), want);
+	return pccx__fail(d, PCCX_ERR_FORMAT, "%s: key '%s': type %s, expected %s", g->name, key,
+			  pccx_gguf_type_name(have), want);
 }
 
 /* Any integer value as a sign flag + magnitude-free pair: unsigned in *u, or signed in *s. */
@@ -1002,19 +1002,19 @@ static int get_integer(const pccx_gguf *g, const char *key, int64_t lo, uint64_t
 		return rc;
 	if (is_unsigned(v->type)) {
 		if (v->v.u > hi)
-			return pccx_fail(d, PCCX_ERR_RANGE,
-					 "%s: key '%s': value %" PRIu64 " exceeds %" PRIu64,
-					 g->name, key, v->v.u, hi);
+			return pccx__fail(d, PCCX_ERR_RANGE,
+					  "%s: key '%s': value %" PRIu64 " exceeds %" PRIu64,
+					  g->name, key, v->v.u, hi);
 		*u = v->v.u;
 		*s = (int64_t)(v->v.u > (uint64_t)INT64_MAX ? INT64_MAX : v->v.u);
 		return PCCX_OK;
 	}
 	if (is_signed(v->type)) {
 		if (v->v.i < lo || (v->v.i > 0 && (uint64_t)v->v.i > hi))
-			return pccx_fail(d, PCCX_ERR_RANGE,
-					 "%s: key '%s': value %" PRId64 " is out of range [%" PRId64
-					 ", %" PRIu64 "]",
-					 g->name, key, v->v.i, lo, hi);
+			return pccx__fail(d, PCCX_ERR_RANGE,
+					  "%s: key '%s': value %" PRId64 " is out of range [%" PRId64
+					  ", %" PRIu64 "]",
+					  g->name, key, v->v.i, lo, hi);
 		*s = v->v.i;
 		*u = (uint64_t)v->v.i;
 		return PCCX_OK;
@@ -1136,10 +1136,10 @@ int pccx_gguf_get_array(const pccx_gguf *g, const char *key, uint32_t elem_type,
 		return type_error(g, key, v->type, want, d);
 	}
 	if (elem_type < PCCX_GGUF_TYPE_COUNT && v->v.arr.elem_type != elem_type)
-		return pccx_fail(d, PCCX_ERR_FORMAT,
-				 "%s: key '%s': array of %s, expected array of %s",
-				 g->name, key, pccx_gguf_type_name(v->v.arr.elem_type),
-				 pccx_gguf_type_name(elem_type));
+		return pccx__fail(d, PCCX_ERR_FORMAT,
+				  "%s: key '%s': array of %s, expected array of %s",
+				  g->name, key, pccx_gguf_type_name(v->v.arr.elem_type),
+				  pccx_gguf_type_name(elem_type));
 	*out = &v->v.arr;
 	return PCCX_OK;
 }
@@ -1227,13 +1227,13 @@ int pccx_gguf_decode_rows(const pccx_gguf *g, const pccx_gguf_tensor *t, uint64_
 	int rc;
 
 	if (row > rows || n_rows > rows - row)
-		return pccx_fail(d, PCCX_ERR_RANGE,
-				 "%s: tensor '%s': rows [%" PRIu64 ", %" PRIu64
-				 ") out of range (%" PRIu64 " rows)",
-				 g->name, t->name, row, row + n_rows, rows);
+		return pccx__fail(d, PCCX_ERR_RANGE,
+				  "%s: tensor '%s': rows [%" PRIu64 ", %" PRIu64
+				  ") out of range (%" PRIu64 " rows)",
+				  g->name, t->name, row, row + n_rows, rows);
 	rc = pccx_ggml_nbytes(t->type, t->ne[0], &row_bytes);
 	if (rc)
-		return pccx_fail(d, rc, "%s: tensor '%s': bad row size", g->name, t->name);
+		return pccx__fail(d, rc, "%s: tensor '%s': bad row size", g->name, t->name);
 	n = n_rows * t->ne[0];
 	snprintf(what, sizeof(what), "%s: tensor '%s'", g->name, t->name);
 	return pccx_ggml_decode(t->type, t->data + row * row_bytes, (size_t)(n_rows * row_bytes),
@@ -1247,10 +1247,10 @@ int pccx_gguf_tensor_to_q4(const pccx_gguf *g, const pccx_gguf_tensor *t, uint8_
 
 	snprintf(what, sizeof(what), "%s: tensor '%s'", g->name, t->name);
 	if (t->ne[0] % 32)
-		return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
-				 "%s: row length %" PRIu64 " is not a multiple of the Q4 block of "
-				 "32",
-				 what, t->ne[0]);
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED,
+				  "%s: row length %" PRIu64 " is not a multiple of the Q4 block of "
+				  "32",
+				  what, t->ne[0]);
 	return pccx_q4_import(t->type, t->data, (size_t)t->nbytes, t->n_elems, nibbles, scales, err,
 			      what, d);
 }

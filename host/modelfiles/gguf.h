@@ -12,13 +12,13 @@
 #define PCCX_GGUF_HEADER_BYTES 24u
 
 /* Size in bytes of a scalar value type; 0 for STRING, ARRAY and unknown types. */
-uint32_t pccx_gguf_scalar_size(uint32_t type);
+uint32_t pccx__gguf_scalar_size(uint32_t type);
 
 /*
  * Check a key or tensor name (`what` is "key" or "tensor name"): non-empty, at most `max`
  * bytes, no control characters (so diagnostics stay on one line). Returns NULL when
  * acceptable, else a static description of the problem.
  */
-const char *pccx_gguf_name_problem(const char *s, uint64_t len, uint64_t max);
+const char *pccx__gguf_name_problem(const char *s, uint64_t len, uint64_t max);
 
 #endif /* PCCX_GGUF_INTERNAL_H */

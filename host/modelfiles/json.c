@@ -91,9 +91,9 @@ static int perr(struct parser *ps, const char *at, int status, const char *fmt, 
 	/* Line numbers are counted while skipping whitespace (the only place raw newlines may
 	 * appear); a position before the current line is reported by byte offset alone. */
 	if (off < ps->line_start)
-		return pccx_fail(ps->d, status, "%s: byte %zu: %s", ps->doc->name, off, msg);
-	return pccx_fail(ps->d, status, "%s: line %zu, column %zu (byte %zu): %s",
-			 ps->doc->name, ps->line, off - ps->line_start + 1, off, msg);
+		return pccx__fail(ps->d, status, "%s: byte %zu: %s", ps->doc->name, off, msg);
+	return pccx__fail(ps->d, status, "%s: line %zu, column %zu (byte %zu): %s",
+			  ps->doc->name, ps->line, off - ps->line_start + 1, off, msg);
 }
 
 static const char *describe(const char *p, const char *end, char *buf, size_t size)
@@ -366,8 +366,8 @@ static int parse_number(struct parser *ps, pccx_json *v)
 		if (n >= sizeof(small)) {
 			tmp = malloc(n + 1);
 			if (!tmp)
-				return pccx_fail(ps->d, PCCX_ERR_NOMEM, "%s: out of memory",
-						 ps->doc->name);
+				return pccx__fail(ps->d, PCCX_ERR_NOMEM, "%s: out of memory",
+						  ps->doc->name);
 		}
 		memcpy(tmp, start, n);
 		tmp[n] = '\0';
@@ -391,8 +391,8 @@ static int push_pending(struct parser *ps, const pccx_json *v)
 		pccx_json *n = realloc(ps->pend, cap * sizeof(*n));
 
 		if (!n)
-			return pccx_fail(ps->d, PCCX_ERR_NOMEM, "%s: out of memory",
-					 ps->doc->name);
+			return pccx__fail(ps->d, PCCX_ERR_NOMEM, "%s: out of memory",
+					  ps->doc->name);
 		ps->pend = n;
 		ps->cappend = cap;
 	}
@@ -465,7 +465,7 @@ static int check_duplicates(struct parser *ps, const pccx_json *m, size_t n)
 	mask = cap - 1;
 	tab = malloc(cap * sizeof(*tab));
 	if (!tab)
-		return pccx_fail(ps->d, PCCX_ERR_NOMEM, "%s: out of memory", ps->doc->name);
+		return pccx__fail(ps->d, PCCX_ERR_NOMEM, "%s: out of memory", ps->doc->name);
 	memset(tab, 0xff, cap * sizeof(*tab));
 	for (i = 0; i < n; i++) {
 		size_t h = (size_t)hash_bytes(m[i].key, m[i].key_len) & mask;
@@ -511,8 +511,8 @@ static int close_container(struct parser *ps, pccx_json *out)
 		}
 		kids = alloc_nodes(ps->doc, n);
 		if (!kids)
-			return pccx_fail(ps->d, PCCX_ERR_NOMEM, "%s: out of memory",
-					 ps->doc->name);
+			return pccx__fail(ps->d, PCCX_ERR_NOMEM, "%s: out of memory",
+					  ps->doc->name);
 		memcpy(kids, ps->pend + f->start, n * sizeof(*kids));
 		v.u.c.kids = kids;
 		v.u.c.n = (uint32_t)n;
@@ -694,7 +694,7 @@ bad_literal:
 		    "invalid literal (expected true, false or null)");
 }
 
-void pccx_json_free(pccx_json_doc *doc)
+void pccx__json_free(pccx_json_doc *doc)
 {
 	struct chunk *c, *n;
 
@@ -709,8 +709,8 @@ void pccx_json_free(pccx_json_doc *doc)
 	free(doc);
 }
 
-int pccx_json_parse(const void *buf, size_t len, const char *name, const pccx_json_limits *lim,
-		    pccx_json_doc **out, pccx_diag *d)
+int pccx__json_parse(const void *buf, size_t len, const char *name, const pccx_json_limits *lim,
+		     pccx_json_doc **out, pccx_diag *d)
 {
 	size_t max_size = lim && lim->max_size ? lim->max_size : PCCX_JSON_DEFAULT_MAX_SIZE;
 	unsigned max_depth = lim && lim->max_depth ? lim->max_depth : PCCX_JSON_DEFAULT_MAX_DEPTH;
@@ -721,23 +721,23 @@ int pccx_json_parse(const void *buf, size_t len, const char *name, const pccx_js
 	if (!name)
 		name = "<json>";
 	if (!out || (!buf && len))
-		return pccx_fail(d, PCCX_ERR_INVALID, "%s: invalid arguments to json parse", name);
+		return pccx__fail(d, PCCX_ERR_INVALID, "%s: invalid arguments to json parse", name);
 	*out = NULL;
 	if (max_size > PCCX_JSON_HARD_MAX_SIZE)
 		max_size = PCCX_JSON_HARD_MAX_SIZE;
 	if (max_depth > 4096)
 		max_depth = 4096;
 	if (len > max_size)
-		return pccx_fail(d, PCCX_ERR_RANGE, "%s: %zu bytes exceeds the JSON size limit "
-				 "of %zu bytes", name, len, max_size);
+		return pccx__fail(d, PCCX_ERR_RANGE, "%s: %zu bytes exceeds the JSON size limit "
+				  "of %zu bytes", name, len, max_size);
 	doc = calloc(1, sizeof(*doc));
 	if (!doc)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", name);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", name);
 	doc->name = strdup(name);
 	doc->buf = big_alloc(len + 1);
 	if (!doc->name || !doc->buf) {
-		pccx_json_free(doc);
-		return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", name);
+		pccx__json_free(doc);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", name);
 	}
 	if (len)
 		memcpy(doc->buf, buf, len);
@@ -754,7 +754,7 @@ int pccx_json_parse(const void *buf, size_t len, const char *name, const pccx_js
 	ps.frames = malloc(max_depth * sizeof(*ps.frames));
 	ps.cloc = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
 	if (!ps.frames || !ps.cloc) {
-		rc = pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", name);
+		rc = pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", name);
 	} else if (len >= 3 && !memcmp(doc->buf, "\xef\xbb\xbf", 3)) {
 		rc = perr(&ps, ps.p, PCCX_ERR_FORMAT, "byte order mark is not allowed");
 	} else {
@@ -765,15 +765,15 @@ int pccx_json_parse(const void *buf, size_t len, const char *name, const pccx_js
 	if (ps.cloc)
 		freelocale(ps.cloc);
 	if (rc) {
-		pccx_json_free(doc);
+		pccx__json_free(doc);
 		return rc;
 	}
 	*out = doc;
 	return 0;
 }
 
-int pccx_json_parse_file(const char *path, const pccx_json_limits *lim, pccx_json_doc **out,
-			 pccx_diag *d)
+int pccx__json_parse_file(const char *path, const pccx_json_limits *lim, pccx_json_doc **out,
+			  pccx_diag *d)
 {
 	size_t max_size = lim && lim->max_size ? lim->max_size : PCCX_JSON_DEFAULT_MAX_SIZE;
 	uint8_t *buf;
@@ -781,34 +781,34 @@ int pccx_json_parse_file(const char *path, const pccx_json_limits *lim, pccx_jso
 	int rc;
 
 	if (!path || !out)
-		return pccx_fail(d, PCCX_ERR_INVALID, "json: no path given");
+		return pccx__fail(d, PCCX_ERR_INVALID, "json: no path given");
 	*out = NULL;
 	if (max_size > PCCX_JSON_HARD_MAX_SIZE)
 		max_size = PCCX_JSON_HARD_MAX_SIZE;
-	rc = pccx_read_file(path, max_size, &buf, &n, d);
+	rc = pccx__read_file(path, max_size, &buf, &n, d);
 	if (rc)
 		return rc;
-	rc = pccx_json_parse(buf, n, path, lim, out, d);
+	rc = pccx__json_parse(buf, n, path, lim, out, d);
 	free(buf);
 	return rc;
 }
 
-const pccx_json *pccx_json_root(const pccx_json_doc *doc)
+const pccx_json *pccx__json_root(const pccx_json_doc *doc)
 {
 	return doc ? &doc->root : NULL;
 }
 
-const char *pccx_json_doc_name(const pccx_json_doc *doc)
+const char *pccx__json_doc_name(const pccx_json_doc *doc)
 {
 	return doc ? doc->name : "<json>";
 }
 
-pccx_json_type pccx_json_type_of(const pccx_json *v)
+pccx_json_type pccx__json_type_of(const pccx_json *v)
 {
 	return v ? (pccx_json_type)v->type : PCCX_JSON_INVALID;
 }
 
-const char *pccx_json_type_name(pccx_json_type t)
+const char *pccx__json_type_name(pccx_json_type t)
 {
 	switch (t) {
 	case PCCX_JSON_NULL:	return "null";
@@ -821,21 +821,21 @@ const char *pccx_json_type_name(pccx_json_type t)
 	}
 }
 
-size_t pccx_json_count(const pccx_json *v)
+size_t pccx__json_count(const pccx_json *v)
 {
 	if (!v || (v->type != PCCX_JSON_ARRAY && v->type != PCCX_JSON_OBJECT))
 		return 0;
 	return v->u.c.n;
 }
 
-const pccx_json *pccx_json_at(const pccx_json *v, size_t i)
+const pccx_json *pccx__json_at(const pccx_json *v, size_t i)
 {
-	if (i >= pccx_json_count(v))
+	if (i >= pccx__json_count(v))
 		return NULL;
 	return &v->u.c.kids[i];
 }
 
-const char *pccx_json_key(const pccx_json *v, size_t *len)
+const char *pccx__json_key(const pccx_json *v, size_t *len)
 {
 	if (!v || !v->key)
 		return NULL;
@@ -844,7 +844,7 @@ const char *pccx_json_key(const pccx_json *v, size_t *len)
 	return v->key;
 }
 
-const pccx_json *pccx_json_getn(const pccx_json *obj, const char *key, size_t key_len)
+const pccx_json *pccx__json_getn(const pccx_json *obj, const char *key, size_t key_len)
 {
 	uint32_t i;
 
@@ -859,12 +859,12 @@ const pccx_json *pccx_json_getn(const pccx_json *obj, const char *key, size_t ke
 	return NULL;
 }
 
-const pccx_json *pccx_json_get(const pccx_json *obj, const char *key)
+const pccx_json *pccx__json_get(const pccx_json *obj, const char *key)
 {
-	return key ? pccx_json_getn(obj, key, strlen(key)) : NULL;
+	return key ? pccx__json_getn(obj, key, strlen(key)) : NULL;
 }
 
-const char *pccx_json_str(const pccx_json *v, size_t *len)
+const char *pccx__json_str(const pccx_json *v, size_t *len)
 {
 	if (!v || v->type != PCCX_JSON_STRING)
 		return NULL;
@@ -873,26 +873,26 @@ const char *pccx_json_str(const pccx_json *v, size_t *len)
 	return v->u.s.ptr;
 }
 
-bool pccx_json_bool(const pccx_json *v)
+bool pccx__json_bool(const pccx_json *v)
 {
 	return v && v->type == PCCX_JSON_BOOL && v->u.b;
 }
 
-double pccx_json_num(const pccx_json *v)
+double pccx__json_num(const pccx_json *v)
 {
 	if (!v || v->type != PCCX_JSON_NUMBER)
 		return 0.0;
 	return (v->flags & F_INT) ? (double)v->u.i : v->u.d;
 }
 
-bool pccx_json_is_int(const pccx_json *v)
+bool pccx__json_is_int(const pccx_json *v)
 {
 	return v && v->type == PCCX_JSON_NUMBER && (v->flags & F_INT);
 }
 
-int64_t pccx_json_int(const pccx_json *v)
+int64_t pccx__json_int(const pccx_json *v)
 {
-	return pccx_json_is_int(v) ? v->u.i : 0;
+	return pccx__json_is_int(v) ? v->u.i : 0;
 }
 
 /* ---- paths and checked getters ------------------------------------------------------- */
@@ -977,7 +977,7 @@ static void append_key(char *buf, size_t size, size_t *pos, const char *k, size_
 	appendf(buf, size, pos, "%s\"]", n > 80 ? "..." : "");
 }
 
-const char *pccx_json_path(const pccx_json_doc *doc, const pccx_json *v, char *buf, size_t size)
+const char *pccx__json_path(const pccx_json_doc *doc, const pccx_json *v, char *buf, size_t size)
 {
 	const pccx_json **chain;
 	size_t depth = 0, i, pos = 0;
@@ -1019,9 +1019,9 @@ static int vfail_at(const pccx_json_doc *doc, const pccx_json *v, const char *ke
 
 	if (!v) {
 		vsnprintf(msg, sizeof(msg), fmt, ap);
-		return pccx_fail(d, status, "%s: %s", pccx_json_doc_name(doc), msg);
+		return pccx__fail(d, status, "%s: %s", pccx__json_doc_name(doc), msg);
 	}
-	pccx_json_path(doc, v, path, sizeof(path));
+	pccx__json_path(doc, v, path, sizeof(path));
 	if (key) {
 		pos = strcmp(path, "$") ? strlen(path) : 0;
 		if (!pos)
@@ -1029,7 +1029,7 @@ static int vfail_at(const pccx_json_doc *doc, const pccx_json *v, const char *ke
 		append_key(path, sizeof(path), &pos, key, strlen(key), pos == 0);
 	}
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	return pccx_fail(d, status, "%s: %s: %s", pccx_json_doc_name(doc), path, msg);
+	return pccx__fail(d, status, "%s: %s: %s", pccx__json_doc_name(doc), path, msg);
 }
 
 static int fail_at(const pccx_json_doc *doc, const pccx_json *v, const char *key, pccx_diag *d,
@@ -1047,8 +1047,8 @@ static int fail_at(const pccx_json_doc *doc, const pccx_json *v, const char *key
 	return rc;
 }
 
-int pccx_json_fail(const pccx_json_doc *doc, const pccx_json *v, pccx_diag *d, int status,
-		   const char *fmt, ...)
+int pccx__json_fail(const pccx_json_doc *doc, const pccx_json *v, pccx_diag *d, int status,
+		    const char *fmt, ...)
 {
 	va_list ap;
 	int rc;
@@ -1059,48 +1059,48 @@ int pccx_json_fail(const pccx_json_doc *doc, const pccx_json *v, pccx_diag *d, i
 	return rc;
 }
 
-int pccx_json_expect(const pccx_json_doc *doc, const pccx_json *v, pccx_json_type type,
-		     pccx_diag *d)
+int pccx__json_expect(const pccx_json_doc *doc, const pccx_json *v, pccx_json_type type,
+		      pccx_diag *d)
 {
 	if (!v)
-		return pccx_fail(d, PCCX_ERR_FORMAT, "%s: expected %s, value missing",
-				 pccx_json_doc_name(doc), pccx_json_type_name(type));
+		return pccx__fail(d, PCCX_ERR_FORMAT, "%s: expected %s, value missing",
+				  pccx__json_doc_name(doc), pccx__json_type_name(type));
 	if (v->type != type)
 		return fail_at(doc, v, NULL, d, PCCX_ERR_FORMAT, "expected %s, got %s",
-			       pccx_json_type_name(type),
-			       pccx_json_type_name((pccx_json_type)v->type));
+			       pccx__json_type_name(type),
+			       pccx__json_type_name((pccx_json_type)v->type));
 	return 0;
 }
 
-int pccx_json_get_member(const pccx_json_doc *doc, const pccx_json *obj, const char *key,
-			 pccx_json_type type, const pccx_json **out, pccx_diag *d)
+int pccx__json_get_member(const pccx_json_doc *doc, const pccx_json *obj, const char *key,
+			  pccx_json_type type, const pccx_json **out, pccx_diag *d)
 {
 	const pccx_json *m;
 
 	if (!obj || obj->type != PCCX_JSON_OBJECT)
 		return fail_at(doc, obj, NULL, d, PCCX_ERR_FORMAT,
 			       "expected object with key \"%s\", got %s", key,
-			       pccx_json_type_name(pccx_json_type_of(obj)));
-	m = pccx_json_get(obj, key);
+			       pccx__json_type_name(pccx__json_type_of(obj)));
+	m = pccx__json_get(obj, key);
 	if (!m)
 		return fail_at(doc, obj, key, d, PCCX_ERR_FORMAT, "missing");
 	if (type != PCCX_JSON_INVALID && m->type != type)
 		return fail_at(doc, m, NULL, d, PCCX_ERR_FORMAT, "expected %s, got %s",
-			       pccx_json_type_name(type),
-			       pccx_json_type_name((pccx_json_type)m->type));
+			       pccx__json_type_name(type),
+			       pccx__json_type_name((pccx_json_type)m->type));
 	*out = m;
 	return 0;
 }
 
-int pccx_json_get_string(const pccx_json_doc *doc, const pccx_json *obj, const char *key,
-			 const char **out, size_t *len, pccx_diag *d)
+int pccx__json_get_string(const pccx_json_doc *doc, const pccx_json *obj, const char *key,
+			  const char **out, size_t *len, pccx_diag *d)
 {
 	const pccx_json *m;
-	int rc = pccx_json_get_member(doc, obj, key, PCCX_JSON_STRING, &m, d);
+	int rc = pccx__json_get_member(doc, obj, key, PCCX_JSON_STRING, &m, d);
 
 	if (rc)
 		return rc;
-	*out = pccx_json_str(m, len);
+	*out = pccx__json_str(m, len);
 	return 0;
 }
 
@@ -1109,7 +1109,7 @@ static int check_i64(const pccx_json_doc *doc, const pccx_json *m, int64_t min, 
 {
 	if (m->type != PCCX_JSON_NUMBER)
 		return fail_at(doc, m, NULL, d, PCCX_ERR_FORMAT, "expected integer, got %s",
-			       pccx_json_type_name((pccx_json_type)m->type));
+			       pccx__json_type_name((pccx_json_type)m->type));
 	if (!(m->flags & F_INT))
 		return fail_at(doc, m, NULL, d, PCCX_ERR_FORMAT,
 			       "expected an integer literal, got %.17g", m->u.d);
@@ -1121,32 +1121,32 @@ static int check_i64(const pccx_json_doc *doc, const pccx_json *m, int64_t min, 
 	return 0;
 }
 
-int pccx_json_get_i64(const pccx_json_doc *doc, const pccx_json *obj, const char *key,
-		      int64_t min, int64_t max, int64_t *out, pccx_diag *d)
+int pccx__json_get_i64(const pccx_json_doc *doc, const pccx_json *obj, const char *key,
+		       int64_t min, int64_t max, int64_t *out, pccx_diag *d)
 {
 	const pccx_json *m;
-	int rc = pccx_json_get_member(doc, obj, key, PCCX_JSON_INVALID, &m, d);
+	int rc = pccx__json_get_member(doc, obj, key, PCCX_JSON_INVALID, &m, d);
 
 	return rc ? rc : check_i64(doc, m, min, max, out, d);
 }
 
-int pccx_json_get_double(const pccx_json_doc *doc, const pccx_json *obj, const char *key,
-			 double *out, pccx_diag *d)
+int pccx__json_get_double(const pccx_json_doc *doc, const pccx_json *obj, const char *key,
+			  double *out, pccx_diag *d)
 {
 	const pccx_json *m;
-	int rc = pccx_json_get_member(doc, obj, key, PCCX_JSON_NUMBER, &m, d);
+	int rc = pccx__json_get_member(doc, obj, key, PCCX_JSON_NUMBER, &m, d);
 
 	if (rc)
 		return rc;
-	*out = pccx_json_num(m);
+	*out = pccx__json_num(m);
 	return 0;
 }
 
-int pccx_json_get_bool(const pccx_json_doc *doc, const pccx_json *obj, const char *key,
-		       bool *out, pccx_diag *d)
+int pccx__json_get_bool(const pccx_json_doc *doc, const pccx_json *obj, const char *key,
+			bool *out, pccx_diag *d)
 {
 	const pccx_json *m;
-	int rc = pccx_json_get_member(doc, obj, key, PCCX_JSON_BOOL, &m, d);
+	int rc = pccx__json_get_member(doc, obj, key, PCCX_JSON_BOOL, &m, d);
 
 	if (rc)
 		return rc;
@@ -1161,15 +1161,15 @@ static int opt_member(const pccx_json_doc *doc, const pccx_json *obj, const char
 	if (!obj || obj->type != PCCX_JSON_OBJECT)
 		return fail_at(doc, obj, NULL, d, PCCX_ERR_FORMAT,
 			       "expected object with key \"%s\", got %s", key,
-			       pccx_json_type_name(pccx_json_type_of(obj)));
-	*m = pccx_json_get(obj, key);
+			       pccx__json_type_name(pccx__json_type_of(obj)));
+	*m = pccx__json_get(obj, key);
 	if (*m && (*m)->type == PCCX_JSON_NULL)
 		*m = NULL;
 	return 0;
 }
 
-int pccx_json_opt_string(const pccx_json_doc *doc, const pccx_json *obj, const char *key,
-			 const char **out, size_t *len, pccx_diag *d)
+int pccx__json_opt_string(const pccx_json_doc *doc, const pccx_json *obj, const char *key,
+			  const char **out, size_t *len, pccx_diag *d)
 {
 	const pccx_json *m;
 	int rc = opt_member(doc, obj, key, &m, d);
@@ -1178,13 +1178,13 @@ int pccx_json_opt_string(const pccx_json_doc *doc, const pccx_json *obj, const c
 		return rc;
 	if (m->type != PCCX_JSON_STRING)
 		return fail_at(doc, m, NULL, d, PCCX_ERR_FORMAT, "expected string, got %s",
-			       pccx_json_type_name((pccx_json_type)m->type));
-	*out = pccx_json_str(m, len);
+			       pccx__json_type_name((pccx_json_type)m->type));
+	*out = pccx__json_str(m, len);
 	return 0;
 }
 
-int pccx_json_opt_i64(const pccx_json_doc *doc, const pccx_json *obj, const char *key,
-		      int64_t min, int64_t max, int64_t *out, pccx_diag *d)
+int pccx__json_opt_i64(const pccx_json_doc *doc, const pccx_json *obj, const char *key,
+		       int64_t min, int64_t max, int64_t *out, pccx_diag *d)
 {
 	const pccx_json *m;
 	int rc = opt_member(doc, obj, key, &m, d);
@@ -1194,8 +1194,8 @@ int pccx_json_opt_i64(const pccx_json_doc *doc, const pccx_json *obj, const char
 	return check_i64(doc, m, min, max, out, d);
 }
 
-int pccx_json_opt_bool(const pccx_json_doc *doc, const pccx_json *obj, const char *key,
-		       bool *out, pccx_diag *d)
+int pccx__json_opt_bool(const pccx_json_doc *doc, const pccx_json *obj, const char *key,
+			bool *out, pccx_diag *d)
 {
 	const pccx_json *m;
 	int rc = opt_member(doc, obj, key, &m, d);
@@ -1204,7 +1204,7 @@ int pccx_json_opt_bool(const pccx_json_doc *doc, const pccx_json *obj, const cha
 		return rc;
 	if (m->type != PCCX_JSON_BOOL)
 		return fail_at(doc, m, NULL, d, PCCX_ERR_FORMAT, "expected boolean, got %s",
-			       pccx_json_type_name((pccx_json_type)m->type));
+			       pccx__json_type_name((pccx_json_type)m->type));
 	*out = m->u.b != 0;
 	return 0;
 }

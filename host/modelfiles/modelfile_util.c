@@ -13,7 +13,7 @@
 #include "fileio.h"
 #include "modelfile_util.h"
 
-int pccx_mf_map_file(const char *path, pccx_mf_map *m, pccx_diag *d)
+int pccx__modelfile_map_file(const char *path, pccx_modelfile_map *m, pccx_diag *d)
 {
 	struct stat st;
 	void *p;
@@ -22,14 +22,14 @@ int pccx_mf_map_file(const char *path, pccx_mf_map *m, pccx_diag *d)
 	m->data = NULL;
 	m->size = 0;
 	m->mapping = NULL;
-	rc = pccx_open_regular(path, PCCX_ERR_NOT_FOUND, &fd, &st, d);
+	rc = pccx__open_regular(path, PCCX_ERR_NOT_FOUND, &fd, &st, d);
 	if (rc)
 		return rc;
 	if ((uint64_t)st.st_size > (uint64_t)SIZE_MAX) {
 		close(fd);
-		return pccx_fail(d, PCCX_ERR_RANGE,
-				 "%s: file of %lld bytes does not fit the address space",
-				 path, (long long)st.st_size);
+		return pccx__fail(d, PCCX_ERR_RANGE,
+				  "%s: file of %lld bytes does not fit the address space",
+				  path, (long long)st.st_size);
 	}
 	if (st.st_size == 0) {
 		close(fd);
@@ -40,9 +40,9 @@ int pccx_mf_map_file(const char *path, pccx_mf_map *m, pccx_diag *d)
 		int e = errno;
 
 		close(fd);
-		return pccx_fail(d, e == ENOMEM ? PCCX_ERR_NOMEM : PCCX_ERR_IO,
-				 "%s: cannot map: %s",
-				 path, strerror(e));
+		return pccx__fail(d, e == ENOMEM ? PCCX_ERR_NOMEM : PCCX_ERR_IO,
+				  "%s: cannot map: %s",
+				  path, strerror(e));
 	}
 	close(fd);
 	m->data = p;
@@ -51,7 +51,7 @@ int pccx_mf_map_file(const char *path, pccx_mf_map *m, pccx_diag *d)
 	return PCCX_OK;
 }
 
-void pccx_mf_unmap(pccx_mf_map *m)
+void pccx__modelfile_unmap(pccx_modelfile_map *m)
 {
 	if (m->mapping)
 		munmap(m->mapping, m->size);
@@ -62,17 +62,17 @@ void pccx_mf_unmap(pccx_mf_map *m)
 
 /* ------------------------------------------------------------------------------------- */
 
-struct pccx_mf_arena_block {
-	struct pccx_mf_arena_block *next;
+struct pccx_modelfile_arena_block {
+	struct pccx_modelfile_arena_block *next;
 	size_t pad;		/* keeps the payload 16-byte aligned */
 	_Alignas(16) unsigned char mem[];
 };
 
 #define ARENA_CHUNK ((size_t)64 << 10)
 
-void *pccx_mf_arena_alloc(pccx_mf_arena *a, size_t n)
+void *pccx__modelfile_arena_alloc(pccx_modelfile_arena *a, size_t n)
 {
-	struct pccx_mf_arena_block *b;
+	struct pccx_modelfile_arena_block *b;
 	size_t need = (n + 15) & ~(size_t)15;
 	size_t cap;
 
@@ -103,13 +103,13 @@ void *pccx_mf_arena_alloc(pccx_mf_arena *a, size_t n)
 	return b->mem;
 }
 
-char *pccx_mf_arena_strndup(pccx_mf_arena *a, const char *s, size_t n)
+char *pccx__modelfile_arena_strndup(pccx_modelfile_arena *a, const char *s, size_t n)
 {
 	char *p;
 
 	if (n == SIZE_MAX)
 		return NULL;
-	p = pccx_mf_arena_alloc(a, n + 1);
+	p = pccx__modelfile_arena_alloc(a, n + 1);
 	if (!p)
 		return NULL;
 	if (n)
@@ -118,12 +118,12 @@ char *pccx_mf_arena_strndup(pccx_mf_arena *a, const char *s, size_t n)
 	return p;
 }
 
-void pccx_mf_arena_free(pccx_mf_arena *a)
+void pccx__modelfile_arena_free(pccx_modelfile_arena *a)
 {
-	struct pccx_mf_arena_block *b = a->head;
+	struct pccx_modelfile_arena_block *b = a->head;
 
 	while (b) {
-		struct pccx_mf_arena_block *next = b->next;
+		struct pccx_modelfile_arena_block *next = b->next;
 
 		free(b);
 		b = next;
@@ -146,7 +146,7 @@ static uint64_t fnv1a(const char *s)
 	return h;
 }
 
-int pccx_mf_index_init(pccx_mf_index *ix, size_t n)
+int pccx__modelfile_index_init(pccx_modelfile_index *ix, size_t n)
 {
 	size_t cap = 16;
 
@@ -163,14 +163,15 @@ int pccx_mf_index_init(pccx_mf_index *ix, size_t n)
 	ix->slots = calloc(cap, sizeof(*ix->slots));
 	ix->names = calloc(cap, sizeof(*ix->names));
 	if (!ix->slots || !ix->names) {
-		pccx_mf_index_free(ix);
+		pccx__modelfile_index_free(ix);
 		return PCCX_ERR_NOMEM;
 	}
 	ix->mask = cap - 1;
 	return PCCX_OK;
 }
 
-int pccx_mf_index_add(pccx_mf_index *ix, const char *name, uint32_t idx, uint32_t *dup)
+int pccx__modelfile_index_add(pccx_modelfile_index *ix, const char *name, uint32_t idx,
+			      uint32_t *dup)
 {
 	size_t i = (size_t)fnv1a(name) & ix->mask;
 
@@ -188,7 +189,7 @@ int pccx_mf_index_add(pccx_mf_index *ix, const char *name, uint32_t idx, uint32_
 	return 1;
 }
 
-int64_t pccx_mf_index_find(const pccx_mf_index *ix, const char *name)
+int64_t pccx__modelfile_index_find(const pccx_modelfile_index *ix, const char *name)
 {
 	size_t i;
 
@@ -203,7 +204,7 @@ int64_t pccx_mf_index_find(const pccx_mf_index *ix, const char *name)
 	return -1;
 }
 
-void pccx_mf_index_free(pccx_mf_index *ix)
+void pccx__modelfile_index_free(pccx_modelfile_index *ix)
 {
 	free(ix->slots);
 	free(ix->names);
@@ -217,14 +218,14 @@ void pccx_mf_index_free(pccx_mf_index *ix)
 
 #define SINK_STAGE ((size_t)1 << 20)
 
-void pccx_mf_sink_mem(pccx_mf_sink *s)
+void pccx__modelfile_sink_mem(pccx_modelfile_sink *s)
 {
 	memset(s, 0, sizeof(*s));
 	s->fd = -1;
 }
 
 /* A sink that writes to the open file fd, through a staging buffer for small writes. */
-static int sink_fd(pccx_mf_sink *s, int fd)
+static int sink_fd(pccx_modelfile_sink *s, int fd)
 {
 	memset(s, 0, sizeof(*s));
 	s->fd = fd;
@@ -236,7 +237,7 @@ static int sink_fd(pccx_mf_sink *s, int fd)
 	return PCCX_OK;
 }
 
-static void sink_fd_write(pccx_mf_sink *s, const uint8_t *p, size_t n)
+static void sink_fd_write(pccx_modelfile_sink *s, const uint8_t *p, size_t n)
 {
 	while (n && s->status == PCCX_OK) {
 		ssize_t r = write(s->fd, p, n);
@@ -260,7 +261,7 @@ static void sink_fd_write(pccx_mf_sink *s, const uint8_t *p, size_t n)
 }
 
 /* Flush staged bytes; returns the sink status. */
-static int sink_flush(pccx_mf_sink *s)
+static int sink_flush(pccx_modelfile_sink *s)
 {
 	if (s->fd >= 0 && s->stage_len) {
 		sink_fd_write(s, s->stage, s->stage_len);
@@ -269,7 +270,7 @@ static int sink_flush(pccx_mf_sink *s)
 	return s->status;
 }
 
-void pccx_mf_sink_write(pccx_mf_sink *s, const void *p, size_t n)
+void pccx__modelfile_sink_write(pccx_modelfile_sink *s, const void *p, size_t n)
 {
 	if (s->status != PCCX_OK || n == 0)
 		return;
@@ -307,19 +308,19 @@ void pccx_mf_sink_write(pccx_mf_sink *s, const void *p, size_t n)
 		s->written += n;
 }
 
-void pccx_mf_sink_zeros(pccx_mf_sink *s, size_t n)
+void pccx__modelfile_sink_zeros(pccx_modelfile_sink *s, size_t n)
 {
 	static const uint8_t z[256];
 
 	while (n) {
 		size_t k = n < sizeof(z) ? n : sizeof(z);
 
-		pccx_mf_sink_write(s, z, k);
+		pccx__modelfile_sink_write(s, z, k);
 		n -= k;
 	}
 }
 
-void pccx_mf_sink_free(pccx_mf_sink *s)
+void pccx__modelfile_sink_free(pccx_modelfile_sink *s)
 {
 	free(s->buf);
 	free(s->stage);
@@ -330,32 +331,32 @@ void pccx_mf_sink_free(pccx_mf_sink *s)
 
 /* ------------------------------------------------------------------------------------- */
 
-int pccx_mf_write_atomic(const char *path,
-			 int (*emit)(void *ctx, pccx_mf_sink *s, pccx_diag *d),
-			 void *ctx, pccx_diag *d)
+int pccx__modelfile_write_atomic(const char *path,
+				 int (*emit)(void *ctx, pccx_modelfile_sink *s, pccx_diag *d),
+				 void *ctx, pccx_diag *d)
 {
 	static unsigned counter;
 	char *dcopy, *bcopy, *tmp = NULL;
 	const char *dir, *base;
-	pccx_mf_sink s;
+	pccx_modelfile_sink s;
 	int fd = -1, rc, tries;
 	size_t tlen;
 
 	if (!path || !*path)
-		return pccx_fail(d, PCCX_ERR_INVALID, "output path is empty");
+		return pccx__fail(d, PCCX_ERR_INVALID, "output path is empty");
 	dcopy = strdup(path);
 	bcopy = strdup(path);
 	if (!dcopy || !bcopy) {
 		free(dcopy);
 		free(bcopy);
-		return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
 	}
 	dir = dirname(dcopy);
 	base = basename(bcopy);
 	tlen = strlen(dir) + strlen(base) + 64;
 	tmp = malloc(tlen);
 	if (!tmp) {
-		rc = pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
+		rc = pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
 		goto out;
 	}
 	for (tries = 0; tries < 100; tries++) {
@@ -366,13 +367,13 @@ int pccx_mf_write_atomic(const char *path,
 			break;
 	}
 	if (fd < 0) {
-		rc = pccx_fail(d, PCCX_ERR_IO, "%s: cannot create temporary file in %s: %s",
-			       path, dir, strerror(errno));
+		rc = pccx__fail(d, PCCX_ERR_IO, "%s: cannot create temporary file in %s: %s",
+				path, dir, strerror(errno));
 		goto out;
 	}
 	rc = sink_fd(&s, fd);
 	if (rc != PCCX_OK) {
-		rc = pccx_fail(d, rc, "%s: out of memory", path);
+		rc = pccx__fail(d, rc, "%s: out of memory", path);
 		goto fail_unlink;
 	}
 	rc = emit(ctx, &s, d);
@@ -384,25 +385,25 @@ int pccx_mf_write_atomic(const char *path,
 	}
 	if (rc != PCCX_OK) {
 		if (s.status != PCCX_OK)
-			rc = pccx_fail(d, s.status, "%s: write failed after %llu bytes: %s", path,
-				       (unsigned long long)(s.fd >= 0 ? s.on_disk : s.written),
-				       s.status == PCCX_ERR_IO ? strerror(s.err) :
+			rc = pccx__fail(d, s.status, "%s: write failed after %llu bytes: %s", path,
+					(unsigned long long)(s.fd >= 0 ? s.on_disk : s.written),
+					s.status == PCCX_ERR_IO ? strerror(s.err) :
 								 pccx_strerror(s.status));
 		else if (s.err)
-			rc = pccx_fail(d, rc, "%s: fsync failed: %s", path, strerror(s.err));
-		pccx_mf_sink_free(&s);
+			rc = pccx__fail(d, rc, "%s: fsync failed: %s", path, strerror(s.err));
+		pccx__modelfile_sink_free(&s);
 		goto fail_unlink;
 	}
-	pccx_mf_sink_free(&s);
+	pccx__modelfile_sink_free(&s);
 	if (close(fd) != 0) {
 		fd = -1;
-		rc = pccx_fail(d, PCCX_ERR_IO, "%s: close failed: %s", path, strerror(errno));
+		rc = pccx__fail(d, PCCX_ERR_IO, "%s: close failed: %s", path, strerror(errno));
 		goto fail_unlink;
 	}
 	fd = -1;
 	if (rename(tmp, path) != 0) {
-		rc = pccx_fail(d, PCCX_ERR_IO, "%s: cannot rename temporary file into place: %s",
-			       path, strerror(errno));
+		rc = pccx__fail(d, PCCX_ERR_IO, "%s: cannot rename temporary file into place: %s",
+				path, strerror(errno));
 		goto fail_unlink;
 	}
 	/* Make the rename itself durable; failure here leaves a complete file, so ignore it. */

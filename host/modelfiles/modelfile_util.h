@@ -14,91 +14,92 @@
 #include "pccx/status.h"
 
 /* A read-only view of a whole file (mmap) or of a caller's buffer. */
-typedef struct pccx_mf_map {
+typedef struct pccx_modelfile_map {
 	const uint8_t *data;
 	size_t size;
 	void *mapping;		/* non-NULL when we own an mmap of `size` bytes */
-} pccx_mf_map;
+} pccx_modelfile_map;
 
 /* Map `path` read-only. An empty file gives data == NULL, size == 0 and succeeds. */
-PCCX_MUST_CHECK int pccx_mf_map_file(const char *path, pccx_mf_map *m, pccx_diag *d);
-void pccx_mf_unmap(pccx_mf_map *m);
+PCCX_MUST_CHECK int pccx__modelfile_map_file(const char *path, pccx_modelfile_map *m, pccx_diag *d);
+void pccx__modelfile_unmap(pccx_modelfile_map *m);
 
 /* Bump allocator: many small objects freed together. Every block is 16-byte aligned. */
-typedef struct pccx_mf_arena {
-	struct pccx_mf_arena_block *head;
+typedef struct pccx_modelfile_arena {
+	struct pccx_modelfile_arena_block *head;
 	size_t used;		/* bytes used in head */
 	size_t cap;		/* capacity of head */
-} pccx_mf_arena;
+} pccx_modelfile_arena;
 
-void *pccx_mf_arena_alloc(pccx_mf_arena *a, size_t n);
-char *pccx_mf_arena_strndup(pccx_mf_arena *a, const char *s, size_t n);
-void pccx_mf_arena_free(pccx_mf_arena *a);
+void *pccx__modelfile_arena_alloc(pccx_modelfile_arena *a, size_t n);
+char *pccx__modelfile_arena_strndup(pccx_modelfile_arena *a, const char *s, size_t n);
+void pccx__modelfile_arena_free(pccx_modelfile_arena *a);
 
 /*
  * String index: open addressing, linear probing, FNV-1a. Maps NUL-terminated names to
  * indices into the caller's arrays. The table does not own the strings.
  */
-typedef struct pccx_mf_index {
+typedef struct pccx_modelfile_index {
 	const char **names;
 	uint32_t *slots;	/* index + 1, 0 = empty */
 	size_t mask;
 	size_t count;
-} pccx_mf_index;
+} pccx_modelfile_index;
 
 /* Prepare for up to `n` entries. */
-PCCX_MUST_CHECK int pccx_mf_index_init(pccx_mf_index *ix, size_t n);
+PCCX_MUST_CHECK int pccx__modelfile_index_init(pccx_modelfile_index *ix, size_t n);
 /* Insert; returns 1 if inserted, 0 if the name was already present (*dup = its index). */
-int pccx_mf_index_add(pccx_mf_index *ix, const char *name, uint32_t idx, uint32_t *dup);
+int pccx__modelfile_index_add(pccx_modelfile_index *ix, const char *name, uint32_t idx,
+			      uint32_t *dup);
 /* Look up; returns the index or -1. */
-int64_t pccx_mf_index_find(const pccx_mf_index *ix, const char *name);
-void pccx_mf_index_free(pccx_mf_index *ix);
+int64_t pccx__modelfile_index_find(const pccx_modelfile_index *ix, const char *name);
+void pccx__modelfile_index_free(pccx_modelfile_index *ix);
 
 /* Checked arithmetic: return true on overflow. */
-static inline bool pccx_mf_add_ovf(uint64_t a, uint64_t b, uint64_t *r)
+static inline bool pccx_modelfile_add_ovf(uint64_t a, uint64_t b, uint64_t *r)
 {
 	return __builtin_add_overflow(a, b, r);
 }
 
-static inline bool pccx_mf_mul_ovf(uint64_t a, uint64_t b, uint64_t *r)
+static inline bool pccx_modelfile_mul_ovf(uint64_t a, uint64_t b, uint64_t *r)
 {
 	return __builtin_mul_overflow(a, b, r);
 }
 
-static inline bool pccx_mf_is_pow2(uint64_t x)
+static inline bool pccx_modelfile_is_pow2(uint64_t x)
 {
 	return x != 0 && (x & (x - 1)) == 0;
 }
 
 /* Little-endian loads from unaligned bytes. */
-static inline uint16_t pccx_mf_le16(const uint8_t *p)
+static inline uint16_t pccx_modelfile_le16(const uint8_t *p)
 {
 	return (uint16_t)(p[0] | (uint16_t)p[1] << 8);
 }
 
-static inline uint32_t pccx_mf_le32(const uint8_t *p)
+static inline uint32_t pccx_modelfile_le32(const uint8_t *p)
 {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static inline uint64_t pccx_mf_le64(const uint8_t *p)
+static inline uint64_t pccx_modelfile_le64(const uint8_t *p)
 {
-	return (uint64_t)pccx_mf_le32(p) | (uint64_t)pccx_mf_le32(p + 4) << 32;
+	return (uint64_t)pccx_modelfile_le32(p) | (uint64_t)pccx_modelfile_le32(p + 4) << 32;
 }
 
-static inline void pccx_mf_put16(uint8_t *p, uint16_t v)
+static inline void pccx_modelfile_put16(uint8_t *p, uint16_t v)
 {
 	p[0] = (uint8_t)v;
 	p[1] = (uint8_t)(v >> 8);
 }
 
-static inline void pccx_mf_put32(uint8_t *p, uint32_t v)
+static inline void pccx_modelfile_put32(uint8_t *p, uint32_t v)
 {
 	for (int i = 0; i < 4; i++)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
 
-static inline void pccx_mf_put64(uint8_t *p, uint64_t v)
+static inline void pccx_modelfile_put64(uint8_t *p, uint64_t v)
 {
 	for (int i = 0; i < 8; i++)
 		p[i] = (uint8_t)(v >> (8 * i));
@@ -108,7 +109,7 @@ static inline void pccx_mf_put64(uint8_t *p, uint64_t v)
  * Output sink of the writers: either a growing memory buffer or a file descriptor.
  * Errors are sticky: after the first failure every call is a no-op and `status` holds it.
  */
-typedef struct pccx_mf_sink {
+typedef struct pccx_modelfile_sink {
 	int fd;			/* -1 for memory */
 	uint8_t *buf;
 	size_t len, cap;
@@ -118,20 +119,21 @@ typedef struct pccx_mf_sink {
 	int err;		/* errno of the failed write */
 	uint8_t *stage;		/* staging buffer for small writes to a file */
 	size_t stage_len;
-} pccx_mf_sink;
+} pccx_modelfile_sink;
 
-void pccx_mf_sink_mem(pccx_mf_sink *s);
-void pccx_mf_sink_write(pccx_mf_sink *s, const void *p, size_t n);
-void pccx_mf_sink_zeros(pccx_mf_sink *s, size_t n);
-void pccx_mf_sink_free(pccx_mf_sink *s);
+void pccx__modelfile_sink_mem(pccx_modelfile_sink *s);
+void pccx__modelfile_sink_write(pccx_modelfile_sink *s, const void *p, size_t n);
+void pccx__modelfile_sink_zeros(pccx_modelfile_sink *s, size_t n);
+void pccx__modelfile_sink_free(pccx_modelfile_sink *s);
 
 /*
  * Write a file atomically: create a temporary file next to `path`, let `emit` fill the
  * sink, fsync, rename over `path`. On any failure the temporary file is removed and
  * `path` is untouched; the diag names `path` and the cause (e.g. "No space left on device").
  */
-PCCX_MUST_CHECK int pccx_mf_write_atomic(const char *path,
-					 int (*emit)(void *ctx, pccx_mf_sink *s, pccx_diag *d),
-					 void *ctx, pccx_diag *d);
+PCCX_MUST_CHECK int pccx__modelfile_write_atomic(const char *path,
+						 int (*emit)(void *ctx, pccx_modelfile_sink *s,
+							     pccx_diag *d),
+						 void *ctx, pccx_diag *d);
 
 #endif /* PCCX_MODELFILE_UTIL_H */

@@ -18,7 +18,7 @@
 
 struct shard {
 	char *path;
-	pccx_mf_map map;
+	pccx_modelfile_map map;
 	pccx_st_tensor *t;
 	size_t n;
 	const char **meta_key;
@@ -32,8 +32,8 @@ struct pccx_safetensors {
 	size_t n_sh;
 	const pccx_st_tensor **all;
 	size_t n_all;
-	pccx_mf_index index;
-	pccx_mf_arena arena;
+	pccx_modelfile_index index;
+	pccx_modelfile_arena arena;
 };
 
 struct dtype_info {
@@ -95,9 +95,9 @@ static void fmt_shape(const uint64_t *shape, uint32_t n, char *buf, size_t size)
 /* A JSON value that must be a non-negative integer. */
 static bool get_u64(const pccx_json *v, uint64_t *out)
 {
-	if (!pccx_json_is_int(v) || pccx_json_int(v) < 0)
+	if (!pccx__json_is_int(v) || pccx__json_int(v) < 0)
 		return false;
-	*out = (uint64_t)pccx_json_int(v);
+	*out = (uint64_t)pccx__json_int(v);
 	return true;
 }
 
@@ -112,102 +112,102 @@ static int parse_tensor(pccx_safetensors *st, struct shard *sh, const char *name
 	size_t len;
 
 	memset(t, 0, sizeof(*t));
-	if (pccx_json_type_of(v) != PCCX_JSON_OBJECT)
-		return pccx_fail(d, PCCX_ERR_FORMAT, "%s: tensor '%s': entry is %s, not an object",
-				 f, name, pccx_json_type_name(pccx_json_type_of(v)));
-	m = pccx_json_get(v, "dtype");
-	dt = pccx_json_str(m, &len);
+	if (pccx__json_type_of(v) != PCCX_JSON_OBJECT)
+		return pccx__fail(d, PCCX_ERR_FORMAT, "%s: tensor '%s': entry is %s, not an object",
+				  f, name, pccx__json_type_name(pccx__json_type_of(v)));
+	m = pccx__json_get(v, "dtype");
+	dt = pccx__json_str(m, &len);
 	if (!dt)
-		return pccx_fail(d, PCCX_ERR_FORMAT, "%s: tensor '%s': \"dtype\" %s", f, name,
-				 m ? "is not a string" : "is missing");
+		return pccx__fail(d, PCCX_ERR_FORMAT, "%s: tensor '%s': \"dtype\" %s", f, name,
+				  m ? "is not a string" : "is missing");
 	di = find_dtype(dt);
 	if (!di || strlen(dt) != len)
-		return pccx_fail(d, PCCX_ERR_FORMAT, "%s: tensor '%s': unknown dtype '%.40s'",
-				 f, name, dt);
-	shape = pccx_json_get(v, "shape");
-	if (pccx_json_type_of(shape) != PCCX_JSON_ARRAY)
-		return pccx_fail(d, PCCX_ERR_FORMAT, "%s: tensor '%s': \"shape\" %s", f, name,
-				 shape ? "is not an array" : "is missing");
-	if (pccx_json_count(shape) > PCCX_ST_MAX_DIMS)
-		return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
-				 "%s: tensor '%s': %zu dimensions (at most %u)",
-				 f, name, pccx_json_count(shape), PCCX_ST_MAX_DIMS);
-	t->n_dims = (uint32_t)pccx_json_count(shape);
+		return pccx__fail(d, PCCX_ERR_FORMAT, "%s: tensor '%s': unknown dtype '%.40s'",
+				  f, name, dt);
+	shape = pccx__json_get(v, "shape");
+	if (pccx__json_type_of(shape) != PCCX_JSON_ARRAY)
+		return pccx__fail(d, PCCX_ERR_FORMAT, "%s: tensor '%s': \"shape\" %s", f, name,
+				  shape ? "is not an array" : "is missing");
+	if (pccx__json_count(shape) > PCCX_ST_MAX_DIMS)
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED,
+				  "%s: tensor '%s': %zu dimensions (at most %u)",
+				  f, name, pccx__json_count(shape), PCCX_ST_MAX_DIMS);
+	t->n_dims = (uint32_t)pccx__json_count(shape);
 	for (uint32_t i = 0; i < t->n_dims; i++) {
-		if (!get_u64(pccx_json_at(shape, i), &t->shape[i]))
-			return pccx_fail(d, PCCX_ERR_FORMAT,
-					 "%s: tensor '%s': shape[%" PRIu32 "] is not a "
-					 "non-negative integer",
-					 f, name, i);
-		if (pccx_mf_mul_ovf(n, t->shape[i], &n) || n > (uint64_t)INT64_MAX)
-			return pccx_fail(d, PCCX_ERR_FORMAT,
-					 "%s: tensor '%s': element count overflows 2^63 - 1 at "
-					 "dimension %" PRIu32,
-					 f, name, i);
+		if (!get_u64(pccx__json_at(shape, i), &t->shape[i]))
+			return pccx__fail(d, PCCX_ERR_FORMAT,
+					  "%s: tensor '%s': shape[%" PRIu32 "] is not a "
+					  "non-negative integer",
+					  f, name, i);
+		if (pccx_modelfile_mul_ovf(n, t->shape[i], &n) || n > (uint64_t)INT64_MAX)
+			return pccx__fail(d, PCCX_ERR_FORMAT,
+					  "%s: tensor '%s': element count overflows 2^63 - 1 at "
+					  "dimension %" PRIu32,
+					  f, name, i);
 	}
-	offs = pccx_json_get(v, "data_offsets");
-	if (pccx_json_type_of(offs) != PCCX_JSON_ARRAY || pccx_json_count(offs) != 2 ||
-	    !get_u64(pccx_json_at(offs, 0), &begin) || !get_u64(pccx_json_at(offs, 1), &end))
-		return pccx_fail(d, PCCX_ERR_FORMAT,
-				 "%s: tensor '%s': \"data_offsets\" %s", f, name,
-				 offs ? "is not [begin, end] with non-negative integers" : "is "
-				 "missing");
+	offs = pccx__json_get(v, "data_offsets");
+	if (pccx__json_type_of(offs) != PCCX_JSON_ARRAY || pccx__json_count(offs) != 2 ||
+	    !get_u64(pccx__json_at(offs, 0), &begin) || !get_u64(pccx__json_at(offs, 1), &end))
+		return pccx__fail(d, PCCX_ERR_FORMAT,
+				  "%s: tensor '%s': \"data_offsets\" %s", f, name,
+				  offs ? "is not [begin, end] with non-negative integers" : "is "
+				  "missing");
 	if (begin > end)
-		return pccx_fail(d, PCCX_ERR_FORMAT,
-				 "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 ") end "
-				 "before they begin",
-				 f, name, begin, end);
-	if (pccx_mf_mul_ovf(n, di->size, &t->nbytes))
-		return pccx_fail(d, PCCX_ERR_FORMAT, "%s: tensor '%s': byte size overflows 64 bits",
-				 f, name);
+		return pccx__fail(d, PCCX_ERR_FORMAT,
+				  "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 ") end "
+				  "before they begin",
+				  f, name, begin, end);
+	if (pccx_modelfile_mul_ovf(n, di->size, &t->nbytes))
+		return pccx__fail(d, PCCX_ERR_FORMAT, "%s: tensor '%s': byte size overflows 64 bits",
+				  f, name);
 	if (t->nbytes != end - begin) {
 		fmt_shape(t->shape, t->n_dims, sbuf, sizeof(sbuf));
-		return pccx_fail(d, PCCX_ERR_FORMAT,
-				 "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64
-				 ") hold %" PRIu64 " bytes, shape %s of %s needs %" PRIu64,
-				 f, name, begin, end, end - begin, sbuf, di->name, t->nbytes);
+		return pccx__fail(d, PCCX_ERR_FORMAT,
+				  "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64
+				  ") hold %" PRIu64 " bytes, shape %s of %s needs %" PRIu64,
+				  f, name, begin, end, end - begin, sbuf, di->name, t->nbytes);
 	}
 	if (end > data_size)
-		return pccx_fail(d, PCCX_ERR_FORMAT,
-				 "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 ") extend "
-				 "beyond the end of the file (the data holds %" PRIu64 " bytes)",
-				 f, name, begin, end, data_size);
-	t->name = pccx_mf_arena_strndup(&st->arena, name, strlen(name));
+		return pccx__fail(d, PCCX_ERR_FORMAT,
+				  "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 ") extend "
+				  "beyond the end of the file (the data holds %" PRIu64 " bytes)",
+				  f, name, begin, end, data_size);
+	t->name = pccx__modelfile_arena_strndup(&st->arena, name, strlen(name));
 	t->dtype = di->name;
 	t->type = di->type;
 	t->n_elems = n;
 	t->offset = begin;
 	t->file = sh->path;
 	if (!t->name)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", f);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", f);
 	return PCCX_OK;
 }
 
 static int parse_metadata(pccx_safetensors *st, struct shard *sh, const pccx_json *v,
 			  pccx_diag *d)
 {
-	size_t n = pccx_json_count(v);
+	size_t n = pccx__json_count(v);
 
-	if (pccx_json_type_of(v) != PCCX_JSON_OBJECT)
-		return pccx_fail(d, PCCX_ERR_FORMAT, "%s: \"__metadata__\" is %s, not an object",
-				 sh->path, pccx_json_type_name(pccx_json_type_of(v)));
-	sh->meta_key = pccx_mf_arena_alloc(&st->arena, (n ? n : 1) * sizeof(char *));
-	sh->meta_val = pccx_mf_arena_alloc(&st->arena, (n ? n : 1) * sizeof(char *));
+	if (pccx__json_type_of(v) != PCCX_JSON_OBJECT)
+		return pccx__fail(d, PCCX_ERR_FORMAT, "%s: \"__metadata__\" is %s, not an object",
+				  sh->path, pccx__json_type_name(pccx__json_type_of(v)));
+	sh->meta_key = pccx__modelfile_arena_alloc(&st->arena, (n ? n : 1) * sizeof(char *));
+	sh->meta_val = pccx__modelfile_arena_alloc(&st->arena, (n ? n : 1) * sizeof(char *));
 	if (!sh->meta_key || !sh->meta_val)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", sh->path);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", sh->path);
 	for (size_t i = 0; i < n; i++) {
-		const pccx_json *m = pccx_json_at(v, i);
+		const pccx_json *m = pccx__json_at(v, i);
 		size_t klen, vlen;
-		const char *k = pccx_json_key(m, &klen), *s = pccx_json_str(m, &vlen);
+		const char *k = pccx__json_key(m, &klen), *s = pccx__json_str(m, &vlen);
 
 		if (!s)
-			return pccx_fail(d, PCCX_ERR_FORMAT,
-					 "%s: \"__metadata__\" entry '%.100s' is %s, not a string",
-					 sh->path, k, pccx_json_type_name(pccx_json_type_of(m)));
-		sh->meta_key[i] = pccx_mf_arena_strndup(&st->arena, k, klen);
-		sh->meta_val[i] = pccx_mf_arena_strndup(&st->arena, s, vlen);
+			return pccx__fail(d, PCCX_ERR_FORMAT,
+					  "%s: \"__metadata__\" entry '%.100s' is %s, not a string",
+					  sh->path, k, pccx__json_type_name(pccx__json_type_of(m)));
+		sh->meta_key[i] = pccx__modelfile_arena_strndup(&st->arena, k, klen);
+		sh->meta_val[i] = pccx__modelfile_arena_strndup(&st->arena, s, vlen);
 		if (!sh->meta_key[i] || !sh->meta_val[i])
-			return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", sh->path);
+			return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", sh->path);
 	}
 	sh->n_meta = n;
 	return PCCX_OK;
@@ -235,14 +235,14 @@ static int check_coverage(struct shard *sh, uint64_t data_size, pccx_diag *d)
 
 	if (sh->n == 0) {
 		if (data_size)
-			return pccx_fail(d, PCCX_ERR_FORMAT,
-					 "%s: %" PRIu64 " bytes of data but no tensors",
-					 sh->path, data_size);
+			return pccx__fail(d, PCCX_ERR_FORMAT,
+					  "%s: %" PRIu64 " bytes of data but no tensors",
+					  sh->path, data_size);
 		return PCCX_OK;
 	}
 	order = malloc(sh->n * sizeof(*order));
 	if (!order)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", sh->path);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", sh->path);
 	for (size_t i = 0; i < sh->n; i++)
 		order[i] = &sh->t[i];
 	qsort(order, sh->n, sizeof(*order), cmp_extent);
@@ -250,29 +250,29 @@ static int check_coverage(struct shard *sh, uint64_t data_size, pccx_diag *d)
 		const pccx_st_tensor *t = order[i];
 
 		if (t->offset < at) {
-			rc = pccx_fail(d, PCCX_ERR_FORMAT,
-				       "%s: tensor '%s': data [%" PRIu64 ", %" PRIu64 ") overlaps "
-				       "tensor '%s' [%" PRIu64 ", %" PRIu64 ")",
-				       sh->path, t->name, t->offset, t->offset + t->nbytes,
-				       prev->name,
-				       prev->offset, prev->offset + prev->nbytes);
+			rc = pccx__fail(d, PCCX_ERR_FORMAT,
+					"%s: tensor '%s': data [%" PRIu64 ", %" PRIu64 ") overlaps "
+					"tensor '%s' [%" PRIu64 ", %" PRIu64 ")",
+					sh->path, t->name, t->offset, t->offset + t->nbytes,
+					prev->name,
+					prev->offset, prev->offset + prev->nbytes);
 			break;
 		}
 		if (t->offset > at) {
-			rc = pccx_fail(d, PCCX_ERR_FORMAT,
-				       "%s: data bytes [%" PRIu64 ", %" PRIu64 ") belong to no "
-				       "tensor (hole before '%s')",
-				       sh->path, at, t->offset, t->name);
+			rc = pccx__fail(d, PCCX_ERR_FORMAT,
+					"%s: data bytes [%" PRIu64 ", %" PRIu64 ") belong to no "
+					"tensor (hole before '%s')",
+					sh->path, at, t->offset, t->name);
 			break;
 		}
 		at = t->offset + t->nbytes;
 		prev = t;
 	}
 	if (!rc && at != data_size)
-		rc = pccx_fail(d, PCCX_ERR_FORMAT,
-			       "%s: data bytes [%" PRIu64 ", %" PRIu64 ") after the last tensor "
-			       "belong to no tensor",
-			       sh->path, at, data_size);
+		rc = pccx__fail(d, PCCX_ERR_FORMAT,
+				"%s: data bytes [%" PRIu64 ", %" PRIu64 ") after the last tensor "
+				"belong to no tensor",
+				sh->path, at, data_size);
 	free(order);
 	return rc;
 }
@@ -291,42 +291,42 @@ static int parse_shard(pccx_safetensors *st, struct shard *sh, pccx_diag *d)
 	int rc;
 
 	if (size < 8)
-		return pccx_fail(d, PCCX_ERR_FORMAT,
-				 "%s: truncated: %zu bytes, a safetensors file starts with an "
-				 "8-byte header length",
-				 f, size);
-	hlen = pccx_mf_le64(p);
+		return pccx__fail(d, PCCX_ERR_FORMAT,
+				  "%s: truncated: %zu bytes, a safetensors file starts with an "
+				  "8-byte header length",
+				  f, size);
+	hlen = pccx_modelfile_le64(p);
 	if (hlen > size - 8)
-		return pccx_fail(d, PCCX_ERR_FORMAT,
-				 "%s: header length %" PRIu64 " exceeds the %zu bytes after it",
-				 f, hlen, size - 8);
+		return pccx__fail(d, PCCX_ERR_FORMAT,
+				  "%s: header length %" PRIu64 " exceeds the %zu bytes after it",
+				  f, hlen, size - 8);
 	if (hlen > PCCX_ST_MAX_HEADER)
-		return pccx_fail(d, PCCX_ERR_RANGE,
-				 "%s: header length %" PRIu64 " exceeds the limit of %" PRIu64
-				 " bytes", f,
-				 hlen, PCCX_ST_MAX_HEADER);
+		return pccx__fail(d, PCCX_ERR_RANGE,
+				  "%s: header length %" PRIu64 " exceeds the limit of %" PRIu64
+				  " bytes", f,
+				  hlen, PCCX_ST_MAX_HEADER);
 	data_size = size - 8 - hlen;
 	snprintf(dname, sizeof(dname), "%s: header", f);
 	lim.max_size = (size_t)hlen + 1;
-	rc = pccx_json_parse(p + 8, (size_t)hlen, dname, &lim, &doc, d);
+	rc = pccx__json_parse(p + 8, (size_t)hlen, dname, &lim, &doc, d);
 	if (rc)
 		return rc;
-	root = pccx_json_root(doc);
-	if (pccx_json_type_of(root) != PCCX_JSON_OBJECT) {
-		rc = pccx_fail(d, PCCX_ERR_FORMAT, "%s: header is %s, not an object", f,
-			       pccx_json_type_name(pccx_json_type_of(root)));
+	root = pccx__json_root(doc);
+	if (pccx__json_type_of(root) != PCCX_JSON_OBJECT) {
+		rc = pccx__fail(d, PCCX_ERR_FORMAT, "%s: header is %s, not an object", f,
+				pccx__json_type_name(pccx__json_type_of(root)));
 		goto out;
 	}
-	n = pccx_json_count(root);
+	n = pccx__json_count(root);
 	sh->t = calloc(n ? n : 1, sizeof(*sh->t));
 	if (!sh->t) {
-		rc = pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", f);
+		rc = pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", f);
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
-		const pccx_json *m = pccx_json_at(root, i);
+		const pccx_json *m = pccx__json_at(root, i);
 		size_t klen;
-		const char *key = pccx_json_key(m, &klen), *prob;
+		const char *key = pccx__json_key(m, &klen), *prob;
 
 		if (strcmp(key, "__metadata__") == 0 && klen == 12) {
 			rc = parse_metadata(st, sh, m, d);
@@ -338,7 +338,7 @@ static int parse_shard(pccx_safetensors *st, struct shard *sh, pccx_diag *d)
 		if (!prob && strlen(key) != klen)
 			prob = "contains a NUL character";
 		if (prob) {
-			rc = pccx_fail(d, PCCX_ERR_FORMAT, "%s: tensor #%zu: name %s", f, i, prob);
+			rc = pccx__fail(d, PCCX_ERR_FORMAT, "%s: tensor #%zu: name %s", f, i, prob);
 			goto out;
 		}
 		rc = parse_tensor(st, sh, key, m, data_size, &sh->t[k], d);
@@ -350,14 +350,14 @@ static int parse_shard(pccx_safetensors *st, struct shard *sh, pccx_diag *d)
 	sh->n = k;
 	rc = check_coverage(sh, data_size, d);
 out:
-	pccx_json_free(doc);
+	pccx__json_free(doc);
 	return rc;
 }
 
 /* ------------------------------------------------------------------------------------- */
 /* Index                                                                                  */
 
-void pccx_st_index_free(struct pccx_st_index *ix)
+void pccx__st_index_free(struct pccx_st_index *ix)
 {
 	for (size_t i = 0; i < ix->n_shards; i++)
 		free(ix->shards[i]);
@@ -377,34 +377,34 @@ static bool plain_file_name(const char *s, size_t len)
 	return name_problem(s, len) == NULL;
 }
 
-int pccx_st_index_parse(const void *json, size_t len, const char *name, struct pccx_st_index *ix,
-			pccx_diag *d)
+int pccx__st_index_parse(const void *json, size_t len, const char *name, struct pccx_st_index *ix,
+			 pccx_diag *d)
 {
 	pccx_json_doc *doc = NULL;
 	const pccx_json *root, *wm;
-	pccx_mf_index names = { 0 };
+	pccx_modelfile_index names = { 0 };
 	size_t n, max_shards;
 	int rc;
 
 	memset(ix, 0, sizeof(*ix));
-	rc = pccx_json_parse(json, len, name, NULL, &doc, d);
+	rc = pccx__json_parse(json, len, name, NULL, &doc, d);
 	if (rc)
 		return rc;
-	root = pccx_json_root(doc);
-	if (pccx_json_type_of(root) != PCCX_JSON_OBJECT) {
-		rc = pccx_fail(d, PCCX_ERR_FORMAT, "%s: index is %s, not an object", name,
-			       pccx_json_type_name(pccx_json_type_of(root)));
+	root = pccx__json_root(doc);
+	if (pccx__json_type_of(root) != PCCX_JSON_OBJECT) {
+		rc = pccx__fail(d, PCCX_ERR_FORMAT, "%s: index is %s, not an object", name,
+				pccx__json_type_name(pccx__json_type_of(root)));
 		goto out;
 	}
-	wm = pccx_json_get(root, "weight_map");
-	if (pccx_json_type_of(wm) != PCCX_JSON_OBJECT) {
-		rc = pccx_fail(d, PCCX_ERR_FORMAT, "%s: \"weight_map\" %s", name,
-			       wm ? "is not an object" : "is missing");
+	wm = pccx__json_get(root, "weight_map");
+	if (pccx__json_type_of(wm) != PCCX_JSON_OBJECT) {
+		rc = pccx__fail(d, PCCX_ERR_FORMAT, "%s: \"weight_map\" %s", name,
+				wm ? "is not an object" : "is missing");
 		goto out;
 	}
-	n = pccx_json_count(wm);
+	n = pccx__json_count(wm);
 	if (n == 0) {
-		rc = pccx_fail(d, PCCX_ERR_FORMAT, "%s: \"weight_map\" is empty", name);
+		rc = pccx__fail(d, PCCX_ERR_FORMAT, "%s: \"weight_map\" is empty", name);
 		goto out;
 	}
 	ix->tensors = calloc(n, sizeof(*ix->tensors));
@@ -412,53 +412,53 @@ int pccx_st_index_parse(const void *json, size_t len, const char *name, struct p
 	/* At most one shard per tensor, and at most PCCX_ST_MAX_SHARDS. */
 	max_shards = n < PCCX_ST_MAX_SHARDS ? n : PCCX_ST_MAX_SHARDS;
 	ix->shards = calloc(max_shards, sizeof(*ix->shards));
-	rc = pccx_mf_index_init(&names, max_shards);
+	rc = pccx__modelfile_index_init(&names, max_shards);
 	if (!ix->tensors || !ix->shard_of || !ix->shards || rc) {
-		rc = pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", name);
+		rc = pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", name);
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
-		const pccx_json *m = pccx_json_at(wm, i);
+		const pccx_json *m = pccx__json_at(wm, i);
 		size_t klen, slen;
-		const char *key = pccx_json_key(m, &klen), *shard = pccx_json_str(m, &slen);
+		const char *key = pccx__json_key(m, &klen), *shard = pccx__json_str(m, &slen);
 		const char *prob = name_problem(key, klen);
 		int64_t si;
 
 		if (!prob && strlen(key) != klen)
 			prob = "contains a NUL character";
 		if (prob) {
-			rc = pccx_fail(d, PCCX_ERR_FORMAT,
-				       "%s: weight_map entry #%zu: tensor name %s",
-				       name, i, prob);
+			rc = pccx__fail(d, PCCX_ERR_FORMAT,
+					"%s: weight_map entry #%zu: tensor name %s",
+					name, i, prob);
 			goto out;
 		}
 		if (!shard || !plain_file_name(shard, slen)) {
-			rc = pccx_fail(d, PCCX_ERR_FORMAT,
-				       "%s: weight_map['%s']: %s", name, key,
-				       shard ? "shard is not a plain file name in the index's "
-				       "directory"
+			rc = pccx__fail(d, PCCX_ERR_FORMAT,
+					"%s: weight_map['%s']: %s", name, key,
+					shard ? "shard is not a plain file name in the index's "
+					"directory"
 					     : "shard is not a string");
 			goto out;
 		}
-		si = pccx_mf_index_find(&names, shard);
+		si = pccx__modelfile_index_find(&names, shard);
 		if (si < 0) {
 			if (ix->n_shards == max_shards) {
-				rc = pccx_fail(d, PCCX_ERR_UNSUPPORTED, "%s: more than %u shards",
-					       name, PCCX_ST_MAX_SHARDS);
+				rc = pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: more than %u shards",
+						name, PCCX_ST_MAX_SHARDS);
 				goto out;
 			}
 			ix->shards[ix->n_shards] = strdup(shard);
 			if (!ix->shards[ix->n_shards]) {
-				rc = pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", name);
+				rc = pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", name);
 				goto out;
 			}
 			si = (int64_t)ix->n_shards;
-			pccx_mf_index_add(&names, ix->shards[ix->n_shards], (uint32_t)si, NULL);
+			pccx__modelfile_index_add(&names, ix->shards[ix->n_shards], (uint32_t)si, NULL);
 			ix->n_shards++;
 		}
 		ix->tensors[i] = strdup(key);
 		if (!ix->tensors[i]) {
-			rc = pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", name);
+			rc = pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", name);
 			goto out;
 		}
 		ix->shard_of[i] = (uint32_t)si;
@@ -466,10 +466,10 @@ int pccx_st_index_parse(const void *json, size_t len, const char *name, struct p
 	}
 	rc = PCCX_OK;
 out:
-	pccx_mf_index_free(&names);
-	pccx_json_free(doc);
+	pccx__modelfile_index_free(&names);
+	pccx__json_free(doc);
 	if (rc)
-		pccx_st_index_free(ix);
+		pccx__st_index_free(ix);
 	return rc;
 }
 
@@ -481,14 +481,14 @@ void pccx_st_close(pccx_safetensors *st)
 	if (!st)
 		return;
 	for (size_t i = 0; i < st->n_sh; i++) {
-		pccx_mf_unmap(&st->sh[i].map);
+		pccx__modelfile_unmap(&st->sh[i].map);
 		free(st->sh[i].t);
 		free(st->sh[i].path);
 	}
 	free(st->sh);
 	free(st->all);
-	pccx_mf_index_free(&st->index);
-	pccx_mf_arena_free(&st->arena);
+	pccx__modelfile_index_free(&st->index);
+	pccx__modelfile_arena_free(&st->arena);
 	free(st->name);
 	free(st);
 }
@@ -516,18 +516,18 @@ static int build_index(pccx_safetensors *st, pccx_diag *d)
 	for (size_t i = 0; i < st->n_sh; i++)
 		total += st->sh[i].n;
 	st->all = malloc((total ? total : 1) * sizeof(*st->all));
-	if (!st->all || pccx_mf_index_init(&st->index, total))
-		return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", st->name);
+	if (!st->all || pccx__modelfile_index_init(&st->index, total))
+		return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", st->name);
 	for (size_t i = 0; i < st->n_sh; i++) {
 		for (size_t j = 0; j < st->sh[i].n; j++) {
 			uint32_t dup;
 
 			st->all[k] = &st->sh[i].t[j];
-			if (!pccx_mf_index_add(&st->index, st->all[k]->name, (uint32_t)k, &dup))
-				return pccx_fail(d, PCCX_ERR_FORMAT,
-						 "%s: tensor '%s' is in both %s and %s",
-						 st->name, st->all[k]->name, st->all[dup]->file,
-						 st->all[k]->file);
+			if (!pccx__modelfile_index_add(&st->index, st->all[k]->name, (uint32_t)k, &dup))
+				return pccx__fail(d, PCCX_ERR_FORMAT,
+						  "%s: tensor '%s' is in both %s and %s",
+						  st->name, st->all[k]->name, st->all[dup]->file,
+						  st->all[k]->file);
 			k++;
 		}
 	}
@@ -541,8 +541,8 @@ static int open_shard(pccx_safetensors *st, struct shard *sh, const char *path, 
 
 	sh->path = strdup(path);
 	if (!sh->path)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
-	rc = pccx_mf_map_file(path, &sh->map, d);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
+	rc = pccx__modelfile_map_file(path, &sh->map, d);
 	if (rc)
 		return rc;
 	return parse_shard(st, sh, d);
@@ -554,7 +554,7 @@ static int open_single(pccx_safetensors **out, const char *path, pccx_diag *d)
 	int rc;
 
 	if (!st)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
 	st->n_sh = 1;
 	rc = open_shard(st, &st->sh[0], path, d);
 	if (!rc)
@@ -569,25 +569,25 @@ static int open_single(pccx_safetensors **out, const char *path, pccx_diag *d)
 
 static int read_small_file(const char *path, size_t max, char **buf, size_t *len, pccx_diag *d)
 {
-	pccx_mf_map m;
-	int rc = pccx_mf_map_file(path, &m, d);
+	pccx_modelfile_map m;
+	int rc = pccx__modelfile_map_file(path, &m, d);
 
 	if (rc)
 		return rc;
 	if (m.size > max) {
-		pccx_mf_unmap(&m);
-		return pccx_fail(d, PCCX_ERR_RANGE, "%s: %zu bytes exceeds the limit of %zu", path,
-				 m.size, max);
+		pccx__modelfile_unmap(&m);
+		return pccx__fail(d, PCCX_ERR_RANGE, "%s: %zu bytes exceeds the limit of %zu", path,
+				  m.size, max);
 	}
 	*buf = malloc(m.size ? m.size : 1);
 	if (!*buf) {
-		pccx_mf_unmap(&m);
-		return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
+		pccx__modelfile_unmap(&m);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
 	}
 	if (m.size)
 		memcpy(*buf, m.data, m.size);
 	*len = m.size;
-	pccx_mf_unmap(&m);
+	pccx__modelfile_unmap(&m);
 	return PCCX_OK;
 }
 
@@ -602,7 +602,7 @@ static int open_index(pccx_safetensors **out, const char *path, pccx_diag *d)
 	rc = read_small_file(path, PCCX_ST_MAX_HEADER, &text, &len, d);
 	if (rc)
 		return rc;
-	rc = pccx_st_index_parse(text, len, path, &ix, d);
+	rc = pccx__st_index_parse(text, len, path, &ix, d);
 	free(text);
 	if (rc)
 		return rc;
@@ -610,7 +610,7 @@ static int open_index(pccx_safetensors **out, const char *path, pccx_diag *d)
 	shard_path = malloc(strlen(path) + 4096 + 2);
 	st = new_st(path, ix.n_shards);
 	if (!dir || !shard_path || !st) {
-		rc = pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
+		rc = pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
 		goto out;
 	}
 	slash = strrchr(dir, '/');
@@ -620,7 +620,7 @@ static int open_index(pccx_safetensors **out, const char *path, pccx_diag *d)
 		dir[0] = '\0';
 	for (size_t i = 0; i < ix.n_shards; i++) {
 		if (strlen(ix.shards[i]) > 4096) {
-			rc = pccx_fail(d, PCCX_ERR_FORMAT, "%s: shard name too long", path);
+			rc = pccx__fail(d, PCCX_ERR_FORMAT, "%s: shard name too long", path);
 			goto out;
 		}
 		sprintf(shard_path, "%s%s", dir, ix.shards[i]);
@@ -633,18 +633,18 @@ static int open_index(pccx_safetensors **out, const char *path, pccx_diag *d)
 	if (rc)
 		goto out;
 	for (size_t i = 0; i < ix.n_tensors; i++) {
-		int64_t k = pccx_mf_index_find(&st->index, ix.tensors[i]);
+		int64_t k = pccx__modelfile_index_find(&st->index, ix.tensors[i]);
 		const char *want = st->sh[ix.shard_of[i]].path;
 
 		if (k < 0 || strcmp(st->all[k]->file, want) != 0) {
-			rc = pccx_fail(d, PCCX_ERR_FORMAT,
-				       "%s: tensor '%s' is assigned to %s, which does not hold it",
-				       path, ix.tensors[i], want);
+			rc = pccx__fail(d, PCCX_ERR_FORMAT,
+					"%s: tensor '%s' is assigned to %s, which does not hold it",
+					path, ix.tensors[i], want);
 			goto out;
 		}
 	}
 out:
-	pccx_st_index_free(&ix);
+	pccx__st_index_free(&ix);
 	free(dir);
 	free(shard_path);
 	if (rc) {
@@ -667,7 +667,7 @@ int pccx_st_open(pccx_safetensors **out, const char *path, pccx_diag *d)
 	struct stat sb;
 
 	if (!out || !path)
-		return pccx_fail(d, PCCX_ERR_INVALID, "pccx_st_open: NULL argument");
+		return pccx__fail(d, PCCX_ERR_INVALID, "pccx_st_open: NULL argument");
 	*out = NULL;
 	if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
 		size_t n = strlen(path) + sizeof(PCCX_ST_INDEX_NAME) + 2;
@@ -675,7 +675,7 @@ int pccx_st_open(pccx_safetensors **out, const char *path, pccx_diag *d)
 		int rc;
 
 		if (!p)
-			return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
+			return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
 		snprintf(p, n, "%s/%s", path, PCCX_ST_INDEX_NAME);
 		if (stat(p, &sb) == 0) {
 			rc = open_index(out, p, d);
@@ -684,8 +684,8 @@ int pccx_st_open(pccx_safetensors **out, const char *path, pccx_diag *d)
 			if (stat(p, &sb) == 0)
 				rc = open_single(out, p, d);
 			else
-				rc = pccx_fail(d, PCCX_ERR_NOT_FOUND, "%s: holds neither %s nor %s",
-					       path, PCCX_ST_INDEX_NAME, PCCX_ST_SINGLE_NAME);
+				rc = pccx__fail(d, PCCX_ERR_NOT_FOUND, "%s: holds neither %s nor %s",
+						path, PCCX_ST_INDEX_NAME, PCCX_ST_SINGLE_NAME);
 		}
 		free(p);
 		return rc;
@@ -702,19 +702,19 @@ int pccx_st_open_mem(pccx_safetensors **out, const void *buf, size_t len, const 
 	int rc;
 
 	if (!out || (!buf && len))
-		return pccx_fail(d, PCCX_ERR_INVALID, "pccx_st_open_mem: NULL argument");
+		return pccx__fail(d, PCCX_ERR_INVALID, "pccx_st_open_mem: NULL argument");
 	*out = NULL;
 	if (!name)
 		name = "(memory)";
 	st = new_st(name, 1);
 	if (!st)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", name);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", name);
 	st->n_sh = 1;
 	st->sh[0].path = strdup(name);
 	st->sh[0].map.data = buf;
 	st->sh[0].map.size = len;
 	rc = st->sh[0].path ? parse_shard(st, &st->sh[0], d) :
-			      pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", name);
+			      pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", name);
 	if (!rc)
 		rc = build_index(st, d);
 	if (rc) {
@@ -750,7 +750,7 @@ const pccx_st_tensor *pccx_st_tensor_at(const pccx_safetensors *st, uint64_t i)
 
 const pccx_st_tensor *pccx_st_find(const pccx_safetensors *st, const char *name)
 {
-	int64_t i = pccx_mf_index_find(&st->index, name);
+	int64_t i = pccx__modelfile_index_find(&st->index, name);
 
 	return i < 0 ? NULL : st->all[i];
 }
@@ -762,13 +762,13 @@ int pccx_st_get_tensor(const pccx_safetensors *st, const char *name, const pccx_
 
 	*out = t;
 	if (!t)
-		return pccx_fail(d, PCCX_ERR_NOT_FOUND, "%s: tensor '%s': not in the checkpoint",
-				 st->name, name);
+		return pccx__fail(d, PCCX_ERR_NOT_FOUND, "%s: tensor '%s': not in the checkpoint",
+				  st->name, name);
 	if (t->type == PCCX_ST_UNSUPPORTED)
-		return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
-				 "%s: tensor '%s': dtype %s is not supported (F32, F16 and BF16 "
-				 "are)",
-				 t->file, name, t->dtype);
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED,
+				  "%s: tensor '%s': dtype %s is not supported (F32, F16 and BF16 "
+				  "are)",
+				  t->file, name, t->dtype);
 	return PCCX_OK;
 }
 
@@ -790,15 +790,15 @@ int pccx_st_decode_rows(const pccx_safetensors *st, const pccx_st_tensor *t, uin
 
 	(void)st;
 	if (t->type == PCCX_ST_UNSUPPORTED)
-		return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
-				 "%s: tensor '%s': dtype %s is not supported (F32, F16 and BF16 "
-				 "are)",
-				 t->file, t->name, t->dtype);
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED,
+				  "%s: tensor '%s': dtype %s is not supported (F32, F16 and BF16 "
+				  "are)",
+				  t->file, t->name, t->dtype);
 	if (row > rows || n_rows > rows - row)
-		return pccx_fail(d, PCCX_ERR_RANGE,
-				 "%s: tensor '%s': rows [%" PRIu64 ", %" PRIu64
-				 ") out of range (%" PRIu64 " rows)",
-				 t->file, t->name, row, row + n_rows, rows);
+		return pccx__fail(d, PCCX_ERR_RANGE,
+				  "%s: tensor '%s': rows [%" PRIu64 ", %" PRIu64
+				  ") out of range (%" PRIu64 " rows)",
+				  t->file, t->name, row, row + n_rows, rows);
 	esize = pccx_ggml_block_bytes(t->type);
 	snprintf(what, sizeof(what), "%s: tensor '%s'", t->file, t->name);
 	return pccx_ggml_decode(t->type, t->data + row * rl * esize, (size_t)(n_rows * rl * esize),

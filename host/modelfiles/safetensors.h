@@ -26,8 +26,8 @@ struct pccx_st_index {
  * Parse an index document. Shard names must be plain file names (no '/', not "." or
  * ".."), so a checkpoint cannot reach outside its directory. `name` prefixes the diag.
  */
-PCCX_MUST_CHECK int pccx_st_index_parse(const void *json, size_t len, const char *name,
-					struct pccx_st_index *ix, pccx_diag *d);
-void pccx_st_index_free(struct pccx_st_index *ix);
+PCCX_MUST_CHECK int pccx__st_index_parse(const void *json, size_t len, const char *name,
+					 struct pccx_st_index *ix, pccx_diag *d);
+void pccx__st_index_free(struct pccx_st_index *ix);
 
 #endif /* PCCX_SAFETENSORS_H */

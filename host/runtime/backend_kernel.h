@@ -14,16 +14,16 @@
 
 #include "pccx/status.h"
 #include "pccx_job.h"
-#include "pccx_kdev.h"
+#include "kernel_dev.h"
 
-struct pccx_kb;
+struct pccx_kernel_backend;
 
-struct pccx_kb_opts {
+struct pccx_kernel_backend_opts {
 	uint64_t timeout_ns;       /* no progress for this long: the driver kills the job (0: its limit) */
 	uint64_t wait_ns;          /* give up waiting after this long (0: 10 minutes) */
 };
 
-struct pccx_kb_result {
+struct pccx_kernel_backend_result {
 	uint32_t status;           /* PCCX_JOB_* */
 	struct pccx_submit submit; /* job id, or the validator's report */
 	struct pccx_wait wait;     /* outcome, hardware error, timestamps */
@@ -31,16 +31,19 @@ struct pccx_kb_result {
 };
 
 /* path NULL: /dev/pccx. PCCX_ERR_NOT_FOUND when the node is missing. */
-PCCX_MUST_CHECK int pccx_kb_create(const char *path, struct pccx_kb **out, pccx_diag *d);
-void pccx_kb_destroy(struct pccx_kb *b);
-PCCX_MUST_CHECK int pccx_kb_info(struct pccx_kb *b, struct pccx_info *info);
+PCCX_MUST_CHECK int pccx__kernel_backend_create(const char *path, struct pccx_kernel_backend **out,
+						pccx_diag *d);
+void pccx__kernel_backend_destroy(struct pccx_kernel_backend *b);
+PCCX_MUST_CHECK int pccx__kernel_backend_info(struct pccx_kernel_backend *b,
+					      struct pccx_info *info);
 
 /* A zero-filled buffer; access is PCCX_BUF_DEV_READ and/or PCCX_BUF_DEV_WRITE. */
-PCCX_MUST_CHECK int pccx_kb_buf_alloc(struct pccx_kb *b, uint64_t size, uint32_t access,
-				      uint32_t *handle, pccx_diag *d);
-PCCX_MUST_CHECK int pccx_kb_buf_free(struct pccx_kb *b, uint32_t handle);
+PCCX_MUST_CHECK int pccx__kernel_backend_buf_alloc(struct pccx_kernel_backend *b, uint64_t size,
+						   uint32_t access,
+						   uint32_t *handle, pccx_diag *d);
+PCCX_MUST_CHECK int pccx__kernel_backend_buf_free(struct pccx_kernel_backend *b, uint32_t handle);
 /* Host mapping and size of a buffer; NULL for an unknown handle. */
-void *pccx_kb_buf_map(struct pccx_kb *b, uint32_t handle, uint64_t *size);
+void *pccx__kernel_backend_buf_map(struct pccx_kernel_backend *b, uint32_t handle, uint64_t *size);
 
 /*
  * Submit the job and wait for it. Returns 0, PCCX_ERR_VALIDATE (refused; diag names the
@@ -48,9 +51,10 @@ void *pccx_kb_buf_map(struct pccx_kb *b, uint32_t handle, uint64_t *size);
  * (the job hung and the driver reset the device), PCCX_ERR_BUSY (aborted by a reset, or too
  * many jobs), PCCX_ERR_NOMEM, PCCX_ERR_IO (anything else, with the errno in diag).
  */
-PCCX_MUST_CHECK int pccx_kb_submit_wait(struct pccx_kb *b, const struct pccx_job_view *job,
-					const struct pccx_kb_opts *opts,
-					struct pccx_kb_result *res, pccx_diag *d);
+PCCX_MUST_CHECK int pccx__kernel_backend_submit_wait(struct pccx_kernel_backend *b,
+						     const struct pccx_job_view *job,
+						     const struct pccx_kernel_backend_opts *opts,
+						     struct pccx_kernel_backend_result *res, pccx_diag *d);
 
 
 #endif /* PCCX_BACKEND_KERNEL_H */

@@ -20,7 +20,7 @@ struct simb_buf {
 	bool owned;     /* allocated here (freed here), or imported caller memory */
 };
 
-struct pccx_simb {
+struct pccx_sim_backend {
 	pccx_sim *sim;
 	struct simb_buf *buf;
 	uint32_t n_buf, cap_buf;
@@ -33,14 +33,14 @@ static uint32_t io_rd32(void *io, uint32_t off)
 {
 	uint32_t v = 0;
 
-	if (pccx_sim_mmio_read32(io, off, &v))
+	if (pccx__sim_mmio_read32(io, off, &v))
 		return 0;
 	return v;
 }
 
 static void io_wr32(void *io, uint32_t off, uint32_t v)
 {
-	if (pccx_sim_mmio_write32(io, off, v))
+	if (pccx__sim_mmio_write32(io, off, v))
 		return;
 }
 
@@ -48,20 +48,20 @@ static uint64_t io_rd64(void *io, uint32_t off)
 {
 	uint64_t v = 0;
 
-	if (pccx_sim_mmio_read64(io, off, &v))
+	if (pccx__sim_mmio_read64(io, off, &v))
 		return 0;
 	return v;
 }
 
 static void io_wr64(void *io, uint32_t off, uint64_t v)
 {
-	if (pccx_sim_mmio_write64(io, off, v))
+	if (pccx__sim_mmio_write64(io, off, v))
 		return;
 }
 
 static const struct pccx_engine_ops sim_ops = { io_rd32, io_wr32, io_rd64, io_wr64 };
 
-/* The same accesses by a host that stalls after some of them (pccx_simb_opts.stall_*). */
+/* The same accesses by a host that stalls after some of them (pccx_sim_backend_opts.stall_*). */
 struct slow_io {
 	pccx_sim *sim;
 	uint64_t n, every, phase, cycles;
@@ -70,7 +70,7 @@ struct slow_io {
 static void slow_after(struct slow_io *h)
 {
 	if (h->n++ % h->every == h->phase)
-		pccx_sim_advance(h->sim, h->cycles);
+		pccx__sim_advance(h->sim, h->cycles);
 }
 
 static uint32_t slow_rd32(void *io, uint32_t off)
@@ -111,7 +111,7 @@ static const struct pccx_engine_ops slow_ops = { slow_rd32, slow_wr32, slow_rd64
 
 /* ---- buffers ----------------------------------------------------------------------------- */
 
-static struct simb_buf *find(const struct pccx_simb *b, uint32_t handle)
+static struct simb_buf *find(const struct pccx_sim_backend *b, uint32_t handle)
 {
 	if (handle == 0 || handle > b->n_buf || !b->buf[handle - 1].used)
 		return NULL;
@@ -143,10 +143,10 @@ static int xlate(void *ctx, uint32_t handle, uint64_t offset, uint64_t len, uint
 }
 
 /* Register host memory p (size bytes) as a buffer at the next device address. */
-static int add_buf(struct pccx_simb *b, void *p, uint64_t size, uint32_t access, bool owned,
+static int add_buf(struct pccx_sim_backend *b, void *p, uint64_t size, uint32_t access, bool owned,
 		   uint32_t *handle, pccx_diag *d)
 {
-	const struct pccx_sim_config *c = pccx_sim_get_config(b->sim);
+	const struct pccx_sim_config *c = pccx__sim_get_config(b->sim);
 	uint64_t span, limit = c->dma_address_bits >= 64 ? ~0ull : 1ull << c->dma_address_bits;
 	uint32_t win = 0;
 	struct simb_buf *bf;
@@ -154,15 +154,15 @@ static int add_buf(struct pccx_simb *b, void *p, uint64_t size, uint32_t access,
 
 	span = (size + DEV_PAGE - 1) / DEV_PAGE * DEV_PAGE;
 	if (b->next_dev + span > limit)
-		return pccx_fail(d, PCCX_ERR_NOMEM,
-				 "sim buffer: %llu bytes do not fit below the %u-bit DMA limit",
-				 (unsigned long long)size, c->dma_address_bits);
+		return pccx__fail(d, PCCX_ERR_NOMEM,
+				  "sim buffer: %llu bytes do not fit below the %u-bit DMA limit",
+				  (unsigned long long)size, c->dma_address_bits);
 	if (b->n_buf == b->cap_buf) {
 		uint32_t cap = b->cap_buf ? 2 * b->cap_buf : 16;
 		struct simb_buf *nb = realloc(b->buf, cap * sizeof(*nb));
 
 		if (!nb)
-			return pccx_fail(d, PCCX_ERR_NOMEM, "sim buffer: out of memory");
+			return pccx__fail(d, PCCX_ERR_NOMEM, "sim buffer: out of memory");
 		b->buf = nb;
 		b->cap_buf = cap;
 	}
@@ -171,9 +171,9 @@ static int add_buf(struct pccx_simb *b, void *p, uint64_t size, uint32_t access,
 	if (access & PCCX_BUF_DEV_WRITE)
 		win |= PCCX_SIM_WIN_WRITE;
 	/* The window covers exactly the buffer; the page after it stays unmapped. */
-	rc = pccx_sim_dma_window_add(b->sim, b->next_dev, size, p, win);
+	rc = pccx__sim_dma_window_add(b->sim, b->next_dev, size, p, win);
 	if (rc)
-		return pccx_fail(d, rc, "sim buffer: cannot open a DMA window");
+		return pccx__fail(d, rc, "sim buffer: cannot open a DMA window");
 	bf = &b->buf[b->n_buf++];
 	bf->host = p;
 	bf->size = size;
@@ -186,13 +186,13 @@ static int add_buf(struct pccx_simb *b, void *p, uint64_t size, uint32_t access,
 	return 0;
 }
 
-/* A buffer request is held to the rule job files are (pccx_buf_decl_check). */
+/* A buffer request is held to the rule job files are (pccx__buf_decl_check). */
 static int check_request(const char *what, uint64_t size, uint32_t access, pccx_diag *d)
 {
 	char why[160];
 
-	if (pccx_buf_decl_check(size, access, why, sizeof(why)))
-		return pccx_fail(d, PCCX_ERR_INVALID, "%s: %s", what, why);
+	if (pccx__buf_decl_check(size, access, why, sizeof(why)))
+		return pccx__fail(d, PCCX_ERR_INVALID, "%s: %s", what, why);
 	return 0;
 }
 
@@ -208,8 +208,9 @@ static size_t owned_span(uint64_t size)
  * cost no memory (a job file may declare gigabytes and use a few pages of them), and
  * MAP_NORESERVE keeps such a declaration from being refused by overcommit accounting.
  */
-int pccx_simb_buf_alloc(struct pccx_simb *b, uint64_t size, uint32_t access, uint32_t *handle,
-			pccx_diag *d)
+int pccx__sim_backend_buf_alloc(struct pccx_sim_backend *b, uint64_t size, uint32_t access,
+				uint32_t *handle,
+				pccx_diag *d)
 {
 	void *p;
 	int rc;
@@ -220,31 +221,32 @@ int pccx_simb_buf_alloc(struct pccx_simb *b, uint64_t size, uint32_t access, uin
 	p = mmap(NULL, owned_span(size), PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "sim buffer: cannot allocate %llu bytes",
-				 (unsigned long long)size);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "sim buffer: cannot allocate %llu bytes",
+				  (unsigned long long)size);
 	rc = add_buf(b, p, size, access, true, handle, d);
 	if (rc)
 		munmap(p, owned_span(size));
 	return rc;
 }
 
-int pccx_simb_buf_import(struct pccx_simb *b, void *host, uint64_t size, uint32_t access,
-			 uint32_t *handle, pccx_diag *d)
+int pccx__sim_backend_buf_import(struct pccx_sim_backend *b, void *host, uint64_t size,
+				 uint32_t access,
+				 uint32_t *handle, pccx_diag *d)
 {
 	if (!host)
-		return pccx_fail(d, PCCX_ERR_INVALID, "sim buffer import: no memory given");
+		return pccx__fail(d, PCCX_ERR_INVALID, "sim buffer import: no memory given");
 	if (check_request("sim buffer import", size, access, d))
 		return PCCX_ERR_INVALID;
 	return add_buf(b, host, size, access, false, handle, d);
 }
 
-int pccx_simb_buf_free(struct pccx_simb *b, uint32_t handle)
+int pccx__sim_backend_buf_free(struct pccx_sim_backend *b, uint32_t handle)
 {
 	struct simb_buf *bf = find(b, handle);
 
 	if (!bf)
 		return PCCX_ERR_NOT_FOUND;
-	if (pccx_sim_dma_window_remove(b->sim, bf->dev))
+	if (pccx__sim_dma_window_remove(b->sim, bf->dev))
 		return PCCX_ERR_INTERNAL;
 	if (bf->owned)
 		munmap(bf->host, owned_span(bf->size));
@@ -253,7 +255,7 @@ int pccx_simb_buf_free(struct pccx_simb *b, uint32_t handle)
 	return 0;
 }
 
-void *pccx_simb_buf_map(struct pccx_simb *b, uint32_t handle, uint64_t *size)
+void *pccx__sim_backend_buf_map(struct pccx_sim_backend *b, uint32_t handle, uint64_t *size)
 {
 	struct simb_buf *bf = find(b, handle);
 
@@ -264,7 +266,7 @@ void *pccx_simb_buf_map(struct pccx_simb *b, uint32_t handle, uint64_t *size)
 	return bf->host;
 }
 
-uint64_t pccx_simb_buf_devaddr(const struct pccx_simb *b, uint32_t handle)
+uint64_t pccx__sim_backend_buf_devaddr(const struct pccx_sim_backend *b, uint32_t handle)
 {
 	struct simb_buf *bf = find(b, handle);
 
@@ -273,15 +275,16 @@ uint64_t pccx_simb_buf_devaddr(const struct pccx_simb *b, uint32_t handle)
 
 /* ---- lifetime ------------------------------------------------------------------------------ */
 
-int pccx_simb_create(const struct pccx_sim_config *cfg, struct pccx_simb **out, pccx_diag *d)
+int pccx__sim_backend_create(const struct pccx_sim_config *cfg, struct pccx_sim_backend **out,
+			     pccx_diag *d)
 {
-	struct pccx_simb *b = calloc(1, sizeof(*b));
+	struct pccx_sim_backend *b = calloc(1, sizeof(*b));
 	int rc;
 
 	*out = NULL;
 	if (!b)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "sim backend: out of memory");
-	rc = pccx_sim_create(cfg, &b->sim, d);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "sim backend: out of memory");
+	rc = pccx__sim_create(cfg, &b->sim, d);
 	if (rc) {
 		free(b);
 		return rc;
@@ -291,7 +294,7 @@ int pccx_simb_create(const struct pccx_sim_config *cfg, struct pccx_simb **out, 
 	return 0;
 }
 
-void pccx_simb_destroy(struct pccx_simb *b)
+void pccx__sim_backend_destroy(struct pccx_sim_backend *b)
 {
 	uint32_t i;
 
@@ -301,24 +304,24 @@ void pccx_simb_destroy(struct pccx_simb *b)
 		if (b->buf[i].used && b->buf[i].owned)
 			munmap(b->buf[i].host, owned_span(b->buf[i].size));
 	free(b->buf);
-	pccx_sim_destroy(b->sim);
+	pccx__sim_destroy(b->sim);
 	free(b);
 }
 
-pccx_sim *pccx_simb_sim(struct pccx_simb *b)
+pccx_sim *pccx__sim_backend_sim(struct pccx_sim_backend *b)
 {
 	return b->sim;
 }
 
-void pccx_simb_reset(struct pccx_simb *b)
+void pccx__sim_backend_reset(struct pccx_sim_backend *b)
 {
 	uint64_t v = 1;
 	int i;
 
-	if (pccx_sim_mmio_write64(b->sim, PCCX_REG_RESET, 1))
+	if (pccx__sim_mmio_write64(b->sim, PCCX_REG_RESET, 1))
 		return;
 	for (i = 0; i < 1000 && v; i++)
-		if (pccx_sim_mmio_read64(b->sim, PCCX_REG_RESET, &v))
+		if (pccx__sim_mmio_read64(b->sim, PCCX_REG_RESET, &v))
 			return;
 }
 
@@ -342,25 +345,25 @@ static int describe(const struct pccx_engine_ctx *e, pccx_diag *d)
 		unsigned isa = (unsigned)((er->error & PCCX_ERROR_ISA_MASK) >>
 					  PCCX_ERROR_ISA_SHIFT);
 
-		return pccx_fail(d, PCCX_ERR_DEVICE,
-				 "device error %s at instruction %llu%s%s, info 0x%llx",
-				 cause_name(cause),
-				 (unsigned long long)(er->error >> PCCX_ERROR_INDEX_SHIFT),
-				 isa ? ": " : "", isa ? pccx_isa_errname((int)isa) : "",
-				 (unsigned long long)er->info);
+		return pccx__fail(d, PCCX_ERR_DEVICE,
+				  "device error %s at instruction %llu%s%s, info 0x%llx",
+				  cause_name(cause),
+				  (unsigned long long)(er->error >> PCCX_ERROR_INDEX_SHIFT),
+				  isa ? ": " : "", isa ? pccx__isa_errname((int)isa) : "",
+				  (unsigned long long)er->info);
 	}
-	return pccx_fail(d, PCCX_ERR_DEVICE,
-			 "command engine: %s (channel %u, instruction %u, info 0x%llx)",
-			 pccx_engine_fail_name(er->kind), er->channel, er->insn,
-			 (unsigned long long)er->info);
+	return pccx__fail(d, PCCX_ERR_DEVICE,
+			  "command engine: %s (channel %u, instruction %u, info 0x%llx)",
+			  pccx__engine_fail_name(er->kind), er->channel, er->insn,
+			  (unsigned long long)er->info);
 }
 
-int pccx_simb_submit_wait(struct pccx_simb *b, const struct pccx_job_view *job,
-			  const struct pccx_simb_opts *opts, struct pccx_simb_result *res,
-			  pccx_diag *d)
+int pccx__sim_backend_submit_wait(struct pccx_sim_backend *b, const struct pccx_job_view *job,
+				  const struct pccx_sim_backend_opts *opts, struct pccx_sim_backend_result *res,
+				  pccx_diag *d)
 {
-	struct pccx_simb_opts defo = { 0 };
-	struct pccx_simb_result dummy;
+	struct pccx_sim_backend_opts defo = { 0 };
+	struct pccx_sim_backend_result dummy;
 	struct pccx_engine_ctx e;
 	struct slow_io slow = { b->sim, 0, 0, 0, 0 };
 	const struct pccx_engine_ops *ops = &sim_ops;
@@ -383,21 +386,21 @@ int pccx_simb_submit_wait(struct pccx_simb *b, const struct pccx_job_view *job,
 		int err;
 
 		if (!used)
-			return pccx_fail(d, PCCX_ERR_NOMEM, "sim backend: out of memory");
-		err = pccx_validate(job, buf_lookup, b, NULL, used, &vr);
+			return pccx__fail(d, PCCX_ERR_NOMEM, "sim backend: out of memory");
+		err = pccx__validate(job, buf_lookup, b, NULL, used, &vr);
 		free(used);
 		if (err) {
 			char msg[400];
 
-			pccx_vresult_describe(&vr, job->insn, job->n_insn, msg, sizeof(msg));
-			return pccx_fail(d, PCCX_ERR_VALIDATE, "job refused: %s", msg);
+			pccx__vresult_describe(&vr, job->insn, job->n_insn, msg, sizeof(msg));
+			return pccx__fail(d, PCCX_ERR_VALIDATE, "job refused: %s", msg);
 		}
 	}
 	if (!opts->keep_stats)
-		pccx_sim_stats_reset(b->sim);
+		pccx__sim_stats_reset(b->sim);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
-	start = pccx_sim_cycles(b->sim);
+	start = pccx__sim_cycles(b->sim);
 	if (opts->stall_every && opts->stall_cycles) {
 		slow.every = opts->stall_every;
 		slow.phase = opts->stall_phase % opts->stall_every;
@@ -405,16 +408,16 @@ int pccx_simb_submit_wait(struct pccx_simb *b, const struct pccx_job_view *job,
 		ops = &slow_ops;
 		io = &slow;
 	}
-	res->state = pccx_engine_start(&e, job, ops, io, xlate, b);
-	last_cycle = pccx_sim_cycles(b->sim);
+	res->state = pccx__engine_start(&e, job, ops, io, xlate, b);
+	last_cycle = pccx__sim_cycles(b->sim);
 	last_prog = e.progress;
 	while (res->state == PCCX_ENGINE_RUNNING) {
 		uint64_t now;
 
-		pccx_sim_set_host_backlog(b->sim, e.next < job->n_insn);
-		res->state = pccx_engine_step(&e);
+		pccx__sim_set_host_backlog(b->sim, e.next < job->n_insn);
+		res->state = pccx__engine_step(&e);
 		res->steps++;
-		now = pccx_sim_cycles(b->sim);
+		now = pccx__sim_cycles(b->sim);
 		if (e.progress != last_prog) {
 			last_prog = e.progress;
 			last_cycle = now;
@@ -423,30 +426,30 @@ int pccx_simb_submit_wait(struct pccx_simb *b, const struct pccx_job_view *job,
 				res->timed_out = true;
 				break;
 			}
-			pccx_sim_advance(b->sim, poll);
+			pccx__sim_advance(b->sim, poll);
 		}
 	}
-	pccx_sim_set_host_backlog(b->sim, false);
+	pccx__sim_set_host_backlog(b->sim, false);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
 	res->err = e.err;
 	res->mmio = e.mmio;
-	res->cycles = pccx_sim_cycles(b->sim) - start;
+	res->cycles = pccx__sim_cycles(b->sim) - start;
 	res->host_seconds = (double)(t1.tv_sec - t0.tv_sec) +
 			    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	res->cpu_seconds = (double)(c1.tv_sec - c0.tv_sec) +
 			   (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
-	pccx_sim_get_stats(b->sim, &res->stats);
+	pccx__sim_get_stats(b->sim, &res->stats);
 	if (res->timed_out) {
-		rc = pccx_fail(d, PCCX_ERR_TIMEOUT,
-			       "device made no progress for %llu cycles (%u of %u words pushed, "
-			       "RETIRED %llu)",
-			       (unsigned long long)timeout, e.next, job->n_insn,
-			       (unsigned long long)e.retired);
-		pccx_simb_reset(b);
+		rc = pccx__fail(d, PCCX_ERR_TIMEOUT,
+				"device made no progress for %llu cycles (%u of %u words pushed, "
+				"RETIRED %llu)",
+				(unsigned long long)timeout, e.next, job->n_insn,
+				(unsigned long long)e.retired);
+		pccx__sim_backend_reset(b);
 	} else if (res->state == PCCX_ENGINE_ERROR) {
 		rc = describe(&e, d);
-		pccx_simb_reset(b);
+		pccx__sim_backend_reset(b);
 	}
 	return rc;
 }

@@ -16,12 +16,12 @@
 #include "pccx_job.h"
 #include "pccx_sim.h"
 
-struct pccx_simb;
+struct pccx_sim_backend;
 
-struct pccx_simb_opts {
+struct pccx_sim_backend_opts {
 	uint64_t timeout_cycles;   /* no progress for this many core cycles: timeout (0: 2^27) */
 	uint64_t poll_cycles;      /* device time between polls when a step changed nothing (64) */
-	bool no_validate;          /* feed the job without pccx_validate (tests of device errors) */
+	bool no_validate;          /* feed the job without pccx__validate (tests of device errors) */
 	bool keep_stats;           /* do not reset the simulator's statistics at submit */
 	/*
 	 * A slow host: after register access number n of the job (counted from 0) with
@@ -31,7 +31,7 @@ struct pccx_simb_opts {
 	uint64_t stall_every, stall_phase, stall_cycles;
 };
 
-struct pccx_simb_result {
+struct pccx_sim_backend_result {
 	int state;                 /* enum pccx_engine_state at the end */
 	struct pccx_engine_error err;
 	bool timed_out;
@@ -43,28 +43,31 @@ struct pccx_simb_result {
 };
 
 /* cfg NULL: the KV260 defaults. */
-PCCX_MUST_CHECK int pccx_simb_create(const struct pccx_sim_config *cfg, struct pccx_simb **out,
-				     pccx_diag *d);
-void pccx_simb_destroy(struct pccx_simb *b);
-pccx_sim *pccx_simb_sim(struct pccx_simb *b);
+PCCX_MUST_CHECK int pccx__sim_backend_create(const struct pccx_sim_config *cfg,
+					     struct pccx_sim_backend **out,
+					     pccx_diag *d);
+void pccx__sim_backend_destroy(struct pccx_sim_backend *b);
+pccx_sim *pccx__sim_backend_sim(struct pccx_sim_backend *b);
 
 /*
  * A zero-filled buffer; access is PCCX_BUF_DEV_READ and/or PCCX_BUF_DEV_WRITE. Its pages take
- * memory only once touched (by the device, or through pccx_simb_buf_map).
+ * memory only once touched (by the device, or through pccx__sim_backend_buf_map).
  */
-PCCX_MUST_CHECK int pccx_simb_buf_alloc(struct pccx_simb *b, uint64_t size, uint32_t access,
-					uint32_t *handle, pccx_diag *d);
+PCCX_MUST_CHECK int pccx__sim_backend_buf_alloc(struct pccx_sim_backend *b, uint64_t size,
+						uint32_t access,
+						uint32_t *handle, pccx_diag *d);
 /*
  * Open caller memory (size bytes, kept alive by the caller until freed here) to the device as
  * a buffer: the device reads and writes it in place, nothing is copied.
  */
-PCCX_MUST_CHECK int pccx_simb_buf_import(struct pccx_simb *b, void *host, uint64_t size,
-					 uint32_t access, uint32_t *handle, pccx_diag *d);
-PCCX_MUST_CHECK int pccx_simb_buf_free(struct pccx_simb *b, uint32_t handle);
+PCCX_MUST_CHECK int pccx__sim_backend_buf_import(struct pccx_sim_backend *b, void *host,
+						 uint64_t size,
+						 uint32_t access, uint32_t *handle, pccx_diag *d);
+PCCX_MUST_CHECK int pccx__sim_backend_buf_free(struct pccx_sim_backend *b, uint32_t handle);
 /* Host pointer and size of a buffer; NULL for an unknown handle. */
-void *pccx_simb_buf_map(struct pccx_simb *b, uint32_t handle, uint64_t *size);
+void *pccx__sim_backend_buf_map(struct pccx_sim_backend *b, uint32_t handle, uint64_t *size);
 /* Device address of a buffer (0 for an unknown handle). */
-uint64_t pccx_simb_buf_devaddr(const struct pccx_simb *b, uint32_t handle);
+uint64_t pccx__sim_backend_buf_devaddr(const struct pccx_sim_backend *b, uint32_t handle);
 
 /*
  * Validate the job (unless opts->no_validate), feed it through the command engine to the
@@ -73,11 +76,12 @@ uint64_t pccx_simb_buf_devaddr(const struct pccx_simb *b, uint32_t handle);
  * PCCX_ERR_VALIDATE, PCCX_ERR_DEVICE (device or DataMover error; diag names the cause and
  * instruction), PCCX_ERR_TIMEOUT; res (may be NULL) receives the figures either way.
  */
-PCCX_MUST_CHECK int pccx_simb_submit_wait(struct pccx_simb *b, const struct pccx_job_view *job,
-					  const struct pccx_simb_opts *opts,
-					  struct pccx_simb_result *res, pccx_diag *d);
+PCCX_MUST_CHECK int pccx__sim_backend_submit_wait(struct pccx_sim_backend *b,
+						  const struct pccx_job_view *job,
+						  const struct pccx_sim_backend_opts *opts,
+						  struct pccx_sim_backend_result *res, pccx_diag *d);
 
 /* Soft-reset the device and wait for the reset to finish. */
-void pccx_simb_reset(struct pccx_simb *b);
+void pccx__sim_backend_reset(struct pccx_sim_backend *b);
 
 #endif /* PCCX_BACKEND_SIM_H */

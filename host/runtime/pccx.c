@@ -46,10 +46,10 @@ struct backend;
 struct pccx_device {
 	char backend[16];
 	const struct backend *be;
-	struct pccx_simb *simb;            /* sim */
-	struct pccx_kb *kb;                /* kernel */
+	struct pccx_sim_backend *sim_be;        /* backend "sim" */
+	struct pccx_kernel_backend *kernel_be;  /* backend "kernel" */
 	char trace_path[256];
-	struct pccx_simb_opts sim_opts;    /* sim: per-job options (a slow host, pccx_testing.h) */
+	struct pccx_sim_backend_opts sim_opts;    /* sim: per-job options (a slow host, pccx_testing.h) */
 	bool inject;                       /* sim: arm an error before job number inject_job */
 	uint64_t inject_job;
 	uint32_t inject_index, inject_cause;
@@ -69,7 +69,7 @@ struct kweights {
 
 struct pccx_model {
 	pccx_device *dev;
-	struct pccx_g3n_model *m;
+	struct pccx_gemma3n_model *m;
 	pccx_tokenizer *tok;
 	const struct pccx_chat_format *chat;	/* the family's: every model here is a Gemma 3n */
 	int32_t stop[PCCX_CHAT_MAX_STOPS + 1];	/* ids that end generation (with a tokenizer) */
@@ -80,9 +80,9 @@ struct pccx_model {
 struct pccx_session {
 	pccx_model *model;
 	struct pccx_compiler comp;
-	struct pccx_g3n_session *dev;     /* the step on the device, through the compiler */
+	struct pccx_gemma3n_session *dev;     /* the step on the device, through the compiler */
 	struct pccx_ref_exec *rx;          /* verify: the reference executor */
-	struct pccx_g3n_session *ref;      /* verify: the reference session */
+	struct pccx_gemma3n_session *ref;      /* verify: the reference session */
 	struct pccx_verify *ver;
 	pccx_sampler *smp;
 	float *logits, *ref_logits;
@@ -154,7 +154,7 @@ static uint64_t nominal_ddr_bytes_per_s(void)
 {
 	struct pccx_sim_config cfg;
 
-	pccx_sim_config_default(&cfg);
+	pccx__sim_config_default(&cfg);
 	return cfg.ddr_mbps * 1000000ull;
 }
 
@@ -163,20 +163,20 @@ static int sim_open(pccx_device *dev, const struct pccx_device_opts *opts, pccx_
 	struct pccx_sim_config cfg;
 	int rc;
 
-	pccx_sim_config_default(&cfg);
+	pccx__sim_config_default(&cfg);
 	if (opts && opts->dtb) {
-		rc = pccx_sim_config_from_dtb_file(&cfg, opts->dtb, d);
+		rc = pccx__sim_config_from_dtb_file(&cfg, opts->dtb, d);
 		if (rc)
 			return rc;
 	}
-	rc = pccx_simb_create(&cfg, &dev->simb, d);
+	rc = pccx__sim_backend_create(&cfg, &dev->sim_be, d);
 	if (rc)
 		return rc;
 	if (opts && opts->trace_path) {
-		rc = pccx_sim_trace_open(pccx_simb_sim(dev->simb), opts->trace_path, d);
+		rc = pccx__sim_trace_open(pccx__sim_backend_sim(dev->sim_be), opts->trace_path, d);
 		if (rc) {
-			pccx_simb_destroy(dev->simb);
-			dev->simb = NULL;
+			pccx__sim_backend_destroy(dev->sim_be);
+			dev->sim_be = NULL;
 			return rc;
 		}
 	}
@@ -186,23 +186,23 @@ static int sim_open(pccx_device *dev, const struct pccx_device_opts *opts, pccx_
 static void sim_close(pccx_device *dev)
 {
 	/* destroying the simulator completes an open trace; pccx_device_flush reports errors */
-	if (dev->simb)
-		pccx_simb_destroy(dev->simb);
+	if (dev->sim_be)
+		pccx__sim_backend_destroy(dev->sim_be);
 }
 
 static int sim_flush(pccx_device *dev, pccx_diag *d)
 {
-	return pccx_sim_trace_close(pccx_simb_sim(dev->simb), d);
+	return pccx__sim_trace_close(pccx__sim_backend_sim(dev->sim_be), d);
 }
 
 static int sim_info(pccx_device *dev, struct pccx_device_info *info)
 {
-	const struct pccx_sim_config *c = pccx_sim_get_config(pccx_simb_sim(dev->simb));
-	pccx_sim *sim = pccx_simb_sim(dev->simb);
+	const struct pccx_sim_config *c = pccx__sim_get_config(pccx__sim_backend_sim(dev->sim_be));
+	pccx_sim *sim = pccx__sim_backend_sim(dev->sim_be);
 	uint64_t id = 0, feat = 0;
 
-	if (pccx_sim_mmio_read64(sim, PCCX_REG_ID, &id) ||
-	    pccx_sim_mmio_read64(sim, PCCX_REG_FEATURES, &feat))
+	if (pccx__sim_mmio_read64(sim, PCCX_REG_ID, &id) ||
+	    pccx__sim_mmio_read64(sim, PCCX_REG_FEATURES, &feat))
 		return PCCX_ERR_DEVICE;
 	info->hw_version = (uint32_t)id;
 	info->features = (uint32_t)feat;
@@ -217,16 +217,16 @@ static int sim_info(pccx_device *dev, struct pccx_device_info *info)
 static int kernel_open(pccx_device *dev, const struct pccx_device_opts *opts, pccx_diag *d)
 {
 	if (opts && (opts->dtb || opts->trace_path))
-		return pccx_fail(d, PCCX_ERR_INVALID,
-				 "backend 'kernel': %s is for the sim backend only",
-				 opts->dtb ? "a device tree" : "a trace");
-	return pccx_kb_create(opts ? opts->path : NULL, &dev->kb, d);
+		return pccx__fail(d, PCCX_ERR_INVALID,
+				  "backend 'kernel': %s is for the sim backend only",
+				  opts->dtb ? "a device tree" : "a trace");
+	return pccx__kernel_backend_create(opts ? opts->path : NULL, &dev->kernel_be, d);
 }
 
 static void kernel_close(pccx_device *dev)
 {
 	/* closing the file frees the buffers and jobs the driver holds for this device */
-	pccx_kb_destroy(dev->kb);
+	pccx__kernel_backend_destroy(dev->kernel_be);
 }
 
 static int kernel_flush(pccx_device *dev, pccx_diag *d)
@@ -240,7 +240,7 @@ static int kernel_info(pccx_device *dev, struct pccx_device_info *info)
 {
 	struct pccx_info ki;
 
-	if (pccx_kb_info(dev->kb, &ki))
+	if (pccx__kernel_backend_info(dev->kernel_be, &ki))
 		return PCCX_ERR_IO;
 	info->hw_version = (uint32_t)ki.hw_id;
 	info->features = (uint32_t)ki.features;
@@ -262,18 +262,18 @@ int pccx_device_open(const struct pccx_device_opts *opts, pccx_device **out, pcc
 
 	*out = NULL;
 	if (opts && opts->struct_size && opts->struct_size < sizeof(size_t))
-		return pccx_fail(d, PCCX_ERR_INVALID, "device options: struct_size %zu too small",
-				 opts->struct_size);
+		return pccx__fail(d, PCCX_ERR_INVALID, "device options: struct_size %zu too small",
+				  opts->struct_size);
 	for (i = 0; i < sizeof(backends) / sizeof(backends[0]); i++)
 		if (!strcmp(backend, backends[i].name))
 			be = &backends[i];
 	if (!be)
-		return pccx_fail(d, PCCX_ERR_NOT_FOUND,
-				 "backend '%s' is not available (this build has: sim, kernel)",
-				 backend);
+		return pccx__fail(d, PCCX_ERR_NOT_FOUND,
+				  "backend '%s' is not available (this build has: sim, kernel)",
+				  backend);
 	dev = calloc(1, sizeof(*dev));
 	if (!dev)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "device: out of memory");
+		return pccx__fail(d, PCCX_ERR_NOMEM, "device: out of memory");
 	snprintf(dev->backend, sizeof(dev->backend), "%s", backend);
 	dev->be = be;
 	rc = be->open(dev, opts, d);
@@ -296,7 +296,7 @@ void pccx_device_close(pccx_device *dev)
 int pccx_device_flush(pccx_device *dev, pccx_diag *d)
 {
 	if (!dev)
-		return pccx_fail(d, PCCX_ERR_INVALID, "no device");
+		return pccx__fail(d, PCCX_ERR_INVALID, "no device");
 	return dev->be->flush(dev, d);
 }
 
@@ -311,10 +311,10 @@ int pccx_device_info(pccx_device *dev, struct pccx_device_info *info)
 
 /* ---- test hooks (pccx_testing.h) ---- */
 
-int pccx_device_test_inject_error(pccx_device *dev, uint64_t job, uint32_t index,
-				  uint32_t cause)
+int pccx__device_test_inject_error(pccx_device *dev, uint64_t job, uint32_t index,
+				   uint32_t cause)
 {
-	if (!dev || !dev->simb)
+	if (!dev || !dev->sim_be)
 		return PCCX_ERR_UNSUPPORTED;
 	dev->inject = true;
 	dev->inject_job = job;
@@ -323,9 +323,9 @@ int pccx_device_test_inject_error(pccx_device *dev, uint64_t job, uint32_t index
 	return PCCX_OK;
 }
 
-int pccx_device_test_slow_host(pccx_device *dev, uint64_t every, uint64_t phase, uint64_t cycles)
+int pccx__device_test_slow_host(pccx_device *dev, uint64_t every, uint64_t phase, uint64_t cycles)
 {
-	if (!dev || !dev->simb)
+	if (!dev || !dev->sim_be)
 		return PCCX_ERR_UNSUPPORTED;
 	dev->sim_opts.stall_every = every;
 	dev->sim_opts.stall_phase = phase;
@@ -374,16 +374,16 @@ static int sibling_tokenizer(const char *path, pccx_tokenizer **tk, pccx_diag *d
 int pccx_model_load(pccx_device *dev, const struct pccx_model_opts *opts, pccx_model **out,
 		    pccx_diag *d)
 {
-	struct pccx_g3n_config cfg;
+	struct pccx_gemma3n_config cfg;
 	pccx_model *model;
 	int rc;
 
 	*out = NULL;
 	if (!dev || !opts)
-		return pccx_fail(d, PCCX_ERR_INVALID, "model: no device or options");
+		return pccx__fail(d, PCCX_ERR_INVALID, "model: no device or options");
 	model = calloc(1, sizeof(*model));
 	if (!model)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "model: out of memory");
+		return pccx__fail(d, PCCX_ERR_NOMEM, "model: out of memory");
 	model->dev = dev;
 	if (opts->path) {
 		pccx_tokenizer *embedded = NULL;
@@ -391,16 +391,16 @@ int pccx_model_load(pccx_device *dev, const struct pccx_model_opts *opts, pccx_m
 		if (opts->progress)
 			opts->progress(opts->user, "loading", 0, 1);
 		if (is_safetensors(opts->path)) {
-			rc = pccx_g3n_load_safetensors(&model->m, opts->path, 0, NULL, d);
+			rc = pccx__gemma3n_load_safetensors(&model->m, opts->path, 0, NULL, d);
 			if (!rc && !opts->tokenizer)
 				rc = sibling_tokenizer(opts->path, &embedded, d);
 		} else {
 			pccx_gguf *g = NULL;
 
-			rc = pccx_g3n_load_gguf(&model->m, opts->path, 0, NULL,
-						opts->tokenizer ? NULL : &g, d);
+			rc = pccx__gemma3n_load_gguf(&model->m, opts->path, 0, NULL,
+						     opts->tokenizer ? NULL : &g, d);
 			if (!rc && g)
-				rc = pccx_tokenizer_load_gguf(g, &embedded, d);
+				rc = pccx__tokenizer_load_gguf(g, &embedded, d);
 			pccx_gguf_close(g);
 		}
 		if (rc) {
@@ -411,15 +411,15 @@ int pccx_model_load(pccx_device *dev, const struct pccx_model_opts *opts, pccx_m
 		if (opts->progress)
 			opts->progress(opts->user, "loading", 1, 1);
 	} else {
-		rc = pccx_g3n_config_preset(opts->synth_config ? opts->synth_config : "tiny", &cfg,
-					    d);
+		rc = pccx__gemma3n_config_preset(opts->synth_config ? opts->synth_config : "tiny", &cfg,
+						 d);
 		if (!rc)
-			rc = pccx_g3n_model_create(&model->m, &cfg, d);
+			rc = pccx__gemma3n_model_create(&model->m, &cfg, d);
 		if (rc)
 			goto fail;
 		if (opts->progress)
 			opts->progress(opts->user, "synthesising", 0, model->m->size);
-		rc = pccx_g3n_synth(model->m, opts->synth_seed, 0, d);
+		rc = pccx__gemma3n_synth(model->m, opts->synth_seed, 0, d);
 		if (rc)
 			goto fail;
 		if (opts->progress)
@@ -430,15 +430,15 @@ int pccx_model_load(pccx_device *dev, const struct pccx_model_opts *opts, pccx_m
 		if (rc)
 			goto fail;
 		if (pccx_tokenizer_n_vocab(model->tok) > model->m->cfg.vocab) {
-			rc = pccx_fail(d, PCCX_ERR_INVALID,
-				       "%s: %zu tokens, more than the model's vocabulary of %u",
-				       opts->tokenizer, pccx_tokenizer_n_vocab(model->tok),
-				       model->m->cfg.vocab);
+			rc = pccx__fail(d, PCCX_ERR_INVALID,
+					"%s: %zu tokens, more than the model's vocabulary of %u",
+					opts->tokenizer, pccx_tokenizer_n_vocab(model->tok),
+					model->m->cfg.vocab);
 			goto fail;
 		}
 	}
-	model->chat = pccx_chat_format(PCCX_CHAT_GEMMA);
-	model->n_stop = pccx_chat_stop_ids(model->chat, model->tok, model->stop);
+	model->chat = pccx__chat_format(PCCX_CHAT_GEMMA);
+	model->n_stop = pccx__chat_stop_ids(model->chat, model->tok, model->stop);
 	*out = model;
 	return PCCX_OK;
 fail:
@@ -447,9 +447,9 @@ fail:
 }
 
 /* A BO no longer needed; a failure leaves it to the close of the device. */
-static void kbuf_release(struct pccx_kb *kb, uint32_t handle)
+static void kbuf_release(struct pccx_kernel_backend *kernel_be, uint32_t handle)
 {
-	int rc = pccx_kb_buf_free(kb, handle);
+	int rc = pccx__kernel_backend_buf_free(kernel_be, handle);
 
 	(void)rc;
 }
@@ -459,7 +459,7 @@ static void kernel_weights_free(pccx_model *model)
 	size_t i;
 
 	for (i = 0; i < model->kw.n; i++)
-		kbuf_release(model->dev->kb, model->kw.pieces[i].handle);
+		kbuf_release(model->dev->kernel_be, model->kw.pieces[i].handle);
 	free(model->kw.pieces);
 	memset(&model->kw, 0, sizeof(model->kw));
 }
@@ -472,7 +472,7 @@ void pccx_model_free(pccx_model *model)
 	if (model->tok)
 		pccx_tokenizer_free(model->tok);
 	if (model->m)
-		pccx_g3n_model_free(model->m);
+		pccx__gemma3n_model_free(model->m);
 	free(model);
 }
 
@@ -485,7 +485,7 @@ static int bind_sim(pccx_session *s, uint32_t buf, void *base, uint64_t size, bo
 	uint32_t access = PCCX_BUF_DEV_READ | (dev_write ? PCCX_BUF_DEV_WRITE : 0);
 
 	(void)buf;
-	return pccx_simb_buf_import(s->model->dev->simb, base, size, access, handle, NULL);
+	return pccx__sim_backend_buf_import(s->model->dev->sim_be, base, size, access, handle, NULL);
 }
 
 static void unbind_sim(pccx_session *s)
@@ -498,8 +498,8 @@ static int kernel_weights(pccx_session *s, const uint8_t *base, uint32_t *handle
 {
 	pccx_model *model = s->model;
 	struct kweights *kw = &model->kw;
-	struct pccx_kb *kb = model->dev->kb;
-	struct pccx_g3n_piece *pc;
+	struct pccx_kernel_backend *kernel_be = model->dev->kernel_be;
+	struct pccx_gemma3n_piece *pc;
 	struct pccx_info info;
 	size_t n, i;
 	int rc;
@@ -508,40 +508,40 @@ static int kernel_weights(pccx_session *s, const uint8_t *base, uint32_t *handle
 		*handle = kw->handle;
 		return PCCX_OK;
 	}
-	rc = pccx_kb_info(kb, &info);
+	rc = pccx__kernel_backend_info(kernel_be, &info);
 	if (rc)
-		return pccx_fail(&s->submit_diag, rc, "kernel backend: GET_INFO failed");
-	rc = pccx_g3n_weight_pieces(model->m, info.max_bo_size ? info.max_bo_size : UINT64_MAX,
-				    &pc, &n, &s->submit_diag);
+		return pccx__fail(&s->submit_diag, rc, "kernel backend: GET_INFO failed");
+	rc = pccx__gemma3n_weight_pieces(model->m, info.max_bo_size ? info.max_bo_size : UINT64_MAX,
+					 &pc, &n, &s->submit_diag);
 	if (rc)
 		return rc;
 	kw->pieces = calloc(n ? n : 1, sizeof(*kw->pieces));
 	if (!kw->pieces) {
 		free(pc);
-		return pccx_fail(&s->submit_diag, PCCX_ERR_NOMEM, "kernel backend: out of memory");
+		return pccx__fail(&s->submit_diag, PCCX_ERR_NOMEM, "kernel backend: out of memory");
 	}
 	for (i = 0; i < n && !rc; i++) {
 		struct pccx_wpiece *k = &kw->pieces[i];
 		uint8_t *map;
 
-		rc = pccx_kb_buf_alloc(kb, pc[i].bytes, PCCX_BUF_DEV_READ, &k->handle,
-				       &s->submit_diag);
+		rc = pccx__kernel_backend_buf_alloc(kernel_be, pc[i].bytes, PCCX_BUF_DEV_READ, &k->handle,
+						    &s->submit_diag);
 		if (rc)
 			break;
 		kw->n = i + 1;
 		k->offset = pc[i].offset;
 		k->bytes = pc[i].bytes;
-		map = pccx_kb_buf_map(kb, k->handle, NULL);
+		map = pccx__kernel_backend_buf_map(kernel_be, k->handle, NULL);
 		if (!map)
-			rc = pccx_fail(&s->submit_diag, PCCX_ERR_IO,
-				       "kernel backend: weight piece %zu has no mapping", i);
+			rc = pccx__fail(&s->submit_diag, PCCX_ERR_IO,
+					"kernel backend: weight piece %zu has no mapping", i);
 		else
 			memcpy(map, base + k->offset, k->bytes);
 	}
 	free(pc);
 	if (!rc && !kw->n)
-		rc = pccx_fail(&s->submit_diag, PCCX_ERR_INVALID,
-			       "kernel backend: the decode step reads no weights");
+		rc = pccx__fail(&s->submit_diag, PCCX_ERR_INVALID,
+				"kernel backend: the decode step reads no weights");
 	if (rc) {
 		kernel_weights_free(model);
 		return rc;
@@ -560,25 +560,25 @@ static int kernel_weights(pccx_session *s, const uint8_t *base, uint32_t *handle
 static int bind_kernel(pccx_session *s, uint32_t buf, void *base, uint64_t size,
 		       bool dev_write, uint32_t *handle)
 {
-	struct pccx_kb *kb = s->model->dev->kb;
+	struct pccx_kernel_backend *kernel_be = s->model->dev->kernel_be;
 	uint32_t access = PCCX_BUF_DEV_READ | (dev_write ? PCCX_BUF_DEV_WRITE : 0);
 	struct kbuf *k;
 	int rc;
 
 	if (buf >= PCCX_NPU_NBUF || s->kbuf[buf].bound)
-		return pccx_fail(&s->submit_diag, PCCX_ERR_INVALID,
-				 "kernel backend: buffer %u bound twice or unknown", buf);
+		return pccx__fail(&s->submit_diag, PCCX_ERR_INVALID,
+				  "kernel backend: buffer %u bound twice or unknown", buf);
 	if (buf == PCCX_NPU_BUF_WEIGHTS)
 		return kernel_weights(s, base, handle);   /* the model's, not `bound` here */
 	k = &s->kbuf[buf];
-	rc = pccx_kb_buf_alloc(kb, size ? size : 16, access, &k->handle, &s->submit_diag);
+	rc = pccx__kernel_backend_buf_alloc(kernel_be, size ? size : 16, access, &k->handle, &s->submit_diag);
 	if (rc)
 		return rc;
-	k->map = pccx_kb_buf_map(kb, k->handle, NULL);
+	k->map = pccx__kernel_backend_buf_map(kernel_be, k->handle, NULL);
 	if (!k->map) {
-		kbuf_release(kb, k->handle);
-		return pccx_fail(&s->submit_diag, PCCX_ERR_IO, "kernel backend: buffer %u has no "
-				 "mapping", buf);
+		kbuf_release(kernel_be, k->handle);
+		return pccx__fail(&s->submit_diag, PCCX_ERR_IO, "kernel backend: buffer %u has no "
+				  "mapping", buf);
 	}
 	k->host = base;
 	k->size = size;
@@ -595,9 +595,9 @@ static void unbind_kernel(pccx_session *s)
 
 	for (i = 0; i < PCCX_NPU_NBUF; i++)
 		if (s->kbuf[i].bound)
-			kbuf_release(s->model->dev->kb, s->kbuf[i].handle);
+			kbuf_release(s->model->dev->kernel_be, s->kbuf[i].handle);
 	memset(s->kbuf, 0, sizeof(s->kbuf));
-	pccx_wpieces_out_free(&s->kjob);
+	pccx__wpieces_out_free(&s->kjob);
 }
 
 static int bind_buf(void *user, uint32_t buf, void *base, uint64_t size, bool dev_write,
@@ -611,14 +611,14 @@ static int bind_buf(void *user, uint32_t buf, void *base, uint64_t size, bool de
 /* Fold the finished job's stage times into the profile (stage names without "L<n>."). */
 static void profile_job(pccx_session *s, const struct pccx_compiler *c)
 {
-	pccx_sim *sim = pccx_simb_sim(s->model->dev->simb);
-	const struct pccx_sim_insn_time *t0 = pccx_sim_insn_time(sim, 0);
+	pccx_sim *sim = pccx__sim_backend_sim(s->model->dev->sim_be);
+	const struct pccx_sim_insn_time *t0 = pccx__sim_insn_time(sim, 0);
 	uint64_t prev = t0 ? t0->issue : 0;
 	uint32_t k;
 
 	for (k = 0; k < c->jb.n_stages; k++) {
-		const struct pccx_jb_stage *st = &c->jb.stages[k];
-		const struct pccx_sim_insn_time *t = pccx_sim_insn_time(sim, st->insn);
+		const struct pccx_job_builder_stage *st = &c->jb.stages[k];
+		const struct pccx_sim_insn_time *t = pccx__sim_insn_time(sim, st->insn);
 		const char *name = st->name;
 		size_t i;
 
@@ -679,24 +679,24 @@ int pccx_session_stage_profile(const pccx_session *s, struct pccx_stage_time **o
 static int run_sim(pccx_session *s, const struct pccx_compiler *c,
 		   const struct pccx_job_view *job, struct job_figures *fig)
 {
-	struct pccx_simb_result res;
+	struct pccx_sim_backend_result res;
 	pccx_device *dev = s->model->dev;
-	struct pccx_simb_opts o = dev->sim_opts;
+	struct pccx_sim_backend_opts o = dev->sim_opts;
 	unsigned p;
 	int rc;
 
 	if (dev->inject && !dev->inject_job--) {
 		dev->inject = false;
-		pccx_sim_inject_error(pccx_simb_sim(dev->simb), dev->inject_index,
-				      dev->inject_cause);
+		pccx__sim_inject_error(pccx__sim_backend_sim(dev->sim_be), dev->inject_index,
+				       dev->inject_cause);
 	}
 
 	/* statistics are reset at each submit: res.stats covers this job alone */
 	if (s->ver)
-		rc = pccx_verify_device_job(s->ver, s->model->dev->simb, job, c, &o, &res,
-					    &s->submit_diag);
+		rc = pccx__verify_device_job(s->ver, s->model->dev->sim_be, job, c, &o, &res,
+					     &s->submit_diag);
 	else
-		rc = pccx_simb_submit_wait(s->model->dev->simb, job, &o, &res, &s->submit_diag);
+		rc = pccx__sim_backend_submit_wait(s->model->dev->sim_be, job, &o, &res, &s->submit_diag);
 	if (rc)
 		return rc;
 	fig->cycles = res.cycles;
@@ -710,7 +710,7 @@ static int run_sim(pccx_session *s, const struct pccx_compiler *c,
 
 static double sim_device_seconds(const pccx_session *s, double *ddr_bytes_per_s)
 {
-	const struct pccx_sim_config *c = pccx_sim_get_config(pccx_simb_sim(s->model->dev->simb));
+	const struct pccx_sim_config *c = pccx__sim_get_config(pccx__sim_backend_sim(s->model->dev->sim_be));
 
 	*ddr_bytes_per_s = (double)c->ddr_mbps * 1e6;
 	return (double)s->st.device_cycles / (double)c->core_hz;
@@ -723,8 +723,8 @@ static double sim_device_seconds(const pccx_session *s, double *ddr_bytes_per_s)
 static int check_kv(pccx_session *s, const struct pccx_job_view *job)
 {
 	const struct kbuf *kv = &s->kbuf[PCCX_NPU_BUF_KV];
-	const struct pccx_g3n_model *m = s->model->m;
-	const struct pccx_g3n_plan *p = &s->ref->plan;
+	const struct pccx_gemma3n_model *m = s->model->m;
+	const struct pccx_gemma3n_plan *p = &s->ref->plan;
 	uint32_t i;
 
 	if (!kv->bound)
@@ -753,16 +753,16 @@ static int check_kv(pccx_session *s, const struct pccx_job_view *job)
 		rows = ly->kv_rows;
 		row_bytes = (uint64_t)pccx_words_for(ly->head_dim) * 16;
 		idx = (off - p->kv_off[l]) / row_bytes;
-		return pccx_fail(&s->submit_diag, PCCX_ERR_MISMATCH,
-				 "verify: token %u (position %u): KV cache differs first at layer "
-				 "%u, kv head %llu, %s row %llu, element %llu: device 0x%04x (%g), "
-				 "reference 0x%04x (%g)",
-				 s->token, s->dev->pos, l,
-				 (unsigned long long)(idx / rows % ly->n_kv_heads),
-				 idx / rows / ly->n_kv_heads ? "V" : "K",
-				 (unsigned long long)(idx % rows),
-				 (unsigned long long)((off - p->kv_off[l]) % row_bytes / 2), a,
-				 (double)pccx_bf16_to_f32(a), b, (double)pccx_bf16_to_f32(b));
+		return pccx__fail(&s->submit_diag, PCCX_ERR_MISMATCH,
+				  "verify: token %u (position %u): KV cache differs first at layer "
+				  "%u, kv head %llu, %s row %llu, element %llu: device 0x%04x (%g), "
+				  "reference 0x%04x (%g)",
+				  s->token, s->dev->pos, l,
+				  (unsigned long long)(idx / rows % ly->n_kv_heads),
+				  idx / rows / ly->n_kv_heads ? "V" : "K",
+				  (unsigned long long)(idx % rows),
+				  (unsigned long long)((off - p->kv_off[l]) % row_bytes / 2), a,
+				  (double)pccx__bf16_to_f32(a), b, (double)pccx__bf16_to_f32(b));
 	}
 	return PCCX_OK;
 }
@@ -779,9 +779,9 @@ static int run_kernel(pccx_session *s, const struct pccx_compiler *c,
 		      const struct pccx_job_view *job, struct job_figures *fig)
 {
 	const struct kbuf *in = &s->kbuf[PCCX_NPU_BUF_IN], *out = &s->kbuf[PCCX_NPU_BUF_OUT];
-	struct pccx_kb_opts o = { .timeout_ns = 0, .wait_ns = KERNEL_WAIT_NS };
+	struct pccx_kernel_backend_opts o = { .timeout_ns = 0, .wait_ns = KERNEL_WAIT_NS };
 	struct pccx_job_view split;
-	struct pccx_kb_result res;
+	struct pccx_kernel_backend_result res;
 	uint32_t i;
 	int rc;
 
@@ -789,13 +789,13 @@ static int run_kernel(pccx_session *s, const struct pccx_compiler *c,
 	if (in->bound && in->size)
 		memcpy(in->map, in->host, in->size);
 	if (s->model->kw.n) {
-		rc = pccx_wpieces_rewrite(s->model->kw.pieces, s->model->kw.n, s->model->kw.handle,
-					  job, &s->kjob, &split, &s->submit_diag);
+		rc = pccx__wpieces_rewrite(s->model->kw.pieces, s->model->kw.n, s->model->kw.handle,
+					   job, &s->kjob, &split, &s->submit_diag);
 		if (rc)
 			return rc;
 		job = &split;
 	}
-	rc = pccx_kb_submit_wait(s->model->dev->kb, job, &o, &res, &s->submit_diag);
+	rc = pccx__kernel_backend_submit_wait(s->model->dev->kernel_be, job, &o, &res, &s->submit_diag);
 	if (rc)
 		return rc;
 	for (i = 0; i < job->n_dma; i++) {
@@ -852,7 +852,7 @@ static int submit_job(void *user, struct pccx_compiler *c)
 	struct job_figures fig = { 0 };
 	int rc;
 
-	rc = pccx_compiler_job(c, &job, &s->submit_diag);
+	rc = pccx__compiler_job(c, &job, &s->submit_diag);
 	if (!rc)
 		rc = s->model->dev->be->run(s, c, &job, &fig);
 	if (!rc) {
@@ -880,35 +880,35 @@ int pccx_session_create(pccx_model *model, const struct pccx_session_opts *opts,
 
 	*out = NULL;
 	if (!model)
-		return pccx_fail(d, PCCX_ERR_INVALID, "session: no model");
+		return pccx__fail(d, PCCX_ERR_INVALID, "session: no model");
 	s = calloc(1, sizeof(*s));
 	if (!s)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "session: out of memory");
+		return pccx__fail(d, PCCX_ERR_NOMEM, "session: out of memory");
 	s->model = model;
 	vocab = model->m->cfg.vocab;
-	pccx_compiler_init(&s->comp, bind_buf, s);
-	pccx_compiler_on_end(&s->comp, submit_job, s);
+	pccx__compiler_init(&s->comp, bind_buf, s);
+	pccx__compiler_on_end(&s->comp, submit_job, s);
 	s->logits = malloc(vocab * sizeof(float));
 	s->ref_logits = malloc(vocab * sizeof(float));
 	if (!s->logits || !s->ref_logits) {
-		rc = pccx_fail(d, PCCX_ERR_NOMEM, "session: cannot allocate %zu logits", vocab);
+		rc = pccx__fail(d, PCCX_ERR_NOMEM, "session: cannot allocate %zu logits", vocab);
 		goto fail;
 	}
 	if (opts && opts->verify) {
-		rc = pccx_ref_exec_create(&s->rx, 0, PCCX_KERN_AUTO, d);
+		rc = pccx__ref_exec_create(&s->rx, 0, PCCX_KERN_AUTO, d);
 		if (!rc)
-			rc = pccx_g3n_session_create(&s->ref, model->m, pccx_ref_exec_ops(), s->rx,
-						     d);
+			rc = pccx__gemma3n_session_create(&s->ref, model->m, pccx__ref_exec_ops(), s->rx,
+							  d);
 		/* stages in L2 are compared on the simulator only (the kernel's L2 is private) */
-		if (!rc && model->dev->simb)
-			rc = pccx_verify_create(&s->ver, s->rx, d);
+		if (!rc && model->dev->sim_be)
+			rc = pccx__verify_create(&s->ver, s->rx, d);
 		if (rc)
 			goto fail;
 	}
-	rc = pccx_g3n_session_create(&s->dev, model->m, pccx_compiler_ops(), &s->comp, d);
+	rc = pccx__gemma3n_session_create(&s->dev, model->m, pccx__compiler_ops(), &s->comp, d);
 	if (rc) {
 		if (s->submit_diag.msg[0])   /* the backend's reason (quota, buffer size ...) */
-			rc = pccx_fail(d, rc, "session: %s", s->submit_diag.msg);
+			rc = pccx__fail(d, rc, "session: %s", s->submit_diag.msg);
 		goto fail;
 	}
 	pccx_sampler_config_default(&scfg);
@@ -927,17 +927,17 @@ void pccx_session_free(pccx_session *s)
 	if (!s)
 		return;
 	if (s->dev)
-		pccx_g3n_session_free(s->dev);
+		pccx__gemma3n_session_free(s->dev);
 	s->model->dev->be->unbind(s);
 	if (s->ref)
-		pccx_g3n_session_free(s->ref);
+		pccx__gemma3n_session_free(s->ref);
 	if (s->ver)
-		pccx_verify_free(s->ver);
+		pccx__verify_free(s->ver);
 	if (s->rx)
-		pccx_ref_exec_free(s->rx);
+		pccx__ref_exec_free(s->rx);
 	if (s->smp)
 		pccx_sampler_destroy(s->smp);
-	pccx_compiler_free(&s->comp);
+	pccx__compiler_free(&s->comp);
 	free(s->logits);
 	free(s->ref_logits);
 	free(s->hist);
@@ -954,16 +954,16 @@ int pccx_session_tokenize(pccx_session *s, const char *text, bool chat, int32_t 
 	int rc;
 
 	if (!s || !text || !ids || !n)
-		return pccx_fail(d, PCCX_ERR_INVALID, "tokenize: a NULL argument");
+		return pccx__fail(d, PCCX_ERR_INVALID, "tokenize: a NULL argument");
 	*ids = NULL;
 	*n = 0;
 	tk = s->model->tok;
 	if (!tk)
-		return pccx_fail(d, PCCX_ERR_INVALID, "the model has no tokenizer");
+		return pccx__fail(d, PCCX_ERR_INVALID, "the model has no tokenizer");
 	if (chat) {
 		pccx_chat_turn turn = { "user", text };
 
-		rc = pccx_chat_render(s->model->chat, &turn, 1, true, &rendered, &len, d);
+		rc = pccx__chat_render(s->model->chat, &turn, 1, true, &rendered, &len, d);
 		if (rc)
 			return rc;
 		rc = pccx_tokenizer_encode(tk, rendered, len, 0, ids, n, d);
@@ -1001,7 +1001,7 @@ static int push_history(pccx_session *s, int32_t tok, pccx_diag *d)
 		int32_t *h = realloc(s->hist, cap * sizeof(*h));
 
 		if (!h)
-			return pccx_fail(d, PCCX_ERR_NOMEM, "session: out of memory");
+			return pccx__fail(d, PCCX_ERR_NOMEM, "session: out of memory");
 		s->hist = h;
 		s->cap_hist = cap;
 	}
@@ -1017,20 +1017,20 @@ static int step(pccx_session *s, int32_t token, bool logits, pccx_diag *d)
 	int rc;
 
 	if (token < 0 || (size_t)token >= vocab)
-		return pccx_fail(d, PCCX_ERR_RANGE, "token %d outside the vocabulary of %zu", token,
-				 vocab);
+		return pccx__fail(d, PCCX_ERR_RANGE, "token %d outside the vocabulary of %zu", token,
+				  vocab);
 	s->token = (uint32_t)token;
 	if (s->ref) {
 		/* the reference first: its stage tensors are what the device is compared with */
 		if (s->ver)
-			pccx_verify_begin_step(s->ver, (uint32_t)token, pos);
-		rc = pccx_g3n_session_step(s->ref, (uint32_t)token, logits ? s->ref_logits : NULL,
-					   d);
+			pccx__verify_begin_step(s->ver, (uint32_t)token, pos);
+		rc = pccx__gemma3n_session_step(s->ref, (uint32_t)token, logits ? s->ref_logits : NULL,
+						d);
 		if (rc)
 			return rc;
 	}
 	s->submit_status = 0;
-	rc = pccx_g3n_session_step(s->dev, (uint32_t)token, logits ? s->logits : NULL, d);
+	rc = pccx__gemma3n_session_step(s->dev, (uint32_t)token, logits ? s->logits : NULL, d);
 	if (rc) {
 		/* a failed step is not part of the context: the reference forgets it too */
 		if (s->ref)
@@ -1045,10 +1045,10 @@ static int step(pccx_session *s, int32_t token, bool logits, pccx_diag *d)
 		s->dev->pos = s->ref->pos = pos;
 		while (i < vocab && !memcmp(&s->logits[i], &s->ref_logits[i], sizeof(float)))
 			i++;
-		return pccx_fail(d, PCCX_ERR_MISMATCH,
-				 "verify: token %d (position %u): logits differ first at element "
-				 "%zu: device %g, reference %g",
-				 token, pos, i, (double)s->logits[i], (double)s->ref_logits[i]);
+		return pccx__fail(d, PCCX_ERR_MISMATCH,
+				  "verify: token %d (position %u): logits differ first at element "
+				  "%zu: device %g, reference %g",
+				  token, pos, i, (double)s->logits[i], (double)s->ref_logits[i]);
 	}
 	return push_history(s, token, d);
 }
@@ -1061,11 +1061,11 @@ int pccx_session_prefill(pccx_session *s, const int32_t *ids, size_t n, pccx_dia
 	int rc = PCCX_OK;
 
 	if (!s || (n && !ids))
-		return pccx_fail(d, PCCX_ERR_INVALID, "prefill: no session or no tokens");
+		return pccx__fail(d, PCCX_ERR_INVALID, "prefill: no session or no tokens");
 	if (s->have_pending)
-		return pccx_fail(d, PCCX_ERR_INVALID,
-				 "prefill: the last generated token is not fed yet (its step failed): "
-				 "call generate to retry it first");
+		return pccx__fail(d, PCCX_ERR_INVALID,
+				  "prefill: the last generated token is not fed yet (its step failed): "
+				  "call generate to retry it first");
 	pos0 = s->dev->pos;
 	hist0 = s->n_hist;
 	/* only the last prompt token needs the LM head: its logits give the first sample */
@@ -1110,7 +1110,7 @@ int pccx_session_generate(pccx_session *s, const struct pccx_sampler_config *cfg
 	int rc;
 
 	if (!s)
-		return pccx_fail(d, PCCX_ERR_INVALID, "generate: no session");
+		return pccx__fail(d, PCCX_ERR_INVALID, "generate: no session");
 	vocab = s->model->m->cfg.vocab;
 	if (s->have_pending) {
 		/* the token whose step failed last time: feed it again, then go on sampling */
@@ -1123,9 +1123,9 @@ int pccx_session_generate(pccx_session *s, const struct pccx_sampler_config *cfg
 		s->have_logits = true;
 	}
 	if (!s->have_logits)
-		return pccx_fail(d, PCCX_ERR_INVALID,
-				 "generate: prefill at least one token first (the logits of the last "
-				 "prompt token give the first sample)");
+		return pccx__fail(d, PCCX_ERR_INVALID,
+				  "generate: prefill at least one token first (the logits of the last "
+				  "prompt token give the first sample)");
 	if (cfg) {
 		rc = pccx_sampler_set_config(s->smp, cfg, d);
 		if (rc)

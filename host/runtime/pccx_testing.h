@@ -14,17 +14,17 @@
 
 /*
  * The device raises ERROR with `cause` (PCCX_CAUSE_*) when instruction `index` of the job
- * `job` jobs from now (0: the next one) reaches issue (pccx_sim_inject_error). One shot.
+ * `job` jobs from now (0: the next one) reaches issue (pccx__sim_inject_error). One shot.
  */
-PCCX_MUST_CHECK int pccx_device_test_inject_error(pccx_device *dev, uint64_t job, uint32_t index,
-						  uint32_t cause);
+PCCX_MUST_CHECK int pccx__device_test_inject_error(pccx_device *dev, uint64_t job, uint32_t index,
+						   uint32_t cause);
 
 /*
  * Every job from now on is fed by a slow host: after register access n of a job with
- * n % every == phase, the device runs alone for `cycles` core cycles (pccx_simb_opts).
+ * n % every == phase, the device runs alone for `cycles` core cycles (pccx_sim_backend_opts).
  * every = 0 turns it off.
  */
-PCCX_MUST_CHECK int pccx_device_test_slow_host(pccx_device *dev, uint64_t every, uint64_t phase,
-					       uint64_t cycles);
+PCCX_MUST_CHECK int pccx__device_test_slow_host(pccx_device *dev, uint64_t every, uint64_t phase,
+						uint64_t cycles);
 
 #endif /* PCCX_TESTING_H */

@@ -18,8 +18,9 @@ static uint32_t translate(const struct pccx_simjob *j, uint32_t handle)
 	return 0;
 }
 
-int pccx_simjob_load(struct pccx_simjob *j, struct pccx_simb *b, const struct pccx_jobfile *jf,
-		     const char *name, pccx_diag *d)
+int pccx__simjob_load(struct pccx_simjob *j, struct pccx_sim_backend *b,
+		      const struct pccx_jobfile *jf,
+		      const char *name, pccx_diag *d)
 {
 	uint32_t i;
 	int rc;
@@ -31,15 +32,16 @@ int pccx_simjob_load(struct pccx_simjob *j, struct pccx_simb *b, const struct pc
 	j->stream = calloc(jf->n_stream + 1, sizeof(*j->stream));
 	j->dma = calloc(jf->n_dma + 1, sizeof(*j->dma));
 	if (!j->handle || !j->stream || !j->dma)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "out of memory");
+		return pccx__fail(d, PCCX_ERR_NOMEM, "out of memory");
 	for (i = 0; i < jf->n_buf; i++) {
-		rc = pccx_simb_buf_alloc(b, jf->buf[i].size, jf->buf[i].access, &j->handle[i], d);
+		rc = pccx__sim_backend_buf_alloc(b, jf->buf[i].size, jf->buf[i].access,
+						 &j->handle[i], d);
 		if (rc) {
 			char why[sizeof(d->msg)];
 
 			snprintf(why, sizeof(why), "%s", d ? d->msg : "");
-			return pccx_fail(d, rc, "%s: buffer %u (handle %u): %s", name, i,
-					 jf->buf[i].handle, why);
+			return pccx__fail(d, rc, "%s: buffer %u (handle %u): %s", name, i,
+					  jf->buf[i].handle, why);
 		}
 	}
 	for (i = 0; i < jf->n_stream; i++) {
@@ -59,17 +61,17 @@ int pccx_simjob_load(struct pccx_simjob *j, struct pccx_simb *b, const struct pc
 	return PCCX_OK;
 }
 
-uint8_t *pccx_simjob_buf(const struct pccx_simjob *j, uint32_t handle, uint64_t *size)
+uint8_t *pccx__simjob_buf(const struct pccx_simjob *j, uint32_t handle, uint64_t *size)
 {
 	uint32_t k;
 
 	for (k = 0; k < j->jf->n_buf; k++)
 		if (j->jf->buf[k].handle == handle)
-			return pccx_simb_buf_map(j->b, j->handle[k], size);
+			return pccx__sim_backend_buf_map(j->b, j->handle[k], size);
 	return NULL;
 }
 
-void pccx_simjob_free(struct pccx_simjob *j)
+void pccx__simjob_free(struct pccx_simjob *j)
 {
 	free(j->handle);
 	free(j->stream);

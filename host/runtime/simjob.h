@@ -13,7 +13,7 @@
 #include "jobfile.h"
 
 struct pccx_simjob {
-	struct pccx_simb *b;
+	struct pccx_sim_backend *b;
 	const struct pccx_jobfile *jf;
 	uint32_t *handle;		/* (jf->n_buf) the backend's handle of each buffer */
 	struct pccx_dma_desc *dma;	/* (jf->n_dma) with the backend's handles */
@@ -26,12 +26,12 @@ struct pccx_simjob {
  * refusal's message: "NAME: buffer 2 (handle 12): ...". jf must outlive j. A handle the
  * file does not declare becomes 0, which the validator refuses.
  */
-PCCX_MUST_CHECK int pccx_simjob_load(struct pccx_simjob *j, struct pccx_simb *b,
-				     const struct pccx_jobfile *jf, const char *name,
-				     pccx_diag *d);
+PCCX_MUST_CHECK int pccx__simjob_load(struct pccx_simjob *j, struct pccx_sim_backend *b,
+				      const struct pccx_jobfile *jf, const char *name,
+				      pccx_diag *d);
 /* Host memory and size of the buffer the file calls `handle`; NULL when it declares none. */
-uint8_t *pccx_simjob_buf(const struct pccx_simjob *j, uint32_t handle, uint64_t *size);
+uint8_t *pccx__simjob_buf(const struct pccx_simjob *j, uint32_t handle, uint64_t *size);
 /* Free what load allocated; the buffers stay on the backend until it is destroyed. */
-void pccx_simjob_free(struct pccx_simjob *j);
+void pccx__simjob_free(struct pccx_simjob *j);
 
 #endif /* PCCX_SIMJOB_H */

@@ -21,7 +21,7 @@ struct pccx_verify {
 	uint32_t token, pos;
 	int capture_status;
 	/* during a device job */
-	const struct pccx_jb *jb;
+	const struct pccx_job_builder *jb;
 	pccx_sim *sim;
 	uint32_t compared;
 	bool *done, *pending;     /* per device stage of the running job */
@@ -67,26 +67,26 @@ static int on_ref_stage(void *user, const char *name, const uint16_t *data, uint
 	return 0;
 }
 
-int pccx_verify_create(struct pccx_verify **out, struct pccx_ref_exec *rx, pccx_diag *d)
+int pccx__verify_create(struct pccx_verify **out, struct pccx_ref_exec *rx, pccx_diag *d)
 {
 	struct pccx_verify *v = calloc(1, sizeof(*v));
 
 	*out = NULL;
 	if (!v)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "verify: out of memory");
+		return pccx__fail(d, PCCX_ERR_NOMEM, "verify: out of memory");
 	v->rx = rx;
-	pccx_ref_exec_on_stage(rx, on_ref_stage, v);
+	pccx__ref_exec_on_stage(rx, on_ref_stage, v);
 	*out = v;
 	return PCCX_OK;
 }
 
-void pccx_verify_free(struct pccx_verify *v)
+void pccx__verify_free(struct pccx_verify *v)
 {
 	uint32_t i;
 
 	if (!v)
 		return;
-	pccx_ref_exec_on_stage(v->rx, NULL, NULL);
+	pccx__ref_exec_on_stage(v->rx, NULL, NULL);
 	for (i = 0; i < v->cap_st; i++)
 		free(v->st[i].data);
 	free(v->st);
@@ -95,7 +95,7 @@ void pccx_verify_free(struct pccx_verify *v)
 	free(v);
 }
 
-void pccx_verify_begin_step(struct pccx_verify *v, uint32_t token, uint32_t pos)
+void pccx__verify_begin_step(struct pccx_verify *v, uint32_t token, uint32_t pos)
 {
 	v->n_st = 0;
 	v->token = token;
@@ -105,8 +105,8 @@ void pccx_verify_begin_step(struct pccx_verify *v, uint32_t token, uint32_t pos)
 
 static void compare_stage(struct pccx_verify *v, uint32_t k)
 {
-	const struct pccx_jb_stage *ds = &v->jb->stages[k];
-	const uint8_t *l2 = pccx_sim_l2(v->sim);
+	const struct pccx_job_builder_stage *ds = &v->jb->stages[k];
+	const uint8_t *l2 = pccx__sim_l2(v->sim);
 	uint32_t stride = pccx_words_for(ds->cols) * PCCX_L2_ELEMS_PER_WORD;
 	const struct ref_stage *rs;
 	uint32_t r, c;
@@ -139,8 +139,8 @@ static void compare_stage(struct pccx_verify *v, uint32_t k)
 					 "element %u (row %u, col %u) differs: device 0x%04x (%g), "
 					 "reference 0x%04x (%g)",
 					 ds->name, v->token, v->pos, ds->insn, r * ds->cols + c, r, c,
-					 dev, (double)pccx_bf16_to_f32(dev), ref,
-					 (double)pccx_bf16_to_f32(ref));
+					 dev, (double)pccx__bf16_to_f32(dev), ref,
+					 (double)pccx__bf16_to_f32(ref));
 				v->mismatch = true;
 				return;
 			}
@@ -150,7 +150,7 @@ static void compare_stage(struct pccx_verify *v, uint32_t k)
 /* Have all instructions before the stage's last writer that write its range completed? */
 static bool writers_done(struct pccx_verify *v, uint32_t k)
 {
-	const struct pccx_jb_stage *ds = &v->jb->stages[k];
+	const struct pccx_job_builder_stage *ds = &v->jb->stages[k];
 	uint64_t lo = ds->word, hi = lo + (uint64_t)ds->rows * pccx_words_for(ds->cols);
 	uint32_t j;
 
@@ -160,7 +160,7 @@ static bool writers_done(struct pccx_verify *v, uint32_t k)
 
 		if (!r->words || r->base >= hi || lo >= (uint64_t)r->base + r->words)
 			continue;
-		t = pccx_sim_insn_time(v->sim, j);
+		t = pccx__sim_insn_time(v->sim, j);
 		if (!t || !t->done)
 			return false;
 	}
@@ -196,27 +196,27 @@ static void on_retire(void *user, uint32_t index)
 	}
 }
 
-int pccx_verify_device_job(struct pccx_verify *v, struct pccx_simb *b,
-			   const struct pccx_job_view *job, const struct pccx_compiler *c,
-			   const struct pccx_simb_opts *opts, struct pccx_simb_result *res,
-			   pccx_diag *d)
+int pccx__verify_device_job(struct pccx_verify *v, struct pccx_sim_backend *b,
+			    const struct pccx_job_view *job, const struct pccx_compiler *c,
+			    const struct pccx_sim_backend_opts *opts, struct pccx_sim_backend_result *res,
+			    pccx_diag *d)
 {
 	int rc;
 
 	if (v->capture_status)
-		return pccx_fail(d, v->capture_status, "verify: cannot keep the reference stages");
+		return pccx__fail(d, v->capture_status, "verify: cannot keep the reference stages");
 	v->jb = &c->jb;
-	v->sim = pccx_simb_sim(b);
+	v->sim = pccx__sim_backend_sim(b);
 	if (v->cap_flags < c->jb.n_stages) {
 		bool *nd = realloc(v->done, c->jb.n_stages * sizeof(bool));
 		bool *np;
 
 		if (!nd)
-			return pccx_fail(d, PCCX_ERR_NOMEM, "verify: out of memory");
+			return pccx__fail(d, PCCX_ERR_NOMEM, "verify: out of memory");
 		v->done = nd;
 		np = realloc(v->pending, c->jb.n_stages * sizeof(bool));
 		if (!np)
-			return pccx_fail(d, PCCX_ERR_NOMEM, "verify: out of memory");
+			return pccx__fail(d, PCCX_ERR_NOMEM, "verify: out of memory");
 		v->pending = np;
 		v->cap_flags = c->jb.n_stages;
 	}
@@ -227,16 +227,16 @@ int pccx_verify_device_job(struct pccx_verify *v, struct pccx_simb *b,
 	v->compared = 0;
 	v->mismatch = false;
 	v->msg[0] = '\0';
-	pccx_sim_on_retire(v->sim, on_retire, v);
-	rc = pccx_simb_submit_wait(b, job, opts, res, d);
-	pccx_sim_on_retire(v->sim, NULL, NULL);
+	pccx__sim_on_retire(v->sim, on_retire, v);
+	rc = pccx__sim_backend_submit_wait(b, job, opts, res, d);
+	pccx__sim_on_retire(v->sim, NULL, NULL);
 	if (v->mismatch)
-		return pccx_fail(d, PCCX_ERR_MISMATCH, "verify: %s", v->msg);
+		return pccx__fail(d, PCCX_ERR_MISMATCH, "verify: %s", v->msg);
 	if (rc)
 		return rc;
 	if (v->compared != v->jb->n_stages || v->n_st != v->jb->n_stages)
-		return pccx_fail(d, PCCX_ERR_MISMATCH,
-				 "verify: token %u: %u of %u device stages compared, the reference "
-				 "has %u", v->token, v->compared, v->jb->n_stages, v->n_st);
+		return pccx__fail(d, PCCX_ERR_MISMATCH,
+				  "verify: token %u: %u of %u device stages compared, the reference "
+				  "has %u", v->token, v->compared, v->jb->n_stages, v->n_st);
 	return PCCX_OK;
 }

@@ -15,19 +15,19 @@
 
 struct pccx_verify;
 
-PCCX_MUST_CHECK int pccx_verify_create(struct pccx_verify **out, struct pccx_ref_exec *rx,
-				       pccx_diag *d);
-void pccx_verify_free(struct pccx_verify *v);
+PCCX_MUST_CHECK int pccx__verify_create(struct pccx_verify **out, struct pccx_ref_exec *rx,
+					pccx_diag *d);
+void pccx__verify_free(struct pccx_verify *v);
 /* A step of (token, pos) begins: forget the previous step's reference stages. */
-void pccx_verify_begin_step(struct pccx_verify *v, uint32_t token, uint32_t pos);
+void pccx__verify_begin_step(struct pccx_verify *v, uint32_t token, uint32_t pos);
 /*
  * Run the step's job (compiled by c) on the simulator backend and compare each stage as it
  * completes. PCCX_ERR_MISMATCH with the first difference in d; otherwise the submit's status.
  */
-PCCX_MUST_CHECK int pccx_verify_device_job(struct pccx_verify *v, struct pccx_simb *b,
-					   const struct pccx_job_view *job,
-					   const struct pccx_compiler *c,
-					   const struct pccx_simb_opts *opts,
-					   struct pccx_simb_result *res, pccx_diag *d);
+PCCX_MUST_CHECK int pccx__verify_device_job(struct pccx_verify *v, struct pccx_sim_backend *b,
+					    const struct pccx_job_view *job,
+					    const struct pccx_compiler *c,
+					    const struct pccx_sim_backend_opts *opts,
+					    struct pccx_sim_backend_result *res, pccx_diag *d);
 
 #endif

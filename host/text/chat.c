@@ -24,7 +24,7 @@ static const struct pccx_chat_format formats[PCCX_CHAT_FAMILIES] = {
 	},
 	/*
 	 * Gemma 4 writes its turns with <|turn> markers. The change that adds the family fills in
-	 * the pieces from its chat template; until then the format is absent (pccx_chat_format()
+	 * the pieces from its chat template; until then the format is absent (pccx__chat_format()
 	 * returns NULL) and rendering with it is refused.
 	 */
 	[PCCX_CHAT_GEMMA4] = {
@@ -32,15 +32,15 @@ static const struct pccx_chat_format formats[PCCX_CHAT_FAMILIES] = {
 	},
 };
 
-const struct pccx_chat_format *pccx_chat_format(enum pccx_chat_family family)
+const struct pccx_chat_format *pccx__chat_format(enum pccx_chat_family family)
 {
 	if ((unsigned)family >= PCCX_CHAT_FAMILIES || !formats[family].turn_start)
 		return NULL;
 	return &formats[family];
 }
 
-size_t pccx_chat_stop_ids(const struct pccx_chat_format *fmt, const pccx_tokenizer *tk,
-			  int32_t ids[PCCX_CHAT_MAX_STOPS + 1])
+size_t pccx__chat_stop_ids(const struct pccx_chat_format *fmt, const pccx_tokenizer *tk,
+			   int32_t ids[PCCX_CHAT_MAX_STOPS + 1])
 {
 	size_t n = 0, i, k;
 
@@ -86,28 +86,28 @@ static void py_trim(const char *s, size_t n, size_t *off, size_t *len)
 	*len = end - i;
 }
 
-int pccx_chat_render(const struct pccx_chat_format *fmt, const pccx_chat_turn *turns, size_t n,
-		     bool add_generation_prompt, char **out, size_t *len, pccx_diag *d)
+int pccx__chat_render(const struct pccx_chat_format *fmt, const pccx_chat_turn *turns, size_t n,
+		      bool add_generation_prompt, char **out, size_t *len, pccx_diag *d)
 {
 	struct sbuf b = { 0 };
 	const char *prefix = NULL;
 	size_t i, first = 0;
 
 	if (!out || (!turns && n))
-		return pccx_fail(d, PCCX_ERR_INVALID, "chat template: invalid arguments");
+		return pccx__fail(d, PCCX_ERR_INVALID, "chat template: invalid arguments");
 	*out = NULL;
 	if (!fmt)
-		return pccx_fail(d, PCCX_ERR_UNSUPPORTED,
-				 "chat template: the model family's format is not available");
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED,
+				  "chat template: the model family's format is not available");
 	for (i = 0; i < n; i++) {
 		size_t bad;
 
 		if (!turns[i].role || !turns[i].content)
-			return pccx_fail(d, PCCX_ERR_INVALID, "chat template: turn %zu has no %s",
-					 i, turns[i].role ? "content" : "role");
-		if (!pccx_tok_utf8_valid(turns[i].content, strlen(turns[i].content), &bad))
-			return pccx_fail(d, PCCX_ERR_INVALID, "chat template: turn %zu content is "
-					 "not valid UTF-8 at byte %zu", i, bad);
+			return pccx__fail(d, PCCX_ERR_INVALID, "chat template: turn %zu has no %s",
+					  i, turns[i].role ? "content" : "role");
+		if (!pccx__tok_utf8_valid(turns[i].content, strlen(turns[i].content), &bad))
+			return pccx__fail(d, PCCX_ERR_INVALID, "chat template: turn %zu content is "
+					  "not valid UTF-8 at byte %zu", i, bad);
 	}
 	if (n && !strcmp(turns[0].role, "system")) {
 		prefix = turns[0].content;
@@ -117,9 +117,9 @@ int pccx_chat_render(const struct pccx_chat_format *fmt, const pccx_chat_turn *t
 		bool is_user = !strcmp(turns[i].role, "user");
 
 		if (is_user != ((i - first) % 2 == 0))
-			return pccx_fail(d, PCCX_ERR_INVALID, "chat template: turn %zu (\"%s\"): "
-					 "conversation roles must alternate "
-					 "user/assistant/user/assistant/...", i, turns[i].role);
+			return pccx__fail(d, PCCX_ERR_INVALID, "chat template: turn %zu (\"%s\"): "
+					  "conversation roles must alternate "
+					  "user/assistant/user/assistant/...", i, turns[i].role);
 	}
 	if (sbuf_adds(&b, fmt->bos))
 		goto nomem;
@@ -148,12 +148,12 @@ int pccx_chat_render(const struct pccx_chat_format *fmt, const pccx_chat_turn *t
 	return 0;
 nomem:
 	free(b.p);
-	return pccx_fail(d, PCCX_ERR_NOMEM, "chat template: out of memory");
+	return pccx__fail(d, PCCX_ERR_NOMEM, "chat template: out of memory");
 }
 
 int pccx_chat_render_gemma(const pccx_chat_turn *turns, size_t n, bool add_generation_prompt,
 			   char **out, size_t *len, pccx_diag *d)
 {
-	return pccx_chat_render(pccx_chat_format(PCCX_CHAT_GEMMA), turns, n,
-				add_generation_prompt, out, len, d);
+	return pccx__chat_render(pccx__chat_format(PCCX_CHAT_GEMMA), turns, n,
+				 add_generation_prompt, out, len, d);
 }

@@ -2,8 +2,8 @@
 /*
  * Chat formats, one per model family: how a conversation is written for the model and which
  * pieces end the model's turn. One table (chat.c) holds them; the renderer
- * (pccx_chat_render, and pccx_chat_render_gemma of the public API) and the runtime's stop test
- * (the ids pccx_chat_stop_ids resolves once, when a model is loaded) both read it.
+ * (pccx__chat_render, and pccx_chat_render_gemma of the public API) and the runtime's stop test
+ * (the ids pccx__chat_stop_ids resolves once, when a model is loaded) both read it.
  */
 #ifndef PCCX_CHAT_H
 #define PCCX_CHAT_H
@@ -44,23 +44,23 @@ struct pccx_chat_format {
 };
 
 /* The format of `family`; NULL when that family's format is not filled in yet. */
-const struct pccx_chat_format *pccx_chat_format(enum pccx_chat_family family);
+const struct pccx_chat_format *pccx__chat_format(enum pccx_chat_family family);
 
 /*
  * Render `turns` in `fmt` (the rules of pccx_chat_render_gemma, pccx/tokenizer.h); *out is
  * malloc'ed and NUL-terminated. PCCX_ERR_UNSUPPORTED when fmt is NULL.
  */
-PCCX_MUST_CHECK int pccx_chat_render(const struct pccx_chat_format *fmt,
-				     const pccx_chat_turn *turns, size_t n,
-				     bool add_generation_prompt, char **out, size_t *len,
-				     pccx_diag *d);
+PCCX_MUST_CHECK int pccx__chat_render(const struct pccx_chat_format *fmt,
+				      const pccx_chat_turn *turns, size_t n,
+				      bool add_generation_prompt, char **out, size_t *len,
+				      pccx_diag *d);
 
 /*
  * The ids that end the model's turn with `tk`: its EOS and each stop piece of `fmt` it has,
  * without repeats. Writes at most PCCX_CHAT_MAX_STOPS + 1 ids; returns how many. fmt and tk may
  * be NULL (no format: the EOS only; no tokenizer: none).
  */
-size_t pccx_chat_stop_ids(const struct pccx_chat_format *fmt, const pccx_tokenizer *tk,
-			  int32_t ids[PCCX_CHAT_MAX_STOPS + 1]);
+size_t pccx__chat_stop_ids(const struct pccx_chat_format *fmt, const pccx_tokenizer *tk,
+			   int32_t ids[PCCX_CHAT_MAX_STOPS + 1]);
 
 #endif /* PCCX_CHAT_H */

@@ -27,10 +27,10 @@ typedef struct pccx_rng {
 } pccx_rng;
 
 /* The standard PCG32 seeding procedure; initseq selects one of 2^63 streams. */
-void pccx_rng_seed(pccx_rng *rng, uint64_t initstate, uint64_t initseq);
+void pccx__rng_seed(pccx_rng *rng, uint64_t initstate, uint64_t initseq);
 
 /* Next 32-bit output. */
-uint32_t pccx_rng_next_u32(pccx_rng *rng);
+uint32_t pccx__rng_next_u32(pccx_rng *rng);
 
 /*
  * Uniform double in [0, 1) from exactly two outputs: a (first) and b (second),
@@ -38,16 +38,16 @@ uint32_t pccx_rng_next_u32(pccx_rng *rng);
  * i.e. the top 53 bits of the 64-bit word whose high half is the first output. Every value
  * is a multiple of 2^-53; the largest is 1 - 2^-53. The conversion is exact (no rounding).
  */
-double pccx_rng_uniform(pccx_rng *rng);
+double pccx__rng_uniform(pccx_rng *rng);
 
 /*
  * Uniform float in [0, 1) from exactly one output x: (x >> 8) * 2^-24 (exact; largest value
  * 1 - 2^-24).
  */
-float pccx_rng_uniform_float(pccx_rng *rng);
+float pccx__rng_uniform_float(pccx_rng *rng);
 
 /* The conversions on their own, for callers that hold raw outputs (and for tests). */
-double pccx_rng_u53_to_double(uint32_t first, uint32_t second);
-float pccx_rng_u24_to_float(uint32_t x);
+double pccx__rng_u53_to_double(uint32_t first, uint32_t second);
+float pccx__rng_u24_to_float(uint32_t x);
 
 #endif /* PCCX_RNG_H */

@@ -81,7 +81,7 @@ static const double exp2_32nds[32] = {
 	0x1.ea4afa2a490dap+0, 0x1.f50765b6e4540p+0,
 };
 
-double pccx_sampler_exp(double x)
+double pccx__sampler_exp(double x)
 {
 	double t, r, q, tj, scale;
 	uint64_t bits;
@@ -113,7 +113,7 @@ double pccx_sampler_exp(double x)
 	return (tj + tj * q) * scale;
 }
 
-float pccx_sampler_penalise(float x, float rho)
+float pccx__sampler_penalise(float x, float rho)
 {
 	return x > 0.0f ? x / rho : x * rho;
 }
@@ -135,29 +135,29 @@ void pccx_sampler_config_default(pccx_sampler_config *cfg)
 int pccx_sampler_config_check(const pccx_sampler_config *cfg, pccx_diag *d)
 {
 	if (!cfg)
-		return pccx_fail(d, PCCX_ERR_INVALID, "sampler config: NULL");
+		return pccx__fail(d, PCCX_ERR_INVALID, "sampler config: NULL");
 	if (!isfinite(cfg->temperature) || cfg->temperature < 0.0f)
-		return pccx_fail(d, PCCX_ERR_INVALID, "sampler config: temperature = %g "
-				 "(must be finite and >= 0; 0 = greedy)", (double)cfg->temperature);
+		return pccx__fail(d, PCCX_ERR_INVALID, "sampler config: temperature = %g "
+				  "(must be finite and >= 0; 0 = greedy)", (double)cfg->temperature);
 	if (cfg->top_k < 0)
-		return pccx_fail(d, PCCX_ERR_INVALID, "sampler config: top_k = %d "
-				 "(must be >= 0; 0 = off)", (int)cfg->top_k);
+		return pccx__fail(d, PCCX_ERR_INVALID, "sampler config: top_k = %d "
+				  "(must be >= 0; 0 = off)", (int)cfg->top_k);
 	if (!(cfg->top_p > 0.0f && cfg->top_p <= 1.0f))
-		return pccx_fail(d, PCCX_ERR_INVALID,
-				 "sampler config: top_p = %g (must be in (0, 1]; 1 = off)",
-				 (double)cfg->top_p);
+		return pccx__fail(d, PCCX_ERR_INVALID,
+				  "sampler config: top_p = %g (must be in (0, 1]; 1 = off)",
+				  (double)cfg->top_p);
 	if (!(cfg->min_p >= 0.0f && cfg->min_p <= 1.0f))
-		return pccx_fail(d, PCCX_ERR_INVALID,
-				 "sampler config: min_p = %g (must be in [0, 1]; 0 = off)",
-				 (double)cfg->min_p);
+		return pccx__fail(d, PCCX_ERR_INVALID,
+				  "sampler config: min_p = %g (must be in [0, 1]; 0 = off)",
+				  (double)cfg->min_p);
 	if (!isfinite(cfg->repetition_penalty) || !(cfg->repetition_penalty > 0.0f))
-		return pccx_fail(d, PCCX_ERR_INVALID, "sampler config: repetition_penalty = %g "
-				 "(must be finite and > 0; 1 = off)",
-				 (double)cfg->repetition_penalty);
+		return pccx__fail(d, PCCX_ERR_INVALID, "sampler config: repetition_penalty = %g "
+				  "(must be finite and > 0; 1 = off)",
+				  (double)cfg->repetition_penalty);
 	if (cfg->penalty_last_n < PCCX_SAMPLER_PENALTY_ALL)
-		return pccx_fail(d, PCCX_ERR_INVALID, "sampler config: penalty_last_n = %d "
-				 "(must be >= -1; -1 = whole history, 0 = none)",
-				 (int)cfg->penalty_last_n);
+		return pccx__fail(d, PCCX_ERR_INVALID, "sampler config: penalty_last_n = %d "
+				  "(must be >= -1; -1 = whole history, 0 = none)",
+				  (int)cfg->penalty_last_n);
 	return PCCX_OK;
 }
 
@@ -171,26 +171,26 @@ int pccx_sampler_create(pccx_sampler **out, const pccx_sampler_config *cfg, size
 	int rc;
 
 	if (!out)
-		return pccx_fail(d, PCCX_ERR_INVALID, "sampler: NULL output pointer");
+		return pccx__fail(d, PCCX_ERR_INVALID, "sampler: NULL output pointer");
 	*out = NULL;
 	rc = pccx_sampler_config_check(cfg, d);
 	if (rc)
 		return rc;
 	if (n_vocab == 0 || n_vocab > PCCX_SAMPLER_MAX_VOCAB)
-		return pccx_fail(d, PCCX_ERR_RANGE, "sampler: vocabulary size %zu (must be 1..%u)",
-				 n_vocab, PCCX_SAMPLER_MAX_VOCAB);
+		return pccx__fail(d, PCCX_ERR_RANGE, "sampler: vocabulary size %zu (must be 1..%u)",
+				  n_vocab, PCCX_SAMPLER_MAX_VOCAB);
 	s = calloc(1, sizeof(*s));
 	if (!s)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "sampler: out of memory");
+		return pccx__fail(d, PCCX_ERR_NOMEM, "sampler: out of memory");
 	s->seen = calloc((n_vocab + 7) / 8, 1);
 	if (!s->seen) {
 		free(s);
-		return pccx_fail(d, PCCX_ERR_NOMEM, "sampler: out of memory (%zu-token bitmap)",
-				 n_vocab);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "sampler: out of memory (%zu-token bitmap)",
+				  n_vocab);
 	}
 	s->n_vocab = n_vocab;
 	s->cfg = *cfg;
-	pccx_rng_seed(&s->rng, cfg->seed, PCCX_SAMPLER_RNG_STREAM);
+	pccx__rng_seed(&s->rng, cfg->seed, PCCX_SAMPLER_RNG_STREAM);
 	*out = s;
 	return PCCX_OK;
 }
@@ -215,7 +215,7 @@ int pccx_sampler_set_config(pccx_sampler *s, const pccx_sampler_config *cfg, pcc
 	int rc;
 
 	if (!s)
-		return pccx_fail(d, PCCX_ERR_INVALID, "sampler: NULL sampler");
+		return pccx__fail(d, PCCX_ERR_INVALID, "sampler: NULL sampler");
 	rc = pccx_sampler_config_check(cfg, d);
 	if (rc)
 		return rc;
@@ -226,10 +226,10 @@ int pccx_sampler_set_config(pccx_sampler *s, const pccx_sampler_config *cfg, pcc
 void pccx_sampler_reseed(pccx_sampler *s, uint64_t seed)
 {
 	s->cfg.seed = seed;
-	pccx_rng_seed(&s->rng, seed, PCCX_SAMPLER_RNG_STREAM);
+	pccx__rng_seed(&s->rng, seed, PCCX_SAMPLER_RNG_STREAM);
 }
 
-size_t pccx_sampler_last_bound(const pccx_sampler *s)
+size_t pccx__sampler_last_bound(const pccx_sampler *s)
 {
 	return s->last_bound;
 }
@@ -257,7 +257,7 @@ static int reserve(pccx_sampler *s, size_t n, pccx_diag *d)
 	if (f)
 		s->p = f;
 	if (!a || !b || !c || !e || !f)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "sampler: out of memory (%zu candidates)", n);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "sampler: out of memory (%zu candidates)", n);
 	s->cap = n;
 	return PCCX_OK;
 }
@@ -334,13 +334,13 @@ static void heap_offer(struct smp_cand *h, size_t *fill, size_t k, float l, int3
 
 static int fail_inf(pccx_diag *d, size_t i)
 {
-	return pccx_fail(d, PCCX_ERR_RANGE, "sampler: logits[%zu] is +inf", i);
+	return pccx__fail(d, PCCX_ERR_RANGE, "sampler: logits[%zu] is +inf", i);
 }
 
 static int fail_no_finite(pccx_diag *d, size_t n)
 {
-	return pccx_fail(d, PCCX_ERR_INVALID,
-			 "sampler: logits: all %zu values are -inf or NaN", n);
+	return pccx__fail(d, PCCX_ERR_INVALID,
+			  "sampler: logits: all %zu values are -inf or NaN", n);
 }
 
 /*
@@ -358,8 +358,8 @@ static int collect_penalties(pccx_sampler *s, const float *logits, const int32_t
 	if (cfg->repetition_penalty == 1.0f || cfg->penalty_last_n == 0 || n_history == 0)
 		return PCCX_OK;
 	if (!history)
-		return pccx_fail(d, PCCX_ERR_INVALID,
-				 "sampler: history is NULL but n_history = %zu", n_history);
+		return pccx__fail(d, PCCX_ERR_INVALID,
+				  "sampler: history is NULL but n_history = %zu", n_history);
 	win = n_history;
 	if (cfg->penalty_last_n > 0 && (size_t)cfg->penalty_last_n < n_history)
 		win = (size_t)cfg->penalty_last_n;
@@ -371,11 +371,11 @@ static int collect_penalties(pccx_sampler *s, const float *logits, const int32_t
 		float *b;
 
 		if (!a)
-			return pccx_fail(d, PCCX_ERR_NOMEM, "sampler: out of memory (penalties)");
+			return pccx__fail(d, PCCX_ERR_NOMEM, "sampler: out of memory (penalties)");
 		s->pen_id = a;
 		b = realloc(s->pen_l, win * sizeof(*b));
 		if (!b)
-			return pccx_fail(d, PCCX_ERR_NOMEM, "sampler: out of memory (penalties)");
+			return pccx__fail(d, PCCX_ERR_NOMEM, "sampler: out of memory (penalties)");
 		s->pen_l = b;
 		s->pen_cap = win;
 	}
@@ -383,9 +383,9 @@ static int collect_penalties(pccx_sampler *s, const float *logits, const int32_t
 		int32_t t = history[i];
 
 		if (t < 0 || (size_t)t >= s->n_vocab) {
-			rc = pccx_fail(d, PCCX_ERR_RANGE,
-				       "sampler: history[%zu] = %d is outside the vocabulary "
-				       "[0, %zu)", i, (int)t, s->n_vocab);
+			rc = pccx__fail(d, PCCX_ERR_RANGE,
+					"sampler: history[%zu] = %d is outside the vocabulary "
+					"[0, %zu)", i, (int)t, s->n_vocab);
 			break;
 		}
 		if (s->seen[t >> 3] & (1u << (t & 7)))
@@ -405,7 +405,7 @@ static int collect_penalties(pccx_sampler *s, const float *logits, const int32_t
 			x = -INFINITY;
 		else if (x == INFINITY)
 			return fail_inf(d, (size_t)s->pen_id[i]);
-		s->pen_l[i] = pccx_sampler_penalise(x, cfg->repetition_penalty);
+		s->pen_l[i] = pccx__sampler_penalise(x, cfg->repetition_penalty);
 	}
 	*npen = n;
 	return PCCX_OK;
@@ -510,11 +510,11 @@ static double sum_all(const pccx_sampler *s, const float *logits, size_t npen, d
 	while (i < V) {
 		size_t end = j < npen ? (size_t)s->pen_id[j] : V;
 
-		/* NaN logits give a NaN argument and pccx_sampler_exp(NaN) == 0, as for -inf. */
+		/* NaN logits give a NaN argument and pccx__sampler_exp(NaN) == 0, as for -inf. */
 		for (; i < end; i++)
-			sum += pccx_sampler_exp((double)logits[i] * tau - m);
+			sum += pccx__sampler_exp((double)logits[i] * tau - m);
 		if (j < npen) {
-			sum += pccx_sampler_exp((double)s->pen_l[j] * tau - m);
+			sum += pccx__sampler_exp((double)s->pen_l[j] * tau - m);
 			i++;
 			j++;
 		}
@@ -549,13 +549,13 @@ int pccx_sampler_distribution(pccx_sampler *s, const float *logits, size_t n_log
 	int rc;
 
 	if (!s || !logits || !dist)
-		return pccx_fail(d, PCCX_ERR_INVALID, "sampler: NULL %s",
-				 !s ? "sampler" : !logits ? "logits" : "output");
+		return pccx__fail(d, PCCX_ERR_INVALID, "sampler: NULL %s",
+				  !s ? "sampler" : !logits ? "logits" : "output");
 	cfg = &s->cfg;
 	V = s->n_vocab;
 	if (n_logits != V)
-		return pccx_fail(d, PCCX_ERR_INVALID,
-				 "sampler: %zu logits for a vocabulary of %zu", n_logits, V);
+		return pccx__fail(d, PCCX_ERR_INVALID,
+				  "sampler: %zu logits for a vocabulary of %zu", n_logits, V);
 	rc = collect_penalties(s, logits, history, n_history, &npen, d);
 	if (rc)
 		return rc;
@@ -599,7 +599,7 @@ int pccx_sampler_distribution(pccx_sampler *s, const float *logits, size_t n_log
 			return fail_no_finite(d, V);
 		m = (double)s->cand[0].l * tau;
 		for (r = 0; r < k; r++)
-			s->w[r] = pccx_sampler_exp((double)s->cand[r].l * tau - m);
+			s->w[r] = pccx__sampler_exp((double)s->cand[r].l * tau - m);
 		if (cfg->top_k > 0 || k == V)
 			break;
 		/*
@@ -692,11 +692,11 @@ int pccx_sampler_sample(pccx_sampler *s, const float *logits, size_t n_logits,
 	int rc;
 
 	if (!token)
-		return pccx_fail(d, PCCX_ERR_INVALID, "sampler: NULL token pointer");
+		return pccx__fail(d, PCCX_ERR_INVALID, "sampler: NULL token pointer");
 	rc = pccx_sampler_distribution(s, logits, n_logits, history, n_history, &dist, d);
 	if (rc)
 		return rc;
-	*token = pccx_sampler_draw(&dist, pccx_rng_uniform(&s->rng));
+	*token = pccx_sampler_draw(&dist, pccx__rng_uniform(&s->rng));
 	return PCCX_OK;
 }
 
@@ -717,7 +717,7 @@ static int naive_rank_cmp(const void *pa, const void *pb)
 	return (a->id > b->id) - (a->id < b->id);
 }
 
-void pccx_sampler_naive_free(pccx_sampler_naive *nv)
+void pccx__sampler_naive_free(pccx_sampler_naive *nv)
 {
 	if (!nv)
 		return;
@@ -727,9 +727,9 @@ void pccx_sampler_naive_free(pccx_sampler_naive *nv)
 	memset(nv, 0, sizeof(*nv));
 }
 
-int pccx_sampler_naive_distribution(const pccx_sampler_config *cfg, const float *logits,
-				    size_t n, const int32_t *history, size_t n_history,
-				    pccx_sampler_naive *out, pccx_diag *d)
+int pccx__sampler_naive_distribution(const pccx_sampler_config *cfg, const float *logits,
+				     size_t n, const int32_t *history, size_t n_history,
+				     pccx_sampler_naive *out, pccx_diag *d)
 {
 	struct naive_ent *e = NULL;
 	float *l = NULL;
@@ -744,7 +744,7 @@ int pccx_sampler_naive_distribution(const pccx_sampler_config *cfg, const float 
 	if (rc)
 		return rc;
 	if (n == 0 || n > PCCX_SAMPLER_MAX_VOCAB)
-		return pccx_fail(d, PCCX_ERR_RANGE, "sampler: vocabulary size %zu", n);
+		return pccx__fail(d, PCCX_ERR_RANGE, "sampler: vocabulary size %zu", n);
 	l = malloc(n * sizeof(*l));
 	e = malloc(n * sizeof(*e));
 	rank = malloc(n * sizeof(*rank));
@@ -752,14 +752,14 @@ int pccx_sampler_naive_distribution(const pccx_sampler_config *cfg, const float 
 	out->weights = malloc(n * sizeof(*out->weights));
 	out->probs = malloc(n * sizeof(*out->probs));
 	if (!l || !e || !rank || !out->ids || !out->weights || !out->probs) {
-		rc = pccx_fail(d, PCCX_ERR_NOMEM, "sampler: out of memory");
+		rc = pccx__fail(d, PCCX_ERR_NOMEM, "sampler: out of memory");
 		goto fail;
 	}
 
 	/* 1. NaN -> -inf, +inf refused. */
 	for (i = 0; i < n; i++) {
 		if (logits[i] == INFINITY) {
-			rc = pccx_fail(d, PCCX_ERR_RANGE, "sampler: logits[%zu] is +inf", i);
+			rc = pccx__fail(d, PCCX_ERR_RANGE, "sampler: logits[%zu] is +inf", i);
 			goto fail;
 		}
 		l[i] = isnan(logits[i]) ? -INFINITY : logits[i];
@@ -770,8 +770,8 @@ int pccx_sampler_naive_distribution(const pccx_sampler_config *cfg, const float 
 		size_t start = 0;
 
 		if (!history) {
-			rc = pccx_fail(d, PCCX_ERR_INVALID,
-				       "sampler: history is NULL but n_history = %zu", n_history);
+			rc = pccx__fail(d, PCCX_ERR_INVALID,
+					"sampler: history is NULL but n_history = %zu", n_history);
 			goto fail;
 		}
 
@@ -779,14 +779,14 @@ int pccx_sampler_naive_distribution(const pccx_sampler_config *cfg, const float 
 			start = n_history - (size_t)cfg->penalty_last_n;
 		win = malloc((n_history - start) * sizeof(*win));
 		if (!win) {
-			rc = pccx_fail(d, PCCX_ERR_NOMEM, "sampler: out of memory");
+			rc = pccx__fail(d, PCCX_ERR_NOMEM, "sampler: out of memory");
 			goto fail;
 		}
 		for (i = start; i < n_history; i++) {
 			if (history[i] < 0 || (size_t)history[i] >= n) {
-				rc = pccx_fail(d, PCCX_ERR_RANGE, "sampler: history[%zu] = %d is "
-					       "outside the vocabulary [0, %zu)", i,
-					       (int)history[i], n);
+				rc = pccx__fail(d, PCCX_ERR_RANGE, "sampler: history[%zu] = %d is "
+						"outside the vocabulary [0, %zu)", i,
+						(int)history[i], n);
 				goto fail;
 			}
 			win[nwin++] = history[i];
@@ -794,8 +794,8 @@ int pccx_sampler_naive_distribution(const pccx_sampler_config *cfg, const float 
 		qsort(win, nwin, sizeof(*win), i32_cmp);
 		for (i = 0; i < nwin; i++)
 			if (i == 0 || win[i] != win[i - 1])
-				l[win[i]] = pccx_sampler_penalise(l[win[i]],
-								  cfg->repetition_penalty);
+				l[win[i]] = pccx__sampler_penalise(l[win[i]],
+								   cfg->repetition_penalty);
 	}
 
 	/* 3. Rank order over the whole vocabulary. */
@@ -828,7 +828,7 @@ int pccx_sampler_naive_distribution(const pccx_sampler_config *cfg, const float 
 	tau = 1.0 / (double)cfg->temperature;
 	m = (double)e[0].l * tau;
 	for (r = 0; r < k; r++)
-		out->weights[r] = pccx_sampler_exp((double)e[r].l * tau - m);
+		out->weights[r] = pccx__sampler_exp((double)e[r].l * tau - m);
 	for (i = 0; i < n; i++)
 		rank[i] = -1;
 	for (r = 0; r < k; r++)
@@ -887,6 +887,6 @@ fail:
 	free(e);
 	free(rank);
 	free(win);
-	pccx_sampler_naive_free(out);
+	pccx__sampler_naive_free(out);
 	return rc;
 }

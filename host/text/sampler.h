@@ -22,15 +22,15 @@
  * (|r| <= ln2/64); q = e^r - 1 by its Taylor series to r^6 in Horner form (truncation
  * < 4e-18); result (T_j + T_j*q) * 2^e with T_j = 2^(j/32) correctly rounded and 2^e exact.
  */
-double pccx_sampler_exp(double x);
+double pccx__sampler_exp(double x);
 
 /* The repetition-penalty rule on one logit: x > 0 -> x / rho, otherwise x * rho (float). */
-float pccx_sampler_penalise(float x, float rho);
+float pccx__sampler_penalise(float x, float rho);
 
 /*
  * Reference implementation: copies and sorts all n logits, then applies each step as written
  * in docs/sampling.md. O(n log n) per call, allocates; for tests. On success *out owns its
- * arrays (free with pccx_sampler_naive_free) and out->dist describes them.
+ * arrays (free with pccx__sampler_naive_free) and out->dist describes them.
  */
 typedef struct pccx_sampler_naive {
 	pccx_sampler_dist dist;
@@ -39,13 +39,13 @@ typedef struct pccx_sampler_naive {
 	double *probs;
 } pccx_sampler_naive;
 
-PCCX_MUST_CHECK int pccx_sampler_naive_distribution(const pccx_sampler_config *cfg,
-						    const float *logits, size_t n,
-						    const int32_t *history, size_t n_history,
-						    pccx_sampler_naive *out, pccx_diag *d);
-void pccx_sampler_naive_free(pccx_sampler_naive *nv);
+PCCX_MUST_CHECK int pccx__sampler_naive_distribution(const pccx_sampler_config *cfg,
+						     const float *logits, size_t n,
+						     const int32_t *history, size_t n_history,
+						     pccx_sampler_naive *out, pccx_diag *d);
+void pccx__sampler_naive_free(pccx_sampler_naive *nv);
 
 /* Candidates the fast path examined in its last call (top-k / adaptive bound), for tests. */
-size_t pccx_sampler_last_bound(const pccx_sampler *s);
+size_t pccx__sampler_last_bound(const pccx_sampler *s);
 
 #endif /* PCCX_LIB_SAMPLER_H */

@@ -15,7 +15,7 @@
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
-size_t pccx_tok_utf8_len(const unsigned char *p, size_t n)
+size_t pccx__tok_utf8_len(const unsigned char *p, size_t n)
 {
 	unsigned char c;
 
@@ -40,7 +40,7 @@ size_t pccx_tok_utf8_len(const unsigned char *p, size_t n)
 	return 0;
 }
 
-bool pccx_tok_utf8_valid(const char *s, size_t n, size_t *bad)
+bool pccx__tok_utf8_valid(const char *s, size_t n, size_t *bad)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	size_t i = 0;
@@ -52,7 +52,7 @@ bool pccx_tok_utf8_valid(const char *s, size_t n, size_t *bad)
 			i++;
 			continue;
 		}
-		k = pccx_tok_utf8_len(p + i, n - i);
+		k = pccx__tok_utf8_len(p + i, n - i);
 		if (!k) {
 			if (bad)
 				*bad = i;
@@ -108,7 +108,7 @@ static void *table_alloc(size_t size, int fill)
 	return p;
 }
 
-char *pccx_tok_memdup0(const void *s, size_t n)
+char *pccx__tok_memdup0(const void *s, size_t n)
 {
 	char *p = malloc(n + 1);
 
@@ -161,8 +161,8 @@ int32_t pccx_tokenizer_find(const pccx_tokenizer *tk, const char *s, size_t n)
  * prefetched before the lookups so their cache misses overlap. On failure *fail is the index
  * in the batch and *what 0 (left piece), 1 (right piece) or 2 (merged piece).
  */
-int pccx_tok_resolve_merges(pccx_tokenizer *tk, const struct mreq *rq, size_t n,
-			    uint32_t first_rank, struct sbuf *cat, size_t *fail, int *what)
+int pccx__tok_resolve_merges(pccx_tokenizer *tk, const struct mreq *rq, size_t n,
+			     uint32_t first_rank, struct sbuf *cat, size_t *fail, int *what)
 {
 	uint64_t h[3 * MBATCH];
 	size_t coff[MBATCH], i;
@@ -200,7 +200,7 @@ int pccx_tok_resolve_merges(pccx_tokenizer *tk, const struct mreq *rq, size_t n,
 }
 
 /* Index every piece; on duplicates the lowest id wins. Empty pieces are not indexed. */
-int pccx_tok_build_vocab_index(pccx_tokenizer *tk)
+int pccx__tok_build_vocab_index(pccx_tokenizer *tk)
 {
 	uint32_t cap = table_size(tk->n), i;
 
@@ -232,7 +232,7 @@ int pccx_tok_build_vocab_index(pccx_tokenizer *tk)
 	return 0;
 }
 
-void pccx_tok_build_byte_ids(pccx_tokenizer *tk, bool require_type)
+void pccx__tok_build_byte_ids(pccx_tokenizer *tk, bool require_type)
 {
 	int i;
 
@@ -249,7 +249,7 @@ void pccx_tok_build_byte_ids(pccx_tokenizer *tk, bool require_type)
 }
 
 /* Index merges by pair; a pair listed twice keeps its later rank (as the reference does). */
-int pccx_tok_build_merge_index(pccx_tokenizer *tk)
+int pccx__tok_build_merge_index(pccx_tokenizer *tk)
 {
 	uint32_t cap = table_size(tk->n_merges), r;
 
@@ -273,7 +273,7 @@ int pccx_tok_build_merge_index(pccx_tokenizer *tk)
 }
 
 /* Code point -> id of the single-character pieces, so BPE starts without string hashing. */
-int pccx_tok_build_cp_index(pccx_tokenizer *tk)
+int pccx__tok_build_cp_index(pccx_tokenizer *tk)
 {
 	size_t count = 0, i;
 	uint32_t cap;
@@ -304,7 +304,7 @@ int pccx_tok_build_cp_index(pccx_tokenizer *tk)
 }
 
 /* Byte trie over the pieces flagged TKF_ADDED. */
-int pccx_tok_build_added_trie(pccx_tokenizer *tk)
+int pccx__tok_build_added_trie(pccx_tokenizer *tk)
 {
 	size_t total = 1, i;
 	uint32_t cap;
@@ -396,7 +396,7 @@ void pccx_tokenizer_free(pccx_tokenizer *tk)
 	free(tk);
 }
 
-pccx_tokenizer *pccx_tok_alloc(const char *name, uint32_t n)
+pccx_tokenizer *pccx__tok_alloc(const char *name, uint32_t n)
 {
 	pccx_tokenizer *tk = calloc(1, sizeof(*tk));
 

@@ -64,7 +64,7 @@ static int add_bytes_lossy(struct sbuf *b, const unsigned char *s, size_t n)
 	size_t i = 0;
 
 	while (i < n) {
-		size_t k = pccx_tok_utf8_len(s + i, n - i);
+		size_t k = pccx__tok_utf8_len(s + i, n - i);
 
 		if (k) {
 			if (sbuf_add(b, s + i, k))
@@ -136,7 +136,7 @@ static int dec_each(struct slist *in, struct slist *out, const struct tok_step *
 		if (slist_add(out, "", 0))
 			return -1;
 		start = out->b.n;
-		if (pccx_tok_step_apply(st, in->b.p + in->off[i], in->len[i], &out->b))
+		if (pccx__tok_step_apply(st, in->b.p + in->off[i], in->len[i], &out->b))
 			return -1;
 		out->len[out->n - 1] = out->b.n - start;
 	}
@@ -151,7 +151,7 @@ int pccx_tokenizer_decode(const pccx_tokenizer *tk, const int32_t *ids, size_t n
 	char *res;
 
 	if (!tk || !text || (!ids && n))
-		return pccx_fail(d, PCCX_ERR_INVALID, "tokenizer decode: invalid arguments");
+		return pccx__fail(d, PCCX_ERR_INVALID, "tokenizer decode: invalid arguments");
 	*text = NULL;
 	if (len)
 		*len = 0;
@@ -160,9 +160,9 @@ int pccx_tokenizer_decode(const pccx_tokenizer *tk, const int32_t *ids, size_t n
 
 		if (id < 0 || (uint32_t)id >= tk->n) {
 			slist_free(&a);
-			return pccx_fail(d, PCCX_ERR_RANGE, "%s: token id %d at position %zu is "
-					 "outside the vocabulary (%u tokens)", tk->name, id, i,
-					 tk->n);
+			return pccx__fail(d, PCCX_ERR_RANGE, "%s: token id %d at position %zu is "
+					  "outside the vocabulary (%u tokens)", tk->name, id, i,
+					  tk->n);
 		}
 		if ((flags & PCCX_TOK_SKIP_SPECIAL) && (tk->flags[id] & TKF_SPECIAL))
 			continue;
@@ -213,5 +213,5 @@ int pccx_tokenizer_decode(const pccx_tokenizer *tk, const int32_t *ids, size_t n
 nomem:
 	slist_free(&a);
 	slist_free(&b);
-	return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory while decoding", tk->name);
+	return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory while decoding", tk->name);
 }

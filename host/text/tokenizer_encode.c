@@ -312,7 +312,7 @@ static int normalize(struct enc *e, const char *s, size_t n, const char **out, s
 		struct sbuf *b = &e->nb[which];
 
 		b->n = 0;
-		if (pccx_tok_step_apply(&tk->norm[i], cur, cur_len, b))
+		if (pccx__tok_step_apply(&tk->norm[i], cur, cur_len, b))
 			return PCCX_ERR_NOMEM;
 		cur = b->p;
 		cur_len = b->n;
@@ -489,15 +489,15 @@ int pccx_tokenizer_encode(const pccx_tokenizer *tk, const char *text, size_t len
 	int rc = 0;
 
 	if (!tk || !ids || !n_ids || (!text && len))
-		return pccx_fail(d, PCCX_ERR_INVALID, "tokenizer encode: invalid arguments");
+		return pccx__fail(d, PCCX_ERR_INVALID, "tokenizer encode: invalid arguments");
 	*ids = NULL;
 	*n_ids = 0;
 	if (len > PCCX_TOK_MAX_TEXT)
-		return pccx_fail(d, PCCX_ERR_RANGE, "%s: text of %zu bytes exceeds the encode "
-				 "limit of %zu bytes", tk->name, len, PCCX_TOK_MAX_TEXT);
-	if (!pccx_tok_utf8_valid(text, len, &bad))
-		return pccx_fail(d, PCCX_ERR_INVALID, "%s: input text is not valid UTF-8 at byte "
-				 "%zu (0x%02x)", tk->name, bad, (unsigned char)text[bad]);
+		return pccx__fail(d, PCCX_ERR_RANGE, "%s: text of %zu bytes exceeds the encode "
+				  "limit of %zu bytes", tk->name, len, PCCX_TOK_MAX_TEXT);
+	if (!pccx__tok_utf8_valid(text, len, &bad))
+		return pccx__fail(d, PCCX_ERR_INVALID, "%s: input text is not valid UTF-8 at byte "
+				  "%zu (0x%02x)", tk->name, bad, (unsigned char)text[bad]);
 	memset(&e, 0, sizeof(e));
 	e.tk = tk;
 	e.out = &out;
@@ -557,8 +557,8 @@ int pccx_tokenizer_encode(const pccx_tokenizer *tk, const char *text, size_t len
 	if (rc == PCCX_ERR_NOMEM)
 		goto nomem;
 	if (rc) {
-		rc = pccx_fail(d, rc, "%s: a character is outside the vocabulary and there is no "
-			       "byte fallback or unknown token", tk->name);
+		rc = pccx__fail(d, rc, "%s: a character is outside the vocabulary and there is no "
+				"byte fallback or unknown token", tk->name);
 		goto out;
 	}
 	*ids = out.v ? out.v : malloc(sizeof(int32_t));
@@ -568,7 +568,7 @@ int pccx_tokenizer_encode(const pccx_tokenizer *tk, const char *text, size_t len
 	out.v = NULL;
 	goto out;
 nomem:
-	rc = pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory while encoding", tk->name);
+	rc = pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory while encoding", tk->name);
 out:
 	free(out.v);
 	free(pcs);

@@ -25,41 +25,41 @@ int pccx_tokenizer_from_vocab(const pccx_tokenizer_vocab *v, const char *name,
 	if (!name)
 		name = "<vocab>";
 	if (!out || !v)
-		return pccx_fail(d, PCCX_ERR_INVALID, "%s: invalid arguments", name);
+		return pccx__fail(d, PCCX_ERR_INVALID, "%s: invalid arguments", name);
 	*out = NULL;
 	if (v->model && strcmp(v->model, "llama"))
-		return pccx_fail(d, PCCX_ERR_UNSUPPORTED, "%s: tokenizer.ggml.model \"%s\" is not "
-				 "supported (llama)", name, v->model);
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: tokenizer.ggml.model \"%s\" is not "
+				  "supported (llama)", name, v->model);
 	if (!v->n_tokens || !v->tokens)
-		return pccx_fail(d, PCCX_ERR_FORMAT, "%s: tokenizer.ggml.tokens is empty", name);
+		return pccx__fail(d, PCCX_ERR_FORMAT, "%s: tokenizer.ggml.tokens is empty", name);
 	if (v->n_tokens > PCCX_TOK_MAX_VOCAB)
-		return pccx_fail(d, PCCX_ERR_RANGE, "%s: %zu tokens exceed the limit of %zu", name,
-				 v->n_tokens, PCCX_TOK_MAX_VOCAB);
+		return pccx__fail(d, PCCX_ERR_RANGE, "%s: %zu tokens exceed the limit of %zu", name,
+				  v->n_tokens, PCCX_TOK_MAX_VOCAB);
 	if (!v->scores && !(v->merges && v->n_merges))
-		return pccx_fail(d, PCCX_ERR_FORMAT, "%s: tokenizer.ggml.scores or "
-				 "tokenizer.ggml.merges is required", name);
+		return pccx__fail(d, PCCX_ERR_FORMAT, "%s: tokenizer.ggml.scores or "
+				  "tokenizer.ggml.merges is required", name);
 	if (v->n_merges && !v->merges)
-		return pccx_fail(d, PCCX_ERR_INVALID, "%s: merges array missing", name);
+		return pccx__fail(d, PCCX_ERR_INVALID, "%s: merges array missing", name);
 	for (i = 0; i < v->n_tokens; i++) {
 		size_t n;
 
 		if (!v->tokens[i])
-			return pccx_fail(d, PCCX_ERR_FORMAT, "%s: tokenizer.ggml.tokens[%zu] is "
-					 "missing", name, i);
+			return pccx__fail(d, PCCX_ERR_FORMAT, "%s: tokenizer.ggml.tokens[%zu] is "
+					  "missing", name, i);
 		n = v->token_lens ? v->token_lens[i] : strlen(v->tokens[i]);
 		if (n > 65536)
-			return pccx_fail(d, PCCX_ERR_RANGE, "%s: tokenizer.ggml.tokens[%zu] is "
-					 "%zu bytes long", name, i, n);
-		if (!pccx_tok_utf8_valid(v->tokens[i], n, NULL))
-			return pccx_fail(d, PCCX_ERR_FORMAT, "%s: tokenizer.ggml.tokens[%zu] is "
-					 "not valid UTF-8", name, i);
+			return pccx__fail(d, PCCX_ERR_RANGE, "%s: tokenizer.ggml.tokens[%zu] is "
+					  "%zu bytes long", name, i, n);
+		if (!pccx__tok_utf8_valid(v->tokens[i], n, NULL))
+			return pccx__fail(d, PCCX_ERR_FORMAT, "%s: tokenizer.ggml.tokens[%zu] is "
+					  "not valid UTF-8", name, i);
 		if (v->types && (v->types[i] < PCCX_TOKEN_NORMAL ||
 				 v->types[i] > PCCX_TOKEN_BYTE))
-			return pccx_fail(d, PCCX_ERR_FORMAT, "%s: tokenizer.ggml.token_type[%zu] = "
-					 "%d is not a token type (1..6)", name, i, v->types[i]);
+			return pccx__fail(d, PCCX_ERR_FORMAT, "%s: tokenizer.ggml.token_type[%zu] = "
+					  "%d is not a token type (1..6)", name, i, v->types[i]);
 		if (v->scores && isnan(v->scores[i]))
-			return pccx_fail(d, PCCX_ERR_FORMAT, "%s: tokenizer.ggml.scores[%zu] is "
-					 "NaN", name, i);
+			return pccx__fail(d, PCCX_ERR_FORMAT, "%s: tokenizer.ggml.scores[%zu] is "
+					  "NaN", name, i);
 		total += n;
 	}
 	{
@@ -69,13 +69,13 @@ int pccx_tokenizer_from_vocab(const pccx_tokenizer_vocab *v, const char *name,
 
 		for (i = 0; i < 4; i++)
 			if (ids[i] < -1 || ids[i] >= (int64_t)v->n_tokens)
-				return pccx_fail(d, PCCX_ERR_RANGE, "%s: tokenizer.ggml.%s = %d is "
-						 "outside the vocabulary (%zu tokens)", name,
-						 keys[i], ids[i], v->n_tokens);
+				return pccx__fail(d, PCCX_ERR_RANGE, "%s: tokenizer.ggml.%s = %d is "
+						  "outside the vocabulary (%zu tokens)", name,
+						  keys[i], ids[i], v->n_tokens);
 	}
-	tk = pccx_tok_alloc(name, (uint32_t)v->n_tokens);
+	tk = pccx__tok_alloc(name, (uint32_t)v->n_tokens);
 	if (!tk)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", name);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", name);
 	tk->blob = malloc(total + 1);
 	if (!tk->blob)
 		goto nomem;
@@ -88,15 +88,15 @@ int pccx_tokenizer_from_vocab(const pccx_tokenizer_vocab *v, const char *name,
 		pos += n;
 		tk->type[i] = v->types ? (uint8_t)v->types[i] : PCCX_TOKEN_NORMAL;
 	}
-	if (pccx_tok_build_vocab_index(tk))
+	if (pccx__tok_build_vocab_index(tk))
 		goto nomem;
 	if (!v->types) {
-		pccx_tok_build_byte_ids(tk, false);
+		pccx__tok_build_byte_ids(tk, false);
 		for (i = 0; i < 256; i++)
 			if (tk->byte_id[i] >= 0)
 				tk->type[tk->byte_id[i]] = PCCX_TOKEN_BYTE;
 	}
-	pccx_tok_build_byte_ids(tk, true);
+	pccx__tok_build_byte_ids(tk, true);
 	tk->byte_fallback = false;
 	for (i = 0; i < 256; i++)
 		if (tk->byte_id[i] >= 0)
@@ -137,8 +137,8 @@ int pccx_tokenizer_from_vocab(const pccx_tokenizer_vocab *v, const char *name,
 		size_t nm = v->n_merges;
 
 		if (nm > 4 * PCCX_TOK_MAX_VOCAB) {
-			rc = pccx_fail(d, PCCX_ERR_RANGE, "%s: %zu merges exceed the limit", name,
-				       nm);
+			rc = pccx__fail(d, PCCX_ERR_RANGE, "%s: %zu merges exceed the limit", name,
+					nm);
 			goto fail;
 		}
 		tk->use_merges = true;
@@ -160,42 +160,42 @@ int pccx_tokenizer_from_vocab(const pccx_tokenizer_vocab *v, const char *name,
 
 				sp = m ? memchr(m, ' ', ml) : NULL;
 				if (!sp || sp == m || sp + 1 == m + ml) {
-					rc = pccx_fail(d, PCCX_ERR_FORMAT,
-						       "%s: tokenizer.ggml.merges[%zu] is not "
-						       "\"left right\"", name, i + k);
+					rc = pccx__fail(d, PCCX_ERR_FORMAT,
+							"%s: tokenizer.ggml.merges[%zu] is not "
+							"\"left right\"", name, i + k);
 					goto fail;
 				}
 				rq[k] = (struct mreq){ m, sp + 1, (size_t)(sp - m),
 						       ml - (size_t)(sp - m) - 1 };
 			}
-			rc = pccx_tok_resolve_merges(tk, rq, nb, (uint32_t)i, &cat, &failk, &what);
+			rc = pccx__tok_resolve_merges(tk, rq, nb, (uint32_t)i, &cat, &failk, &what);
 			if (rc == PCCX_ERR_NOMEM)
 				goto nomem;
 			if (rc) {
 				const struct mreq *q = &rq[failk];
 
-				rc = pccx_fail(d, PCCX_ERR_FORMAT, "%s: tokenizer.ggml.merges[%zu] "
-					       "\"%.*s %.*s\": %s is not in the vocabulary", name,
-					       i + failk, (int)(q->ll > 40 ? 40 : q->ll), q->l,
-					       (int)(q->rl > 40 ? 40 : q->rl), q->r,
-					       what == 0 ? "left piece" :
-					       what == 1 ? "right piece" : "merged piece");
+				rc = pccx__fail(d, PCCX_ERR_FORMAT, "%s: tokenizer.ggml.merges[%zu] "
+						"\"%.*s %.*s\": %s is not in the vocabulary", name,
+						i + failk, (int)(q->ll > 40 ? 40 : q->ll), q->l,
+						(int)(q->rl > 40 ? 40 : q->rl), q->r,
+						what == 0 ? "left piece" :
+						what == 1 ? "right piece" : "merged piece");
 				goto fail;
 			}
 		}
 		free(cat.p);
 		cat.p = NULL;
-		if (pccx_tok_build_merge_index(tk))
+		if (pccx__tok_build_merge_index(tk))
 			goto nomem;
 	}
-	if (pccx_tok_build_added_trie(tk) || pccx_tok_build_cp_index(tk))
+	if (pccx__tok_build_added_trie(tk) || pccx__tok_build_cp_index(tk))
 		goto nomem;
-	if (pccx_tok_sentencepiece_steps(tk))
+	if (pccx__tok_sentencepiece_steps(tk))
 		goto nomem;
 	*out = tk;
 	return 0;
 nomem:
-	rc = pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", name);
+	rc = pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", name);
 fail:
 	free(cat.p);
 	pccx_tokenizer_free(tk);
@@ -231,7 +231,7 @@ int pccx_tokenizer_export_vocab(const pccx_tokenizer *tk, pccx_tokenizer_vocab *
 	char *tblob = NULL, *mblob = NULL;
 
 	if (!tk || !out)
-		return pccx_fail(d, PCCX_ERR_INVALID, "tokenizer export: invalid arguments");
+		return pccx__fail(d, PCCX_ERR_INVALID, "tokenizer export: invalid arguments");
 	memset(out, 0, sizeof(*out));
 	n = tk->n;
 	for (i = 0; i < tk->n_merges; i++) {
@@ -240,9 +240,9 @@ int pccx_tokenizer_export_vocab(const pccx_tokenizer *tk, pccx_tokenizer_vocab *
 
 		for (k = 0; k < 2; k++)
 			if (memchr(tk->blob + tk->off[lr[k]], ' ', tk->len[lr[k]]))
-				return pccx_fail(d, PCCX_ERR_UNSUPPORTED, "%s: merge %zu has a "
-						 "piece containing a space; \"left right\" merges "
-						 "would be ambiguous", tk->name, i);
+				return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: merge %zu has a "
+						  "piece containing a space; \"left right\" merges "
+						  "would be ambiguous", tk->name, i);
 		mtotal += tk->len[lr[0]] + tk->len[lr[1]] + 2;
 	}
 	tokens = malloc(n * sizeof(*tokens));
@@ -327,7 +327,7 @@ nomem:
 	free(merges);
 	free(mlen);
 	free(mblob);
-	return pccx_fail(d, PCCX_ERR_NOMEM, "%s: out of memory", tk->name);
+	return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", tk->name);
 }
 
 /* ---- the tokenizer.ggml.* keys ------------------------------------------------------- */
@@ -342,7 +342,7 @@ static int set_str_array(pccx_gguf_writer *w, const char *key, const char *const
 	int rc;
 
 	if (!strs)
-		return pccx_fail(d, PCCX_ERR_NOMEM, "GGUF export: %s: out of memory", key);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "GGUF export: %s: out of memory", key);
 	for (i = 0; i < n; i++) {
 		strs[i].s = s[i];
 		strs[i].len = lens ? lens[i] : strlen(s[i]);
@@ -355,7 +355,7 @@ static int set_str_array(pccx_gguf_writer *w, const char *key, const char *const
 	return rc;
 }
 
-int pccx_tokenizer_save_gguf(pccx_gguf_writer *w, const pccx_tokenizer *tk, pccx_diag *d)
+int pccx__tokenizer_save_gguf(pccx_gguf_writer *w, const pccx_tokenizer *tk, pccx_diag *d)
 {
 	pccx_tokenizer_vocab v;
 	int rc;
@@ -398,7 +398,7 @@ int pccx_tokenizer_save_gguf(pccx_gguf_writer *w, const pccx_tokenizer *tk, pccx
 	return rc;
 }
 
-int pccx_tokenizer_load_gguf(const pccx_gguf *g, pccx_tokenizer **tk, pccx_diag *d)
+int pccx__tokenizer_load_gguf(const pccx_gguf *g, pccx_tokenizer **tk, pccx_diag *d)
 {
 	pccx_tokenizer_vocab v = { 0 };
 	const pccx_gguf_str *tok, *mer = NULL;
@@ -430,8 +430,8 @@ int pccx_tokenizer_load_gguf(const pccx_gguf *g, pccx_tokenizer **tk, pccx_diag 
 	merges = calloc(nm + 1, sizeof(*merges));
 	mlen = calloc(nm + 1, sizeof(*mlen));
 	if (!tokens || !tlen || !merges || !mlen) {
-		rc = pccx_fail(d, PCCX_ERR_NOMEM, "%s: tokenizer: out of memory",
-			       pccx_gguf_name(g));
+		rc = pccx__fail(d, PCCX_ERR_NOMEM, "%s: tokenizer: out of memory",
+				pccx_gguf_name(g));
 		goto out;
 	}
 	for (i = 0; i < n; i++) {

@@ -55,13 +55,13 @@ struct tok_step {
 };
 
 /* Kind of the tokenizer.json `type` name in `chain`, -1 when that chain has no such step. */
-int pccx_tok_step_kind(enum tok_chain chain, const char *name);
+int pccx__tok_step_kind(enum tok_chain chain, const char *name);
 /* The names `chain` accepts, for messages: "Replace, Prepend, Sequence". */
-void pccx_tok_step_names(enum tok_chain chain, char *buf, size_t size);
+void pccx__tok_step_names(enum tok_chain chain, char *buf, size_t size);
 /* Append a copy of `st` to the chain; -1 when out of memory. */
-int pccx_tok_add_step(pccx_tokenizer *tk, enum tok_chain chain, const struct tok_step *st);
+int pccx__tok_add_step(pccx_tokenizer *tk, enum tok_chain chain, const struct tok_step *st);
 /* The steps of a SentencePiece vocabulary (GGUF "llama"); -1 when out of memory. */
-int pccx_tok_sentencepiece_steps(pccx_tokenizer *tk);
+int pccx__tok_sentencepiece_steps(pccx_tokenizer *tk);
 
 struct sbuf;
 /*
@@ -69,7 +69,7 @@ struct sbuf;
  * a per-piece decoder step on one piece. -1 when out of memory. BYTE_FALLBACK and FUSE act on
  * the list of pieces and are the decoder's (tokenizer_decode.c).
  */
-int pccx_tok_step_apply(const struct tok_step *st, const char *s, size_t n, struct sbuf *out);
+int pccx__tok_step_apply(const struct tok_step *st, const char *s, size_t n, struct sbuf *out);
 
 /* ---- the tokenizer ----------------------------------------------------------------------- */
 
@@ -135,17 +135,17 @@ struct pccx_tokenizer {
 /* ---- building one (tokenizer.c) --------------------------------------------------------- */
 
 /* A tokenizer of n ids with no pieces yet: all ids -1, all types 0. NULL when out of memory. */
-pccx_tokenizer *pccx_tok_alloc(const char *name, uint32_t n);
+pccx_tokenizer *pccx__tok_alloc(const char *name, uint32_t n);
 /* Index every piece; on duplicates the lowest id wins. -1 when out of memory. */
-int pccx_tok_build_vocab_index(pccx_tokenizer *tk);
+int pccx__tok_build_vocab_index(pccx_tokenizer *tk);
 /* byte_id[] from the pieces "<0x00>".."<0xFF>" (of type BYTE only, with require_type). */
-void pccx_tok_build_byte_ids(pccx_tokenizer *tk, bool require_type);
+void pccx__tok_build_byte_ids(pccx_tokenizer *tk, bool require_type);
 /* The (left, right) -> rank index of m_left/m_right/m_result. -1 when out of memory. */
-int pccx_tok_build_merge_index(pccx_tokenizer *tk);
+int pccx__tok_build_merge_index(pccx_tokenizer *tk);
 /* The byte trie of the pieces flagged TKF_ADDED. -1 when out of memory. */
-int pccx_tok_build_added_trie(pccx_tokenizer *tk);
+int pccx__tok_build_added_trie(pccx_tokenizer *tk);
 /* Code point -> id of the single-character pieces. -1 when out of memory. */
-int pccx_tok_build_cp_index(pccx_tokenizer *tk);
+int pccx__tok_build_cp_index(pccx_tokenizer *tk);
 
 /* One merge to resolve: its two pieces. */
 struct mreq {
@@ -160,17 +160,17 @@ struct mreq {
  * failure (PCCX_ERR_FORMAT) *fail is the index in the batch and *what 0 (left piece),
  * 1 (right piece) or 2 (merged piece); PCCX_ERR_NOMEM when out of memory.
  */
-int pccx_tok_resolve_merges(pccx_tokenizer *tk, const struct mreq *rq, size_t n,
-			    uint32_t first_rank, struct sbuf *cat, size_t *fail, int *what);
+int pccx__tok_resolve_merges(pccx_tokenizer *tk, const struct mreq *rq, size_t n,
+			     uint32_t first_rank, struct sbuf *cat, size_t *fail, int *what);
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
 /* Length of the valid UTF-8 sequence at s[0..n), 0 when invalid or truncated. */
-size_t pccx_tok_utf8_len(const unsigned char *s, size_t n);
+size_t pccx__tok_utf8_len(const unsigned char *s, size_t n);
 /* Whether s[0..n) is valid UTF-8; else *bad (when not NULL) is the offset of the first error. */
-bool pccx_tok_utf8_valid(const char *s, size_t n, size_t *bad);
+bool pccx__tok_utf8_valid(const char *s, size_t n, size_t *bad);
 /* NUL-terminated copy of n bytes; NULL when out of memory. */
-char *pccx_tok_memdup0(const void *s, size_t n);
+char *pccx__tok_memdup0(const void *s, size_t n);
 
 /* Length of the UTF-8 sequence a valid lead byte starts. */
 static inline size_t tok_cp_len(unsigned char c)

@@ -23,7 +23,7 @@ static const struct {
 	[STEP_STRIP] = { "Strip", TOK_DECODER },
 };
 
-int pccx_tok_step_kind(enum tok_chain chain, const char *name)
+int pccx__tok_step_kind(enum tok_chain chain, const char *name)
 {
 	int k;
 
@@ -33,7 +33,7 @@ int pccx_tok_step_kind(enum tok_chain chain, const char *name)
 	return -1;
 }
 
-void pccx_tok_step_names(enum tok_chain chain, char *buf, size_t size)
+void pccx__tok_step_names(enum tok_chain chain, char *buf, size_t size)
 {
 	size_t n = 0;
 	int k;
@@ -47,7 +47,7 @@ void pccx_tok_step_names(enum tok_chain chain, char *buf, size_t size)
 		snprintf(buf + n, size - n, "Sequence");
 }
 
-int pccx_tok_add_step(pccx_tokenizer *tk, enum tok_chain chain, const struct tok_step *st)
+int pccx__tok_add_step(pccx_tokenizer *tk, enum tok_chain chain, const struct tok_step *st)
 {
 	struct tok_step **list = chain == TOK_NORMALIZER ? &tk->norm : &tk->dec;
 	size_t *n = chain == TOK_NORMALIZER ? &tk->n_norm : &tk->n_dec;
@@ -57,8 +57,8 @@ int pccx_tok_add_step(pccx_tokenizer *tk, enum tok_chain chain, const struct tok
 	if (!nl)
 		return -1;
 	*list = nl;
-	from = pccx_tok_memdup0(st->from ? st->from : "", st->from_len);
-	to = pccx_tok_memdup0(st->to ? st->to : "", st->to_len);
+	from = pccx__tok_memdup0(st->from ? st->from : "", st->from_len);
+	to = pccx__tok_memdup0(st->to ? st->to : "", st->to_len);
 	if (!from || !to) {
 		free(from);
 		free(to);
@@ -78,7 +78,7 @@ int pccx_tok_add_step(pccx_tokenizer *tk, enum tok_chain chain, const struct tok
  * what Gemma's file holds): spaces are U+2581 and byte pieces are reassembled; with
  * add_space_prefix one U+2581 goes in front of each section and is stripped when decoding.
  */
-int pccx_tok_sentencepiece_steps(pccx_tokenizer *tk)
+int pccx__tok_sentencepiece_steps(pccx_tokenizer *tk)
 {
 	static const struct tok_step prefix = {
 		.kind = STEP_PREPEND, .to = LOWER_ONE_EIGHTH_BLOCK, .to_len = 3,
@@ -98,14 +98,14 @@ int pccx_tok_sentencepiece_steps(pccx_tokenizer *tk)
 	};
 	size_t i;
 
-	if (tk->space_prefix && pccx_tok_add_step(tk, TOK_NORMALIZER, &prefix))
+	if (tk->space_prefix && pccx__tok_add_step(tk, TOK_NORMALIZER, &prefix))
 		return -1;
-	if (pccx_tok_add_step(tk, TOK_NORMALIZER, &norm))
+	if (pccx__tok_add_step(tk, TOK_NORMALIZER, &norm))
 		return -1;
 	for (i = 0; i < sizeof(dec) / sizeof(dec[0]); i++)
-		if (pccx_tok_add_step(tk, TOK_DECODER, &dec[i]))
+		if (pccx__tok_add_step(tk, TOK_DECODER, &dec[i]))
 			return -1;
-	if (tk->space_prefix && pccx_tok_add_step(tk, TOK_DECODER, &strip))
+	if (tk->space_prefix && pccx__tok_add_step(tk, TOK_DECODER, &strip))
 		return -1;
 	return 0;
 }
@@ -155,7 +155,7 @@ static int replace(const struct tok_step *st, const char *s, size_t n, struct sb
 	return 0;
 }
 
-int pccx_tok_step_apply(const struct tok_step *st, const char *s, size_t n, struct sbuf *out)
+int pccx__tok_step_apply(const struct tok_step *st, const char *s, size_t n, struct sbuf *out)
 {
 	size_t k;
 

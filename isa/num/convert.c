@@ -6,12 +6,12 @@
  */
 #include "pccx_num.h"
 
-float pccx_bf16_to_f32(uint16_t h)
+float pccx__bf16_to_f32(uint16_t h)
 {
 	return pccx_f32_from_bits((uint32_t)h << 16);
 }
 
-uint16_t pccx_f32_to_bf16(float f)
+uint16_t pccx__f32_to_bf16(float f)
 {
 	uint32_t u = pccx_f32_bits(f);
 
@@ -26,7 +26,7 @@ uint16_t pccx_f32_to_bf16(float f)
 	return (uint16_t)(u >> 16);
 }
 
-float pccx_fp16_to_f32(uint16_t h)
+float pccx__fp16_to_f32(uint16_t h)
 {
 	uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
 	uint32_t e = (h >> 10) & 0x1Fu;
@@ -47,7 +47,7 @@ float pccx_fp16_to_f32(uint16_t h)
 	return pccx_f32_from_bits(sign | (e << 23) | ((m & 0x3FFu) << 13));
 }
 
-uint16_t pccx_f32_to_fp16(float f)
+uint16_t pccx__f32_to_fp16(float f)
 {
 	uint32_t u = pccx_f32_bits(f);
 	uint32_t sign = (u >> 16) & 0x8000u;
@@ -79,7 +79,7 @@ uint16_t pccx_f32_to_fp16(float f)
 	return (uint16_t)(sign | q);
 }
 
-int32_t pccx_f32_rne_clamp(float f, int32_t lo, int32_t hi)
+int32_t pccx__f32_rne_clamp(float f, int32_t lo, int32_t hi)
 {
 	uint32_t u = pccx_f32_bits(f);
 	uint32_t a = u & 0x7FFFFFFFu;
@@ -116,14 +116,14 @@ int32_t pccx_f32_rne_clamp(float f, int32_t lo, int32_t hi)
 	return (int32_t)v;
 }
 
-int pccx_int4_get(const uint8_t *packed, size_t i)
+int pccx__int4_get(const uint8_t *packed, size_t i)
 {
 	unsigned nib = (packed[i >> 1] >> ((i & 1u) * 4u)) & 0xFu;
 
 	return (int)(nib ^ 8u) - 8;
 }
 
-void pccx_int4_set(uint8_t *packed, size_t i, int v)
+void pccx__int4_set(uint8_t *packed, size_t i, int v)
 {
 	unsigned sh = (unsigned)(i & 1u) * 4u;
 	unsigned nib = (unsigned)v & 0xFu;

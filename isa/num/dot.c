@@ -6,10 +6,10 @@
  */
 #include "pccx_num.h"
 
-uint16_t pccx_out_store(float r, bool accm, uint16_t old)
+uint16_t pccx__out_store(float r, bool accm, uint16_t old)
 {
 	if (accm)
-		r = r + pccx_bf16_to_f32(old);
+		r = r + pccx__bf16_to_f32(old);
 	return pccx_bf16_store(r);
 }
 
@@ -29,8 +29,8 @@ static int32_t block_dot(const uint8_t *nib, const int8_t *q8)
 	return dot;
 }
 
-float pccx_q4_row_dot(const uint8_t *nibbles, const uint16_t *scales, const int8_t *q8,
-		      const float *sx, size_t K)
+float pccx__q4_row_dot(const uint8_t *nibbles, const uint16_t *scales, const int8_t *q8,
+		       const float *sx, size_t K)
 {
 	size_t nb = K / PCCX_QBLK, b;
 	float acc = 0.0f, t, d;
@@ -38,24 +38,24 @@ float pccx_q4_row_dot(const uint8_t *nibbles, const uint16_t *scales, const int8
 	for (b = 0; b < nb; b++) {
 		int32_t dot = block_dot(nibbles + b * (PCCX_QBLK / 2), q8 + b * PCCX_QBLK);
 
-		d = scales ? pccx_fp16_to_f32(scales[b]) : 1.0f;
+		d = scales ? pccx__fp16_to_f32(scales[b]) : 1.0f;
 		t = d * sx[b];
 		acc = acc + (float)dot * t;
 	}
 	return pccx_f32_canon(acc);
 }
 
-float pccx_bf16_row_dot(const uint16_t *w, const uint16_t *x, size_t K)
+float pccx__bf16_row_dot(const uint16_t *w, const uint16_t *x, size_t K)
 {
 	float acc = 0.0f;
 	size_t k;
 
 	for (k = 0; k < K; k++)
-		acc = acc + pccx_bf16_to_f32(w[k]) * pccx_bf16_to_f32(x[k]);
+		acc = acc + pccx__bf16_to_f32(w[k]) * pccx__bf16_to_f32(x[k]);
 	return pccx_f32_canon(acc);
 }
 
-void pccx_bf16_colsum(const uint16_t *W, const uint16_t *x, size_t K, size_t N, float *y)
+void pccx__bf16_colsum(const uint16_t *W, const uint16_t *x, size_t K, size_t N, float *y)
 {
 	size_t k, n;
 
@@ -63,11 +63,11 @@ void pccx_bf16_colsum(const uint16_t *W, const uint16_t *x, size_t K, size_t N, 
 		y[n] = 0.0f;
 	/* Row by row: each y[n] still sees its terms in ascending k, one rounding per add. */
 	for (k = 0; k < K; k++) {
-		float xk = pccx_bf16_to_f32(x[k]);
+		float xk = pccx__bf16_to_f32(x[k]);
 		const uint16_t *row = W + k * N;
 
 		for (n = 0; n < N; n++)
-			y[n] = y[n] + xk * pccx_bf16_to_f32(row[n]);
+			y[n] = y[n] + xk * pccx__bf16_to_f32(row[n]);
 	}
 	for (n = 0; n < N; n++)
 		y[n] = pccx_f32_canon(y[n]);

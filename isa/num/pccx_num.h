@@ -45,40 +45,40 @@ static inline float pccx_f32_from_bits(uint32_t u)
 /* Format conversions (convert.c).                                                        */
 
 /* BF16 -> FP32: exact (BF16 is the top half of an FP32). */
-float pccx_bf16_to_f32(uint16_t h);
+float pccx__bf16_to_f32(uint16_t h);
 /*
  * FP32 -> BF16: round to nearest, ties to even. NaN -> 0x7FC0 | sign (quiet, payload
  * dropped); values that round past the largest finite BF16 give Inf; subnormals are kept.
  */
-uint16_t pccx_f32_to_bf16(float f);
+uint16_t pccx__f32_to_bf16(float f);
 /* IEEE binary16 -> FP32: exact, subnormals included. */
-float pccx_fp16_to_f32(uint16_t h);
+float pccx__fp16_to_f32(uint16_t h);
 /*
  * FP32 -> IEEE binary16: round to nearest, ties to even, gradual underflow to binary16
  * subnormals, overflow (|x| >= 65520) -> Inf, NaN -> 0x7E00 | sign.
  */
-uint16_t pccx_f32_to_fp16(float f);
+uint16_t pccx__f32_to_fp16(float f);
 
 /*
  * Round an FP32 value to the nearest integer, ties to even, and saturate to [lo, hi].
  * NaN gives 0. Exact for every input (no FP arithmetic is done on the value).
  */
-int32_t pccx_f32_rne_clamp(float f, int32_t lo, int32_t hi);
+int32_t pccx__f32_rne_clamp(float f, int32_t lo, int32_t hi);
 
 /* ------------------------------------------------------------------------------------- */
 /* INT4 packing: two's complement nibbles, element 2j = low nibble of byte j,            */
 /* element 2j+1 = high nibble of byte j.                                                  */
 
 /* Element i of a packed INT4 array, sign-extended (-8..7). */
-int pccx_int4_get(const uint8_t *packed, size_t i);
+int pccx__int4_get(const uint8_t *packed, size_t i);
 /* Store v (-8..7; only its low 4 bits are used) as element i; the byte's other nibble is kept. */
-void pccx_int4_set(uint8_t *packed, size_t i, int v);
+void pccx__int4_set(uint8_t *packed, size_t i, int v);
 
 /* ------------------------------------------------------------------------------------- */
 /* NaN policy. IEEE 754 leaves the sign and payload of a NaN produced by an operation     */
 /* unspecified (x86 makes the default NaN negative, AArch64 positive), so every FP32 NaN  */
 /* result of this module is the canonical quiet NaN, and every unit store writes BF16      */
-/* 0x7FC0. Only the pure conversions pccx_f32_to_bf16/fp16 keep the sign of a NaN input.  */
+/* 0x7FC0. Only the pure conversions pccx__f32_to_bf16/fp16 keep the sign of a NaN input.  */
 
 #define PCCX_F32_QNAN_BITS  0x7FC00000u
 #define PCCX_BF16_QNAN      0x7FC0u
@@ -97,14 +97,14 @@ static inline float pccx_f32_canon(float f)
 /* The store of every unit: FP32 -> BF16 with RNE, every NaN -> 0x7FC0. */
 static inline uint16_t pccx_bf16_store(float f)
 {
-	return pccx_f32_is_nan(f) ? (uint16_t)PCCX_BF16_QNAN : pccx_f32_to_bf16(f);
+	return pccx_f32_is_nan(f) ? (uint16_t)PCCX_BF16_QNAN : pccx__f32_to_bf16(f);
 }
 
 /*
  * GEMV/GEMM output stage: r (FP32), plus the old destination element when accm is set
  * (r = r + bf16_to_f32(old), one RNE add), stored with pccx_bf16_store.
  */
-uint16_t pccx_out_store(float r, bool accm, uint16_t old);
+uint16_t pccx__out_store(float r, bool accm, uint16_t old);
 
 /* ------------------------------------------------------------------------------------- */
 /* Block quantisation (quant.c).                                                          */
@@ -119,7 +119,7 @@ uint16_t pccx_out_store(float r, bool accm, uint16_t old);
  * the low nibble of qs[j], element j+16 the high nibble, value d * (nibble - 8)). Lossless:
  * d is copied bit for bit, q = nibble - 8.
  */
-void pccx_q4_from_ggml_q4_0(const uint8_t blk18[18], uint16_t *d, uint8_t nib16[16]);
+void pccx__q4_from_ggml_q4_0(const uint8_t blk18[18], uint16_t *d, uint8_t nib16[16]);
 
 /*
  * Quantise 32 FP32 weights to a Q4 block (rule in docs/numerics.md): m = the element of
@@ -131,16 +131,16 @@ __attribute__((warn_unused_result))
 int pccx_q4_quantize_block(const float x[32], uint16_t *d, uint8_t nib16[16]);
 
 /* Dequantised weight k of a Q4 row (scales == NULL: unit scale 1.0). */
-float pccx_q4_weight(const uint8_t *nibbles, const uint16_t *scales, size_t k);
+float pccx__q4_weight(const uint8_t *nibbles, const uint16_t *scales, size_t k);
 
 /*
  * W4A8 activation quantisation of one 32-block of BF16 values (docs/numerics.md):
  * amax = max |x_i|; amax == 0: sx = 0, q = 0; amax not finite: sx = NaN, q = 0;
  * else inv = 127 / amax, q_i = clamp(rne(x_i * inv), -127, 127), sx = amax / 127.
  */
-void pccx_q8_quantize_block(const uint16_t x_bf16[32], int8_t q[32], float *sx);
+void pccx__q8_quantize_block(const uint16_t x_bf16[32], int8_t q[32], float *sx);
 /* The same over K elements (K a multiple of 32): K/32 blocks, sx[b] for block b. */
-void pccx_q8_quantize(const uint16_t *x_bf16, size_t K, int8_t *q, float *sx);
+void pccx__q8_quantize(const uint16_t *x_bf16, size_t K, int8_t *q, float *sx);
 
 /* ------------------------------------------------------------------------------------- */
 /* Dot products (dot.c). K must be a multiple of 32 for the Q4 form.                      */
@@ -150,26 +150,26 @@ void pccx_q8_quantize(const uint16_t *x_bf16, size_t K, int8_t *q, float *sx);
  *   dot_b = sum q8 * q4 (int32, exact); t_b = fp16_to_f32(d_b) * sx_b; c_b = (float)dot_b * t_b;
  *   acc = acc + c_b, acc starting at +0.0f. scales == NULL: unit scale (t_b = 1.0f * sx_b).
  */
-float pccx_q4_row_dot(const uint8_t *nibbles, const uint16_t *scales, const int8_t *q8,
-		      const float *sx, size_t K);
+float pccx__q4_row_dot(const uint8_t *nibbles, const uint16_t *scales, const int8_t *q8,
+		       const float *sx, size_t K);
 
 /* acc = +0; for k ascending: acc = acc + w_k * x_k (the product is exact in FP32). */
-float pccx_bf16_row_dot(const uint16_t *w, const uint16_t *x, size_t K);
+float pccx__bf16_row_dot(const uint16_t *w, const uint16_t *x, size_t K);
 
 /* y[n] = the same sum over k ascending of x_k * W[k][n], W (K, N) row-major. */
-void pccx_bf16_colsum(const uint16_t *W, const uint16_t *x, size_t K, size_t N, float *y);
+void pccx__bf16_colsum(const uint16_t *W, const uint16_t *x, size_t K, size_t N, float *y);
 
 /* ------------------------------------------------------------------------------------- */
 /* Elementary functions (transc.c). FP32 in, FP32 out; NaN in -> canonical NaN out.       */
 
-float pccx_f32_exp(float x);	/* <= 1 ulp measured; overflow -> +Inf, gradual underflow */
-float pccx_f32_tanh(float x);
-float pccx_f32_gelu(float x);	/* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
-float pccx_f32_sin(float x);	/* full-range Payne-Hanek reduction */
-float pccx_f32_cos(float x);
-float pccx_f32_sqrt(float x);	/* correctly rounded; sqrt(-0) = -0; x < 0 -> NaN */
-float pccx_f32_rsqrt(float x);	/* correctly rounded 1/sqrt(x); +-0 -> +-Inf; x < 0 -> NaN */
-float pccx_f32_recip(float x);	/* 1.0f / x (IEEE division) */
+float pccx__f32_exp(float x);	/* <= 1 ulp measured; overflow -> +Inf, gradual underflow */
+float pccx__f32_tanh(float x);
+float pccx__f32_gelu(float x);	/* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+float pccx__f32_sin(float x);	/* full-range Payne-Hanek reduction */
+float pccx__f32_cos(float x);
+float pccx__f32_sqrt(float x);	/* correctly rounded; sqrt(-0) = -0; x < 0 -> NaN */
+float pccx__f32_rsqrt(float x);	/* correctly rounded 1/sqrt(x); +-0 -> +-Inf; x < 0 -> NaN */
+float pccx__f32_recip(float x);	/* 1.0f / x (IEEE division) */
 
 /* ------------------------------------------------------------------------------------- */
 /* SFU ("CVO") (sfu.c).                                                                   */
@@ -206,29 +206,29 @@ enum pccx_sfu_fn {
 #define PCCX_SFU_F_ALL		0x3Fu
 
 /* true for SUM, SUMSQ, MAX. */
-bool pccx_sfu_is_reduction(enum pccx_sfu_fn fn);
+bool pccx__sfu_is_reduction(enum pccx_sfu_fn fn);
 /* true for MUL, ADD (they read the old destination element as the first operand). */
-bool pccx_sfu_is_binary(enum pccx_sfu_fn fn);
+bool pccx__sfu_is_binary(enum pccx_sfu_fn fn);
 
 /*
  * f(x) for the element-wise functions: EXP SQRT GELU SIN COS RECIP TANH RSQRT, and SCALE
  * (x * S, or x / S with PCCX_SFU_F_RECIP). Reductions and binary functions give NaN here.
  */
-float pccx_sfu_unary(enum pccx_sfu_fn fn, unsigned flags, float S, float x);
+float pccx__sfu_unary(enum pccx_sfu_fn fn, unsigned flags, float S, float x);
 
 /*
  * The whole per-element pipeline in FP32, before the store: x = s; SUB: x = x - S;
  * RELU: x = x > 0 ? x : +0; y = f(x) (binary functions: f(d, x)); ACCM: y = y + d.
  * s is the source element, d the old destination element (both already widened from BF16).
  */
-float pccx_sfu_elem(enum pccx_sfu_fn fn, unsigned flags, float S, float s, float d);
+float pccx__sfu_elem(enum pccx_sfu_fn fn, unsigned flags, float S, float s, float d);
 
 /*
  * Element-wise over n BF16 elements: dst[i] = bf16_store(elem(fn, flags, S, src[i], dst[i])).
  * src may equal dst. Reductions are not element-wise: dst is left untouched for them.
  */
-void pccx_sfu_vector(enum pccx_sfu_fn fn, unsigned flags, float S, const uint16_t *src,
-		     uint16_t *dst, size_t n);
+void pccx__sfu_vector(enum pccx_sfu_fn fn, unsigned flags, float S, const uint16_t *src,
+		      uint16_t *dst, size_t n);
 
 /*
  * Reductions over n BF16 elements, FP32, strictly in index order, after the input stage
@@ -236,7 +236,7 @@ void pccx_sfu_vector(enum pccx_sfu_fn fn, unsigned flags, float S, const uint16_
  * then the add); MEAN: acc / (float)n. MAX: NaN if any x_i is NaN, else the largest,
  * max(+0, -0) = +0, -Inf for n == 0. ACCM is not applied here (the caller stores the result).
  */
-float pccx_sfu_reduce(enum pccx_sfu_fn fn, unsigned flags, float S, const uint16_t *src, size_t n);
+float pccx__sfu_reduce(enum pccx_sfu_fn fn, unsigned flags, float S, const uint16_t *src, size_t n);
 
 /*
  * Scalar forms on the S register (FP32, no BF16 rounding): element-wise functions give
@@ -244,7 +244,7 @@ float pccx_sfu_reduce(enum pccx_sfu_fn fn, unsigned flags, float S, const uint16
  * MAX S' = max(S, v) with the MAX rules; SUM S' = S + v; SUMSQ S' = S + v * v (one
  * reduction step with the accumulator in S). Other flags are ignored.
  */
-float pccx_sfu_scalar(enum pccx_sfu_fn fn, unsigned flags, float S, float v);
+float pccx__sfu_scalar(enum pccx_sfu_fn fn, unsigned flags, float S, float v);
 
 #ifdef __cplusplus
 }

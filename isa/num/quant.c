@@ -5,7 +5,7 @@
  */
 #include "pccx_num.h"
 
-void pccx_q4_from_ggml_q4_0(const uint8_t blk18[18], uint16_t *d, uint8_t nib16[16])
+void pccx__q4_from_ggml_q4_0(const uint8_t blk18[18], uint16_t *d, uint8_t nib16[16])
 {
 	const uint8_t *qs = blk18 + 2;
 	unsigned j, u0, u1;
@@ -40,26 +40,26 @@ int pccx_q4_quantize_block(const float x[32], uint16_t *d, uint8_t nib16[16])
 			m = x[i];
 		}
 	}
-	h = pccx_f32_to_fp16(m / -8.0f);
+	h = pccx__f32_to_fp16(m / -8.0f);
 	if ((h & 0x7FFFu) == 0x7C00u)
 		h = (uint16_t)((h & 0x8000u) | 0x7BFFu);	/* saturate to +-65504 */
 	*d = h;
-	dq = pccx_fp16_to_f32(h);
+	dq = pccx__fp16_to_f32(h);
 	if (dq == 0.0f)
 		return 0;
 	for (i = 0; i < 32; i++)
-		pccx_int4_set(nib16, i, (int)pccx_f32_rne_clamp(x[i] / dq, -8, 7));
+		pccx__int4_set(nib16, i, (int)pccx__f32_rne_clamp(x[i] / dq, -8, 7));
 	return 0;
 }
 
-float pccx_q4_weight(const uint8_t *nibbles, const uint16_t *scales, size_t k)
+float pccx__q4_weight(const uint8_t *nibbles, const uint16_t *scales, size_t k)
 {
-	float d = scales ? pccx_fp16_to_f32(scales[k / PCCX_QBLK]) : 1.0f;
+	float d = scales ? pccx__fp16_to_f32(scales[k / PCCX_QBLK]) : 1.0f;
 
-	return pccx_f32_canon(d * (float)pccx_int4_get(nibbles, k));
+	return pccx_f32_canon(d * (float)pccx__int4_get(nibbles, k));
 }
 
-void pccx_q8_quantize_block(const uint16_t x_bf16[32], int8_t q[32], float *sx)
+void pccx__q8_quantize_block(const uint16_t x_bf16[32], int8_t q[32], float *sx)
 {
 	float x[32], amax = 0.0f, inv;
 	bool finite = true;
@@ -69,7 +69,7 @@ void pccx_q8_quantize_block(const uint16_t x_bf16[32], int8_t q[32], float *sx)
 		uint32_t ab = ((uint32_t)x_bf16[i] << 16) & 0x7FFFFFFFu;
 		float a = pccx_f32_from_bits(ab);
 
-		x[i] = pccx_bf16_to_f32(x_bf16[i]);
+		x[i] = pccx__bf16_to_f32(x_bf16[i]);
 		if (ab >= 0x7F800000u)
 			finite = false;
 		else if (a > amax)
@@ -83,14 +83,14 @@ void pccx_q8_quantize_block(const uint16_t x_bf16[32], int8_t q[32], float *sx)
 	}
 	inv = 127.0f / amax;
 	for (i = 0; i < 32; i++)
-		q[i] = (int8_t)pccx_f32_rne_clamp(x[i] * inv, -127, 127);
+		q[i] = (int8_t)pccx__f32_rne_clamp(x[i] * inv, -127, 127);
 	*sx = amax / 127.0f;
 }
 
-void pccx_q8_quantize(const uint16_t *x_bf16, size_t K, int8_t *q, float *sx)
+void pccx__q8_quantize(const uint16_t *x_bf16, size_t K, int8_t *q, float *sx)
 {
 	size_t b;
 
 	for (b = 0; b < K / PCCX_QBLK; b++)
-		pccx_q8_quantize_block(x_bf16 + b * PCCX_QBLK, q + b * PCCX_QBLK, sx + b);
+		pccx__q8_quantize_block(x_bf16 + b * PCCX_QBLK, q + b * PCCX_QBLK, sx + b);
 }

@@ -10,12 +10,12 @@ static float qnan(void)
 	return pccx_f32_from_bits(PCCX_F32_QNAN_BITS);
 }
 
-bool pccx_sfu_is_reduction(enum pccx_sfu_fn fn)
+bool pccx__sfu_is_reduction(enum pccx_sfu_fn fn)
 {
 	return fn == PCCX_SFU_SUM || fn == PCCX_SFU_SUMSQ || fn == PCCX_SFU_MAX;
 }
 
-bool pccx_sfu_is_binary(enum pccx_sfu_fn fn)
+bool pccx__sfu_is_binary(enum pccx_sfu_fn fn)
 {
 	return fn == PCCX_SFU_MUL || fn == PCCX_SFU_ADD;
 }
@@ -30,25 +30,25 @@ static float max2(float a, float b)
 	return a > b ? a : b;
 }
 
-float pccx_sfu_unary(enum pccx_sfu_fn fn, unsigned flags, float S, float x)
+float pccx__sfu_unary(enum pccx_sfu_fn fn, unsigned flags, float S, float x)
 {
 	switch (fn) {
 	case PCCX_SFU_EXP:
-		return pccx_f32_exp(x);
+		return pccx__f32_exp(x);
 	case PCCX_SFU_SQRT:
-		return pccx_f32_sqrt(x);
+		return pccx__f32_sqrt(x);
 	case PCCX_SFU_GELU:
-		return pccx_f32_gelu(x);
+		return pccx__f32_gelu(x);
 	case PCCX_SFU_SIN:
-		return pccx_f32_sin(x);
+		return pccx__f32_sin(x);
 	case PCCX_SFU_COS:
-		return pccx_f32_cos(x);
+		return pccx__f32_cos(x);
 	case PCCX_SFU_RECIP:
-		return pccx_f32_recip(x);
+		return pccx__f32_recip(x);
 	case PCCX_SFU_TANH:
-		return pccx_f32_tanh(x);
+		return pccx__f32_tanh(x);
 	case PCCX_SFU_RSQRT:
-		return pccx_f32_rsqrt(x);
+		return pccx__f32_rsqrt(x);
 	case PCCX_SFU_SCALE:
 		return pccx_f32_canon((flags & PCCX_SFU_F_RECIP) ? x / S : x * S);
 	default:
@@ -67,7 +67,7 @@ static float input_stage(unsigned flags, float S, float x)
 	return x;
 }
 
-float pccx_sfu_elem(enum pccx_sfu_fn fn, unsigned flags, float S, float s, float d)
+float pccx__sfu_elem(enum pccx_sfu_fn fn, unsigned flags, float S, float s, float d)
 {
 	float x = input_stage(flags, S, s), y;
 
@@ -81,9 +81,9 @@ float pccx_sfu_elem(enum pccx_sfu_fn fn, unsigned flags, float S, float s, float
 		y = d + x;
 		break;
 	default:
-		if (pccx_sfu_is_reduction(fn) || (unsigned)fn >= PCCX_SFU_NFN)
+		if (pccx__sfu_is_reduction(fn) || (unsigned)fn >= PCCX_SFU_NFN)
 			return qnan();
-		y = pccx_sfu_unary(fn, flags, S, x);
+		y = pccx__sfu_unary(fn, flags, S, x);
 		break;
 	}
 	if (flags & PCCX_SFU_F_ACCM)
@@ -91,22 +91,22 @@ float pccx_sfu_elem(enum pccx_sfu_fn fn, unsigned flags, float S, float s, float
 	return pccx_f32_canon(y);
 }
 
-void pccx_sfu_vector(enum pccx_sfu_fn fn, unsigned flags, float S, const uint16_t *src,
-		     uint16_t *dst, size_t n)
+void pccx__sfu_vector(enum pccx_sfu_fn fn, unsigned flags, float S, const uint16_t *src,
+		      uint16_t *dst, size_t n)
 {
 	size_t i;
 
-	if (pccx_sfu_is_reduction(fn))
+	if (pccx__sfu_is_reduction(fn))
 		return;
 	for (i = 0; i < n; i++) {
-		float s = pccx_bf16_to_f32(src[i]);
-		float d = pccx_bf16_to_f32(dst[i]);
+		float s = pccx__bf16_to_f32(src[i]);
+		float d = pccx__bf16_to_f32(dst[i]);
 
-		dst[i] = pccx_bf16_store(pccx_sfu_elem(fn, flags, S, s, d));
+		dst[i] = pccx_bf16_store(pccx__sfu_elem(fn, flags, S, s, d));
 	}
 }
 
-float pccx_sfu_reduce(enum pccx_sfu_fn fn, unsigned flags, float S, const uint16_t *src, size_t n)
+float pccx__sfu_reduce(enum pccx_sfu_fn fn, unsigned flags, float S, const uint16_t *src, size_t n)
 {
 	float acc, x;
 	bool nan = false;
@@ -117,7 +117,7 @@ float pccx_sfu_reduce(enum pccx_sfu_fn fn, unsigned flags, float S, const uint16
 	case PCCX_SFU_SUMSQ:
 		acc = 0.0f;
 		for (i = 0; i < n; i++) {
-			x = input_stage(flags, S, pccx_bf16_to_f32(src[i]));
+			x = input_stage(flags, S, pccx__bf16_to_f32(src[i]));
 			if (fn == PCCX_SFU_SUMSQ)
 				x = x * x;
 			acc = acc + x;
@@ -128,7 +128,7 @@ float pccx_sfu_reduce(enum pccx_sfu_fn fn, unsigned flags, float S, const uint16
 	case PCCX_SFU_MAX:
 		acc = pccx_f32_from_bits(0xFF800000u);	/* -Inf */
 		for (i = 0; i < n; i++) {
-			x = input_stage(flags, S, pccx_bf16_to_f32(src[i]));
+			x = input_stage(flags, S, pccx__bf16_to_f32(src[i]));
 			if (pccx_f32_is_nan(x))
 				nan = true;
 			else
@@ -140,7 +140,7 @@ float pccx_sfu_reduce(enum pccx_sfu_fn fn, unsigned flags, float S, const uint16
 	}
 }
 
-float pccx_sfu_scalar(enum pccx_sfu_fn fn, unsigned flags, float S, float v)
+float pccx__sfu_scalar(enum pccx_sfu_fn fn, unsigned flags, float S, float v)
 {
 	switch (fn) {
 	case PCCX_SFU_SCALE:
@@ -155,6 +155,6 @@ float pccx_sfu_scalar(enum pccx_sfu_fn fn, unsigned flags, float S, float v)
 	case PCCX_SFU_MAX:
 		return max2(S, v);
 	default:
-		return pccx_sfu_unary(fn, flags, S, S);
+		return pccx__sfu_unary(fn, flags, S, S);
 	}
 }

@@ -122,7 +122,7 @@ static float scale2(float p, int k)
 	return p * pow2i(k);
 }
 
-float pccx_f32_exp(float x)
+float pccx__f32_exp(float x)
 {
 	int k = 0;
 	float p;
@@ -145,7 +145,7 @@ float pccx_f32_exp(float x)
  * 9 Chebyshev nodes of [0, 1] (degree 8), coefficients rounded to nearest float.
  */
 
-float pccx_f32_tanh(float x)
+float pccx__f32_tanh(float x)
 {
 	uint32_t u = pccx_f32_bits(x);
 	uint32_t sign = u & 0x80000000u;
@@ -187,7 +187,7 @@ float pccx_f32_tanh(float x)
  * result) stays below 2^-40 relative. C and A are exact reals split as HI + LO.
  */
 
-float pccx_f32_gelu(float x)
+float pccx__f32_gelu(float x)
 {
 	float sh, sl, th, tl, uh, ul, mh, ml, vh, vl, wh, wl, t, p, dh, dl, y, ph, pl;
 	int k = 0;
@@ -356,12 +356,12 @@ static float sincos_eval(float x, bool want_cos)
 	return y;
 }
 
-float pccx_f32_sin(float x)
+float pccx__f32_sin(float x)
 {
 	return sincos_eval(x, false);
 }
 
-float pccx_f32_cos(float x)
+float pccx__f32_cos(float x)
 {
 	return sincos_eval(x, true);
 }
@@ -437,7 +437,7 @@ static bool mul_le_pow2(uint64_t a, uint64_t b, unsigned n)
 	return hi < lim || (hi == lim && lo == 0);
 }
 
-float pccx_f32_sqrt(float x)
+float pccx__f32_sqrt(float x)
 {
 	uint32_t u = pccx_f32_bits(x);
 	uint64_t r, root, rem;
@@ -458,7 +458,7 @@ float pccx_f32_sqrt(float x)
 	return pccx_f32_from_bits((uint32_t)((h + 23 + 127 - 1) << 23) + (uint32_t)root);
 }
 
-float pccx_f32_rsqrt(float x)
+float pccx__f32_rsqrt(float x)
 {
 	uint32_t u = pccx_f32_bits(x);
 	uint64_t r, root, rem, y;
@@ -484,7 +484,7 @@ float pccx_f32_rsqrt(float x)
 	return pccx_f32_from_bits((uint32_t)((23 - 47 - h + 127 - 1) << 23) + (uint32_t)y);
 }
 
-float pccx_f32_recip(float x)
+float pccx__f32_recip(float x)
 {
 	float y = 1.0f / x;
 

@@ -27,15 +27,15 @@ static void check_word(uint64_t w)
 	bool has = false;
 	int rc, n;
 
-	rc = pccx_decode(w, &in, &f);
+	rc = pccx__decode(w, &in, &f);
 	if (rc != f.err || rc < 0 || rc >= PCCX_ISA_E_COUNT || f.field < -1 ||
 	    f.field >= PCCX_NFIELDS)
 		__builtin_trap();
 	if (rc == PCCX_ISA_E_OK) {
-		if (pccx_encode(&in, &back, &f) != PCCX_ISA_E_OK || back != w)
+		if (pccx__encode(&in, &back, &f) != PCCX_ISA_E_OK || back != w)
 			__builtin_trap();
 	}
-	n = pccx_disasm(w, buf, sizeof(buf));
+	n = pccx__disasm(w, buf, sizeof(buf));
 	if (n <= 0 || (size_t)n >= sizeof(buf) || (rc == PCCX_ISA_E_OK && n >= 96) ||
 	    strlen(buf) != (size_t)n)
 		__builtin_trap();
@@ -43,14 +43,14 @@ static void check_word(uint64_t w)
 	tight = malloc((size_t)n + 1);
 	if (!tight)
 		return;
-	if (pccx_disasm(w, tight, (size_t)n + 1) != n || memcmp(tight, buf, (size_t)n + 1))
+	if (pccx__disasm(w, tight, (size_t)n + 1) != n || memcmp(tight, buf, (size_t)n + 1))
 		__builtin_trap();
-	if (pccx_disasm(w, tight, (size_t)n) != -1 || tight[n - 1] != '\0')
+	if (pccx__disasm(w, tight, (size_t)n) != -1 || tight[n - 1] != '\0')
 		__builtin_trap();
 	free(tight);
 
 	back = ~w;
-	if (pccx_asm_line(buf, (size_t)n, &back, &has, &e) != PCCX_ASM_E_OK || !has || back != w)
+	if (pccx__asm_line(buf, (size_t)n, &back, &has, &e) != PCCX_ASM_E_OK || !has || back != w)
 		__builtin_trap();
 }
 
@@ -67,7 +67,7 @@ static void check_line(const char *line, size_t len)
 	if (!copy)
 		return;
 	memcpy(copy, line, len);
-	rc = pccx_asm_line(copy, len, &w, &has, &e);
+	rc = pccx__asm_line(copy, len, &w, &has, &e);
 	free(copy);
 	if (rc < 0 || rc >= PCCX_ASM_E_COUNT || rc != e.err)
 		__builtin_trap();

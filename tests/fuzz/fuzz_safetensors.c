@@ -75,11 +75,11 @@ static void fuzz_config(const uint8_t *p, size_t n)
 	    c.altup_active_idx >= c.altup_num_inputs ||
 	    c.num_attention_heads % c.num_key_value_heads)
 		__builtin_trap();
-	for (int id = 0; id < PCCX_TMAP_COUNT; id++) {
+	for (int id = 0; id < PCCX_TENSOR_MAP_COUNT; id++) {
 		uint64_t s[4];
 		uint32_t nd, last = c.num_hidden_layers - 1;
 
-		if (pccx_tmap_expected_shape(&c, id, last, true, &nd, s, &d) != 0)
+		if (pccx_tensor_map_expected_shape(&c, id, last, true, &nd, s, &d) != 0)
 			__builtin_trap();
 	}
 }
@@ -89,14 +89,14 @@ static void fuzz_index(const uint8_t *p, size_t n)
 	struct pccx_st_index ix;
 	pccx_diag d;
 
-	if (pccx_st_index_parse(p, n, "fuzz.index", &ix, &d) != 0) {
+	if (pccx__st_index_parse(p, n, "fuzz.index", &ix, &d) != 0) {
 		check_msg(&d, "fuzz.index");
 		return;
 	}
 	for (size_t i = 0; i < ix.n_tensors; i++)
 		if (ix.shard_of[i] >= ix.n_shards || strchr(ix.shards[ix.shard_of[i]], '/'))
 			__builtin_trap();
-	pccx_st_index_free(&ix);
+	pccx__st_index_free(&ix);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

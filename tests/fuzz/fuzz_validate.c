@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target: the input as a job file (or bare program) through
- * pccx_jobfile_parse and pccx_jobfile_validate. Neither may crash or read out
+ * pccx__jobfile_parse and pccx__jobfile_validate. Neither may crash or read out
  * of bounds; a refusal must name the file and point inside the job; an
  * accepted job's summary must agree with its descriptors; and a parsed job
  * file must serialise back to the same bytes.
@@ -76,7 +76,7 @@ static void check_serialise(const struct pccx_jobfile *jf, const uint8_t *data, 
 	size_t len = 0;
 	uint32_t i;
 
-	if (pccx_jobfile_serialize(jf, &out, &len, &d) != PCCX_OK)
+	if (pccx__jobfile_serialize(jf, &out, &len, &d) != PCCX_OK)
 		return;
 	if (!jf->is_program) {
 		if (len != size || memcmp(out, data, size))
@@ -102,16 +102,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	pccx_diag d = { 0 };
 	int rc;
 
-	rc = pccx_jobfile_parse(data, size, NAME, &jf, &d);
+	rc = pccx__jobfile_parse(data, size, NAME, &jf, &d);
 	if (rc != PCCX_OK) {
 		if (rc > 0 || strncmp(d.msg, NAME ": ", sizeof(NAME ": ") - 1))
 			__builtin_trap();
-		pccx_jobfile_free(&jf);
+		pccx__jobfile_free(&jf);
 		return 0;
 	}
 	check_serialise(&jf, data, size);
 	memset(&d, 0, sizeof(d));
-	rc = pccx_jobfile_validate(&jf, NAME, &res, &d);
+	rc = pccx__jobfile_validate(&jf, NAME, &res, &d);
 	if (rc == PCCX_OK) {
 		if (res.err)
 			__builtin_trap();
@@ -121,6 +121,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			__builtin_trap();
 		check_result(&jf, &res);
 	}
-	pccx_jobfile_free(&jf);
+	pccx__jobfile_free(&jf);
 	return 0;
 }

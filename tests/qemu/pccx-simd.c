@@ -22,7 +22,7 @@
  *            between two accesses); "slow 0 0" ends it
  *   fault INDEX CAUSE
  *            the device raises ERROR with CAUSE (a PCCX_CAUSE_* number) when instruction
- *            INDEX of a job reaches issue, once (pccx_sim_inject_error)
+ *            INDEX of a job reaches issue, once (pccx__sim_inject_error)
  *   rogue    make a DataMover read outside every window (must be refused)
  *   probe    try to map a window that is not open (must be refused)
  *   stats    print the simulator's counters
@@ -80,10 +80,10 @@ static void report_faults(void)
 	struct pccx_simlink_fault f;
 	uint64_t info = 0;
 
-	pccx_sim_get_stats(sim, &st);
+	pccx__sim_get_stats(sim, &st);
 	if (st.window_faults == last_faults)
 		return;
-	if (pccx_sim_mmio_read64(sim, PCCX_REG_ERROR_INFO, &info))
+	if (pccx__sim_mmio_read64(sim, PCCX_REG_ERROR_INFO, &info))
 		info = 0;
 	while (last_faults < st.window_faults) {
 		memset(&f, 0, sizeof(f));
@@ -99,7 +99,7 @@ static int irq_line;
 
 static void update_irq(void)
 {
-	int line = pccx_sim_irq(sim);
+	int line = pccx__sim_irq(sim);
 
 	if (line && !irq_line && ioctl(link_fd, PCCX_SIMLINK_IRQ) && errno != ENXIO)
 		die("IRQ");
@@ -127,7 +127,7 @@ static void window_open(const struct pccx_simlink_msg *m)
 		acc |= PCCX_SIM_WIN_READ;
 	if (m->access & PCCX_BO_DEV_WRITE)
 		acc |= PCCX_SIM_WIN_WRITE;
-	if (pccx_sim_dma_window_add(sim, m->addr, m->size, p, acc)) {
+	if (pccx__sim_dma_window_add(sim, m->addr, m->size, p, acc)) {
 		fprintf(stderr, "pccx-simd: window %u at 0x%llx refused by the simulator\n", m->id,
 			(unsigned long long)m->addr);
 		munmap(p, len);
@@ -148,7 +148,7 @@ static void window_close(const struct pccx_simlink_msg *m)
 	for (i = 0; i < n_windows; i++) {
 		if (windows[i].id != m->id)
 			continue;
-		if (pccx_sim_dma_window_remove(sim, windows[i].addr))
+		if (pccx__sim_dma_window_remove(sim, windows[i].addr))
 			fprintf(stderr, "pccx-simd: window %u unknown to the simulator\n", m->id);
 		munmap(windows[i].map, windows[i].map_len);
 		windows[i] = windows[--n_windows];
@@ -210,14 +210,14 @@ static int handle(struct pccx_simlink_msg *m)
 		}
 		if (frozen && frozen_read((uint32_t)m->addr, &m->value))
 			break;
-		if (pccx_sim_mmio_read64(sim, (uint32_t)m->addr, &v64))
+		if (pccx__sim_mmio_read64(sim, (uint32_t)m->addr, &v64))
 			v64 = ~0ull;
 		m->value = v64;
 		break;
 	case PCCX_SIMLINK_RD32:
 		if (frozen && frozen_read((uint32_t)m->addr, &m->value))
 			break;
-		if (pccx_sim_mmio_read32(sim, (uint32_t)m->addr, &v32))
+		if (pccx__sim_mmio_read32(sim, (uint32_t)m->addr, &v32))
 			v32 = ~0u;
 		m->value = v32;
 		break;
@@ -237,15 +237,15 @@ static int handle(struct pccx_simlink_msg *m)
 			fprintf(stderr, "pccx-simd: RESET written: the device runs again\n");
 			frozen = 0;
 		}
-		if (pccx_sim_mmio_write64(sim, (uint32_t)m->addr, m->value))
+		if (pccx__sim_mmio_write64(sim, (uint32_t)m->addr, m->value))
 			fprintf(stderr, "pccx-simd: write64 0x%llx refused\n",
 				(unsigned long long)m->addr);
 		if (armed && m->addr == PCCX_REG_INSTR) {
 			armed = 0;
 			frozen = 1;
-			if (pccx_sim_mmio_read64(sim, PCCX_REG_RETIRED, &frozen_retired))
+			if (pccx__sim_mmio_read64(sim, PCCX_REG_RETIRED, &frozen_retired))
 				frozen_retired = 0;
-			frozen_cycles = pccx_sim_cycles(sim);
+			frozen_cycles = pccx__sim_cycles(sim);
 			fprintf(stderr, "pccx-simd: the device hangs now\n");
 		}
 		work = 1;
@@ -253,7 +253,7 @@ static int handle(struct pccx_simlink_msg *m)
 	case PCCX_SIMLINK_WR32:
 		if (frozen)
 			break;
-		if (pccx_sim_mmio_write32(sim, (uint32_t)m->addr, (uint32_t)m->value))
+		if (pccx__sim_mmio_write32(sim, (uint32_t)m->addr, (uint32_t)m->value))
 			fprintf(stderr, "pccx-simd: write32 0x%llx refused\n",
 				(unsigned long long)m->addr);
 		work = 1;
@@ -289,7 +289,7 @@ static void control(const char *cmd, int rsp)
 		unsigned int index, cause;
 
 		if (sscanf(cmd + 6, "%u %u", &index, &cause) == 2 && cause && cause < 256) {
-			pccx_sim_inject_error(sim, index, cause);
+			pccx__sim_inject_error(sim, index, cause);
 			snprintf(out, sizeof(out), "fault %u %u\n", index, cause);
 		} else {
 			snprintf(out, sizeof(out), "bad fault command\n");
@@ -310,21 +310,21 @@ static void control(const char *cmd, int rsp)
 		uint32_t base = PCCX_DM_PAGE(PCCX_DM_FMAP);
 		int r = 0;
 
-		r |= pccx_sim_mmio_write32(sim, base + PCCX_DM_CMD_LO,
-					   16u | PCCX_DM_CMD_TYPE_INCR | PCCX_DM_CMD_EOF);
-		r |= pccx_sim_mmio_write32(sim, base + PCCX_DM_CMD_HI, 0x1000);
-		r |= pccx_sim_mmio_write32(sim, base + PCCX_DM_CMD_EXT, 1);
-		r |= pccx_sim_mmio_write32(sim, base + PCCX_DM_CMD_PUSH, 1);
-		pccx_sim_advance(sim, RUN_CHUNK);
+		r |= pccx__sim_mmio_write32(sim, base + PCCX_DM_CMD_LO,
+					    16u | PCCX_DM_CMD_TYPE_INCR | PCCX_DM_CMD_EOF);
+		r |= pccx__sim_mmio_write32(sim, base + PCCX_DM_CMD_HI, 0x1000);
+		r |= pccx__sim_mmio_write32(sim, base + PCCX_DM_CMD_EXT, 1);
+		r |= pccx__sim_mmio_write32(sim, base + PCCX_DM_CMD_PUSH, 1);
+		pccx__sim_advance(sim, RUN_CHUNK);
 		report_faults();
 		/* leave the device as the driver expects it: reset */
-		r |= pccx_sim_mmio_write64(sim, PCCX_REG_RESET, 1);
-		(void)pccx_sim_run_until_idle(sim, 1000000);
+		r |= pccx__sim_mmio_write64(sim, PCCX_REG_RESET, 1);
+		(void)pccx__sim_run_until_idle(sim, 1000000);
 		snprintf(out, sizeof(out), "rogue %s\n", r ? "mmio-error" : "done");
 	} else if (!strcmp(cmd, "stats")) {
 		struct pccx_sim_stats st;
 
-		pccx_sim_get_stats(sim, &st);
+		pccx__sim_get_stats(sim, &st);
 		snprintf(out, sizeof(out), "cycles %llu retired %llu window_faults %llu\n",
 			 (unsigned long long)st.cycles, (unsigned long long)st.retired,
 			 (unsigned long long)st.window_faults);
@@ -354,8 +354,8 @@ int main(int argc, char **argv)
 	page = sysconf(_SC_PAGESIZE);
 	signal(SIGPIPE, SIG_IGN);
 
-	pccx_sim_config_default(&cfg);
-	if (pccx_sim_create(&cfg, &sim, &d)) {
+	pccx__sim_config_default(&cfg);
+	if (pccx__sim_create(&cfg, &sim, &d)) {
 		fprintf(stderr, "pccx-simd: %s\n", d.msg);
 		return 1;
 	}
@@ -410,7 +410,7 @@ int main(int argc, char **argv)
 				die("read");
 			busy |= handle(&m);
 			if (slow_every && ++requests % slow_every == 0 && !frozen)
-				pccx_sim_advance(sim, slow_cycles);
+				pccx__sim_advance(sim, slow_cycles);
 			report_faults();
 			update_irq();
 			if (write(link_fd, &m, sizeof(m)) != (ssize_t)sizeof(m))
@@ -435,7 +435,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		if (busy && !frozen) {
-			busy = !pccx_sim_run_until_idle(sim, RUN_CHUNK);
+			busy = !pccx__sim_run_until_idle(sim, RUN_CHUNK);
 			report_faults();
 			update_irq();
 		}

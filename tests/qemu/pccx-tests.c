@@ -31,7 +31,7 @@
 #include "pccx_asm.h"
 #include "backend_kernel.h"
 #include "backend_sim.h"
-#include "pccx_kdev.h"
+#include "kernel_dev.h"
 #include "pccx_sim.h"
 
 #define SYSFS "/sys/class/misc/pccx/"
@@ -81,7 +81,7 @@ static double now_s(void)
 
 static int dev_open(void)
 {
-	int fd = pccx_kdev_open(NULL);
+	int fd = pccx__kernel_dev_open(NULL);
 
 	CHECK(fd >= 0);
 	return fd;
@@ -203,7 +203,7 @@ static int assemble(const char *text, uint64_t *w, uint32_t max)
 		bool has;
 		uint64_t word;
 
-		if (pccx_asm_line(p, len, &word, &has, &err))
+		if (pccx__asm_line(p, len, &word, &has, &err))
 			return -1;
 		if (has) {
 			if (n == max)
@@ -271,20 +271,20 @@ static int job_run_inproc(const struct job *j, uint8_t *y)
 	struct pccx_job_view v = { j->insn, j->n_insn, NULL, 2, NULL, 4 };
 	struct pccx_dma_desc dma[2];
 	struct pccx_stream_desc stream[4];
-	struct pccx_simb *b;
+	struct pccx_sim_backend *b;
 	uint32_t h[4] = { 0 };
 	pccx_diag d;
 	unsigned i;
 	int r;
 
-	if (pccx_simb_create(NULL, &b, &d))
+	if (pccx__sim_backend_create(NULL, &b, &d))
 		return -1;
-	r = pccx_simb_buf_alloc(b, 4096, PCCX_BUF_DEV_READ, &h[1], &d) ||
-	    pccx_simb_buf_alloc(b, 4096, PCCX_BUF_DEV_READ, &h[2], &d) ||
-	    pccx_simb_buf_alloc(b, 4096, PCCX_BUF_DEV_WRITE, &h[3], &d);
+	r = pccx__sim_backend_buf_alloc(b, 4096, PCCX_BUF_DEV_READ, &h[1], &d) ||
+	    pccx__sim_backend_buf_alloc(b, 4096, PCCX_BUF_DEV_READ, &h[2], &d) ||
+	    pccx__sim_backend_buf_alloc(b, 4096, PCCX_BUF_DEV_WRITE, &h[3], &d);
 	if (!r) {
-		memcpy(pccx_simb_buf_map(b, h[1], NULL), j->x, JOB_X_BYTES);
-		memcpy(pccx_simb_buf_map(b, h[2], NULL), j->w, JOB_W_BYTES);
+		memcpy(pccx__sim_backend_buf_map(b, h[1], NULL), j->x, JOB_X_BYTES);
+		memcpy(pccx__sim_backend_buf_map(b, h[2], NULL), j->w, JOB_W_BYTES);
 		memcpy(dma, j->dma, sizeof(dma));
 		memcpy(stream, j->stream, sizeof(stream));
 		dma[0].handle = h[1];
@@ -293,13 +293,13 @@ static int job_run_inproc(const struct job *j, uint8_t *y)
 			stream[i].handle = h[2];
 		v.dma = dma;
 		v.stream = stream;
-		r = pccx_simb_submit_wait(b, &v, NULL, NULL, &d);
+		r = pccx__sim_backend_submit_wait(b, &v, NULL, NULL, &d);
 		if (r)
 			fprintf(stderr, "in-process run: %s\n", d.msg);
 	}
 	if (!r)
-		memcpy(y, pccx_simb_buf_map(b, h[3], NULL), JOB_Y_BYTES);
-	pccx_simb_destroy(b);
+		memcpy(y, pccx__sim_backend_buf_map(b, h[3], NULL), JOB_Y_BYTES);
+	pccx__sim_backend_destroy(b);
 	return r ? -1 : 0;
 }
 
@@ -320,10 +320,10 @@ static int dev_job_setup(int fd, const struct job *j, struct dev_job *dj)
 
 	memset(dj, 0, sizeof(*dj));
 	for (h = 1; h <= 3; h++) {
-		r = pccx_kdev_bo_create(fd, 4096, flags[h], &dj->bo[h]);
+		r = pccx__kernel_dev_bo_create(fd, 4096, flags[h], &dj->bo[h]);
 		if (r)
 			return r;
-		r = pccx_kdev_bo_map(fd, &dj->bo[h], (void **)&dj->map[h]);
+		r = pccx__kernel_dev_bo_map(fd, &dj->bo[h], (void **)&dj->map[h]);
 		if (r)
 			return r;
 	}
@@ -345,9 +345,9 @@ static void dev_job_free(int fd, struct dev_job *dj)
 
 	for (h = 1; h <= 3; h++) {
 		if (dj->map[h])
-			pccx_kdev_bo_unmap(dj->map[h], dj->bo[h].size);
+			pccx__kernel_dev_bo_unmap(dj->map[h], dj->bo[h].size);
 		if (dj->bo[h].handle)
-			pccx_kdev_bo_destroy(fd, dj->bo[h].handle);
+			pccx__kernel_dev_bo_destroy(fd, dj->bo[h].handle);
 	}
 }
 
@@ -355,8 +355,9 @@ static int dev_job_submit(int fd, const struct job *j, struct dev_job *dj, uint6
 			  uint64_t *id)
 {
 	struct pccx_submit s;
-	int r = pccx_kdev_submit(fd, j->insn, j->n_insn, dj->dma, 2, dj->stream, 4, timeout_ns,
-				 &s);
+	int r = pccx__kernel_dev_submit(fd, j->insn, j->n_insn, dj->dma, 2, dj->stream, 4,
+					timeout_ns,
+					&s);
 
 	*id = s.job_id;
 	if (r)
@@ -383,10 +384,10 @@ static int job_roundtrip(int fd, uint32_t seed)
 	if (!r)
 		r = dev_job_submit(fd, &j, &dj, 0, &id);
 	if (!r)
-		r = pccx_kdev_wait(fd, id, pccx_kdev_deadline(60000000000ll), &w);
+		r = pccx__kernel_dev_wait(fd, id, pccx__kernel_dev_deadline(60000000000ll), &w);
 	if (r && r != -ENOENT)
 		printf("  job %llu: %s hw_error 0x%08x at %u info 0x%llx retired %llu\n",
-		       (unsigned long long)id, pccx_kdev_status_name(w.status), w.hw_error,
+		       (unsigned long long)id, pccx__kernel_dev_status_name(w.status), w.hw_error,
 		       w.fault_index, (unsigned long long)w.error_info,
 		       (unsigned long long)w.retired);
 	if (!r && memcmp(dj.map[3], want, JOB_Y_BYTES))
@@ -427,7 +428,7 @@ static void test_info(void)
 	gi.ptr = 16;
 	CHECK_RET(ioctl(fd, PCCX_IOCTL_GET_INFO, &gi) ? -errno : 0, -EFAULT);
 
-	CHECK_RET(pccx_kdev_info(fd, &info), 0);
+	CHECK_RET(pccx__kernel_dev_info(fd, &info), 0);
 	CHECK(info.uapi_version == PCCX_UAPI_VERSION);
 	CHECK(info.flags & PCCX_INFO_EXTENDED);
 	CHECK(info.flags & PCCX_INFO_SIMULATED);
@@ -437,7 +438,7 @@ static void test_info(void)
 	CHECK(info.dma_addr_bits >= 32);
 	CHECK(info.max_insn == 1u << 20);
 	CHECK(stat("/dev/pccx", &st) == 0 && (st.st_mode & 0777) == 0660);
-	pccx_kdev_close(fd);
+	pccx__kernel_dev_close(fd);
 }
 
 static void test_bad_ioctls(void)
@@ -455,7 +456,7 @@ static void test_bad_ioctls(void)
 	CHECK_RET(ioctl(fd, _IOWR('x', 0x01, struct pccx_bo_create), buf) ? -errno : 0, -ENOTTY);
 	CHECK_RET(ioctl(fd, PCCX_IOCTL_SUBMIT, (void *)8) ? -errno : 0, -EFAULT);
 	CHECK_RET(ioctl(fd, PCCX_IOCTL_WAIT, NULL) ? -errno : 0, -EFAULT);
-	pccx_kdev_close(fd);
+	pccx__kernel_dev_close(fd);
 }
 
 static void test_bo(void)
@@ -466,17 +467,18 @@ static void test_bo(void)
 	uint8_t *m;
 	int i;
 
-	CHECK_RET(pccx_kdev_bo_create(fd, 5000, PCCX_BO_DEV_READ | PCCX_BO_DEV_WRITE, &bo), 0);
+	CHECK_RET(pccx__kernel_dev_bo_create(fd, 5000, PCCX_BO_DEV_READ | PCCX_BO_DEV_WRITE, &bo),
+		  0);
 	CHECK(bo.handle != 0);
 	CHECK(bo.size == 8192);
-	CHECK_RET(pccx_kdev_bo_info(fd, bo.handle, &bi), 0);
+	CHECK_RET(pccx__kernel_dev_bo_info(fd, bo.handle, &bi), 0);
 	CHECK(bi.size == 8192 && bi.flags == (PCCX_BO_DEV_READ | PCCX_BO_DEV_WRITE) &&
 	      bi.mmap_offset == bo.mmap_offset);
-	CHECK_RET(pccx_kdev_bo_map(fd, &bo, (void **)&m), 0);
+	CHECK_RET(pccx__kernel_dev_bo_map(fd, &bo, (void **)&m), 0);
 	for (i = 0; i < 8192; i++)
 		CHECK(m[i] == 0);	/* zeroed */
 	memset(m, 0x5A, 8192);
-	CHECK_RET(pccx_kdev_bo_create(fd, 1, PCCX_BO_DEV_READ, &bo2), 0);
+	CHECK_RET(pccx__kernel_dev_bo_create(fd, 1, PCCX_BO_DEV_READ, &bo2), 0);
 	CHECK(bo2.handle != bo.handle && bo2.size == 4096);
 	/* a second mapping of the same buffer sees the same bytes */
 	{
@@ -490,12 +492,12 @@ static void test_bo(void)
 		}
 	}
 	/* destroy while mapped: the mapping stays valid, the handle is gone */
-	CHECK_RET(pccx_kdev_bo_destroy(fd, bo.handle), 0);
+	CHECK_RET(pccx__kernel_dev_bo_destroy(fd, bo.handle), 0);
 	CHECK(m[100] == 0x5A);
-	CHECK_RET(pccx_kdev_bo_info(fd, bo.handle, &bi), -ENOENT);
-	pccx_kdev_bo_unmap(m, 8192);
-	CHECK_RET(pccx_kdev_bo_destroy(fd, bo2.handle), 0);
-	pccx_kdev_close(fd);
+	CHECK_RET(pccx__kernel_dev_bo_info(fd, bo.handle, &bi), -ENOENT);
+	pccx__kernel_dev_bo_unmap(m, 8192);
+	CHECK_RET(pccx__kernel_dev_bo_destroy(fd, bo2.handle), 0);
+	pccx__kernel_dev_close(fd);
 }
 
 static void test_bo_abuse(void)
@@ -507,12 +509,13 @@ static void test_bo_abuse(void)
 	struct pccx_info info;
 	void *m;
 
-	CHECK_RET(pccx_kdev_info(fd, &info), 0);
-	CHECK_RET(pccx_kdev_bo_create(fd, 0, PCCX_BO_DEV_READ, &c), -EINVAL);
-	CHECK_RET(pccx_kdev_bo_create(fd, 4096, 0, &c), -EINVAL);
-	CHECK_RET(pccx_kdev_bo_create(fd, 4096, 0x4 | PCCX_BO_DEV_READ, &c), -EINVAL);
-	CHECK_RET(pccx_kdev_bo_create(fd, info.max_bo_size + 1, PCCX_BO_DEV_READ, &c), -E2BIG);
-	CHECK_RET(pccx_kdev_bo_create(fd, ~0ull, PCCX_BO_DEV_READ, &c), -E2BIG);
+	CHECK_RET(pccx__kernel_dev_info(fd, &info), 0);
+	CHECK_RET(pccx__kernel_dev_bo_create(fd, 0, PCCX_BO_DEV_READ, &c), -EINVAL);
+	CHECK_RET(pccx__kernel_dev_bo_create(fd, 4096, 0, &c), -EINVAL);
+	CHECK_RET(pccx__kernel_dev_bo_create(fd, 4096, 0x4 | PCCX_BO_DEV_READ, &c), -EINVAL);
+	CHECK_RET(pccx__kernel_dev_bo_create(fd, info.max_bo_size + 1, PCCX_BO_DEV_READ, &c),
+		  -E2BIG);
+	CHECK_RET(pccx__kernel_dev_bo_create(fd, ~0ull, PCCX_BO_DEV_READ, &c), -E2BIG);
 	/* non-zero output fields on input are must-be-zero */
 	memset(&c, 0, sizeof(c));
 	c.size = 4096;
@@ -529,19 +532,19 @@ static void test_bo_abuse(void)
 	CHECK_RET(ioctl(fd, PCCX_IOCTL_BO_DESTROY, &bd) ? -errno : 0, -EINVAL);
 
 	/* unknown handles */
-	CHECK_RET(pccx_kdev_bo_info(fd, 0, &bi), -ENOENT);
-	CHECK_RET(pccx_kdev_bo_info(fd, 12345, &bi), -ENOENT);
-	CHECK_RET(pccx_kdev_bo_info(fd, 0xffffffffu, &bi), -ENOENT);
-	CHECK_RET(pccx_kdev_bo_destroy(fd, 0x80000000u), -ENOENT);
+	CHECK_RET(pccx__kernel_dev_bo_info(fd, 0, &bi), -ENOENT);
+	CHECK_RET(pccx__kernel_dev_bo_info(fd, 12345, &bi), -ENOENT);
+	CHECK_RET(pccx__kernel_dev_bo_info(fd, 0xffffffffu, &bi), -ENOENT);
+	CHECK_RET(pccx__kernel_dev_bo_destroy(fd, 0x80000000u), -ENOENT);
 
 	/* double destroy, use after destroy */
-	CHECK_RET(pccx_kdev_bo_create(fd, 4096, PCCX_BO_DEV_READ, &bo), 0);
-	CHECK_RET(pccx_kdev_bo_destroy(fd, bo.handle), 0);
-	CHECK_RET(pccx_kdev_bo_destroy(fd, bo.handle), -ENOENT);
-	CHECK_RET(pccx_kdev_bo_map(fd, &bo, &m), -ENOENT);
+	CHECK_RET(pccx__kernel_dev_bo_create(fd, 4096, PCCX_BO_DEV_READ, &bo), 0);
+	CHECK_RET(pccx__kernel_dev_bo_destroy(fd, bo.handle), 0);
+	CHECK_RET(pccx__kernel_dev_bo_destroy(fd, bo.handle), -ENOENT);
+	CHECK_RET(pccx__kernel_dev_bo_map(fd, &bo, &m), -ENOENT);
 
 	/* mmap beyond the buffer, at an offset inside, of a foreign offset */
-	CHECK_RET(pccx_kdev_bo_create(fd, 8192, PCCX_BO_DEV_READ, &bo), 0);
+	CHECK_RET(pccx__kernel_dev_bo_create(fd, 8192, PCCX_BO_DEV_READ, &bo), 0);
 	m = mmap(NULL, 3 * 4096, PROT_READ, MAP_SHARED, fd, (off_t)bo.mmap_offset);
 	CHECK(m == MAP_FAILED && errno == EINVAL);
 	m = mmap(NULL, 2 * 4096, PROT_READ, MAP_SHARED, fd, (off_t)bo.mmap_offset + 4096);
@@ -557,8 +560,8 @@ static void test_bo_abuse(void)
 		CHECK(mremap(m, 8192, 4 * 8192, MREMAP_MAYMOVE) == MAP_FAILED);
 		munmap(m, 8192);
 	}
-	CHECK_RET(pccx_kdev_bo_destroy(fd, bo.handle), 0);
-	pccx_kdev_close(fd);
+	CHECK_RET(pccx__kernel_dev_bo_destroy(fd, bo.handle), 0);
+	pccx__kernel_dev_close(fd);
 }
 
 /*
@@ -580,7 +583,7 @@ static void *bo_race_destroyer(void *arg)
 	uint32_t h = 1;
 
 	while (!r->stop) {
-		if (!pccx_kdev_bo_destroy(r->fd, h))
+		if (!pccx__kernel_dev_bo_destroy(r->fd, h))
 			r->destroyed++;
 		h = h % 4 + 1;
 	}
@@ -646,12 +649,12 @@ static void test_bo_create_race(void)
 	/* a buffer nobody was given cannot be destroyed, and the file holds nothing */
 	CHECK(r.destroyed == 0);
 	CHECK(fd_memory_kib(r.fd) == 0);
-	CHECK_RET(pccx_kdev_bo_create(r.fd, 4096, PCCX_BO_DEV_READ, &bo), 0);
+	CHECK_RET(pccx__kernel_dev_bo_create(r.fd, 4096, PCCX_BO_DEV_READ, &bo), 0);
 	CHECK(fd_memory_kib(r.fd) == 4);
-	CHECK_RET(pccx_kdev_bo_destroy(r.fd, bo.handle), 0);
+	CHECK_RET(pccx__kernel_dev_bo_destroy(r.fd, bo.handle), 0);
 	CHECK(fd_memory_kib(r.fd) == 0);
 	munmap(ro, 4096);
-	pccx_kdev_close(r.fd);
+	pccx__kernel_dev_close(r.fd);
 }
 
 static void test_bo_isolation(void)
@@ -663,24 +666,24 @@ static void test_bo_isolation(void)
 	pid_t pid;
 	int st;
 
-	CHECK_RET(pccx_kdev_bo_create(fd, 4096, PCCX_BO_DEV_READ, &bo), 0);
+	CHECK_RET(pccx__kernel_dev_bo_create(fd, 4096, PCCX_BO_DEV_READ, &bo), 0);
 	/* another open file does not know this handle */
-	CHECK_RET(pccx_kdev_bo_info(fd2, bo.handle, &bi), -ENOENT);
-	CHECK_RET(pccx_kdev_bo_destroy(fd2, bo.handle), -ENOENT);
+	CHECK_RET(pccx__kernel_dev_bo_info(fd2, bo.handle, &bi), -ENOENT);
+	CHECK_RET(pccx__kernel_dev_bo_destroy(fd2, bo.handle), -ENOENT);
 	m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd2, (off_t)bo.mmap_offset);
 	CHECK(m == MAP_FAILED && errno == ENOENT);
 	/* nor does another process with its own open file */
 	pid = fork();
 	if (pid == 0) {
-		int f = pccx_kdev_open(NULL);
+		int f = pccx__kernel_dev_open(NULL);
 
-		_exit(pccx_kdev_bo_info(f, bo.handle, &bi) == -ENOENT &&
-		      pccx_kdev_bo_destroy(f, bo.handle) == -ENOENT ? 0 : 1);
+		_exit(pccx__kernel_dev_bo_info(f, bo.handle, &bi) == -ENOENT &&
+		      pccx__kernel_dev_bo_destroy(f, bo.handle) == -ENOENT ? 0 : 1);
 	}
 	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	CHECK_RET(pccx_kdev_bo_info(fd, bo.handle, &bi), 0);
-	pccx_kdev_close(fd2);
-	pccx_kdev_close(fd);
+	CHECK_RET(pccx__kernel_dev_bo_info(fd, bo.handle, &bi), 0);
+	pccx__kernel_dev_close(fd2);
+	pccx__kernel_dev_close(fd);
 }
 
 static void test_quota(void)
@@ -691,10 +694,10 @@ static void test_quota(void)
 	uint64_t used0;
 	int n = 0, r = 0;
 
-	CHECK_RET(pccx_kdev_info(fd, &info), 0);
+	CHECK_RET(pccx__kernel_dev_info(fd, &info), 0);
 	used0 = info.global_used;
 	/* the per-file quota (set small by the harness) stops this file */
-	while (n < 64 && !(r = pccx_kdev_bo_create(fd, 1 << 20, PCCX_BO_DEV_READ, &bo[n])))
+	while (n < 64 && !(r = pccx__kernel_dev_bo_create(fd, 1 << 20, PCCX_BO_DEV_READ, &bo[n])))
 		n++;
 	CHECK_RET(r, -ENOSPC);
 	CHECK((uint64_t)n * (1 << 20) <= info.fd_quota);
@@ -704,25 +707,26 @@ static void test_quota(void)
 		struct pccx_bo_create b;
 		int m = 0;
 
-		while (m < 64 && !(r = pccx_kdev_bo_create(fd2, 1 << 20, PCCX_BO_DEV_READ, &b)))
+		while (m < 64 && !(r = pccx__kernel_dev_bo_create(fd2, 1 << 20, PCCX_BO_DEV_READ,
+								  &b)))
 			m++;
 		CHECK_RET(r, -ENOSPC);
 		CHECK(used0 + (uint64_t)(n + m) * (1 << 20) <= info.global_quota);
 		CHECK(used0 + (uint64_t)(n + m + 1) * (1 << 20) > info.global_quota);
 	}
-	pccx_kdev_close(fd2);
+	pccx__kernel_dev_close(fd2);
 	/* freeing returns the memory */
-	CHECK_RET(pccx_kdev_bo_destroy(fd, bo[0].handle), 0);
-	CHECK_RET(pccx_kdev_bo_create(fd, 1 << 20, PCCX_BO_DEV_READ, &bo[0]), 0);
-	pccx_kdev_close(fd);
+	CHECK_RET(pccx__kernel_dev_bo_destroy(fd, bo[0].handle), 0);
+	CHECK_RET(pccx__kernel_dev_bo_create(fd, 1 << 20, PCCX_BO_DEV_READ, &bo[0]), 0);
+	pccx__kernel_dev_close(fd);
 	fd = dev_open();
-	CHECK_RET(pccx_kdev_info(fd, &info), 0);
+	CHECK_RET(pccx__kernel_dev_info(fd, &info), 0);
 	CHECK(info.global_used == used0);
 	/* fault injection: the next allocation fails */
 	CHECK_RET(write_text(dbgfs("fail_alloc"), "1"), 0);
-	CHECK_RET(pccx_kdev_bo_create(fd, 4096, PCCX_BO_DEV_READ, &bo[0]), -ENOMEM);
-	CHECK_RET(pccx_kdev_bo_create(fd, 4096, PCCX_BO_DEV_READ, &bo[0]), 0);
-	pccx_kdev_close(fd);
+	CHECK_RET(pccx__kernel_dev_bo_create(fd, 4096, PCCX_BO_DEV_READ, &bo[0]), -ENOMEM);
+	CHECK_RET(pccx__kernel_dev_bo_create(fd, 4096, PCCX_BO_DEV_READ, &bo[0]), 0);
+	pccx__kernel_dev_close(fd);
 }
 
 static void test_submit_abuse(void)
@@ -742,18 +746,24 @@ static void test_submit_abuse(void)
 	CHECK_RET(dev_job_setup(fd, &j, &dj), 0);
 
 	/* counts */
-	CHECK_RET(pccx_kdev_submit(fd, j.insn, 0, NULL, 0, NULL, 0, 0, &s), -EINVAL);
+	CHECK_RET(pccx__kernel_dev_submit(fd, j.insn, 0, NULL, 0, NULL, 0, 0, &s), -EINVAL);
 	CHECK(s.verr == PCCX_ISA_E_JOB_EMPTY);
-	CHECK_RET(pccx_kdev_submit(fd, j.insn, 0x80000000u, NULL, 0, NULL, 0, 0, &s), -E2BIG);
+	CHECK_RET(pccx__kernel_dev_submit(fd, j.insn, 0x80000000u, NULL, 0, NULL, 0, 0, &s),
+		  -E2BIG);
 	CHECK(s.verr == PCCX_ISA_E_JOB_LIMIT && s.vwhere == PCCX_VW_JOB);
-	CHECK_RET(pccx_kdev_submit(fd, j.insn, 7, dj.dma, 0xffffffffu, NULL, 0, 0, &s), -E2BIG);
+	CHECK_RET(pccx__kernel_dev_submit(fd, j.insn, 7, dj.dma, 0xffffffffu, NULL, 0, 0, &s),
+		  -E2BIG);
 	CHECK(s.verr == PCCX_ISA_E_JOB_LIMIT && s.vwhere == PCCX_VW_DMA);
-	CHECK_RET(pccx_kdev_submit(fd, j.insn, 7, dj.dma, 2, dj.stream, 1u << 20, 0, &s), -E2BIG);
+	CHECK_RET(pccx__kernel_dev_submit(fd, j.insn, 7, dj.dma, 2, dj.stream, 1u << 20, 0, &s),
+		  -E2BIG);
 	CHECK(s.verr == PCCX_ISA_E_JOB_LIMIT && s.vwhere == PCCX_VW_STREAM);
 	/* pointers */
-	CHECK_RET(pccx_kdev_submit(fd, (void *)16, 7, dj.dma, 2, dj.stream, 4, 0, &s), -EFAULT);
-	CHECK_RET(pccx_kdev_submit(fd, j.insn, 7, (void *)16, 2, dj.stream, 4, 0, &s), -EFAULT);
-	CHECK_RET(pccx_kdev_submit(fd, j.insn, 7, dj.dma, 2, (void *)-4096l, 4, 0, &s), -EFAULT);
+	CHECK_RET(pccx__kernel_dev_submit(fd, (void *)16, 7, dj.dma, 2, dj.stream, 4, 0, &s),
+		  -EFAULT);
+	CHECK_RET(pccx__kernel_dev_submit(fd, j.insn, 7, (void *)16, 2, dj.stream, 4, 0, &s),
+		  -EFAULT);
+	CHECK_RET(pccx__kernel_dev_submit(fd, j.insn, 7, dj.dma, 2, (void *)-4096l, 4, 0, &s),
+		  -EFAULT);
 	/* must-be-zero flags */
 	memset(&s, 0, sizeof(s));
 	s.insn_ptr = (uintptr_t)j.insn;
@@ -763,53 +773,54 @@ static void test_submit_abuse(void)
 	/* an illegal word, reported with its index */
 	memcpy(insn, j.insn, sizeof(insn));
 	insn[3] = bad;
-	CHECK_RET(pccx_kdev_submit(fd, insn, 7, dj.dma, 2, dj.stream, 4, 0, &s), -EINVAL);
+	CHECK_RET(pccx__kernel_dev_submit(fd, insn, 7, dj.dma, 2, dj.stream, 4, 0, &s), -EINVAL);
 	CHECK(s.verr == PCCX_ISA_E_OPCODE && s.vwhere == PCCX_VW_INSN && s.vindex == 3);
 	/* descriptors: offset + length overflow, outside, unknown handle, wrong access */
 	memcpy(dma, dj.dma, sizeof(dma));
 	dma[1].offset = 0xfffffffffffffff0ull;
-	CHECK_RET(pccx_kdev_submit(fd, j.insn, 7, dma, 2, dj.stream, 4, 0, &s), -EOVERFLOW);
+	CHECK_RET(pccx__kernel_dev_submit(fd, j.insn, 7, dma, 2, dj.stream, 4, 0, &s), -EOVERFLOW);
 	CHECK(s.verr == PCCX_ISA_E_BUF_RANGE && s.vwhere == PCCX_VW_DMA && s.vindex == 1);
 	dma[1].offset = 4096;
-	CHECK_RET(pccx_kdev_submit(fd, j.insn, 7, dma, 2, dj.stream, 4, 0, &s), -EOVERFLOW);
+	CHECK_RET(pccx__kernel_dev_submit(fd, j.insn, 7, dma, 2, dj.stream, 4, 0, &s), -EOVERFLOW);
 	memcpy(dma, dj.dma, sizeof(dma));
 	dma[0].handle = 999;
-	CHECK_RET(pccx_kdev_submit(fd, j.insn, 7, dma, 2, dj.stream, 4, 0, &s), -ENOENT);
+	CHECK_RET(pccx__kernel_dev_submit(fd, j.insn, 7, dma, 2, dj.stream, 4, 0, &s), -ENOENT);
 	CHECK(s.verr == PCCX_ISA_E_BUF_HANDLE && s.vindex == 0);
 	memcpy(dma, dj.dma, sizeof(dma));
 	dma[1].handle = dj.bo[1].handle;	/* read-only buffer as the destination */
-	CHECK_RET(pccx_kdev_submit(fd, j.insn, 7, dma, 2, dj.stream, 4, 0, &s), -EACCES);
+	CHECK_RET(pccx__kernel_dev_submit(fd, j.insn, 7, dma, 2, dj.stream, 4, 0, &s), -EACCES);
 	CHECK(s.verr == PCCX_ISA_E_BUF_ACCESS);
 	memcpy(dma, dj.dma, sizeof(dma));
 	dma[0].flags = 3;
-	CHECK_RET(pccx_kdev_submit(fd, j.insn, 7, dma, 2, dj.stream, 4, 0, &s), -EINVAL);
+	CHECK_RET(pccx__kernel_dev_submit(fd, j.insn, 7, dma, 2, dj.stream, 4, 0, &s), -EINVAL);
 	CHECK(s.verr == PCCX_ISA_E_DESC_FLAGS);
 	memcpy(stream, dj.stream, sizeof(stream));
 	stream[2].length -= 16;
-	CHECK_RET(pccx_kdev_submit(fd, j.insn, 7, dj.dma, 2, stream, 4, 0, &s), -EINVAL);
+	CHECK_RET(pccx__kernel_dev_submit(fd, j.insn, 7, dj.dma, 2, stream, 4, 0, &s), -EINVAL);
 	CHECK(s.verr == PCCX_ISA_E_STREAM_MISMATCH && s.vwhere == PCCX_VW_PORT &&
 	      s.vindex == 2 && s.vexpected == JOB_W_BYTES / 4);
 	memcpy(stream, dj.stream, sizeof(stream));
 	stream[1].port = 9;
-	CHECK_RET(pccx_kdev_submit(fd, j.insn, 7, dj.dma, 2, stream, 4, 0, &s), -EINVAL);
+	CHECK_RET(pccx__kernel_dev_submit(fd, j.insn, 7, dj.dma, 2, stream, 4, 0, &s), -EINVAL);
 	CHECK(s.verr == PCCX_ISA_E_STREAM_PORT && s.vindex == 1);
-	CHECK_RET(pccx_kdev_bo_create(fd, 4096, PCCX_BO_DEV_WRITE, &wo), 0);
+	CHECK_RET(pccx__kernel_dev_bo_create(fd, 4096, PCCX_BO_DEV_WRITE, &wo), 0);
 	memcpy(stream, dj.stream, sizeof(stream));
 	stream[0].handle = wo.handle;		/* streams need device-read access */
-	CHECK_RET(pccx_kdev_submit(fd, j.insn, 7, dj.dma, 2, stream, 4, 0, &s), -EACCES);
+	CHECK_RET(pccx__kernel_dev_submit(fd, j.insn, 7, dj.dma, 2, stream, 4, 0, &s), -EACCES);
 	/* a handle destroyed before the submit */
-	CHECK_RET(pccx_kdev_bo_destroy(fd, wo.handle), 0);
-	CHECK_RET(pccx_kdev_submit(fd, j.insn, 7, dj.dma, 2, stream, 4, 0, &s), -ENOENT);
+	CHECK_RET(pccx__kernel_dev_bo_destroy(fd, wo.handle), 0);
+	CHECK_RET(pccx__kernel_dev_submit(fd, j.insn, 7, dj.dma, 2, stream, 4, 0, &s), -ENOENT);
 	/* after all this the correct job still runs */
 	{
 		uint64_t id = 0;
 		struct pccx_wait w;
 
 		CHECK_RET(dev_job_submit(fd, &j, &dj, 0, &id), 0);
-		CHECK_RET(pccx_kdev_wait(fd, id, pccx_kdev_deadline(60000000000ll), &w), 0);
+		CHECK_RET(pccx__kernel_dev_wait(fd, id, pccx__kernel_dev_deadline(60000000000ll),
+						&w), 0);
 	}
 	dev_job_free(fd, &dj);
-	pccx_kdev_close(fd);
+	pccx__kernel_dev_close(fd);
 }
 
 static void test_job(void)
@@ -818,7 +829,7 @@ static void test_job(void)
 
 	CHECK_RET(job_roundtrip(fd, 42), 0);
 	CHECK_RET(job_roundtrip(fd, 43), 0);
-	pccx_kdev_close(fd);
+	pccx__kernel_dev_close(fd);
 }
 
 static void test_wait(void)
@@ -832,7 +843,7 @@ static void test_wait(void)
 
 	job_make(&j, 7);
 	CHECK_RET(dev_job_setup(fd, &j, &dj), 0);
-	CHECK_RET(pccx_kdev_wait(fd, 1234567, 0, &w), -ENOENT);
+	CHECK_RET(pccx__kernel_dev_wait(fd, 1234567, 0, &w), -ENOENT);
 	memset(&w, 0, sizeof(w));
 	w.flags = 1;
 	CHECK_RET(ioctl(fd, PCCX_IOCTL_WAIT, &w) ? -errno : 0, -EINVAL);
@@ -841,20 +852,21 @@ static void test_wait(void)
 	CHECK(id != 0);
 	/* poll() wakes when it completes; WAIT then returns at once */
 	CHECK(poll(&p, 1, 60000) == 1 && (p.revents & POLLIN));
-	CHECK_RET(pccx_kdev_wait(fd, id, 0, &w), 0);
+	CHECK_RET(pccx__kernel_dev_wait(fd, id, 0, &w), 0);
 	CHECK(w.status == PCCX_JOB_DONE && w.retired == 7);
 	CHECK(w.submit_ns && w.start_ns >= w.submit_ns && w.end_ns >= w.start_ns);
 	/* reaped */
-	CHECK_RET(pccx_kdev_wait(fd, id, 0, &w), -ENOENT);
+	CHECK_RET(pccx__kernel_dev_wait(fd, id, 0, &w), -ENOENT);
 	CHECK(poll(&p, 1, 0) == 0);
 	/* a job id of another file is unknown here */
 	{
 		int fd2 = dev_open();
 
 		CHECK_RET(dev_job_submit(fd, &j, &dj, 0, &id), 0);
-		CHECK_RET(pccx_kdev_wait(fd2, id, 0, &w), -ENOENT);
-		CHECK_RET(pccx_kdev_wait(fd, id, pccx_kdev_deadline(60000000000ll), &w), 0);
-		pccx_kdev_close(fd2);
+		CHECK_RET(pccx__kernel_dev_wait(fd2, id, 0, &w), -ENOENT);
+		CHECK_RET(pccx__kernel_dev_wait(fd, id, pccx__kernel_dev_deadline(60000000000ll),
+						&w), 0);
+		pccx__kernel_dev_close(fd2);
 	}
 	/* a WAIT that cannot write its outcome back does not reap the job: a later one gets it */
 	{
@@ -871,11 +883,11 @@ static void test_wait(void)
 			CHECK_RET(ioctl(fd, PCCX_IOCTL_WAIT, ro) ? -errno : 0, -EFAULT);
 			munmap(ro, 4096);
 		}
-		CHECK_RET(pccx_kdev_wait(fd, id, 0, &w), 0);
+		CHECK_RET(pccx__kernel_dev_wait(fd, id, 0, &w), 0);
 		CHECK(w.status == PCCX_JOB_DONE && w.hw_error == 0);
 	}
 	dev_job_free(fd, &dj);
-	pccx_kdev_close(fd);
+	pccx__kernel_dev_close(fd);
 }
 
 static int hang_device(void)
@@ -902,9 +914,11 @@ static void test_hang(void)
 	CHECK_RET(dev_job_submit(fd, &j, &dj, 300000000ull, &id), 0);
 	/* a second job queued behind it runs after the recovery */
 	CHECK_RET(dev_job_submit(fd, &j, &dj, 0, &id2), 0);
-	CHECK_RET(pccx_kdev_wait(fd, id, pccx_kdev_deadline(100000000ll), &w), -ETIME);
+	CHECK_RET(pccx__kernel_dev_wait(fd, id, pccx__kernel_dev_deadline(100000000ll), &w),
+		  -ETIME);
 	CHECK(w.status == PCCX_JOB_RUNNING);
-	CHECK_RET(pccx_kdev_wait(fd, id, pccx_kdev_deadline(60000000000ll), &w), -ETIMEDOUT);
+	CHECK_RET(pccx__kernel_dev_wait(fd, id, pccx__kernel_dev_deadline(60000000000ll), &w),
+		  -ETIMEDOUT);
 	CHECK(w.status == PCCX_JOB_TIMEOUT);
 	CHECK(w.hw_error >> PCCX_FAULT_KIND_SHIFT == PCCX_FAULT_HUNG);
 	/* the words pushed before the device froze, and RETIRED as the driver last read it */
@@ -912,7 +926,7 @@ static void test_hang(void)
 	if (w.fault_index < 1 || w.fault_index > 9 || w.error_info != w.retired)
 		printf("  hung: pushed %u, info %llu, retired %llu\n", w.fault_index,
 		       (unsigned long long)w.error_info, (unsigned long long)w.retired);
-	CHECK_RET(pccx_kdev_wait(fd, id2, pccx_kdev_deadline(60000000000ll), &w), 0);
+	CHECK_RET(pccx__kernel_dev_wait(fd, id2, pccx__kernel_dev_deadline(60000000000ll), &w), 0);
 	CHECK(w.status == PCCX_JOB_DONE);
 	CHECK(read_long(SYSFS "reset_count") == resets + 1);
 	CHECK(read_long(SYSFS "wedged") == 0);
@@ -920,12 +934,13 @@ static void test_hang(void)
 	/* an injected hang (nothing reaches the device) is handled the same way */
 	CHECK_RET(write_text(dbgfs("hang_jobs"), "1"), 0);
 	CHECK_RET(dev_job_submit(fd, &j, &dj, 200000000ull, &id), 0);
-	CHECK_RET(pccx_kdev_wait(fd, id, pccx_kdev_deadline(60000000000ll), &w), -ETIMEDOUT);
+	CHECK_RET(pccx__kernel_dev_wait(fd, id, pccx__kernel_dev_deadline(60000000000ll), &w),
+		  -ETIMEDOUT);
 	CHECK(w.hw_error >> PCCX_FAULT_KIND_SHIFT == PCCX_FAULT_HANG_INJECTED);
 	CHECK_RET(job_roundtrip(fd, 11), 0);
 	CHECK(read_text(dbgfs("history"), buf, sizeof(buf)) == 0 && strstr(buf, " timeout "));
 	dev_job_free(fd, &dj);
-	pccx_kdev_close(fd);
+	pccx__kernel_dev_close(fd);
 }
 
 static void on_alarm(int sig)
@@ -954,7 +969,7 @@ static void test_signal(void)
 	ualarm(100000, 0);
 	memset(&w, 0, sizeof(w));
 	w.job_id = id;
-	w.timeout_ns = pccx_kdev_deadline(60000000000ll);
+	w.timeout_ns = pccx__kernel_dev_deadline(60000000000ll);
 	r = ioctl(fd, PCCX_IOCTL_WAIT, &w) ? -errno : 0;
 	CHECK_RET(r, -EINTR);
 	/* with SA_RESTART the same WAIT is restarted (the deadline is absolute) */
@@ -967,7 +982,7 @@ static void test_signal(void)
 	signal(SIGALRM, SIG_IGN);
 	CHECK_RET(job_roundtrip(fd, 13), 0);
 	dev_job_free(fd, &dj);
-	pccx_kdev_close(fd);
+	pccx__kernel_dev_close(fd);
 }
 
 static void test_close_running(void)
@@ -977,12 +992,12 @@ static void test_close_running(void)
 	int fd = dev_open(), st, i;
 	pid_t pid;
 
-	CHECK_RET(pccx_kdev_info(fd, &info), 0);
+	CHECK_RET(pccx__kernel_dev_info(fd, &info), 0);
 	used0 = info.global_used;
 	/* a process exits with a job on the (stopped) device and several queued */
 	pid = fork();
 	if (pid == 0) {
-		int f = pccx_kdev_open(NULL);
+		int f = pccx__kernel_dev_open(NULL);
 		struct job j;
 		struct dev_job dj;
 		uint64_t id;
@@ -999,7 +1014,7 @@ static void test_close_running(void)
 	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	/* its buffers are freed once the driver has aborted the job */
 	for (i = 0; i < 100; i++) {
-		CHECK_RET(pccx_kdev_info(fd, &info), 0);
+		CHECK_RET(pccx__kernel_dev_info(fd, &info), 0);
 		if (info.global_used == used0)
 			break;
 		usleep(50000);
@@ -1018,12 +1033,12 @@ static void test_close_running(void)
 		CHECK_RET(dev_job_setup(f, &j, &dj), 0);
 		CHECK_RET(dev_job_submit(f, &j, &dj, 0, &id), 0);
 		usleep(300000);
-		pccx_kdev_close(f);	/* the mappings stay valid until unmapped */
+		pccx__kernel_dev_close(f);	/* the mappings stay valid until unmapped */
 		CHECK(dj.map[1][0] == j.x[0]);
 		for (i = 1; i <= 3; i++)
-			pccx_kdev_bo_unmap(dj.map[i], dj.bo[i].size);
+			pccx__kernel_dev_bo_unmap(dj.map[i], dj.bo[i].size);
 	}
-	pccx_kdev_close(fd);
+	pccx__kernel_dev_close(fd);
 }
 
 /*
@@ -1044,7 +1059,7 @@ static void conc_noise(int kind, volatile int *stop)
 
 	job_make(&j, 40 + (uint32_t)kind);
 	while (!*stop) {
-		int f = pccx_kdev_open(NULL);
+		int f = pccx__kernel_dev_open(NULL);
 
 		if (f < 0)
 			_exit(2);
@@ -1054,24 +1069,25 @@ static void conc_noise(int kind, volatile int *stop)
 			for (k = 0; k < 3; k++)
 				(void)dev_job_submit(f, &j, &dj, 0, &id);
 			if (kind == 1 && ++n % 16 == 0)
-				(void)pccx_kdev_reset(f);
+				(void)pccx__kernel_dev_reset(f);
 			if (kind == 0) {
 				struct pccx_wait w;
 
-				(void)pccx_kdev_wait(f, id, pccx_kdev_deadline(2000000000ll), &w);
+				(void)pccx__kernel_dev_wait(f, id,
+							    pccx__kernel_dev_deadline(2000000000ll), &w);
 			}
 		}
 		/* kind 1 closes with its jobs queued or running (and its buffers alive) */
 		if (kind == 0) {
 			dev_job_free(f, &dj);
-			pccx_kdev_close(f);
+			pccx__kernel_dev_close(f);
 		} else {
 			int h;
 
-			pccx_kdev_close(f);
+			pccx__kernel_dev_close(f);
 			for (h = 1; h <= 3; h++)
 				if (dj.map[h])
-					pccx_kdev_bo_unmap(dj.map[h], dj.bo[h].size);
+					pccx__kernel_dev_bo_unmap(dj.map[h], dj.bo[h].size);
 		}
 		/* the guest has one CPU: leave the private file most of it */
 		usleep(kind ? 15000 : 5000);
@@ -1110,7 +1126,8 @@ static void test_concurrent_files(void)
 		memset(dj.map[3], 0xEE, 4096);
 		r = dev_job_submit(fd, &j, &dj, 0, &id);
 		if (!r)
-			r = pccx_kdev_wait(fd, id, pccx_kdev_deadline(60000000000ll), &w);
+			r = pccx__kernel_dev_wait(fd, id, pccx__kernel_dev_deadline(60000000000ll),
+						  &w);
 		if (!r && !memcmp(dj.map[3], want, JOB_Y_BYTES)) {
 			done++;
 		} else if (r == -ECANCELED &&
@@ -1118,9 +1135,10 @@ static void test_concurrent_files(void)
 			by_reset++;
 		} else {
 			if (other++ < 5)
-				printf("  job %u: %d %s: %s (hw_error 0x%08x at %u, info 0x%llx)\n", i,
-				       r, pccx_kdev_status_name(w.status),
-				       pccx_kdev_fault_name(w.hw_error), w.hw_error, w.fault_index,
+				printf("  job %u: %d %s: %s (hw_error 0x%08x at %u, info 0x%llx)\n",
+				       i,
+				       r, pccx__kernel_dev_status_name(w.status),
+				       pccx__kernel_dev_fault_name(w.hw_error), w.hw_error, w.fault_index,
 				       (unsigned long long)w.error_info);
 		}
 	}
@@ -1135,7 +1153,7 @@ static void test_concurrent_files(void)
 	CHECK_RET(job_roundtrip(fd, 51), 0);
 	CHECK(read_long(SYSFS "wedged") == 0);
 	dev_job_free(fd, &dj);
-	pccx_kdev_close(fd);
+	pccx__kernel_dev_close(fd);
 	munmap((void *)stop, 4096);
 }
 
@@ -1160,7 +1178,7 @@ static void test_fair_turns(void)
 	CHECK_RET(dev_job_submit(fc, &j, &dc, 60000000000ull, &idc), 0);
 	/* the hanging job holds the worker */
 	for (k = 0; k < 200; k++) {
-		CHECK_RET(pccx_kdev_wait(fc, idc, 0, &w), -ETIME);
+		CHECK_RET(pccx__kernel_dev_wait(fc, idc, 0, &w), -ETIME);
 		if (w.status == PCCX_JOB_RUNNING)
 			break;
 		usleep(10000);
@@ -1169,11 +1187,13 @@ static void test_fair_turns(void)
 	for (k = 0; k < 16; k++)
 		CHECK_RET(dev_job_submit(fa, &j, &da, 0, &ida[k]), 0);
 	CHECK_RET(dev_job_submit(fb, &j, &db, 0, &idb), 0);
-	CHECK_RET(pccx_kdev_reset(fc), 0);
-	CHECK_RET(pccx_kdev_wait(fc, idc, pccx_kdev_deadline(60000000000ll), &w), -ECANCELED);
+	CHECK_RET(pccx__kernel_dev_reset(fc), 0);
+	CHECK_RET(pccx__kernel_dev_wait(fc, idc, pccx__kernel_dev_deadline(60000000000ll), &w),
+		  -ECANCELED);
 	for (k = 0; k < 16; k++)
-		CHECK_RET(pccx_kdev_wait(fa, ida[k], pccx_kdev_deadline(60000000000ll), &wa[k]), 0);
-	CHECK_RET(pccx_kdev_wait(fb, idb, pccx_kdev_deadline(60000000000ll), &wb), 0);
+		CHECK_RET(pccx__kernel_dev_wait(fa, ida[k],
+						pccx__kernel_dev_deadline(60000000000ll), &wa[k]), 0);
+	CHECK_RET(pccx__kernel_dev_wait(fb, idb, pccx__kernel_dev_deadline(60000000000ll), &wb), 0);
 	/* A's jobs in A's order; B's right after A's first */
 	for (k = 1; k < 16; k++)
 		CHECK(wa[k].start_ns > wa[k - 1].start_ns);
@@ -1184,9 +1204,9 @@ static void test_fair_turns(void)
 	dev_job_free(fc, &dc);
 	dev_job_free(fa, &da);
 	dev_job_free(fb, &db);
-	pccx_kdev_close(fc);
-	pccx_kdev_close(fa);
-	pccx_kdev_close(fb);
+	pccx__kernel_dev_close(fc);
+	pccx__kernel_dev_close(fa);
+	pccx__kernel_dev_close(fb);
 }
 
 static void test_two_processes(void)
@@ -1197,7 +1217,7 @@ static void test_two_processes(void)
 	for (k = 0; k < 2; k++) {
 		pid[k] = fork();
 		if (pid[k] == 0) {
-			int f = pccx_kdev_open(NULL), i;
+			int f = pccx__kernel_dev_open(NULL), i;
 
 			for (i = 0; i < 4; i++)
 				if (job_roundtrip(f, 100 + 10 * (uint32_t)k + (uint32_t)i))
@@ -1230,18 +1250,18 @@ static int l2_peek(int fd)
 
 	if (n != 2)
 		return -100;
-	r = pccx_kdev_bo_create(fd, 4096, PCCX_BO_DEV_WRITE, &bo);
+	r = pccx__kernel_dev_bo_create(fd, 4096, PCCX_BO_DEV_WRITE, &bo);
 	if (r)
 		return r;
-	r = pccx_kdev_bo_map(fd, &bo, (void **)&map);
+	r = pccx__kernel_dev_bo_map(fd, &bo, (void **)&map);
 	if (!r) {
 		memset(map, 0xEE, 4096);
 		dma = (struct pccx_ioc_dma_desc){ bo.handle, PCCX_DESC_FROM_DEVICE, 0, JOB_Y_BYTES };
-		r = pccx_kdev_submit(fd, insn, 2, &dma, 1, NULL, 0, 0, &s);
+		r = pccx__kernel_dev_submit(fd, insn, 2, &dma, 1, NULL, 0, 0, &s);
 		id = s.job_id;
 	}
 	if (!r)
-		r = pccx_kdev_wait(fd, id, pccx_kdev_deadline(60000000000ll), &w);
+		r = pccx__kernel_dev_wait(fd, id, pccx__kernel_dev_deadline(60000000000ll), &w);
 	if (!r) {
 		r = 0;
 		for (i = 0; i < JOB_Y_BYTES; i++)
@@ -1251,8 +1271,8 @@ static int l2_peek(int fd)
 			r = -101;
 	}
 	if (map)
-		pccx_kdev_bo_unmap(map, bo.size);
-	pccx_kdev_bo_destroy(fd, bo.handle);
+		pccx__kernel_dev_bo_unmap(map, bo.size);
+	pccx__kernel_dev_bo_destroy(fd, bo.handle);
 	return r;
 }
 
@@ -1274,7 +1294,7 @@ static void test_l2_isolation(void)
 	CHECK_RET(job_roundtrip(a, 41), 0);
 	pid = fork();
 	if (pid == 0) {
-		int f = pccx_kdev_open(NULL);
+		int f = pccx__kernel_dev_open(NULL);
 
 		_exit(f >= 0 && l2_peek(f) == 0 ? 0 : 1);
 	}
@@ -1282,8 +1302,8 @@ static void test_l2_isolation(void)
 	CHECK(read_long(SYSFS "l2_scrubs") == scrubs + 3);
 	/* scrubs are not recoveries */
 	CHECK(read_long(SYSFS "reset_count") == resets);
-	pccx_kdev_close(b);
-	pccx_kdev_close(a);
+	pccx__kernel_dev_close(b);
+	pccx__kernel_dev_close(a);
 }
 
 /*
@@ -1305,21 +1325,21 @@ static void test_l2_scrub_fails(void)
 	job_make(&j, 51);
 	CHECK_RET(dev_job_setup(b, &j, &dj), 0);
 	CHECK_RET(dev_job_submit(b, &j, &dj, 0, &id), 0);
-	CHECK_RET(pccx_kdev_wait(b, id, pccx_kdev_deadline(60000000000ll), &w), -EIO);
+	CHECK_RET(pccx__kernel_dev_wait(b, id, pccx__kernel_dev_deadline(60000000000ll), &w), -EIO);
 	CHECK(w.status == PCCX_JOB_FAULT);
 	CHECK((w.hw_error >> PCCX_FAULT_KIND_SHIFT) == PCCX_FAULT_BUSY);
 	CHECK(w.retired == 0);
 	CHECK(read_long(SYSFS "wedged") == 1);
 	CHECK_RET(dev_job_submit(b, &j, &dj, 0, &id), -ENODEV);
 	/* the RESET ioctl retries the reset, which now completes */
-	CHECK_RET(pccx_kdev_reset(b), 0);
+	CHECK_RET(pccx__kernel_dev_reset(b), 0);
 	usleep(300000);
 	CHECK(read_long(SYSFS "wedged") == 0);
 	CHECK_RET(job_roundtrip(b, 52), 0);
 	CHECK_RET(job_roundtrip(a, 53), 0);
 	dev_job_free(b, &dj);
-	pccx_kdev_close(b);
-	pccx_kdev_close(a);
+	pccx__kernel_dev_close(b);
+	pccx__kernel_dev_close(a);
 }
 
 static int drop_privileges(void)
@@ -1336,7 +1356,7 @@ static void test_reset(void)
 	pid_t pid;
 
 	CHECK_RET(ioctl(fd, PCCX_IOCTL_RESET, &r) ? -errno : 0, -EINVAL);
-	CHECK_RET(pccx_kdev_reset(fd), 0);
+	CHECK_RET(pccx__kernel_dev_reset(fd), 0);
 	usleep(200000);
 	CHECK(read_long(SYSFS "reset_count") == resets + 1);
 	/* a RESET stops the running job: ABORTED, and it says why */
@@ -1350,10 +1370,12 @@ static void test_reset(void)
 		CHECK_RET(dev_job_setup(fd, &j, &dj), 0);
 		CHECK_RET(hang_device(), 0);
 		CHECK_RET(dev_job_submit(fd, &j, &dj, 0, &id), 0);
-		CHECK_RET(pccx_kdev_wait(fd, id, pccx_kdev_deadline(200000000ll), &w), -ETIME);
+		CHECK_RET(pccx__kernel_dev_wait(fd, id, pccx__kernel_dev_deadline(200000000ll), &w),
+			  -ETIME);
 		CHECK(w.status == PCCX_JOB_RUNNING);
-		CHECK_RET(pccx_kdev_reset(fd), 0);
-		CHECK_RET(pccx_kdev_wait(fd, id, pccx_kdev_deadline(60000000000ll), &w),
+		CHECK_RET(pccx__kernel_dev_reset(fd), 0);
+		CHECK_RET(pccx__kernel_dev_wait(fd, id, pccx__kernel_dev_deadline(60000000000ll),
+						&w),
 			  -ECANCELED);
 		CHECK(w.status == PCCX_JOB_ABORTED);
 		CHECK(w.hw_error >> PCCX_FAULT_KIND_SHIFT == PCCX_FAULT_RESET);
@@ -1364,7 +1386,7 @@ static void test_reset(void)
 	if (pid == 0) {
 		if (drop_privileges())
 			_exit(2);
-		_exit(pccx_kdev_reset(fd) == -EPERM ? 0 : 1);
+		_exit(pccx__kernel_dev_reset(fd) == -EPERM ? 0 : 1);
 	}
 	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	/* ... nor can such a user open the node (0660 root:root) */
@@ -1372,11 +1394,11 @@ static void test_reset(void)
 	if (pid == 0) {
 		if (drop_privileges())
 			_exit(2);
-		_exit(pccx_kdev_open(NULL) == -EACCES ? 0 : 1);
+		_exit(pccx__kernel_dev_open(NULL) == -EACCES ? 0 : 1);
 	}
 	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	CHECK_RET(job_roundtrip(fd, 30), 0);
-	pccx_kdev_close(fd);
+	pccx__kernel_dev_close(fd);
 }
 
 static void test_observability(void)
@@ -1391,11 +1413,11 @@ static void test_observability(void)
 	CHECK(read_text(SYSFS "completion", buf, sizeof(buf)) == 0 && !strcmp(buf, "irq\n"));
 	CHECK(read_text(dbgfs("regs"), buf, sizeof(buf)) == 0 && strstr(buf, "0x50434358"));
 	CHECK(read_text(dbgfs("history"), buf, sizeof(buf)) == 0 && strstr(buf, " done "));
-	CHECK_RET(pccx_kdev_bo_create(fd, 3 * 4096, PCCX_BO_DEV_READ, &bo), 0);
+	CHECK_RET(pccx__kernel_dev_bo_create(fd, 3 * 4096, PCCX_BO_DEV_READ, &bo), 0);
 	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
 	CHECK(read_text(path, buf, sizeof(buf)) == 0 && strstr(buf, "pccx-memory:\t12 KiB") &&
 	      strstr(buf, "pccx-buffers:\t1\n"));
-	pccx_kdev_close(fd);
+	pccx__kernel_dev_close(fd);
 }
 
 static void test_shadow_iommu(void)
@@ -1413,7 +1435,7 @@ static void test_shadow_iommu(void)
 	CHECK(read_long(SIMLINK_PARAM "violations") == v0 + 1);
 	/* the device still works afterwards */
 	CHECK_RET(job_roundtrip(fd, 40), 0);
-	pccx_kdev_close(fd);
+	pccx__kernel_dev_close(fd);
 }
 
 
@@ -1427,8 +1449,8 @@ static void test_bench(void)
 {
 	enum { N = 20 };
 	struct job j;
-	struct pccx_kb *kb;
-	struct pccx_simb *sb;
+	struct pccx_kernel_backend *kernel_be;
+	struct pccx_sim_backend *sb;
 	struct pccx_job_view v = { NULL, 0, NULL, 2, NULL, 4 };
 	struct pccx_dma_desc dma[2];
 	struct pccx_stream_desc stream[4];
@@ -1441,20 +1463,24 @@ static void test_bench(void)
 	job_make(&j, 77);
 	v.insn = j.insn;
 	v.n_insn = j.n_insn;
-	CHECK_RET(pccx_kb_create(NULL, &kb, &d), 0);
-	CHECK_RET(pccx_simb_create(NULL, &sb, &d), 0);
+	CHECK_RET(pccx__kernel_backend_create(NULL, &kernel_be, &d), 0);
+	CHECK_RET(pccx__sim_backend_create(NULL, &sb, &d), 0);
 	for (b = 0; b < 2; b++) {
 		uint32_t *h = b ? sh : kh;
 
 		for (i = 1; i <= 3; i++) {
 			uint32_t acc = i == 3 ? PCCX_BUF_DEV_WRITE : PCCX_BUF_DEV_READ;
 
-			CHECK_RET(b ? pccx_simb_buf_alloc(sb, 4096, acc, &h[i], &d) :
-				  pccx_kb_buf_alloc(kb, 4096, acc, &h[i], &d), 0);
+			CHECK_RET(b ? pccx__sim_backend_buf_alloc(sb, 4096, acc, &h[i], &d) :
+				  pccx__kernel_backend_buf_alloc(kernel_be, 4096, acc, &h[i], &d), 0);
 		}
-		memcpy(b ? pccx_simb_buf_map(sb, h[1], NULL) : pccx_kb_buf_map(kb, h[1], NULL),
+		memcpy(b ? pccx__sim_backend_buf_map(sb, h[1],
+						     NULL) : pccx__kernel_backend_buf_map(kernel_be, h[1],
+											  NULL),
 		       j.x, JOB_X_BYTES);
-		memcpy(b ? pccx_simb_buf_map(sb, h[2], NULL) : pccx_kb_buf_map(kb, h[2], NULL),
+		memcpy(b ? pccx__sim_backend_buf_map(sb, h[2],
+						     NULL) : pccx__kernel_backend_buf_map(kernel_be, h[2],
+											  NULL),
 		       j.w, JOB_W_BYTES);
 	}
 	memcpy(dma, j.dma, sizeof(dma));
@@ -1470,14 +1496,15 @@ static void test_bench(void)
 			stream[i].handle = h[2];
 		t0 = now_s();
 		for (i = 0; i < N && !cur_failed; i++) {
-			struct pccx_kb_result kr;
-			struct pccx_simb_result sr;
+			struct pccx_kernel_backend_result kr;
+			struct pccx_sim_backend_result sr;
 
 			if (b) {
-				CHECK_RET(pccx_simb_submit_wait(sb, &v, NULL, &sr, &d), 0);
+				CHECK_RET(pccx__sim_backend_submit_wait(sb, &v, NULL, &sr, &d), 0);
 				lat_s += sr.host_seconds;
 			} else {
-				CHECK_RET(pccx_kb_submit_wait(kb, &v, NULL, &kr, &d), 0);
+				CHECK_RET(pccx__kernel_backend_submit_wait(kernel_be, &v, NULL, &kr, &d),
+					  0);
 				lat_k += kr.host_seconds;
 			}
 		}
@@ -1486,15 +1513,16 @@ static void test_bench(void)
 		else
 			tk = now_s() - t0;
 	}
-	CHECK(!memcmp(pccx_kb_buf_map(kb, kh[3], NULL), pccx_simb_buf_map(sb, sh[3], NULL),
+	CHECK(!memcmp(pccx__kernel_backend_buf_map(kernel_be, kh[3], NULL), pccx__sim_backend_buf_map(sb,
+											       sh[3], NULL),
 		      JOB_Y_BYTES));
 	if (!cur_failed) {
 		printf("PCCX-BENCH %u-instruction job, %d runs: /dev/pccx %.0f us/job, %.1f jobs/s; "
 		       "in-process %.0f us/job, %.1f jobs/s\n", j.n_insn, N, lat_k / N * 1e6,
 		       N / tk, lat_s / N * 1e6, N / ts);
 	}
-	pccx_kb_destroy(kb);
-	pccx_simb_destroy(sb);
+	pccx__kernel_backend_destroy(kernel_be);
+	pccx__sim_backend_destroy(sb);
 }
 
 /* ---- a tiny Gemma decode through libpccx's kernel backend ------------------------- */

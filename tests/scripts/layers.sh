@@ -23,6 +23,13 @@ for l in "${order[@]}"; do
   nm "$a" 2>/dev/null | awk 'NF == 2 && $1 == "U" {print $2}' | sort -u >"$tmp/$l.undef"
 done
 
+# the public surface: a global symbol of the libraries is either declared in a public header
+# (host/include/pccx/) or carries the internal prefix pccx__
+grep -ohE '\bpccx_[A-Za-z0-9_]+\b' host/include/pccx/*.h | sort -u >"$tmp/public"
+cat "$tmp"/*.def | sort -u | grep -v '^pccx__' | comm -23 - "$tmp/public" >"$tmp/stray"
+if [ -s "$tmp/stray" ]; then bad "every library symbol is public or pccx__ (internal)" "$(cat "$tmp/stray")"
+else ok "every library symbol is public or pccx__ (internal)"; fi
+
 # every library against every earlier one
 for ((i = 1; i < ${#order[@]}; i++)); do
   li=${order[$i]}
@@ -89,11 +96,11 @@ fi
 # "% global_period", a "< n_sparse", a first shared layer), and the graph, the oracle, the weight
 # layout, the compiler and the runtime read no per-layer field of the configuration. The Hugging
 # Face config.json validator and tensor map, which see a file's own per-layer description before
-# any model exists, use the builder's pccx_layers_pattern / pccx_layers_kv_sources.
+# any model exists, use the builder's pccx__layers_pattern / pccx__layers_kv_sources.
 builder='^reference/layers\.[ch]:'
 srcs=$(ls reference/*.[ch] host/*/*.[ch] host/include/pccx/*.h tests/unit/*.c \
 	tests/unit/support/*.[ch] tests/fuzz/*.c 2>/dev/null)
-hits=$(grep -nE 'pccx_g3n_(is_global|owns_kv|first_shared|kv_source|kv_rows|is_sparse|q_dim|kv_dim)\b' \
+hits=$(grep -nE 'pccx_gemma3n_(is_global|owns_kv|first_shared|kv_source|kv_rows|is_sparse|q_dim|kv_dim)\b' \
 	$srcs | grep -vE "$builder")
 hits+=$(grep -nE 'first_shared|%[^;]*global_period|%[[:space:]]*5[[:space:]]*!=|<=?[[:space:]]*[[:alnum:]_>.-]*n_sparse\b' $srcs |
 	grep -vE "$builder")

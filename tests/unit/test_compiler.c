@@ -44,8 +44,8 @@ static int lookup(void *ctx, uint32_t handle, uint64_t *size, uint32_t *access)
 }
 
 struct fixture {
-	struct pccx_g3n_model *m;
-	struct pccx_g3n_plan plan;
+	struct pccx_gemma3n_model *m;
+	struct pccx_gemma3n_plan plan;
 	struct pccx_compiler c;
 	struct bufs b;
 	uint8_t *kv, *in, *out;
@@ -53,20 +53,20 @@ struct fixture {
 
 static void setup(struct fixture *f, const char *config)
 {
-	struct pccx_g3n_config cfg;
-	const struct pccx_npu_ops *ops = pccx_compiler_ops();
+	struct pccx_gemma3n_config cfg;
+	const struct pccx_npu_ops *ops = pccx__compiler_ops();
 	pccx_diag d = { 0 };
 
 	memset(f, 0, sizeof(*f));
-	ck_assert_int_eq(pccx_g3n_config_preset(config, &cfg, &d), 0);
-	ck_assert_msg(pccx_g3n_model_create(&f->m, &cfg, &d) == 0, "%s", d.msg);
-	ck_assert_msg(pccx_g3n_synth(f->m, 1, 1, &d) == 0, "%s", d.msg);
-	ck_assert_msg(pccx_g3n_plan_build(f->m, &f->plan, &d) == 0, "%s", d.msg);
+	ck_assert_int_eq(pccx__gemma3n_config_preset(config, &cfg, &d), 0);
+	ck_assert_msg(pccx__gemma3n_model_create(&f->m, &cfg, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma3n_synth(f->m, 1, 1, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma3n_plan_build(f->m, &f->plan, &d) == 0, "%s", d.msg);
 	f->kv = calloc(1, f->plan.kv_bytes);
 	f->in = calloc(1, f->plan.in_bytes);
 	f->out = calloc(1, f->plan.out_bytes);
 	ck_assert(f->kv && f->in && f->out);
-	pccx_compiler_init(&f->c, bind_cb, &f->b);
+	pccx__compiler_init(&f->c, bind_cb, &f->b);
 	ck_assert_int_eq(ops->bind(&f->c, PCCX_NPU_BUF_WEIGHTS, f->m->data, f->m->size, false), 0);
 	ck_assert_int_eq(ops->bind(&f->c, PCCX_NPU_BUF_KV, f->kv, f->plan.kv_bytes, true), 0);
 	ck_assert_int_eq(ops->bind(&f->c, PCCX_NPU_BUF_IN, f->in, f->plan.in_bytes, false), 0);
@@ -75,8 +75,8 @@ static void setup(struct fixture *f, const char *config)
 
 static void teardown(struct fixture *f)
 {
-	pccx_compiler_free(&f->c);
-	pccx_g3n_model_free(f->m);
+	pccx__compiler_free(&f->c);
+	pccx__gemma3n_model_free(f->m);
 	free(f->kv);
 	free(f->in);
 	free(f->out);
@@ -95,16 +95,16 @@ static void check_steps(const char *config, uint32_t n_pos)
 		uint8_t *used;
 		int rc;
 
-		rc = pccx_g3n_step(f.m, &f.plan, pccx_compiler_ops(), &f.c, pos, true);
+		rc = pccx__gemma3n_step(f.m, &f.plan, pccx__compiler_ops(), &f.c, pos, true);
 		ck_assert_msg(rc == 0, "pos %u: %s", pos, f.c.err.msg);
-		ck_assert_msg(pccx_compiler_job(&f.c, &job, &d) == 0, "%s", d.msg);
+		ck_assert_msg(pccx__compiler_job(&f.c, &job, &d) == 0, "%s", d.msg);
 		ck_assert_uint_gt(job.n_insn, 0);
 		used = calloc(PCCX_DMA_BITMAP_BYTES(job.n_dma), 1);
 		ck_assert_ptr_nonnull(used);
-		rc = pccx_validate(&job, lookup, &f.b, NULL, used, &res);
+		rc = pccx__validate(&job, lookup, &f.b, NULL, used, &res);
 		free(used);
 		ck_assert_msg(rc == 0, "%s pos %u: validator %s at %u index %u field %d (%llu vs %llu)",
-			      config, pos, pccx_isa_errname(rc), res.where, res.index, res.field,
+			      config, pos, pccx__isa_errname(rc), res.where, res.index, res.field,
 			      (unsigned long long)res.expected, (unsigned long long)res.actual);
 		/* the stream carries every streamed weight byte the step needs, at least */
 		ck_assert_uint_gt(res.port_bytes[0], 0);
@@ -127,11 +127,11 @@ START_TEST(job_is_position_dependent)
 	uint32_t n0;
 
 	setup(&f, "tiny");
-	ck_assert_int_eq(pccx_g3n_step(f.m, &f.plan, pccx_compiler_ops(), &f.c, 0, true), 0);
-	ck_assert_int_eq(pccx_compiler_job(&f.c, &j0, &d), 0);
+	ck_assert_int_eq(pccx__gemma3n_step(f.m, &f.plan, pccx__compiler_ops(), &f.c, 0, true), 0);
+	ck_assert_int_eq(pccx__compiler_job(&f.c, &j0, &d), 0);
 	n0 = j0.n_insn;
-	ck_assert_int_eq(pccx_g3n_step(f.m, &f.plan, pccx_compiler_ops(), &f.c, 3, true), 0);
-	ck_assert_int_eq(pccx_compiler_job(&f.c, &j1, &d), 0);
+	ck_assert_int_eq(pccx__gemma3n_step(f.m, &f.plan, pccx__compiler_ops(), &f.c, 3, true), 0);
+	ck_assert_int_eq(pccx__compiler_job(&f.c, &j1, &d), 0);
 	/* same program shape, but attention streams more KV rows at a later position */
 	ck_assert_uint_eq(j1.n_insn, n0);
 	teardown(&f);
@@ -139,7 +139,7 @@ START_TEST(job_is_position_dependent)
 END_TEST
 
 /* The piece holding [off, off + len), or -1. */
-static int piece_holding(const struct pccx_g3n_piece *pc, size_t n, uint64_t off, uint64_t len)
+static int piece_holding(const struct pccx_gemma3n_piece *pc, size_t n, uint64_t off, uint64_t len)
 {
 	size_t i;
 
@@ -161,12 +161,12 @@ START_TEST(weight_pieces_hold_every_read)
 
 	setup(&f, "tiny");
 	for (li = 0; li < sizeof(limits) / sizeof(limits[0]); li++) {
-		struct pccx_g3n_piece *pc;
+		struct pccx_gemma3n_piece *pc;
 		pccx_diag d = { 0 };
 		uint32_t pos, i;
 		size_t n, k;
 
-		ck_assert_msg(pccx_g3n_weight_pieces(f.m, limits[li], &pc, &n, &d) == 0, "%s",
+		ck_assert_msg(pccx__gemma3n_weight_pieces(f.m, limits[li], &pc, &n, &d) == 0, "%s",
 			      d.msg);
 		ck_assert_uint_gt(n, 0);
 		for (k = 0; k < n; k++) {
@@ -181,9 +181,9 @@ START_TEST(weight_pieces_hold_every_read)
 		for (pos = 0; pos < 3; pos++) {
 			struct pccx_job_view job;
 
-			ck_assert_int_eq(pccx_g3n_step(f.m, &f.plan, pccx_compiler_ops(), &f.c, pos,
-						       true), 0);
-			ck_assert_int_eq(pccx_compiler_job(&f.c, &job, &d), 0);
+			ck_assert_int_eq(pccx__gemma3n_step(f.m, &f.plan, pccx__compiler_ops(), &f.c, pos,
+							    true), 0);
+			ck_assert_int_eq(pccx__compiler_job(&f.c, &job, &d), 0);
 			for (i = 0; i < job.n_stream; i++)
 				if (job.stream[i].handle == 100 + PCCX_NPU_BUF_WEIGHTS)
 					ck_assert_msg(piece_holding(pc, n, job.stream[i].offset,
@@ -206,13 +206,13 @@ END_TEST
 /* A limit below one instruction's read is refused, naming the range and both sizes. */
 START_TEST(weight_pieces_limit_too_small)
 {
-	struct pccx_g3n_piece *pc = (void *)1;
+	struct pccx_gemma3n_piece *pc = (void *)1;
 	struct fixture f;
 	pccx_diag d = { 0 };
 	size_t n = 7;
 
 	setup(&f, "tiny");
-	ck_assert_int_eq(pccx_g3n_weight_pieces(f.m, 4096, &pc, &n, &d), PCCX_ERR_RANGE);
+	ck_assert_int_eq(pccx__gemma3n_weight_pieces(f.m, 4096, &pc, &n, &d), PCCX_ERR_RANGE);
 	ck_assert_ptr_null(pc);
 	ck_assert_uint_eq(n, 0);
 	ck_assert_msg(strstr(d.msg, "more than the device's largest buffer (4096 bytes)") &&
@@ -224,24 +224,24 @@ END_TEST
 /* E4B: the PLE table is never read by the device, so the pieces leave it out. */
 START_TEST(weight_pieces_e4b_skip_unread)
 {
-	struct pccx_g3n_config cfg;
-	struct pccx_g3n_model *m;
-	struct pccx_g3n_piece *pc;
+	struct pccx_gemma3n_config cfg;
+	struct pccx_gemma3n_model *m;
+	struct pccx_gemma3n_piece *pc;
 	pccx_diag d = { 0 };
 	uint64_t total = 0;
 	size_t n, k;
 
-	ck_assert_int_eq(pccx_g3n_config_preset("e4b", &cfg, &d), 0);
-	ck_assert_msg(pccx_g3n_model_create(&m, &cfg, &d) == 0, "%s", d.msg);
-	ck_assert_msg(pccx_g3n_weight_pieces(m, 64ull << 20, &pc, &n, &d) == 0, "%s", d.msg);
+	ck_assert_int_eq(pccx__gemma3n_config_preset("e4b", &cfg, &d), 0);
+	ck_assert_msg(pccx__gemma3n_model_create(&m, &cfg, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma3n_weight_pieces(m, 64ull << 20, &pc, &n, &d) == 0, "%s", d.msg);
 	for (k = 0; k < n; k++)
 		total += pc[k].bytes;
 	/* what a step streams plus the vector blocks it loads, and no more than 1 % besides */
-	ck_assert_uint_ge(total, pccx_g3n_streamed_bytes(m));
-	ck_assert_uint_le(total, pccx_g3n_streamed_bytes(m) + pccx_g3n_streamed_bytes(m) / 100);
+	ck_assert_uint_ge(total, pccx__gemma3n_streamed_bytes(m));
+	ck_assert_uint_le(total, pccx__gemma3n_streamed_bytes(m) + pccx__gemma3n_streamed_bytes(m) / 100);
 	ck_assert_uint_lt(total, m->size);
 	free(pc);
-	pccx_g3n_model_free(m);
+	pccx__gemma3n_model_free(m);
 }
 END_TEST
 

@@ -113,10 +113,10 @@ static int flat_xlate(void *ctx, uint32_t handle, uint64_t offset, uint64_t len,
 static int run_mock(struct mock *m, const struct tjob *j, struct pccx_engine_ctx *e)
 {
 	struct pccx_job_view v = tj_view(j);
-	int st = pccx_engine_start(e, &v, &mock_ops, m, flat_xlate, NULL), i;
+	int st = pccx__engine_start(e, &v, &mock_ops, m, flat_xlate, NULL), i;
 
 	for (i = 0; i < 10000 && st == PCCX_ENGINE_RUNNING; i++)
-		st = pccx_engine_step(e);
+		st = pccx__engine_step(e);
 	return st;
 }
 
@@ -143,7 +143,7 @@ START_TEST(engine_refuses_foreign_device)
 	m.status = PCCX_STATUS_BUSY | (1u << PCCX_STATUS_FIFO_SHIFT);
 	ck_assert_int_eq(run_mock(&m, &j, &e), PCCX_ENGINE_ERROR);
 	ck_assert_int_eq(e.err.kind, PCCX_EF_BUSY);
-	ck_assert_str_eq(pccx_engine_fail_name(e.err.kind), "BUSY");
+	ck_assert_str_eq(pccx__engine_fail_name(e.err.kind), "BUSY");
 }
 END_TEST
 
@@ -234,16 +234,16 @@ static int drive(pccx_sim *s, const struct tjob *j, pccx_engine_xlate_fn xl, voi
 		 struct pccx_engine_ctx *e)
 {
 	struct pccx_job_view v = tj_view(j);
-	uint64_t last = 0, idle_since = pccx_sim_cycles(s);
-	int st = pccx_engine_start(e, &v, &sim_ops, s, xl, ctx);
+	uint64_t last = 0, idle_since = pccx__sim_cycles(s);
+	int st = pccx__engine_start(e, &v, &sim_ops, s, xl, ctx);
 
 	while (st == PCCX_ENGINE_RUNNING) {
-		st = pccx_engine_step(e);
+		st = pccx__engine_step(e);
 		if (e->progress != last) {
 			ck_assert_uint_gt(e->progress, last);
 			last = e->progress;
-			idle_since = pccx_sim_cycles(s);
-		} else if (pccx_sim_cycles(s) - idle_since > 1000000) {
+			idle_since = pccx__sim_cycles(s);
+		} else if (pccx__sim_cycles(s) - idle_since > 1000000) {
 			break;
 		}
 	}
@@ -262,11 +262,11 @@ START_TEST(engine_follows_translation_pages)
 	struct tjob j = { 0 };
 	unsigned i;
 
-	ck_assert_int_eq(pccx_sim_create(NULL, &s, &d), 0);
+	ck_assert_int_eq(pccx__sim_create(NULL, &s, &d), 0);
 	for (i = 0; i < 65536; i++)
 		host[i] = (uint8_t)(i * 13);
-	ck_assert_int_eq(pccx_sim_dma_window_add(s, pc.base, 65536, host,
-						 PCCX_SIM_WIN_READ | PCCX_SIM_WIN_WRITE), 0);
+	ck_assert_int_eq(pccx__sim_dma_window_add(s, pc.base, 65536, host,
+						  PCCX_SIM_WIN_READ | PCCX_SIM_WIN_WRITE), 0);
 	/* 20000 bytes from offset 0x300 into L2 word 100, then back out at offset 0x8000 */
 	tj_add(&j, t_memset(0, 0, 10000, 1, 1));
 	tj_add(&j, t_memcpy(true, false, 100, 0, tj_dma(&j, 1, PCCX_DMA_TO_DEVICE, 0x300, 20000), 0,
@@ -275,13 +275,13 @@ START_TEST(engine_follows_translation_pages)
 			    tj_dma(&j, 1, PCCX_DMA_FROM_DEVICE, 0x8000, 20000), 0, true));
 	ck_assert_int_eq(drive(s, &j, page_xlate, &pc, &e), PCCX_ENGINE_DONE);
 	ck_assert_int_eq(memcmp(host + 0x8000, host + 0x300, 20000), 0);
-	pccx_sim_get_stats(s, &st);
+	pccx__sim_get_stats(s, &st);
 	/* 0x300..0x5120 spans 6 pages; 0x8000..0xce20 spans 5 */
 	ck_assert_uint_eq(st.dm_cmds[PCCX_DM_FMAP], 6);
 	ck_assert_uint_eq(st.dm_cmds[PCCX_DM_RESULT], 5);
 	ck_assert_uint_eq(e.retired, 3);
 	ck_assert_uint_eq(st.window_faults, 0);
-	pccx_sim_destroy(s);
+	pccx__sim_destroy(s);
 	free(host);
 }
 END_TEST
@@ -301,19 +301,19 @@ START_TEST(engine_wide_addresses)
 	tj_add(&j, t_memset(0, 0, 64, 1, 1));
 	tj_add(&j, t_memcpy(true, false, 7, 0, tj_dma(&j, 1, PCCX_DMA_TO_DEVICE, 0, 128), 0,
 			    false));
-	pccx_sim_config_default(&c);
+	pccx__sim_config_default(&c);
 	c.dma_address_bits = 48;
-	ck_assert_int_eq(pccx_sim_create(&c, &s, &d), 0);
-	ck_assert_int_eq(pccx_sim_dma_window_add(s, pc.base, 4096, host, PCCX_SIM_WIN_READ), 0);
+	ck_assert_int_eq(pccx__sim_create(&c, &s, &d), 0);
+	ck_assert_int_eq(pccx__sim_dma_window_add(s, pc.base, 4096, host, PCCX_SIM_WIN_READ), 0);
 	ck_assert_int_eq(drive(s, &j, page_xlate, &pc, &e), PCCX_ENGINE_DONE);
-	ck_assert_uint_eq(pccx_sim_l2(s)[7 * 16 + 127], 0x5a);
-	pccx_sim_destroy(s);
+	ck_assert_uint_eq(pccx__sim_l2(s)[7 * 16 + 127], 0x5a);
+	pccx__sim_destroy(s);
 
-	ck_assert_int_eq(pccx_sim_create(NULL, &s, &d), 0);
+	ck_assert_int_eq(pccx__sim_create(NULL, &s, &d), 0);
 	ck_assert_int_eq(drive(s, &j, page_xlate, &pc, &e), PCCX_ENGINE_ERROR);
 	ck_assert_int_eq(e.err.kind, PCCX_EF_ADDR);
 	ck_assert_uint_eq(e.err.info, pc.base);
-	pccx_sim_destroy(s);
+	pccx__sim_destroy(s);
 	free(host);
 }
 END_TEST
@@ -327,7 +327,7 @@ START_TEST(engine_reports_device_errors)
 	struct pccx_engine_ctx e;
 	struct tjob j = { 0 };
 
-	ck_assert_int_eq(pccx_sim_create(NULL, &s, &d), 0);
+	ck_assert_int_eq(pccx__sim_create(NULL, &s, &d), 0);
 	tj_add(&j, t_memset(0, 0, 64, 1, 1));
 	tj_add(&j, t_memcpy(true, false, 7, 0, tj_dma(&j, 1, PCCX_DMA_TO_DEVICE, 0, 128), 0,
 			    false));
@@ -338,7 +338,7 @@ START_TEST(engine_reports_device_errors)
 	/* a started engine refuses a halted device */
 	ck_assert_int_eq(drive(s, &j, page_xlate, &pc, &e), PCCX_ENGINE_ERROR);
 	ck_assert_int_eq(e.err.kind, PCCX_EF_BUSY);
-	pccx_sim_destroy(s);
+	pccx__sim_destroy(s);
 }
 END_TEST
 
@@ -346,21 +346,21 @@ END_TEST
  * runs dry before the last word. */
 START_TEST(engine_keeps_fifo_full)
 {
-	struct pccx_simb *b = NULL;
+	struct pccx_sim_backend *b = NULL;
 	pccx_diag d = { 0 };
 	struct tjob j = { 0 };
 	struct pccx_job_view v;
-	struct pccx_simb_result res;
+	struct pccx_sim_backend_result res;
 	const struct pccx_sim_insn_time *last;
 	unsigned i;
 
-	ck_assert_int_eq(pccx_simb_create(NULL, &b, &d), 0);
+	ck_assert_int_eq(pccx__sim_backend_create(NULL, &b, &d), 0);
 	for (i = 0; i < 100; i++)
 		tj_add(&j, t_cvo(PCCX_CVO_TANH, 1000 + 300 * (i % 10), 5000 + 300 * (i % 10), 2000,
 				 1));
 	v = tj_view(&j);
-	ck_assert_msg(pccx_simb_submit_wait(b, &v, NULL, &res, &d) == 0, "%s", d.msg);
-	last = pccx_sim_insn_time(pccx_simb_sim(b), 99);
+	ck_assert_msg(pccx__sim_backend_submit_wait(b, &v, NULL, &res, &d) == 0, "%s", d.msg);
+	last = pccx__sim_insn_time(pccx__sim_backend_sim(b), 99);
 	ck_assert_ptr_nonnull(last);
 	/* the SFU was busy all along: only the last instruction runs with an empty FIFO */
 	ck_assert_uint_le(res.stats.stall_fifo_empty, last->done - last->issue + 64);
@@ -368,7 +368,7 @@ START_TEST(engine_keeps_fifo_full)
 	ck_assert_uint_le(res.stats.stall_mmio, 256);
 	ck_assert_uint_ge(res.stats.unit_busy[PCCX_SIM_U_SFU] * 100, res.cycles * 95);
 	ck_assert_uint_eq(res.stats.retired, 100);
-	pccx_simb_destroy(b);
+	pccx__sim_backend_destroy(b);
 }
 END_TEST
 

@@ -1374,14 +1374,14 @@ START_TEST(q4_0_import_bit_exact)
 	for (int b = 0; b < NB; b++) {
 		ck_assert_uint_eq(sc[b], (uint16_t)(src[18 * b] | src[18 * b + 1] << 8));
 		for (int j = 0; j < 16; j++) {
-			ck_assert_int_eq(pccx_int4_get(nib, (size_t)(32 * b + j)),
+			ck_assert_int_eq(pccx__int4_get(nib, (size_t)(32 * b + j)),
 					 (src[18 * b + 2 + j] & 15) - 8);
-			ck_assert_int_eq(pccx_int4_get(nib, (size_t)(32 * b + 16 + j)),
+			ck_assert_int_eq(pccx__int4_get(nib, (size_t)(32 * b + 16 + j)),
 					 (src[18 * b + 2 + j] >> 4) - 8);
 		}
 	}
 	for (size_t k = 0; k < NB * 32; k++)
-		ck_assert_uint_eq(pccx_f32_bits(pccx_q4_weight(nib, sc, k)), pccx_f32_bits(ref[k]));
+		ck_assert_uint_eq(pccx_f32_bits(pccx__q4_weight(nib, sc, k)), pccx_f32_bits(ref[k]));
 	ck_assert(e.lossless);
 	ck_assert_uint_eq(e.n, NB * 32);
 	ck_assert(e.sum_sq_err == 0.0 && e.max_abs_err == 0.0);
@@ -1417,11 +1417,11 @@ START_TEST(requant_f32_and_error_report)
 		ck_assert_int_eq(pccx_q4_quantize_block(x + 32 * b, &h, nib2), 0);
 		ck_assert_uint_eq(h, sc[b]);
 		ck_assert_int_eq(memcmp(nib2, nib + 16 * b, 16), 0);
-		if (fabs((double)pccx_fp16_to_f32(h)) > maxd)
-			maxd = fabs((double)pccx_fp16_to_f32(h));
+		if (fabs((double)pccx__fp16_to_f32(h)) > maxd)
+			maxd = fabs((double)pccx__fp16_to_f32(h));
 	}
 	for (int i = 0; i < N; i++) {
-		double diff = (double)pccx_q4_weight(nib, sc, (size_t)i) - x[i];
+		double diff = (double)pccx__q4_weight(nib, sc, (size_t)i) - x[i];
 
 		se += diff * diff;
 		sr += (double)x[i] * x[i];
@@ -1464,7 +1464,7 @@ START_TEST(requant_other_types)
 					&d), 0);
 	ck_assert(!e.lossless);
 	for (int k = 0; k < 32; k++)
-		ck_assert(pccx_q4_weight(nib, sc, (size_t)k) == ref[k]);
+		ck_assert(pccx__q4_weight(nib, sc, (size_t)k) == ref[k]);
 	ck_assert(e.max_abs_err > 0);
 
 	/* Q4_K block: d = 1, every scale 1, min 0 -> values 0..15 (a multiple of 256 elements). */

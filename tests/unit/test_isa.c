@@ -38,7 +38,7 @@ static uint64_t splitmix64(uint64_t *s)
 
 static unsigned fwidth(int fid)
 {
-	return (unsigned)(pccx_fields[fid].msb - pccx_fields[fid].lsb + 1);
+	return (unsigned)(pccx__fields[fid].msb - pccx__fields[fid].lsb + 1);
 }
 
 static uint32_t fmax_of(int fid)
@@ -49,7 +49,7 @@ static uint32_t fmax_of(int fid)
 /* Replace field fid of w by v. */
 static uint64_t put(uint64_t w, int fid, uint64_t v)
 {
-	const struct pccx_field_desc *fd = &pccx_fields[fid];
+	const struct pccx_field_desc *fd = &pccx__fields[fid];
 	uint64_t m = pccx_field_mask(fd->msb, fd->lsb);
 
 	return (w & ~m) | ((v << fd->lsb) & m);
@@ -74,9 +74,9 @@ static uint64_t asmf(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	rc = pccx_asm_line(line, strlen(line), &w, &has, &e);
+	rc = pccx__asm_line(line, strlen(line), &w, &has, &e);
 	ck_assert_msg(rc == PCCX_ASM_E_OK, "'%s': assembler error %d (%s) at column %zu", line, rc,
-		      pccx_asm_strerror(rc), e.column);
+		      pccx__asm_strerror(rc), e.column);
 	ck_assert_msg(has, "'%s': no word", line);
 	return w;
 }
@@ -86,12 +86,12 @@ static void expect_fault(uint64_t w, int err, int fid)
 {
 	struct pccx_insn in;
 	struct pccx_isa_fault f = { -7, -7 };
-	int rc = pccx_decode(w, &in, &f);
+	int rc = pccx__decode(w, &in, &f);
 
 	ck_assert_msg(rc == err && f.err == err && f.field == fid,
 		      "word 0x%016llx: expected %s field %d, got %s/%s field %d",
-		      (unsigned long long)w, pccx_isa_errname(err), fid, pccx_isa_errname(rc),
-		      pccx_isa_errname(f.err), f.field);
+		      (unsigned long long)w, pccx__isa_errname(err), fid, pccx__isa_errname(rc),
+		      pccx__isa_errname(f.err), f.field);
 }
 
 static void expect_legal(uint64_t w)
@@ -102,7 +102,7 @@ static void expect_legal(uint64_t w)
 /* A legal CVO word of function func in the given form, with extra flag bits. */
 static uint64_t cvo_word(unsigned func, bool sform, uint32_t flags)
 {
-	const struct pccx_cvo_desc *cd = pccx_cvo_desc(func);
+	const struct pccx_cvo_desc *cd = pccx__cvo_desc(func);
 	uint64_t w = op_word(PCCX_OP_CVO) | PCCX_PUT(D, func, func) | PCCX_PUT(D, dst, 0x20);
 
 	if (!(sform && cd->cls == PCCX_CVOC_UNARY))
@@ -128,7 +128,7 @@ START_TEST(table_bits_covered_once)
 		int n = 0;
 
 		for (i = 0; i < PCCX_NFIELDS; i++) {
-			const struct pccx_field_desc *fd = &pccx_fields[i];
+			const struct pccx_field_desc *fd = &pccx__fields[i];
 			uint64_t m;
 
 			if ((unsigned)fd->layout != l)
@@ -155,24 +155,24 @@ START_TEST(table_names_unique)
 	int i, j;
 
 	for (i = 0; i < PCCX_NFIELDS; i++) {
-		const char *n = pccx_fields[i].name;
+		const char *n = pccx__fields[i].name;
 		size_t k;
 
 		ck_assert_msg(n && n[0], "field %d has no name", i);
 		for (k = 0; n[k]; k++)
 			ck_assert_msg((n[k] >= 'a' && n[k] <= 'z') || n[k] == '_' ||
 				      (n[k] >= '0' && n[k] <= '9'), "field name '%s'", n);
-		ck_assert(pccx_fields[i].upstream && pccx_fields[i].upstream[0]);
-		ck_assert(pccx_fields[i].desc && pccx_fields[i].desc[0]);
+		ck_assert(pccx__fields[i].upstream && pccx__fields[i].upstream[0]);
+		ck_assert(pccx__fields[i].desc && pccx__fields[i].desc[0]);
 		for (j = 0; j < i; j++) {
-			if (pccx_fields[j].layout != pccx_fields[i].layout)
+			if (pccx__fields[j].layout != pccx__fields[i].layout)
 				continue;
-			ck_assert_msg(strcmp(pccx_fields[j].name, n) != 0,
+			ck_assert_msg(strcmp(pccx__fields[j].name, n) != 0,
 				      "layout %c: field name '%s' twice",
-				      'A' + pccx_fields[i].layout, n);
-			ck_assert_msg(strcmp(pccx_fields[j].upstream, pccx_fields[i].upstream) != 0,
+				      'A' + pccx__fields[i].layout, n);
+			ck_assert_msg(strcmp(pccx__fields[j].upstream, pccx__fields[i].upstream) != 0,
 				      "layout %c: upstream name '%s' twice",
-				      'A' + pccx_fields[i].layout, pccx_fields[i].upstream);
+				      'A' + pccx__fields[i].layout, pccx__fields[i].upstream);
 		}
 	}
 }
@@ -185,7 +185,7 @@ START_TEST(table_ids_and_constants)
 
 #define CHECK_FIELD(l_, nm_, up_, hi_, lo_, kd_, ds_)                             \
 	do {                                                                         \
-		const struct pccx_field_desc *fd = &pccx_fields[PCCX_FID_##l_##_##nm_]; \
+		const struct pccx_field_desc *fd = &pccx__fields[PCCX_FID_##l_##_##nm_]; \
 		ck_assert_str_eq(fd->name, #nm_);                                    \
 		ck_assert_str_eq(fd->upstream, #up_);                                \
 		ck_assert_str_eq(fd->desc, ds_);                                     \
@@ -209,7 +209,7 @@ START_TEST(table_field_kinds)
 	int i;
 
 	for (i = 0; i < PCCX_NFIELDS; i++) {
-		const struct pccx_field_desc *fd = &pccx_fields[i];
+		const struct pccx_field_desc *fd = &pccx__fields[i];
 
 		switch (fd->kind) {
 		case PCCX_FK_FLAG:
@@ -237,8 +237,8 @@ START_TEST(table_field_kinds)
 	/* The MEMCPY desc field indexes every descriptor a job may have. */
 	ck_assert_uint_eq((uint64_t)fmax_of(PCCX_FID_B_desc) + 1, 1u << 17);
 	/* ENUM fields are exactly the two with names. */
-	ck_assert_int_eq(pccx_fields[PCCX_FID_C_cache].kind, PCCX_FK_ENUM);
-	ck_assert_int_eq(pccx_fields[PCCX_FID_D_func].kind, PCCX_FK_ENUM);
+	ck_assert_int_eq(pccx__fields[PCCX_FID_C_cache].kind, PCCX_FK_ENUM);
+	ck_assert_int_eq(pccx__fields[PCCX_FID_D_func].kind, PCCX_FK_ENUM);
 }
 END_TEST
 
@@ -248,7 +248,7 @@ START_TEST(table_opcodes_once)
 
 #define CHECK_OP(nm_, val_, mn_, lay_)                                           \
 	do {                                                                     \
-		const struct pccx_opcode_desc *od = pccx_opcode_desc(val_);      \
+		const struct pccx_opcode_desc *od = pccx__opcode_desc(val_);      \
 		ck_assert_msg(!(seen & (1u << (val_))), "opcode %u twice", val_); \
 		seen |= 1u << (val_);                                            \
 		ck_assert_ptr_nonnull(od);                                       \
@@ -265,16 +265,16 @@ START_TEST(table_opcodes_once)
 	ck_assert_uint_eq(seen, 0x1f);
 	ck_assert_uint_eq(layouts, 0xf);
 	for (op = 0; op < 16; op++) {
-		const struct pccx_opcode_desc *od = pccx_opcode_desc(op);
+		const struct pccx_opcode_desc *od = pccx__opcode_desc(op);
 		unsigned o2;
 
 		ck_assert_msg((od != NULL) == (op < 5), "opcode 0x%x", op);
 		for (o2 = 0; od && o2 < op; o2++)
-			if (pccx_opcode_desc(o2))
-				ck_assert_str_ne(pccx_opcode_desc(o2)->mnemonic, od->mnemonic);
+			if (pccx__opcode_desc(o2))
+				ck_assert_str_ne(pccx__opcode_desc(o2)->mnemonic, od->mnemonic);
 	}
-	ck_assert_ptr_null(pccx_opcode_desc(16));
-	ck_assert_ptr_null(pccx_opcode_desc(~0u));
+	ck_assert_ptr_null(pccx__opcode_desc(16));
+	ck_assert_ptr_null(pccx__opcode_desc(~0u));
 }
 END_TEST
 
@@ -285,7 +285,7 @@ START_TEST(table_cvo_functions_once)
 
 #define CHECK_CVO(nm_, code_, mn_, cls_, vf_, sf_, up_, st_)                        \
 	do {                                                                         \
-		const struct pccx_cvo_desc *cd = pccx_cvo_desc(code_);               \
+		const struct pccx_cvo_desc *cd = pccx__cvo_desc(code_);               \
 		ck_assert_msg(!(seen & (1u << (code_))), "CVO function %u twice", code_); \
 		seen |= 1u << (code_);                                               \
 		ck_assert_ptr_nonnull(cd);                                           \
@@ -304,7 +304,7 @@ START_TEST(table_cvo_functions_once)
 	ck_assert_uint_eq(n, 15);
 	ck_assert_uint_eq(seen, 0x7fff);
 	for (fn = 0; fn < 16; fn++) {
-		const struct pccx_cvo_desc *cd = pccx_cvo_desc(fn);
+		const struct pccx_cvo_desc *cd = pccx__cvo_desc(fn);
 
 		ck_assert_msg((cd != NULL) == (fn != 0xf), "CVO function 0x%x", fn);
 		if (!cd)
@@ -317,25 +317,25 @@ START_TEST(table_cvo_functions_once)
 		if (cd->s_flags == PCCX_CVO_NO_SFORM)
 			ck_assert_int_eq(cd->cls, PCCX_CVOC_REDUCE);
 		for (f2 = 0; f2 < fn; f2++)
-			ck_assert_str_ne(pccx_cvo_desc(f2)->name, cd->name);
+			ck_assert_str_ne(pccx__cvo_desc(f2)->name, cd->name);
 	}
-	ck_assert_ptr_null(pccx_cvo_desc(16));
+	ck_assert_ptr_null(pccx__cvo_desc(16));
 }
 END_TEST
 
 START_TEST(table_enum_names)
 {
-	ck_assert_str_eq(pccx_cache_name(PCCX_CACHE_FMAP), "fmap");
-	ck_assert_str_eq(pccx_cache_name(PCCX_CACHE_WEIGHT), "weight");
-	ck_assert_ptr_null(pccx_cache_name(2));
-	ck_assert_ptr_null(pccx_cache_name(3));
-	ck_assert_str_eq(pccx_wfmt_name(PCCX_WFMT_Q4), "q4");
-	ck_assert_str_eq(pccx_wfmt_name(PCCX_WFMT_BF16), "bf16");
-	ck_assert_str_eq(pccx_wfmt_name(PCCX_WFMT_BF16T), "bf16t");
-	ck_assert_ptr_null(pccx_wfmt_name(3));
-	ck_assert_ptr_null(pccx_wfmt_name(0xffff));
-	ck_assert_ptr_nonnull(pccx_wfmt_desc(PCCX_WFMT_BF16T));
-	ck_assert_ptr_null(pccx_wfmt_desc(3));
+	ck_assert_str_eq(pccx__cache_name(PCCX_CACHE_FMAP), "fmap");
+	ck_assert_str_eq(pccx__cache_name(PCCX_CACHE_WEIGHT), "weight");
+	ck_assert_ptr_null(pccx__cache_name(2));
+	ck_assert_ptr_null(pccx__cache_name(3));
+	ck_assert_str_eq(pccx__wfmt_name(PCCX_WFMT_Q4), "q4");
+	ck_assert_str_eq(pccx__wfmt_name(PCCX_WFMT_BF16), "bf16");
+	ck_assert_str_eq(pccx__wfmt_name(PCCX_WFMT_BF16T), "bf16t");
+	ck_assert_ptr_null(pccx__wfmt_name(3));
+	ck_assert_ptr_null(pccx__wfmt_name(0xffff));
+	ck_assert_ptr_nonnull(pccx__wfmt_desc(PCCX_WFMT_BF16T));
+	ck_assert_ptr_null(pccx__wfmt_desc(3));
 }
 END_TEST
 
@@ -343,23 +343,23 @@ START_TEST(table_error_names)
 {
 	int i, j;
 
-	ck_assert_str_eq(pccx_isa_errname(PCCX_ISA_E_OK), "OK");
-	ck_assert_str_eq(pccx_isa_errname(PCCX_ISA_E_STREAM_MISMATCH), "STREAM_MISMATCH");
+	ck_assert_str_eq(pccx__isa_errname(PCCX_ISA_E_OK), "OK");
+	ck_assert_str_eq(pccx__isa_errname(PCCX_ISA_E_STREAM_MISMATCH), "STREAM_MISMATCH");
 	for (i = 0; i < PCCX_ISA_E_COUNT; i++) {
-		ck_assert(strlen(pccx_isa_strerror(i)) > 0);
+		ck_assert(strlen(pccx__isa_strerror(i)) > 0);
 		for (j = 0; j < i; j++) {
-			ck_assert_str_ne(pccx_isa_errname(i), pccx_isa_errname(j));
-			ck_assert_str_ne(pccx_isa_strerror(i), pccx_isa_strerror(j));
+			ck_assert_str_ne(pccx__isa_errname(i), pccx__isa_errname(j));
+			ck_assert_str_ne(pccx__isa_strerror(i), pccx__isa_strerror(j));
 		}
 	}
-	ck_assert_str_eq(pccx_isa_errname(PCCX_ISA_E_COUNT), "UNKNOWN");
-	ck_assert_str_eq(pccx_isa_errname(-1), "UNKNOWN");
-	ck_assert_str_eq(pccx_isa_strerror(PCCX_ISA_E_COUNT), "unknown ISA error");
+	ck_assert_str_eq(pccx__isa_errname(PCCX_ISA_E_COUNT), "UNKNOWN");
+	ck_assert_str_eq(pccx__isa_errname(-1), "UNKNOWN");
+	ck_assert_str_eq(pccx__isa_strerror(PCCX_ISA_E_COUNT), "unknown ISA error");
 	for (i = 0; i < PCCX_ASM_E_COUNT; i++)
 		for (j = 0; j < i; j++)
-			ck_assert_str_ne(pccx_asm_strerror(i), pccx_asm_strerror(j));
-	ck_assert_str_eq(pccx_asm_strerror(PCCX_ASM_E_COUNT), "unknown assembler error");
-	ck_assert_str_eq(pccx_asm_strerror(-3), "unknown assembler error");
+			ck_assert_str_ne(pccx__asm_strerror(i), pccx__asm_strerror(j));
+	ck_assert_str_eq(pccx__asm_strerror(PCCX_ASM_E_COUNT), "unknown assembler error");
+	ck_assert_str_eq(pccx__asm_strerror(-3), "unknown assembler error");
 }
 END_TEST
 
@@ -368,21 +368,21 @@ START_TEST(field_find)
 	int i;
 
 	for (i = 0; i < PCCX_NFIELDS; i++) {
-		const char *n = pccx_fields[i].name;
+		const char *n = pccx__fields[i].name;
 		size_t len = strlen(n);
 		char longer[64];
 
-		ck_assert_int_eq(pccx_field_find(pccx_fields[i].layout, n, len), i);
+		ck_assert_int_eq(pccx__field_find(pccx__fields[i].layout, n, len), i);
 		/* a prefix or an extension of the name is another name */
-		ck_assert_int_ne(pccx_field_find(pccx_fields[i].layout, n, len - 1), i);
+		ck_assert_int_ne(pccx__field_find(pccx__fields[i].layout, n, len - 1), i);
 		snprintf(longer, sizeof(longer), "%sx", n);
-		ck_assert_int_eq(pccx_field_find(pccx_fields[i].layout, longer, len + 1), -1);
+		ck_assert_int_eq(pccx__field_find(pccx__fields[i].layout, longer, len + 1), -1);
 	}
 	/* not NUL-terminated: only len bytes count */
-	ck_assert_int_eq(pccx_field_find(PCCX_LAYOUT_D, "lenXYZ", 3), PCCX_FID_D_len);
-	ck_assert_int_eq(pccx_field_find(PCCX_LAYOUT_A, "func", 4), -1);
-	ck_assert_int_eq(pccx_field_find(PCCX_LAYOUT_D, "dest", 4), -1);
-	ck_assert_int_eq(pccx_field_find(PCCX_LAYOUT_B, "", 0), -1);
+	ck_assert_int_eq(pccx__field_find(PCCX_LAYOUT_D, "lenXYZ", 3), PCCX_FID_D_len);
+	ck_assert_int_eq(pccx__field_find(PCCX_LAYOUT_A, "func", 4), -1);
+	ck_assert_int_eq(pccx__field_find(PCCX_LAYOUT_D, "dest", 4), -1);
+	ck_assert_int_eq(pccx__field_find(PCCX_LAYOUT_B, "", 0), -1);
 }
 END_TEST
 
@@ -394,12 +394,12 @@ static void check_decoded_fields(uint64_t w, const struct pccx_insn *want)
 	struct pccx_isa_fault f;
 	int i;
 
-	(void)pccx_decode(w, &got, &f);
+	(void)pccx__decode(w, &got, &f);
 	ck_assert_uint_eq(got.opcode, want->opcode);
 	for (i = 0; i < PCCX_NFIELDS; i++)
 		ck_assert_msg(got.f[i] == want->f[i],
 			      "word 0x%016llx: field %s decodes as %u, not %u",
-			      (unsigned long long)w, pccx_fields[i].name, got.f[i], want->f[i]);
+			      (unsigned long long)w, pccx__fields[i].name, got.f[i], want->f[i]);
 }
 
 START_TEST(encode_each_field_extremes)
@@ -408,12 +408,12 @@ START_TEST(encode_each_field_extremes)
 	int i, k;
 
 	for (op = 0; op < 5; op++) {
-		enum pccx_layout l = pccx_opcode_desc(op)->layout;
+		enum pccx_layout l = pccx__opcode_desc(op)->layout;
 
 		for (i = 0; i < PCCX_NFIELDS; i++) {
 			const uint32_t vals[3] = { 0, 1, fmax_of(i) };
 
-			if (pccx_fields[i].layout != l)
+			if (pccx__fields[i].layout != l)
 				continue;
 			for (k = 0; k < 3; k++) {
 				struct pccx_insn in;
@@ -423,15 +423,15 @@ START_TEST(encode_each_field_extremes)
 				memset(&in, 0, sizeof(in));
 				in.opcode = op;
 				in.f[i] = vals[k];
-				ck_assert_int_eq(pccx_encode(&in, &w, &f), PCCX_ISA_E_OK);
+				ck_assert_int_eq(pccx__encode(&in, &w, &f), PCCX_ISA_E_OK);
 				ck_assert_int_eq(f.err, PCCX_ISA_E_OK);
 				ck_assert_int_eq(f.field, -1);
 				ck_assert_msg(w == (op_word(op) | ((uint64_t)vals[k] <<
-								   pccx_fields[i].lsb)),
-					      "%s=%u encodes as 0x%016llx", pccx_fields[i].name,
+								   pccx__fields[i].lsb)),
+					      "%s=%u encodes as 0x%016llx", pccx__fields[i].name,
 					      vals[k], (unsigned long long)w);
-				ck_assert_uint_eq(pccx_bits(w, pccx_fields[i].msb,
-							    pccx_fields[i].lsb), vals[k]);
+				ck_assert_uint_eq(pccx_bits(w, pccx__fields[i].msb,
+							    pccx__fields[i].lsb), vals[k]);
 				check_decoded_fields(w, &in);
 			}
 		}
@@ -452,9 +452,9 @@ START_TEST(encode_all_fields_max)
 		memset(&in, 0, sizeof(in));
 		in.opcode = op;
 		for (i = 0; i < PCCX_NFIELDS; i++)
-			if (pccx_fields[i].layout == pccx_opcode_desc(op)->layout)
+			if (pccx__fields[i].layout == pccx__opcode_desc(op)->layout)
 				in.f[i] = fmax_of(i);
-		ck_assert_int_eq(pccx_encode(&in, &w, &f), PCCX_ISA_E_OK);
+		ck_assert_int_eq(pccx__encode(&in, &w, &f), PCCX_ISA_E_OK);
 		ck_assert_uint_eq(w, op_word(op) | BODY_MASK);
 		check_decoded_fields(w, &in);
 	}
@@ -471,7 +471,7 @@ START_TEST(encode_refuses_one_past_max)
 			const uint32_t bad[2] = { fmax_of(i) + 1, 0xffffffffu };
 			int k;
 
-			if (pccx_fields[i].layout != pccx_opcode_desc(op)->layout)
+			if (pccx__fields[i].layout != pccx__opcode_desc(op)->layout)
 				continue;
 			for (k = 0; k < 2; k++) {
 				struct pccx_insn in;
@@ -481,12 +481,12 @@ START_TEST(encode_refuses_one_past_max)
 				memset(&in, 0, sizeof(in));
 				in.opcode = op;
 				in.f[i] = bad[k];
-				ck_assert_msg(pccx_encode(&in, &w, &f) == PCCX_ISA_E_FIELD_VALUE,
-					      "%s %s=%u encoded", pccx_opcode_desc(op)->mnemonic,
-					      pccx_fields[i].name, bad[k]);
+				ck_assert_msg(pccx__encode(&in, &w, &f) == PCCX_ISA_E_FIELD_VALUE,
+					      "%s %s=%u encoded", pccx__opcode_desc(op)->mnemonic,
+					      pccx__fields[i].name, bad[k]);
 				ck_assert_int_eq(f.err, PCCX_ISA_E_FIELD_VALUE);
 				ck_assert_msg(f.field == i, "%s=%u: fault names field %d",
-					      pccx_fields[i].name, bad[k], f.field);
+					      pccx__fields[i].name, bad[k], f.field);
 			}
 		}
 	}
@@ -504,7 +504,7 @@ START_TEST(encode_refuses_undefined_opcode)
 
 		memset(&in, 0, sizeof(in));
 		in.opcode = op;
-		ck_assert_int_eq(pccx_encode(&in, &w, &f), PCCX_ISA_E_OPCODE);
+		ck_assert_int_eq(pccx__encode(&in, &w, &f), PCCX_ISA_E_OPCODE);
 		ck_assert_int_eq(f.err, PCCX_ISA_E_OPCODE);
 		ck_assert_int_eq(f.field, -1);
 	}
@@ -536,7 +536,7 @@ static void add_fault(struct faults *s, int err, int field)
 
 static void model_faults(uint64_t w, struct faults *s)
 {
-	const struct pccx_opcode_desc *od = pccx_opcode_desc(pccx_opcode_of(w));
+	const struct pccx_opcode_desc *od = pccx__opcode_desc(pccx_opcode_of(w));
 	int i;
 
 	s->n = 0;
@@ -545,7 +545,7 @@ static void model_faults(uint64_t w, struct faults *s)
 		return;
 	}
 	for (i = 0; i < PCCX_NFIELDS; i++) {
-		const struct pccx_field_desc *fd = &pccx_fields[i];
+		const struct pccx_field_desc *fd = &pccx__fields[i];
 		uint64_t v = pccx_bits(w, fd->msb, fd->lsb);
 
 		if (fd->layout != od->layout || !v)
@@ -576,7 +576,7 @@ static void model_faults(uint64_t w, struct faults *s)
 			add_fault(s, PCCX_ISA_E_FIELD_VALUE, PCCX_FID_C_cache);
 		break;
 	case PCCX_LAYOUT_D: {
-		const struct pccx_cvo_desc *cd = pccx_cvo_desc(PCCX_GET(w, D, func));
+		const struct pccx_cvo_desc *cd = pccx__cvo_desc(PCCX_GET(w, D, func));
 		static const int flag_fid[4] = { PCCX_FID_D_sub_emax, PCCX_FID_D_recip_scale,
 						 PCCX_FID_D_accm, PCCX_FID_D_relu };
 		static const uint32_t flag_bit[4] = { PCCX_CVOF_SUB, PCCX_CVOF_RECIP,
@@ -643,12 +643,12 @@ static uint32_t rand_value(uint64_t *s, int fid)
 static uint64_t gen_fields(uint64_t *s)
 {
 	unsigned op = (unsigned)(splitmix64(s) % 5);
-	enum pccx_layout l = pccx_opcode_desc(op)->layout;
+	enum pccx_layout l = pccx__opcode_desc(op)->layout;
 	uint64_t w = op_word(op);
 	int i;
 
 	for (i = 0; i < PCCX_NFIELDS; i++) {
-		const struct pccx_field_desc *fd = &pccx_fields[i];
+		const struct pccx_field_desc *fd = &pccx__fields[i];
 		uint64_t v;
 
 		if (fd->layout != l)
@@ -693,7 +693,7 @@ static uint64_t gen_form(uint64_t *s)
 		break;
 	case PCCX_OP_CVO: {
 		unsigned fn = (unsigned)(splitmix64(s) % 15);
-		const struct pccx_cvo_desc *cd = pccx_cvo_desc(fn);
+		const struct pccx_cvo_desc *cd = pccx__cvo_desc(fn);
 		bool sform = (splitmix64(s) & 1) && cd->s_flags != PCCX_CVO_NO_SFORM;
 		uint32_t allowed = sform ? cd->s_flags : cd->vec_flags;
 
@@ -739,18 +739,18 @@ static void check_model(uint64_t w, int rc, const struct pccx_isa_fault *f)
 	model_faults(w, &s);
 	if (s.n == 0) {
 		REQUIRE(rc == 0, "word 0x%016llx: decoder says %s (field %d), rules say legal",
-			(unsigned long long)w, pccx_isa_errname(rc), f->field);
+			(unsigned long long)w, pccx__isa_errname(rc), f->field);
 		return;
 	}
 	REQUIRE(rc != 0, "word 0x%016llx: decoder accepts it, rules say %s (field %s)",
-		(unsigned long long)w, pccx_isa_errname(s.err[0]),
-		s.field[0] >= 0 ? pccx_fields[s.field[0]].name : "-");
+		(unsigned long long)w, pccx__isa_errname(s.err[0]),
+		s.field[0] >= 0 ? pccx__fields[s.field[0]].name : "-");
 	for (i = 0; i < s.n; i++)
 		if (s.err[i] == rc && s.field[i] == f->field)
 			found = true;
 	REQUIRE(found, "word 0x%016llx: decoder says %s field %d, not one of the %d faults the "
-		"rules find (first %s field %d)", (unsigned long long)w, pccx_isa_errname(rc),
-		f->field, s.n, pccx_isa_errname(s.err[0]), s.field[0]);
+		"rules find (first %s field %d)", (unsigned long long)w, pccx__isa_errname(rc),
+		f->field, s.n, pccx__isa_errname(s.err[0]), s.field[0]);
 }
 
 /* One word through every path: decoder vs rules, encode(decode), asm(disasm). */
@@ -764,24 +764,24 @@ static void round_trip(uint64_t w, struct rt_stats *st)
 	bool has = false;
 	int rc, n, i;
 
-	rc = pccx_decode(w, &in, &f);
+	rc = pccx__decode(w, &in, &f);
 	REQUIRE(rc == f.err, "decode returned %d, fault says %d", rc, f.err);
 	check_model(w, rc, &f);
-	n = pccx_disasm(w, buf, sizeof(buf));
+	n = pccx__disasm(w, buf, sizeof(buf));
 	REQUIRE(n > 0 && (size_t)n == strlen(buf), "disasm of 0x%016llx returned %d",
 		(unsigned long long)w, n);
 	if (rc == PCCX_ISA_E_OK) {
-		const struct pccx_opcode_desc *od = pccx_opcode_desc(in.opcode);
+		const struct pccx_opcode_desc *od = pccx__opcode_desc(in.opcode);
 
 		st->legal++;
 		REQUIRE(n < 96, "legal word prints in %d bytes: %s", n, buf);
-		REQUIRE(pccx_encode(&in, &back, &f) == PCCX_ISA_E_OK, "encode refused '%s'", buf);
+		REQUIRE(pccx__encode(&in, &back, &f) == PCCX_ISA_E_OK, "encode refused '%s'", buf);
 		REQUIRE(back == w, "encode(decode(0x%016llx)) = 0x%016llx", (unsigned long long)w,
 			(unsigned long long)back);
 		for (i = 0; i < PCCX_NFIELDS; i++)
-			REQUIRE(pccx_fields[i].layout == od->layout || in.f[i] == 0,
+			REQUIRE(pccx__fields[i].layout == od->layout || in.f[i] == 0,
 				"0x%016llx: field %s of another layout is %u",
-				(unsigned long long)w, pccx_fields[i].name, in.f[i]);
+				(unsigned long long)w, pccx__fields[i].name, in.f[i]);
 		st->per_op[in.opcode]++;
 		if (in.opcode == PCCX_OP_CVO)
 			st->cvo[in.f[PCCX_FID_D_func]][in.f[PCCX_FID_D_sreg]]++;
@@ -799,13 +799,13 @@ static void round_trip(uint64_t w, struct rt_stats *st)
 		hl = (size_t)snprintf(head, sizeof(head), ".word 0x%016llx  # ",
 				      (unsigned long long)w);
 		REQUIRE(strncmp(buf, head, hl) == 0, "illegal word prints as '%s'", buf);
-		REQUIRE(strncmp(buf + hl, pccx_isa_errname(rc), strlen(pccx_isa_errname(rc))) == 0,
-			"'%s' lacks %s", buf, pccx_isa_errname(rc));
+		REQUIRE(strncmp(buf + hl, pccx__isa_errname(rc), strlen(pccx__isa_errname(rc))) == 0,
+			"'%s' lacks %s", buf, pccx__isa_errname(rc));
 		REQUIRE(n < 200, "illegal word prints in %d bytes", n);
 	}
-	rc = pccx_asm_line(buf, (size_t)n, &back, &has, &e);
+	rc = pccx__asm_line(buf, (size_t)n, &back, &has, &e);
 	REQUIRE(rc == PCCX_ASM_E_OK && has, "asm('%s') failed: %s at %zu", buf,
-		pccx_asm_strerror(rc), e.column);
+		pccx__asm_strerror(rc), e.column);
 	REQUIRE(back == w, "asm(dis(0x%016llx)) = 0x%016llx ('%s')", (unsigned long long)w,
 		(unsigned long long)back, buf);
 }
@@ -828,10 +828,10 @@ START_TEST(random_legal_round_trip)
 			      (unsigned long long)st.per_op[k]);
 	for (fn = 0; fn < 15; fn++) {
 		ck_assert_msg(st.cvo[fn][0] > 100, "cvo %s vector form: %llu words",
-			      pccx_cvo_desc(fn)->name, (unsigned long long)st.cvo[fn][0]);
-		if (pccx_cvo_desc(fn)->s_flags != PCCX_CVO_NO_SFORM)
+			      pccx__cvo_desc(fn)->name, (unsigned long long)st.cvo[fn][0]);
+		if (pccx__cvo_desc(fn)->s_flags != PCCX_CVO_NO_SFORM)
 			ck_assert_msg(st.cvo[fn][1] > 100, "cvo %s scalar form: %llu words",
-				      pccx_cvo_desc(fn)->name, (unsigned long long)st.cvo[fn][1]);
+				      pccx__cvo_desc(fn)->name, (unsigned long long)st.cvo[fn][1]);
 		else
 			ck_assert_uint_eq(st.cvo[fn][1], 0);
 	}
@@ -841,7 +841,7 @@ START_TEST(random_legal_round_trip)
 	ck_assert_uint_gt(st.cache[1], 1000);
 	/* and every word-level error class among the illegal ones */
 	for (k = PCCX_ISA_E_CVO_FUNC; k <= PCCX_ISA_E_UNUSED_FIELD; k++)
-		ck_assert_msg(st.errs[k] > 100, "%s: %llu words", pccx_isa_errname(k),
+		ck_assert_msg(st.errs[k] > 100, "%s: %llu words", pccx__isa_errname(k),
 			      (unsigned long long)st.errs[k]);
 	ck_assert_uint_gt(st.errs[PCCX_ISA_E_LENGTH], 100);
 }
@@ -865,7 +865,7 @@ START_TEST(random_uniform_round_trip)
 
 		do
 			w = gen_word(&seed);
-		while (pccx_decode(w, &(struct pccx_insn){ 0 }, NULL) != 0);
+		while (pccx__decode(w, &(struct pccx_insn){ 0 }, NULL) != 0);
 		for (b = 0; b < 64; b++)
 			round_trip(w ^ (1ull << b), &st);
 	}
@@ -881,18 +881,18 @@ START_TEST(decode_fills_fields_of_illegal_words)
 	uint64_t w = op_word(PCCX_OP_GEMV) | PCCX_PUT(A, dest, 0x1234) | PCCX_PUT(A, rsv, 5);
 	int i;
 
-	ck_assert_int_eq(pccx_decode(w, &in, &f), PCCX_ISA_E_RESERVED);
+	ck_assert_int_eq(pccx__decode(w, &in, &f), PCCX_ISA_E_RESERVED);
 	ck_assert_uint_eq(in.opcode, PCCX_OP_GEMV);
 	ck_assert_uint_eq(in.f[PCCX_FID_A_dest], 0x1234);
 	ck_assert_uint_eq(in.f[PCCX_FID_A_rsv], 5);
 	/* an undefined opcode has no layout: every field reads 0 */
 	memset(&in, 0xa5, sizeof(in));
-	ck_assert_int_eq(pccx_decode(0x9fffffffffffffffull, &in, &f), PCCX_ISA_E_OPCODE);
+	ck_assert_int_eq(pccx__decode(0x9fffffffffffffffull, &in, &f), PCCX_ISA_E_OPCODE);
 	ck_assert_uint_eq(in.opcode, 9);
 	for (i = 0; i < PCCX_NFIELDS; i++)
 		ck_assert_uint_eq(in.f[i], 0);
 	/* a NULL fault pointer is allowed */
-	ck_assert_int_eq(pccx_decode(0xf000000000000000ull, &in, NULL), PCCX_ISA_E_OPCODE);
+	ck_assert_int_eq(pccx__decode(0xf000000000000000ull, &in, NULL), PCCX_ISA_E_OPCODE);
 }
 END_TEST
 
@@ -937,13 +937,13 @@ START_TEST(illegal_reserved_fields)
 	int i;
 
 	for (k = 0; k < sizeof(legal) / sizeof(legal[0]); k++) {
-		enum pccx_layout l = pccx_opcode_desc(pccx_opcode_of(legal[k]))->layout;
+		enum pccx_layout l = pccx__opcode_desc(pccx_opcode_of(legal[k]))->layout;
 
 		expect_legal(legal[k]);
 		for (i = 0; i < PCCX_NFIELDS; i++) {
 			uint64_t v;
 
-			if (pccx_fields[i].layout != l || pccx_fields[i].kind != PCCX_FK_MBZ)
+			if (pccx__fields[i].layout != l || pccx__fields[i].kind != PCCX_FK_MBZ)
 				continue;
 			nres++;
 			for (v = 1; v <= fmax_of(i); v++)
@@ -985,7 +985,7 @@ START_TEST(illegal_cvo_flags)
 	int form, k;
 
 	for (fn = 0; fn < 15; fn++) {
-		const struct pccx_cvo_desc *cd = pccx_cvo_desc(fn);
+		const struct pccx_cvo_desc *cd = pccx__cvo_desc(fn);
 
 		for (form = 0; form < 2; form++) {
 			uint32_t allowed = form ? cd->s_flags : cd->vec_flags;
@@ -1040,7 +1040,7 @@ START_TEST(illegal_cvo_unused_and_length)
 	unsigned fn;
 
 	for (fn = 0; fn < 15; fn++) {
-		const struct pccx_cvo_desc *cd = pccx_cvo_desc(fn);
+		const struct pccx_cvo_desc *cd = pccx__cvo_desc(fn);
 		uint64_t vec = cvo_word(fn, false, 0);
 
 		if (cd->cls == PCCX_CVOC_LOAD) {
@@ -1087,7 +1087,7 @@ START_TEST(disasm_documented_examples)
 		char buf[96];
 		uint64_t w = asmf("%s", lines[k]);
 
-		ck_assert_int_eq(pccx_disasm(w, buf, sizeof(buf)), (int)strlen(lines[k]));
+		ck_assert_int_eq(pccx__disasm(w, buf, sizeof(buf)), (int)strlen(lines[k]));
 		ck_assert_str_eq(buf, lines[k]);
 	}
 	ck_assert_uint_eq(asmf("%s", lines[0]),
@@ -1100,10 +1100,10 @@ START_TEST(disasm_illegal_word_text)
 {
 	char buf[200];
 
-	ck_assert_int_gt(pccx_disasm(0x8000000000000000ull, buf, sizeof(buf)), 0);
+	ck_assert_int_gt(pccx__disasm(0x8000000000000000ull, buf, sizeof(buf)), 0);
 	ck_assert_str_eq(buf, ".word 0x8000000000000000  # OPCODE: opcode is not defined "
 			      "(0x5-0xF are illegal)");
-	pccx_disasm(op_word(PCCX_OP_GEMV) | PCCX_PUT(A, lanes, 3), buf, sizeof(buf));
+	pccx__disasm(op_word(PCCX_OP_GEMV) | PCCX_PUT(A, lanes, 3), buf, sizeof(buf));
 	ck_assert_str_eq(buf, ".word 0x0000000000000018  # FIELD_VALUE: field holds a value that "
 			      "is not defined (field lanes)");
 }
@@ -1120,24 +1120,24 @@ START_TEST(disasm_buffer_size)
 
 	for (k = 0; k < sizeof(words) / sizeof(words[0]); k++) {
 		char full[200], *buf;
-		int n = pccx_disasm(words[k], full, sizeof(full));
+		int n = pccx__disasm(words[k], full, sizeof(full));
 
 		ck_assert_int_gt(n, 0);
 		/* exactly the bytes needed: in a heap block of that size, so ASan sees overruns */
 		buf = malloc((size_t)n + 1);
 		ck_assert_ptr_nonnull(buf);
-		ck_assert_int_eq(pccx_disasm(words[k], buf, (size_t)n + 1), n);
+		ck_assert_int_eq(pccx__disasm(words[k], buf, (size_t)n + 1), n);
 		ck_assert_str_eq(buf, full);
 		free(buf);
 		/* one byte short: -1, truncated, still terminated */
 		buf = malloc((size_t)n);
 		ck_assert_ptr_nonnull(buf);
-		ck_assert_int_eq(pccx_disasm(words[k], buf, (size_t)n), -1);
+		ck_assert_int_eq(pccx__disasm(words[k], buf, (size_t)n), -1);
 		ck_assert_uint_eq(strlen(buf), (size_t)n - 1);
 		ck_assert(memcmp(buf, full, (size_t)n - 1) == 0);
 		free(buf);
 		/* size 0 writes nothing */
-		ck_assert_int_eq(pccx_disasm(words[k], NULL, 0), -1);
+		ck_assert_int_eq(pccx__disasm(words[k], NULL, 0), -1);
 	}
 }
 END_TEST
@@ -1150,7 +1150,7 @@ START_TEST(disasm_longest_fits_96)
 	int n;
 
 	for (fn = 0; fn < 15; fn++) {
-		const struct pccx_cvo_desc *cd = pccx_cvo_desc(fn);
+		const struct pccx_cvo_desc *cd = pccx__cvo_desc(fn);
 		int form;
 
 		for (form = 0; form < 2; form++) {
@@ -1166,12 +1166,12 @@ START_TEST(disasm_longest_fits_96)
 			if (!form || cd->cls == PCCX_CVOC_LOAD)
 				w = put(w, PCCX_FID_D_len, 65535);
 			expect_legal(w);
-			n = pccx_disasm(w, buf, sizeof(buf));
+			n = pccx__disasm(w, buf, sizeof(buf));
 			ck_assert_msg(n > 0 && n < 96, "%d bytes: %s", n, buf);
 		}
 	}
-	n = pccx_disasm(asmf("memcpy dest=0x1ffff src=0 desc=131071 fshape=63 +from_host +async"),
-			buf, sizeof(buf));
+	n = pccx__disasm(asmf("memcpy dest=0x1ffff src=0 desc=131071 fshape=63 +from_host +async"),
+			 buf, sizeof(buf));
 	ck_assert(n > 0 && n < 96);
 }
 END_TEST
@@ -1183,12 +1183,12 @@ static void asm_err(const char *line, int err, size_t column, int field)
 	struct pccx_asm_error e;
 	uint64_t w = 0x1234;
 	bool has = true;
-	int rc = pccx_asm_line(line, strlen(line), &w, &has, &e);
+	int rc = pccx__asm_line(line, strlen(line), &w, &has, &e);
 
 	ck_assert_msg(rc == err && e.err == err, "'%s': expected %s, got '%s'", line,
-		      pccx_asm_strerror(err), pccx_asm_strerror(rc));
+		      pccx__asm_strerror(err), pccx__asm_strerror(rc));
 	ck_assert_msg(e.column == column, "'%s': %s at column %zu, expected %zu", line,
-		      pccx_asm_strerror(err), e.column, column);
+		      pccx__asm_strerror(err), e.column, column);
 	ck_assert_msg(e.field == field, "'%s': field %d, expected %d", line, e.field, field);
 	ck_assert_msg(!has, "'%s': error but has_word", line);
 }
@@ -1199,7 +1199,7 @@ static void asm_blank(const char *line)
 	uint64_t w;
 	bool has = true;
 
-	ck_assert_int_eq(pccx_asm_line(line, strlen(line), &w, &has, &e), PCCX_ASM_E_OK);
+	ck_assert_int_eq(pccx__asm_line(line, strlen(line), &w, &has, &e), PCCX_ASM_E_OK);
 	ck_assert_msg(!has, "'%s' produced a word", line);
 }
 
@@ -1285,7 +1285,7 @@ START_TEST(asm_width)
 	const char *l = "cvo func=exp src=0 dst=0 len=65536";
 
 	asm_err(l, PCCX_ASM_E_WIDTH, 29, PCCX_FID_D_len);
-	ck_assert_int_eq(pccx_asm_line(l, strlen(l), &w, &has, &e), PCCX_ASM_E_WIDTH);
+	ck_assert_int_eq(pccx__asm_line(l, strlen(l), &w, &has, &e), PCCX_ASM_E_WIDTH);
 	ck_assert_uint_eq(e.value, 65536);
 	asm_err("cvo func=exp src=0x20000 dst=0 len=1", PCCX_ASM_E_WIDTH, 17, PCCX_FID_D_src);
 	asm_err("memset cache=fmap entry=64 a=0 b=0 c=0", PCCX_ASM_E_WIDTH, 24, PCCX_FID_C_entry);
@@ -1325,10 +1325,10 @@ START_TEST(asm_enum_with_nul_bytes)
 	uint64_t w;
 	bool has;
 
-	ck_assert_int_eq(pccx_asm_line(line, sizeof(line) - 1, &w, &has, &e), PCCX_ASM_E_ENUM);
+	ck_assert_int_eq(pccx__asm_line(line, sizeof(line) - 1, &w, &has, &e), PCCX_ASM_E_ENUM);
 	ck_assert_uint_eq(e.column, 13);
 	ck_assert_int_eq(e.field, PCCX_FID_C_cache);
-	ck_assert_int_eq(pccx_asm_line(func, sizeof(func) - 1, &w, &has, &e), PCCX_ASM_E_ENUM);
+	ck_assert_int_eq(pccx__asm_line(func, sizeof(func) - 1, &w, &has, &e), PCCX_ASM_E_ENUM);
 	ck_assert_uint_eq(e.column, 9);
 }
 END_TEST
@@ -1365,29 +1365,29 @@ START_TEST(asm_illegal)
 	bool has;
 
 	asm_err(l, PCCX_ASM_E_ILLEGAL, 2, PCCX_FID_B_to_host);
-	ck_assert_int_eq(pccx_asm_line(l, strlen(l), &w, &has, &e), PCCX_ASM_E_ILLEGAL);
+	ck_assert_int_eq(pccx__asm_line(l, strlen(l), &w, &has, &e), PCCX_ASM_E_ILLEGAL);
 	ck_assert_int_eq(e.isa_err, PCCX_ISA_E_ROUTE);
 	ck_assert_uint_eq(e.value, op_word(PCCX_OP_MEMCPY) | PCCX_PUT(B, from_host, 1) |
 				   PCCX_PUT(B, to_host, 1));
 
 	l = "cvo func=exp src=0 dst=0 len=0";
 	asm_err(l, PCCX_ASM_E_ILLEGAL, 0, PCCX_FID_D_len);
-	ck_assert_int_eq(pccx_asm_line(l, strlen(l), &w, &has, &e), PCCX_ASM_E_ILLEGAL);
+	ck_assert_int_eq(pccx__asm_line(l, strlen(l), &w, &has, &e), PCCX_ASM_E_ILLEGAL);
 	ck_assert_int_eq(e.isa_err, PCCX_ISA_E_LENGTH);
 
 	l = "cvo func=sum src=0 dst=0 len=0 +sreg";
 	asm_err(l, PCCX_ASM_E_ILLEGAL, 0, PCCX_FID_D_sreg);
-	ck_assert_int_eq(pccx_asm_line(l, strlen(l), &w, &has, &e), PCCX_ASM_E_ILLEGAL);
+	ck_assert_int_eq(pccx__asm_line(l, strlen(l), &w, &has, &e), PCCX_ASM_E_ILLEGAL);
 	ck_assert_int_eq(e.isa_err, PCCX_ISA_E_FLAGS);
 
 	l = "x: cvo func=exp src=1 dst=0 len=0 +sreg";
 	asm_err(l, PCCX_ASM_E_ILLEGAL, 3, PCCX_FID_D_src);
-	ck_assert_int_eq(pccx_asm_line(l, strlen(l), &w, &has, &e), PCCX_ASM_E_ILLEGAL);
+	ck_assert_int_eq(pccx__asm_line(l, strlen(l), &w, &has, &e), PCCX_ASM_E_ILLEGAL);
 	ck_assert_int_eq(e.isa_err, PCCX_ISA_E_UNUSED_FIELD);
 
 	/* an error leaves isa_err 0 when the word was never built */
 	l = "gemv";
-	ck_assert_int_eq(pccx_asm_line(l, strlen(l), &w, &has, &e), PCCX_ASM_E_MISSING);
+	ck_assert_int_eq(pccx__asm_line(l, strlen(l), &w, &has, &e), PCCX_ASM_E_MISSING);
 	ck_assert_int_eq(e.isa_err, 0);
 }
 END_TEST
@@ -1419,15 +1419,15 @@ START_TEST(asm_comments_labels_blank)
 		uint64_t w = 0;
 		bool has = false;
 
-		ck_assert_int_eq(pccx_asm_line(two, strlen(two), &w, &has, &e), PCCX_ASM_E_OK);
+		ck_assert_int_eq(pccx__asm_line(two, strlen(two), &w, &has, &e), PCCX_ASM_E_OK);
 		ck_assert(has);
 		ck_assert_uint_eq(w, ref);
-		ck_assert_int_eq(pccx_asm_line(two, 48, &w, &has, &e), PCCX_ASM_E_OK);
+		ck_assert_int_eq(pccx__asm_line(two, 48, &w, &has, &e), PCCX_ASM_E_OK);
 		ck_assert_uint_eq(w, ref);
-		ck_assert_int_eq(pccx_asm_line(two, 47, &w, &has, &e), PCCX_ASM_E_OK);
+		ck_assert_int_eq(pccx__asm_line(two, 47, &w, &has, &e), PCCX_ASM_E_OK);
 		ck_assert_uint_eq(w, ref);
-		ck_assert_int_eq(pccx_asm_line(two, 46, &w, &has, &e), PCCX_ASM_E_NUMBER);
-		ck_assert_int_eq(pccx_asm_line(two, 0, &w, &has, &e), PCCX_ASM_E_OK);
+		ck_assert_int_eq(pccx__asm_line(two, 46, &w, &has, &e), PCCX_ASM_E_NUMBER);
+		ck_assert_int_eq(pccx__asm_line(two, 0, &w, &has, &e), PCCX_ASM_E_OK);
 		ck_assert(!has);
 	}
 	ck_assert_uint_eq(asmf("lbl: .word 0x0000000000000001  # GEMV? no"), 1);
@@ -1460,12 +1460,12 @@ START_TEST(asm_every_mnemonic)
 	char buf[128];
 
 	for (fn = 0; fn < 15; fn++) {
-		const struct pccx_cvo_desc *cd = pccx_cvo_desc(fn);
+		const struct pccx_cvo_desc *cd = pccx__cvo_desc(fn);
 		uint64_t w = asmf("cvo func=%s src=0x10 dst=0x20 len=%u", cd->name,
 				  cd->cls == PCCX_CVOC_LOAD ? 3 : 16);
 
 		ck_assert_uint_eq(w, cvo_word(fn, false, 0));
-		pccx_disasm(w, buf, sizeof(buf));
+		pccx__disasm(w, buf, sizeof(buf));
 		ck_assert_uint_eq(asmf("%s", buf), w);
 	}
 	ck_assert_uint_eq(pccx_opcode_of(asmf("gemv dest=0 src=0 wshape=0 fshape=0")), 0);

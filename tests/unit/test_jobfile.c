@@ -2,7 +2,7 @@
 /*
  * Job files (host/compiler/jobfile.c): the byte layout, serialise/parse round
  * trips, every malformed file refused with its message, bare program files,
- * and the validator's messages as pccx_jobfile_validate reports them.
+ * and the validator's messages as pccx__jobfile_validate reports them.
  */
 #include <check.h>
 #include <stdio.h>
@@ -55,7 +55,7 @@ static int parse(const uint8_t *data, size_t len, struct pccx_jobfile *jf, pccx_
 	if (len)
 		memcpy(copy, data, len);
 	memset(d, 0, sizeof(*d));
-	rc = pccx_jobfile_parse(copy, len, "t.job", jf, d);
+	rc = pccx__jobfile_parse(copy, len, "t.job", jf, d);
 	free(copy);
 	return rc;
 }
@@ -78,7 +78,7 @@ static void refused(const uint8_t *data, size_t len, int status, const char *nee
 	ck_assert_ptr_null(jf.dma);
 	ck_assert_ptr_null(jf.stream);
 	ck_assert_ptr_null(jf.buf);
-	pccx_jobfile_free(&jf);
+	pccx__jobfile_free(&jf);
 }
 
 static uint64_t A(const char *line)
@@ -87,7 +87,7 @@ static uint64_t A(const char *line)
 	uint64_t w = 0;
 	bool has = false;
 
-	ck_assert_int_eq(pccx_asm_line(line, strlen(line), &w, &has, &e), 0);
+	ck_assert_int_eq(pccx__asm_line(line, strlen(line), &w, &has, &e), 0);
 	ck_assert(has);
 	return w;
 }
@@ -132,7 +132,7 @@ static void serialize(const struct pccx_jobfile *jf, uint8_t **out, size_t *len)
 {
 	pccx_diag d = { 0 };
 
-	ck_assert_int_eq(pccx_jobfile_serialize(jf, out, len, &d), PCCX_OK);
+	ck_assert_int_eq(pccx__jobfile_serialize(jf, out, len, &d), PCCX_OK);
 }
 
 /* ---- layout and round trip ------------------------------------------------------------- */
@@ -195,7 +195,7 @@ START_TEST(round_trip)
 	serialize(&back, &b2, &len2);
 	ck_assert_uint_eq(len2, len);
 	ck_assert(memcmp(b, b2, len) == 0);
-	pccx_jobfile_free(&back);
+	pccx__jobfile_free(&back);
 	ck_assert_ptr_null(back.insn);
 	ck_assert_uint_eq(back.n_insn, 0);
 	free(b);
@@ -219,12 +219,12 @@ START_TEST(round_trip_empty_counts)
 	{
 		struct pccx_vresult res;
 
-		ck_assert_int_eq(pccx_jobfile_validate(&back, "t.job", &res, &d),
+		ck_assert_int_eq(pccx__jobfile_validate(&back, "t.job", &res, &d),
 				 PCCX_ERR_VALIDATE);
 		ck_assert_int_eq(res.err, PCCX_ISA_E_JOB_EMPTY);
 		ck_assert_str_eq(d.msg, "t.job: job: JOB_EMPTY: job has no instructions");
 	}
-	pccx_jobfile_free(&back);
+	pccx__jobfile_free(&back);
 	free(b);
 }
 END_TEST
@@ -327,7 +327,7 @@ START_TEST(length_mismatch)
 	b[HDR + 8] = 16;
 	ck_assert_int_eq(parse(b, HDR + 16, &jf, &(pccx_diag){ 0 }), PCCX_OK);
 	ck_assert_uint_eq(jf.n_buf, 1);
-	pccx_jobfile_free(&jf);
+	pccx__jobfile_free(&jf);
 	free(b);
 }
 END_TEST
@@ -390,7 +390,7 @@ START_TEST(buffer_access_bits)
 		serialize(&jf, &b, &len);
 		ck_assert_int_eq(parse(b, len, &back, &d), PCCX_OK);
 		ck_assert_uint_eq(back.buf[2].access, access);
-		pccx_jobfile_free(&back);
+		pccx__jobfile_free(&back);
 		free(b);
 	}
 }
@@ -415,7 +415,7 @@ START_TEST(buffer_sizes)
 	serialize(&jf, &b, &len);
 	ck_assert_int_eq(parse(b, len, &back, &d), PCCX_OK);
 	ck_assert_uint_eq(back.buf[2].size, 1ull << 40);
-	pccx_jobfile_free(&back);
+	pccx__jobfile_free(&back);
 	free(b);
 }
 END_TEST
@@ -433,13 +433,13 @@ START_TEST(buffer_rule_matches_backend)
 					     0x80000003u, 0xffffffffu };
 	static uint8_t host[16];
 	struct pccx_sim_config cfg;
-	struct pccx_simb *sb;
+	struct pccx_sim_backend *sb;
 	pccx_diag d = { 0 };
 	size_t i, k;
 
-	pccx_sim_config_default(&cfg);
+	pccx__sim_config_default(&cfg);
 	cfg.dma_address_bits = 48;
-	ck_assert_int_eq(pccx_simb_create(&cfg, &sb, &d), 0);
+	ck_assert_int_eq(pccx__sim_backend_create(&cfg, &sb, &d), 0);
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
 		for (k = 0; k < sizeof(accesses) / sizeof(accesses[0]); k++) {
 			struct pccx_jobfile jf = sample_job(), back;
@@ -453,19 +453,19 @@ START_TEST(buffer_rule_matches_backend)
 			serialize(&jf, &b, &len);
 			file_ok = parse(b, len, &back, &d) == PCCX_OK;
 			if (file_ok)
-				pccx_jobfile_free(&back);
+				pccx__jobfile_free(&back);
 			free(b);
 			/* imported, not allocated: nothing is mapped or touched */
-			sim_ok = pccx_simb_buf_import(sb, host, sizes[i], accesses[k], &h, &d) == 0;
+			sim_ok = pccx__sim_backend_buf_import(sb, host, sizes[i], accesses[k], &h, &d) == 0;
 			if (sim_ok)
-				ck_assert_int_eq(pccx_simb_buf_free(sb, h), 0);
+				ck_assert_int_eq(pccx__sim_backend_buf_free(sb, h), 0);
 			ck_assert_msg(file_ok == sim_ok,
 				      "size %llu access 0x%x: the job file %s it, the backend %s it",
 				      (unsigned long long)sizes[i], accesses[k],
 				      file_ok ? "accepts" : "refuses",
 				      sim_ok ? "accepts" : "refuses");
 		}
-	pccx_simb_destroy(sb);
+	pccx__sim_backend_destroy(sb);
 }
 END_TEST
 
@@ -488,7 +488,7 @@ START_TEST(program_files)
 	ck_assert_uint_eq(jf.insn[0], 0x3000000000000000ull);
 	ck_assert_uint_eq(jf.insn[1], 0x4102030405060708ull);
 	ck_assert_uint_eq(jf.n_dma + jf.n_stream + jf.n_buf, 0);
-	pccx_jobfile_free(&jf);
+	pccx__jobfile_free(&jf);
 }
 END_TEST
 
@@ -503,7 +503,7 @@ START_TEST(program_too_long)
 	refused(b, len, PCCX_ERR_RANGE, "1048577 words, more than 1048576");
 	ck_assert_int_eq(parse(b, len - 8, &jf, &d), PCCX_OK);
 	ck_assert_uint_eq(jf.n_insn, 1u << 20);
-	pccx_jobfile_free(&jf);
+	pccx__jobfile_free(&jf);
 	free(b);
 }
 END_TEST
@@ -516,7 +516,7 @@ START_TEST(magic_is_not_a_legal_word)
 
 	for (i = 0; i < 8; i++)
 		w |= (uint64_t)(uint8_t)PCCX_JOBFILE_MAGIC[i] << (8 * i);
-	ck_assert_int_ne(pccx_decode(w, &(struct pccx_insn){ 0 }, NULL), 0);
+	ck_assert_int_ne(pccx__decode(w, &(struct pccx_insn){ 0 }, NULL), 0);
 }
 END_TEST
 
@@ -528,12 +528,12 @@ START_TEST(lookup_callback)
 	uint64_t size = 0;
 	uint32_t access = 0;
 
-	ck_assert_int_eq(pccx_jobfile_lookup(&jf, 11, &size, &access), 0);
+	ck_assert_int_eq(pccx__jobfile_lookup(&jf, 11, &size, &access), 0);
 	ck_assert_uint_eq(size, 32);
 	ck_assert_uint_eq(access, PCCX_BUF_DEV_WRITE);
-	ck_assert_int_ne(pccx_jobfile_lookup(&jf, 13, &size, &access), 0);
+	ck_assert_int_ne(pccx__jobfile_lookup(&jf, 13, &size, &access), 0);
 	jf.n_buf = 0;
-	ck_assert_int_ne(pccx_jobfile_lookup(&jf, 10, &size, &access), 0);
+	ck_assert_int_ne(pccx__jobfile_lookup(&jf, 10, &size, &access), 0);
 }
 END_TEST
 
@@ -542,7 +542,7 @@ static void validate_msg(const struct pccx_jobfile *jf, int isa_err, const char 
 {
 	struct pccx_vresult res;
 	pccx_diag d = { 0 };
-	int rc = pccx_jobfile_validate(jf, "t.job", &res, &d);
+	int rc = pccx__jobfile_validate(jf, "t.job", &res, &d);
 
 	ck_assert_msg(rc == PCCX_ERR_VALIDATE, "status %s (%s)", pccx_status_name(rc), d.msg);
 	ck_assert_int_eq(res.err, isa_err);
@@ -555,7 +555,7 @@ START_TEST(validate_accepts_sample)
 	struct pccx_vresult res;
 	pccx_diag d = { 0 };
 
-	ck_assert_int_eq(pccx_jobfile_validate(&jf, "t.job", &res, &d), PCCX_OK);
+	ck_assert_int_eq(pccx__jobfile_validate(&jf, "t.job", &res, &d), PCCX_OK);
 	ck_assert_uint_eq(res.dma_bytes_in, 64);
 	ck_assert_uint_eq(res.dma_bytes_out, 16);
 	ck_assert_uint_eq(res.port_bytes[0], 64);
@@ -563,7 +563,7 @@ START_TEST(validate_accepts_sample)
 	/* as a bare program the descriptors are not needed */
 	jf.n_dma = jf.n_stream = jf.n_buf = 0;
 	jf.is_program = 1;
-	ck_assert_int_eq(pccx_jobfile_validate(&jf, "t.job", &res, &d), PCCX_OK);
+	ck_assert_int_eq(pccx__jobfile_validate(&jf, "t.job", &res, &d), PCCX_OK);
 	jf.is_program = 0;
 	validate_msg(&jf, PCCX_ISA_E_DMA_INDEX,
 		     "t.job: instruction 3 (memcpy dest=0x00000 src=0x00000 desc=0 fshape=0 "
@@ -633,20 +633,20 @@ START_TEST(describe_edges)
 	res.where = PCCX_VW_INSN;
 	res.index = 9;
 	res.field = PCCX_FID_D_len;
-	pccx_vresult_describe(&res, insn, 2, buf, sizeof(buf));
+	pccx__vresult_describe(&res, insn, 2, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "instruction 9 (?): field len: L2_RANGE: L2 range outside the "
 			      "114,688-word L2");
-	pccx_vresult_describe(&res, NULL, 0, buf, sizeof(buf));
+	pccx__vresult_describe(&res, NULL, 0, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "instruction 9 (?): field len: L2_RANGE: L2 range outside the "
 			      "114,688-word L2");
 	res.field = PCCX_NFIELDS;
 	res.where = PCCX_VW_PORT;
 	res.index = 3;
 	res.err = PCCX_ISA_E_COUNT + 5;
-	pccx_vresult_describe(&res, insn, 2, buf, sizeof(buf));
+	pccx__vresult_describe(&res, insn, 2, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "weight-stream port 3: UNKNOWN: unknown ISA error");
 	memset(small, 'x', sizeof(small));
-	pccx_vresult_describe(&res, insn, 2, small, sizeof(small));
+	pccx__vresult_describe(&res, insn, 2, small, sizeof(small));
 	ck_assert_uint_eq(strlen(small), sizeof(small) - 1);
 }
 END_TEST

@@ -122,7 +122,7 @@ START_TEST(bf16_to_f32_all)
 	unsigned h;
 
 	for (h = 0; h < 65536; h++)
-		EXPECT(bits(pccx_bf16_to_f32((uint16_t)h)) == (uint32_t)h << 16, "bf16 0x%04x", h);
+		EXPECT(bits(pccx__bf16_to_f32((uint16_t)h)) == (uint32_t)h << 16, "bf16 0x%04x", h);
 }
 END_TEST
 
@@ -131,7 +131,7 @@ START_TEST(bf16_roundtrip_all)
 	unsigned h;
 
 	for (h = 0; h < 65536; h++) {
-		uint16_t back = pccx_f32_to_bf16(pccx_bf16_to_f32((uint16_t)h));
+		uint16_t back = pccx__f32_to_bf16(pccx__bf16_to_f32((uint16_t)h));
 		bool nan = (h & 0x7F80u) == 0x7F80u && (h & 0x7Fu);
 
 		EXPECT(back == (nan ? ((h & 0x8000u) | 0x7FC0u) : h), "bf16 0x%04x -> 0x%04x", h, back);
@@ -142,7 +142,7 @@ END_TEST
 static void check_bf16(uint32_t u)
 {
 	float x = f32(u);
-	uint16_t got = pccx_f32_to_bf16(x);
+	uint16_t got = pccx__f32_to_bf16(x);
 
 	uint16_t want = isnan(x) ? (uint16_t)(((u >> 16) & 0x8000u) | 0x7FC0u) : ref_bf16_round(x);
 
@@ -175,24 +175,24 @@ END_TEST
 
 START_TEST(f32_to_bf16_specials)
 {
-	ck_assert_uint_eq(pccx_f32_to_bf16(1.0f), 0x3F80);
-	ck_assert_uint_eq(pccx_f32_to_bf16(f32(0x3F808000u)), 0x3F80);	/* tie, even stays */
-	ck_assert_uint_eq(pccx_f32_to_bf16(f32(0x3F818000u)), 0x3F82);	/* tie, odd rounds up */
-	ck_assert_uint_eq(pccx_f32_to_bf16(f32(0x7F7F7FFFu)), 0x7F7F);	/* below the overflow tie */
-	ck_assert_uint_eq(pccx_f32_to_bf16(f32(0x7F7F8000u)), 0x7F80);	/* tie to even -> Inf */
-	ck_assert_uint_eq(pccx_f32_to_bf16(FLT_MAX), 0x7F80);
-	ck_assert_uint_eq(pccx_f32_to_bf16(-FLT_MAX), 0xFF80);
-	ck_assert_uint_eq(pccx_f32_to_bf16(INFINITY), 0x7F80);
-	ck_assert_uint_eq(pccx_f32_to_bf16(-INFINITY), 0xFF80);
-	ck_assert_uint_eq(pccx_f32_to_bf16(f32(0x00000001u)), 0x0000);	/* subnormal, rounds to 0 */
-	ck_assert_uint_eq(pccx_f32_to_bf16(f32(0x00008000u)), 0x0000);	/* subnormal tie, even */
-	ck_assert_uint_eq(pccx_f32_to_bf16(f32(0x00018000u)), 0x0002);	/* subnormal tie, odd */
-	ck_assert_uint_eq(pccx_f32_to_bf16(f32(0x00010000u)), 0x0001);	/* kept, not flushed */
-	ck_assert_uint_eq(pccx_f32_to_bf16(f32(0x007FFFFFu)), 0x0080);	/* rounds up to normal */
-	ck_assert_uint_eq(pccx_f32_to_bf16(-0.0f), 0x8000);
-	ck_assert_uint_eq(pccx_f32_to_bf16(f32(0x7F800001u)), 0x7FC0);	/* sNaN -> quiet */
-	ck_assert_uint_eq(pccx_f32_to_bf16(f32(0xFFFFFFFFu)), 0xFFC0);
-	ck_assert_uint_eq(pccx_f32_to_bf16(f32(0x7FC12345u)), 0x7FC0);	/* payload dropped */
+	ck_assert_uint_eq(pccx__f32_to_bf16(1.0f), 0x3F80);
+	ck_assert_uint_eq(pccx__f32_to_bf16(f32(0x3F808000u)), 0x3F80);	/* tie, even stays */
+	ck_assert_uint_eq(pccx__f32_to_bf16(f32(0x3F818000u)), 0x3F82);	/* tie, odd rounds up */
+	ck_assert_uint_eq(pccx__f32_to_bf16(f32(0x7F7F7FFFu)), 0x7F7F);	/* below the overflow tie */
+	ck_assert_uint_eq(pccx__f32_to_bf16(f32(0x7F7F8000u)), 0x7F80);	/* tie to even -> Inf */
+	ck_assert_uint_eq(pccx__f32_to_bf16(FLT_MAX), 0x7F80);
+	ck_assert_uint_eq(pccx__f32_to_bf16(-FLT_MAX), 0xFF80);
+	ck_assert_uint_eq(pccx__f32_to_bf16(INFINITY), 0x7F80);
+	ck_assert_uint_eq(pccx__f32_to_bf16(-INFINITY), 0xFF80);
+	ck_assert_uint_eq(pccx__f32_to_bf16(f32(0x00000001u)), 0x0000);	/* subnormal, rounds to 0 */
+	ck_assert_uint_eq(pccx__f32_to_bf16(f32(0x00008000u)), 0x0000);	/* subnormal tie, even */
+	ck_assert_uint_eq(pccx__f32_to_bf16(f32(0x00018000u)), 0x0002);	/* subnormal tie, odd */
+	ck_assert_uint_eq(pccx__f32_to_bf16(f32(0x00010000u)), 0x0001);	/* kept, not flushed */
+	ck_assert_uint_eq(pccx__f32_to_bf16(f32(0x007FFFFFu)), 0x0080);	/* rounds up to normal */
+	ck_assert_uint_eq(pccx__f32_to_bf16(-0.0f), 0x8000);
+	ck_assert_uint_eq(pccx__f32_to_bf16(f32(0x7F800001u)), 0x7FC0);	/* sNaN -> quiet */
+	ck_assert_uint_eq(pccx__f32_to_bf16(f32(0xFFFFFFFFu)), 0xFFC0);
+	ck_assert_uint_eq(pccx__f32_to_bf16(f32(0x7FC12345u)), 0x7FC0);	/* payload dropped */
 }
 END_TEST
 
@@ -204,7 +204,7 @@ START_TEST(fp16_to_f32_all)
 	unsigned h;
 
 	for (h = 0; h < 65536; h++) {
-		float f = pccx_fp16_to_f32((uint16_t)h);
+		float f = pccx__fp16_to_f32((uint16_t)h);
 		double want = ref_fp16_value((uint16_t)h);
 
 		if (isnan(want))	/* payload kept in the top mantissa bits, sign kept */
@@ -222,7 +222,7 @@ START_TEST(fp16_roundtrip_all)
 	unsigned h;
 
 	for (h = 0; h < 65536; h++) {
-		uint16_t back = pccx_f32_to_fp16(pccx_fp16_to_f32((uint16_t)h));
+		uint16_t back = pccx__f32_to_fp16(pccx__fp16_to_f32((uint16_t)h));
 		bool nan = (h & 0x7C00u) == 0x7C00u && (h & 0x3FFu);
 
 		EXPECT(back == (nan ? ((h & 0x8000u) | 0x7E00u) : h), "fp16 0x%04x -> 0x%04x", h, back);
@@ -233,7 +233,7 @@ END_TEST
 static void check_fp16(uint32_t u)
 {
 	float x = f32(u);
-	uint16_t got = pccx_f32_to_fp16(x);
+	uint16_t got = pccx__f32_to_fp16(x);
 	double want, val;
 
 	if (isnan(x)) {
@@ -280,22 +280,22 @@ END_TEST
 
 START_TEST(f32_to_fp16_specials)
 {
-	ck_assert_uint_eq(pccx_f32_to_fp16(1.0f), 0x3C00);
-	ck_assert_uint_eq(pccx_f32_to_fp16(65504.0f), 0x7BFF);
-	ck_assert_uint_eq(pccx_f32_to_fp16(65519.99f), 0x7BFF);
-	ck_assert_uint_eq(pccx_f32_to_fp16(65520.0f), 0x7C00);	/* tie to even -> Inf */
-	ck_assert_uint_eq(pccx_f32_to_fp16(-1e9f), 0xFC00);
-	ck_assert_uint_eq(pccx_f32_to_fp16(0x1p-24f), 0x0001);	/* smallest subnormal */
-	ck_assert_uint_eq(pccx_f32_to_fp16(0x1p-25f), 0x0000);	/* tie to even -> 0 */
-	ck_assert_uint_eq(pccx_f32_to_fp16(f32(0x33000001u)), 0x0001);	/* just above the tie */
-	ck_assert_uint_eq(pccx_f32_to_fp16(0x1.8p-24f), 0x0002);	/* tie, odd rounds up */
-	ck_assert_uint_eq(pccx_f32_to_fp16(0x1.ff8p-15f), 0x03FF);	/* largest subnormal */
-	ck_assert_uint_eq(pccx_f32_to_fp16(0x1.ffcp-15f), 0x0400);	/* tie: up into the normals */
-	ck_assert_uint_eq(pccx_f32_to_fp16(-0.0f), 0x8000);
-	ck_assert_uint_eq(pccx_f32_to_fp16(INFINITY), 0x7C00);
-	ck_assert_uint_eq(pccx_f32_to_fp16(f32(0xFF800001u)), 0xFE00);
-	ck_assert_uint_eq(pccx_f32_to_fp16(f32(0x7FC00000u)), 0x7E00);
-	ck_assert_uint_eq(pccx_f32_to_fp16(1e-30f), 0x0000);
+	ck_assert_uint_eq(pccx__f32_to_fp16(1.0f), 0x3C00);
+	ck_assert_uint_eq(pccx__f32_to_fp16(65504.0f), 0x7BFF);
+	ck_assert_uint_eq(pccx__f32_to_fp16(65519.99f), 0x7BFF);
+	ck_assert_uint_eq(pccx__f32_to_fp16(65520.0f), 0x7C00);	/* tie to even -> Inf */
+	ck_assert_uint_eq(pccx__f32_to_fp16(-1e9f), 0xFC00);
+	ck_assert_uint_eq(pccx__f32_to_fp16(0x1p-24f), 0x0001);	/* smallest subnormal */
+	ck_assert_uint_eq(pccx__f32_to_fp16(0x1p-25f), 0x0000);	/* tie to even -> 0 */
+	ck_assert_uint_eq(pccx__f32_to_fp16(f32(0x33000001u)), 0x0001);	/* just above the tie */
+	ck_assert_uint_eq(pccx__f32_to_fp16(0x1.8p-24f), 0x0002);	/* tie, odd rounds up */
+	ck_assert_uint_eq(pccx__f32_to_fp16(0x1.ff8p-15f), 0x03FF);	/* largest subnormal */
+	ck_assert_uint_eq(pccx__f32_to_fp16(0x1.ffcp-15f), 0x0400);	/* tie: up into the normals */
+	ck_assert_uint_eq(pccx__f32_to_fp16(-0.0f), 0x8000);
+	ck_assert_uint_eq(pccx__f32_to_fp16(INFINITY), 0x7C00);
+	ck_assert_uint_eq(pccx__f32_to_fp16(f32(0xFF800001u)), 0xFE00);
+	ck_assert_uint_eq(pccx__f32_to_fp16(f32(0x7FC00000u)), 0x7E00);
+	ck_assert_uint_eq(pccx__f32_to_fp16(1e-30f), 0x0000);
 }
 END_TEST
 
@@ -309,7 +309,7 @@ START_TEST(rne_clamp_sweep)
 	fesetround(FE_TONEAREST);
 	for (u = 0; u < (1ull << 32); u += 997) {
 		float x = f32((uint32_t)u);
-		int32_t got = pccx_f32_rne_clamp(x, -127, 127), want;
+		int32_t got = pccx__f32_rne_clamp(x, -127, 127), want;
 		double r;
 
 		if (isnan(x)) {
@@ -319,7 +319,7 @@ START_TEST(rne_clamp_sweep)
 		r = nearbyint((double)x);
 		want = r < -127 ? -127 : r > 127 ? 127 : (int32_t)r;
 		EXPECT(got == want, "rne_clamp(%a) = %d, want %d", x, got, want);
-		got = pccx_f32_rne_clamp(x, INT32_MIN, INT32_MAX);
+		got = pccx__f32_rne_clamp(x, INT32_MIN, INT32_MAX);
 		want = r < -2147483648.0 ? INT32_MIN : r > 2147483647.0 ? INT32_MAX : (int32_t)r;
 		EXPECT(got == want, "rne_clamp(%a, int32) = %d, want %d", x, got, want);
 	}
@@ -328,20 +328,20 @@ END_TEST
 
 START_TEST(rne_clamp_ties)
 {
-	ck_assert_int_eq(pccx_f32_rne_clamp(0.5f, -127, 127), 0);
-	ck_assert_int_eq(pccx_f32_rne_clamp(1.5f, -127, 127), 2);
-	ck_assert_int_eq(pccx_f32_rne_clamp(2.5f, -127, 127), 2);
-	ck_assert_int_eq(pccx_f32_rne_clamp(-2.5f, -127, 127), -2);
-	ck_assert_int_eq(pccx_f32_rne_clamp(-3.5f, -127, 127), -4);
-	ck_assert_int_eq(pccx_f32_rne_clamp(126.5f, -127, 127), 126);
-	ck_assert_int_eq(pccx_f32_rne_clamp(0x1.fffffep-2f, -127, 127), 0);
-	ck_assert_int_eq(pccx_f32_rne_clamp(0x1.000002p-1f, -127, 127), 1);
-	ck_assert_int_eq(pccx_f32_rne_clamp(-0.0f, -127, 127), 0);
-	ck_assert_int_eq(pccx_f32_rne_clamp(INFINITY, -127, 127), 127);
-	ck_assert_int_eq(pccx_f32_rne_clamp(-INFINITY, -8, 7), -8);
-	ck_assert_int_eq(pccx_f32_rne_clamp(NAN, -8, 7), 0);
-	ck_assert_int_eq(pccx_f32_rne_clamp(8388609.0f, 0, INT32_MAX), 8388609);
-	ck_assert_int_eq(pccx_f32_rne_clamp(3e9f, INT32_MIN, INT32_MAX), INT32_MAX);
+	ck_assert_int_eq(pccx__f32_rne_clamp(0.5f, -127, 127), 0);
+	ck_assert_int_eq(pccx__f32_rne_clamp(1.5f, -127, 127), 2);
+	ck_assert_int_eq(pccx__f32_rne_clamp(2.5f, -127, 127), 2);
+	ck_assert_int_eq(pccx__f32_rne_clamp(-2.5f, -127, 127), -2);
+	ck_assert_int_eq(pccx__f32_rne_clamp(-3.5f, -127, 127), -4);
+	ck_assert_int_eq(pccx__f32_rne_clamp(126.5f, -127, 127), 126);
+	ck_assert_int_eq(pccx__f32_rne_clamp(0x1.fffffep-2f, -127, 127), 0);
+	ck_assert_int_eq(pccx__f32_rne_clamp(0x1.000002p-1f, -127, 127), 1);
+	ck_assert_int_eq(pccx__f32_rne_clamp(-0.0f, -127, 127), 0);
+	ck_assert_int_eq(pccx__f32_rne_clamp(INFINITY, -127, 127), 127);
+	ck_assert_int_eq(pccx__f32_rne_clamp(-INFINITY, -8, 7), -8);
+	ck_assert_int_eq(pccx__f32_rne_clamp(NAN, -8, 7), 0);
+	ck_assert_int_eq(pccx__f32_rne_clamp(8388609.0f, 0, INT32_MAX), 8388609);
+	ck_assert_int_eq(pccx__f32_rne_clamp(3e9f, INT32_MIN, INT32_MAX), INT32_MAX);
 }
 END_TEST
 
@@ -353,10 +353,10 @@ START_TEST(int4_layout)
 	/* element 2j = low nibble of byte j, element 2j+1 = high nibble */
 	const uint8_t p[2] = { 0x8F, 0x71 };
 
-	ck_assert_int_eq(pccx_int4_get(p, 0), -1);
-	ck_assert_int_eq(pccx_int4_get(p, 1), -8);
-	ck_assert_int_eq(pccx_int4_get(p, 2), 1);
-	ck_assert_int_eq(pccx_int4_get(p, 3), 7);
+	ck_assert_int_eq(pccx__int4_get(p, 0), -1);
+	ck_assert_int_eq(pccx__int4_get(p, 1), -8);
+	ck_assert_int_eq(pccx__int4_get(p, 2), 1);
+	ck_assert_int_eq(pccx__int4_get(p, 3), 7);
 }
 END_TEST
 
@@ -369,10 +369,10 @@ START_TEST(int4_set_get_all)
 		for (v = -8; v <= 7; v++) {
 			for (w = -8; w <= 7; w++) {
 				memset(p, 0xA5, sizeof(p));
-				pccx_int4_set(p, 2 + (size_t)i, w);	/* byte 1 */
-				pccx_int4_set(p, 2 + (size_t)(1 - i), v);
-				ck_assert_int_eq(pccx_int4_get(p, 2 + (size_t)i), w);
-				ck_assert_int_eq(pccx_int4_get(p, 2 + (size_t)(1 - i)), v);
+				pccx__int4_set(p, 2 + (size_t)i, w);	/* byte 1 */
+				pccx__int4_set(p, 2 + (size_t)(1 - i), v);
+				ck_assert_int_eq(pccx__int4_get(p, 2 + (size_t)i), w);
+				ck_assert_int_eq(pccx__int4_get(p, 2 + (size_t)(1 - i)), v);
 				ck_assert_uint_eq(p[0], 0xA5);	/* neighbours untouched */
 				ck_assert_uint_eq(p[2], 0xA5);
 				ck_assert_uint_eq(p[1], (uint8_t)(i == 0 ? ((w & 0xF) | (v & 0xF) << 4)
@@ -396,11 +396,11 @@ START_TEST(q4_from_ggml_layout)
 	blk[1] = 0x3C;	/* d = 1.0 (0x3C00, little-endian) */
 	for (i = 0; i < 16; i++)	/* element i: u = i & 15; element i+16: u = 15 - i */
 		blk[2 + i] = (uint8_t)((i & 15) | ((15 - i) << 4));
-	pccx_q4_from_ggml_q4_0(blk, &d, nib);
+	pccx__q4_from_ggml_q4_0(blk, &d, nib);
 	ck_assert_uint_eq(d, 0x3C00);
 	for (i = 0; i < 16; i++) {
-		ck_assert_int_eq(pccx_int4_get(nib, (size_t)i), i - 8);
-		ck_assert_int_eq(pccx_int4_get(nib, (size_t)i + 16), 7 - i);
+		ck_assert_int_eq(pccx__int4_get(nib, (size_t)i), i - 8);
+		ck_assert_int_eq(pccx__int4_get(nib, (size_t)i + 16), 7 - i);
 	}
 	ck_assert_uint_eq(nib[0], 0x98);	/* elements 0 (-8) and 1 (-7) */
 }
@@ -415,14 +415,14 @@ START_TEST(q4_from_ggml_lossless_random)
 	for (n = 0; n < 20000; n++) {
 		for (i = 0; i < 18; i++)
 			blk[i] = (uint8_t)rnd32();
-		pccx_q4_from_ggml_q4_0(blk, &d, nib);
+		pccx__q4_from_ggml_q4_0(blk, &d, nib);
 		EXPECT(d == (uint16_t)(blk[0] | blk[1] << 8), "d 0x%04x", d);
 		for (i = 0; i < 32; i++) {
 			int u = i < 16 ? (blk[2 + i] & 15) : (blk[2 + i - 16] >> 4);
 			double ggml = ref_fp16_value(d) * (u - 8);
-			double ours = (double)pccx_fp16_to_f32(d) * pccx_int4_get(nib, (size_t)i);
+			double ours = (double)pccx__fp16_to_f32(d) * pccx__int4_get(nib, (size_t)i);
 
-			EXPECT(pccx_int4_get(nib, (size_t)i) == u - 8, "block %d element %d", n, i);
+			EXPECT(pccx__int4_get(nib, (size_t)i) == u - 8, "block %d element %d", n, i);
 			EXPECT(isnan(ggml) || ggml == ours, "block %d element %d: %a vs %a", n, i,
 			       ggml, ours);
 		}
@@ -446,28 +446,28 @@ START_TEST(q4_quantize_rule)
 	x[8] = -0.125f;	/* -0.5 d: tie -> 0 */
 	ck_assert_int_eq(pccx_q4_quantize_block(x, &d, nib), 0);
 	ck_assert_uint_eq(d, 0x3400);	/* +0.25 */
-	ck_assert_int_eq(pccx_int4_get(nib, 5), -8);
-	ck_assert_int_eq(pccx_int4_get(nib, 6), 2);
-	ck_assert_int_eq(pccx_int4_get(nib, 7), 2);
-	ck_assert_int_eq(pccx_int4_get(nib, 8), 0);
-	ck_assert_int_eq(pccx_int4_get(nib, 0), -4);	/* -1.0 */
-	ck_assert_int_eq(pccx_int4_get(nib, 31), 4);	/* 0.9375 / 0.25 = 3.75 */
+	ck_assert_int_eq(pccx__int4_get(nib, 5), -8);
+	ck_assert_int_eq(pccx__int4_get(nib, 6), 2);
+	ck_assert_int_eq(pccx__int4_get(nib, 7), 2);
+	ck_assert_int_eq(pccx__int4_get(nib, 8), 0);
+	ck_assert_int_eq(pccx__int4_get(nib, 0), -4);	/* -1.0 */
+	ck_assert_int_eq(pccx__int4_get(nib, 31), 4);	/* 0.9375 / 0.25 = 3.75 */
 
 	/* m = +2.0: d = -0.25, +2 -> -8 and -1.0 -> +4 */
 	x[5] = 2.0f;
 	ck_assert_int_eq(pccx_q4_quantize_block(x, &d, nib), 0);
 	ck_assert_uint_eq(d, 0xB400);
-	ck_assert_int_eq(pccx_int4_get(nib, 5), -8);
-	ck_assert_int_eq(pccx_int4_get(nib, 0), 4);
+	ck_assert_int_eq(pccx__int4_get(nib, 5), -8);
+	ck_assert_int_eq(pccx__int4_get(nib, 0), 4);
 
 	/* first element wins a magnitude tie: -3 before +3 -> d = +0.375 */
 	memset(x, 0, sizeof(x));
 	x[3] = -3.0f;
 	x[9] = 3.0f;
 	ck_assert_int_eq(pccx_q4_quantize_block(x, &d, nib), 0);
-	ck_assert_uint_eq(d, pccx_f32_to_fp16(0.375f));
-	ck_assert_int_eq(pccx_int4_get(nib, 3), -8);
-	ck_assert_int_eq(pccx_int4_get(nib, 9), 7);	/* +8 clamps to 7 */
+	ck_assert_uint_eq(d, pccx__f32_to_fp16(0.375f));
+	ck_assert_int_eq(pccx__int4_get(nib, 3), -8);
+	ck_assert_int_eq(pccx__int4_get(nib, 9), 7);	/* +8 clamps to 7 */
 }
 END_TEST
 
@@ -490,19 +490,19 @@ START_TEST(q4_quantize_edges)
 	x[1] = 1e6f;
 	ck_assert_int_eq(pccx_q4_quantize_block(x, &d, nib), 0);
 	ck_assert_uint_eq(d, 0x7BFF);
-	ck_assert_int_eq(pccx_int4_get(nib, 0), -8);
-	ck_assert_int_eq(pccx_int4_get(nib, 1), 7);	/* 15.3 -> clamp */
+	ck_assert_int_eq(pccx__int4_get(nib, 0), -8);
+	ck_assert_int_eq(pccx__int4_get(nib, 1), 7);	/* 15.3 -> clamp */
 
 	/* tiny: d becomes an FP16 subnormal, then underflows to 0 */
 	memset(x, 0, sizeof(x));
 	x[4] = 8e-7f;
 	ck_assert_int_eq(pccx_q4_quantize_block(x, &d, nib), 0);
 	ck_assert_uint_eq(d, 0x8002);	/* RN(-1e-7) = -2 * 2^-24, a subnormal scale, kept */
-	ck_assert_int_eq(pccx_int4_get(nib, 4), -7);	/* 8e-7 / -1.19e-7 = -6.7 */
+	ck_assert_int_eq(pccx__int4_get(nib, 4), -7);	/* 8e-7 / -1.19e-7 = -6.7 */
 	x[4] = 1e-9f;
 	ck_assert_int_eq(pccx_q4_quantize_block(x, &d, nib), 0);
 	ck_assert_uint_eq(d, 0x8000);
-	ck_assert_int_eq(pccx_int4_get(nib, 4), 0);
+	ck_assert_int_eq(pccx__int4_get(nib, 4), 0);
 
 	x[7] = NAN;
 	memset(nib, 0x55, sizeof(nib));
@@ -529,15 +529,15 @@ START_TEST(q4_quantize_error_bound)
 		for (i = 0; i < 32; i++)
 			x[i] = scale * ((float)(int32_t)rnd32() / 2147483648.0f);
 		EXPECT(pccx_q4_quantize_block(x, &d, nib) == 0, "block %d", n);
-		dq = pccx_fp16_to_f32(d);
+		dq = pccx__fp16_to_f32(d);
 		for (i = 0; i < 32; i++) {
-			double err = fabs((double)x[i] - (double)dq * pccx_int4_get(nib, (size_t)i));
+			double err = fabs((double)x[i] - (double)dq * pccx__int4_get(nib, (size_t)i));
 			double lim = fabs((double)dq) * 0.5000001;
 
 			if (fabs((double)x[i] / dq) > 7.5)
 				lim = fabs((double)dq) * 1.0000001 + fabs(x[i]) * 1e-3;
 			EXPECT(err <= lim, "block %d elem %d: x=%a d=%a q=%d", n, i, x[i], dq,
-			       pccx_int4_get(nib, (size_t)i));
+			       pccx__int4_get(nib, (size_t)i));
 		}
 	}
 }
@@ -549,12 +549,12 @@ START_TEST(q4_weight_dequant)
 	uint16_t sc[2] = { 0x3800, 0xC000 };	/* 0.5, -2.0 */
 
 	memset(nib, 0, sizeof(nib));
-	pccx_int4_set(nib, 3, -5);
-	pccx_int4_set(nib, 40, 7);
-	ck_assert(pccx_q4_weight(nib, sc, 3) == -2.5f);
-	ck_assert(pccx_q4_weight(nib, sc, 40) == -14.0f);
-	ck_assert(pccx_q4_weight(nib, NULL, 40) == 7.0f);
-	ck_assert_uint_eq(bits(pccx_q4_weight(nib, sc, 0)), 0);	/* 0.5 * 0 = +0 */
+	pccx__int4_set(nib, 3, -5);
+	pccx__int4_set(nib, 40, 7);
+	ck_assert(pccx__q4_weight(nib, sc, 3) == -2.5f);
+	ck_assert(pccx__q4_weight(nib, sc, 40) == -14.0f);
+	ck_assert(pccx__q4_weight(nib, NULL, 40) == 7.0f);
+	ck_assert_uint_eq(bits(pccx__q4_weight(nib, sc, 0)), 0);	/* 0.5 * 0 = +0 */
 }
 END_TEST
 
@@ -607,7 +607,7 @@ START_TEST(q8_quantize_random)
 			if ((r & 0xFF) == 0)
 				xb[i] = (uint16_t)(r >> 8) & 0x7F7Fu;
 		}
-		pccx_q8_quantize_block(xb, q, &sx);
+		pccx__q8_quantize_block(xb, q, &sx);
 		ref_q8(xb, rq, &rsx);
 		EXPECT(memcmp(q, rq, 32) == 0, "block %d: q differs", n);
 		EXPECT(bits(sx) == bits(rsx), "block %d: sx %a, want %a", n, sx, rsx);
@@ -626,20 +626,20 @@ START_TEST(q8_quantize_edges)
 	memset(xb, 0, sizeof(xb));
 	xb[3] = 0x8000;
 	memset(q, 0x55, sizeof(q));
-	pccx_q8_quantize_block(xb, q, &sx);
+	pccx__q8_quantize_block(xb, q, &sx);
 	ck_assert_uint_eq(bits(sx), 0);
 	for (i = 0; i < 32; i++)
 		ck_assert_int_eq(q[i], 0);
 
 	/* amax = 127: inv = 1 exactly, ties to even */
-	xb[0] = pccx_f32_to_bf16(127.0f);
-	xb[1] = pccx_f32_to_bf16(2.5f);
-	xb[2] = pccx_f32_to_bf16(3.5f);
-	xb[3] = pccx_f32_to_bf16(-2.5f);
-	xb[4] = pccx_f32_to_bf16(-0.5f);
-	xb[5] = pccx_f32_to_bf16(-127.0f);
-	xb[6] = pccx_f32_to_bf16(126.5f);
-	pccx_q8_quantize_block(xb, q, &sx);
+	xb[0] = pccx__f32_to_bf16(127.0f);
+	xb[1] = pccx__f32_to_bf16(2.5f);
+	xb[2] = pccx__f32_to_bf16(3.5f);
+	xb[3] = pccx__f32_to_bf16(-2.5f);
+	xb[4] = pccx__f32_to_bf16(-0.5f);
+	xb[5] = pccx__f32_to_bf16(-127.0f);
+	xb[6] = pccx__f32_to_bf16(126.5f);
+	pccx__q8_quantize_block(xb, q, &sx);
 	ck_assert(sx == 1.0f);
 	ck_assert_int_eq(q[0], 127);
 	ck_assert_int_eq(q[1], 2);
@@ -651,12 +651,12 @@ START_TEST(q8_quantize_edges)
 
 	/* Inf or NaN anywhere: sx = NaN (canonical), all q = 0 */
 	xb[9] = 0xFF80;
-	pccx_q8_quantize_block(xb, q, &sx);
+	pccx__q8_quantize_block(xb, q, &sx);
 	ck_assert_uint_eq(bits(sx), PCCX_F32_QNAN_BITS);
 	for (i = 0; i < 32; i++)
 		ck_assert_int_eq(q[i], 0);
 	xb[9] = 0x7FC1;
-	pccx_q8_quantize_block(xb, q, &sx);
+	pccx__q8_quantize_block(xb, q, &sx);
 	ck_assert_uint_eq(bits(sx), PCCX_F32_QNAN_BITS);
 
 	/* subnormal elements are quantised, not flushed */
@@ -664,7 +664,7 @@ START_TEST(q8_quantize_edges)
 	xb[0] = 0x0380;		/* 2^-120 = amax */
 	xb[1] = 0x8040;		/* -2^-127: -127/128 -> -1 */
 	xb[2] = 0x0078;		/* 15 * 2^-130: 1.86 -> 2 */
-	pccx_q8_quantize_block(xb, q, &sx);
+	pccx__q8_quantize_block(xb, q, &sx);
 	ck_assert_int_eq(q[0], 127);
 	ck_assert_int_eq(q[1], -1);
 	ck_assert_int_eq(q[2], 2);
@@ -673,7 +673,7 @@ START_TEST(q8_quantize_edges)
 	/* amax < 127 / FLT_MAX: inv overflows to +Inf, as the contract's arithmetic says */
 	xb[0] = 0x0001;
 	xb[1] = 0x0000;
-	pccx_q8_quantize_block(xb, q, &sx);
+	pccx__q8_quantize_block(xb, q, &sx);
 	ck_assert_int_eq(q[0], 127);
 	ck_assert_int_eq(q[1], 0);	/* 0 * Inf = NaN -> 0 */
 }
@@ -688,9 +688,9 @@ START_TEST(q8_quantize_vector)
 
 	for (i = 0; i < 96; i++)
 		xb[i] = (uint16_t)(0x3C00u + (rnd32() % 0x800u)) | (uint16_t)(rnd32() & 0x8000u);
-	pccx_q8_quantize(xb, 96, q, sx);
+	pccx__q8_quantize(xb, 96, q, sx);
 	for (b = 0; b < 3; b++) {
-		pccx_q8_quantize_block(xb + 32 * b, qb, &sb);
+		pccx__q8_quantize_block(xb + 32 * b, qb, &sb);
 		ck_assert_mem_eq(q + 32 * b, qb, 32);
 		ck_assert_uint_eq(bits(sx[b]), bits(sb));
 	}
@@ -712,7 +712,7 @@ static float ref_q4_row_dot(const uint8_t *nib, const uint16_t *sc, const int8_t
 		float d = sc ? (float)ref_fp16_value(sc[b]) : 1.0f, t, c;
 
 		for (i = 0; i < 32; i++)
-			dot += (int32_t)q8[32 * b + i] * pccx_int4_get(nib, 32 * b + i);
+			dot += (int32_t)q8[32 * b + i] * pccx__int4_get(nib, 32 * b + i);
 		t = d * sx[b];
 		c = (float)dot * t;
 		acc = acc + c;
@@ -735,13 +735,13 @@ START_TEST(q4_row_dot_matches_reference)
 		for (i = 0; i < K; i++)
 			q8[i] = (int8_t)((int)(rnd32() % 255) - 127);
 		for (i = 0; i < K / 32; i++) {
-			sc[i] = pccx_f32_to_fp16(ldexpf((float)(rnd32() % 1000) + 1.0f, -14)) |
+			sc[i] = pccx__f32_to_fp16(ldexpf((float)(rnd32() % 1000) + 1.0f, -14)) |
 				(uint16_t)(rnd32() & 0x8000u);
 			sx[i] = ldexpf((float)(rnd32() % 100000) + 1.0f, -20 - (int)(rnd32() % 8));
 		}
-		ck_assert_uint_eq(bits(pccx_q4_row_dot(nib, sc, q8, sx, K)),
+		ck_assert_uint_eq(bits(pccx__q4_row_dot(nib, sc, q8, sx, K)),
 				  bits(ref_q4_row_dot(nib, sc, q8, sx, K)));
-		ck_assert_uint_eq(bits(pccx_q4_row_dot(nib, NULL, q8, sx, K)),
+		ck_assert_uint_eq(bits(pccx__q4_row_dot(nib, NULL, q8, sx, K)),
 				  bits(ref_q4_row_dot(nib, NULL, q8, sx, K)));
 	}
 }
@@ -761,10 +761,10 @@ START_TEST(q4_row_dot_order_is_sequential)
 	memset(nib, 0, sizeof(nib));
 	memset(q8, 0, sizeof(q8));
 	for (i = 0; i < 4; i++) {
-		pccx_int4_set(nib, 32 * (size_t)i, 1);
+		pccx__int4_set(nib, 32 * (size_t)i, 1);
 		q8[32 * i] = 1;
 	}
-	ck_assert(pccx_q4_row_dot(nib, NULL, q8, sx, 128) == 0.0f);
+	ck_assert(pccx__q4_row_dot(nib, NULL, q8, sx, 128) == 0.0f);
 	ck_assert(ref_q4_row_dot(nib, NULL, q8, sx, 128) == 0.0f);
 }
 END_TEST
@@ -778,16 +778,16 @@ START_TEST(q4_row_dot_exact_cases)
 	int i;
 
 	for (i = 0; i < 64; i++) {
-		pccx_int4_set(nib, (size_t)i, i < 32 ? -8 : 7);
+		pccx__int4_set(nib, (size_t)i, i < 32 ? -8 : 7);
 		q8[i] = i < 32 ? -127 : 127;
 	}
 	/* block 0: 32 * 1016 * 0.5 = 16256; block 1: 32 * 889 * 0.5 = 14224 */
-	ck_assert(pccx_q4_row_dot(nib, sc, q8, sx, 64) == 30480.0f);
+	ck_assert(pccx__q4_row_dot(nib, sc, q8, sx, 64) == 30480.0f);
 	/* a NaN scale poisons the row; the result is the canonical NaN */
 	sx[1] = -NAN;
-	ck_assert_uint_eq(bits(pccx_q4_row_dot(nib, sc, q8, sx, 64)), PCCX_F32_QNAN_BITS);
+	ck_assert_uint_eq(bits(pccx__q4_row_dot(nib, sc, q8, sx, 64)), PCCX_F32_QNAN_BITS);
 	/* K = 0: +0 */
-	ck_assert_uint_eq(bits(pccx_q4_row_dot(nib, sc, q8, sx, 0)), 0);
+	ck_assert_uint_eq(bits(pccx__q4_row_dot(nib, sc, q8, sx, 0)), 0);
 }
 END_TEST
 
@@ -806,13 +806,13 @@ START_TEST(bf16_dots_match_reference)
 		for (k = 0; k < K; k++)
 			for (n = 0; n < N; n++)
 				Wt[n * K + k] = W[k * N + n];
-		pccx_bf16_colsum(W, x, K, N, y);
+		pccx__bf16_colsum(W, x, K, N, y);
 		for (n = 0; n < N; n++) {
 			float acc = 0.0f;
 
 			for (k = 0; k < K; k++)
 				acc = acc + f32((uint32_t)Wt[n * K + k] << 16) * f32((uint32_t)x[k] << 16);
-			EXPECT(bits(pccx_bf16_row_dot(Wt + n * K, x, K)) == bits(acc), "row %d", n);
+			EXPECT(bits(pccx__bf16_row_dot(Wt + n * K, x, K)) == bits(acc), "row %d", n);
 			EXPECT(bits(y[n]) == bits(acc), "column %d", n);
 		}
 	}
@@ -826,15 +826,15 @@ START_TEST(bf16_dot_edges)
 	float y[2];
 
 	/* 1 + 2^24 = 2^24 (tie to even), + 1 -> 2^24, - 2^24 -> 0 */
-	ck_assert(pccx_bf16_row_dot(w, x, 4) == 0.0f);
-	ck_assert_uint_eq(bits(pccx_bf16_row_dot(w, x, 0)), 0);
+	ck_assert(pccx__bf16_row_dot(w, x, 4) == 0.0f);
+	ck_assert_uint_eq(bits(pccx__bf16_row_dot(w, x, 0)), 0);
 	w[1] = 0x7F80;	/* Inf */
 	w[3] = 0xFF80;	/* -Inf: Inf - Inf = NaN, canonical */
-	ck_assert_uint_eq(bits(pccx_bf16_row_dot(w, x, 4)), PCCX_F32_QNAN_BITS);
+	ck_assert_uint_eq(bits(pccx__bf16_row_dot(w, x, 4)), PCCX_F32_QNAN_BITS);
 	/* -0 * 1 + ... : acc starts at +0, so +0 + -0 = +0 */
 	w[0] = 0x8000;
-	ck_assert_uint_eq(bits(pccx_bf16_row_dot(w, x, 1)), 0);
-	pccx_bf16_colsum(w, x, 2, 2, y);	/* W = [[-0, Inf], [1, -Inf]] */
+	ck_assert_uint_eq(bits(pccx__bf16_row_dot(w, x, 1)), 0);
+	pccx__bf16_colsum(w, x, 2, 2, y);	/* W = [[-0, Inf], [1, -Inf]] */
 	ck_assert(y[0] == 1.0f);
 	ck_assert_uint_eq(bits(y[1]), PCCX_F32_QNAN_BITS);
 }
@@ -842,16 +842,16 @@ END_TEST
 
 START_TEST(out_store_stage)
 {
-	ck_assert_uint_eq(pccx_out_store(1.0f, false, 0x4000), 0x3F80);
-	ck_assert_uint_eq(pccx_out_store(1.0f, true, 0x4000), 0x4040);	/* 1 + 2 */
+	ck_assert_uint_eq(pccx__out_store(1.0f, false, 0x4000), 0x3F80);
+	ck_assert_uint_eq(pccx__out_store(1.0f, true, 0x4000), 0x4040);	/* 1 + 2 */
 	/* RNE after the add: 1 + 2^-8 = 0x3F808000 -> tie -> 0x3F80 */
-	ck_assert_uint_eq(pccx_out_store(0x1p-8f, true, 0x3F80), 0x3F80);
-	ck_assert_uint_eq(pccx_out_store(0x1.8p-7f, true, 0x3F80), 0x3F82);
-	ck_assert_uint_eq(pccx_out_store(-NAN, false, 0), PCCX_BF16_QNAN);
-	ck_assert_uint_eq(pccx_out_store(INFINITY, true, 0xFF80), PCCX_BF16_QNAN);
-	ck_assert_uint_eq(pccx_out_store(-0.0f, false, 0), 0x8000);
-	ck_assert_uint_eq(pccx_out_store(-0.0f, true, 0x8000), 0x8000);
-	ck_assert_uint_eq(pccx_out_store(FLT_MAX, false, 0), 0x7F80);
+	ck_assert_uint_eq(pccx__out_store(0x1p-8f, true, 0x3F80), 0x3F80);
+	ck_assert_uint_eq(pccx__out_store(0x1.8p-7f, true, 0x3F80), 0x3F82);
+	ck_assert_uint_eq(pccx__out_store(-NAN, false, 0), PCCX_BF16_QNAN);
+	ck_assert_uint_eq(pccx__out_store(INFINITY, true, 0xFF80), PCCX_BF16_QNAN);
+	ck_assert_uint_eq(pccx__out_store(-0.0f, false, 0), 0x8000);
+	ck_assert_uint_eq(pccx__out_store(-0.0f, true, 0x8000), 0x8000);
+	ck_assert_uint_eq(pccx__out_store(FLT_MAX, false, 0), 0x7F80);
 	ck_assert_uint_eq(pccx_bf16_store(f32(0xFFC00001u)), PCCX_BF16_QNAN);
 	ck_assert_uint_eq(bits(pccx_f32_canon(f32(0xFF812345u))), PCCX_F32_QNAN_BITS);
 	ck_assert_uint_eq(bits(pccx_f32_canon(-INFINITY)), 0xFF800000u);

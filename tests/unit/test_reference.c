@@ -23,24 +23,24 @@
 /* A model + reference NPU + session.                                                    */
 
 struct rig {
-	struct pccx_g3n_config cfg;
-	struct pccx_g3n_model *m;
+	struct pccx_gemma3n_config cfg;
+	struct pccx_gemma3n_model *m;
 	struct pccx_ref_exec *x;
-	struct pccx_g3n_session *s;
+	struct pccx_gemma3n_session *s;
 	float *logits;
 };
 
-static void rig_open_cfg(struct rig *r, const struct pccx_g3n_config *cfg, uint64_t seed,
+static void rig_open_cfg(struct rig *r, const struct pccx_gemma3n_config *cfg, uint64_t seed,
 			 unsigned threads, enum pccx_kern_impl impl)
 {
 	pccx_diag d = { 0 };
 
 	memset(r, 0, sizeof(*r));
 	r->cfg = *cfg;
-	ck_assert_msg(pccx_g3n_model_create(&r->m, &r->cfg, &d) == 0, "%s", d.msg);
-	ck_assert_msg(pccx_g3n_synth(r->m, seed, threads, &d) == 0, "%s", d.msg);
-	ck_assert_msg(pccx_ref_exec_create(&r->x, threads, impl, &d) == 0, "%s", d.msg);
-	ck_assert_msg(pccx_g3n_session_create(&r->s, r->m, pccx_ref_exec_ops(), r->x, &d) == 0,
+	ck_assert_msg(pccx__gemma3n_model_create(&r->m, &r->cfg, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma3n_synth(r->m, seed, threads, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__ref_exec_create(&r->x, threads, impl, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma3n_session_create(&r->s, r->m, pccx__ref_exec_ops(), r->x, &d) == 0,
 		      "%s", d.msg);
 	r->logits = malloc(sizeof(float) * r->cfg.vocab);
 	ck_assert_ptr_nonnull(r->logits);
@@ -49,18 +49,18 @@ static void rig_open_cfg(struct rig *r, const struct pccx_g3n_config *cfg, uint6
 static void rig_open(struct rig *r, const char *preset, uint64_t seed, unsigned threads,
 		     enum pccx_kern_impl impl)
 {
-	struct pccx_g3n_config cfg;
+	struct pccx_gemma3n_config cfg;
 	pccx_diag d = { 0 };
 
-	ck_assert_int_eq(pccx_g3n_config_preset(preset, &cfg, &d), 0);
+	ck_assert_int_eq(pccx__gemma3n_config_preset(preset, &cfg, &d), 0);
 	rig_open_cfg(r, &cfg, seed, threads, impl);
 }
 
 static void rig_close(struct rig *r)
 {
-	pccx_g3n_session_free(r->s);
-	pccx_ref_exec_free(r->x);
-	pccx_g3n_model_free(r->m);
+	pccx__gemma3n_session_free(r->s);
+	pccx__ref_exec_free(r->x);
+	pccx__gemma3n_model_free(r->m);
 	free(r->logits);
 }
 
@@ -68,12 +68,12 @@ static void rig_step(struct rig *r, uint32_t tok, bool logits)
 {
 	pccx_diag d = { 0 };
 
-	ck_assert_msg(pccx_g3n_session_step(r->s, tok, logits ? r->logits : NULL, &d) == 0, "%s",
+	ck_assert_msg(pccx__gemma3n_session_step(r->s, tok, logits ? r->logits : NULL, &d) == 0, "%s",
 		      d.msg);
 }
 
 /* Deterministic token sequence used by several tests. */
-static uint32_t tok_at(const struct pccx_g3n_config *c, uint32_t i)
+static uint32_t tok_at(const struct pccx_gemma3n_config *c, uint32_t i)
 {
 	return (7u * i + 11u) % c->vocab;
 }
@@ -101,21 +101,21 @@ static int hash_stage(void *user, const char *name, const uint16_t *data, uint32
 /* Configurations.                                                                       */
 
 /* The layer table of a preset. */
-static void layers_of(const char *preset, struct pccx_g3n_config *c,
+static void layers_of(const char *preset, struct pccx_gemma3n_config *c,
 		      struct pccx_attn_desc attn[PCCX_ATTN_KINDS], struct pccx_layer_desc *layers)
 {
 	pccx_diag d = { 0 };
 
-	ck_assert_int_eq(pccx_g3n_config_preset(preset, c, &d), 0);
-	ck_assert_int_eq(pccx_g3n_config_check(c, &d), 0);
-	ck_assert_msg(pccx_layers_build(c, attn, layers, &d) == 0, "%s", d.msg);
+	ck_assert_int_eq(pccx__gemma3n_config_preset(preset, c, &d), 0);
+	ck_assert_int_eq(pccx__gemma3n_config_check(c, &d), 0);
+	ck_assert_msg(pccx__layers_build(c, attn, layers, &d) == 0, "%s", d.msg);
 }
 
 START_TEST(test_config_structure)
 {
-	struct pccx_g3n_config c;
+	struct pccx_gemma3n_config c;
 	struct pccx_attn_desc attn[PCCX_ATTN_KINDS];
-	struct pccx_layer_desc ly[PCCX_G3N_MAX_LAYERS];
+	struct pccx_layer_desc ly[PCCX_GEMMA3N_MAX_LAYERS];
 	pccx_diag d = { 0 };
 	uint32_t l;
 
@@ -137,10 +137,10 @@ START_TEST(test_config_structure)
 	ck_assert_uint_eq(ly[9].kv_src, 4);
 	for (l = 5; l < 9; l++)
 		ck_assert_uint_eq(ly[l].kv_src, 3);
-	ck_assert_int_eq(pccx_g3n_config_preset("tiny-vocab", &c, &d), 0);
-	ck_assert_int_eq(pccx_g3n_config_check(&c, &d), 0);
+	ck_assert_int_eq(pccx__gemma3n_config_preset("tiny-vocab", &c, &d), 0);
+	ck_assert_int_eq(pccx__gemma3n_config_check(&c, &d), 0);
 	ck_assert_uint_eq(c.vocab, 262400);
-	ck_assert_int_eq(pccx_g3n_config_preset("e8b", &c, &d), PCCX_ERR_NOT_FOUND);
+	ck_assert_int_eq(pccx__gemma3n_config_preset("e8b", &c, &d), PCCX_ERR_NOT_FOUND);
 	ck_assert_ptr_nonnull(strstr(d.msg, "e8b"));
 }
 END_TEST
@@ -148,9 +148,9 @@ END_TEST
 /* Every field of a row, for a local KV writer, a global one and a sharing layer of E4B. */
 START_TEST(test_layer_table_rows)
 {
-	struct pccx_g3n_config c;
+	struct pccx_gemma3n_config c;
 	struct pccx_attn_desc attn[PCCX_ATTN_KINDS];
-	struct pccx_layer_desc ly[PCCX_G3N_MAX_LAYERS];
+	struct pccx_layer_desc ly[PCCX_GEMMA3N_MAX_LAYERS];
 	const uint32_t all = PCCX_NORM_Q | PCCX_NORM_K | PCCX_NORM_V | PCCX_NORM_POST_ATTN |
 			     PCCX_NORM_PRE_FFN | PCCX_NORM_POST_FFN;
 
@@ -183,9 +183,9 @@ START_TEST(test_layer_table_rows)
 	ck_assert_uint_eq(attn[PCCX_ATTN_GLOBAL].kv_rows, 4096);
 	ck_assert_float_eq(attn[PCCX_ATTN_GLOBAL].theta, 1000000.0f);
 	/* the layer keys: min(pos + 1, window), all keys without one */
-	ck_assert_uint_eq(pccx_g3n_n_keys(&ly[0], 10), 11);
-	ck_assert_uint_eq(pccx_g3n_n_keys(&ly[0], 600), 512);
-	ck_assert_uint_eq(pccx_g3n_n_keys(&ly[19], 600), 601);
+	ck_assert_uint_eq(pccx__gemma3n_n_keys(&ly[0], 10), 11);
+	ck_assert_uint_eq(pccx__gemma3n_n_keys(&ly[0], 600), 512);
+	ck_assert_uint_eq(pccx__gemma3n_n_keys(&ly[19], 600), 601);
 }
 END_TEST
 
@@ -197,64 +197,64 @@ START_TEST(test_layer_pattern_period)
 	static const unsigned char all_global[3] = { 0, 0, 0 };
 	uint32_t bad;
 
-	ck_assert_uint_eq(pccx_layers_global_period(e4b, 10, &bad), 5);
+	ck_assert_uint_eq(pccx__layers_global_period(e4b, 10, &bad), 5);
 	ck_assert_uint_eq(bad, 10);
-	ck_assert_uint_eq(pccx_layers_global_period(odd, 6, &bad), 2);
+	ck_assert_uint_eq(pccx__layers_global_period(odd, 6, &bad), 2);
 	ck_assert_uint_eq(bad, 4);
-	ck_assert_uint_eq(pccx_layers_global_period(all_global, 3, &bad), 1);
+	ck_assert_uint_eq(pccx__layers_global_period(all_global, 3, &bad), 1);
 	ck_assert_uint_eq(bad, 3);
-	ck_assert_uint_eq(pccx_layers_global_period(e4b, 4, &bad), 5);	/* all local */
+	ck_assert_uint_eq(pccx__layers_global_period(e4b, 4, &bad), 5);	/* all local */
 	ck_assert_uint_eq(bad, 4);
 }
 END_TEST
 
 START_TEST(test_config_check_rejects)
 {
-	struct pccx_g3n_config c, b;
+	struct pccx_gemma3n_config c, b;
 	pccx_diag d = { 0 };
 
-	ck_assert_int_eq(pccx_g3n_config_preset("tiny", &c, &d), 0);
+	ck_assert_int_eq(pccx__gemma3n_config_preset("tiny", &c, &d), 0);
 	b = c;
 	b.d_model = 100;
-	ck_assert_int_eq(pccx_g3n_config_check(&b, &d), PCCX_ERR_INVALID);
+	ck_assert_int_eq(pccx__gemma3n_config_check(&b, &d), PCCX_ERR_INVALID);
 	ck_assert_ptr_nonnull(strstr(d.msg, "d_model"));
 	b = c;
 	b.head_dim = 48;
-	ck_assert_int_eq(pccx_g3n_config_check(&b, &d), PCCX_ERR_INVALID);
+	ck_assert_int_eq(pccx__gemma3n_config_check(&b, &d), PCCX_ERR_INVALID);
 	b = c;
 	b.n_heads = 7;
-	ck_assert_int_eq(pccx_g3n_config_check(&b, &d), PCCX_ERR_INVALID);
+	ck_assert_int_eq(pccx__gemma3n_config_check(&b, &d), PCCX_ERR_INVALID);
 	b = c;
 	b.n_kv_shared = 9;	/* owner 0 only: a local layer, no global owner for layer 9 */
-	ck_assert_int_eq(pccx_g3n_config_check(&b, &d), PCCX_ERR_INVALID);
+	ck_assert_int_eq(pccx__gemma3n_config_check(&b, &d), PCCX_ERR_INVALID);
 	b = c;
 	b.ple_vocab = c.vocab + 1;
-	ck_assert_int_eq(pccx_g3n_config_check(&b, &d), PCCX_ERR_INVALID);
+	ck_assert_int_eq(pccx__gemma3n_config_check(&b, &d), PCCX_ERR_INVALID);
 }
 END_TEST
 
 START_TEST(test_plan_e4b_fits)
 {
-	struct pccx_g3n_config c;
-	struct pccx_g3n_model *m;
-	struct pccx_g3n_plan p;
+	struct pccx_gemma3n_config c;
+	struct pccx_gemma3n_model *m;
+	struct pccx_gemma3n_plan p;
 	pccx_diag d = { 0 };
 
 	/* layout only: the weight buffer is mapped, never touched */
-	ck_assert_int_eq(pccx_g3n_config_preset("e4b", &c, &d), 0);
-	ck_assert_msg(pccx_g3n_model_create(&m, &c, &d) == 0, "%s", d.msg);
-	ck_assert_msg(pccx_g3n_plan_build(m, &p, &d) == 0, "%s", d.msg);
+	ck_assert_int_eq(pccx__gemma3n_config_preset("e4b", &c, &d), 0);
+	ck_assert_msg(pccx__gemma3n_model_create(&m, &c, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma3n_plan_build(m, &p, &d) == 0, "%s", d.msg);
 	ck_assert_uint_le(p.words, PCCX_L2_WORDS);
 	ck_assert_uint_lt(p.ctx, p.logits);
 	ck_assert_uint_eq(p.logits + pccx_words_for(c.vocab), p.words);
 	/* streamed Q4-like bytes per token: 2.526 GB (research note: 2.523 GB at 4.5 bits) */
-	ck_assert_uint_gt(pccx_g3n_streamed_bytes(m), 2500000000ull);
-	ck_assert_uint_lt(pccx_g3n_streamed_bytes(m), 2550000000ull);
+	ck_assert_uint_gt(pccx__gemma3n_streamed_bytes(m), 2500000000ull);
+	ck_assert_uint_lt(pccx__gemma3n_streamed_bytes(m), 2550000000ull);
 	c.max_ctx = 65535;
-	pccx_g3n_model_free(m);
-	ck_assert_int_eq(pccx_g3n_model_create(&m, &c, &d), 0);
-	ck_assert_int_eq(pccx_g3n_plan_build(m, &p, &d), 0);
-	pccx_g3n_model_free(m);
+	pccx__gemma3n_model_free(m);
+	ck_assert_int_eq(pccx__gemma3n_model_create(&m, &c, &d), 0);
+	ck_assert_int_eq(pccx__gemma3n_plan_build(m, &p, &d), 0);
+	pccx__gemma3n_model_free(m);
 }
 END_TEST
 
@@ -295,7 +295,7 @@ static void kcase_make(struct kcase *c, uint32_t n, uint32_t k, uint64_t *s, boo
 		/* finite scales in a realistic range */
 		for (r = 0; r < n; r++)
 			for (b = 0; b < k / 32; b++) {
-				uint16_t h = pccx_f32_to_fp16((float)(lcg(s) % 1000) / 30000.0f);
+				uint16_t h = pccx__f32_to_fp16((float)(lcg(s) % 1000) / 30000.0f);
 
 				memcpy(c->w + r * c->rb + 2 * b, &h, 2);
 			}
@@ -305,7 +305,7 @@ static void kcase_make(struct kcase *c, uint32_t n, uint32_t k, uint64_t *s, boo
 	for (i = 0; i < k / 32; i++)
 		c->sx[i] = (float)(lcg(s) % 100000) / 1e6f;
 	c->a = (struct pccx_kern_act){ k, c->q8, c->sx, c->xp, c->xsum };
-	pccx_kern_act_prepare(&c->a);
+	pccx__kern_act_prepare(&c->a);
 }
 
 static void kcase_free(struct kcase *c)
@@ -326,11 +326,11 @@ START_TEST(test_kernel_ref_is_the_numerics_row_dot)
 
 	kcase_make(&c, 9, 2048, &s, false);
 	y = malloc(sizeof(float) * c.n);
-	pccx_kern_q4_rows_ref(c.w, c.rb, c.n, &c.a, y);
+	pccx__kern_q4_rows_ref(c.w, c.rb, c.n, &c.a, y);
 	for (r = 0; r < c.n; r++) {
 		const uint8_t *rec = c.w + r * c.rb;
-		float e = pccx_q4_row_dot(rec + 128, (const uint16_t *)(const void *)rec, c.q8,
-					  c.sx, c.k);
+		float e = pccx__q4_row_dot(rec + 128, (const uint16_t *)(const void *)rec, c.q8,
+					   c.sx, c.k);
 
 		ck_assert_uint_eq(pccx_f32_bits(y[r]), pccx_f32_bits(e));
 	}
@@ -344,7 +344,7 @@ START_TEST(test_kernel_avx2_bit_identical)
 	uint64_t s = 12345;
 	unsigned it;
 
-	if (!pccx_kern_have_avx2())
+	if (!pccx__kern_have_avx2())
 		return;	/* nothing to compare on this CPU */
 	for (it = 0; it < 400; it++) {
 		uint32_t k = 32 * (1 + (uint32_t)(lcg(&s) % 96)), n = 1 + (uint32_t)(lcg(&s) % 37);
@@ -357,8 +357,8 @@ START_TEST(test_kernel_avx2_bit_identical)
 		kcase_make(&c, n, k, &s, it % 3 == 0);
 		y1 = malloc(sizeof(float) * n);
 		y2 = malloc(sizeof(float) * n);
-		pccx_kern_q4_rows_ref(c.w, c.rb, n, &c.a, y1);
-		pccx_kern_q4_rows_avx2(c.w, c.rb, n, &c.a, y2);
+		pccx__kern_q4_rows_ref(c.w, c.rb, n, &c.a, y1);
+		pccx__kern_q4_rows_avx2(c.w, c.rb, n, &c.a, y2);
 		ck_assert_msg(!memcmp(y1, y2, sizeof(float) * n), "k %u n %u differ", k, n);
 		free(y1);
 		free(y2);
@@ -378,18 +378,18 @@ START_TEST(test_kernel_threads_bit_identical)
 	kcase_make(&c, 4099, 512, &s, false);	/* rows not a multiple of 8 or of the threads */
 	y0 = malloc(sizeof(float) * c.n);
 	y = malloc(sizeof(float) * c.n);
-	pccx_kern_q4_rows_ref(c.w, c.rb, c.n, &c.a, y0);
+	pccx__kern_q4_rows_ref(c.w, c.rb, c.n, &c.a, y0);
 	for (impl = PCCX_KERN_REF; impl <= PCCX_KERN_AVX2; impl++) {
 		for (t = 0; t < sizeof(threads) / sizeof(threads[0]); t++) {
 			struct pccx_pool *p;
 			pccx_diag d;
 
-			ck_assert_int_eq(pccx_pool_create(&p, threads[t], &d), 0);
+			ck_assert_int_eq(pccx__pool_create(&p, threads[t], &d), 0);
 			memset(y, 0, sizeof(float) * c.n);
-			pccx_kern_q4_gemv(p, (enum pccx_kern_impl)impl, c.w, c.rb, c.n, &c.a, y);
+			pccx__kern_q4_gemv(p, (enum pccx_kern_impl)impl, c.w, c.rb, c.n, &c.a, y);
 			ck_assert_msg(!memcmp(y0, y, sizeof(float) * c.n), "%s, %u threads",
-				      pccx_kern_name(impl), threads[t]);
-			pccx_pool_destroy(p);
+				      pccx__kern_name(impl), threads[t]);
+			pccx__pool_destroy(p);
 		}
 	}
 	free(y0);
@@ -414,9 +414,9 @@ static void npu_open(struct npu *n)
 	pccx_diag d;
 
 	memset(n, 0, sizeof(*n));
-	ck_assert_int_eq(pccx_ref_exec_create(&n->x, 1, PCCX_KERN_AUTO, &d), 0);
-	n->ops = pccx_ref_exec_ops();
-	n->l2 = pccx_ref_exec_l2(n->x);
+	ck_assert_int_eq(pccx__ref_exec_create(&n->x, 1, PCCX_KERN_AUTO, &d), 0);
+	n->ops = pccx__ref_exec_ops();
+	n->l2 = pccx__ref_exec_l2(n->x);
 	ck_assert_int_eq(n->ops->bind(n->x, PCCX_NPU_BUF_WEIGHTS, n->wbuf, sizeof(n->wbuf), false),
 			 0);
 	ck_assert_int_eq(n->ops->bind(n->x, PCCX_NPU_BUF_KV, n->kv, sizeof(n->kv), true), 0);
@@ -462,24 +462,24 @@ START_TEST(test_exec_gemv_q4)
 	for (i = 0; i < 10 * rb; i++)
 		n.wbuf[i] = (uint8_t)lcg(&s);
 	for (r = 0; r < 10; r++) {
-		uint16_t h0 = pccx_f32_to_fp16(0.01f * (float)(r + 1)),
-			 h1 = pccx_f32_to_fp16(-0.02f);
+		uint16_t h0 = pccx__f32_to_fp16(0.01f * (float)(r + 1)),
+			 h1 = pccx__f32_to_fp16(-0.02f);
 
 		memcpy(n.wbuf + r * rb, &h0, 2);
 		memcpy(n.wbuf + r * rb + 2, &h1, 2);
 	}
 	for (i = 0; i < 64; i++)
-		n.l2[8 * 10 + i] = pccx_f32_to_bf16((float)((int)i - 30) / 7.0f);
+		n.l2[8 * 10 + i] = pccx__f32_to_bf16((float)((int)i - 30) / 7.0f);
 	for (i = 0; i < 16; i++)
 		n.l2[8 * 100 + i] = 0x1234;	/* lanes past N = 10 must stay */
 	ck_assert_int_eq(n.ops->matmul(n.x, &mm), 0);
-	pccx_q8_quantize(n.l2 + 8 * 10, 64, q8, sx);
+	pccx__q8_quantize(n.l2 + 8 * 10, 64, q8, sx);
 	for (r = 0; r < 10; r++) {
 		const uint8_t *rec = n.wbuf + r * rb;
 		float y =
-			pccx_q4_row_dot(rec + 16, (const uint16_t *)(const void *)rec, q8, sx, 64);
+			pccx__q4_row_dot(rec + 16, (const uint16_t *)(const void *)rec, q8, sx, 64);
 
-		ck_assert_uint_eq(n.l2[8 * 100 + r], pccx_out_store(y, false, 0));
+		ck_assert_uint_eq(n.l2[8 * 100 + r], pccx__out_store(y, false, 0));
 	}
 	for (i = 10; i < 16; i++)
 		ck_assert_uint_eq(n.l2[8 * 100 + i], 0x1234);
@@ -494,16 +494,16 @@ START_TEST(test_exec_gemv_q4)
 		ck_assert_int_eq(n.ops->matmul(n.x, &mm), 0);
 		for (r = 0; r < 10; r++) {
 			const uint8_t *rec = n.wbuf + r * rb;
-			float y = pccx_q4_row_dot(rec + 16, (const uint16_t *)(const void *)rec, q8,
-						  sx, 64);
-			uint16_t e = pccx_out_store(y, true, old[r]);
+			float y = pccx__q4_row_dot(rec + 16, (const uint16_t *)(const void *)rec, q8,
+						   sx, 64);
+			uint16_t e = pccx__out_store(y, true, old[r]);
 
 			ck_assert_uint_eq(n.l2[8 * 100 + r], e);
-			smax = pccx_bf16_to_f32(e) > smax ? pccx_bf16_to_f32(e) : smax;
+			smax = pccx__bf16_to_f32(e) > smax ? pccx__bf16_to_f32(e) : smax;
 		}
-		ck_assert_float_eq(pccx_ref_exec_sreg(n.x), smax);
+		ck_assert_float_eq(pccx__ref_exec_sreg(n.x), smax);
 	}
-	pccx_ref_exec_free(n.x);
+	pccx__ref_exec_free(n.x);
 }
 END_TEST
 
@@ -521,27 +521,27 @@ START_TEST(test_exec_gemm_bf16_and_bf16t)
 	npu_open(&n);
 	W = (uint16_t *)(void *)n.kv;
 	for (i = 0; i < 64; i++)
-		W[i] = pccx_f32_to_bf16((float)((int)(i * 37 % 19) - 9) / 8.0f);
+		W[i] = pccx__f32_to_bf16((float)((int)(i * 37 % 19) - 9) / 8.0f);
 	for (i = 0; i < 32; i++)
-		n.l2[8 * 20 + i] = pccx_f32_to_bf16((float)((int)(i * 11 % 13) - 6) / 4.0f);
+		n.l2[8 * 20 + i] = pccx__f32_to_bf16((float)((int)(i * 11 % 13) - 6) / 4.0f);
 	/* scores: 2 rows of x (16) against 4 key rows of 16 */
 	ck_assert_int_eq(n.ops->matmul(n.x, &sc), 0);
 	for (r = 0; r < 2; r++)
 		for (j = 0; j < 4; j++)
 			ck_assert_uint_eq(
 				n.l2[8 * (200 + r) + j],
-				pccx_out_store(
-					pccx_bf16_row_dot(W + 16 * j, n.l2 + 8 * (20 + 2 * r), 16),
+				pccx__out_store(
+					pccx__bf16_row_dot(W + 16 * j, n.l2 + 8 * (20 + 2 * r), 16),
 					false, 0));
 	/* context: the same 4 rows of 16 as a transposed weight, x = the 4 scores of each row */
 	ck_assert_int_eq(n.ops->matmul(n.x, &cx), 0);
 	for (r = 0; r < 2; r++) {
-		pccx_bf16_colsum(W, n.l2 + 8 * (200 + r), 4, 16, y);
+		pccx__bf16_colsum(W, n.l2 + 8 * (200 + r), 4, 16, y);
 		for (j = 0; j < 16; j++)
 			ck_assert_uint_eq(n.l2[8 * (300 + 2 * r) + j],
-					  pccx_out_store(y[j], false, 0));
+					  pccx__out_store(y[j], false, 0));
 	}
-	pccx_ref_exec_free(n.x);
+	pccx__ref_exec_free(n.x);
 }
 END_TEST
 
@@ -553,45 +553,45 @@ START_TEST(test_exec_cvo_forms)
 
 	npu_open(&n);
 	for (i = 0; i < 24; i++) {
-		n.l2[8 * 40 + i] = src[i] = pccx_f32_to_bf16((float)i / 5.0f - 2.0f);
-		n.l2[8 * 50 + i] = dst[i] = pccx_f32_to_bf16(0.5f + (float)i / 16.0f);
+		n.l2[8 * 40 + i] = src[i] = pccx__f32_to_bf16((float)i / 5.0f - 2.0f);
+		n.l2[8 * 50 + i] = dst[i] = pccx__f32_to_bf16(0.5f + (float)i / 16.0f);
 	}
 	/* reductions: S and FP32 slot 0 of dst; recip_scale = mean for SUM/SUMSQ */
 	ck_assert_int_eq(cvo(&n, PCCX_CVO_SUM, PCCX_CVOF_RECIP, 40, 60, 21), 0);
-	ck_assert_float_eq(pccx_ref_exec_sreg(n.x), pccx_sfu_reduce(PCCX_SFU_SUM, PCCX_SFU_F_MEAN,
-								    0, src, 21));
-	ck_assert_float_eq(slot0(&n, 60), pccx_ref_exec_sreg(n.x));
+	ck_assert_float_eq(pccx__ref_exec_sreg(n.x), pccx__sfu_reduce(PCCX_SFU_SUM, PCCX_SFU_F_MEAN,
+								      0, src, 21));
+	ck_assert_float_eq(slot0(&n, 60), pccx__ref_exec_sreg(n.x));
 	/* Sum of squares about S (sub_emax) */
 	{
-		float S = pccx_ref_exec_sreg(n.x);
+		float S = pccx__ref_exec_sreg(n.x);
 
 		ck_assert_int_eq(cvo(&n, PCCX_CVO_SUMSQ, PCCX_CVOF_SUB, 40, 61, 24), 0);
-		ck_assert_float_eq(pccx_ref_exec_sreg(n.x),
-				   pccx_sfu_reduce(PCCX_SFU_SUMSQ, PCCX_SFU_F_SUB, S, src, 24));
+		ck_assert_float_eq(pccx__ref_exec_sreg(n.x),
+				   pccx__sfu_reduce(PCCX_SFU_SUMSQ, PCCX_SFU_F_SUB, S, src, 24));
 	}
 	/* LDS: element 13 (BF16), then FP32 slot 0 with sreg */
 	ck_assert_int_eq(cvo(&n, PCCX_CVO_LDS, 0, 40, 62, 13), 0);
-	ck_assert_float_eq(pccx_ref_exec_sreg(n.x), pccx_bf16_to_f32(src[13]));
+	ck_assert_float_eq(pccx__ref_exec_sreg(n.x), pccx__bf16_to_f32(src[13]));
 	put_slot0(&n, 63, 2.5f);
 	ck_assert_int_eq(cvo(&n, PCCX_CVO_LDS, PCCX_CVOF_SREG, 63, 62, 0), 0);
-	ck_assert_float_eq(pccx_ref_exec_sreg(n.x), 2.5f);
+	ck_assert_float_eq(pccx__ref_exec_sreg(n.x), 2.5f);
 	/* scalar forms: S = S + v, S = rsqrt(S), S = max(S, v) */
 	put_slot0(&n, 64, 1.5f);
 	ck_assert_int_eq(cvo(&n, PCCX_CVO_ADD, PCCX_CVOF_SREG, 64, 62, 0), 0);
-	ck_assert_float_eq(pccx_ref_exec_sreg(n.x), 4.0f);
+	ck_assert_float_eq(pccx__ref_exec_sreg(n.x), 4.0f);
 	ck_assert_int_eq(cvo(&n, PCCX_CVO_RSQRT, PCCX_CVOF_SREG, 0, 62, 0), 0);
-	ck_assert_float_eq(pccx_ref_exec_sreg(n.x), 0.5f);
+	ck_assert_float_eq(pccx__ref_exec_sreg(n.x), 0.5f);
 	ck_assert_float_eq(slot0(&n, 62), 0.5f);
 	ck_assert_int_eq(cvo(&n, PCCX_CVO_MAX, PCCX_CVOF_SREG, 64, 62, 0), 0);
-	ck_assert_float_eq(pccx_ref_exec_sreg(n.x), 1.5f);
+	ck_assert_float_eq(pccx__ref_exec_sreg(n.x), 1.5f);
 	/* vector: GELU with sub_emax + relu (the Gaussian top-k gate), then SCALE with accm */
 	ck_assert_int_eq(cvo(&n, PCCX_CVO_GELU, PCCX_CVOF_SUB | PCCX_CVOF_RELU, 40, 40, 21), 0);
-	pccx_sfu_vector(PCCX_SFU_GELU, PCCX_SFU_F_SUB | PCCX_SFU_F_RELU, 1.5f, src, src, 21);
+	pccx__sfu_vector(PCCX_SFU_GELU, PCCX_SFU_F_SUB | PCCX_SFU_F_RELU, 1.5f, src, src, 21);
 	ck_assert(!memcmp(n.l2 + 8 * 40, src, sizeof(src)));
 	ck_assert_int_eq(cvo(&n, PCCX_CVO_SCALE, PCCX_CVOF_ACCM, 40, 50, 24), 0);
-	pccx_sfu_vector(PCCX_SFU_SCALE, PCCX_SFU_F_ACCM, 1.5f, src, dst, 24);
+	pccx__sfu_vector(PCCX_SFU_SCALE, PCCX_SFU_F_ACCM, 1.5f, src, dst, 24);
 	ck_assert(!memcmp(n.l2 + 8 * 50, dst, sizeof(dst)));
-	pccx_ref_exec_free(n.x);
+	pccx__ref_exec_free(n.x);
 }
 END_TEST
 
@@ -609,7 +609,7 @@ START_TEST(test_exec_rejects_illegal)
 	npu_open(&n);
 	/* matmul source and destination overlap */
 	ck_assert_int_ne(n.ops->matmul(n.x, &mm), 0);
-	ck_assert_ptr_nonnull(strstr(pccx_ref_exec_error(n.x), "overlap"));
+	ck_assert_ptr_nonnull(strstr(pccx__ref_exec_error(n.x), "overlap"));
 	/* weights beyond the host buffer */
 	mm.dst = 20;
 	mm.w.offset = 4096 - 16;
@@ -628,7 +628,7 @@ START_TEST(test_exec_rejects_illegal)
 	ck_assert_int_ne(n.ops->load(n.x, 10, PCCX_NPU_BUF_KV, 8, 8), 0);
 	ck_assert_int_ne(n.ops->load(n.x, 10, PCCX_NPU_BUF_IN, 0, 8), 0);
 	ck_assert_int_eq(n.ops->load(n.x, 10, PCCX_NPU_BUF_KV, 16, 8), 0);
-	pccx_ref_exec_free(n.x);
+	pccx__ref_exec_free(n.x);
 }
 END_TEST
 
@@ -638,49 +638,49 @@ END_TEST
 START_TEST(test_host_inputs)
 {
 	struct rig r;
-	const struct pccx_g3n_plan *p;
+	const struct pccx_gemma3n_plan *p;
 	pccx_diag d = { 0 };
 	uint8_t *in;
 	uint32_t i, D;
-	float sq = pccx_f32_sqrt(128.0f);
+	float sq = pccx__f32_sqrt(128.0f);
 
 	rig_open(&r, "tiny", 1, 1, PCCX_KERN_AUTO);
 	p = &r.s->plan;
 	D = r.cfg.d_model;
 	in = malloc(p->in_bytes);
-	ck_assert_int_eq(pccx_g3n_host_inputs(r.m, p, 77, 0, in, &d), 0);
+	ck_assert_int_eq(pccx__gemma3n_host_inputs(r.m, p, 77, 0, in, &d), 0);
 	for (i = 0; i < r.cfg.head_dim; i++) {
 		uint16_t c, s;
 
 		memcpy(&c, in + 16 * (p->rope_cos[0] - p->in) + 2 * i, 2);
 		memcpy(&s, in + 16 * (p->rope_sin[1] - p->in) + 2 * i, 2);
 		ck_assert_uint_eq(c, 0x3F80);			/* cos 0 = 1 */
-		ck_assert_float_eq(pccx_bf16_to_f32(s), 0.0f);	/* sin 0 = 0 */
+		ck_assert_float_eq(pccx__bf16_to_f32(s), 0.0f);	/* sin 0 = 0 */
 	}
 	{
 		float row[128];
 		uint16_t h;
 
-		pccx_g3n_row_f32(r.m, r.m->w.embed, 77, row);
+		pccx__gemma3n_row_f32(r.m, r.m->w.embed, 77, row);
 		for (i = 0; i < D; i++) {
 			memcpy(&h, in + 16 * (p->embed - p->in) + 2 * i, 2);
 			ck_assert_uint_eq(h, pccx_bf16_store(row[i] * sq));
 		}
 	}
 	/* at pos 1000: cos^2 + sin^2 = 1 within BF16 rounding */
-	ck_assert_int_eq(pccx_g3n_host_inputs(r.m, p, 3, 1000, in, &d), 0);
+	ck_assert_int_eq(pccx__gemma3n_host_inputs(r.m, p, 3, 1000, in, &d), 0);
 	for (i = 0; i < r.cfg.head_dim; i++) {
 		uint16_t c, s;
 		float fc, fs;
 
 		memcpy(&c, in + 16 * (p->rope_cos[1] - p->in) + 2 * i, 2);
 		memcpy(&s, in + 16 * (p->rope_sin[1] - p->in) + 2 * i, 2);
-		fc = pccx_bf16_to_f32(c);
-		fs = pccx_bf16_to_f32(s);
+		fc = pccx__bf16_to_f32(c);
+		fs = pccx__bf16_to_f32(s);
 		ck_assert_float_eq_tol(fc * fc + fs * fs, 1.0f, 0.01f);
 	}
-	ck_assert_int_eq(pccx_g3n_host_inputs(r.m, p, r.cfg.vocab, 0, in, &d), PCCX_ERR_RANGE);
-	ck_assert_int_eq(pccx_g3n_host_inputs(r.m, p, 0, r.cfg.max_ctx, in, &d), PCCX_ERR_RANGE);
+	ck_assert_int_eq(pccx__gemma3n_host_inputs(r.m, p, r.cfg.vocab, 0, in, &d), PCCX_ERR_RANGE);
+	ck_assert_int_eq(pccx__gemma3n_host_inputs(r.m, p, 0, r.cfg.max_ctx, in, &d), PCCX_ERR_RANGE);
 	free(in);
 	rig_close(&r);
 }
@@ -721,7 +721,7 @@ START_TEST(test_stage_names)
 	struct names *nm = calloc(1, sizeof(*nm));
 
 	rig_open(&r, "tiny", 1, 1, PCCX_KERN_AUTO);
-	pccx_ref_exec_on_stage(r.x, collect_name, nm);
+	pccx__ref_exec_on_stage(r.x, collect_name, nm);
 	rig_step(&r, 5, true);
 	ck_assert_str_eq(nm->n[0], "embed");
 	ck_assert_str_eq(nm->n[nm->count - 1], "final.logits");
@@ -749,7 +749,7 @@ static uint64_t run_fingerprint(const char *preset, uint64_t seed, unsigned thre
 	uint32_t i;
 
 	rig_open(&r, preset, seed, threads, impl);
-	pccx_ref_exec_on_stage(r.x, hash_stage, &h);
+	pccx__ref_exec_on_stage(r.x, hash_stage, &h);
 	for (i = 0; i < n; i++)
 		rig_step(&r, tok_at(&r.cfg, i), true);
 	memcpy(logits_out, r.logits, sizeof(float) * r.cfg.vocab);
@@ -794,19 +794,19 @@ END_TEST
 
 START_TEST(test_synth_independent_of_threads)
 {
-	struct pccx_g3n_config c;
-	struct pccx_g3n_model *m1, *m2;
+	struct pccx_gemma3n_config c;
+	struct pccx_gemma3n_model *m1, *m2;
 	pccx_diag d;
 
-	ck_assert_int_eq(pccx_g3n_config_preset("tiny", &c, &d), 0);
-	ck_assert_int_eq(pccx_g3n_model_create(&m1, &c, &d), 0);
-	ck_assert_int_eq(pccx_g3n_model_create(&m2, &c, &d), 0);
-	ck_assert_int_eq(pccx_g3n_synth(m1, 42, 1, &d), 0);
-	ck_assert_int_eq(pccx_g3n_synth(m2, 42, 3, &d), 0);
+	ck_assert_int_eq(pccx__gemma3n_config_preset("tiny", &c, &d), 0);
+	ck_assert_int_eq(pccx__gemma3n_model_create(&m1, &c, &d), 0);
+	ck_assert_int_eq(pccx__gemma3n_model_create(&m2, &c, &d), 0);
+	ck_assert_int_eq(pccx__gemma3n_synth(m1, 42, 1, &d), 0);
+	ck_assert_int_eq(pccx__gemma3n_synth(m2, 42, 3, &d), 0);
 	ck_assert_uint_eq(m1->size, m2->size);
 	ck_assert(!memcmp(m1->data, m2->data, m1->size));
-	pccx_g3n_model_free(m1);
-	pccx_g3n_model_free(m2);
+	pccx__gemma3n_model_free(m1);
+	pccx__gemma3n_model_free(m2);
 }
 END_TEST
 
@@ -831,9 +831,9 @@ END_TEST
 /* ===================================================================================== */
 /* KV sharing.                                                                           */
 
-static void scramble_tensor(struct pccx_g3n_model *m, int32_t t)
+static void scramble_tensor(struct pccx_gemma3n_model *m, int32_t t)
 {
-	const struct pccx_g3n_tensor *T = &m->t[t];
+	const struct pccx_gemma3n_tensor *T = &m->t[t];
 	uint64_t i, n = (uint64_t)T->rows * T->row_bytes;
 
 	for (i = 0; i < n; i++)
@@ -865,7 +865,7 @@ START_TEST(test_kv_shared_layers_reuse_owner_cache)
 	rig_close(&b);
 	/* ...while the owner layer 3's k weights feed layers 5-8 (and 4's feed 9) */
 	rig_open(&b, "tiny", 2, 1, PCCX_KERN_AUTO);
-	pccx_g3n_session_reset(a.s);
+	pccx__gemma3n_session_reset(a.s);
 	scramble_tensor(b.m, b.m->w.layer[3].attn_k);
 	for (i = 0; i < 3; i++) {
 		rig_step(&a, tok_at(&a.cfg, i), true);
@@ -940,17 +940,17 @@ struct oracle_rig {
 	double *ologits;
 };
 
-static void orig_open(struct oracle_rig *q, const struct pccx_g3n_config *cfg, uint64_t seed,
-		      const struct pccx_g3n_model *oracle_model)
+static void orig_open(struct oracle_rig *q, const struct pccx_gemma3n_config *cfg, uint64_t seed,
+		      const struct pccx_gemma3n_model *oracle_model)
 {
 	pccx_diag d = { 0 };
 
 	rig_open_cfg(&q->r, cfg, seed, 1, PCCX_KERN_AUTO);
-	ck_assert_msg(pccx_oracle_create(&q->o, oracle_model ? oracle_model : q->r.m, 0, &d) == 0,
+	ck_assert_msg(pccx__oracle_create(&q->o, oracle_model ? oracle_model : q->r.m, 0, &d) == 0,
 		      "%s", d.msg);
-	ck_assert_int_eq(pccx_cmp_create(&q->c), 0);
-	pccx_ref_exec_on_stage(q->r.x, pccx_cmp_ref_stage, q->c);
-	pccx_oracle_on_stage(q->o, pccx_cmp_oracle_stage, q->c);
+	ck_assert_int_eq(pccx__cmp_create(&q->c), 0);
+	pccx__ref_exec_on_stage(q->r.x, pccx__cmp_ref_stage, q->c);
+	pccx__oracle_on_stage(q->o, pccx__cmp_oracle_stage, q->c);
 	q->ologits = malloc(sizeof(double) * cfg->vocab);
 }
 
@@ -958,16 +958,16 @@ static const struct pccx_stage_stat *orig_step(struct oracle_rig *q, uint32_t to
 {
 	pccx_diag d = { 0 };
 
-	pccx_cmp_clear(q->c);
+	pccx__cmp_clear(q->c);
 	rig_step(&q->r, tok, true);
-	ck_assert_msg(pccx_oracle_step(q->o, tok, q->ologits, &d) == 0, "%s", d.msg);
-	return pccx_cmp_results(q->c, n);
+	ck_assert_msg(pccx__oracle_step(q->o, tok, q->ologits, &d) == 0, "%s", d.msg);
+	return pccx__cmp_results(q->c, n);
 }
 
 static void orig_close(struct oracle_rig *q)
 {
-	pccx_cmp_free(q->c);
-	pccx_oracle_free(q->o);
+	pccx__cmp_free(q->c);
+	pccx__oracle_free(q->o);
 	free(q->ologits);
 	rig_close(&q->r);
 }
@@ -976,12 +976,12 @@ static void check_against_oracle(const char *preset, uint64_t seed, uint32_t pos
 				 uint32_t *top1, double *kl_sum, double *kl_max)
 {
 	struct oracle_rig q;
-	struct pccx_g3n_config cfg;
+	struct pccx_gemma3n_config cfg;
 	pccx_diag d;
 	uint32_t p;
 	size_t i, n;
 
-	ck_assert_int_eq(pccx_g3n_config_preset(preset, &cfg, &d), 0);
+	ck_assert_int_eq(pccx__gemma3n_config_preset(preset, &cfg, &d), 0);
 	orig_open(&q, &cfg, seed, NULL);
 	for (p = 0; p < positions; p++) {
 		const struct pccx_stage_stat *st =
@@ -1009,7 +1009,7 @@ static void check_against_oracle(const char *preset, uint64_t seed, uint32_t pos
 				      (unsigned long long)seed, p, st[i].name, st[i].cos,
 				      b->min_cos, st[i].rel_rms, b->max_rel);
 		}
-		pccx_logit_agreement(q.r.logits, q.ologits, cfg.vocab, &same, &kl);
+		pccx__logit_agreement(q.r.logits, q.ologits, cfg.vocab, &same, &kl);
 		*top1 += same;
 		*kl_sum += kl;
 		*kl_max = kl > *kl_max ? kl : *kl_max;
@@ -1054,18 +1054,18 @@ START_TEST(test_oracle_threads)
 
 	rig_open(&r, "tiny", 3, 1, PCCX_KERN_AUTO);
 	for (k = 0; k < 2; k++) {
-		ck_assert_msg(pccx_oracle_create(&o[k], r.m, k ? 3 : 1, &d) == 0, "%s", d.msg);
+		ck_assert_msg(pccx__oracle_create(&o[k], r.m, k ? 3 : 1, &d) == 0, "%s", d.msg);
 		lg[k] = malloc(sizeof(double) * r.cfg.vocab);
 		ck_assert_ptr_nonnull(lg[k]);
 	}
 	for (i = 0; i < sizeof(toks) / sizeof(toks[0]); i++) {
 		for (k = 0; k < 2; k++)
-			ck_assert_msg(pccx_oracle_step(o[k], toks[i], lg[k], &d) == 0, "%s", d.msg);
+			ck_assert_msg(pccx__oracle_step(o[k], toks[i], lg[k], &d) == 0, "%s", d.msg);
 		ck_assert_msg(!memcmp(lg[0], lg[1], sizeof(double) * r.cfg.vocab),
 			      "position %u: logits differ between 1 and 3 threads", i);
 	}
 	for (k = 0; k < 2; k++) {
-		pccx_oracle_free(o[k]);
+		pccx__oracle_free(o[k]);
 		free(lg[k]);
 	}
 	rig_close(&r);
@@ -1079,14 +1079,14 @@ END_TEST
  */
 START_TEST(test_sliding_window)
 {
-	struct pccx_g3n_config cfg;
-	struct pccx_g3n_model wide;
+	struct pccx_gemma3n_config cfg;
+	struct pccx_gemma3n_model wide;
 	struct oracle_rig a, b;
 	pccx_diag d;
 	uint32_t p, l;
 	double far = 0;
 
-	ck_assert_int_eq(pccx_g3n_config_preset("tiny", &cfg, &d), 0);
+	ck_assert_int_eq(pccx__gemma3n_config_preset("tiny", &cfg, &d), 0);
 	cfg.window = 8;
 	cfg.max_ctx = 32;
 	orig_open(&a, &cfg, 6, NULL);
@@ -1095,9 +1095,9 @@ START_TEST(test_sliding_window)
 	wide = *b.r.m;
 	for (l = 0; l < cfg.n_layers; l++)
 		wide.layers[l].window = 0;
-	pccx_oracle_free(b.o);
-	ck_assert_int_eq(pccx_oracle_create(&b.o, &wide, 0, &d), 0);
-	pccx_oracle_on_stage(b.o, pccx_cmp_oracle_stage, b.c);
+	pccx__oracle_free(b.o);
+	ck_assert_int_eq(pccx__oracle_create(&b.o, &wide, 0, &d), 0);
+	pccx__oracle_on_stage(b.o, pccx__cmp_oracle_stage, b.c);
 	for (p = 0; p < 20; p++) {
 		const struct pccx_stage_stat *sa, *sb;
 		size_t na, nb, i;
@@ -1130,9 +1130,9 @@ END_TEST
 START_TEST(test_gguf_round_trip_bit_exact)
 {
 	char path[] = "/tmp/pccx-ref-XXXXXX";
-	struct pccx_g3n_model *m2;
+	struct pccx_gemma3n_model *m2;
 	struct rig a, b;
-	struct pccx_g3n_load_info li;
+	struct pccx_gemma3n_load_info li;
 	pccx_diag d = { 0 };
 	uint32_t i;
 	int fd = mkstemp(path);
@@ -1140,8 +1140,8 @@ START_TEST(test_gguf_round_trip_bit_exact)
 	ck_assert_int_ge(fd, 0);
 	close(fd);
 	rig_open(&a, "tiny", 11, 1, PCCX_KERN_AUTO);
-	ck_assert_msg(pccx_g3n_save_gguf(a.m, NULL, path, &d) == 0, "%s", d.msg);
-	ck_assert_msg(pccx_g3n_load_gguf(&m2, path, a.cfg.max_ctx, &li, NULL, &d) == 0, "%s",
+	ck_assert_msg(pccx__gemma3n_save_gguf(a.m, NULL, path, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma3n_load_gguf(&m2, path, a.cfg.max_ctx, &li, NULL, &d) == 0, "%s",
 		      d.msg);
 	unlink(path);
 	ck_assert(li.q4.lossless);
@@ -1161,8 +1161,8 @@ START_TEST(test_gguf_round_trip_bit_exact)
 	memset(&b, 0, sizeof(b));
 	b.cfg = m2->cfg;
 	b.m = m2;
-	ck_assert_int_eq(pccx_ref_exec_create(&b.x, 1, PCCX_KERN_AUTO, &d), 0);
-	ck_assert_int_eq(pccx_g3n_session_create(&b.s, b.m, pccx_ref_exec_ops(), b.x, &d), 0);
+	ck_assert_int_eq(pccx__ref_exec_create(&b.x, 1, PCCX_KERN_AUTO, &d), 0);
+	ck_assert_int_eq(pccx__gemma3n_session_create(&b.s, b.m, pccx__ref_exec_ops(), b.x, &d), 0);
 	b.logits = malloc(sizeof(float) * b.cfg.vocab);
 	for (i = 0; i < 3; i++) {
 		rig_step(&a, tok_at(&a.cfg, i), true);
@@ -1177,7 +1177,7 @@ END_TEST
 START_TEST(test_gguf_refuses_other_models)
 {
 	char path[] = "/tmp/pccx-ref-XXXXXX";
-	struct pccx_g3n_model *m;
+	struct pccx_gemma3n_model *m;
 	pccx_gguf_writer *w;
 	pccx_diag d = { 0 };
 	int fd = mkstemp(path);
@@ -1188,7 +1188,7 @@ START_TEST(test_gguf_refuses_other_models)
 	ck_assert_int_eq(pccx_gguf_writer_set_str(w, "general.architecture", "llama", &d), 0);
 	ck_assert_int_eq(pccx_gguf_writer_write(w, path, &d), 0);
 	pccx_gguf_writer_free(w);
-	ck_assert_int_eq(pccx_g3n_load_gguf(&m, path, 0, NULL, NULL, &d), PCCX_ERR_UNSUPPORTED);
+	ck_assert_int_eq(pccx__gemma3n_load_gguf(&m, path, 0, NULL, NULL, &d), PCCX_ERR_UNSUPPORTED);
 	ck_assert_ptr_nonnull(strstr(d.msg, "llama"));
 	/* a gemma3n header without tensors */
 	ck_assert_int_eq(pccx_gguf_writer_new(&w, &d), 0);
@@ -1200,7 +1200,7 @@ START_TEST(test_gguf_refuses_other_models)
 	ck_assert_int_eq(pccx_gguf_writer_set_u32(w, "gemma3n.attention.head_count_kv", 2, &d), 0);
 	ck_assert_int_eq(pccx_gguf_writer_write(w, path, &d), 0);
 	pccx_gguf_writer_free(w);
-	ck_assert_int_eq(pccx_g3n_load_gguf(&m, path, 0, NULL, NULL, &d), PCCX_ERR_NOT_FOUND);
+	ck_assert_int_eq(pccx__gemma3n_load_gguf(&m, path, 0, NULL, NULL, &d), PCCX_ERR_NOT_FOUND);
 	ck_assert_ptr_nonnull(strstr(d.msg, "token_embd"));
 	unlink(path);
 }
@@ -1262,19 +1262,19 @@ START_TEST(test_gguf_refuses_nonfinite_q4_0_scales)
 		  "tensor 'blk.1.attn_output.weight': row 0, block 0 (elements 0..31 of the row)" },
 	};
 	char path[] = "/tmp/pccx-ref-XXXXXX";
-	struct pccx_g3n_model *m, *m2;
-	struct pccx_g3n_config cfg;
+	struct pccx_gemma3n_model *m, *m2;
+	struct pccx_gemma3n_config cfg;
 	pccx_diag d = { 0 };
 	size_t i;
 	int fd = mkstemp(path);
 
 	ck_assert_int_ge(fd, 0);
 	close(fd);
-	ck_assert_int_eq(pccx_g3n_config_preset("tiny", &cfg, &d), 0);
-	ck_assert_msg(pccx_g3n_model_create(&m, &cfg, &d) == 0, "%s", d.msg);
-	ck_assert_msg(pccx_g3n_synth(m, 5, 1, &d) == 0, "%s", d.msg);
-	ck_assert_msg(pccx_g3n_save_gguf(m, NULL, path, &d) == 0, "%s", d.msg);
-	pccx_g3n_model_free(m);
+	ck_assert_int_eq(pccx__gemma3n_config_preset("tiny", &cfg, &d), 0);
+	ck_assert_msg(pccx__gemma3n_model_create(&m, &cfg, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma3n_synth(m, 5, 1, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma3n_save_gguf(m, NULL, path, &d) == 0, "%s", d.msg);
+	pccx__gemma3n_model_free(m);
 	for (i = 0; i < sizeof(pokes) / sizeof(pokes[0]); i++) {
 		uint16_t was = poke_q4_0_scale(path, pokes[i].tensor, pokes[i].row,
 					       pokes[i].block, pokes[i].scale);
@@ -1283,14 +1283,14 @@ START_TEST(test_gguf_refuses_nonfinite_q4_0_scales)
 		snprintf(want, sizeof(want), "%s: %s holds Inf or NaN, its FP16 scale is 0x%04x",
 			 path, pokes[i].where, pokes[i].scale);
 		m2 = NULL;
-		ck_assert_int_eq(pccx_g3n_load_gguf(&m2, path, 0, NULL, NULL, &d), PCCX_ERR_RANGE);
+		ck_assert_int_eq(pccx__gemma3n_load_gguf(&m2, path, 0, NULL, NULL, &d), PCCX_ERR_RANGE);
 		ck_assert_ptr_null(m2);
 		ck_assert_str_eq(d.msg, want);
 		ck_assert_uint_eq(poke_q4_0_scale(path, pokes[i].tensor, pokes[i].row,
 						  pokes[i].block, was), pokes[i].scale);
 	}
-	ck_assert_msg(pccx_g3n_load_gguf(&m2, path, 0, NULL, NULL, &d) == 0, "%s", d.msg);
-	pccx_g3n_model_free(m2);
+	ck_assert_msg(pccx__gemma3n_load_gguf(&m2, path, 0, NULL, NULL, &d) == 0, "%s", d.msg);
+	pccx__gemma3n_model_free(m2);
 	unlink(path);
 }
 END_TEST

@@ -217,8 +217,8 @@ START_TEST(device_fault_every_session_path)
 	memset(&got, 0, sizeof(got));
 	faulty_open(&f, verify);
 	if (at[which].in_prefill) {
-		ck_assert_int_eq(pccx_device_test_inject_error(f.dev, at[which].job, at[which].insn,
-							       PCCX_CAUSE_DMA_SLVERR), 0);
+		ck_assert_int_eq(pccx__device_test_inject_error(f.dev, at[which].job, at[which].insn,
+								PCCX_CAUSE_DMA_SLVERR), 0);
 		rc = pccx_session_prefill(f.s, fprompt, FPROMPT, &d);
 		ck_assert_msg(rc == PCCX_ERR_DEVICE, "prefill: %d %s", rc, d.msg);
 		ck_assert_ptr_nonnull(strstr(d.msg, "DMA_SLVERR"));
@@ -232,8 +232,8 @@ START_TEST(device_fault_every_session_path)
 			      d.msg);
 	} else {
 		ck_assert_msg(pccx_session_prefill(f.s, fprompt, FPROMPT, &d) == 0, "%s", d.msg);
-		ck_assert_int_eq(pccx_device_test_inject_error(f.dev, at[which].job, at[which].insn,
-							       PCCX_CAUSE_DMA_SLVERR), 0);
+		ck_assert_int_eq(pccx__device_test_inject_error(f.dev, at[which].job, at[which].insn,
+								PCCX_CAUSE_DMA_SLVERR), 0);
 		rc = pccx_session_generate(f.s, &c, n, collect, &got, &d);
 		ck_assert_msg(rc == PCCX_ERR_DEVICE, "generate: %d %s", rc, d.msg);
 		ck_assert_ptr_nonnull(strstr(d.msg, "DMA_SLVERR"));
@@ -267,7 +267,7 @@ START_TEST(slow_host_same_bits)
 	fsampler(&c);
 	memset(&got, 0, sizeof(got));
 	faulty_open(&f, true);
-	ck_assert_int_eq(pccx_device_test_slow_host(f.dev, 13, (uint64_t)_i, 20480), 0);
+	ck_assert_int_eq(pccx__device_test_slow_host(f.dev, 13, (uint64_t)_i, 20480), 0);
 	ck_assert_msg(pccx_session_prefill(f.s, fprompt, FPROMPT, &d) == 0, "%s", d.msg);
 	ck_assert_msg(pccx_session_generate(f.s, &c, n, collect, &got, &d) == 0, "%s", d.msg);
 	ck_assert_uint_eq(got.n, n);

@@ -778,49 +778,59 @@ START_TEST(map_names_and_e4b_shapes)
 	char buf[128];
 	uint64_t s[4];
 	uint32_t nd;
-	int id = pccx_tmap_by_key("ffn_up");
+	int id = pccx_tensor_map_by_key("ffn_up");
 
 	pccx_hf_config_e4b(&c);
-	ck_assert_int_eq(id, PCCX_TMAP_FFN_UP);
-	ck_assert_str_eq(pccx_tmap_key(id), "ffn_up");
-	ck_assert_int_eq(pccx_tmap_by_key("nope"), -1);
-	ck_assert_int_eq(pccx_tmap_gguf_name(id, 3, buf, sizeof(buf)), 0);
+	ck_assert_int_eq(id, PCCX_TENSOR_MAP_FFN_UP);
+	ck_assert_str_eq(pccx_tensor_map_key(id), "ffn_up");
+	ck_assert_int_eq(pccx_tensor_map_by_key("nope"), -1);
+	ck_assert_int_eq(pccx_tensor_map_gguf_name(id, 3, buf, sizeof(buf)), 0);
 	ck_assert_str_eq(buf, "blk.3.ffn_up.weight");
-	ck_assert_int_eq(pccx_tmap_st_name(id, 3, 0, buf, sizeof(buf)), 0);
+	ck_assert_int_eq(pccx_tensor_map_st_name(id, 3, 0, buf, sizeof(buf)), 0);
 	ck_assert_str_eq(buf, "model.language_model.layers.3.mlp.up_proj.weight");
-	ck_assert_int_eq(pccx_tmap_expected_shape(&c, id, 3, false, &nd, s, &d), 0);
+	ck_assert_int_eq(pccx_tensor_map_expected_shape(&c, id, 3, false, &nd, s, &d), 0);
 	ck_assert_uint_eq(nd, 2);
 	ck_assert_uint_eq(s[0], 16384);
 	ck_assert_uint_eq(s[1], 2048);
 
-	ck_assert_int_eq(pccx_tmap_st_name(PCCX_TMAP_ALTUP_CORRECT_SCALE, 7, 0, buf, sizeof(buf)),
+	ck_assert_int_eq(pccx_tensor_map_st_name(PCCX_TENSOR_MAP_ALTUP_CORRECT_SCALE, 7, 0, buf,
+						 sizeof(buf)),
 			 0);
 	ck_assert_str_eq(buf, "model.language_model.layers.7.altup.correct_output_scale");
-	ck_assert_int_eq(pccx_tmap_gguf_name(PCCX_TMAP_ALTUP_CORRECT_SCALE, 7, buf, sizeof(buf)),
+	ck_assert_int_eq(pccx_tensor_map_gguf_name(PCCX_TENSOR_MAP_ALTUP_CORRECT_SCALE, 7, buf,
+						   sizeof(buf)),
 			 0);
 	ck_assert_str_eq(buf, "blk.7.altup_correct_scale.weight");
-	ck_assert_int_eq(pccx_tmap_gguf_name(PCCX_TMAP_TOKEN_EMBD, 0, buf, sizeof(buf)), 0);
+	ck_assert_int_eq(pccx_tensor_map_gguf_name(PCCX_TENSOR_MAP_TOKEN_EMBD, 0, buf, sizeof(buf)),
+			 0);
 	ck_assert_str_eq(buf, "token_embd.weight");
-	ck_assert_int_eq(pccx_tmap_st_name(PCCX_TMAP_OUTPUT_NORM, 0, 0, buf, sizeof(buf)), 0);
+	ck_assert_int_eq(pccx_tensor_map_st_name(PCCX_TENSOR_MAP_OUTPUT_NORM, 0, 0, buf,
+						 sizeof(buf)), 0);
 	ck_assert_str_eq(buf, "model.language_model.norm.weight");
-	ck_assert_int_eq(pccx_tmap_st_name(PCCX_TMAP_ALTUP_UNEMBD_PROJ, 0, 2, buf, sizeof(buf)), 0);
+	ck_assert_int_eq(pccx_tensor_map_st_name(PCCX_TENSOR_MAP_ALTUP_UNEMBD_PROJ, 0, 2, buf,
+						 sizeof(buf)), 0);
 	ck_assert_str_eq(buf, "model.language_model.altup_unembed_projections.2.weight");
-	ck_assert_uint_eq(pccx_tmap_st_parts(&c, PCCX_TMAP_ALTUP_PROJ), 3);
-	ck_assert_uint_eq(pccx_tmap_st_parts(&c, PCCX_TMAP_FFN_UP), 1);
+	ck_assert_uint_eq(pccx_tensor_map_st_parts(&c, PCCX_TENSOR_MAP_ALTUP_PROJ), 3);
+	ck_assert_uint_eq(pccx_tensor_map_st_parts(&c, PCCX_TENSOR_MAP_FFN_UP), 1);
 
-	ck_assert_int_eq(pccx_tmap_expected_shape(&c, PCCX_TMAP_ALTUP_PROJ, 0, true, &nd, s, &d),
+	ck_assert_int_eq(pccx_tensor_map_expected_shape(&c, PCCX_TENSOR_MAP_ALTUP_PROJ, 0, true,
+							&nd, s, &d),
 			 0);
 	ck_assert_uint_eq(nd, 3);
 	ck_assert(s[0] == 3 && s[1] == 2048 && s[2] == 2048);
-	ck_assert_int_eq(pccx_tmap_expected_shape(&c, PCCX_TMAP_PER_LAYER_TOKEN_EMBD, 0, false,
+	ck_assert_int_eq(pccx_tensor_map_expected_shape(&c, PCCX_TENSOR_MAP_PER_LAYER_TOKEN_EMBD, 0,
+							false,
 						 &nd, s, &d), 0);
 	ck_assert(s[0] == 262144 && s[1] == 8960);
-	ck_assert_int_eq(pccx_tmap_expected_shape(&c, PCCX_TMAP_ATTN_K, 0, false, &nd, s, &d), 0);
+	ck_assert_int_eq(pccx_tensor_map_expected_shape(&c, PCCX_TENSOR_MAP_ATTN_K, 0, false, &nd,
+							s, &d), 0);
 	ck_assert(s[0] == 512 && s[1] == 2048);
-	ck_assert_int_eq(pccx_tmap_expected_shape(&c, PCCX_TMAP_ALTUP_PREDICT_COEF, 0, false,
+	ck_assert_int_eq(pccx_tensor_map_expected_shape(&c, PCCX_TENSOR_MAP_ALTUP_PREDICT_COEF, 0,
+							false,
 						 &nd, s, &d), 0);
 	ck_assert(s[0] == 16 && s[1] == 4);
-	ck_assert_int_eq(pccx_tmap_expected_shape(&c, PCCX_TMAP_FFN_DOWN, 35, false, &nd, s, &d),
+	ck_assert_int_eq(pccx_tensor_map_expected_shape(&c, PCCX_TENSOR_MAP_FFN_DOWN, 35, false,
+							&nd, s, &d),
 			 PCCX_ERR_RANGE);
 	ck_assert_str_eq(d.msg, "gemma3n tensor map: ffn_down: layer 35 out of range (35 layers)");
 }
@@ -857,8 +867,8 @@ static void tiny_gguf(const pccx_hf_config *c, int skip, uint32_t skip_layer, in
 	pccx_diag d = { 0 };
 
 	ck_assert_int_eq(pccx_gguf_writer_new(&w, &d), 0);
-	for (int id = 0; id < PCCX_TMAP_COUNT; id++) {
-		uint32_t nl = pccx_tmap_per_layer(id) ? c->num_hidden_layers : 1;
+	for (int id = 0; id < PCCX_TENSOR_MAP_COUNT; id++) {
+		uint32_t nl = pccx_tensor_map_per_layer(id) ? c->num_hidden_layers : 1;
 
 		for (uint32_t l = 0; l < nl; l++) {
 			uint64_t s[4], ne[4], n = 1;
@@ -867,8 +877,9 @@ static void tiny_gguf(const pccx_hf_config *c, int skip, uint32_t skip_layer, in
 
 			if (id == skip && l == skip_layer)
 				continue;
-			ck_assert_int_eq(pccx_tmap_expected_shape(c, id, l, true, &nd, s, &d), 0);
-			if (id == PCCX_TMAP_PER_LAYER_TOKEN_EMBD && padded_ple)
+			ck_assert_int_eq(pccx_tensor_map_expected_shape(c, id, l, true, &nd, s, &d),
+					 0);
+			if (id == PCCX_TENSOR_MAP_PER_LAYER_TOKEN_EMBD && padded_ple)
 				s[0] = c->vocab_size;
 			if (id == bad && l == 1)
 				s[nd - 1] += 1;
@@ -877,7 +888,7 @@ static void tiny_gguf(const pccx_hf_config *c, int skip, uint32_t skip_layer, in
 				n *= s[i];
 			}
 			ck_assert_uint_le(n, 4096);
-			ck_assert_int_eq(pccx_tmap_gguf_name(id, l, name, sizeof(name)), 0);
+			ck_assert_int_eq(pccx_tensor_map_gguf_name(id, l, name, sizeof(name)), 0);
 			ck_assert_int_eq(pccx_gguf_writer_add_tensor(w, name, PCCX_GGML_F32, nd, ne,
 								     zeros, n * 4, &d), 0);
 		}
@@ -898,8 +909,8 @@ START_TEST(map_check_gguf)
 	tiny_config(&c);
 	tiny_gguf(&c, -1, 0, -1, &buf, &len, false);
 	ck_assert_int_eq(pccx_gguf_open_mem(&g, buf, len, "tiny.gguf", &d), 0);
-	ck_assert_int_eq(pccx_tmap_check_gguf(g, &c, &d), 0);
-	ck_assert_int_eq(pccx_tmap_find_gguf(g, &c, PCCX_TMAP_FFN_UP, 1, &t, &d), 0);
+	ck_assert_int_eq(pccx_tensor_map_check_gguf(g, &c, &d), 0);
+	ck_assert_int_eq(pccx_tensor_map_find_gguf(g, &c, PCCX_TENSOR_MAP_FFN_UP, 1, &t, &d), 0);
 	ck_assert_str_eq(t->name, "blk.1.ffn_up.weight");
 	ck_assert_uint_eq(t->ne[0], 8);
 	ck_assert_uint_eq(t->ne[1], 24);
@@ -907,37 +918,39 @@ START_TEST(map_check_gguf)
 	free(buf);
 
 	/* Shared layers may lack K/V; owners may not. */
-	tiny_gguf(&c, PCCX_TMAP_ATTN_K, 2, -1, &buf, &len, false);
+	tiny_gguf(&c, PCCX_TENSOR_MAP_ATTN_K, 2, -1, &buf, &len, false);
 	ck_assert_int_eq(pccx_gguf_open_mem(&g, buf, len, "tiny.gguf", &d), 0);
-	ck_assert_int_eq(pccx_tmap_check_gguf(g, &c, &d), 0);
+	ck_assert_int_eq(pccx_tensor_map_check_gguf(g, &c, &d), 0);
 	pccx_gguf_close(g);
 	free(buf);
-	tiny_gguf(&c, PCCX_TMAP_ATTN_K, 1, -1, &buf, &len, false);
+	tiny_gguf(&c, PCCX_TENSOR_MAP_ATTN_K, 1, -1, &buf, &len, false);
 	ck_assert_int_eq(pccx_gguf_open_mem(&g, buf, len, "tiny.gguf", &d), 0);
-	ck_assert_int_eq(pccx_tmap_check_gguf(g, &c, &d), PCCX_ERR_NOT_FOUND);
+	ck_assert_int_eq(pccx_tensor_map_check_gguf(g, &c, &d), PCCX_ERR_NOT_FOUND);
 	ck_assert_str_eq(d.msg,
 			 "tiny.gguf: tensor 'blk.1.attn_k.weight' (layer 1 attn_k): missing");
 	pccx_gguf_close(g);
 	free(buf);
 
-	tiny_gguf(&c, -1, 0, PCCX_TMAP_FFN_DOWN, &buf, &len, false);
+	tiny_gguf(&c, -1, 0, PCCX_TENSOR_MAP_FFN_DOWN, &buf, &len, false);
 	ck_assert_int_eq(pccx_gguf_open_mem(&g, buf, len, "tiny.gguf", &d), 0);
-	ck_assert_int_eq(pccx_tmap_check_gguf(g, &c, &d), PCCX_ERR_FORMAT);
+	ck_assert_int_eq(pccx_tensor_map_check_gguf(g, &c, &d), PCCX_ERR_FORMAT);
 	ck_assert_str_eq(d.msg, "tiny.gguf: tensor 'blk.1.ffn_down.weight' (layer 1 ffn_down): "
 			 "expected shape [8, 24] (ne {24, 8}), found [8, 25] (ne {25, 8})");
 	pccx_gguf_close(g);
 	free(buf);
 
-	tiny_gguf(&c, -1, 0, PCCX_TMAP_ALTUP_PROJ, &buf, &len, false);
+	tiny_gguf(&c, -1, 0, PCCX_TENSOR_MAP_ALTUP_PROJ, &buf, &len, false);
 	ck_assert_int_eq(pccx_gguf_open_mem(&g, buf, len, "tiny.gguf", &d), 0);
-	ck_assert_int_eq(pccx_tmap_check_gguf(g, &c, &d), 0);	/* global: layer 1 does not exist */
+	ck_assert_int_eq(pccx_tensor_map_check_gguf(g, &c, &d),
+			 0);	/* global: layer 1 does not exist */
 	pccx_gguf_close(g);
 	free(buf);
 
 	/* per_layer_token_embd padded to vocab_size rows is accepted. */
 	tiny_gguf(&c, -1, 0, -1, &buf, &len, true);
 	ck_assert_int_eq(pccx_gguf_open_mem(&g, buf, len, "tiny.gguf", &d), 0);
-	ck_assert_int_eq(pccx_tmap_find_gguf(g, &c, PCCX_TMAP_PER_LAYER_TOKEN_EMBD, 0, &t, &d), 0);
+	ck_assert_int_eq(pccx_tensor_map_find_gguf(g, &c, PCCX_TENSOR_MAP_PER_LAYER_TOKEN_EMBD, 0,
+						   &t, &d), 0);
 	ck_assert_uint_eq(t->ne[1], 12);
 	pccx_gguf_close(g);
 	free(buf);
@@ -955,22 +968,24 @@ static struct img tiny_st(const pccx_hf_config *c, int skip, uint32_t skip_layer
 	char *h;
 	struct img im;
 
-	for (int id = 0; id < PCCX_TMAP_COUNT; id++) {
-		uint32_t nl = pccx_tmap_per_layer(id) ? c->num_hidden_layers : 1;
+	for (int id = 0; id < PCCX_TENSOR_MAP_COUNT; id++) {
+		uint32_t nl = pccx_tensor_map_per_layer(id) ? c->num_hidden_layers : 1;
 
 		for (uint32_t l = 0; l < nl; l++) {
-			for (uint32_t p = 0; p < pccx_tmap_st_parts(c, id); p++) {
+			for (uint32_t p = 0; p < pccx_tensor_map_st_parts(c, id); p++) {
 				uint64_t s[4];
 				uint32_t nd;
 				pccx_diag d = { 0 };
 
 				if (id == skip && l == skip_layer)
 					continue;
-				ck_assert_int_eq(pccx_tmap_expected_shape(c, id, l, false, &nd, s,
-									  &d), 0);
+				ck_assert_int_eq(pccx_tensor_map_expected_shape(c, id, l, false,
+										&nd, s,
+										&d), 0);
 				if (id == bad && l == 0 && p == 0)
 					s[nd - 1] += 1;
-				ck_assert_int_eq(pccx_tmap_st_name(id, l, p, names[n], 96), 0);
+				ck_assert_int_eq(pccx_tensor_map_st_name(id, l, p, names[n], 96),
+						 0);
 				specs[n] = (struct spec){ names[n], "BF16", (int)nd,
 							  { s[0], s[1], s[2], s[3] }, 2 };
 				n++;
@@ -995,19 +1010,21 @@ START_TEST(map_check_safetensors)
 	tiny_config(&c);
 	im = tiny_st(&c, -1, 0, -1);
 	ck_assert_int_eq(pccx_st_open_mem(&st, im.buf, im.len, "tiny.safetensors", &d), 0);
-	ck_assert_int_eq(pccx_tmap_check_st(st, &c, &d), 0);
-	ck_assert_int_eq(pccx_tmap_find_st(st, &c, PCCX_TMAP_ALTUP_PROJ, 0, 2, &t, &d), 0);
+	ck_assert_int_eq(pccx_tensor_map_check_st(st, &c, &d), 0);
+	ck_assert_int_eq(pccx_tensor_map_find_st(st, &c, PCCX_TENSOR_MAP_ALTUP_PROJ, 0, 2, &t, &d),
+			 0);
 	ck_assert_str_eq(t->name, "model.language_model.altup_projections.2.weight");
-	ck_assert_int_eq(pccx_tmap_find_st(st, &c, PCCX_TMAP_ALTUP_PROJ, 0, 3, &t, &d),
+	ck_assert_int_eq(pccx_tensor_map_find_st(st, &c, PCCX_TENSOR_MAP_ALTUP_PROJ, 0, 3, &t, &d),
 			 PCCX_ERR_RANGE);
-	ck_assert_int_eq(pccx_tmap_find_st(st, &c, PCCX_TMAP_FFN_GATE, 1, 0, &t, &d), 0);
+	ck_assert_int_eq(pccx_tensor_map_find_st(st, &c, PCCX_TENSOR_MAP_FFN_GATE, 1, 0, &t, &d),
+			 0);
 	ck_assert(t->shape[0] == 24 && t->shape[1] == 8);
 	pccx_st_close(st);
 	free(im.buf);
 
-	im = tiny_st(&c, PCCX_TMAP_LAUREL_R, 2, -1);
+	im = tiny_st(&c, PCCX_TENSOR_MAP_LAUREL_R, 2, -1);
 	ck_assert_int_eq(pccx_st_open_mem(&st, im.buf, im.len, "tiny.safetensors", &d), 0);
-	ck_assert_int_eq(pccx_tmap_check_st(st, &c, &d), PCCX_ERR_NOT_FOUND);
+	ck_assert_int_eq(pccx_tensor_map_check_st(st, &c, &d), PCCX_ERR_NOT_FOUND);
 	ck_assert_str_eq(d.msg,
 			 "tiny.safetensors: tensor "
 			 "'model.language_model.layers.2.laurel.linear_right.weight' "
@@ -1015,9 +1032,9 @@ START_TEST(map_check_safetensors)
 	pccx_st_close(st);
 	free(im.buf);
 
-	im = tiny_st(&c, -1, 0, PCCX_TMAP_ALTUP_PREDICT_COEF);
+	im = tiny_st(&c, -1, 0, PCCX_TENSOR_MAP_ALTUP_PREDICT_COEF);
 	ck_assert_int_eq(pccx_st_open_mem(&st, im.buf, im.len, "tiny.safetensors", &d), 0);
-	ck_assert_int_eq(pccx_tmap_check_st(st, &c, &d), PCCX_ERR_FORMAT);
+	ck_assert_int_eq(pccx_tensor_map_check_st(st, &c, &d), PCCX_ERR_FORMAT);
 	ck_assert_str_eq(d.msg,
 			 "tiny.safetensors: tensor "
 			 "'model.language_model.layers.0.altup.prediction_coefs.weight' "
@@ -1025,9 +1042,9 @@ START_TEST(map_check_safetensors)
 	pccx_st_close(st);
 	free(im.buf);
 
-	im = tiny_st(&c, -1, 0, PCCX_TMAP_PER_LAYER_PROJ_NORM);
+	im = tiny_st(&c, -1, 0, PCCX_TENSOR_MAP_PER_LAYER_PROJ_NORM);
 	ck_assert_int_eq(pccx_st_open_mem(&st, im.buf, im.len, "tiny.safetensors", &d), 0);
-	ck_assert_int_eq(pccx_tmap_check_st(st, &c, &d), PCCX_ERR_FORMAT);
+	ck_assert_int_eq(pccx_tensor_map_check_st(st, &c, &d), PCCX_ERR_FORMAT);
 	ck_assert_str_eq(d.msg,
 			 "tiny.safetensors: tensor "
 			 "'model.language_model.per_layer_projection_norm.weight' "

@@ -86,9 +86,9 @@ START_TEST(test_pcg32_published_vectors)
 	pccx_rng r;
 	int i;
 
-	pccx_rng_seed(&r, 42, 54);
+	pccx__rng_seed(&r, 42, 54);
 	for (i = 0; i < 6; i++)
-		ck_assert_uint_eq(pccx_rng_next_u32(&r), want[i]);
+		ck_assert_uint_eq(pccx__rng_next_u32(&r), want[i]);
 }
 END_TEST
 
@@ -96,26 +96,26 @@ START_TEST(test_uniform_conversions_exact)
 {
 	pccx_rng r;
 
-	ck_assert(pccx_rng_u53_to_double(0, 0) == 0.0);
-	ck_assert(pccx_rng_u53_to_double(0xffffffffu, 0xffffffffu) == 1.0 - 0x1p-53);
-	ck_assert(pccx_rng_u53_to_double(0x80000000u, 0) == 0.5);
+	ck_assert(pccx__rng_u53_to_double(0, 0) == 0.0);
+	ck_assert(pccx__rng_u53_to_double(0xffffffffu, 0xffffffffu) == 1.0 - 0x1p-53);
+	ck_assert(pccx__rng_u53_to_double(0x80000000u, 0) == 0.5);
 	/* The low 11 bits of the second output are discarded. */
-	ck_assert(pccx_rng_u53_to_double(0, 0x7ffu) == 0.0);
-	ck_assert(pccx_rng_u53_to_double(0, 0x800u) == 0x1p-53);
+	ck_assert(pccx__rng_u53_to_double(0, 0x7ffu) == 0.0);
+	ck_assert(pccx__rng_u53_to_double(0, 0x800u) == 0x1p-53);
 	/* (0xa15c02b77b47f409 >> 11) = 0x142b8056ef68fe = 5677329748551934, times 2^-53. */
-	ck_assert(pccx_rng_u53_to_double(0xa15c02b7u, 0x7b47f409u) == 5677329748551934.0 * 0x1p-53);
+	ck_assert(pccx__rng_u53_to_double(0xa15c02b7u, 0x7b47f409u) == 5677329748551934.0 * 0x1p-53);
 
-	ck_assert(pccx_rng_u24_to_float(0) == 0.0f);
-	ck_assert(pccx_rng_u24_to_float(0xffu) == 0.0f);
-	ck_assert(pccx_rng_u24_to_float(0x100u) == 0x1p-24f);
-	ck_assert(pccx_rng_u24_to_float(0xffffffffu) == 1.0f - 0x1p-24f);
+	ck_assert(pccx__rng_u24_to_float(0) == 0.0f);
+	ck_assert(pccx__rng_u24_to_float(0xffu) == 0.0f);
+	ck_assert(pccx__rng_u24_to_float(0x100u) == 0x1p-24f);
+	ck_assert(pccx__rng_u24_to_float(0xffffffffu) == 1.0f - 0x1p-24f);
 
-	/* pccx_rng_uniform takes the first two outputs, first one as the high word. */
-	pccx_rng_seed(&r, 42, 54);
-	ck_assert(pccx_rng_uniform(&r) == 5677329748551934.0 * 0x1p-53);
-	ck_assert_uint_eq(pccx_rng_next_u32(&r), 0xba1d3330u);
-	ck_assert(pccx_rng_uniform_float(&r) == (float)(0x83d2f293u >> 8) * 0x1p-24f);
-	ck_assert_uint_eq(pccx_rng_next_u32(&r), 0xbfa4784bu);
+	/* pccx__rng_uniform takes the first two outputs, first one as the high word. */
+	pccx__rng_seed(&r, 42, 54);
+	ck_assert(pccx__rng_uniform(&r) == 5677329748551934.0 * 0x1p-53);
+	ck_assert_uint_eq(pccx__rng_next_u32(&r), 0xba1d3330u);
+	ck_assert(pccx__rng_uniform_float(&r) == (float)(0x83d2f293u >> 8) * 0x1p-24f);
+	ck_assert_uint_eq(pccx__rng_next_u32(&r), 0xbfa4784bu);
 }
 END_TEST
 
@@ -126,22 +126,22 @@ START_TEST(test_exp_exact_points_and_bound)
 {
 	double x, maxrel = 0.0;
 
-	ck_assert(pccx_sampler_exp(0.0) == 1.0);
-	ck_assert(pccx_sampler_exp(-700.5) == 0.0);
-	ck_assert(pccx_sampler_exp(-INFINITY) == 0.0);
-	ck_assert(pccx_sampler_exp(NAN) == 0.0);
-	ck_assert(pccx_sampler_exp(701.0) == INFINITY);
+	ck_assert(pccx__sampler_exp(0.0) == 1.0);
+	ck_assert(pccx__sampler_exp(-700.5) == 0.0);
+	ck_assert(pccx__sampler_exp(-INFINITY) == 0.0);
+	ck_assert(pccx__sampler_exp(NAN) == 0.0);
+	ck_assert(pccx__sampler_exp(701.0) == INFINITY);
 	/*
 	 * Pins the implementation: values as this function rounds them. The contract is this
 	 * function, not the true value: the first two are correctly rounded, the third is one
 	 * ulp above the correctly rounded 0x1.e3b40ebefcd7ep-2.
 	 */
-	ck_assert(pccx_sampler_exp(-1.0) == 0x1.78b56362cef38p-2);
-	ck_assert(pccx_sampler_exp(-10.0) == 0x1.7cd79b5647c9bp-15);
-	ck_assert(pccx_sampler_exp(-0.75) == 0x1.e3b40ebefcd7fp-2);
+	ck_assert(pccx__sampler_exp(-1.0) == 0x1.78b56362cef38p-2);
+	ck_assert(pccx__sampler_exp(-10.0) == 0x1.7cd79b5647c9bp-15);
+	ck_assert(pccx__sampler_exp(-0.75) == 0x1.e3b40ebefcd7fp-2);
 	/* Documented bound: relative error <= 2^-52 against the C library's exp. */
 	for (x = -700.0; x <= 0.0; x += 0.0137) {
-		double a = pccx_sampler_exp(x), b = exp(x), e = fabs(a - b) / b;
+		double a = pccx__sampler_exp(x), b = exp(x), e = fabs(a - b) / b;
 
 		if (e > maxrel)
 			maxrel = e;
@@ -152,12 +152,12 @@ END_TEST
 
 START_TEST(test_penalise_rule)
 {
-	ck_assert(pccx_sampler_penalise(2.0f, 2.0f) == 1.0f);
-	ck_assert(pccx_sampler_penalise(-2.0f, 2.0f) == -4.0f);
-	ck_assert(pccx_sampler_penalise(0.0f, 2.0f) == 0.0f);
-	ck_assert(pccx_sampler_penalise(-INFINITY, 1.15f) == -INFINITY);
-	ck_assert(pccx_sampler_penalise(3.0f, 1.15f) == 3.0f / 1.15f);
-	ck_assert(pccx_sampler_penalise(-3.0f, 1.15f) == -3.0f * 1.15f);
+	ck_assert(pccx__sampler_penalise(2.0f, 2.0f) == 1.0f);
+	ck_assert(pccx__sampler_penalise(-2.0f, 2.0f) == -4.0f);
+	ck_assert(pccx__sampler_penalise(0.0f, 2.0f) == 0.0f);
+	ck_assert(pccx__sampler_penalise(-INFINITY, 1.15f) == -INFINITY);
+	ck_assert(pccx__sampler_penalise(3.0f, 1.15f) == 3.0f / 1.15f);
+	ck_assert(pccx__sampler_penalise(-3.0f, 1.15f) == -3.0f * 1.15f);
 }
 END_TEST
 
@@ -471,9 +471,9 @@ START_TEST(test_one_uniform_per_step)
 		g.seed = seed;
 		s = mk(&g, 6);
 		ref = mk(&c, 6);
-		pccx_rng_seed(&r, seed, PCCX_SAMPLER_RNG_STREAM);
-		u1 = pccx_rng_uniform(&r);
-		u2 = pccx_rng_uniform(&r);
+		pccx__rng_seed(&r, seed, PCCX_SAMPLER_RNG_STREAM);
+		u1 = pccx__rng_uniform(&r);
+		u2 = pccx__rng_uniform(&r);
 		(void)u1;
 		ck_assert_int_eq(pccx_sampler_sample(s, l, 5, NULL, 0, &t, NULL),
 				 PCCX_ERR_INVALID);
@@ -528,7 +528,7 @@ START_TEST(test_nan_is_minus_inf_and_inf_refused)
 	ck_assert_uint_eq(dist.n, 2);
 	ck_assert_int_eq(dist.ids[0], 1);
 	ck_assert_int_eq(dist.ids[1], 3);
-	ck_assert(dist.weights[1] == pccx_sampler_exp(-0.5));
+	ck_assert(dist.weights[1] == pccx__sampler_exp(-0.5));
 
 	ck_assert_int_eq(pccx_sampler_sample(s3, allnan, 3, NULL, 0, &t, &d), PCCX_ERR_INVALID);
 	ck_assert_ptr_nonnull(strstr(d.msg, "-inf or NaN"));
@@ -647,9 +647,9 @@ START_TEST(test_logits_not_modified)
 	int32_t t;
 	int i;
 
-	pccx_rng_seed(&r, 5, 6);
+	pccx__rng_seed(&r, 5, 6);
 	for (i = 0; i < 64; i++)
-		l[i] = pccx_rng_uniform_float(&r) * 8.0f - 4.0f;
+		l[i] = pccx__rng_uniform_float(&r) * 8.0f - 4.0f;
 	for (i = 0; i < 10; i++)
 		h[i] = i * 3;
 	memcpy(copy, l, sizeof(l));
@@ -666,12 +666,12 @@ END_TEST
 
 static void fill_random_logits(pccx_rng *r, float *l, size_t n)
 {
-	uint32_t kind = pccx_rng_next_u32(r) % 6;
-	float scale = 0.05f + pccx_rng_uniform_float(r) * 40.0f;
+	uint32_t kind = pccx__rng_next_u32(r) % 6;
+	float scale = 0.05f + pccx__rng_uniform_float(r) * 40.0f;
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		float x = (pccx_rng_uniform_float(r) - 0.5f) * scale;
+		float x = (pccx__rng_uniform_float(r) - 0.5f) * scale;
 
 		switch (kind) {
 		case 1:		/* quantised: many exact ties */
@@ -681,8 +681,8 @@ static void fill_random_logits(pccx_rng *r, float *l, size_t n)
 			x = 1.25f;
 			break;
 		case 3:		/* NaN / -inf sprinkled */
-			if (pccx_rng_next_u32(r) % 50 == 0)
-				x = (pccx_rng_next_u32(r) & 1) ? NAN : -INFINITY;
+			if (pccx__rng_next_u32(r) % 50 == 0)
+				x = (pccx__rng_next_u32(r) & 1) ? NAN : -INFINITY;
 			break;
 		case 4:		/* soft-capped range with a steep tail */
 			x = x * x * x / (scale * scale) * 4.0f;
@@ -694,10 +694,10 @@ static void fill_random_logits(pccx_rng *r, float *l, size_t n)
 	}
 	if (kind == 0 || kind == 5) {
 		/* A few dominant tokens, as in real decoder logits. */
-		uint32_t peaks = pccx_rng_next_u32(r) % 12;
+		uint32_t peaks = pccx__rng_next_u32(r) % 12;
 
 		for (i = 0; i < peaks; i++)
-			l[pccx_rng_next_u32(r) % n] = scale * (0.5f + pccx_rng_uniform_float(r));
+			l[pccx__rng_next_u32(r) % n] = scale * (0.5f + pccx__rng_uniform_float(r));
 	}
 }
 
@@ -711,15 +711,15 @@ static pccx_sampler_config random_cfg(pccx_rng *r, size_t n)
 	int32_t ks[9] = { 0, 0, 0, 1, 2, 40, 64, 1000, 0 };
 	pccx_sampler_config c;
 
-	ks[8] = (int32_t)n + (int32_t)(pccx_rng_next_u32(r) % 3);
+	ks[8] = (int32_t)n + (int32_t)(pccx__rng_next_u32(r) % 3);
 	pccx_sampler_config_default(&c);
-	c.temperature = temps[pccx_rng_next_u32(r) % 8];
-	c.top_k = ks[pccx_rng_next_u32(r) % 9];
-	c.top_p = tps[pccx_rng_next_u32(r) % 8];
-	c.min_p = mps[pccx_rng_next_u32(r) % 6];
-	c.repetition_penalty = rhos[pccx_rng_next_u32(r) % 5];
-	c.penalty_last_n = lastn[pccx_rng_next_u32(r) % 5];
-	c.seed = pccx_rng_next_u32(r);
+	c.temperature = temps[pccx__rng_next_u32(r) % 8];
+	c.top_k = ks[pccx__rng_next_u32(r) % 9];
+	c.top_p = tps[pccx__rng_next_u32(r) % 8];
+	c.min_p = mps[pccx__rng_next_u32(r) % 6];
+	c.repetition_penalty = rhos[pccx__rng_next_u32(r) % 5];
+	c.penalty_last_n = lastn[pccx__rng_next_u32(r) % 5];
+	c.seed = pccx__rng_next_u32(r);
 	return c;
 }
 
@@ -736,17 +736,17 @@ static void compare_paths(pccx_rng *r, size_t n, int iters)
 		pccx_sampler_naive nv;
 		pccx_sampler_dist fast;
 		pccx_diag d = { 0 };
-		size_t nh = pccx_rng_next_u32(r) % 300, i;
-		uint32_t span = pccx_rng_next_u32(r) & 1 ? 20 : (uint32_t)n;
+		size_t nh = pccx__rng_next_u32(r) % 300, i;
+		uint32_t span = pccx__rng_next_u32(r) & 1 ? 20 : (uint32_t)n;
 		int rc;
 
 		for (i = 0; i < nh; i++)
-			h[i] = (int32_t)(pccx_rng_next_u32(r) % (span < n ? span : n));
+			h[i] = (int32_t)(pccx__rng_next_u32(r) % (span < n ? span : n));
 		fill_random_logits(r, l, n);
 		if (!s)
 			s = mk(&c, n);
 		ck_assert_int_eq(pccx_sampler_set_config(s, &c, NULL), PCCX_OK);
-		rc = pccx_sampler_naive_distribution(&c, l, n, h, nh, &nv, &d);
+		rc = pccx__sampler_naive_distribution(&c, l, n, h, nh, &nv, &d);
 		if (rc) {
 			/* Only all -inf/NaN vectors are refused; the fast path must agree. */
 			ck_assert_int_eq(rc, PCCX_ERR_INVALID);
@@ -763,12 +763,12 @@ static void compare_paths(pccx_rng *r, size_t n, int iters)
 		ck_assert(memcmp(fast.probs, nv.dist.probs, fast.n * sizeof(double)) == 0);
 		ck_assert(memcmp(&fast.total, &nv.dist.total, sizeof(double)) == 0);
 		for (i = 0; i < 4; i++) {
-			double u = i == 0 ? 0.0 : i == 1 ? 1.0 - 0x1p-53 : pccx_rng_uniform(r);
+			double u = i == 0 ? 0.0 : i == 1 ? 1.0 - 0x1p-53 : pccx__rng_uniform(r);
 
 			ck_assert_int_eq(pccx_sampler_draw(&fast, u),
 					 pccx_sampler_draw(&nv.dist, u));
 		}
-		pccx_sampler_naive_free(&nv);
+		pccx__sampler_naive_free(&nv);
 	}
 	pccx_sampler_destroy(s);
 	free(l);
@@ -779,11 +779,11 @@ START_TEST(test_fast_equals_full_sort_small)
 	pccx_rng r;
 	int i;
 
-	pccx_rng_seed(&r, 2024, 1);
+	pccx__rng_seed(&r, 2024, 1);
 	for (i = 0; i < 3000; i++)
-		compare_paths(&r, 1 + pccx_rng_next_u32(&r) % 700, 1);
+		compare_paths(&r, 1 + pccx__rng_next_u32(&r) % 700, 1);
 	for (i = 0; i < 20; i++)
-		compare_paths(&r, 1000 + pccx_rng_next_u32(&r) % 20000, 10);
+		compare_paths(&r, 1000 + pccx__rng_next_u32(&r) % 20000, 10);
 }
 END_TEST
 
@@ -791,7 +791,7 @@ START_TEST(test_fast_equals_full_sort_gemma_vocab)
 {
 	pccx_rng r;
 
-	pccx_rng_seed(&r, 262400, 2);
+	pccx__rng_seed(&r, 262400, 2);
 	compare_paths(&r, GEMMA_VOCAB, 1000);
 }
 END_TEST
@@ -804,7 +804,7 @@ START_TEST(test_top_k_at_vocab_equals_off)
 	float l[500];
 	pccx_rng r;
 
-	pccx_rng_seed(&r, 11, 12);
+	pccx__rng_seed(&r, 11, 12);
 	fill_random_logits(&r, l, 500);
 	a.top_p = 0.9f;
 	b = a;
@@ -833,13 +833,13 @@ static void recorded_logits(float *l, size_t n, unsigned step)
 	pccx_rng r;
 	size_t i;
 
-	pccx_rng_seed(&r, 1000u + step, 7);
+	pccx__rng_seed(&r, 1000u + step, 7);
 	for (i = 0; i < n; i++)
-		l[i] = pccx_rng_uniform_float(&r) * 16.0f - 10.0f;
+		l[i] = pccx__rng_uniform_float(&r) * 16.0f - 10.0f;
 	for (i = 0; i < 24; i++) {
-		uint32_t id = pccx_rng_next_u32(&r) % (uint32_t)n;
+		uint32_t id = pccx__rng_next_u32(&r) % (uint32_t)n;
 
-		l[id] = 4.0f + pccx_rng_uniform_float(&r) * 10.0f;
+		l[id] = 4.0f + pccx__rng_uniform_float(&r) * 10.0f;
 	}
 }
 
@@ -858,7 +858,7 @@ static void run_recorded(const pccx_sampler_config *c, int32_t *out, unsigned st
 	unsigned t;
 
 	ck_assert_ptr_nonnull(l);
-	pccx_rng_seed(&r, c->seed, PCCX_SAMPLER_RNG_STREAM);
+	pccx__rng_seed(&r, c->seed, PCCX_SAMPLER_RNG_STREAM);
 	*max_bound = 0;
 	/* A fixed "prompt" of 8 tokens, then each sampled token is appended. */
 	for (t = 0; t < 8; t++)
@@ -869,12 +869,12 @@ static void run_recorded(const pccx_sampler_config *c, int32_t *out, unsigned st
 		recorded_logits(l, GEMMA_VOCAB, t);
 		ck_assert_int_eq(pccx_sampler_sample(s, l, GEMMA_VOCAB, h, 8 + t, &out[t], NULL),
 				 PCCX_OK);
-		if (pccx_sampler_last_bound(s) > *max_bound)
-			*max_bound = pccx_sampler_last_bound(s);
-		ck_assert_int_eq(pccx_sampler_naive_distribution(c, l, GEMMA_VOCAB, h, 8 + t, &nv,
-								 NULL), PCCX_OK);
-		ck_assert_int_eq(out[t], pccx_sampler_draw(&nv.dist, pccx_rng_uniform(&r)));
-		pccx_sampler_naive_free(&nv);
+		if (pccx__sampler_last_bound(s) > *max_bound)
+			*max_bound = pccx__sampler_last_bound(s);
+		ck_assert_int_eq(pccx__sampler_naive_distribution(c, l, GEMMA_VOCAB, h, 8 + t, &nv,
+								  NULL), PCCX_OK);
+		ck_assert_int_eq(out[t], pccx_sampler_draw(&nv.dist, pccx__rng_uniform(&r)));
+		pccx__sampler_naive_free(&nv);
 		h[8 + t] = out[t];
 	}
 	pccx_sampler_destroy(s);
@@ -964,7 +964,7 @@ START_TEST(test_recorded_distribution_bits)
 	dist_of(s, l, GEMMA_VOCAB, h, 8, &dist);
 	ck_assert_uint_eq(dist.n, 12427);
 	ck_assert(dist.total == 0x1.cc847ae129a1fp+1);
-	ck_assert_uint_eq(pccx_sampler_last_bound(s), 16384);
+	ck_assert_uint_eq(pccx__sampler_last_bound(s), 16384);
 	pccx_sampler_destroy(s);
 	free(l);
 }

@@ -22,49 +22,50 @@ static pccx_sim *mksim(void)
 	pccx_sim *s = NULL;
 	pccx_diag d = { 0 };
 
-	ck_assert_msg(pccx_sim_create(NULL, &s, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__sim_create(NULL, &s, &d) == 0, "%s", d.msg);
 	return s;
 }
 
-static struct pccx_simb *mkb(void)
+static struct pccx_sim_backend *mkb(void)
 {
-	struct pccx_simb *b = NULL;
+	struct pccx_sim_backend *b = NULL;
 	pccx_diag d = { 0 };
 
-	ck_assert_msg(pccx_simb_create(NULL, &b, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__sim_backend_create(NULL, &b, &d) == 0, "%s", d.msg);
 	return b;
 }
 
-static uint32_t balloc(struct pccx_simb *b, uint64_t size, uint32_t access)
+static uint32_t balloc(struct pccx_sim_backend *b, uint64_t size, uint32_t access)
 {
 	uint32_t h = 0;
 	pccx_diag d = { 0 };
 
-	ck_assert_msg(pccx_simb_buf_alloc(b, size, access, &h, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__sim_backend_buf_alloc(b, size, access, &h, &d) == 0, "%s", d.msg);
 	return h;
 }
 
-static uint8_t *bmap(struct pccx_simb *b, uint32_t h)
+static uint8_t *bmap(struct pccx_sim_backend *b, uint32_t h)
 {
-	uint8_t *p = pccx_simb_buf_map(b, h, NULL);
+	uint8_t *p = pccx__sim_backend_buf_map(b, h, NULL);
 
 	ck_assert_ptr_nonnull(p);
 	return p;
 }
 
-static void submit_ok(struct pccx_simb *b, const struct tjob *j, struct pccx_simb_result *res)
+static void submit_ok(struct pccx_sim_backend *b, const struct tjob *j,
+		      struct pccx_sim_backend_result *res)
 {
 	struct pccx_job_view v = tj_view(j);
 	pccx_diag d = { 0 };
-	int rc = pccx_simb_submit_wait(b, &v, NULL, res, &d);
+	int rc = pccx__sim_backend_submit_wait(b, &v, NULL, res, &d);
 
 	ck_assert_msg(rc == 0, "submit: %s", d.msg);
 }
 
 /* Elements of L2 (test access) */
-static uint16_t *l2e(struct pccx_simb *b, uint32_t word)
+static uint16_t *l2e(struct pccx_sim_backend *b, uint32_t word)
 {
-	return (uint16_t *)(void *)(pccx_sim_l2(pccx_simb_sim(b)) + (size_t)word * 16);
+	return (uint16_t *)(void *)(pccx__sim_l2(pccx__sim_backend_sim(b)) + (size_t)word * 16);
 }
 
 /* ---- registers -------------------------------------------------------------------------- */
@@ -101,9 +102,9 @@ START_TEST(regs_id_caps)
 	ck_assert_uint_eq(t_rd32(s, PCCX_REG_ID + 4), PCCX_ID_MAGIC);
 	/* every access costs time; the counter runs */
 	ck_assert_uint_gt(t_rd64(s, PCCX_REG_CYCLES), 0);
-	ck_assert_int_eq(pccx_sim_mmio_read64(s, PCCX_MMIO_SIZE, &id), PCCX_ERR_RANGE);
-	ck_assert_int_eq(pccx_sim_mmio_read64(s, 0x104, &id), PCCX_ERR_RANGE);
-	pccx_sim_destroy(s);
+	ck_assert_int_eq(pccx__sim_mmio_read64(s, PCCX_MMIO_SIZE, &id), PCCX_ERR_RANGE);
+	ck_assert_int_eq(pccx__sim_mmio_read64(s, 0x104, &id), PCCX_ERR_RANGE);
+	pccx__sim_destroy(s);
 }
 END_TEST
 
@@ -122,14 +123,14 @@ START_TEST(regs_fifo_backpressure)
 	ck_assert(t_rd64(s, PCCX_REG_STATUS) & PCCX_STATUS_BUSY);
 	/* the ninth write stalls until the CVO retires and a slot frees */
 	t_wr64(s, PCCX_REG_INSTR, t_memset(0, 9, 8, 1, 1));
-	pccx_sim_get_stats(s, &st);
+	pccx__sim_get_stats(s, &st);
 	ck_assert_uint_gt(st.mmio_fifo_full, 15000);
-	ck_assert(pccx_sim_run_until_idle(s, 100000));
+	ck_assert(pccx__sim_run_until_idle(s, 100000));
 	ck_assert_uint_eq(t_rd64(s, PCCX_REG_RETIRED), 10);
 	ck_assert(t_rd64(s, PCCX_REG_STATUS) & PCCX_STATUS_DONE);
 	t_wr64(s, PCCX_REG_RETIRED, 12345);
 	ck_assert_uint_eq(t_rd64(s, PCCX_REG_RETIRED), 0);
-	pccx_sim_destroy(s);
+	pccx__sim_destroy(s);
 }
 END_TEST
 
@@ -139,20 +140,20 @@ START_TEST(regs_irq_w1c)
 
 	t_wr64(s, PCCX_REG_IRQ_ENABLE, PCCX_IRQ_IDLE | PCCX_IRQ_ERROR);
 	t_wr64(s, PCCX_REG_INSTR, t_memset(0, 0, 8, 1, 1));
-	ck_assert(pccx_sim_run_until_idle(s, 1000));
-	pccx_sim_advance(s, 4);
+	ck_assert(pccx__sim_run_until_idle(s, 1000));
+	pccx__sim_advance(s, 4);
 	ck_assert(t_rd64(s, PCCX_REG_IRQ_STATUS) & PCCX_IRQ_IDLE);
-	ck_assert(pccx_sim_irq(s));
+	ck_assert(pccx__sim_irq(s));
 	t_wr64(s, PCCX_REG_IRQ_STATUS, PCCX_IRQ_IDLE);
 	ck_assert(!(t_rd64(s, PCCX_REG_IRQ_STATUS) & PCCX_IRQ_IDLE));
-	ck_assert(!pccx_sim_irq(s));
+	ck_assert(!pccx__sim_irq(s));
 	/* an illegal word: ERROR, HALTED, the error interrupt, index = words before it */
 	t_wr64(s, PCCX_REG_RETIRED, 0);
 	t_wr64(s, PCCX_REG_INSTR, t_memset(0, 1, 8, 1, 1));
 	t_wr64(s, PCCX_REG_INSTR, t_memset(0, 2, 8, 1, 1));
 	t_wr64(s, PCCX_REG_INSTR, 0x8000000000000000ull);
 	t_wr64(s, PCCX_REG_INSTR, t_memset(0, 3, 8, 1, 1));
-	pccx_sim_advance(s, 100);
+	pccx__sim_advance(s, 100);
 	{
 		uint64_t e = t_rd64(s, PCCX_REG_ERROR), st = t_rd64(s, PCCX_REG_STATUS);
 
@@ -164,7 +165,7 @@ START_TEST(regs_irq_w1c)
 		ck_assert_uint_eq(t_rd64(s, PCCX_REG_ERROR_INFO), 0x8000000000000000ull);
 		ck_assert(st & PCCX_STATUS_HALTED);
 		ck_assert(st & PCCX_STATUS_ERROR);
-		ck_assert(pccx_sim_irq(s));
+		ck_assert(pccx__sim_irq(s));
 	}
 	/* queued words were not executed; writes while halted are dropped */
 	ck_assert_uint_eq(t_rd64(s, PCCX_REG_RETIRED), 2);
@@ -172,16 +173,16 @@ START_TEST(regs_irq_w1c)
 	ck_assert_uint_eq(t_rd64(s, PCCX_REG_ERROR), 0);
 	ck_assert(!(t_rd64(s, PCCX_REG_STATUS) & PCCX_STATUS_HALTED));
 	t_wr64(s, PCCX_REG_INSTR, t_memset(0, 4, 8, 1, 1));
-	ck_assert(pccx_sim_run_until_idle(s, 1000));
+	ck_assert(pccx__sim_run_until_idle(s, 1000));
 	ck_assert_uint_eq(t_rd64(s, PCCX_REG_RETIRED), 3);
-	pccx_sim_destroy(s);
+	pccx__sim_destroy(s);
 }
 END_TEST
 
 START_TEST(regs_reset_clears)
 {
 	pccx_sim *s = mksim();
-	uint8_t *l2 = pccx_sim_l2(s);
+	uint8_t *l2 = pccx__sim_l2(s);
 	uint64_t e;
 
 	/* L2 content, a shape entry and S */
@@ -189,27 +190,27 @@ START_TEST(regs_reset_clears)
 	l2[16 * 100 + 1] = 0x3f;      /* element 0 of word 100 = 1.0 */
 	t_wr64(s, PCCX_REG_INSTR, t_memset(0, 5, 16, 1, 1));
 	t_wr64(s, PCCX_REG_INSTR, t_cvo(PCCX_CVO_LDS, 100, 200, 0, 0));
-	ck_assert(pccx_sim_run_until_idle(s, 1000));
-	ck_assert_uint_eq(pccx_sim_s_bits(s), 0x3f800000u);
+	ck_assert(pccx__sim_run_until_idle(s, 1000));
+	ck_assert_uint_eq(pccx__sim_s_bits(s), 0x3f800000u);
 	t_wr64(s, PCCX_REG_RESET, 1);
 	ck_assert_uint_eq(t_rd64(s, PCCX_REG_RESET), 1);
-	pccx_sim_advance(s, 114688 / 8);
+	pccx__sim_advance(s, 114688 / 8);
 	ck_assert_uint_eq(t_rd64(s, PCCX_REG_RESET), 0);
-	ck_assert_uint_eq(pccx_sim_s_bits(s), 0);
+	ck_assert_uint_eq(pccx__sim_s_bits(s), 0);
 	ck_assert_uint_eq(t_rd64(s, PCCX_REG_RETIRED), 0);
 	ck_assert_uint_eq(l2[16 * 100 + 1], 0);
 	ck_assert_uint_eq(l2[16 * 200 + 3], 0);
 	/* the shape entry is gone: a copy that uses it has bad operands */
 	t_wr64(s, PCCX_REG_INSTR, t_memcpy(false, false, 10, 0, 0, 5, true));
-	pccx_sim_advance(s, 100);
+	pccx__sim_advance(s, 100);
 	e = t_rd64(s, PCCX_REG_ERROR);
 	ck_assert_uint_eq(e & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_BAD_OPERANDS);
 	ck_assert_uint_eq((e & PCCX_ERROR_ISA_MASK) >> PCCX_ERROR_ISA_SHIFT,
 			  PCCX_ISA_E_SHAPE_UNSET);
 	t_wr64(s, PCCX_REG_RESET, 1);
-	pccx_sim_advance(s, 114688 / 8);
+	pccx__sim_advance(s, 114688 / 8);
 	ck_assert_uint_eq(t_rd64(s, PCCX_REG_ERROR), 0);
-	pccx_sim_destroy(s);
+	pccx__sim_destroy(s);
 }
 END_TEST
 
@@ -220,7 +221,8 @@ static void dm_push(pccx_sim *s, unsigned ch, uint64_t addr, uint32_t btt, unsig
 {
 	uint32_t base = PCCX_DM_PAGE(ch);
 
-	t_wr32(s, base + PCCX_DM_CMD_LO, btt | (incr ? PCCX_DM_CMD_TYPE_INCR : 0) | PCCX_DM_CMD_EOF);
+	t_wr32(s, base + PCCX_DM_CMD_LO,
+	       btt | (incr ? PCCX_DM_CMD_TYPE_INCR : 0) | PCCX_DM_CMD_EOF);
 	t_wr32(s, base + PCCX_DM_CMD_HI, (uint32_t)addr);
 	t_wr32(s, base + PCCX_DM_CMD_EXT, tag);
 	t_wr32(s, base + PCCX_DM_CMD_PUSH, 1);
@@ -230,13 +232,13 @@ START_TEST(dm_commands_and_statuses)
 {
 	pccx_sim *s = mksim();
 	uint32_t fm = PCCX_DM_PAGE(PCCX_DM_FMAP), res = PCCX_DM_PAGE(PCCX_DM_RESULT);
-	uint8_t *host = aligned_alloc(4096, 4096), *l2 = pccx_sim_l2(s);
+	uint8_t *host = aligned_alloc(4096, 4096), *l2 = pccx__sim_l2(s);
 	unsigned i;
 
 	for (i = 0; i < 4096; i++)
 		host[i] = (uint8_t)(i * 7 + 1);
-	ck_assert_int_eq(pccx_sim_dma_window_add(s, 0x40000000, 4096, host,
-						 PCCX_SIM_WIN_READ | PCCX_SIM_WIN_WRITE), 0);
+	ck_assert_int_eq(pccx__sim_dma_window_add(s, 0x40000000, 4096, host,
+						  PCCX_SIM_WIN_READ | PCCX_SIM_WIN_WRITE), 0);
 	ck_assert_uint_eq(t_rd32(s, fm + PCCX_DM_FLAGS),
 			  PCCX_DM_FLAG_CMD_EMPTY | PCCX_DM_FLAG_STS_EMPTY);
 	/* host -> L2: 64 bytes = 4 words at L2 word 50 */
@@ -244,7 +246,7 @@ START_TEST(dm_commands_and_statuses)
 	dm_push(s, PCCX_DM_FMAP, 0x40000100, 64, 9, true);
 	ck_assert_uint_eq(t_rd32(s, fm + PCCX_DM_CMD_LO) & PCCX_DM_BTT_MAX, 64);
 	t_wr64(s, PCCX_REG_INSTR, t_memcpy(true, false, 50, 0, 0, 0, false));
-	ck_assert(pccx_sim_run_until_idle(s, 10000));
+	ck_assert(pccx__sim_run_until_idle(s, 10000));
 	ck_assert_int_eq(memcmp(l2 + 50 * 16, host + 0x100, 64), 0);
 	ck_assert_uint_eq(t_rd32(s, fm + PCCX_DM_STS_LVL), 1);
 	ck_assert(t_rd64(s, PCCX_REG_IRQ_STATUS) & PCCX_IRQ_DM);
@@ -253,13 +255,13 @@ START_TEST(dm_commands_and_statuses)
 	/* L2 -> host: 4 words to offset 0x800 */
 	dm_push(s, PCCX_DM_RESULT, 0x40000800, 64, 3, true);
 	t_wr64(s, PCCX_REG_INSTR, t_memcpy(false, true, 0, 50, 0, 0, true));
-	ck_assert(pccx_sim_run_until_idle(s, 10000));
+	ck_assert(pccx__sim_run_until_idle(s, 10000));
 	ck_assert_int_eq(memcmp(host + 0x800, host + 0x100, 64), 0);
 	ck_assert_uint_eq(t_rd32(s, res + PCCX_DM_STS_POP), PCCX_DM_STS_OKAY | 3);
 
 	/* BTT of 0: INTERR status, sticky bit, device error DMA_INTERR */
 	dm_push(s, PCCX_DM_FMAP, 0x40000000, 0, 5, true);
-	pccx_sim_advance(s, 100);
+	pccx__sim_advance(s, 100);
 	ck_assert_uint_eq(t_rd32(s, fm + PCCX_DM_STS_POP), PCCX_DM_STS_INTERR | 5);
 	ck_assert_uint_eq((t_rd32(s, fm + PCCX_DM_FLAGS) >> 4) & 0xf, 1);
 	ck_assert_uint_eq(t_rd64(s, PCCX_REG_ERROR) & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_DMA_INTERR);
@@ -268,7 +270,7 @@ START_TEST(dm_commands_and_statuses)
 	t_wr64(s, PCCX_REG_ERROR, PCCX_ERROR_VALID);
 	/* FIXED type is not supported: INTERR */
 	dm_push(s, PCCX_DM_FMAP, 0x40000000, 16, 6, false);
-	pccx_sim_advance(s, 100);
+	pccx__sim_advance(s, 100);
 	ck_assert_uint_eq(t_rd32(s, fm + PCCX_DM_STS_POP), PCCX_DM_STS_INTERR | 6);
 	t_wr32(s, fm + PCCX_DM_ERR_W1C, 0xf0);
 	t_wr64(s, PCCX_REG_ERROR, PCCX_ERROR_VALID);
@@ -279,11 +281,11 @@ START_TEST(dm_commands_and_statuses)
 	ck_assert_uint_le(t_rd32(s, res + PCCX_DM_CMD_LVL), 8);
 	ck_assert(t_rd32(s, res + PCCX_DM_FLAGS) & (8u << 4));
 	t_wr64(s, PCCX_REG_RESET, 1);
-	pccx_sim_advance(s, 20000);
+	pccx__sim_advance(s, 20000);
 	ck_assert_uint_eq(t_rd32(s, res + PCCX_DM_CMD_LVL), 0);
 	ck_assert_uint_eq(t_rd32(s, res + PCCX_DM_FLAGS),
 			  PCCX_DM_FLAG_CMD_EMPTY | PCCX_DM_FLAG_STS_EMPTY);
-	pccx_sim_destroy(s);
+	pccx__sim_destroy(s);
 	free(host);
 }
 END_TEST
@@ -295,28 +297,28 @@ START_TEST(dm_window_fault)
 	struct pccx_sim_stats st;
 
 	memset(host, 0, 4096);
-	ck_assert_int_eq(pccx_sim_dma_window_add(s, 0x40000000, 4096, host, PCCX_SIM_WIN_READ), 0);
+	ck_assert_int_eq(pccx__sim_dma_window_add(s, 0x40000000, 4096, host, PCCX_SIM_WIN_READ), 0);
 	/* overlapping windows are refused */
-	ck_assert_int_eq(pccx_sim_dma_window_add(s, 0x40000800, 4096, host, PCCX_SIM_WIN_READ),
+	ck_assert_int_eq(pccx__sim_dma_window_add(s, 0x40000800, 4096, host, PCCX_SIM_WIN_READ),
 			 PCCX_ERR_INVALID);
 	/* a command that runs past the window's end faults at the end */
 	dm_push(s, PCCX_DM_HP(2), 0x40000f00, 512, 1, true);
-	pccx_sim_advance(s, 100);
+	pccx__sim_advance(s, 100);
 	ck_assert_uint_eq(t_rd64(s, PCCX_REG_ERROR) & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_DMA_WINDOW);
 	ck_assert_uint_eq(t_rd64(s, PCCX_REG_ERROR_INFO), 0x40001000);
 	ck_assert_uint_eq(t_rd32(s, PCCX_DM_PAGE(2) + PCCX_DM_STS_POP), PCCX_DM_STS_DECERR | 1);
-	pccx_sim_get_stats(s, &st);
+	pccx__sim_get_stats(s, &st);
 	ck_assert_uint_eq(st.window_faults, 1);
 	/* a write into a read-only window faults too */
 	t_wr64(s, PCCX_REG_RESET, 1);
-	pccx_sim_advance(s, 20000);
+	pccx__sim_advance(s, 20000);
 	dm_push(s, PCCX_DM_RESULT, 0x40000000, 16, 2, true);
-	pccx_sim_advance(s, 100);
+	pccx__sim_advance(s, 100);
 	ck_assert_uint_eq(t_rd64(s, PCCX_REG_ERROR) & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_DMA_WINDOW);
 	ck_assert_uint_eq(t_rd64(s, PCCX_REG_ERROR_INFO), 0x40000000);
-	pccx_sim_get_stats(s, &st);
+	pccx__sim_get_stats(s, &st);
 	ck_assert_uint_eq(st.window_faults, 2);
-	pccx_sim_destroy(s);
+	pccx__sim_destroy(s);
 	free(host);
 }
 END_TEST
@@ -333,7 +335,7 @@ struct mm_case {
 /* Fill the weight image (row records) of ws with random data. */
 static void fill_weights(uint8_t *w, const struct pccx_wshape *ws, uint64_t *rng)
 {
-	uint64_t rb = pccx_wstream_row_bytes(ws), rows = pccx_wstream_rows(ws), r, i;
+	uint64_t rb = pccx__wstream_row_bytes(ws), rows = pccx__wstream_rows(ws), r, i;
 
 	memset(w, 0, rb * rows);
 	for (r = 0; r < rows; r++) {
@@ -344,7 +346,7 @@ static void fill_weights(uint8_t *w, const struct pccx_wshape *ws, uint64_t *rng
 
 			for (i = 0; i < nb && ws->w_scale; i++)
 				put16(rec + 2 * i,
-				      pccx_f32_to_fp16(pccx_bf16_to_f32(t_bf16(rng, 0.0625f))));
+				      pccx__f32_to_fp16(pccx__bf16_to_f32(t_bf16(rng, 0.0625f))));
 			for (i = 0; i < nb * 16; i++)
 				rec[sb + i] = (uint8_t)t_rand(rng);
 		} else {
@@ -360,7 +362,7 @@ static void fill_weights(uint8_t *w, const struct pccx_wshape *ws, uint64_t *rng
 static void expect_row(const uint8_t *w, const struct pccx_wshape *ws, const uint16_t *x,
 		       float *y)
 {
-	uint64_t rb = pccx_wstream_row_bytes(ws);
+	uint64_t rb = pccx__wstream_row_bytes(ws);
 	uint32_t i, j, nb = ws->k / 32;
 
 	if (ws->fmt == PCCX_WFMT_Q4) {
@@ -369,13 +371,13 @@ static void expect_row(const uint8_t *w, const struct pccx_wshape *ws, const uin
 		uint16_t *sc = malloc(nb * 2 + 2);
 		uint64_t sb = ws->w_scale ? (nb * 2 + 15) / 16 * 16 : 0;
 
-		pccx_q8_quantize(x, ws->k, q8, sx);
+		pccx__q8_quantize(x, ws->k, q8, sx);
 		for (i = 0; i < ws->n; i++) {
 			const uint8_t *rec = w + i * rb;
 
 			for (j = 0; j < nb; j++)
 				sc[j] = get16(rec + 2 * j);
-			y[i] = pccx_q4_row_dot(rec + sb, ws->w_scale ? sc : NULL, q8, sx, ws->k);
+			y[i] = pccx__q4_row_dot(rec + sb, ws->w_scale ? sc : NULL, q8, sx, ws->k);
 		}
 		free(q8);
 		free(sx);
@@ -386,7 +388,7 @@ static void expect_row(const uint8_t *w, const struct pccx_wshape *ws, const uin
 		for (i = 0; i < ws->n; i++) {
 			for (j = 0; j < ws->k; j++)
 				row[j] = get16(w + i * rb + 2 * j);
-			y[i] = pccx_bf16_row_dot(row, x, ws->k);
+			y[i] = pccx__bf16_row_dot(row, x, ws->k);
 		}
 		free(row);
 	} else {
@@ -395,17 +397,18 @@ static void expect_row(const uint8_t *w, const struct pccx_wshape *ws, const uin
 		for (i = 0; i < ws->k; i++)
 			for (j = 0; j < ws->n; j++)
 				W[(size_t)i * ws->n + j] = get16(w + i * rb + 2 * j);
-		pccx_bf16_colsum(W, x, ws->k, ws->n, y);
+		pccx__bf16_colsum(W, x, ws->k, ws->n, y);
 		free(W);
 	}
 }
 
-static void run_matmul(const struct mm_case *c, uint64_t seed, struct pccx_simb_result *res_out)
+static void run_matmul(const struct mm_case *c, uint64_t seed,
+		       struct pccx_sim_backend_result *res_out)
 {
-	struct pccx_simb *b = mkb();
+	struct pccx_sim_backend *b = mkb();
 	struct pccx_wshape ws = { c->n, c->k, c->fmt, !!(c->fl & TF_WSCALE) };
 	uint32_t kw = pccx_words_for(c->k), nw = pccx_words_for(c->n), r, i;
-	uint64_t rb = pccx_wstream_row_bytes(&ws), rows = pccx_wstream_rows(&ws);
+	uint64_t rb = pccx__wstream_row_bytes(&ws), rows = pccx__wstream_rows(&ws);
 	uint64_t xb = (uint64_t)c->m * kw * 16, yb = (uint64_t)c->m * nw * 16, rng = seed;
 	uint32_t hx = balloc(b, xb, PCCX_BUF_DEV_READ);
 	uint32_t hw = balloc(b, rb * rows * (c->as_gemvs ? c->m : 1), PCCX_BUF_DEV_READ);
@@ -414,7 +417,7 @@ static void run_matmul(const struct mm_case *c, uint64_t seed, struct pccx_simb_
 	uint16_t *xrow = malloc((size_t)c->k * 2), *yold = malloc(yb), *outs;
 	float *y = malloc((size_t)c->n * sizeof(float));
 	uint32_t X = 0x100, Y = X + c->m * kw + 64;
-	struct pccx_simb_result res;
+	struct pccx_sim_backend_result res;
 	struct tjob j = { 0 };
 
 	for (r = 0; r < c->m; r++)
@@ -457,7 +460,7 @@ static void run_matmul(const struct mm_case *c, uint64_t seed, struct pccx_simb_
 			xrow[i] = get16(x8 + (uint64_t)r * kw * 16 + 2 * i);
 		expect_row(w8, &ws, xrow, y);
 		for (i = 0; i < c->n; i++) {
-			uint16_t e = pccx_out_store(y[i], !!(c->fl & TF_ACCM), old[i]);
+			uint16_t e = pccx__out_store(y[i], !!(c->fl & TF_ACCM), old[i]);
 
 			outs[(size_t)r * c->n + i] = e;
 			ck_assert_msg(get16(got + 2 * i) == e,
@@ -473,19 +476,19 @@ static void run_matmul(const struct mm_case *c, uint64_t seed, struct pccx_simb_
 		uint32_t want;
 
 		if (c->as_gemvs)   /* S is the last GEMV's maximum */
-			want = pccx_f32_bits(pccx_sfu_reduce(
+			want = pccx_f32_bits(pccx__sfu_reduce(
 				PCCX_SFU_MAX, 0, 0.0f, outs + (size_t)(c->m - 1) * c->n, c->n));
 		else
-			want = pccx_f32_bits(pccx_sfu_reduce(PCCX_SFU_MAX, 0, 0.0f, outs,
-							     (size_t)c->m * c->n));
-		ck_assert_uint_eq(pccx_sim_s_bits(pccx_simb_sim(b)), want);
+			want = pccx_f32_bits(pccx__sfu_reduce(PCCX_SFU_MAX, 0, 0.0f, outs,
+							      (size_t)c->m * c->n));
+		ck_assert_uint_eq(pccx__sim_s_bits(pccx__sim_backend_sim(b)), want);
 	}
 	ck_assert_uint_eq(res.stats.window_faults, 0);
 	free(outs);
 	free(xrow);
 	free(yold);
 	free(y);
-	pccx_simb_destroy(b);
+	pccx__sim_backend_destroy(b);
 }
 
 START_TEST(gemv_q4_scaled)
@@ -571,7 +574,7 @@ static int m_fn(unsigned f)
 static void m_cvo(struct cvo_model *m, uint64_t w)
 {
 	unsigned func = PCCX_GET(w, D, func);
-	const struct pccx_cvo_desc *cd = pccx_cvo_desc(func);
+	const struct pccx_cvo_desc *cd = pccx__cvo_desc(func);
 	uint32_t src = PCCX_GET(w, D, src), dst = PCCX_GET(w, D, dst), n = PCCX_GET(w, D, len);
 	bool sform = PCCX_GET(w, D, sreg);
 	unsigned fl = 0;
@@ -590,15 +593,16 @@ static void m_cvo(struct cvo_model *m, uint64_t w)
 		if (sform)
 			m_scalar(m, dst, pccx_f32_from_bits(m_slot(m, src, n)));
 		else
-			m_scalar(m, dst, pccx_bf16_to_f32(m->e[src * 8 + n]));
+			m_scalar(m, dst, pccx__bf16_to_f32(m->e[src * 8 + n]));
 	} else if (sform && cd->cls == PCCX_CVOC_UNARY) {
-		m_scalar(m, dst, pccx_sfu_elem(fn, fl, S, S, 0.0f));
+		m_scalar(m, dst, pccx__sfu_elem(fn, fl, S, S, 0.0f));
 	} else if (sform) {
-		m_scalar(m, dst, pccx_sfu_scalar(fn, fl, S, pccx_f32_from_bits(m_slot(m, src, 0))));
+		m_scalar(m, dst, pccx__sfu_scalar(fn, fl, S, pccx_f32_from_bits(m_slot(m, src,
+										       0))));
 	} else if (cd->cls == PCCX_CVOC_REDUCE) {
-		m_scalar(m, dst, pccx_sfu_reduce(fn, fl, S, m->e + src * 8, n));
+		m_scalar(m, dst, pccx__sfu_reduce(fn, fl, S, m->e + src * 8, n));
 	} else {
-		pccx_sfu_vector(fn, fl, S, m->e + src * 8, m->e + dst * 8, n);
+		pccx__sfu_vector(fn, fl, S, m->e + src * 8, m->e + dst * 8, n);
 	}
 }
 
@@ -609,10 +613,11 @@ static void m_copy(struct cvo_model *m, uint32_t dst, uint32_t src, uint32_t wor
 
 /* Run the job on the simulator (L2 preloaded with the model), apply it to the model one
  * instruction at a time, and compare L2 and S. */
-static void check_program(struct cvo_model *m, const struct tjob *j, struct pccx_simb_result *res)
+static void check_program(struct cvo_model *m, const struct tjob *j,
+			  struct pccx_sim_backend_result *res)
 {
-	struct pccx_simb *b = mkb();
-	struct pccx_simb_result r;
+	struct pccx_sim_backend *b = mkb();
+	struct pccx_sim_backend_result r;
 	uint32_t i, fm[64] = { 0 };
 
 	memcpy(l2e(b, 0), m->e, sizeof(m->e));
@@ -640,10 +645,10 @@ static void check_program(struct cvo_model *m, const struct tjob *j, struct pccx
 		ck_assert_msg(l2e(b, 0)[i] == m->e[i],
 			      "element %u (word %u): got 0x%04x want 0x%04x", i, i / 8,
 			      l2e(b, 0)[i], m->e[i]);
-	ck_assert_uint_eq(pccx_sim_s_bits(pccx_simb_sim(b)), m->S);
+	ck_assert_uint_eq(pccx__sim_s_bits(pccx__sim_backend_sim(b)), m->S);
 	if (res)
 		*res = r;
-	pccx_simb_destroy(b);
+	pccx__sim_backend_destroy(b);
 }
 
 static void m_init(struct cvo_model *m, uint64_t seed)
@@ -673,7 +678,7 @@ START_TEST(cvo_every_function_and_flag)
 	m_init(&m, 31);
 	prog[np++] = t_cvo(PCCX_CVO_LDS, 0, 4, 0, PCCX_CVOF_SREG);     /* S = 1.5 */
 	for (func = 0; func < 15; func++) {
-		const struct pccx_cvo_desc *cd = pccx_cvo_desc(func);
+		const struct pccx_cvo_desc *cd = pccx__cvo_desc(func);
 		uint32_t vf = cd->vec_flags, sf = cd->s_flags;
 
 		if (cd->cls == PCCX_CVOC_LOAD) {
@@ -749,11 +754,11 @@ END_TEST
 
 START_TEST(memcpy_routes)
 {
-	struct pccx_simb *b = mkb();
+	struct pccx_sim_backend *b = mkb();
 	uint32_t hin = balloc(b, 4096, PCCX_BUF_DEV_READ);
 	uint32_t hout = balloc(b, 4096, PCCX_BUF_DEV_WRITE);
 	uint8_t *in = bmap(b, hin), *out = bmap(b, hout);
-	struct pccx_simb_result res;
+	struct pccx_sim_backend_result res;
 	struct tjob j = { 0 };
 	uint64_t rng = 5;
 	unsigned i;
@@ -776,21 +781,21 @@ START_TEST(memcpy_routes)
 	ck_assert_uint_eq(res.stats.dm_bytes[PCCX_DM_FMAP], 208);
 	ck_assert_uint_eq(res.stats.dm_bytes[PCCX_DM_RESULT], 208);
 	ck_assert_uint_eq(res.stats.unit_insns[PCCX_SIM_U_L2COPY], 1);
-	pccx_simb_destroy(b);
+	pccx__sim_backend_destroy(b);
 }
 END_TEST
 
-/* ---- a slow host ------------------------------------------------------------------------------ */
+/* ---- a slow host ------------------------------------------------------------------------ */
 
 /*
  * Host -> L2, two GEMVs whose weights stream on all four ports (the second reads the first's
  * result), and L2 -> host: every kind of DataMover traffic a decode step has.
  */
-static void slow_host_job(struct pccx_simb *b, struct tjob *j, uint32_t *hout)
+static void slow_host_job(struct pccx_sim_backend *b, struct tjob *j, uint32_t *hout)
 {
 	static const struct pccx_wshape w1 = { 96, 64, PCCX_WFMT_Q4, true };
 	static const struct pccx_wshape w2 = { 64, 96, PCCX_WFMT_Q4, true };
-	uint64_t b1 = pccx_wstream_row_bytes(&w1) * w1.n, b2 = pccx_wstream_row_bytes(&w2) * w2.n;
+	uint64_t b1 = pccx__wstream_row_bytes(&w1) * w1.n, b2 = pccx__wstream_row_bytes(&w2) * w2.n;
 	uint32_t hin = balloc(b, 4096, PCCX_BUF_DEV_READ);
 	uint32_t hw = balloc(b, b1 + b2, PCCX_BUF_DEV_READ);
 	uint8_t *in = bmap(b, hin), *w = bmap(b, hw);
@@ -803,14 +808,14 @@ static void slow_host_job(struct pccx_simb *b, struct tjob *j, uint32_t *hout)
 		w[i] = (uint8_t)t_rand(&rng);
 	/* the FP16 scales that open each row record: small and finite */
 	for (i = 0; i < w1.n; i++) {
-		uint8_t *r = w + i * pccx_wstream_row_bytes(&w1);
+		uint8_t *r = w + i * pccx__wstream_row_bytes(&w1);
 		unsigned k;
 
 		for (k = 0; k < w1.k / 32; k++)
 			put16(r + 2 * k, 0x2c00);
 	}
 	for (i = 0; i < w2.n; i++) {
-		uint8_t *r = w + b1 + i * pccx_wstream_row_bytes(&w2);
+		uint8_t *r = w + b1 + i * pccx__wstream_row_bytes(&w2);
 		unsigned k;
 
 		for (k = 0; k < w2.k / 32; k++)
@@ -837,12 +842,12 @@ static void slow_host_job(struct pccx_simb *b, struct tjob *j, uint32_t *hout)
  */
 START_TEST(slow_host_stalls_at_every_access)
 {
-	struct pccx_simb *b = mkb();
-	struct pccx_simb_result res;
+	struct pccx_sim_backend *b = mkb();
+	struct pccx_sim_backend_result res;
 	struct tjob j = { 0 };
 	struct pccx_job_view v;
 	uint8_t want[128];
-	uint64_t n, stall = 4ull * pccx_sim_get_config(pccx_simb_sim(b))->overrun_grace;
+	uint64_t n, stall = 4ull * pccx__sim_get_config(pccx__sim_backend_sim(b))->overrun_grace;
 	uint32_t hout;
 	pccx_diag d = { 0 };
 
@@ -853,26 +858,26 @@ START_TEST(slow_host_stalls_at_every_access)
 	n = res.mmio;
 	ck_assert_uint_gt(n, 40);
 	for (uint64_t at = 0; at < n; at++) {
-		struct pccx_simb_opts o = { .stall_every = n + 1, .stall_phase = at,
+		struct pccx_sim_backend_opts o = { .stall_every = n + 1, .stall_phase = at,
 					    .stall_cycles = stall };
 
 		memset(bmap(b, hout), 0, sizeof(want));
-		ck_assert_msg(pccx_simb_submit_wait(b, &v, &o, &res, &d) == 0,
+		ck_assert_msg(pccx__sim_backend_submit_wait(b, &v, &o, &res, &d) == 0,
 			      "stall after access %llu of %llu: %s", (unsigned long long)at,
 			      (unsigned long long)n, d.msg);
 		ck_assert_msg(!memcmp(bmap(b, hout), want, sizeof(want)),
 			      "stall after access %llu: other bits", (unsigned long long)at);
 		ck_assert_uint_ge(res.cycles, stall);
 	}
-	pccx_simb_destroy(b);
+	pccx__sim_backend_destroy(b);
 }
 END_TEST
 
 /* An injected device error ends the job with its cause and index; the next job runs. */
 START_TEST(injected_error_then_next_job)
 {
-	struct pccx_simb *b = mkb();
-	struct pccx_simb_result res;
+	struct pccx_sim_backend *b = mkb();
+	struct pccx_sim_backend_result res;
 	struct tjob j = { 0 };
 	struct pccx_job_view v;
 	uint8_t want[128];
@@ -884,8 +889,9 @@ START_TEST(injected_error_then_next_job)
 	submit_ok(b, &j, &res);
 	memcpy(want, bmap(b, hout), sizeof(want));
 	for (uint32_t at = 0; at < j.n_insn; at++) {
-		pccx_sim_inject_error(pccx_simb_sim(b), at, PCCX_CAUSE_DMA_SLVERR);
-		ck_assert_int_eq(pccx_simb_submit_wait(b, &v, NULL, &res, &d), PCCX_ERR_DEVICE);
+		pccx__sim_inject_error(pccx__sim_backend_sim(b), at, PCCX_CAUSE_DMA_SLVERR);
+		ck_assert_int_eq(pccx__sim_backend_submit_wait(b, &v, NULL, &res, &d),
+				 PCCX_ERR_DEVICE);
 		ck_assert_uint_eq(res.err.kind, PCCX_EF_DEVICE);
 		ck_assert_uint_eq(res.err.error & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_DMA_SLVERR);
 		ck_assert_uint_eq(res.err.error >> PCCX_ERROR_INDEX_SHIFT, at);
@@ -895,7 +901,7 @@ START_TEST(injected_error_then_next_job)
 		submit_ok(b, &j, &res);
 		ck_assert_int_eq(memcmp(bmap(b, hout), want, sizeof(want)), 0);
 	}
-	pccx_simb_destroy(b);
+	pccx__sim_backend_destroy(b);
 }
 END_TEST
 
@@ -939,14 +945,14 @@ END_TEST
 START_TEST(hazards_gemv_then_cvo)
 {
 	/* The CVO reads the GEMV's output (RAW through L2) and the max it left in S. */
-	struct pccx_simb *b = mkb();
+	struct pccx_sim_backend *b = mkb();
 	struct pccx_wshape ws = { 64, 128, PCCX_WFMT_Q4, true };
-	uint64_t rb = pccx_wstream_row_bytes(&ws), rng = 3;
+	uint64_t rb = pccx__wstream_row_bytes(&ws), rng = 3;
 	uint32_t hw = balloc(b, rb * 64, PCCX_BUF_DEV_READ), i;
 	uint16_t x[128], yv[64], want[64];
 	float y[64];
 	struct tjob j = { 0 };
-	struct pccx_simb_result res;
+	struct pccx_sim_backend_result res;
 
 	fill_weights(bmap(b, hw), &ws, &rng);
 	for (i = 0; i < 128; i++)
@@ -960,13 +966,13 @@ START_TEST(hazards_gemv_then_cvo)
 	submit_ok(b, &j, &res);
 	expect_row(bmap(b, hw), &ws, x, y);
 	for (i = 0; i < 64; i++)
-		yv[i] = pccx_out_store(y[i], false, 0);
+		yv[i] = pccx__out_store(y[i], false, 0);
 	memcpy(want, yv, sizeof(want));
-	pccx_sfu_vector(PCCX_SFU_EXP, PCCX_SFU_F_SUB,
-			pccx_sfu_reduce(PCCX_SFU_MAX, 0, 0.0f, yv, 64), yv, want, 64);
+	pccx__sfu_vector(PCCX_SFU_EXP, PCCX_SFU_F_SUB,
+			 pccx__sfu_reduce(PCCX_SFU_MAX, 0, 0.0f, yv, 64), yv, want, 64);
 	ck_assert_int_eq(memcmp(l2e(b, 500), yv, sizeof(yv)), 0);
 	ck_assert_int_eq(memcmp(l2e(b, 600), want, sizeof(want)), 0);
-	pccx_simb_destroy(b);
+	pccx__sim_backend_destroy(b);
 }
 END_TEST
 
@@ -974,15 +980,15 @@ END_TEST
 /* A GEMV and a GEMM in flight together share the four ports in program order. */
 START_TEST(stream_order_gemv_gemm)
 {
-	struct pccx_simb *b = mkb();
+	struct pccx_sim_backend *b = mkb();
 	struct pccx_wshape wa = { 96, 256, PCCX_WFMT_Q4, true };
 	struct pccx_wshape wb = { 50, 64, PCCX_WFMT_BF16, false };
-	uint64_t ra = pccx_wstream_row_bytes(&wa), rbb = pccx_wstream_row_bytes(&wb), rng = 77;
+	uint64_t ra = pccx__wstream_row_bytes(&wa), rbb = pccx__wstream_row_bytes(&wb), rng = 77;
 	uint32_t h = balloc(b, ra * 96 + rbb * 50, PCCX_BUF_DEV_READ), i, r;
 	uint8_t *w = bmap(b, h);
 	uint16_t x[256], x2[2][64], got[96];
 	float y[96];
-	struct pccx_simb_result res;
+	struct pccx_sim_backend_result res;
 	struct tjob j = { 0 };
 
 	fill_weights(w, &wa, &rng);
@@ -1005,43 +1011,43 @@ START_TEST(stream_order_gemv_gemm)
 	submit_ok(b, &j, &res);
 	expect_row(w, &wa, x, y);
 	for (i = 0; i < 96; i++)
-		got[i] = pccx_out_store(y[i], false, 0);
+		got[i] = pccx__out_store(y[i], false, 0);
 	ck_assert_int_eq(memcmp(l2e(b, 1000), got, 96 * 2), 0);
 	for (r = 0; r < 2; r++) {
 		expect_row(w + ra * 96, &wb, x2[r], y);
 		for (i = 0; i < 50; i++)
-			got[i] = pccx_out_store(y[i], false, 0);
+			got[i] = pccx__out_store(y[i], false, 0);
 		ck_assert_int_eq(memcmp(l2e(b, 2000 + r * 7), got, 50 * 2), 0);
 	}
 	/* they ran at the same time */
-	ck_assert_uint_lt(pccx_sim_insn_time(pccx_simb_sim(b), 5)->issue,
-			  pccx_sim_insn_time(pccx_simb_sim(b), 4)->done);
-	pccx_simb_destroy(b);
+	ck_assert_uint_lt(pccx__sim_insn_time(pccx__sim_backend_sim(b), 5)->issue,
+			  pccx__sim_insn_time(pccx__sim_backend_sim(b), 4)->done);
+	pccx__sim_backend_destroy(b);
 }
 END_TEST
 
 static uint64_t run_cycles_cfg(const struct pccx_sim_config *cfg, const struct tjob *j,
 			       uint32_t hw_size, uint64_t *last)
 {
-	struct pccx_simb *b = NULL;
+	struct pccx_sim_backend *b = NULL;
 	pccx_diag d = { 0 };
-	struct pccx_simb_result res;
+	struct pccx_sim_backend_result res;
 	struct tjob jj = *j;
 	uint32_t h, i;
 
-	ck_assert_msg(pccx_simb_create(cfg, &b, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__sim_backend_create(cfg, &b, &d) == 0, "%s", d.msg);
 	h = balloc(b, hw_size, PCCX_BUF_DEV_READ);
 	for (i = 0; i < jj.n_stream; i++)
 		jj.stream[i].handle = h;
 	submit_ok(b, &jj, &res);
 	if (last) {
-		const struct pccx_sim_insn_time *t = pccx_sim_insn_time(pccx_simb_sim(b),
+		const struct pccx_sim_insn_time *t = pccx__sim_insn_time(pccx__sim_backend_sim(b),
 									 jj.n_insn - 1);
 
 		ck_assert_ptr_nonnull(t);
 		*last = t->done - t->issue;
 	}
-	pccx_simb_destroy(b);
+	pccx__sim_backend_destroy(b);
 	return res.cycles;
 }
 
@@ -1053,7 +1059,7 @@ static uint64_t run_cycles(const struct tjob *j, uint32_t hw_size, uint64_t *las
 START_TEST(overlap_independent_units)
 {
 	struct pccx_wshape ws = { 2048, 512, PCCX_WFMT_Q4, true };
-	uint64_t rb = pccx_wstream_row_bytes(&ws), tg, tc, tb;
+	uint64_t rb = pccx__wstream_row_bytes(&ws), tg, tc, tb;
 	struct tjob g = { 0 }, c = { 0 }, both = { 0 };
 
 	tj_add(&g, t_memset(0, 0, 512, 1, 1));
@@ -1083,11 +1089,11 @@ END_TEST
 START_TEST(overlap_weight_prefetch)
 {
 	struct pccx_wshape ws = { 256, 1024, PCCX_WFMT_Q4, true };
-	uint64_t rb = pccx_wstream_row_bytes(&ws), tg, tc, tb, sg, sb;
+	uint64_t rb = pccx__wstream_row_bytes(&ws), tg, tc, tb, sg, sb;
 	struct tjob g = { 0 }, c = { 0 }, both = { 0 };
 	struct pccx_sim_config cfg;
 
-	pccx_sim_config_default(&cfg);
+	pccx__sim_config_default(&cfg);
 	cfg.ddr_mbps = 8000;
 
 	tj_add(&g, t_memset(0, 0, 1024, 1, 1));
@@ -1115,24 +1121,25 @@ END_TEST
 
 /* ---- error paths, each followed by a job that succeeds ---------------------------------- */
 
-static void good_job(struct pccx_simb *b)
+static void good_job(struct pccx_sim_backend *b)
 {
 	struct tjob j = { 0 };
-	struct pccx_simb_result res;
+	struct pccx_sim_backend_result res;
 
 	l2e(b, 20)[0] = 0x4000;     /* 2.0 */
 	tj_add(&j, t_cvo(PCCX_CVO_LDS, 20, 21, 0, 0));
 	tj_add(&j, t_cvo(PCCX_CVO_SQRT, 0, 22, 0, PCCX_CVOF_SREG));
 	submit_ok(b, &j, &res);
-	ck_assert_uint_eq(pccx_sim_s_bits(pccx_simb_sim(b)), pccx_f32_bits(pccx_f32_sqrt(2.0f)));
+	ck_assert_uint_eq(pccx__sim_s_bits(pccx__sim_backend_sim(b)),
+			  pccx_f32_bits(pccx__f32_sqrt(2.0f)));
 	ck_assert_uint_eq(res.stats.retired, 2);
 }
 
 START_TEST(err_illegal_word)
 {
-	struct pccx_simb *b = mkb();
-	struct pccx_simb_opts o = { .no_validate = true, .timeout_cycles = 100000 };
-	struct pccx_simb_result res;
+	struct pccx_sim_backend *b = mkb();
+	struct pccx_sim_backend_opts o = { .no_validate = true, .timeout_cycles = 100000 };
+	struct pccx_sim_backend_result res;
 	struct tjob j = { 0 };
 	struct pccx_job_view v;
 	pccx_diag d = { 0 };
@@ -1143,7 +1150,7 @@ START_TEST(err_illegal_word)
 	j.insn[2] = ((uint64_t)PCCX_OP_CVO << 60) | PCCX_PUT(D, func, 0xF);
 	tj_add(&j, t_memset(0, 1, 8, 1, 1));
 	v = tj_view(&j);
-	ck_assert_int_eq(pccx_simb_submit_wait(b, &v, &o, &res, &d), PCCX_ERR_DEVICE);
+	ck_assert_int_eq(pccx__sim_backend_submit_wait(b, &v, &o, &res, &d), PCCX_ERR_DEVICE);
 	ck_assert_uint_eq(res.err.kind, PCCX_EF_DEVICE);
 	ck_assert_uint_eq(res.err.error & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_ILLEGAL_INSN);
 	ck_assert_uint_eq((res.err.error & PCCX_ERROR_ISA_MASK) >> PCCX_ERROR_ISA_SHIFT,
@@ -1151,7 +1158,7 @@ START_TEST(err_illegal_word)
 	ck_assert_uint_eq(res.err.error >> PCCX_ERROR_INDEX_SHIFT, 2);
 	ck_assert_ptr_nonnull(strstr(d.msg, "ILLEGAL_INSN at instruction 2"));
 	good_job(b);
-	pccx_simb_destroy(b);
+	pccx__sim_backend_destroy(b);
 }
 END_TEST
 
@@ -1161,16 +1168,17 @@ START_TEST(err_clear_then_next_job)
 	pccx_sim *s = mksim();
 
 	t_wr64(s, PCCX_REG_INSTR, t_matmul(PCCX_OP_GEMV, 0, 100, 1, 0, 0));   /* shapes unset */
-	pccx_sim_advance(s, 50);
-	ck_assert_uint_eq(t_rd64(s, PCCX_REG_ERROR) & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_BAD_OPERANDS);
+	pccx__sim_advance(s, 50);
+	ck_assert_uint_eq(t_rd64(s, PCCX_REG_ERROR) & PCCX_ERROR_CAUSE_MASK,
+			  PCCX_CAUSE_BAD_OPERANDS);
 	t_wr64(s, PCCX_REG_ERROR, PCCX_ERROR_VALID);
 	t_wr64(s, PCCX_REG_RETIRED, 0);
 	t_wr64(s, PCCX_REG_INSTR, t_memset(0, 0, 8, 1, 1));
 	t_wr64(s, PCCX_REG_INSTR, t_memcpy(false, false, 30, 20, 0, 0, false));
-	ck_assert(pccx_sim_run_until_idle(s, 1000));
+	ck_assert(pccx__sim_run_until_idle(s, 1000));
 	ck_assert_uint_eq(t_rd64(s, PCCX_REG_RETIRED), 2);
 	ck_assert_uint_eq(t_rd64(s, PCCX_REG_ERROR), 0);
-	pccx_sim_destroy(s);
+	pccx__sim_destroy(s);
 }
 END_TEST
 
@@ -1184,11 +1192,11 @@ static void gemv_job(struct tjob *j, struct pccx_wshape *ws, uint32_t hw)
 
 START_TEST(err_stream_overrun)
 {
-	struct pccx_simb *b = mkb();
+	struct pccx_sim_backend *b = mkb();
 	struct pccx_wshape ws = { 64, 256, PCCX_WFMT_Q4, false };
-	struct pccx_simb_opts o = { .no_validate = true };
+	struct pccx_sim_backend_opts o = { .no_validate = true };
 	uint32_t hw = balloc(b, 65536, PCCX_BUF_DEV_READ);
-	struct pccx_simb_result res;
+	struct pccx_sim_backend_result res;
 	struct tjob j = { 0 };
 	struct pccx_job_view v;
 	pccx_diag d = { 0 };
@@ -1196,24 +1204,24 @@ START_TEST(err_stream_overrun)
 	gemv_job(&j, &ws, hw);
 	j.stream[1].length += 64;     /* port 1 gets 4 beats nobody consumes */
 	v = tj_view(&j);
-	ck_assert_int_eq(pccx_simb_submit_wait(b, &v, &o, &res, &d), PCCX_ERR_DEVICE);
+	ck_assert_int_eq(pccx__sim_backend_submit_wait(b, &v, &o, &res, &d), PCCX_ERR_DEVICE);
 	ck_assert_uint_eq(res.err.error & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_STREAM_OVERRUN);
 	ck_assert_uint_eq(res.err.info, (1ull << 56) | 64);
 	/* the validator refuses the same job */
-	ck_assert_int_eq(pccx_simb_submit_wait(b, &v, NULL, &res, &d), PCCX_ERR_VALIDATE);
+	ck_assert_int_eq(pccx__sim_backend_submit_wait(b, &v, NULL, &res, &d), PCCX_ERR_VALIDATE);
 	ck_assert_ptr_nonnull(strstr(d.msg, "STREAM_MISMATCH"));
 	good_job(b);
-	pccx_simb_destroy(b);
+	pccx__sim_backend_destroy(b);
 }
 END_TEST
 
 START_TEST(err_stream_short_timeout)
 {
-	struct pccx_simb *b = mkb();
+	struct pccx_sim_backend *b = mkb();
 	struct pccx_wshape ws = { 64, 256, PCCX_WFMT_Q4, false };
-	struct pccx_simb_opts o = { .no_validate = true, .timeout_cycles = 200000 };
+	struct pccx_sim_backend_opts o = { .no_validate = true, .timeout_cycles = 200000 };
 	uint32_t hw = balloc(b, 65536, PCCX_BUF_DEV_READ);
-	struct pccx_simb_result res;
+	struct pccx_sim_backend_result res;
 	struct tjob j = { 0 };
 	struct pccx_job_view v;
 	pccx_diag d = { 0 };
@@ -1221,11 +1229,11 @@ START_TEST(err_stream_short_timeout)
 	gemv_job(&j, &ws, hw);
 	j.stream[2].length -= 16;     /* port 2 is one beat short */
 	v = tj_view(&j);
-	ck_assert_int_eq(pccx_simb_submit_wait(b, &v, &o, &res, &d), PCCX_ERR_TIMEOUT);
+	ck_assert_int_eq(pccx__sim_backend_submit_wait(b, &v, &o, &res, &d), PCCX_ERR_TIMEOUT);
 	ck_assert(res.timed_out);
 	ck_assert_uint_ge(res.cycles, 200000);
 	good_job(b);
-	pccx_simb_destroy(b);
+	pccx__sim_backend_destroy(b);
 }
 END_TEST
 
@@ -1234,26 +1242,26 @@ static uint64_t bad_shift;
 
 START_TEST(err_dma_window)
 {
-	struct pccx_simb *b = mkb();
+	struct pccx_sim_backend *b = mkb();
 	uint32_t h = balloc(b, 4096, PCCX_BUF_DEV_READ | PCCX_BUF_DEV_WRITE);
-	struct pccx_simb_result res;
+	struct pccx_sim_backend_result res;
 	struct tjob j = { 0 };
-	pccx_sim *s = pccx_simb_sim(b);
-	uint64_t dev = pccx_simb_buf_devaddr(b, h);
+	pccx_sim *s = pccx__sim_backend_sim(b);
+	uint64_t dev = pccx__sim_backend_buf_devaddr(b, h);
 
 	/* the backend's guard page: a command at the buffer's end faults */
 	t_wr64(s, PCCX_REG_INSTR, t_memset(0, 0, 8, 1, 1));
 	dm_push(s, PCCX_DM_FMAP, dev + 4096, 16, 4, true);
 	t_wr64(s, PCCX_REG_INSTR, t_memcpy(true, false, 0, 0, 0, 0, false));
-	pccx_sim_advance(s, 200);
+	pccx__sim_advance(s, 200);
 	ck_assert_uint_eq(t_rd64(s, PCCX_REG_ERROR) & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_DMA_WINDOW);
 	ck_assert_uint_eq(t_rd64(s, PCCX_REG_ERROR_INFO), dev + 4096);
-	pccx_simb_reset(b);
+	pccx__sim_backend_reset(b);
 	(void)bad_shift;
 	(void)j;
 	(void)res;
 	good_job(b);
-	pccx_simb_destroy(b);
+	pccx__sim_backend_destroy(b);
 }
 END_TEST
 
@@ -1276,20 +1284,20 @@ START_TEST(random_words_never_crash)
 				     (unsigned)(w >> 20) & 255, 1 + ((unsigned)(w >> 30) & 3),
 				     (unsigned)(w >> 40) & 3);
 		t_wr64(s, PCCX_REG_INSTR, w);
-		pccx_sim_advance(s, 300);
+		pccx__sim_advance(s, 300);
 		if (t_rd64(s, PCCX_REG_STATUS) & PCCX_STATUS_HALTED) {
 			t_wr64(s, PCCX_REG_ERROR, PCCX_ERROR_VALID);
 		} else if (!(t_rd64(s, PCCX_REG_STATUS) & PCCX_STATUS_IDLE)) {
 			/* waiting for weights or data nobody sends: reset */
 			t_wr64(s, PCCX_REG_RESET, 1);
-			pccx_sim_advance(s, 114688 / 8);
+			pccx__sim_advance(s, 114688 / 8);
 		}
 	}
-	pccx_sim_get_stats(s, &st);
+	pccx__sim_get_stats(s, &st);
 	ck_assert_uint_gt(st.errors, 100);
 	ck_assert_uint_gt(st.retired, 100);
 	ck_assert_uint_eq(st.window_faults, 0);
-	pccx_sim_destroy(s);
+	pccx__sim_destroy(s);
 }
 END_TEST
 
@@ -1302,8 +1310,8 @@ START_TEST(random_mmio_never_crashes)
 	uint32_t v32;
 	unsigned i;
 
-	ck_assert_int_eq(pccx_sim_dma_window_add(s, 0x10000, 65536, host,
-						 PCCX_SIM_WIN_READ | PCCX_SIM_WIN_WRITE), 0);
+	ck_assert_int_eq(pccx__sim_dma_window_add(s, 0x10000, 65536, host,
+						  PCCX_SIM_WIN_READ | PCCX_SIM_WIN_WRITE), 0);
 	for (i = 0; i < 20000; i++) {
 		uint64_t r = t_rand(&rng), val = t_rand(&rng);
 		uint32_t off = (uint32_t)(r % (PCCX_MMIO_SIZE + 64)) & ~3u;
@@ -1315,22 +1323,22 @@ START_TEST(random_mmio_never_crashes)
 			val = (val & 0xff0) | PCCX_DM_CMD_TYPE_INCR;
 		switch ((r >> 32) & 3) {
 		case 0:
-			(void)!pccx_sim_mmio_read32(s, off, &v32);
+			(void)!pccx__sim_mmio_read32(s, off, &v32);
 			break;
 		case 1:
-			(void)!pccx_sim_mmio_write32(s, off, (uint32_t)val);
+			(void)!pccx__sim_mmio_write32(s, off, (uint32_t)val);
 			break;
 		case 2:
-			(void)!pccx_sim_mmio_read64(s, off, &v64);
+			(void)!pccx__sim_mmio_read64(s, off, &v64);
 			break;
 		default:
-			(void)!pccx_sim_mmio_write64(s, off, val);
+			(void)!pccx__sim_mmio_write64(s, off, val);
 			break;
 		}
 		if (i % 500 == 0)
-			pccx_sim_advance(s, 20000);
+			pccx__sim_advance(s, 20000);
 	}
-	pccx_sim_destroy(s);
+	pccx__sim_destroy(s);
 	free(host);
 }
 END_TEST
@@ -1353,7 +1361,7 @@ static void x_matmul(struct xcheck *x, uint32_t dst, uint32_t src, uint32_t m, u
 	struct pccx_wshape ws = { n, k, fmt, fmt == PCCX_WFMT_Q4 };
 	unsigned e = x->next_entry++ % 64;
 
-	ck_assert_msg(x->ops->matmul(x->ref, &mm) == 0, "%s", pccx_ref_exec_error(x->ref));
+	ck_assert_msg(x->ops->matmul(x->ref, &mm) == 0, "%s", pccx__ref_exec_error(x->ref));
 	tj_add(&x->j, t_memset(0, e, k, m, 1));
 	tj_add(&x->j, t_memset(1, e, n, k, fmt));
 	tj_add(&x->j, t_matmul(m == 1 ? PCCX_OP_GEMV : PCCX_OP_GEMM, dst, src, e, e,
@@ -1367,7 +1375,7 @@ static void x_cvo(struct xcheck *x, unsigned func, uint32_t src, uint32_t dst, u
 {
 	struct pccx_npu_cvo op = { func, flags, src, dst, len };
 
-	ck_assert_msg(x->ops->cvo(x->ref, &op) == 0, "%s", pccx_ref_exec_error(x->ref));
+	ck_assert_msg(x->ops->cvo(x->ref, &op) == 0, "%s", pccx__ref_exec_error(x->ref));
 	tj_add(&x->j, t_cvo(func, src, dst, len, flags | 1));
 }
 
@@ -1376,7 +1384,7 @@ static void x_copy(struct xcheck *x, uint32_t dst, uint32_t src, uint32_t words)
 	unsigned e = x->next_entry++ % 64;
 
 	ck_assert_msg(x->ops->copy(x->ref, dst, src, words) == 0, "%s",
-		      pccx_ref_exec_error(x->ref));
+		      pccx__ref_exec_error(x->ref));
 	tj_add(&x->j, t_memset(0, e, 8, words, 1));
 	tj_add(&x->j, t_memcpy(false, false, dst, src, 0, e, true));
 }
@@ -1386,8 +1394,8 @@ static void x_copy(struct xcheck *x, uint32_t dst, uint32_t src, uint32_t words)
 START_TEST(sim_matches_reference)
 {
 	static struct xcheck x;
-	struct pccx_simb *b = mkb();
-	struct pccx_simb_result res;
+	struct pccx_sim_backend *b = mkb();
+	struct pccx_sim_backend_result res;
 	pccx_diag d = { 0 };
 	uint64_t rng = 2024, wsize = 4u << 20, i;
 	struct pccx_wshape q = { 200, 512, PCCX_WFMT_Q4, true };
@@ -1398,8 +1406,8 @@ START_TEST(sim_matches_reference)
 	uint8_t *w;
 
 	memset(&x, 0, sizeof(x));
-	ck_assert_msg(pccx_ref_exec_create(&x.ref, 1, PCCX_KERN_AUTO, &d) == 0, "%s", d.msg);
-	x.ops = pccx_ref_exec_ops();
+	ck_assert_msg(pccx__ref_exec_create(&x.ref, 1, PCCX_KERN_AUTO, &d) == 0, "%s", d.msg);
+	x.ops = pccx__ref_exec_ops();
 	x.hw = balloc(b, wsize, PCCX_BUF_DEV_READ);
 	w = bmap(b, x.hw);
 	fill_weights(w + oq, &q, &rng);
@@ -1407,7 +1415,7 @@ START_TEST(sim_matches_reference)
 	fill_weights(w + ot, &bt, &rng);
 	ck_assert_int_eq(x.ops->bind(x.ref, PCCX_NPU_BUF_WEIGHTS, w, wsize, false), 0);
 	/* the same L2 in both */
-	rl2 = pccx_ref_exec_l2(x.ref);
+	rl2 = pccx__ref_exec_l2(x.ref);
 	for (i = 0; i < (uint64_t)PCCX_L2_WORDS * 8; i++)
 		rl2[i] = t_bf16(&rng, 2.0f);
 	rl2[0] = 0x0000;
@@ -1440,14 +1448,15 @@ START_TEST(sim_matches_reference)
 	x_cvo(&x, PCCX_CVO_SQRT, 71000, 71100, 200, PCCX_CVOF_RELU | PCCX_CVOF_ACCM);
 	submit_ok(b, &x.j, &res);
 	for (i = 0; i < (uint64_t)PCCX_L2_WORDS * 8; i++)
-		ck_assert_msg(l2e(b, 0)[i] == rl2[i], "word %llu element %llu: sim 0x%04x ref 0x%04x",
+		ck_assert_msg(l2e(b, 0)[i] == rl2[i],
+			      "word %llu element %llu: sim 0x%04x ref 0x%04x",
 			      (unsigned long long)(i / 8), (unsigned long long)(i % 8),
 			      l2e(b, 0)[i], rl2[i]);
-	ck_assert_uint_eq(pccx_sim_s_bits(pccx_simb_sim(b)),
-			  pccx_f32_bits(pccx_ref_exec_sreg(x.ref)));
+	ck_assert_uint_eq(pccx__sim_s_bits(pccx__sim_backend_sim(b)),
+			  pccx_f32_bits(pccx__ref_exec_sreg(x.ref)));
 	ck_assert_uint_eq(res.stats.window_faults, 0);
-	pccx_ref_exec_free(x.ref);
-	pccx_simb_destroy(b);
+	pccx__ref_exec_free(x.ref);
+	pccx__sim_backend_destroy(b);
 }
 END_TEST
 
@@ -1476,41 +1485,41 @@ START_TEST(config_dtb)
 	pccx_sim *s;
 	int node;
 
-	pccx_sim_config_default(&def);
-	pccx_sim_config_default(&c);
-	ck_assert_msg(pccx_sim_config_from_dtb_file(&c, dtb_path(), &d) == 0, "%s", d.msg);
+	pccx__sim_config_default(&def);
+	pccx__sim_config_default(&c);
+	ck_assert_msg(pccx__sim_config_from_dtb_file(&c, dtb_path(), &d) == 0, "%s", d.msg);
 	ck_assert_int_eq(memcmp(&c, &def, sizeof(c)), 0);
-	ck_assert_int_eq(pccx_read_file(dtb_path(), 1 << 20, &blob, &len, &d), 0);
+	ck_assert_int_eq(pccx__read_file(dtb_path(), 1 << 20, &blob, &len, &d), 0);
 	node = fdt_node_offset_by_compatible(blob, -1, "pccx,npu-v002");
 	ck_assert_int_ge(node, 0);
 	ck_assert_int_eq(fdt_setprop_inplace_u32(blob, node, "pccx,instr-fifo-depth", 4), 0);
 	ck_assert_int_eq(fdt_setprop_inplace_u32(blob, node, "pccx,dm-fifo-depth", 3), 0);
 	ck_assert_int_eq(fdt_setprop_inplace_u32(blob, node, "pccx,dma-address-bits", 40), 0);
 	ck_assert_int_eq(fdt_setprop_inplace_u32(blob, node, "pccx,core-clock-hz", 300000000), 0);
-	pccx_sim_config_default(&c);
-	ck_assert_msg(pccx_sim_config_from_dtb(&c, blob, len, &d) == 0, "%s", d.msg);
-	ck_assert_int_eq(pccx_sim_create(&c, &s, &d), 0);
+	pccx__sim_config_default(&c);
+	ck_assert_msg(pccx__sim_config_from_dtb(&c, blob, len, &d) == 0, "%s", d.msg);
+	ck_assert_int_eq(pccx__sim_create(&c, &s, &d), 0);
 	ck_assert_uint_eq((t_rd64(s, PCCX_REG_CAPS) >> 32) & 0xff, 4);
 	ck_assert_uint_eq((t_rd64(s, PCCX_REG_CAPS) >> 56) & 0xff, 3);
 	ck_assert_uint_eq(t_rd64(s, PCCX_REG_DMA_ADDR_BITS), 40);
 	ck_assert(t_rd64(s, PCCX_REG_FEATURES) & PCCX_FEAT_WIDE_DMA);
 	ck_assert_uint_eq(t_rd64(s, PCCX_REG_CLOCKS) & 0xffffffffu, 300000);
-	pccx_sim_destroy(s);
+	pccx__sim_destroy(s);
 	/* an unsupported value is refused with the property named */
 	ck_assert_int_eq(fdt_setprop_inplace_u32(blob, node, "pccx,weight-ports", 2), 0);
-	pccx_sim_config_default(&c);
-	ck_assert_int_eq(pccx_sim_config_from_dtb(&c, blob, len, &d), PCCX_ERR_RANGE);
+	pccx__sim_config_default(&c);
+	ck_assert_int_eq(pccx__sim_config_from_dtb(&c, blob, len, &d), PCCX_ERR_RANGE);
 	ck_assert_ptr_nonnull(strstr(d.msg, "pccx,weight-ports"));
 	/* not a tree */
 	memset(blob, 0, 64);
-	ck_assert_int_eq(pccx_sim_config_from_dtb(&c, blob, len, &d), PCCX_ERR_FORMAT);
+	ck_assert_int_eq(pccx__sim_config_from_dtb(&c, blob, len, &d), PCCX_ERR_FORMAT);
 	free(blob);
 }
 END_TEST
 
 START_TEST(trace_json)
 {
-	struct pccx_simb *b = mkb();
+	struct pccx_sim_backend *b = mkb();
 	char path[] = "/tmp/pccx_trace_XXXXXX";
 	int fd = mkstemp(path);
 	pccx_json_doc *doc = NULL;
@@ -1520,65 +1529,65 @@ START_TEST(trace_json)
 	struct pccx_wshape ws = { 64, 256, PCCX_WFMT_Q4, true };
 	uint32_t hw = balloc(b, 65536, PCCX_BUF_DEV_READ);
 	struct tjob j = { 0 };
-	struct pccx_simb_result res;
+	struct pccx_sim_backend_result res;
 	size_t i, x = 0;
 
 	(void)c;
 	ck_assert_int_ge(fd, 0);
 	close(fd);
-	ck_assert_int_eq(pccx_sim_trace_open(pccx_simb_sim(b), path, &d), 0);
+	ck_assert_int_eq(pccx__sim_trace_open(pccx__sim_backend_sim(b), path, &d), 0);
 	gemv_job(&j, &ws, hw);
 	tj_add(&j, t_cvo(PCCX_CVO_TANH, 1000, 1100, 64, 0));
 	submit_ok(b, &j, &res);
-	ck_assert_int_eq(pccx_sim_trace_close(pccx_simb_sim(b), &d), 0);
-	ck_assert_msg(pccx_json_parse_file(path, NULL, &doc, &d) == 0, "%s", d.msg);
-	ev = pccx_json_get(pccx_json_root(doc), "traceEvents");
-	ck_assert_int_eq(pccx_json_type_of(ev), PCCX_JSON_ARRAY);
-	for (i = 0; i < pccx_json_count(ev); i++) {
-		const pccx_json *e = pccx_json_at(ev, i);
+	ck_assert_int_eq(pccx__sim_trace_close(pccx__sim_backend_sim(b), &d), 0);
+	ck_assert_msg(pccx__json_parse_file(path, NULL, &doc, &d) == 0, "%s", d.msg);
+	ev = pccx__json_get(pccx__json_root(doc), "traceEvents");
+	ck_assert_int_eq(pccx__json_type_of(ev), PCCX_JSON_ARRAY);
+	for (i = 0; i < pccx__json_count(ev); i++) {
+		const pccx_json *e = pccx__json_at(ev, i);
 		size_t n;
-		const char *ph = pccx_json_str(pccx_json_get(e, "ph"), &n);
+		const char *ph = pccx__json_str(pccx__json_get(e, "ph"), &n);
 
 		ck_assert_ptr_nonnull(ph);
 		if (!strcmp(ph, "X")) {
 			x++;
-			ck_assert_int_eq(pccx_json_type_of(pccx_json_get(e, "ts")),
+			ck_assert_int_eq(pccx__json_type_of(pccx__json_get(e, "ts")),
 					 PCCX_JSON_NUMBER);
-			ck_assert(pccx_json_num(pccx_json_get(e, "dur")) >= 0);
+			ck_assert(pccx__json_num(pccx__json_get(e, "dur")) >= 0);
 		}
 	}
 	/* 2 memsets + gemv + cvo, and DataMover commands */
 	ck_assert_uint_ge(x, 4 + 4);
-	pccx_json_free(doc);
+	pccx__json_free(doc);
 	unlink(path);
-	pccx_simb_destroy(b);
+	pccx__sim_backend_destroy(b);
 }
 END_TEST
 
 START_TEST(report_prints)
 {
-	struct pccx_simb *b = mkb();
+	struct pccx_sim_backend *b = mkb();
 	struct pccx_wshape ws = { 64, 256, PCCX_WFMT_Q4, true };
 	uint32_t hw = balloc(b, 65536, PCCX_BUF_DEV_READ);
 	struct pccx_sim_stage stages[2] = { { 1, "shapes" }, { 2, "gemv" } };
 	struct tjob j = { 0 };
-	struct pccx_simb_result res;
+	struct pccx_sim_backend_result res;
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 
 	gemv_job(&j, &ws, hw);
 	submit_ok(b, &j, &res);
-	pccx_sim_report(pccx_simb_sim(b), f, stages, 2);
+	pccx__sim_report(pccx__sim_backend_sim(b), f, stages, 2);
 	fclose(f);
 	ck_assert_ptr_nonnull(strstr(buf, "gemv"));
 	ck_assert_ptr_nonnull(strstr(buf, "shapes"));
 	ck_assert_ptr_nonnull(strstr(buf, "stalls"));
 	ck_assert_uint_eq(res.stats.dm_bytes[0] + res.stats.dm_bytes[1] + res.stats.dm_bytes[2] +
 				  res.stats.dm_bytes[3],
-			  64 * pccx_wstream_row_bytes(&ws));
+			  64 * pccx__wstream_row_bytes(&ws));
 	free(buf);
-	pccx_simb_destroy(b);
+	pccx__sim_backend_destroy(b);
 }
 END_TEST
 

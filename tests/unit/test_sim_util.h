@@ -18,26 +18,26 @@ static inline uint32_t t_rd32(void *io, uint32_t off)
 {
 	uint32_t v = 0;
 
-	ck_assert_int_eq(pccx_sim_mmio_read32(io, off, &v), 0);
+	ck_assert_int_eq(pccx__sim_mmio_read32(io, off, &v), 0);
 	return v;
 }
 
 static inline void t_wr32(void *io, uint32_t off, uint32_t v)
 {
-	ck_assert_int_eq(pccx_sim_mmio_write32(io, off, v), 0);
+	ck_assert_int_eq(pccx__sim_mmio_write32(io, off, v), 0);
 }
 
 static inline uint64_t t_rd64(void *io, uint32_t off)
 {
 	uint64_t v = 0;
 
-	ck_assert_int_eq(pccx_sim_mmio_read64(io, off, &v), 0);
+	ck_assert_int_eq(pccx__sim_mmio_read64(io, off, &v), 0);
 	return v;
 }
 
 static inline void t_wr64(void *io, uint32_t off, uint64_t v)
 {
-	ck_assert_int_eq(pccx_sim_mmio_write64(io, off, v), 0);
+	ck_assert_int_eq(pccx__sim_mmio_write64(io, off, v), 0);
 }
 
 static inline uint64_t t_memset(unsigned cache, unsigned entry, unsigned a, unsigned b, unsigned c)
@@ -90,7 +90,7 @@ static inline uint16_t t_bf16(uint64_t *st, float range)
 {
 	int32_t r = (int32_t)(t_rand(st) >> 40) - (1 << 23);
 
-	return pccx_f32_to_bf16((float)r / (float)(1 << 23) * range);
+	return pccx__f32_to_bf16((float)r / (float)(1 << 23) * range);
 }
 
 /* A job under construction (fixed capacities, tests only). */
@@ -125,13 +125,13 @@ static inline uint32_t tj_dma(struct tjob *j, uint32_t handle, uint32_t flags, u
 static inline void tj_streams(struct tjob *j, const struct pccx_wshape *ws, uint32_t handle,
 			      uint64_t off)
 {
-	uint64_t rb = pccx_wstream_row_bytes(ws);
+	uint64_t rb = pccx__wstream_row_bytes(ws);
 	unsigned p;
 
 	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
 		uint32_t first, count;
 
-		pccx_wstream_port_rows(ws, p, &first, &count);
+		pccx__wstream_port_rows(ws, p, &first, &count);
 		if (!count)
 			continue;
 		j->stream[j->n_stream].handle = handle;

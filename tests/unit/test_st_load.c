@@ -2,7 +2,7 @@
 /*
  * Loading a Hugging Face safetensors checkpoint into the reference model: a synthetic tiny
  * model is written as BF16 tensors with HF names plus a config.json, loaded back with
- * pccx_g3n_load_safetensors and compared (config, requantisation error, logits of a step).
+ * pccx__gemma3n_load_safetensors and compared (config, requantisation error, logits of a step).
  */
 #include <check.h>
 #include <dirent.h>
@@ -46,7 +46,7 @@ static void rm_tmpdir(void)
 /* HF name of a model tensor ("blk.3.attn_q.weight" -> model.language_model.layers.3...). */
 static void hf_name(const char *name, char *buf, size_t size)
 {
-	char key[PCCX_G3N_NAME_MAX];
+	char key[PCCX_GEMMA3N_NAME_MAX];
 	const char *s = name;
 	uint32_t layer = 0, part = 0;
 	size_t n;
@@ -63,13 +63,14 @@ static void hf_name(const char *name, char *buf, size_t size)
 		n -= 2;
 	}
 	snprintf(key, sizeof(key), "%.*s", (int)n, s);
-	ck_assert_int_ge(pccx_tmap_by_key(key), 0);
-	ck_assert_int_eq(pccx_tmap_st_name(pccx_tmap_by_key(key), layer, part, buf, size), 0);
+	ck_assert_int_ge(pccx_tensor_map_by_key(key), 0);
+	ck_assert_int_eq(pccx_tensor_map_st_name(pccx_tensor_map_by_key(key), layer, part, buf,
+						 size), 0);
 }
 
-static void write_config(const struct pccx_g3n_model *m)
+static void write_config(const struct pccx_gemma3n_model *m)
 {
-	const struct pccx_g3n_config *c = &m->cfg;
+	const struct pccx_gemma3n_config *c = &m->cfg;
 	char p[256];
 	FILE *f;
 	uint32_t l;
@@ -103,7 +104,7 @@ static void write_config(const struct pccx_g3n_model *m)
 }
 
 /* Every tensor of m (dequantised, as BF16) into model.safetensors, except `skip` (HF name). */
-static void write_checkpoint(const struct pccx_g3n_model *m, const char *skip)
+static void write_checkpoint(const struct pccx_gemma3n_model *m, const char *skip)
 {
 	size_t hcap = 1 << 20, hlen = 0;
 	char *hdr = malloc(hcap), name[128], p[256];
@@ -118,7 +119,7 @@ static void write_checkpoint(const struct pccx_g3n_model *m, const char *skip)
 	ck_assert_ptr_nonnull(h);
 	hlen += (size_t)snprintf(hdr + hlen, hcap - hlen, "{\"__metadata__\":{\"format\":\"pt\"}");
 	for (t = 0; t < m->n_t; t++) {
-		const struct pccx_g3n_tensor *T = &m->t[t];
+		const struct pccx_gemma3n_tensor *T = &m->t[t];
 		uint64_t bytes = (uint64_t)T->rows * T->cols * 2;
 
 		hf_name(T->name, name, sizeof(name));
@@ -147,16 +148,16 @@ static void write_checkpoint(const struct pccx_g3n_model *m, const char *skip)
 	ck_assert_int_eq(fwrite(&n8, 8, 1, f), 1);
 	ck_assert_int_eq(fwrite(hdr, 1, hlen, f), hlen);
 	for (t = 0; t < m->n_t; t++) {
-		const struct pccx_g3n_tensor *T = &m->t[t];
+		const struct pccx_gemma3n_tensor *T = &m->t[t];
 
 		hf_name(T->name, name, sizeof(name));
 		if (skip && !strcmp(name, skip))
 			continue;
 		ck_assert_uint_le(T->cols, 65536);
 		for (r = 0; r < T->rows; r++) {
-			pccx_g3n_row_f32(m, (int32_t)t, r, row);
+			pccx__gemma3n_row_f32(m, (int32_t)t, r, row);
 			for (i = 0; i < T->cols; i++)
-				h[i] = pccx_f32_to_bf16(row[i]);
+				h[i] = pccx__f32_to_bf16(row[i]);
 			ck_assert_int_eq(fwrite(h, 2, T->cols, f), T->cols);
 		}
 	}
@@ -166,30 +167,30 @@ static void write_checkpoint(const struct pccx_g3n_model *m, const char *skip)
 	free(h);
 }
 
-static struct pccx_g3n_model *tiny(void)
+static struct pccx_gemma3n_model *tiny(void)
 {
-	struct pccx_g3n_config cfg;
-	struct pccx_g3n_model *m;
+	struct pccx_gemma3n_config cfg;
+	struct pccx_gemma3n_model *m;
 	pccx_diag d = { 0 };
 
-	ck_assert_int_eq(pccx_g3n_config_preset("tiny", &cfg, &d), 0);
-	ck_assert_msg(pccx_g3n_model_create(&m, &cfg, &d) == 0, "%s", d.msg);
-	ck_assert_msg(pccx_g3n_synth(m, 7, 1, &d) == 0, "%s", d.msg);
+	ck_assert_int_eq(pccx__gemma3n_config_preset("tiny", &cfg, &d), 0);
+	ck_assert_msg(pccx__gemma3n_model_create(&m, &cfg, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma3n_synth(m, 7, 1, &d) == 0, "%s", d.msg);
 	return m;
 }
 
-static void step_logits(struct pccx_g3n_model *m, uint32_t tok, float *logits)
+static void step_logits(struct pccx_gemma3n_model *m, uint32_t tok, float *logits)
 {
 	struct pccx_ref_exec *x;
-	struct pccx_g3n_session *s;
+	struct pccx_gemma3n_session *s;
 	pccx_diag d = { 0 };
 
-	ck_assert_msg(pccx_ref_exec_create(&x, 1, PCCX_KERN_AUTO, &d) == 0, "%s", d.msg);
-	ck_assert_msg(pccx_g3n_session_create(&s, m, pccx_ref_exec_ops(), x, &d) == 0, "%s",
+	ck_assert_msg(pccx__ref_exec_create(&x, 1, PCCX_KERN_AUTO, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma3n_session_create(&s, m, pccx__ref_exec_ops(), x, &d) == 0, "%s",
 		      d.msg);
-	ck_assert_msg(pccx_g3n_session_step(s, tok, logits, &d) == 0, "%s", d.msg);
-	pccx_g3n_session_free(s);
-	pccx_ref_exec_free(x);
+	ck_assert_msg(pccx__gemma3n_session_step(s, tok, logits, &d) == 0, "%s", d.msg);
+	pccx__gemma3n_session_free(s);
+	pccx__ref_exec_free(x);
 }
 
 static double cosine(const float *a, const float *b, uint32_t n)
@@ -207,20 +208,21 @@ static double cosine(const float *a, const float *b, uint32_t n)
 
 START_TEST(round_trip)
 {
-	struct pccx_g3n_model *m = tiny(), *l = NULL;
-	struct pccx_g3n_config want;
+	struct pccx_gemma3n_model *m = tiny(), *l = NULL;
+	struct pccx_gemma3n_config want;
 	pccx_q4_error err;
 	pccx_diag d = { 0 };
 	char buf[160];
 	float *a, *b, *ra, *rb;
-	struct pccx_g3n_model *l2 = NULL;
+	struct pccx_gemma3n_model *l2 = NULL;
 	double cos;
 	uint32_t t, r, i;
 
 	make_tmpdir();
 	write_config(m);
 	write_checkpoint(m, NULL);
-	ck_assert_msg(pccx_g3n_load_safetensors(&l, tmpdir, m->cfg.max_ctx, &err, &d) == 0, "%s",
+	ck_assert_msg(pccx__gemma3n_load_safetensors(&l, tmpdir, m->cfg.max_ctx, &err, &d) == 0,
+		      "%s",
 		      d.msg);
 	/* the configuration, but for the name */
 	want = m->cfg;
@@ -239,14 +241,14 @@ START_TEST(round_trip)
 	ck_assert_ptr_nonnull(ra);
 	ck_assert_ptr_nonnull(rb);
 	for (t = 0; t < m->n_t; t++) {
-		const struct pccx_g3n_tensor *T = &m->t[t];
+		const struct pccx_gemma3n_tensor *T = &m->t[t];
 		double se = 0, sr = 0;
 
 		ck_assert_str_eq(T->name, l->t[t].name);
 		ck_assert_uint_le(T->cols, 4096);
 		for (r = 0; r < T->rows; r++) {
-			pccx_g3n_row_f32(m, (int32_t)t, r, ra);
-			pccx_g3n_row_f32(l, (int32_t)t, r, rb);
+			pccx__gemma3n_row_f32(m, (int32_t)t, r, ra);
+			pccx__gemma3n_row_f32(l, (int32_t)t, r, rb);
 			for (i = 0; i < T->cols; i++) {
 				se += ((double)ra[i] - rb[i]) * ((double)ra[i] - rb[i]);
 				sr += (double)ra[i] * ra[i];
@@ -279,18 +281,18 @@ START_TEST(round_trip)
 	make_tmpdir();
 	write_config(l);
 	write_checkpoint(l, NULL);
-	ck_assert_msg(pccx_g3n_load_safetensors(&l2, tmpdir, m->cfg.max_ctx, &err, &d) == 0,
+	ck_assert_msg(pccx__gemma3n_load_safetensors(&l2, tmpdir, m->cfg.max_ctx, &err, &d) == 0,
 		      "%s", d.msg);
 	step_logits(l2, 17, a);
 	cos = cosine(a, b, m->cfg.vocab);
 	fprintf(stderr, "second round trip: %s, logit cosine %.6f\n",
 		pccx_q4_error_format(&err, buf, sizeof(buf)), cos);
 	ck_assert_msg(cos > 0.99, "logit cosine %g", cos);
-	pccx_g3n_model_free(l2);
+	pccx__gemma3n_model_free(l2);
 	free(a);
 	free(b);
-	pccx_g3n_model_free(l);
-	pccx_g3n_model_free(m);
+	pccx__gemma3n_model_free(l);
+	pccx__gemma3n_model_free(m);
 	rm_tmpdir();
 }
 END_TEST
@@ -298,7 +300,7 @@ END_TEST
 START_TEST(missing_tensor)
 {
 	static const char gone[] = "model.language_model.layers.2.mlp.up_proj.weight";
-	struct pccx_g3n_model *m = tiny(), *l = NULL;
+	struct pccx_gemma3n_model *m = tiny(), *l = NULL;
 	pccx_diag d = { 0 };
 	char p[256];
 
@@ -306,17 +308,17 @@ START_TEST(missing_tensor)
 	write_config(m);
 	write_checkpoint(m, gone);
 	snprintf(p, sizeof(p), "%s/model.safetensors", tmpdir);
-	ck_assert_int_eq(pccx_g3n_load_safetensors(&l, p, 0, NULL, &d), PCCX_ERR_NOT_FOUND);
+	ck_assert_int_eq(pccx__gemma3n_load_safetensors(&l, p, 0, NULL, &d), PCCX_ERR_NOT_FOUND);
 	ck_assert_ptr_null(l);
 	ck_assert_msg(strstr(d.msg, gone) != NULL, "%s", d.msg);
-	pccx_g3n_model_free(m);
+	pccx__gemma3n_model_free(m);
 	rm_tmpdir();
 }
 END_TEST
 
 START_TEST(unsupported_config)
 {
-	struct pccx_g3n_model *m = tiny(), *l = NULL;
+	struct pccx_gemma3n_model *m = tiny(), *l = NULL;
 	pccx_diag d = { 0 };
 	char p[256];
 	FILE *f;
@@ -332,10 +334,10 @@ START_TEST(unsupported_config)
 		   "\"activation_sparsity_pattern\": null, \"layer_types\": "
 		   "[\"sliding_attention\", \"full_attention\"]}\n");
 	ck_assert_int_eq(fclose(f), 0);
-	ck_assert_int_ne(pccx_g3n_load_safetensors(&l, tmpdir, 0, NULL, &d), 0);
+	ck_assert_int_ne(pccx__gemma3n_load_safetensors(&l, tmpdir, 0, NULL, &d), 0);
 	ck_assert_ptr_null(l);
 	ck_assert_msg(strstr(d.msg, "intermediate_size") != NULL, "%s", d.msg);
-	pccx_g3n_model_free(m);
+	pccx__gemma3n_model_free(m);
 	rm_tmpdir();
 }
 END_TEST

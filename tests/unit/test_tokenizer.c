@@ -687,9 +687,9 @@ START_TEST(oracle_corpus)
 		if (cl[0] != '"')
 			continue;
 		entries++;
-		ck_assert_msg(pccx_json_parse(cl, strlen(cl), cpath, NULL, &doc, &d) == 0, "%s",
+		ck_assert_msg(pccx__json_parse(cl, strlen(cl), cpath, NULL, &doc, &d) == 0, "%s",
 			      d.msg);
-		text = pccx_json_str(pccx_json_root(doc), &tl);
+		text = pccx__json_str(pccx__json_root(doc), &tl);
 		ck_assert_ptr_nonnull(text);
 		el = strtok_r(NULL, "\n", &esave);
 		ck_assert_msg(el != NULL, "%s ends before corpus line %zu", epath, line);
@@ -730,7 +730,7 @@ START_TEST(oracle_corpus)
 			free(dec);
 		}
 		free(want);
-		pccx_json_free(doc);
+		pccx__json_free(doc);
 	}
 	ck_assert_msg(strtok_r(NULL, "\n", &esave) == NULL, "%s has more entries than %s", epath,
 		      cpath);

@@ -45,7 +45,7 @@ static struct tjob J;
 static void job_reset(void)
 {
 	memset(&J, 0, sizeof(J));
-	pccx_vlimits_default(&J.lim);
+	pccx__vlimits_default(&J.lim);
 }
 
 static void word(uint64_t w)
@@ -68,8 +68,8 @@ static void I(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	rc = pccx_asm_line(line, strlen(line), &w, &has, &e);
-	ck_assert_msg(rc == 0 && has, "'%s': %s at column %zu", line, pccx_asm_strerror(rc),
+	rc = pccx__asm_line(line, strlen(line), &w, &has, &e);
+	ck_assert_msg(rc == 0 && has, "'%s': %s at column %zu", line, pccx__asm_strerror(rc),
 		      e.column);
 	word(w);
 }
@@ -114,7 +114,7 @@ static int run(void)
 	int rc;
 
 	memset(&J.res, 0x5a, sizeof(J.res));
-	rc = pccx_validate(&v, lookup, &J, &J.lim, J.used, &J.res);
+	rc = pccx__validate(&v, lookup, &J, &J.lim, J.used, &J.res);
 	ck_assert_int_eq(rc, J.res.err);
 	return rc;
 }
@@ -134,18 +134,18 @@ static void expect(int err, enum pccx_vwhere where, uint32_t index, int field)
 	ck_assert_msg(rc == err && J.res.where == where && J.res.index == index &&
 		      J.res.field == field,
 		      "expected %s at %s %u field %s; got %s at %s %u field %s",
-		      pccx_isa_errname(err), where_name(where), index,
-		      field >= 0 ? pccx_fields[field].name : "-", pccx_isa_errname(rc),
+		      pccx__isa_errname(err), where_name(where), index,
+		      field >= 0 ? pccx__fields[field].name : "-", pccx__isa_errname(rc),
 		      where_name(J.res.where), J.res.index,
 		      J.res.field >= 0 && J.res.field < PCCX_NFIELDS ?
-		      pccx_fields[J.res.field].name : "-");
+		      pccx__fields[J.res.field].name : "-");
 }
 
 static void expect_detail(uint64_t expected, uint64_t actual)
 {
 	ck_assert_msg(J.res.expected == expected && J.res.actual == actual,
 		      "%s: expected/actual %llu/%llu, wanted %llu/%llu",
-		      pccx_isa_errname(J.res.err), (unsigned long long)J.res.expected, (unsigned long long)J.res.actual,
+		      pccx__isa_errname(J.res.err), (unsigned long long)J.res.expected, (unsigned long long)J.res.actual,
 		      (unsigned long long)expected, (unsigned long long)actual);
 }
 
@@ -154,9 +154,9 @@ static void accept(void)
 	int rc = run();
 
 	ck_assert_msg(rc == 0, "refused: %s at %s %u field %s (expected %llu, actual %llu)",
-		      pccx_isa_errname(rc), where_name(J.res.where), J.res.index,
+		      pccx__isa_errname(rc), where_name(J.res.where), J.res.index,
 		      J.res.field >= 0 && J.res.field < PCCX_NFIELDS ?
-		      pccx_fields[J.res.field].name : "-", (unsigned long long)J.res.expected,
+		      pccx__fields[J.res.field].name : "-", (unsigned long long)J.res.expected,
 		      (unsigned long long)J.res.actual);
 }
 
@@ -197,7 +197,7 @@ START_TEST(job_empty)
 	{
 		struct pccx_job_view v = { NULL, 5, NULL, 0, NULL, 0 };
 
-		ck_assert_int_eq(pccx_validate(&v, lookup, &J, NULL, NULL, &J.res),
+		ck_assert_int_eq(pccx__validate(&v, lookup, &J, NULL, NULL, &J.res),
 				 PCCX_ISA_E_JOB_EMPTY);
 	}
 }
@@ -214,14 +214,14 @@ START_TEST(job_limit_counts)
 	struct pccx_vresult res;
 	uint8_t used[4];
 
-	pccx_vlimits_default(&lim);
+	pccx__vlimits_default(&lim);
 	ck_assert_uint_eq(lim.l2_words, PCCX_L2_WORDS);
 	ck_assert_uint_eq(lim.max_insn, 1u << 20);
 	ck_assert_uint_eq(lim.max_dma, 1u << 17);
 	ck_assert_uint_eq(lim.max_stream, 1u << 16);
 	ck_assert(!lim.program_only);
 
-	ck_assert_int_eq(pccx_validate(&v, NULL, NULL, NULL, used, &res), PCCX_ISA_E_JOB_LIMIT);
+	ck_assert_int_eq(pccx__validate(&v, NULL, NULL, NULL, used, &res), PCCX_ISA_E_JOB_LIMIT);
 	ck_assert_int_eq(res.where, PCCX_VW_JOB);
 	ck_assert_uint_eq(res.expected, 1u << 20);
 	ck_assert_uint_eq(res.actual, (1u << 20) + 1);
@@ -229,24 +229,24 @@ START_TEST(job_limit_counts)
 	v.n_insn = 1;
 	v.dma = &d;
 	v.n_dma = (1u << 17) + 1;
-	ck_assert_int_eq(pccx_validate(&v, NULL, NULL, &lim, used, &res), PCCX_ISA_E_JOB_LIMIT);
+	ck_assert_int_eq(pccx__validate(&v, NULL, NULL, &lim, used, &res), PCCX_ISA_E_JOB_LIMIT);
 	ck_assert_int_eq(res.where, PCCX_VW_DMA);
 	ck_assert_uint_eq(res.actual, (1u << 17) + 1);
 	/* 2^17 is the ceiling whatever the caller's limit: the desc field is 17 bits */
 	lim.max_dma = 1u << 20;
-	ck_assert_int_eq(pccx_validate(&v, NULL, NULL, &lim, used, &res), PCCX_ISA_E_JOB_LIMIT);
+	ck_assert_int_eq(pccx__validate(&v, NULL, NULL, &lim, used, &res), PCCX_ISA_E_JOB_LIMIT);
 	ck_assert_int_eq(res.where, PCCX_VW_DMA);
 
 	v.n_dma = 0;
 	v.stream = &s;
 	v.n_stream = (1u << 16) + 1;
-	ck_assert_int_eq(pccx_validate(&v, NULL, NULL, &lim, used, &res), PCCX_ISA_E_JOB_LIMIT);
+	ck_assert_int_eq(pccx__validate(&v, NULL, NULL, &lim, used, &res), PCCX_ISA_E_JOB_LIMIT);
 	ck_assert_int_eq(res.where, PCCX_VW_STREAM);
 	ck_assert_uint_eq(res.expected, 1u << 16);
 	ck_assert_uint_eq(res.actual, (1u << 16) + 1);
 
 	/* the caller's own, smaller limits */
-	pccx_vlimits_default(&lim);
+	pccx__vlimits_default(&lim);
 	lim.max_insn = 2;
 	job_reset();
 	I("memset cache=fmap entry=0 a=1 b=1 c=1");
@@ -266,19 +266,19 @@ START_TEST(job_limit_missing_arrays)
 	{
 		struct pccx_job_view v = { J.insn, 1, NULL, 1, NULL, 0 };
 
-		ck_assert_int_eq(pccx_validate(&v, lookup, &J, NULL, J.used, &J.res),
+		ck_assert_int_eq(pccx__validate(&v, lookup, &J, NULL, J.used, &J.res),
 				 PCCX_ISA_E_JOB_LIMIT);
 		ck_assert_int_eq(J.res.where, PCCX_VW_DMA);
 		v.n_dma = 0;
 		v.n_stream = 1;
-		ck_assert_int_eq(pccx_validate(&v, lookup, &J, NULL, J.used, &J.res),
+		ck_assert_int_eq(pccx__validate(&v, lookup, &J, NULL, J.used, &J.res),
 				 PCCX_ISA_E_JOB_LIMIT);
 		ck_assert_int_eq(J.res.where, PCCX_VW_STREAM);
 		/* descriptors but no scratch bitmap to track their use */
 		v.n_stream = 0;
 		v.dma = J.dma;
 		v.n_dma = 1;
-		ck_assert_int_eq(pccx_validate(&v, lookup, &J, NULL, NULL, &J.res),
+		ck_assert_int_eq(pccx__validate(&v, lookup, &J, NULL, NULL, &J.res),
 				 PCCX_ISA_E_JOB_LIMIT);
 		ck_assert_int_eq(J.res.where, PCCX_VW_DMA);
 	}
@@ -807,7 +807,7 @@ START_TEST(buf_handle)
 	{
 		struct pccx_job_view v = { J.insn, J.n_insn, J.dma, J.n_dma, NULL, 0 };
 
-		ck_assert_int_eq(pccx_validate(&v, NULL, NULL, &J.lim, J.used, &J.res),
+		ck_assert_int_eq(pccx__validate(&v, NULL, NULL, &J.lim, J.used, &J.res),
 				 PCCX_ISA_E_BUF_HANDLE);
 		ck_assert_int_eq(J.res.where, PCCX_VW_DMA);
 	}
@@ -837,7 +837,7 @@ START_TEST(buf_handle_detail_defined)
 	I("memcpy dest=0 src=0 desc=0 fshape=0 +from_host");
 	v = (struct pccx_job_view){ J.insn, J.n_insn, J.dma, J.n_dma, NULL, 0 };
 	dirty_stack();
-	ck_assert_int_eq(pccx_validate(&v, lookup, &J, &J.lim, J.used, &J.res),
+	ck_assert_int_eq(pccx__validate(&v, lookup, &J, &J.lim, J.used, &J.res),
 			 PCCX_ISA_E_BUF_HANDLE);
 	ck_assert_msg(J.res.expected == 0, "BUF_HANDLE reports expected = 0x%llx",
 		      (unsigned long long)J.res.expected);
@@ -899,7 +899,7 @@ START_TEST(buf_range_overflow)
 	J.stream[0].offset = 0;
 	expect(PCCX_ISA_E_BUF_RANGE, PCCX_VW_STREAM, 0, -1);
 	/* and with the default limit it is a limit violation first */
-	pccx_vlimits_default(&J.lim);
+	pccx__vlimits_default(&J.lim);
 	J.lim.program_only = true;
 	expect(PCCX_ISA_E_JOB_LIMIT, PCCX_VW_STREAM, 0, -1);
 	/* DMA descriptor: offset + length wrapping */
@@ -1077,7 +1077,7 @@ START_TEST(accept_realistic_job)
 	dma(1, PCCX_DMA_TO_DEVICE, 0, 4096);
 	dma(2, PCCX_DMA_FROM_DEVICE, 0, 2000);
 	for (p = 0; p < 4; p++) {
-		part = pccx_wstream_port_bytes(&ws, p);
+		part = pccx__wstream_port_bytes(&ws, p);
 		ck_assert_uint_eq(part, 250 * 1152);
 		if (p == 1) {
 			stream(3, p, off, 1152 * 100);
@@ -1118,7 +1118,7 @@ START_TEST(accept_stream_sum_over_instructions)
 	accept();
 	J.lim.program_only = false;
 	for (p = 0; p < 4; p++) {
-		uint64_t want = pccx_wstream_port_bytes(&q4, p) + pccx_wstream_port_bytes(&bt, p);
+		uint64_t want = pccx__wstream_port_bytes(&q4, p) + pccx__wstream_port_bytes(&bt, p);
 
 		stream(3, p, 4096 * p, want);
 	}
@@ -1149,7 +1149,7 @@ START_TEST(program_only_mode)
 	{
 		struct pccx_job_view v = { J.insn, J.n_insn, J.dma, J.n_dma, NULL, 0 };
 
-		ck_assert_int_eq(pccx_validate(&v, lookup, &J, &J.lim, NULL, &J.res), 0);
+		ck_assert_int_eq(pccx__validate(&v, lookup, &J, &J.lim, NULL, &J.res), 0);
 	}
 	/* but the descriptors themselves are still checked */
 	J.dma[0].flags = 0;
@@ -1187,19 +1187,19 @@ static void check_quarters(uint32_t rows, const uint32_t first[4], const uint32_
 	uint32_t f, c, next = 0, sum = 0;
 	unsigned p;
 
-	ck_assert_uint_eq(pccx_wstream_rows(&ws), rows);
+	ck_assert_uint_eq(pccx__wstream_rows(&ws), rows);
 	for (p = 0; p < 4; p++) {
-		pccx_wstream_port_rows(&ws, p, &f, &c);
+		pccx__wstream_port_rows(&ws, p, &f, &c);
 		ck_assert_msg(f == first[p] && c == count[p], "%u rows, port %u: [%u, +%u)", rows,
 			      p, f, c);
 		/* contiguous and in order */
 		ck_assert_uint_eq(f, next);
 		next = f + c;
 		sum += c;
-		ck_assert_uint_eq(pccx_wstream_port_bytes(&ws, p), (uint64_t)c * 64);
+		ck_assert_uint_eq(pccx__wstream_port_bytes(&ws, p), (uint64_t)c * 64);
 	}
 	ck_assert_uint_eq(sum, rows);
-	ck_assert_uint_eq(pccx_wstream_port_bytes(&ws, 4), 0);
+	ck_assert_uint_eq(pccx__wstream_port_bytes(&ws, 4), 0);
 }
 
 START_TEST(wstream_quarters)
@@ -1229,12 +1229,12 @@ START_TEST(wstream_q4_row_bytes)
 	for (k = 0; k < sizeof(t) / sizeof(t[0]); k++) {
 		struct pccx_wshape ws = { 7, t[k].k, PCCX_WFMT_Q4, false };
 
-		ck_assert_uint_eq(pccx_wstream_row_bytes(&ws), t[k].plain);
+		ck_assert_uint_eq(pccx__wstream_row_bytes(&ws), t[k].plain);
 		ws.w_scale = true;
-		ck_assert_uint_eq(pccx_wstream_row_bytes(&ws), t[k].scaled);
-		ck_assert_uint_eq(pccx_wstream_rows(&ws), 7);
-		ck_assert_uint_eq(pccx_wstream_port_bytes(&ws, 0), 2 * t[k].scaled);
-		ck_assert_uint_eq(pccx_wstream_port_bytes(&ws, 3), 1 * t[k].scaled);
+		ck_assert_uint_eq(pccx__wstream_row_bytes(&ws), t[k].scaled);
+		ck_assert_uint_eq(pccx__wstream_rows(&ws), 7);
+		ck_assert_uint_eq(pccx__wstream_port_bytes(&ws, 0), 2 * t[k].scaled);
+		ck_assert_uint_eq(pccx__wstream_port_bytes(&ws, 3), 1 * t[k].scaled);
 	}
 }
 END_TEST
@@ -1244,25 +1244,25 @@ START_TEST(wstream_bf16_row_bytes)
 	struct pccx_wshape ws = { 10, 9, PCCX_WFMT_BF16, false };
 
 	/* bf16: rows of K, padded to whole beats; N rows */
-	ck_assert_uint_eq(pccx_wstream_row_bytes(&ws), 32);
+	ck_assert_uint_eq(pccx__wstream_row_bytes(&ws), 32);
 	ws.k = 8;
-	ck_assert_uint_eq(pccx_wstream_row_bytes(&ws), 16);
+	ck_assert_uint_eq(pccx__wstream_row_bytes(&ws), 16);
 	ws.k = 2048;
-	ck_assert_uint_eq(pccx_wstream_row_bytes(&ws), 4096);
+	ck_assert_uint_eq(pccx__wstream_row_bytes(&ws), 4096);
 	ws.k = 65535;
-	ck_assert_uint_eq(pccx_wstream_row_bytes(&ws), 131072);
-	ck_assert_uint_eq(pccx_wstream_rows(&ws), 10);
+	ck_assert_uint_eq(pccx__wstream_row_bytes(&ws), 131072);
+	ck_assert_uint_eq(pccx__wstream_rows(&ws), 10);
 	/* bf16t: K stored rows of N */
 	ws = (struct pccx_wshape){ 9, 100, PCCX_WFMT_BF16T, false };
-	ck_assert_uint_eq(pccx_wstream_row_bytes(&ws), 32);
-	ck_assert_uint_eq(pccx_wstream_rows(&ws), 100);
-	ck_assert_uint_eq(pccx_wstream_port_bytes(&ws, 0), 25 * 32);
+	ck_assert_uint_eq(pccx__wstream_row_bytes(&ws), 32);
+	ck_assert_uint_eq(pccx__wstream_rows(&ws), 100);
+	ck_assert_uint_eq(pccx__wstream_port_bytes(&ws, 0), 25 * 32);
 	ws.n = 256;
-	ck_assert_uint_eq(pccx_wstream_row_bytes(&ws), 512);
+	ck_assert_uint_eq(pccx__wstream_row_bytes(&ws), 512);
 	/* an undefined format streams nothing */
 	ws.fmt = 3;
-	ck_assert_uint_eq(pccx_wstream_row_bytes(&ws), 0);
-	ck_assert_uint_eq(pccx_wstream_port_bytes(&ws, 0), 0);
+	ck_assert_uint_eq(pccx__wstream_row_bytes(&ws), 0);
+	ck_assert_uint_eq(pccx__wstream_port_bytes(&ws, 0), 0);
 }
 END_TEST
 
@@ -1276,17 +1276,17 @@ START_TEST(effects_match_geometry)
 	struct pccx_wshape ws = { 1000, 2048, PCCX_WFMT_Q4, true };
 	unsigned p;
 
-	pccx_shape_reset(&st);
+	pccx__shape_reset(&st);
 	job_reset();
 	I("memset cache=fmap entry=0 a=2048 b=1 c=1");
 	I("memset cache=weight entry=0 a=1000 b=2048 c=0");
 	I("gemv dest=0x100 src=0 wshape=0 fshape=0 +w_scale +findemax");
 	for (p = 0; p < 2; p++) {
-		ck_assert_int_eq(pccx_decode(J.insn[p], &in, &f), 0);
-		pccx_shape_apply(&st, &in);
+		ck_assert_int_eq(pccx__decode(J.insn[p], &in, &f), 0);
+		pccx__shape_apply(&st, &in);
 	}
-	ck_assert_int_eq(pccx_decode(J.insn[2], &in, &f), 0);
-	ck_assert_int_eq(pccx_insn_effects(&in, &st, L2, &fx, &f), 0);
+	ck_assert_int_eq(pccx__decode(J.insn[2], &in, &f), 0);
+	ck_assert_int_eq(pccx__insn_effects(&in, &st, L2, &fx, &f), 0);
 	ck_assert_int_eq(fx.engine, PCCX_ENG_GEMV);
 	ck_assert_uint_eq(fx.rd[0].base, 0);
 	ck_assert_uint_eq(fx.rd[0].words, 256);
@@ -1295,7 +1295,7 @@ START_TEST(effects_match_geometry)
 	ck_assert(fx.writes_s);
 	ck_assert_int_eq(fx.dma, -1);
 	for (p = 0; p < 4; p++)
-		ck_assert_uint_eq(fx.port_bytes[p], pccx_wstream_port_bytes(&ws, p));
+		ck_assert_uint_eq(fx.port_bytes[p], pccx__wstream_port_bytes(&ws, p));
 }
 END_TEST
 
@@ -1351,26 +1351,26 @@ START_TEST(reads_stay_within_counts)
 	memcpy(d, J.dma, J.n_dma * sizeof(*d));
 	memcpy(s, J.stream, J.n_stream * sizeof(*s));
 	v = (struct pccx_job_view){ insn, J.n_insn, d, J.n_dma, s, J.n_stream };
-	ck_assert_int_eq(pccx_validate(&v, lookup, &J, &J.lim, used, &J.res), 0);
+	ck_assert_int_eq(pccx__validate(&v, lookup, &J, &J.lim, used, &J.res), 0);
 	ck_assert_uint_eq(J.res.dma_bytes_in, 9 * 64);
 	/* refusals found at the last element of each array */
 	d[J.n_dma - 1].flags = 0;
-	ck_assert_int_eq(pccx_validate(&v, lookup, &J, &J.lim, used, &J.res),
+	ck_assert_int_eq(pccx__validate(&v, lookup, &J, &J.lim, used, &J.res),
 			 PCCX_ISA_E_DESC_FLAGS);
 	ck_assert_uint_eq(J.res.index, J.n_dma - 1);
 	d[J.n_dma - 1].flags = PCCX_DMA_TO_DEVICE;
 	s[J.n_stream - 1].port = 9;
-	ck_assert_int_eq(pccx_validate(&v, lookup, &J, &J.lim, used, &J.res),
+	ck_assert_int_eq(pccx__validate(&v, lookup, &J, &J.lim, used, &J.res),
 			 PCCX_ISA_E_STREAM_PORT);
 	s[J.n_stream - 1].port = 3;
 	insn[J.n_insn - 1] |= 1ull << 24;        /* src of a from_host MEMCPY */
-	ck_assert_int_eq(pccx_validate(&v, lookup, &J, &J.lim, used, &J.res),
+	ck_assert_int_eq(pccx__validate(&v, lookup, &J, &J.lim, used, &J.res),
 			 PCCX_ISA_E_UNUSED_FIELD);
 	ck_assert_uint_eq(J.res.index, J.n_insn - 1);
 	insn[J.n_insn - 1] &= ~(1ull << 24);
 	/* shorter views of the same arrays: the last elements are simply not there */
 	v.n_dma = J.n_dma - 1;
-	ck_assert_int_eq(pccx_validate(&v, lookup, &J, &J.lim, used, &J.res),
+	ck_assert_int_eq(pccx__validate(&v, lookup, &J, &J.lim, used, &J.res),
 			 PCCX_ISA_E_DMA_INDEX);
 	munmap(mi, li);
 	munmap(md, ld);

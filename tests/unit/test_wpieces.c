@@ -47,7 +47,7 @@ START_TEST(rewrite_points_at_pieces)
 	pccx_diag d = { 0 };
 	uint32_t p;
 
-	ck_assert_msg(pccx_wpieces_rewrite(pc, 3, WHOLE, &job, &o, &out, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__wpieces_rewrite(pc, 3, WHOLE, &job, &o, &out, &d) == 0, "%s", d.msg);
 	ck_assert_uint_eq(out.n_dma, 2);
 	ck_assert_uint_eq(out.dma[0].handle, 9);
 	ck_assert_uint_eq(out.dma[0].offset, 0x10);
@@ -76,7 +76,7 @@ START_TEST(rewrite_points_at_pieces)
 	/* the caller's arrays are untouched */
 	ck_assert_uint_eq(st[0].handle, WHOLE);
 	ck_assert_uint_eq(dma[0].offset, 0x410);
-	pccx_wpieces_out_free(&o);
+	pccx__wpieces_out_free(&o);
 }
 END_TEST
 
@@ -89,9 +89,9 @@ static void refused(const struct pccx_dma_desc *dma, uint32_t n_dma,
 	struct pccx_job_view out;
 	pccx_diag d = { 0 };
 
-	ck_assert_int_eq(pccx_wpieces_rewrite(pc, 3, WHOLE, &job, &o, &out, &d), PCCX_ERR_INVALID);
+	ck_assert_int_eq(pccx__wpieces_rewrite(pc, 3, WHOLE, &job, &o, &out, &d), PCCX_ERR_INVALID);
 	ck_assert_msg(strstr(d.msg, want) != NULL, "'%s' lacks '%s'", d.msg, want);
-	pccx_wpieces_out_free(&o);
+	pccx__wpieces_out_free(&o);
 }
 
 START_TEST(rewrite_refuses_bytes_outside)
@@ -129,12 +129,12 @@ START_TEST(rewrite_grows_and_reuses)
 	for (round = 0; round < 2; round++) {
 		const struct pccx_job_view job = { insn, 1, NULL, 0, st, N };
 
-		ck_assert_int_eq(pccx_wpieces_rewrite(pc, 3, WHOLE, &job, &o, &out, &d), 0);
+		ck_assert_int_eq(pccx__wpieces_rewrite(pc, 3, WHOLE, &job, &o, &out, &d), 0);
 		ck_assert_uint_eq(out.n_stream, 2 * N);
 		ck_assert_uint_eq(out.stream[2 * N - 1].handle, 8);
 		ck_assert_uint_eq(out.stream[2 * N - 1].length, 0x10);
 	}
-	pccx_wpieces_out_free(&o);
+	pccx__wpieces_out_free(&o);
 	free(st);
 }
 END_TEST

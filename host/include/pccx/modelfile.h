@@ -463,62 +463,63 @@ void pccx_hf_config_e4b(pccx_hf_config *cfg);
 /* ===================================================================================== */
 /* Gemma 3n text-decoder tensor map                                                       */
 
-typedef enum pccx_tmap_tensor {
+typedef enum pccx_tensor_map_tensor {
 	/* global */
-	PCCX_TMAP_TOKEN_EMBD,
-	PCCX_TMAP_PER_LAYER_TOKEN_EMBD,
-	PCCX_TMAP_PER_LAYER_MODEL_PROJ,
-	PCCX_TMAP_PER_LAYER_PROJ_NORM,
-	PCCX_TMAP_ALTUP_PROJ,		/* GGUF: one stacked tensor; safetensors: parts 0..A-2 */
-	PCCX_TMAP_ALTUP_UNEMBD_PROJ,	/* likewise */
-	PCCX_TMAP_OUTPUT_NORM,
+	PCCX_TENSOR_MAP_TOKEN_EMBD,
+	PCCX_TENSOR_MAP_PER_LAYER_TOKEN_EMBD,
+	PCCX_TENSOR_MAP_PER_LAYER_MODEL_PROJ,
+	PCCX_TENSOR_MAP_PER_LAYER_PROJ_NORM,
+	PCCX_TENSOR_MAP_ALTUP_PROJ,		/* GGUF: one stacked tensor; safetensors: parts 0..A-2 */
+	PCCX_TENSOR_MAP_ALTUP_UNEMBD_PROJ,	/* likewise */
+	PCCX_TENSOR_MAP_OUTPUT_NORM,
 	/* per layer */
-	PCCX_TMAP_ATTN_NORM,
-	PCCX_TMAP_ATTN_Q,
-	PCCX_TMAP_ATTN_K,
-	PCCX_TMAP_ATTN_V,
-	PCCX_TMAP_ATTN_OUTPUT,
-	PCCX_TMAP_ATTN_Q_NORM,
-	PCCX_TMAP_ATTN_K_NORM,
-	PCCX_TMAP_POST_ATTN_NORM,
-	PCCX_TMAP_FFN_NORM,
-	PCCX_TMAP_FFN_GATE,
-	PCCX_TMAP_FFN_UP,
-	PCCX_TMAP_FFN_DOWN,
-	PCCX_TMAP_POST_FFW_NORM,
-	PCCX_TMAP_LAUREL_L,
-	PCCX_TMAP_LAUREL_R,
-	PCCX_TMAP_LAUREL_POST_NORM,
-	PCCX_TMAP_ALTUP_ROUTER,
-	PCCX_TMAP_ALTUP_ROUTER_NORM,
-	PCCX_TMAP_ALTUP_PREDICT_COEF,
-	PCCX_TMAP_ALTUP_CORRECT_COEF,
-	PCCX_TMAP_ALTUP_CORRECT_SCALE,
-	PCCX_TMAP_INP_GATE,
-	PCCX_TMAP_PROJ,
-	PCCX_TMAP_POST_NORM,
-	PCCX_TMAP_COUNT
-} pccx_tmap_tensor;
+	PCCX_TENSOR_MAP_ATTN_NORM,
+	PCCX_TENSOR_MAP_ATTN_Q,
+	PCCX_TENSOR_MAP_ATTN_K,
+	PCCX_TENSOR_MAP_ATTN_V,
+	PCCX_TENSOR_MAP_ATTN_OUTPUT,
+	PCCX_TENSOR_MAP_ATTN_Q_NORM,
+	PCCX_TENSOR_MAP_ATTN_K_NORM,
+	PCCX_TENSOR_MAP_POST_ATTN_NORM,
+	PCCX_TENSOR_MAP_FFN_NORM,
+	PCCX_TENSOR_MAP_FFN_GATE,
+	PCCX_TENSOR_MAP_FFN_UP,
+	PCCX_TENSOR_MAP_FFN_DOWN,
+	PCCX_TENSOR_MAP_POST_FFW_NORM,
+	PCCX_TENSOR_MAP_LAUREL_L,
+	PCCX_TENSOR_MAP_LAUREL_R,
+	PCCX_TENSOR_MAP_LAUREL_POST_NORM,
+	PCCX_TENSOR_MAP_ALTUP_ROUTER,
+	PCCX_TENSOR_MAP_ALTUP_ROUTER_NORM,
+	PCCX_TENSOR_MAP_ALTUP_PREDICT_COEF,
+	PCCX_TENSOR_MAP_ALTUP_CORRECT_COEF,
+	PCCX_TENSOR_MAP_ALTUP_CORRECT_SCALE,
+	PCCX_TENSOR_MAP_INP_GATE,
+	PCCX_TENSOR_MAP_PROJ,
+	PCCX_TENSOR_MAP_POST_NORM,
+	PCCX_TENSOR_MAP_COUNT
+} pccx_tensor_map_tensor;
 
 /* Short key ("ffn_up", the GGUF name without "blk.N." and ".weight"); NULL if out of range. */
-const char *pccx_tmap_key(int id);
+const char *pccx_tensor_map_key(int id);
 /* Id of a short key, or -1. */
-int pccx_tmap_by_key(const char *key);
+int pccx_tensor_map_by_key(const char *key);
 /* True for tensors that exist once per layer. */
-bool pccx_tmap_per_layer(int id);
+bool pccx_tensor_map_per_layer(int id);
 /* Number of safetensors tensors making up the GGUF one (altup_num_inputs - 1 or 1). */
-uint32_t pccx_tmap_st_parts(const pccx_hf_config *cfg, int id);
+uint32_t pccx_tensor_map_st_parts(const pccx_hf_config *cfg, int id);
 
 /* Names. `layer` is ignored for global tensors, `part` for non-stacked ones. */
-PCCX_MUST_CHECK int pccx_tmap_gguf_name(int id, uint32_t layer, char *buf, size_t size);
-PCCX_MUST_CHECK int pccx_tmap_st_name(int id, uint32_t layer, uint32_t part, char *buf,
+PCCX_MUST_CHECK int pccx_tensor_map_gguf_name(int id, uint32_t layer, char *buf, size_t size);
+PCCX_MUST_CHECK int pccx_tensor_map_st_name(int id, uint32_t layer, uint32_t part, char *buf,
 				     size_t size);
 /*
  * Expected shape in PyTorch order (outermost first; a GGUF tensor's ne is the reverse).
  * For the stacked AltUp projections the GGUF shape is (A-1, D, D) and each safetensors
  * part (D, D); `for_gguf` selects which.
  */
-PCCX_MUST_CHECK int pccx_tmap_expected_shape(const pccx_hf_config *cfg, int id, uint32_t layer,
+PCCX_MUST_CHECK int pccx_tensor_map_expected_shape(const pccx_hf_config *cfg, int id,
+						   uint32_t layer,
 					    bool for_gguf, uint32_t *n_dims, uint64_t shape[4],
 					    pccx_diag *d);
 /*
@@ -527,16 +528,16 @@ PCCX_MUST_CHECK int pccx_tmap_expected_shape(const pccx_hf_config *cfg, int id, 
  * the actual shape. The GGUF per_layer_token_embd may have vocab_size rows instead of
  * vocab_size_per_layer_input (newer converters pad it).
  */
-PCCX_MUST_CHECK int pccx_tmap_find_gguf(const pccx_gguf *g, const pccx_hf_config *cfg, int id,
+PCCX_MUST_CHECK int pccx_tensor_map_find_gguf(const pccx_gguf *g, const pccx_hf_config *cfg, int id,
 				       uint32_t layer, const pccx_gguf_tensor **out,
 				       pccx_diag *d);
-PCCX_MUST_CHECK int pccx_tmap_find_st(const pccx_safetensors *st, const pccx_hf_config *cfg,
+PCCX_MUST_CHECK int pccx_tensor_map_find_st(const pccx_safetensors *st, const pccx_hf_config *cfg,
 				     int id, uint32_t layer, uint32_t part,
 				     const pccx_st_tensor **out, pccx_diag *d);
 /* Check every text-decoder tensor of every layer (first failure reported). */
-PCCX_MUST_CHECK int pccx_tmap_check_gguf(const pccx_gguf *g, const pccx_hf_config *cfg,
+PCCX_MUST_CHECK int pccx_tensor_map_check_gguf(const pccx_gguf *g, const pccx_hf_config *cfg,
 					pccx_diag *d);
-PCCX_MUST_CHECK int pccx_tmap_check_st(const pccx_safetensors *st, const pccx_hf_config *cfg,
+PCCX_MUST_CHECK int pccx_tensor_map_check_st(const pccx_safetensors *st, const pccx_hf_config *cfg,
 				      pccx_diag *d);
 
 #ifdef __cplusplus

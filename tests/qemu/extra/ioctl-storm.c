@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pccx_kdev.h"
+#include "kernel_dev.h"
 #include "uapi/pccx.h"
 
 #define ROUNDS 4000
@@ -128,7 +128,7 @@ static int run(uint64_t seed)
 {
 	uint8_t *ro = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	uint8_t *rw = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	int fd = pccx_kdev_open(NULL), ok = 1;
+	int fd = pccx__kernel_dev_open(NULL), ok = 1;
 	struct pccx_bo_create bo[4];
 	struct pccx_info info;
 	uint32_t handles[4];
@@ -144,40 +144,40 @@ static int run(uint64_t seed)
 	memset(ro, 0x5a, 4096);
 	mprotect(ro, 4096, PROT_READ);
 	for (i = 0; i < 4; i++) {
-		if (pccx_kdev_bo_create(fd, 8192, PCCX_BO_DEV_READ | PCCX_BO_DEV_WRITE, &bo[i]))
+		if (pccx__kernel_dev_bo_create(fd, 8192, PCCX_BO_DEV_READ | PCCX_BO_DEV_WRITE, &bo[i]))
 			return 1;
 		handles[i] = bo[i].handle;
 	}
 	storm(fd, ro, rw, handles, 4);
 	/* the file still works */
-	if (pccx_kdev_info(fd, &info)) {
+	if (pccx__kernel_dev_info(fd, &info)) {
 		printf("ioctl-storm: GET_INFO fails after the storm\n");
 		ok = 0;
 	}
-	if (pccx_kdev_bo_create(fd, 4096, PCCX_BO_DEV_READ, &bo[0]) ||
-	    pccx_kdev_bo_map(fd, &bo[0], &m)) {
+	if (pccx__kernel_dev_bo_create(fd, 4096, PCCX_BO_DEV_READ, &bo[0]) ||
+	    pccx__kernel_dev_bo_map(fd, &bo[0], &m)) {
 		printf("ioctl-storm: no buffer after the storm\n");
 		ok = 0;
 	} else {
 		memset(m, 0xa5, 4096);
 		if (((uint8_t *)m)[4095] != 0xa5)
 			ok = 0;
-		pccx_kdev_bo_unmap(m, 4096);
-		if (pccx_kdev_bo_destroy(fd, bo[0].handle))
+		pccx__kernel_dev_bo_unmap(m, 4096);
+		if (pccx__kernel_dev_bo_destroy(fd, bo[0].handle))
 			ok = 0;
 	}
-	pccx_kdev_close(fd);
+	pccx__kernel_dev_close(fd);
 	return ok ? 0 : 1;
 }
 
 int main(void)
 {
 	struct pccx_info before, after;
-	int fd = pccx_kdev_open(NULL), st, bad = 0;
+	int fd = pccx__kernel_dev_open(NULL), st, bad = 0;
 	uint64_t seed;
 	pid_t pid;
 
-	if (fd < 0 || pccx_kdev_info(fd, &before)) {
+	if (fd < 0 || pccx__kernel_dev_info(fd, &before)) {
 		printf("ioctl-storm: /dev/pccx: %s\n", strerror(fd < 0 ? -fd : errno));
 		return 1;
 	}
@@ -192,7 +192,7 @@ int main(void)
 		bad = 1;
 	/* jobs the storm left running end on close; then every byte is back */
 	for (st = 0; st < 100; st++) {
-		if (pccx_kdev_info(fd, &after))
+		if (pccx__kernel_dev_info(fd, &after))
 			return 1;
 		if (after.global_used == before.global_used)
 			break;
@@ -204,7 +204,7 @@ int main(void)
 		       (unsigned long long)before.global_used);
 		bad = 1;
 	}
-	pccx_kdev_close(fd);
+	pccx__kernel_dev_close(fd);
 	printf("ioctl-storm: %d rounds in 2 processes: %s\n", 2 * ROUNDS,
 	       bad ? "FAILED" : "the device survived");
 	return bad;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * /dev/pccx ioctl wrappers (see pccx_kdev.h).
+ * /dev/pccx ioctl wrappers (see kernel_dev.h).
  */
-#include "pccx_kdev.h"
+#include "kernel_dev.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,20 +22,20 @@ static int xioctl(int fd, unsigned long req, void *arg)
 	return r < 0 ? -errno : 0;
 }
 
-int pccx_kdev_open(const char *path)
+int pccx__kernel_dev_open(const char *path)
 {
-	int fd = open(path ? path : PCCX_KDEV_PATH, O_RDWR | O_CLOEXEC);
+	int fd = open(path ? path : PCCX_KERNEL_DEV_PATH, O_RDWR | O_CLOEXEC);
 
 	return fd < 0 ? -errno : fd;
 }
 
-void pccx_kdev_close(int fd)
+void pccx__kernel_dev_close(int fd)
 {
 	if (fd >= 0)
 		close(fd);
 }
 
-int pccx_kdev_info(int fd, struct pccx_info *info)
+int pccx__kernel_dev_info(int fd, struct pccx_info *info)
 {
 	struct pccx_get_info gi;
 
@@ -46,7 +46,7 @@ int pccx_kdev_info(int fd, struct pccx_info *info)
 	return xioctl(fd, PCCX_IOCTL_GET_INFO, &gi);
 }
 
-int pccx_kdev_bo_create(int fd, uint64_t size, uint32_t flags, struct pccx_bo_create *out)
+int pccx__kernel_dev_bo_create(int fd, uint64_t size, uint32_t flags, struct pccx_bo_create *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->size = size;
@@ -54,14 +54,14 @@ int pccx_kdev_bo_create(int fd, uint64_t size, uint32_t flags, struct pccx_bo_cr
 	return xioctl(fd, PCCX_IOCTL_BO_CREATE, out);
 }
 
-int pccx_kdev_bo_info(int fd, uint32_t handle, struct pccx_bo_info *out)
+int pccx__kernel_dev_bo_info(int fd, uint32_t handle, struct pccx_bo_info *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->handle = handle;
 	return xioctl(fd, PCCX_IOCTL_BO_INFO, out);
 }
 
-int pccx_kdev_bo_destroy(int fd, uint32_t handle)
+int pccx__kernel_dev_bo_destroy(int fd, uint32_t handle)
 {
 	struct pccx_bo_destroy d;
 
@@ -70,7 +70,7 @@ int pccx_kdev_bo_destroy(int fd, uint32_t handle)
 	return xioctl(fd, PCCX_IOCTL_BO_DESTROY, &d);
 }
 
-int pccx_kdev_bo_map(int fd, const struct pccx_bo_create *bo, void **map)
+int pccx__kernel_dev_bo_map(int fd, const struct pccx_bo_create *bo, void **map)
 {
 	void *p = mmap(NULL, (size_t)bo->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
 		       (off_t)bo->mmap_offset);
@@ -81,15 +81,15 @@ int pccx_kdev_bo_map(int fd, const struct pccx_bo_create *bo, void **map)
 	return 0;
 }
 
-int pccx_kdev_bo_unmap(void *map, uint64_t size)
+int pccx__kernel_dev_bo_unmap(void *map, uint64_t size)
 {
 	return munmap(map, (size_t)size) ? -errno : 0;
 }
 
-int pccx_kdev_submit(int fd, const uint64_t *insn, uint32_t n_insn,
-		     const struct pccx_ioc_dma_desc *dma, uint32_t n_dma,
-		     const struct pccx_ioc_stream_desc *stream, uint32_t n_stream,
-		     uint64_t timeout_ns, struct pccx_submit *sub)
+int pccx__kernel_dev_submit(int fd, const uint64_t *insn, uint32_t n_insn,
+			    const struct pccx_ioc_dma_desc *dma, uint32_t n_dma,
+			    const struct pccx_ioc_stream_desc *stream, uint32_t n_stream,
+			    uint64_t timeout_ns, struct pccx_submit *sub)
 {
 	memset(sub, 0, sizeof(*sub));
 	sub->insn_ptr = (uint64_t)(uintptr_t)insn;
@@ -102,7 +102,7 @@ int pccx_kdev_submit(int fd, const uint64_t *insn, uint32_t n_insn,
 	return xioctl(fd, PCCX_IOCTL_SUBMIT, sub);
 }
 
-int64_t pccx_kdev_deadline(int64_t ns_from_now)
+int64_t pccx__kernel_dev_deadline(int64_t ns_from_now)
 {
 	struct timespec ts;
 
@@ -110,7 +110,7 @@ int64_t pccx_kdev_deadline(int64_t ns_from_now)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + ns_from_now;
 }
 
-int pccx_kdev_wait(int fd, uint64_t job_id, int64_t deadline_ns, struct pccx_wait *out)
+int pccx__kernel_dev_wait(int fd, uint64_t job_id, int64_t deadline_ns, struct pccx_wait *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->job_id = job_id;
@@ -118,7 +118,7 @@ int pccx_kdev_wait(int fd, uint64_t job_id, int64_t deadline_ns, struct pccx_wai
 	return xioctl(fd, PCCX_IOCTL_WAIT, out);
 }
 
-int pccx_kdev_reset(int fd)
+int pccx__kernel_dev_reset(int fd)
 {
 	struct pccx_reset r;
 
@@ -126,7 +126,7 @@ int pccx_kdev_reset(int fd)
 	return xioctl(fd, PCCX_IOCTL_RESET, &r);
 }
 
-const char *pccx_kdev_status_name(uint32_t status)
+const char *pccx__kernel_dev_status_name(uint32_t status)
 {
 	static const char *const names[] = { "queued", "running", "done", "fault", "timeout",
 					     "aborted" };
@@ -134,7 +134,7 @@ const char *pccx_kdev_status_name(uint32_t status)
 	return status < sizeof(names) / sizeof(names[0]) ? names[status] : "unknown";
 }
 
-const char *pccx_kdev_fault_name(uint32_t hw_error)
+const char *pccx__kernel_dev_fault_name(uint32_t hw_error)
 {
 	static const char *const names[] = {
 		[PCCX_FAULT_BUSY] = "the device was busy at the start",
