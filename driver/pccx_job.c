@@ -156,6 +156,19 @@ static int pccx_job_collect_bos(struct pccx_file *pf, struct pccx_job *job)
 	return 0;
 }
 
+/* The file has a job queued or on the device. Called with pf->lock and job_lock. */
+static bool pccx_file_active_locked(struct pccx_file *pf)
+{
+	struct pccx_job *job;
+
+	lockdep_assert_held(&pf->lock);
+	lockdep_assert_held(&pf->pdev->job_lock);
+	list_for_each_entry(job, &pf->jobs, fnode)
+		if (job->status == PCCX_JOB_QUEUED || job->status == PCCX_JOB_RUNNING)
+			return true;
+	return false;
+}
+
 int pccx_ioctl_submit(struct pccx_file *pf, void __user *arg)
 {
 	struct pccx_device *pdev = pf->pdev;
@@ -261,6 +274,9 @@ int pccx_ioctl_submit(struct pccx_file *pf, void __user *arg)
 	}
 	job->id = pdev->next_job_id++;
 	job->status = PCCX_JOB_QUEUED;
+	/* a file that was idle takes its turn behind the files already waiting */
+	if (!pccx_file_active_locked(pf) && pf->served < pdev->serve_clock)
+		pf->served = pdev->serve_clock;
 	job->owner = pf;
 	job->owner_id = pf->id;
 	kref_get(&job->ref);			/* the device queue: put by the worker */
@@ -482,7 +498,7 @@ void pccx_file_release_jobs(struct pccx_file *pf)
 	mutex_lock(&pf->lock);
 	mutex_lock(&pdev->job_lock);
 	list_for_each_entry_safe(job, tmp, &pf->jobs, fnode) {
-		job->owner = NULL;
+		WRITE_ONCE(job->owner, NULL);
 		if (job->status == PCCX_JOB_QUEUED) {
 			list_del_init(&job->qnode);
 			pccx_job_set_reason(job, PCCX_FAULT_CLOSED);
@@ -755,7 +771,7 @@ restart:
 		why = pccx_job_cancelled(pdev, job);
 		if (why) {
 			pccx_job_set_reason(job, why);
-			job->fault_index = e->next;
+			job->fault_index = pccx__engine_words_pushed(e);
 			job->retired = e->retired;
 			return PCCX_JOB_ABORTED;
 		}
@@ -778,11 +794,12 @@ restart:
 			}
 			job->retired = r;
 			pccx_job_set_reason(job, PCCX_FAULT_HUNG);
-			job->fault_index = e->next;
+			job->fault_index = pccx__engine_words_pushed(e);
 			job->error_info = r;
 			dev_warn(pdev->dev,
-				 "job %llu: no progress for %llu ms (instruction %u of %u pushed, %llu retired): hung\n",
-				 job->id, job->timeout_ns / NSEC_PER_MSEC, e->next, job->n_insn, r);
+				 "job %llu: no progress for %llu ms (%u of %u words pushed, %llu retired): hung\n",
+				 job->id, job->timeout_ns / NSEC_PER_MSEC, job->fault_index,
+				 job->n_insn, r);
 			return PCCX_JOB_TIMEOUT;
 		}
 		if (pdev->irq && e->tail)

@@ -121,6 +121,12 @@ int pccx__engine_start(struct pccx_engine_ctx *e, const struct pccx_job_view *jo
 /* One non-blocking round; returns RUNNING, DONE or ERROR. */
 int pccx__engine_step(struct pccx_engine_ctx *e);
 
+/* Instruction words in the device so far (the word of `next` goes in before its commands). */
+static inline uint32_t pccx__engine_words_pushed(const struct pccx_engine_ctx *e)
+{
+	return e->next + (e->word_pushed ? 1u : 0u);
+}
+
 /* Short name of a failure kind, e.g. "DM_STATUS". */
 const char *pccx__engine_fail_name(int kind);
 

@@ -82,10 +82,9 @@ uint32_t pccx__layers_kv_sources(const bool *local, uint32_t n, uint32_t n_share
 {
 	uint32_t first = n_shared < n ? n - n_shared : 0, l, s;
 
-	for (l = 0; l < n; l++) {
-		src[l] = l;
-		if (l < first)
-			continue;
+	for (l = 0; l < n; l++)
+		src[l] = l;   /* also where a layer without a writer stops the search */
+	for (l = first; l < n; l++) {
 		/* the last layer of its own kind that writes a cache (kv_shared_layer_index) */
 		for (s = first; s-- > 0;)
 			if (local[s] == local[l])

@@ -444,7 +444,7 @@ int pccx__sim_backend_submit_wait(struct pccx_sim_backend *b, const struct pccx_
 		rc = pccx__fail(d, PCCX_ERR_TIMEOUT,
 				"device made no progress for %llu cycles (%u of %u words pushed, "
 				"RETIRED %llu)",
-				(unsigned long long)timeout, e.next, job->n_insn,
+				(unsigned long long)timeout, pccx__engine_words_pushed(&e), job->n_insn,
 				(unsigned long long)e.retired);
 		pccx__sim_backend_reset(b);
 	} else if (res->state == PCCX_ENGINE_ERROR) {

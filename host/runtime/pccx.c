@@ -994,7 +994,8 @@ int pccx_session_stats(const pccx_session *s, struct pccx_stats *st)
 	return PCCX_OK;
 }
 
-static int push_history(pccx_session *s, int32_t tok, pccx_diag *d)
+/* Room for one more history token, taken before a step so that a step never fails after it ran. */
+static int reserve_history(pccx_session *s, pccx_diag *d)
 {
 	if (s->n_hist == s->cap_hist) {
 		size_t cap = s->cap_hist ? 2 * s->cap_hist : 256;
@@ -1005,7 +1006,6 @@ static int push_history(pccx_session *s, int32_t tok, pccx_diag *d)
 		s->hist = h;
 		s->cap_hist = cap;
 	}
-	s->hist[s->n_hist++] = tok;
 	return PCCX_OK;
 }
 
@@ -1019,6 +1019,9 @@ static int step(pccx_session *s, int32_t token, bool logits, pccx_diag *d)
 	if (token < 0 || (size_t)token >= vocab)
 		return pccx__fail(d, PCCX_ERR_RANGE, "token %d outside the vocabulary of %zu", token,
 				  vocab);
+	rc = reserve_history(s, d);
+	if (rc)
+		return rc;
 	s->token = (uint32_t)token;
 	if (s->ref) {
 		/* the reference first: its stage tensors are what the device is compared with */
@@ -1042,7 +1045,9 @@ static int step(pccx_session *s, int32_t token, bool logits, pccx_diag *d)
 	if (s->ref && logits && memcmp(s->logits, s->ref_logits, vocab * sizeof(float))) {
 		size_t i = 0;
 
+		/* not part of the context, and the logits are the device's, not the context's */
 		s->dev->pos = s->ref->pos = pos;
+		s->have_logits = false;
 		while (i < vocab && !memcmp(&s->logits[i], &s->ref_logits[i], sizeof(float)))
 			i++;
 		return pccx__fail(d, PCCX_ERR_MISMATCH,
@@ -1050,7 +1055,8 @@ static int step(pccx_session *s, int32_t token, bool logits, pccx_diag *d)
 				  "%zu: device %g, reference %g",
 				  token, pos, i, (double)s->logits[i], (double)s->ref_logits[i]);
 	}
-	return push_history(s, token, d);
+	s->hist[s->n_hist++] = token;
+	return PCCX_OK;
 }
 
 int pccx_session_prefill(pccx_session *s, const int32_t *ids, size_t n, pccx_diag *d)
@@ -1073,14 +1079,12 @@ int pccx_session_prefill(pccx_session *s, const int32_t *ids, size_t n, pccx_dia
 		rc = step(s, ids[i], i + 1 == n, d);
 	if (rc) {
 		/* all or nothing: the positions this call filled are forgotten (their KV rows are
-		 * written again by the next steps), so the session is as it was; logits that
-		 * failed verification are not the context's */
+		 * written again by the next steps), so the session is as it was (step() drops
+		 * have_logits if it had to overwrite the logits with ones that failed verify) */
 		s->dev->pos = pos0;
 		if (s->ref)
 			s->ref->pos = pos0;
 		s->n_hist = hist0;
-		if (rc == PCCX_ERR_MISMATCH)
-			s->have_logits = false;
 	} else {
 		s->have_logits = s->have_logits || n > 0;
 		s->st.prompt_tokens += n;

@@ -1201,6 +1201,44 @@ static void test_fair_turns(void)
 	if (!(wb.start_ns < wa[1].start_ns))
 		for (k = 0; k < 16 && wa[k].start_ns < wb.start_ns; k++)
 			printf("  B started after A's job %d\n", k);
+	/*
+	 * Files that sat idle do not cut in: B (served just now) queues a job while the worker
+	 * is held, then three files idle since before B ran queue one each; B's goes first.
+	 */
+	{
+		int fi[3], n_idle = 3;
+		struct dev_job di[3];
+		uint64_t idi[3];
+		struct pccx_wait wi;
+
+		for (k = 0; k < n_idle; k++) {
+			fi[k] = dev_open();
+			CHECK_RET(dev_job_setup(fi[k], &j, &di[k]), 0);
+		}
+		CHECK_RET(job_roundtrip(fb, 61), 0);
+		CHECK_RET(write_text(dbgfs("hang_jobs"), "1"), 0);
+		CHECK_RET(dev_job_submit(fc, &j, &dc, 60000000000ull, &idc), 0);
+		for (k = 0; k < 200; k++) {
+			CHECK_RET(pccx__kernel_dev_wait(fc, idc, 0, &w), -ETIME);
+			if (w.status == PCCX_JOB_RUNNING)
+				break;
+			usleep(10000);
+		}
+		CHECK_RET(dev_job_submit(fb, &j, &db, 0, &idb), 0);
+		for (k = 0; k < n_idle; k++)
+			CHECK_RET(dev_job_submit(fi[k], &j, &di[k], 0, &idi[k]), 0);
+		CHECK_RET(pccx__kernel_dev_reset(fc), 0);
+		CHECK_RET(pccx__kernel_dev_wait(fc, idc, pccx__kernel_dev_deadline(60000000000ll), &w),
+			  -ECANCELED);
+		CHECK_RET(pccx__kernel_dev_wait(fb, idb, pccx__kernel_dev_deadline(60000000000ll), &wb), 0);
+		for (k = 0; k < n_idle; k++) {
+			CHECK_RET(pccx__kernel_dev_wait(fi[k], idi[k], pccx__kernel_dev_deadline(60000000000ll),
+						 &wi), 0);
+			CHECK(wb.start_ns < wi.start_ns);
+			dev_job_free(fi[k], &di[k]);
+			pccx__kernel_dev_close(fi[k]);
+		}
+	}
 	dev_job_free(fc, &dc);
 	dev_job_free(fa, &da);
 	dev_job_free(fb, &db);

@@ -140,8 +140,10 @@ PCCX_MUST_CHECK int pccx_session_prefill(pccx_session *s, const int32_t *ids, si
  * With verify set, returns PCCX_ERR_MISMATCH at the first differing stage; the diag names
  * the stage, the token, the instruction index and the first differing element.
  * When the step that feeds a sampled token fails, that token has been given to cb but is not
- * in the context yet: the next generate call feeds it first and goes on, so a retry yields
- * the tokens an undisturbed run would (prefill refuses until then).
+ * in the context yet: the next generate call feeds it first and goes on, so after a passing
+ * fault (a device error, a hung job) a retry yields the tokens an undisturbed run would;
+ * prefill refuses until then. A failure that repeats (a full context, a verify mismatch)
+ * fails again on every retry: free the session.
  */
 PCCX_MUST_CHECK int pccx_session_generate(pccx_session *s, const struct pccx_sampler_config *cfg,
 					  size_t max_tokens, pccx_token_fn cb, void *user,

@@ -115,11 +115,13 @@ static void storm(int fd, uint8_t *ro, uint8_t *rw, uint32_t *handles, unsigned 
 		}
 		(void)ioctl(fd, cmd, arg);
 		if (rnd() % 64 == 0) {
-			void *m = mmap(NULL, 4096 * (1 + rnd() % 4), PROT_READ | PROT_WRITE,
-				       MAP_SHARED, fd, (off_t)(nasty() & ~4095ull));
+			size_t len = 4096 * (1 + rnd() % 4);
+			void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+				       (off_t)(nasty() & ~4095ull));
 
+			/* a mapping left behind would keep the file and its buffers alive */
 			if (m != MAP_FAILED)
-				munmap(m, 4096);
+				munmap(m, len);
 		}
 	}
 }
