@@ -51,6 +51,12 @@ int pccx__gemma3n_place_rows(struct pccx_gemma3n_model *m, uint32_t t, pccx_gemm
 					(*clipped)++;
 			}
 			h = pccx__f32_to_bf16(row[i]);
+			/* Inf or NaN in, or a value past the largest BF16 */
+			if ((h & 0x7F80u) == 0x7F80u)
+				return pccx__fail(d, PCCX_ERR_RANGE,
+						  "%s: row %llu, element %u is %g, not a finite BF16 "
+						  "weight", what, (unsigned long long)(base + r), i,
+						  (double)row[i]);
 			rec[2 * i] = (uint8_t)h;
 			rec[2 * i + 1] = (uint8_t)(h >> 8);
 		}

@@ -5,6 +5,7 @@
  * stage of the tiny configs against the FP64 oracle within the bounds of docs/reference.md.
  */
 #include <check.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1295,6 +1296,70 @@ START_TEST(test_gguf_refuses_nonfinite_q4_0_scales)
 }
 END_TEST
 
+/* Write element `i` of F32 tensor `name` in the GGUF at path; return the value it replaced. */
+static float poke_f32(const char *path, const char *name, uint64_t i, float v)
+{
+	const pccx_gguf_tensor *t;
+	pccx_gguf *g;
+	pccx_diag d = { 0 };
+	float old;
+	uint64_t off;
+	FILE *f;
+
+	ck_assert_msg(pccx_gguf_open(&g, path, &d) == 0, "%s", d.msg);
+	t = pccx_gguf_find_tensor(g, name);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_uint_eq(t->type, PCCX_GGML_F32);
+	ck_assert_uint_lt(i, t->n_elems);
+	off = pccx_gguf_data_offset(g) + t->offset + i * 4;
+	pccx_gguf_close(g);
+	f = fopen(path, "r+b");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fseek(f, (long)off, SEEK_SET), 0);
+	ck_assert_uint_eq(fread(&old, 4, 1, f), 1);
+	ck_assert_int_eq(fseek(f, (long)off, SEEK_SET), 0);
+	ck_assert_uint_eq(fwrite(&v, 4, 1, f), 1);
+	ck_assert_int_eq(fclose(f), 0);
+	return old;
+}
+
+/*
+ * A weight stored as F32 (norm vectors and the like, kept as BF16 on the device) that is NaN,
+ * Inf, or past the largest BF16 is refused, naming the tensor, the row and the element.
+ */
+START_TEST(test_gguf_refuses_nonfinite_f32_weights)
+{
+	static const float bad[] = { NAN, INFINITY, -INFINITY, FLT_MAX };
+	char path[] = "/tmp/pccx-ref-XXXXXX";
+	struct pccx_gemma3n_model *m;
+	struct pccx_gemma3n_config cfg;
+	pccx_diag d = { 0 };
+	size_t i;
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(pccx__gemma3n_config_preset("tiny", &cfg, &d), 0);
+	ck_assert_msg(pccx__gemma3n_model_create(&m, &cfg, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma3n_synth(m, 5, 1, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma3n_save_gguf(m, NULL, path, &d) == 0, "%s", d.msg);
+	pccx__gemma3n_model_free(m);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		float was = poke_f32(path, "blk.2.attn_norm.weight", 5, bad[i]);
+
+		m = NULL;
+		ck_assert_int_eq(pccx__gemma3n_load_gguf(&m, path, 0, NULL, NULL, &d), PCCX_ERR_RANGE);
+		ck_assert_ptr_null(m);
+		ck_assert_ptr_nonnull(strstr(d.msg, "blk.2.attn_norm.weight: row 0, element 5 is "));
+		ck_assert_ptr_nonnull(strstr(d.msg, "not a finite BF16 weight"));
+		(void)poke_f32(path, "blk.2.attn_norm.weight", 5, was);
+	}
+	ck_assert_msg(pccx__gemma3n_load_gguf(&m, path, 0, NULL, NULL, &d) == 0, "%s", d.msg);
+	pccx__gemma3n_model_free(m);
+	unlink(path);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("reference");
@@ -1335,6 +1400,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_gguf_round_trip_bit_exact);
 	tcase_add_test(tc, test_gguf_refuses_other_models);
 	tcase_add_test(tc, test_gguf_refuses_nonfinite_q4_0_scales);
+	tcase_add_test(tc, test_gguf_refuses_nonfinite_f32_weights);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("oracle");
