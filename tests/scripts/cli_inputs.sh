@@ -8,15 +8,9 @@
 # Each command runs under `timeout 20`: a hang is a failure. A safetensors checkpoint
 # directory given to `pccx run -m` is still taken as one.
 set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
 [ $# -ge 1 ] || { echo "usage: cli_inputs.sh BUILD [BUILD...]"; exit 2; }
-cd "$top" || exit 1
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-
-checks=0
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/lib/cli.sh"
+CLI_ANY_BUILDS=1 cli_init cli_inputs "$@"
 
 # refused KIND PATH CMD...: CMD exits non-zero within the timeout, saying
 # "PATH: not a regular file (KIND)"
@@ -94,8 +88,4 @@ for b in "$@"; do
     fail "run -m on an empty directory: $(head -c 300 "$T/err")"
 done
 
-if [ "$fails" -ne 0 ]; then
-  echo "cli_inputs: $fails of $checks checks failed"
-  exit 1
-fi
-echo "cli_inputs: $checks checks passed"
+cli_done

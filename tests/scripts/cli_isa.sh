@@ -8,37 +8,8 @@
 # errors as FILE:LINE:COLUMN with the field; a non-zero exit on every error;
 # validate on good and bad job files (written byte by byte with printf).
 set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
-build=$(cd "${1:?usage: cli_isa.sh BUILD}" && pwd)
-pccx=$build/bin/pccx
-[ -x "$pccx" ] || { echo "cli_isa: $pccx not built"; exit 1; }
-cd "$top" || exit 1
-T=$(mktemp -d)
-trap 'chmod -R u+rwx "$T" 2>/dev/null; rm -rf "$T"' EXIT
-
-checks=0
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-
-# run CMD...: stdout in $T/out, stderr in $T/err, status in $rc
-run() { checks=$((checks + 1)); "$@" >"$T/out" 2>"$T/err"; rc=$?; }
-
-# want_rc N CMD...: exit status exactly N
-want_rc() {
-  local want=$1; shift
-  run "$@"
-  [ "$rc" -eq "$want" ] || fail "'$*' exited $rc, expected $want; stderr: $(head -c 300 "$T/err")"
-}
-
-# want_fail CMD...: non-zero exit status and a message on stderr
-want_fail() {
-  run "$@"
-  [ "$rc" -ne 0 ] || fail "'$*' exited 0"
-  [ -s "$T/err" ] || fail "'$*' printed no message"
-}
-
-# has FILE TEXT: FILE contains TEXT (fixed string)
-has() { grep -qF -- "$2" "$1" || fail "$1 lacks '$2': $(head -c 400 "$1")"; }
+. "$(dirname "$0")/lib/cli.sh"
+cli_init cli_isa "$@"
 
 # ---- help -------------------------------------------------------------------------------
 want_rc 0 "$pccx" --help
@@ -261,8 +232,4 @@ has "$T/err" "273 bytes but the header's counts need 272"
 want_fail "$pccx" validate "$T/big.job"
 has "$T/err" "counts too large"
 
-if [ "$fails" -ne 0 ]; then
-  echo "cli_isa: $fails of $checks checks failed"
-  exit 1
-fi
-echo "cli_isa: $checks checks passed"
+cli_done

@@ -8,27 +8,8 @@
 # missing and unexpected arguments, each followed by the usage and exit status 2 (numerics: 1);
 # --help generated from the tables, listing every option.
 set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
-build=$(cd "${1:?usage: cli_options.sh BUILD}" && pwd)
-pccx=$build/bin/pccx
-[ -x "$pccx" ] || { echo "cli_options: $pccx not built"; exit 1; }
-cd "$top" || exit 1
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-
-checks=0
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-
-# run CMD...: stdout in $T/out, stderr in $T/err, status in $rc
-run() { checks=$((checks + 1)); "$@" >"$T/out" 2>"$T/err"; rc=$?; }
-want_rc() {
-  local want=$1; shift
-  run "$@"
-  [ "$rc" -eq "$want" ] || fail "'$*' exited $rc, expected $want; stderr: $(head -c 300 "$T/err")"
-}
-# has FILE TEXT: FILE contains TEXT (fixed string)
-has() { grep -qF -- "$2" "$1" || fail "$1 lacks '$2': $(head -c 400 "$1")"; }
+. "$(dirname "$0")/lib/cli.sh"
+cli_init cli_options "$@"
 # usage_error STATUS 'MESSAGE' 'USAGE' CMD...: exactly the message, then the usage line(s)
 usage_error() {
   local st=$1 msg=$2 usage=$3; shift 3
@@ -112,8 +93,4 @@ want_rc 0 "$pccx" ref --help
 has "$T/out" "model shape: e4b, e2b, tiny, tiny-vocab"
 has "$T/out" "Q4 host kernel: auto, ref, avx2"
 
-if [ "$fails" -ne 0 ]; then
-  echo "cli_options: $fails of $checks checks failed"
-  exit 1
-fi
-echo "cli_options: $checks checks passed"
+cli_done

@@ -9,36 +9,10 @@
 # the buffer, its size and --max-buffers; one above the DMA space is refused at once too; a
 # 3 GiB buffer the job barely touches runs without its memory becoming resident.
 set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
-build=$(cd "${1:?usage: cli_sim_buffers.sh BUILD}" && pwd)
-pccx=$build/bin/pccx
-[ -x "$pccx" ] || { echo "cli_sim_buffers: $pccx not built"; exit 1; }
-cd "$top" || exit 1
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-
-checks=0
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-
-# run CMD...: stdout in $T/out, stderr in $T/err, status in $rc, wall time in $ms
-run() {
-  local t0
-  checks=$((checks + 1))
-  t0=$(date +%s%N)
-  timeout 60 "$@" >"$T/out" 2>"$T/err"
-  rc=$?
-  ms=$((($(date +%s%N) - t0) / 1000000))
-}
-want_rc() {
-  local want=$1; shift
-  run "$@"
-  [ "$rc" -eq "$want" ] || fail "'$*' exited $rc, expected $want; stderr: $(head -c 300 "$T/err")"
-}
-# has FILE TEXT: FILE contains TEXT (fixed string)
-has() { grep -qF -- "$2" "$1" || fail "$1 lacks '$2': $(head -c 400 "$1")"; }
-# quick MS: the last command took less than MS milliseconds
-quick() { [ "$ms" -lt "$1" ] || fail "took $ms ms (limit $1 ms): $(head -c 300 "$T/err")"; }
+. "$(dirname "$0")/lib/cli.sh"
+cli_init cli_sim_buffers "$@"
+# small: the last maxrss command stayed under 256 MiB resident (nothing was zero-filled)
+small() { [ "$kb" -lt $((256 << 10)) ] || fail "peaked at $kb KiB resident: $(head -c 300 "$T/err")"; }
 
 # maxrss CMD...: run it (status in $rc) and set $kb to its peak resident set in KiB
 maxrss() {
@@ -88,19 +62,21 @@ bufjob "$T/b34.job" $((1 << 34))
 # (A sanitizer build reserves terabytes of address space and cannot run under the limit.)
 as_limit=$((4 << 20))
 { ( ulimit -v $as_limit; exec "$pccx" --help ) >/dev/null 2>&1; } 2>/dev/null || as_limit=unlimited
-run bash -c 'ulimit -v "$0" && exec "$@"' "$as_limit" "$pccx" sim "$T/b34.job"
+maxrss bash -c 'ulimit -v "$0" && exec "$@"' "$as_limit" "$pccx" sim "$T/b34.job"
 [ "$rc" -eq 1 ] || fail "sim of a 2^34-byte buffer exited $rc (address space $as_limit KiB)"
-quick 5000
+small
 has "$T/err" "$T/b34.job: buffer 0 (handle 1) declares 17179869184 bytes, more than the limit \
 of 4294967296 bytes on the job's buffers (--max-buffers BYTES raises it)"
 # raised, the 32-bit DMA space of the default device refuses it, also at once
-want_rc 1 "$pccx" sim --max-buffers 16G "$T/b34.job"
-quick 5000
+maxrss "$pccx" sim --max-buffers 16G "$T/b34.job"
+[ "$rc" -eq 1 ] || fail "sim --max-buffers 16G of a 2^34-byte buffer exited $rc"
+small
 has "$T/err" "$T/b34.job: buffer 0 (handle 1): sim buffer: 17179869184 bytes do not fit below \
 the 32-bit DMA limit"
 bufjob "$T/b32.job" $((1 << 32))
-want_rc 1 "$pccx" sim "$T/b32.job"
-quick 5000
+maxrss "$pccx" sim "$T/b32.job"
+[ "$rc" -eq 1 ] || fail "sim of a 2^32-byte buffer exited $rc"
+small
 has "$T/err" "$T/b32.job: buffer 0 (handle 1): sim buffer: 4294967296 bytes do not fit"
 # the buffer that crosses the limit is named, with what came before it
 bufjob "$T/two.job" $((3 << 30)) $((2 << 30))
@@ -163,8 +139,4 @@ $kb KiB resident"
 cmp -s "$T/y1" "$T/y2" || fail "the GEMV result differs with large buffers"
 echo "GEMV job with 3 GiB of buffers, 352 bytes of them used: peak RSS $kb KiB"
 
-if [ "$fails" -ne 0 ]; then
-  echo "cli_sim_buffers: $fails of $checks checks failed"
-  exit 1
-fi
-echo "cli_sim_buffers: $checks checks passed"
+cli_done
