@@ -1207,6 +1207,23 @@ START_TEST(test_gguf_refuses_other_models)
 }
 END_TEST
 
+/* The tiny model with synthetic weights (seed 5) saved as a GGUF at path (made by mkstemp). */
+static void save_tiny_gguf(char *path)
+{
+	struct pccx_gemma3n_model *m;
+	struct pccx_gemma3n_config cfg;
+	pccx_diag d = { 0 };
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(pccx__gemma3n_config_preset("tiny", &cfg, &d), 0);
+	ck_assert_msg(pccx__gemma3n_model_create(&m, &cfg, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma3n_synth(m, 5, 1, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma3n_save_gguf(m, NULL, path, &d) == 0, "%s", d.msg);
+	pccx__gemma3n_model_free(m);
+}
+
 /*
  * Write the FP16 scale `h` of block `block` of row `row` of Q4_0 tensor `name` in the GGUF at
  * path; return the two bytes it replaced (as a little-endian value).
@@ -1263,19 +1280,11 @@ START_TEST(test_gguf_refuses_nonfinite_q4_0_scales)
 		  "tensor 'blk.1.attn_output.weight': row 0, block 0 (elements 0..31 of the row)" },
 	};
 	char path[] = "/tmp/pccx-ref-XXXXXX";
-	struct pccx_gemma3n_model *m, *m2;
-	struct pccx_gemma3n_config cfg;
+	struct pccx_gemma3n_model *m2;
 	pccx_diag d = { 0 };
 	size_t i;
-	int fd = mkstemp(path);
 
-	ck_assert_int_ge(fd, 0);
-	close(fd);
-	ck_assert_int_eq(pccx__gemma3n_config_preset("tiny", &cfg, &d), 0);
-	ck_assert_msg(pccx__gemma3n_model_create(&m, &cfg, &d) == 0, "%s", d.msg);
-	ck_assert_msg(pccx__gemma3n_synth(m, 5, 1, &d) == 0, "%s", d.msg);
-	ck_assert_msg(pccx__gemma3n_save_gguf(m, NULL, path, &d) == 0, "%s", d.msg);
-	pccx__gemma3n_model_free(m);
+	save_tiny_gguf(path);
 	for (i = 0; i < sizeof(pokes) / sizeof(pokes[0]); i++) {
 		uint16_t was = poke_q4_0_scale(path, pokes[i].tensor, pokes[i].row,
 					       pokes[i].block, pokes[i].scale);
@@ -1332,18 +1341,10 @@ START_TEST(test_gguf_refuses_nonfinite_f32_weights)
 	static const float bad[] = { NAN, INFINITY, -INFINITY, FLT_MAX };
 	char path[] = "/tmp/pccx-ref-XXXXXX";
 	struct pccx_gemma3n_model *m;
-	struct pccx_gemma3n_config cfg;
 	pccx_diag d = { 0 };
 	size_t i;
-	int fd = mkstemp(path);
 
-	ck_assert_int_ge(fd, 0);
-	close(fd);
-	ck_assert_int_eq(pccx__gemma3n_config_preset("tiny", &cfg, &d), 0);
-	ck_assert_msg(pccx__gemma3n_model_create(&m, &cfg, &d) == 0, "%s", d.msg);
-	ck_assert_msg(pccx__gemma3n_synth(m, 5, 1, &d) == 0, "%s", d.msg);
-	ck_assert_msg(pccx__gemma3n_save_gguf(m, NULL, path, &d) == 0, "%s", d.msg);
-	pccx__gemma3n_model_free(m);
+	save_tiny_gguf(path);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		float was = poke_f32(path, "blk.2.attn_norm.weight", 5, bad[i]);
 
