@@ -6,7 +6,7 @@
 #   bash tests/scripts/cli_inputs.sh BUILD [BUILD...]
 #
 # Each command runs under `timeout 20`: a hang is a failure. A safetensors checkpoint
-# directory given to `pccx run -m` is still taken as one.
+# directory given to `pccx run -m`, `pccx ref -m` or `pccx fidelity -m` is still taken as one.
 set -u
 [ $# -ge 1 ] || { echo "usage: cli_inputs.sh BUILD [BUILD...]"; exit 2; }
 . "$(dirname "$0")/lib/cli.sh"
@@ -58,15 +58,18 @@ for b in "$@"; do
     refused "$kind" "$f" "$pccx" sim "$f"
     refused "$kind" "$f" "$pccx" sim "$T/m.bin" --dtb "$f"
     refused "$kind" "$f" "$pccx" sim "$T/m.bin" --stages "$f"
-    refused "$kind" "$f" "$pccx" ref -m "$f" -n 1 -q
     refused "$kind" "$f" "$pccx" ref --config tiny --tokenizer "$f" -n 1 -q
+    refused "$kind" "$f" "$pccx" fidelity --config tiny --tokenizer "$f" -n 1 -q
     refused "$kind" "$f" "$pccx" synth --config tiny --tokenizer "$f" -o "$T/s.gguf"
     refused "$kind" "$f" "$pccx" tokenize --tokenizer "$f" hello
     refused "$kind" "$f" "$pccx" info --dtb "$f"
     refused "$kind" "$f" "$pccx" run --config tiny --tokenizer "$f" -p hi -n 1
     refused "$kind" "$f" "$pccx" run --config tiny --dtb "$f" -p hi -n 1
-    [ "$kind" = directory ] ||     # a directory is a checkpoint: below
+    if [ "$kind" != directory ]; then     # a directory is a checkpoint: below
       refused "$kind" "$f" "$pccx" run -m "$f" -p hi -n 1
+      refused "$kind" "$f" "$pccx" ref -m "$f" -n 1 -q
+      refused "$kind" "$f" "$pccx" fidelity -m "$f" -n 1 -q
+    fi
   done
 
   # the files of a checkpoint directory, and --buf of pccx sim
@@ -74,6 +77,8 @@ for b in "$@"; do
   rm -f "$T/ckpt/config.json"
   mkfifo "$T/ckpt/config.json"
   refused fifo "$T/ckpt/config.json" "$pccx" run -m "$T/ckpt" -p hi -n 1
+  refused fifo "$T/ckpt/config.json" "$pccx" ref -m "$T/ckpt" -n 1 -q
+  refused fifo "$T/ckpt/config.json" "$pccx" fidelity -m "$T/ckpt" -n 1 -q
   { printf 'PCCXJOB\0\1\0\0\0\1\0\0\0\0\0\0\0\0\0\0\0\1\0\0\0\0\0\0\0'; cat "$T/m.bin"
     printf '\1\0\0\0\3\0\0\0\0\1\0\0\0\0\0\0'; } >"$T/buf.job"
   refused fifo "$T/fifo" "$pccx" sim "$T/buf.job" --buf 1="$T/fifo"
