@@ -68,6 +68,7 @@ int pccx_cmd_tokenize(int argc, char **argv);
 int pccx_cmd_bench_sampler(int argc, char **argv);
 int pccx_cmd_sim(int argc, char **argv);
 int pccx_cmd_ref(int argc, char **argv);
+int pccx_cmd_fidelity(int argc, char **argv);
 int pccx_cmd_bench_ref(int argc, char **argv);
 int pccx_cmd_synth(int argc, char **argv);
 int pccx_cmd_bench(int argc, char **argv);

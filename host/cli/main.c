@@ -17,6 +17,8 @@ static const struct pccx_cmd commands[] = {
 	{ "run", "generate text on the NPU (simulated by default): pccx run -m MODEL -p TEXT",
 	  pccx_cmd_run },
 	{ "ref", "run the bit-exact reference model (and the float oracle)", pccx_cmd_ref },
+	{ "fidelity", "error of the reference against the FP64 oracle, stage by stage",
+	  pccx_cmd_fidelity },
 	{ "synth", "write a gemma3n GGUF with synthetic weights: pccx synth --config NAME -o F",
 	  pccx_cmd_synth },
 	{ "sim", "run a job file on the cycle simulator", pccx_cmd_sim },
