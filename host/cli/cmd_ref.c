@@ -78,10 +78,10 @@ struct ref_run {
 	struct pccx_cmp_summary sum;
 };
 
-/* The tokenizer's keys in the GGUF pccx__gemma3n_save_gguf writes. */
-static int tokenizer_keys(pccx_gguf_writer *w, const void *tk, pccx_diag *d)
+/* The tokenizer's keys in the GGUF pccx__gemma3n_save_gguf writes, padded to its vocab. */
+static int tokenizer_keys(pccx_gguf_writer *w, const void *tk, uint32_t n_tokens, pccx_diag *d)
 {
-	return pccx__tokenizer_save_gguf(w, tk, d);
+	return pccx__tokenizer_save_gguf(w, tk, n_tokens, d);
 }
 
 /* Shared with pccx synth (cli.h). */

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Gemma 3n models to and from GGUF (llama.cpp "gemma3n" names and metadata). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,9 @@
 #include "pccx_num.h"
 
 #define ARCH "gemma3n"
+/* pccx's key for the rows of the per-layer table that are used (llama.cpp does not read it) */
+#define VOCAB_PLE_KEY "vocab_size_per_layer_input"
+#define PLE_VOCAB_DEFAULT 262144u	/* Gemma 3n's vocab_size_per_layer_input */
 #define Q4_0_BLOCK_BYTES 18u
 
 /* ------------------------------------------------------------------------------------- */
@@ -130,6 +134,40 @@ static int save_tensor(struct save *s, const struct pccx_gemma3n_model *m, uint3
 					   d);
 }
 
+/*
+ * per_layer_token_embd with llama.cpp's row count: the model's ple_vocab rows, then zero rows up
+ * to the vocab (as llama.cpp's converter pads the table; a Q4_0 zero block is scale 0 and
+ * nibbles u = 8). The loader reads back only the first ple_vocab rows.
+ */
+static int save_ple(struct save *s, const struct pccx_gemma3n_model *m, uint32_t t, pccx_diag *d)
+{
+	const struct pccx_gemma3n_tensor *T = &m->t[t];
+	uint64_t ne[2], row_out = (uint64_t)T->cols / 32 * Q4_0_BLOCK_BYTES, nbytes;
+	uint32_t r, b, rows = m->cfg.vocab;
+	uint8_t *buf;
+
+	if (T->fmt != PCCX_WFMT_Q4 || T->rows > rows)
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "GGUF export: tensor '%s': %u rows of "
+				  "format %u, expected Q4 with at most %u rows", T->name, T->rows,
+				  T->fmt, rows);
+	nbytes = row_out * rows;
+	buf = save_buf(s, nbytes);
+	if (!buf)
+		return pccx__fail(d, PCCX_ERR_NOMEM, "GGUF export: tensor '%s': out of memory",
+				  T->name);
+	for (r = 0; r < T->rows; r++)
+		row_to_q4_0(pccx_gemma3n_row(m, (int32_t)t, r), T->cols, buf + r * row_out);
+	for (b = 0; b < (rows - T->rows) * (T->cols / 32); b++) {
+		uint8_t *blk = buf + T->rows * row_out + (uint64_t)b * Q4_0_BLOCK_BYTES;
+
+		blk[0] = blk[1] = 0;
+		memset(blk + 2, 0x88, Q4_0_BLOCK_BYTES - 2);
+	}
+	ne[0] = T->cols;
+	ne[1] = rows;
+	return pccx_gguf_writer_add_tensor(s->w, T->name, PCCX_GGML_Q4_0, 2, ne, buf, nbytes, d);
+}
+
 static int save_metadata(pccx_gguf_writer *w, const struct pccx_gemma3n_config *c, pccx_diag *d)
 {
 	struct pccx_attn_desc attn[PCCX_ATTN_KINDS];
@@ -146,12 +184,15 @@ static int save_metadata(pccx_gguf_writer *w, const struct pccx_gemma3n_config *
 		return rc;
 	for (l = 0; l < c->n_layers; l++) {
 		swa[l] = layers[l].kind == PCCX_ATTN_LOCAL;
-		sparsity[l] = layers[l].sparse ? layers[l].sparse_z : 0.0f;
+		/* the converter's Normal.icdf(p): -inf where p = 0 */
+		sparsity[l] = layers[l].sparse ? layers[l].sparse_z : -INFINITY;
 	}
 	snprintf(name, sizeof(name), "pccx synthetic gemma3n %s", c->name);
 	rc = pccx_gguf_writer_set_str(w, "general.architecture", ARCH, d);
 	if (!rc)
 		rc = pccx_gguf_writer_set_str(w, "general.name", name, d);
+	if (!rc)	/* llama_ftype MOSTLY_Q4_0: the matrices are Q4_0, the vectors F32 */
+		rc = pccx_gguf_writer_set_u32(w, "general.file_type", 2, d);
 #define U32(k, v) if (!rc) rc = pccx_gguf_writer_set_u32(w, ARCH "." k, (v), d)
 #define F32(k, v) if (!rc) rc = pccx_gguf_writer_set_f32(w, ARCH "." k, (v), d)
 	U32("context_length", 32768);
@@ -171,6 +212,9 @@ static int save_metadata(pccx_gguf_writer *w, const struct pccx_gemma3n_config *
 	U32("altup.num_inputs", PCCX_GEMMA3N_STREAMS);
 	U32("embedding_length_per_layer_input", c->d_ple);
 	F32("final_logit_softcapping", c->softcap);
+	/* the token count (llama.cpp reads it for a "no_vocab" tokenizer) and pccx's own key */
+	U32("vocab_size", c->vocab);
+	U32(VOCAB_PLE_KEY, c->ple_vocab);
 #undef U32
 #undef F32
 	if (!rc)
@@ -196,9 +240,11 @@ int pccx__gemma3n_save_gguf(const struct pccx_gemma3n_model *m, const struct pcc
 	if (!rc)
 		rc = save_metadata(s.w, &m->cfg, d);
 	if (!rc && keys && keys->add)
-		rc = keys->add(s.w, keys->arg, d);
+		rc = keys->add(s.w, keys->arg, m->cfg.vocab, d);
+	else if (!rc)	/* llama.cpp requires the key; "no_vocab" takes the count from vocab_size */
+		rc = pccx_gguf_writer_set_str(s.w, "tokenizer.ggml.model", "no_vocab", d);
 	for (t = 0; !rc && t < m->n_t; t++)
-		rc = save_tensor(&s, m, t, d);
+		rc = (int32_t)t == m->w.ple_table ? save_ple(&s, m, t, d) : save_tensor(&s, m, t, d);
 	if (!rc)
 		rc = pccx_gguf_writer_write(s.w, path, d);
 	pccx_gguf_writer_free(s.w);
@@ -214,11 +260,28 @@ int pccx__gemma3n_save_gguf(const struct pccx_gemma3n_model *m, const struct pcc
 static int key_u32(const pccx_gguf *g, const char *key, uint32_t def, uint32_t *out,
 		   pccx_diag *d)
 {
-	if (!pccx_gguf_find(g, key)) {
+	const pccx_gguf_value *v = pccx_gguf_find(g, key);
+
+	if (!v) {
 		*out = def;
 		return PCCX_OK;
 	}
+	/* some converter versions wrote counts (shared_kv_layers) as float32: take whole ones */
+	if ((v->type == PCCX_GGUF_FLOAT32 || v->type == PCCX_GGUF_FLOAT64) && v->v.f >= 0.0 &&
+	    v->v.f <= 4294967295.0 && v->v.f == floor(v->v.f)) {
+		*out = (uint32_t)v->v.f;
+		return PCCX_OK;
+	}
 	return pccx_gguf_get_u32(g, key, out, d);
+}
+
+/*
+ * A layer without activation sparsity: llama.cpp's converter writes Normal.icdf(0) = -inf,
+ * pccx used to write 0.
+ */
+static bool dense_z(float z)
+{
+	return z == 0.0f || z == -INFINITY;
 }
 
 static int key_f32(const pccx_gguf *g, const char *key, float def, float *out, pccx_diag *d)
@@ -228,6 +291,121 @@ static int key_f32(const pccx_gguf *g, const char *key, float def, float *out, p
 		return PCCX_OK;
 	}
 	return pccx_gguf_get_f32(g, key, out, d);
+}
+
+/*
+ * The token count llama.cpp sizes the embeddings by: the length of tokenizer.ggml.tokens, or
+ * for a "no_vocab" tokenizer gemma3n.vocab_size. *n = 0 when the file has no tokenizer keys.
+ */
+static int token_count(const pccx_gguf *g, uint64_t *n, const char **what, pccx_diag *d)
+{
+	const char *name = pccx_gguf_name(g), *model = NULL;
+	const pccx_gguf_value *v;
+	static const struct {
+		const char *key;
+		uint32_t type;
+	} arrays[] = {
+		{ "tokenizer.ggml.scores", PCCX_GGUF_FLOAT32 },
+		{ "tokenizer.ggml.token_type", PCCX_GGUF_INT32 },
+	};
+	size_t i;
+	uint32_t u;
+	int rc;
+
+	*n = 0;
+	*what = NULL;
+	if (pccx_gguf_find(g, "tokenizer.ggml.model")) {
+		rc = pccx_gguf_get_str(g, "tokenizer.ggml.model", &model, NULL, d);
+		if (rc)
+			return rc;
+	}
+	if (model && (!strcmp(model, "no_vocab") || !strcmp(model, "none"))) {
+		*what = "gemma3n.vocab_size (tokenizer.ggml.model \"no_vocab\")";
+		if (!pccx_gguf_find(g, ARCH ".vocab_size"))
+			return pccx__fail(d, PCCX_ERR_FORMAT, "%s: tokenizer.ggml.model is \"%s\" "
+					  "and key '" ARCH ".vocab_size' is absent: llama.cpp "
+					  "would count 0 tokens", name, model);
+		rc = pccx_gguf_get_u32(g, ARCH ".vocab_size", &u, d);
+		*n = u;
+		return rc;
+	}
+	v = pccx_gguf_find(g, "tokenizer.ggml.tokens");
+	if (!v) {
+		if (model)
+			return pccx__fail(d, PCCX_ERR_FORMAT, "%s: tokenizer.ggml.model is \"%s\" "
+					  "but key 'tokenizer.ggml.tokens' is absent", name, model);
+		return PCCX_OK;
+	}
+	if (v->type != PCCX_GGUF_ARRAY || v->v.arr.elem_type != PCCX_GGUF_STRING)
+		return pccx__fail(d, PCCX_ERR_FORMAT, "%s: key 'tokenizer.ggml.tokens': not an "
+				  "array of strings", name);
+	*n = v->v.arr.n;
+	*what = "tokenizer.ggml.tokens";
+	/* llama.cpp reads one score and one type per token */
+	for (i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++) {
+		v = pccx_gguf_find(g, arrays[i].key);
+		if (!v)
+			continue;
+		if (v->type != PCCX_GGUF_ARRAY || v->v.arr.elem_type != arrays[i].type)
+			return pccx__fail(d, PCCX_ERR_FORMAT, "%s: key '%s': not an array of %s",
+					  name, arrays[i].key,
+					  arrays[i].type == PCCX_GGUF_FLOAT32 ? "float32" : "int32");
+		if (v->v.arr.n != *n)
+			return pccx__fail(d, PCCX_ERR_FORMAT, "%s: key '%s' has %llu entries, "
+					  "tokenizer.ggml.tokens %llu", name, arrays[i].key,
+					  (unsigned long long)v->v.arr.n, (unsigned long long)*n);
+	}
+	return PCCX_OK;
+}
+
+/*
+ * The vocabulary, checked as llama.cpp checks it: token_embd has one row per token (`vocab`
+ * rows), per_layer_token_embd as many, gemma3n.vocab_size (when present) says the same.
+ * *ple_vocab: the rows of the per-layer table the model uses (ids past them use row 0), pccx's
+ * key when present, else Gemma 3n's 262144 (llama.cpp pads the table with zero rows beyond).
+ */
+static int load_vocab(const pccx_gguf *g, uint32_t vocab, uint32_t *ple_vocab, pccx_diag *d)
+{
+	const char *name = pccx_gguf_name(g), *what;
+	const pccx_gguf_tensor *tp = pccx_gguf_find_tensor(g, "per_layer_token_embd.weight");
+	uint64_t n;
+	uint32_t u;
+	int rc;
+
+	rc = token_count(g, &n, &what, d);
+	if (rc)
+		return rc;
+	if (what && n != vocab)
+		return pccx__fail(d, PCCX_ERR_FORMAT, "%s: tensor 'token_embd.weight' has %u rows "
+				  "(ne {%llu, %u}) but %s counts %llu tokens; llama.cpp expects "
+				  "one row per token", name, vocab,
+				  (unsigned long long)pccx_gguf_find_tensor(g, "token_embd.weight")->ne[0],
+				  vocab, what, (unsigned long long)n);
+	if (pccx_gguf_find(g, ARCH ".vocab_size")) {
+		rc = pccx_gguf_get_u32(g, ARCH ".vocab_size", &u, d);
+		if (rc)
+			return rc;
+		if (u != vocab)
+			return pccx__fail(d, PCCX_ERR_FORMAT, "%s: key '" ARCH ".vocab_size' is %u, "
+					  "tensor 'token_embd.weight' has %u rows", name, u, vocab);
+	}
+	if (tp->ne[1] != vocab)
+		return pccx__fail(d, PCCX_ERR_FORMAT, "%s: tensor 'per_layer_token_embd.weight' has "
+				  "%llu rows (ne {%llu, %llu}), expected %u, one per token as "
+				  "token_embd.weight (llama.cpp's layout pads the table)", name,
+				  (unsigned long long)tp->ne[1], (unsigned long long)tp->ne[0],
+				  (unsigned long long)tp->ne[1], vocab);
+	*ple_vocab = vocab < PLE_VOCAB_DEFAULT ? vocab : PLE_VOCAB_DEFAULT;
+	if (pccx_gguf_find(g, ARCH "." VOCAB_PLE_KEY)) {
+		rc = pccx_gguf_get_u32(g, ARCH "." VOCAB_PLE_KEY, ple_vocab, d);
+		if (rc)
+			return rc;
+		if (!*ple_vocab || *ple_vocab > vocab)
+			return pccx__fail(d, PCCX_ERR_FORMAT, "%s: key '" ARCH "." VOCAB_PLE_KEY
+					  "' is %u, not in 1..%u (the rows of "
+					  "per_layer_token_embd.weight)", name, *ple_vocab, vocab);
+	}
+	return PCCX_OK;
 }
 
 /* The configuration from the gemma3n.* metadata and the tensor shapes. */
@@ -319,12 +497,12 @@ static int load_config(const pccx_gguf *g, uint32_t max_ctx, struct pccx_gemma3n
 		rc = pccx_gguf_get_f32_array(g, ARCH ".activation_sparsity_scale", &z, &n, d);
 		if (rc)
 			return rc;
-		for (l = 0; l < n && z[l] != 0.0f && z[l] == z[0]; l++)
+		for (l = 0; l < n && !dense_z(z[l]) && z[l] == z[0]; l++)
 			;
 		c->n_sparse = l;
 		c->sparse_z = l ? z[0] : 0.0f;
 		for (; l < n; l++)
-			if (z[l] != 0.0f)
+			if (!dense_z(z[l]))
 				return pccx__fail(d, PCCX_ERR_UNSUPPORTED,
 						  "%s: activation_sparsity_scale "
 						  "is not a leading run (layer %u)",
@@ -338,11 +516,13 @@ static int load_config(const pccx_gguf *g, uint32_t max_ctx, struct pccx_gemma3n
 		return pccx__fail(d, PCCX_ERR_NOT_FOUND, "%s: token_embd, per_layer_token_embd or "
 				  "blk.0.laurel_l missing", name);
 	if (te->n_dims != 2 || tp->n_dims != 2 || tl->n_dims != 2 || te->ne[1] > (1u << 24) ||
-	    tp->ne[1] > te->ne[1] || tl->ne[1] > 65535)
+	    tl->ne[1] > 65535)
 		return pccx__fail(d, PCCX_ERR_FORMAT, "%s: unexpected embedding / LAuReL shapes",
 				  name);
 	c->vocab = (uint32_t)te->ne[1];
-	c->ple_vocab = (uint32_t)tp->ne[1];
+	rc = load_vocab(g, c->vocab, &c->ple_vocab, d);
+	if (rc)
+		return rc;
 	c->laurel_rank = (uint32_t)tl->ne[1];
 	c->max_ctx = max_ctx ? max_ctx : 4096;
 	rc = pccx__gemma3n_config_check(c, d);
@@ -353,6 +533,20 @@ static int load_config(const pccx_gguf *g, uint32_t max_ctx, struct pccx_gemma3n
 		return pccx__fail(d, rc, "%s: %s", name, why);
 	}
 	return rc;
+}
+
+/* "{a, b, c}" */
+static void fmt_ne(const uint64_t *ne, uint32_t n, char *out, size_t size)
+{
+	size_t len = 0;
+	uint32_t i;
+
+	len += (size_t)snprintf(out, size, "{");
+	for (i = 0; i < n && len < size; i++)
+		len += (size_t)snprintf(out + len, size - len, "%s%llu", i ? ", " : "",
+					(unsigned long long)ne[i]);
+	if (len < size)
+		snprintf(out + len, size - len, "}");
 }
 
 static int gguf_row(const void *src, const void *tensor, uint64_t row, float *dst, pccx_diag *d)
@@ -367,8 +561,8 @@ static int load_tensor(const pccx_gguf *g, struct pccx_gemma3n_model *m, uint32_
 	const struct pccx_gemma3n_tensor *T = &m->t[t];
 	const pccx_gguf_tensor *gt;
 	char name[PCCX_GEMMA3N_NAME_MAX];
-	uint32_t part, r, b;
-	uint64_t base;
+	uint32_t part, r, b, nd;
+	uint64_t base, want[3];
 	bool shape_ok;
 	int rc;
 
@@ -376,15 +570,23 @@ static int load_tensor(const pccx_gguf *g, struct pccx_gemma3n_model *m, uint32_
 	rc = pccx_gguf_get_tensor(g, name, &gt, d);
 	if (rc)
 		return rc;
-	if (strcmp(name, T->name))
-		shape_ok = gt->n_dims == 3 && gt->ne[0] == T->cols && gt->ne[1] == T->rows &&
-			   gt->ne[2] > part;
-	else
-		shape_ok = gt->ne[0] == T->cols && gt->n_elems == (uint64_t)T->rows * T->cols;
-	if (!shape_ok)
-		return pccx__fail(d, PCCX_ERR_FORMAT,
-				  "%s: tensor '%s': shape does not match (%u, %u)",
-				  pccx_gguf_name(g), name, T->rows, T->cols);
+	/* llama.cpp's shapes: ne {cols, rows}, stacked {cols, rows, 3}, the per-layer table
+	 * {cols, vocab} (rows past ple_vocab are padding, not read) */
+	want[0] = T->cols;
+	want[1] = (int32_t)t == m->w.ple_table ? m->cfg.vocab : T->rows;
+	want[2] = 3;
+	nd = strcmp(name, T->name) ? 3 : want[1] == 1 ? 1 : 2;
+	shape_ok = gt->n_elems == want[0] * want[1] * (nd == 3 ? 3 : 1);
+	for (r = 0; r < nd; r++)
+		shape_ok = shape_ok && gt->ne[r] == want[r];
+	if (!shape_ok) {
+		char w[64], h[64];
+
+		fmt_ne(want, nd, w, sizeof(w));
+		fmt_ne(gt->ne, gt->n_dims, h, sizeof(h));
+		return pccx__fail(d, PCCX_ERR_FORMAT, "%s: tensor '%s' has shape ne %s, expected "
+				  "ne %s", pccx_gguf_name(g), name, h, w);
+	}
 	base = (uint64_t)part * T->rows;
 	if (T->fmt != PCCX_WFMT_Q4 || gt->type != PCCX_GGML_Q4_0)
 		return pccx__gemma3n_place_rows(m, t, gguf_row, g, gt, base, row, err, clipped, name,

@@ -9,6 +9,9 @@
  * tensors imported losslessly, other types decoded and requantised per block of 32 (the error
  * is reported), vectors rounded to BF16; the open file is handed to the caller when it wants
  * to read other keys (the tokenizer's). A file this module wrote loads back bit for bit.
+ *
+ * Both ways the file has llama.cpp's shapes: token count == token_embd rows ==
+ * per_layer_token_embd rows (padded), checked on load as llama.cpp checks them.
  */
 #ifndef PCCX_GEMMA3N_GGUF_H
 #define PCCX_GEMMA3N_GGUF_H
@@ -17,17 +20,21 @@
 #include "pccx/modelfile.h"
 
 /*
- * Keys of another module written into the same file, after the gemma3n.* metadata: add(w, arg)
- * (e.g. the tokenizer's keys, host/text/tokenizer_gguf.h). This module does not interpret them.
+ * The tokenizer's keys, written by another module into the same file after the gemma3n.*
+ * metadata: add(w, arg, n_tokens) (host/text/tokenizer_gguf.h). This module does not interpret
+ * them, but llama.cpp sizes the embeddings by the token count, so the hook must write token
+ * arrays of exactly n_tokens entries (the rows of token_embd, the model's vocab).
  */
 struct pccx_gguf_keys {
-	int (*add)(pccx_gguf_writer *w, const void *arg, pccx_diag *d);
+	int (*add)(pccx_gguf_writer *w, const void *arg, uint32_t n_tokens, pccx_diag *d);
 	const void *arg;
 };
 
 /*
  * Write `m` (and the keys of `keys` when not NULL) to `path` (atomically: temporary file, then
- * rename).
+ * rename) in llama.cpp's gemma3n layout (docs/model-files.md, "The llama.cpp layout"): the
+ * per-layer embedding padded with zero rows to the vocab, and without `keys` the tokenizer
+ * key llama.cpp requires set to "no_vocab" with gemma3n.vocab_size.
  */
 PCCX_MUST_CHECK int pccx__gemma3n_save_gguf(const struct pccx_gemma3n_model *m,
 					    const struct pccx_gguf_keys *keys, const char *path,

@@ -355,24 +355,90 @@ static int set_str_array(pccx_gguf_writer *w, const char *key, const char *const
 	return rc;
 }
 
-int pccx__tokenizer_save_gguf(pccx_gguf_writer *w, const pccx_tokenizer *tk, pccx_diag *d)
+/*
+ * The token arrays of v grown to n entries: ids from v->n_tokens up get the converter's padding.
+ * tokens/lens/scores/types point at new arrays (one allocation each, the pieces in *blob).
+ */
+struct padded {
+	const char **tokens;
+	uint32_t *lens;
+	float *scores;
+	int32_t *types;
+	char *blob;
+};
+
+static void padded_free(struct padded *p)
+{
+	free((void *)p->tokens);
+	free(p->lens);
+	free(p->scores);
+	free(p->types);
+	free(p->blob);
+	memset(p, 0, sizeof(*p));
+}
+
+static int pad_vocab(const pccx_tokenizer_vocab *v, size_t n, struct padded *p, const char *name,
+		     pccx_diag *d)
+{
+	size_t i, pos = 0, extra = n - v->n_tokens;
+
+	memset(p, 0, sizeof(*p));
+	p->tokens = malloc(n * sizeof(*p->tokens));
+	p->lens = malloc(n * sizeof(*p->lens));
+	p->scores = malloc(n * sizeof(*p->scores));
+	p->types = malloc(n * sizeof(*p->types));
+	p->blob = malloc(extra * 32 + 1);	/* "[PAD" + at most 20 digits + "]" + NUL */
+	if (!p->tokens || !p->lens || !p->scores || !p->types || !p->blob) {
+		padded_free(p);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", name);
+	}
+	for (i = 0; i < n; i++) {
+		if (i < v->n_tokens) {
+			p->tokens[i] = v->tokens[i];
+			p->lens[i] = v->token_lens[i];
+			p->scores[i] = v->scores[i];
+			p->types[i] = v->types[i];
+			continue;
+		}
+		p->tokens[i] = p->blob + pos;
+		p->lens[i] = (uint32_t)snprintf(p->blob + pos, 32, PCCX_TOKENIZER_PAD_FMT, i);
+		pos += p->lens[i] + 1;
+		p->scores[i] = PCCX_TOKENIZER_PAD_SCORE;
+		p->types[i] = PCCX_TOKEN_UNUSED;
+	}
+	return PCCX_OK;
+}
+
+int pccx__tokenizer_save_gguf(pccx_gguf_writer *w, const pccx_tokenizer *tk, size_t n_tokens,
+			      pccx_diag *d)
 {
 	pccx_tokenizer_vocab v;
+	struct padded p;
+	size_t n;
 	int rc;
 
 	rc = pccx_tokenizer_export_vocab(tk, &v, d);
 	if (rc)
 		return rc;
-	rc = pccx_gguf_writer_set_str(w, "tokenizer.ggml.model", v.model ? v.model : "llama", d);
+	n = n_tokens ? n_tokens : v.n_tokens;
+	if (n < v.n_tokens) {
+		rc = pccx__fail(d, PCCX_ERR_INVALID, "%s: the tokenizer has %zu ids, more than the "
+				"%zu rows of the model's embeddings", tk->name, v.n_tokens, n);
+		pccx_tokenizer_vocab_free(&v);
+		return rc;
+	}
+	rc = pad_vocab(&v, n, &p, tk->name, d);
 	if (!rc)
-		rc = set_str_array(w, "tokenizer.ggml.tokens", v.tokens, v.token_lens, v.n_tokens,
-				   d);
-	if (!rc && v.scores)
+		rc = pccx_gguf_writer_set_str(w, "tokenizer.ggml.model",
+					      v.model ? v.model : "llama", d);
+	if (!rc)
+		rc = set_str_array(w, "tokenizer.ggml.tokens", p.tokens, p.lens, n, d);
+	if (!rc)
 		rc = pccx_gguf_writer_set_array(w, "tokenizer.ggml.scores", PCCX_GGUF_FLOAT32,
-						v.scores, v.n_tokens, d);
-	if (!rc && v.types)
+						p.scores, n, d);
+	if (!rc)
 		rc = pccx_gguf_writer_set_array(w, "tokenizer.ggml.token_type", PCCX_GGUF_INT32,
-						v.types, v.n_tokens, d);
+						p.types, n, d);
 	if (!rc && v.n_merges)
 		rc = set_str_array(w, "tokenizer.ggml.merges", v.merges, v.merge_lens, v.n_merges,
 				   d);
@@ -394,6 +460,7 @@ int pccx__tokenizer_save_gguf(pccx_gguf_writer *w, const pccx_tokenizer *tk, pcc
 	if (!rc && v.add_space_prefix >= 0)
 		rc = pccx_gguf_writer_set_bool(w, "tokenizer.ggml.add_space_prefix",
 					       v.add_space_prefix != 0, d);
+	padded_free(&p);
 	pccx_tokenizer_vocab_free(&v);
 	return rc;
 }
