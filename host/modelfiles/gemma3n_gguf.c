@@ -302,11 +302,11 @@ static int token_count(const pccx_gguf *g, uint64_t *n, const char **what, pccx_
 	const char *name = pccx_gguf_name(g), *model = NULL;
 	const pccx_gguf_value *v;
 	static const struct {
-		const char *key;
-		uint32_t type;
+		const char *key, *types;
+		uint32_t type, type2;
 	} arrays[] = {
-		{ "tokenizer.ggml.scores", PCCX_GGUF_FLOAT32 },
-		{ "tokenizer.ggml.token_type", PCCX_GGUF_INT32 },
+		{ "tokenizer.ggml.scores", "float32 or int32", PCCX_GGUF_FLOAT32, PCCX_GGUF_INT32 },
+		{ "tokenizer.ggml.token_type", "int32", PCCX_GGUF_INT32, PCCX_GGUF_INT32 },
 	};
 	size_t i;
 	uint32_t u;
@@ -341,19 +341,20 @@ static int token_count(const pccx_gguf *g, uint64_t *n, const char **what, pccx_
 				  "array of strings", name);
 	*n = v->v.arr.n;
 	*what = "tokenizer.ggml.tokens";
-	/* llama.cpp reads one score and one type per token */
+	/* llama.cpp reads a score and a type for every token (longer arrays pass) */
 	for (i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++) {
 		v = pccx_gguf_find(g, arrays[i].key);
 		if (!v)
 			continue;
-		if (v->type != PCCX_GGUF_ARRAY || v->v.arr.elem_type != arrays[i].type)
+		if (v->type != PCCX_GGUF_ARRAY || (v->v.arr.elem_type != arrays[i].type &&
+						   v->v.arr.elem_type != arrays[i].type2))
 			return pccx__fail(d, PCCX_ERR_FORMAT, "%s: key '%s': not an array of %s",
-					  name, arrays[i].key,
-					  arrays[i].type == PCCX_GGUF_FLOAT32 ? "float32" : "int32");
-		if (v->v.arr.n != *n)
-			return pccx__fail(d, PCCX_ERR_FORMAT, "%s: key '%s' has %llu entries, "
-					  "tokenizer.ggml.tokens %llu", name, arrays[i].key,
-					  (unsigned long long)v->v.arr.n, (unsigned long long)*n);
+					  name, arrays[i].key, arrays[i].types);
+		if (v->v.arr.n < *n)
+			return pccx__fail(d, PCCX_ERR_FORMAT, "%s: key '%s' has %llu entries, fewer "
+					  "than the %llu of tokenizer.ggml.tokens", name,
+					  arrays[i].key, (unsigned long long)v->v.arr.n,
+					  (unsigned long long)*n);
 	}
 	return PCCX_OK;
 }

@@ -628,26 +628,31 @@ START_TEST(inconsistent_token_count_refused)
 	ck_assert_ptr_nonnull(tokens);
 	ck_assert_uint_eq(tokens->v.arr.n, 512);
 
-	/* a token list one short of token_embd's 512 rows (and of the scores and types) */
+	/* a token list one short of token_embd's 512 rows */
 	e = (struct edit){ .set = "tokenizer.ggml.tokens", .v = *tokens };
 	e.v.v.arr.n = 511;
 	rewrite(p, x, &e);
-	refused(x, PCCX_ERR_FORMAT, (const char *const[]){ "x.gguf", "'tokenizer.ggml.scores'",
-			"512 entries", "tokenizer.ggml.tokens 511", NULL });
-	/* tokens, scores and types all 511 long: the count against the rows */
-	{
-		const pccx_gguf_value *sc = pccx_gguf_find(g, "tokenizer.ggml.scores");
-		const pccx_gguf_value *ty = pccx_gguf_find(g, "tokenizer.ggml.token_type");
-		struct edit e2 = { .set = "tokenizer.ggml.scores", .v = *sc };
-
-		e2.v.v.arr.n = 511;
-		rewrite(x, n, &e2);
-		e2 = (struct edit){ .set = "tokenizer.ggml.token_type", .v = *ty };
-		e2.v.v.arr.n = 511;
-		rewrite(n, x, &e2);
-	}
 	refused(x, PCCX_ERR_FORMAT, (const char *const[]){ "x.gguf", "'token_embd.weight'",
 			"512 rows", "ne {128, 512}", "tokenizer.ggml.tokens counts 511", NULL });
+	/* scores or types one short of the tokens (llama.cpp: "Index out of array bounds") */
+	e = (struct edit){ .set = "tokenizer.ggml.scores",
+			   .v = *pccx_gguf_find(g, "tokenizer.ggml.scores") };
+	e.v.v.arr.n = 511;
+	rewrite(p, x, &e);
+	refused(x, PCCX_ERR_FORMAT, (const char *const[]){ "'tokenizer.ggml.scores' has 511 "
+			"entries, fewer than the 512 of tokenizer.ggml.tokens", NULL });
+	e = (struct edit){ .set = "tokenizer.ggml.token_type",
+			   .v = *pccx_gguf_find(g, "tokenizer.ggml.token_type") };
+	e.v.v.arr.n = 100;
+	rewrite(p, x, &e);
+	refused(x, PCCX_ERR_FORMAT, (const char *const[]){ "'tokenizer.ggml.token_type' has 100 "
+			"entries", NULL });
+	/* types as float32: llama.cpp's "invalid gguf type" */
+	e = (struct edit){ .set = "tokenizer.ggml.token_type",
+			   .v = *pccx_gguf_find(g, "tokenizer.ggml.scores") };
+	rewrite(p, x, &e);
+	refused(x, PCCX_ERR_FORMAT, (const char *const[]){ "'tokenizer.ggml.token_type': not an "
+			"array of int32", NULL });
 	/* the table as pccx wrote it before: 480 rows for 512 tokens */
 	e = (struct edit){ .cut = "per_layer_token_embd.weight", .rows = 480 };
 	rewrite(p, x, &e);
