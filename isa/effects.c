@@ -194,16 +194,15 @@ static int cvo_effects(const struct pccx_insn *in, uint32_t l2, struct pccx_effe
 		return fail(f, PCCX_ISA_E_CVO_FUNC, PCCX_FID_D_func);
 
 	if (cd->cls == PCCX_CVOC_LOAD) {
-		/* element len (BF16) or slot len = elements 2len, 2len+1 (FP32) */
-		uint64_t elem = sform ? 2ull * len : len;
-		uint64_t word = src + elem / PCCX_L2_ELEMS_PER_WORD;
+		/* element len of the vector at src */
+		uint64_t word = src + (uint64_t)len / PCCX_L2_ELEMS_PER_WORD;
 
 		if (word >= l2)
 			return fail(f, PCCX_ISA_E_L2_RANGE, PCCX_FID_D_len);
 		fx->rd[0] = range((uint32_t)word, 1);
 		fx->writes_s = true;
 	} else if (sform || cd->cls == PCCX_CVOC_REDUCE) {
-		/* scalar result: S and FP32 slot 0 of dst */
+		/* scalar result: S and element 0 of dst */
 		fx->writes_s = true;
 		fx->reads_s = sform || (in->f[PCCX_FID_D_sub_emax] != 0);
 		if (cd->cls == PCCX_CVOC_REDUCE && !sform) {
@@ -213,7 +212,7 @@ static int cvo_effects(const struct pccx_insn *in, uint32_t l2, struct pccx_effe
 		} else if (cd->cls != PCCX_CVOC_UNARY) {
 			if (src >= l2)
 				return fail(f, PCCX_ISA_E_L2_RANGE, PCCX_FID_D_src);
-			fx->rd[0] = range(src, 1);   /* FP32 operand v in slot 0 */
+			fx->rd[0] = range(src, 1);   /* operand v in element 0 */
 		}
 	} else {
 		/* vector form */

@@ -17,7 +17,7 @@ extern "C" {
 
 /* Device constants of v002 that the encoding depends on. */
 #define PCCX_L2_WORDS        114688u   /* 128-bit words = 1.75 MiB */
-#define PCCX_L2_ELEMS_PER_WORD 8u      /* BF16 elements per L2 word */
+#define PCCX_L2_ELEMS_PER_WORD 4u      /* FP32 elements per L2 word */
 #define PCCX_SHAPE_ENTRIES   64u
 #define PCCX_WSTREAM_PORTS   4u        /* HP0..HP3 weight-stream FIFOs */
 #define PCCX_BEAT_BYTES      16u       /* one 128-bit stream beat / L2 word */
@@ -210,8 +210,8 @@ int pccx__field_find(enum pccx_layout layout, const char *name, size_t len);
 /*
  * A GEMV/GEMM instruction's weights arrive on the four weight-stream ports:
  * the R stored rows are dealt in contiguous quarters, port p carrying rows
- * [p*Q, min(R,(p+1)*Q)) with Q = ceil(R/4). For Q4 and BF16 the stored rows
- * are the N output rows; for BF16T they are the K input rows.
+ * [p*Q, min(R,(p+1)*Q)) with Q = ceil(R/4). For Q4 and F32 the stored rows
+ * are the N output rows; for F32T they are the K input rows.
  */
 struct pccx_wshape {
 	uint32_t n;      /* output elements */
@@ -222,7 +222,7 @@ struct pccx_wshape {
 
 /* Bytes of one stored row in the stream (a multiple of 16). */
 uint64_t pccx__wstream_row_bytes(const struct pccx_wshape *ws);
-/* Stored rows of the weight matrix (N, or K for BF16T). */
+/* Stored rows of the weight matrix (N, or K for F32T). */
 uint32_t pccx__wstream_rows(const struct pccx_wshape *ws);
 /* First row and row count carried by port p. */
 void pccx__wstream_port_rows(const struct pccx_wshape *ws, unsigned port,
@@ -230,7 +230,7 @@ void pccx__wstream_port_rows(const struct pccx_wshape *ws, unsigned port,
 /* Bytes port p carries for one instruction. */
 uint64_t pccx__wstream_port_bytes(const struct pccx_wshape *ws, unsigned port);
 
-/* Number of L2 words a vector of n BF16 elements occupies. */
+/* Number of L2 words a vector of n FP32 elements occupies. */
 static inline uint32_t pccx_words_for(uint64_t n)
 {
 	return (uint32_t)((n + PCCX_L2_ELEMS_PER_WORD - 1) / PCCX_L2_ELEMS_PER_WORD);

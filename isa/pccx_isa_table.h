@@ -23,7 +23,7 @@
 
 /*
  * Field kinds:
- *   L2    17-bit address of a 128-bit L2 word (8 BF16 elements); legal < L2 size (114,688)
+ *   L2    17-bit address of a 128-bit L2 word (4 FP32 elements); legal < L2 size (114,688)
  *   ENTRY 6-bit index of a shape-RAM entry (0–63)
  *   UINT  unsigned count or index, whole width legal at the encoding level
  *   ENUM  enumerated value, printed by name
@@ -65,7 +65,7 @@
 	F(D, func,        cvo_func,       59, 56, ENUM,  "SFU function")                  \
 	F(D, src,         src_addr,       55, 39, L2,    "L2 word of the source vector")  \
 	F(D, dst,         dst_addr,       38, 22, L2,    "L2 word of the destination")    \
-	F(D, len,         length,         21,  6, UINT,  "elements (LDS: element/slot index)") \
+	F(D, len,         length,         21,  6, UINT,  "elements (LDS: element index)") \
 	F(D, sub_emax,    sub_emax,        5,  5, FLAG,  "subtract S from each input")    \
 	F(D, recip_scale, recip_scale,     4,  4, FLAG,  "SCALE: divide by S; reductions: mean") \
 	F(D, accm,        accm,            3,  3, FLAG,  "add the old dst values")        \
@@ -81,8 +81,8 @@
 /* Weight formats (weight-shape entry, value c). X(ENUM, value, name, description) */
 #define PCCX_WFMT_LIST(X)                                                                   \
 	X(Q4,    0, "q4",    "INT4 + FP16 scale per 32 along K; y = W x")                       \
-	X(BF16,  1, "bf16",  "BF16 rows of K; y = W x (attention scores over the KV cache)")   \
-	X(BF16T, 2, "bf16t", "BF16 rows of N, K rows; y = W^T x (attention context over V)")
+	X(F32,   1, "f32",   "FP32 rows of K; y = W x (attention scores over the KV cache)")   \
+	X(F32T,  2, "f32t",  "FP32 rows of N, K rows; y = W^T x (attention context over V)")
 
 /* CVO flag bits (word bit masks). */
 #define PCCX_CVOF_SUB   (1u << 5)
@@ -101,9 +101,9 @@
  *          SCALE  dst[i] = pre(src[i]) * S (or / S)   scalar form: S = S * v (or / v)
  *          BINARY dst[i] = dst[i] op src[i]           scalar form: S = S op v
  *          REDUCE S = reduce(pre(src[0..len)))        scalar form (MAX only): S = max(S, v)
- *          LOAD   S = element len of src (BF16), or FP32 slot len of src with sreg
- * where v is the FP32 value in slot 0 (elements 0-1) of word src. Every instruction that
- * produces a scalar also writes it as FP32 to slot 0 of word dst.
+ *          LOAD   S = element len of src
+ * where v is element 0 of word src. Every instruction that produces a scalar also writes
+ * it to element 0 of word dst.
  * Code 0xF is not defined and is illegal.
  */
 #define PCCX_CVO_FUNC_LIST(X)                                                                     \
@@ -133,7 +133,7 @@
 	  "extension", "softmax maximum; scalar form clamps (max(mean sq, 1e-5))")               \
 	X(SUMSQ,  0xC, "sumsq",  REDUCE, PCCX_CVOF_SUB | PCCX_CVOF_RECIP, PCCX_CVO_NO_SFORM,       \
 	  "extension", "RMSNorm mean square, Gaussian top-k variance, AltUp magnitudes")         \
-	X(LDS,    0xD, "lds",    LOAD,   PCCX_CVOF_NONE, PCCX_CVOF_NONE,                            \
+	X(LDS,    0xD, "lds",    LOAD,   PCCX_CVOF_NONE, PCCX_CVO_NO_SFORM,                          \
 	  "extension", "load AltUp coefficients and constants into S")                            \
 	X(RSQRT,  0xE, "rsqrt",  UNARY,  PCCX_CVOF_SUB | PCCX_CVOF_RELU | PCCX_CVOF_ACCM, PCCX_CVOF_RELU,  \
 	  "extension", "RMSNorm 1/sqrt(mean sq + eps)")

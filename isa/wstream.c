@@ -22,17 +22,17 @@ uint64_t pccx__wstream_row_bytes(const struct pccx_wshape *ws)
 
 		return (scale_beats + blocks) * PCCX_BEAT_BYTES;
 	}
-	case PCCX_WFMT_BF16:
-		return beats((uint64_t)ws->k * 2) * PCCX_BEAT_BYTES;
-	case PCCX_WFMT_BF16T:
-		return beats((uint64_t)ws->n * 2) * PCCX_BEAT_BYTES;
+	case PCCX_WFMT_F32:
+		return beats((uint64_t)ws->k * 4) * PCCX_BEAT_BYTES;
+	case PCCX_WFMT_F32T:
+		return beats((uint64_t)ws->n * 4) * PCCX_BEAT_BYTES;
 	}
 	return 0;
 }
 
 uint32_t pccx__wstream_rows(const struct pccx_wshape *ws)
 {
-	return ws->fmt == PCCX_WFMT_BF16T ? ws->k : ws->n;
+	return ws->fmt == PCCX_WFMT_F32T ? ws->k : ws->n;
 }
 
 void pccx__wstream_port_rows(const struct pccx_wshape *ws, unsigned port, uint32_t *first,

@@ -47,7 +47,7 @@ void pccx__cmp_free(struct pccx_cmp *c)
 	free(c);
 }
 
-int pccx__cmp_ref_stage(void *user, const char *name, const uint16_t *data, uint32_t rows,
+int pccx__cmp_ref_stage(void *user, const char *name, const float *data, uint32_t rows,
 			uint32_t cols, uint32_t stride)
 {
 	struct pccx_cmp *c = user;
@@ -72,7 +72,7 @@ int pccx__cmp_ref_stage(void *user, const char *name, const uint16_t *data, uint
 	k->n = rows * cols;
 	for (r = 0; r < rows; r++)
 		for (i = 0; i < cols; i++)
-			k->v[(size_t)r * cols + i] = pccx__bf16_to_f32(data[(size_t)r * stride + i]);
+			k->v[(size_t)r * cols + i] = data[(size_t)r * stride + i];
 	c->nk++;
 	return PCCX_OK;
 }

@@ -30,7 +30,7 @@ void pccx__cmp_free(struct pccx_cmp *c);
 void pccx__cmp_clear(struct pccx_cmp *c);
 
 /* Keep a reference stage (the signature of pccx_ref_stage_fn; user = the pccx_cmp). */
-int pccx__cmp_ref_stage(void *user, const char *name, const uint16_t *data, uint32_t rows,
+int pccx__cmp_ref_stage(void *user, const char *name, const float *data, uint32_t rows,
 			uint32_t cols, uint32_t stride);
 /* Compare an oracle stage (pccx_oracle_stage_fn). A missing or differently shaped reference
  * stage fails with PCCX_ERR_MISMATCH. */

@@ -24,7 +24,7 @@ struct hostbuf {
 };
 
 struct pccx_ref_exec {
-	uint16_t *l2;			/* (PCCX_L2_WORDS, 8) */
+	float *l2;			/* (PCCX_L2_WORDS, 4) */
 	float S;			/* the SFU scalar register */
 	struct hostbuf buf[PCCX_NPU_NBUF];
 	struct pccx_pool *pool;
@@ -46,7 +46,7 @@ static struct pccx_ref_exec *X(void *ctx)
 	return ctx;
 }
 
-static uint16_t *word(struct pccx_ref_exec *x, uint32_t w)
+static float *word(struct pccx_ref_exec *x, uint32_t w)
 {
 	return x->l2 + (size_t)w * PCCX_L2_ELEMS_PER_WORD;
 }
@@ -95,13 +95,13 @@ static int memset_fmap(struct pccx_ref_exec *x, const char *what, struct pccx_sh
 	return check_insn(x, what, &in, st);
 }
 
-/* The fmap shape of a transfer of n elements: (n, 1) when it fits, else (8, words). */
+/* The fmap shape of a transfer of n elements: (n, 1) when it fits, else (4, words). */
 static int memset_xfer(struct pccx_ref_exec *x, const char *what, struct pccx_shape_state *st,
 		       uint32_t n)
 {
 	if (n <= 0xFFFFu)
 		return memset_fmap(x, what, st, n, 1);
-	return memset_fmap(x, what, st, 8, pccx_words_for(n));
+	return memset_fmap(x, what, st, PCCX_L2_ELEMS_PER_WORD, pccx_words_for(n));
 }
 
 static int check_host(struct pccx_ref_exec *x, const char *what, uint32_t buf, uint64_t off,
@@ -156,7 +156,7 @@ static int op_end(void *ctx)
 	return PCCX_OK;
 }
 
-/* GEMV/GEMM y[m][n] = x[m][:] . W[n][:] (Q4, BF16) or x[m][:] . W[:][n] (BF16T). */
+/* GEMV/GEMM y[m][n] = x[m][:] . W[n][:] (Q4, F32) or x[m][:] . W[:][n] (F32T). */
 static int op_matmul(void *ctx, const struct pccx_npu_matmul *mm)
 {
 	struct pccx_ref_exec *x = X(ctx);
@@ -200,8 +200,8 @@ static int op_matmul(void *ctx, const struct pccx_npu_matmul *mm)
 	x->cnt.stream_bytes += bytes;
 
 	for (r = 0; r < mm->m; r++) {
-		const uint16_t *xin = word(x, mm->src + r * pccx_words_for(mm->k));
-		uint16_t *out = word(x, mm->dst + r * pccx_words_for(mm->n));
+		const float *xin = word(x, mm->src + r * pccx_words_for(mm->k));
+		float *out = word(x, mm->dst + r * pccx_words_for(mm->n));
 
 		switch (mm->fmt) {
 		case PCCX_WFMT_Q4: {
@@ -212,26 +212,27 @@ static int op_matmul(void *ctx, const struct pccx_npu_matmul *mm)
 			pccx__kern_q4_gemv(x->pool, x->impl, w, rb, mm->n, &a, x->y);
 			break;
 		}
-		case PCCX_WFMT_BF16:
+		case PCCX_WFMT_F32:
+			/* host buffers are 16-byte aligned and rows multiples of 16 bytes */
 			for (i = 0; i < mm->n; i++)
-				x->y[i] = pccx__bf16_row_dot(
-					(const uint16_t *)(const void *)(w + i * rb), xin, mm->k);
+				x->y[i] = pccx__f32_row_dot(
+					(const float *)(const void *)(w + i * rb), xin, mm->k);
 			break;
-		case PCCX_WFMT_BF16T:
-			if (rb == (uint64_t)mm->n * 2) {
-				pccx__bf16_colsum((const uint16_t *)(const void *)w, xin, mm->k,
-						  mm->n, x->y);
+		case PCCX_WFMT_F32T:
+			if (rb == (uint64_t)mm->n * sizeof(float)) {
+				pccx__f32_colsum((const float *)(const void *)w, xin, mm->k,
+						 mm->n, x->y);
 			} else {
 				/* rows padded to 16 bytes: repack to (K, N) for the primitive */
-				uint16_t *t = malloc((size_t)mm->k * mm->n * 2);
+				float *t = malloc((size_t)mm->k * mm->n * sizeof(float));
 
 				if (!t)
 					return pccx__fail(&x->err, PCCX_ERR_NOMEM,
-							  "bf16t: out of memory");
+							  "f32t: out of memory");
 				for (i = 0; i < mm->k; i++)
 					memcpy(t + (size_t)i * mm->n, w + i * rb,
-					       (size_t)mm->n * 2);
-				pccx__bf16_colsum(t, xin, mm->k, mm->n, x->y);
+					       (size_t)mm->n * sizeof(float));
+				pccx__f32_colsum(t, xin, mm->k, mm->n, x->y);
 				free(t);
 			}
 			break;
@@ -288,22 +289,11 @@ static unsigned sfu_flags(uint32_t func, uint32_t flags)
 	return f;
 }
 
-static float slot_get(struct pccx_ref_exec *x, uint32_t w, uint32_t slot)
-{
-	const uint16_t *e = word(x, w) + 2 * slot;
-
-	return pccx_f32_from_bits((uint32_t)e[0] | (uint32_t)e[1] << 16);
-}
-
-/* A scalar result: S and FP32 slot 0 of word dst (element 0 low half, element 1 high). */
+/* A scalar result: S and element 0 of word dst. */
 static void scalar_out(struct pccx_ref_exec *x, uint32_t dst, float s)
 {
-	uint32_t b = pccx_f32_bits(s);
-	uint16_t *e = word(x, dst);
-
 	x->S = s;
-	e[0] = (uint16_t)b;
-	e[1] = (uint16_t)(b >> 16);
+	word(x, dst)[0] = s;
 }
 
 /* Element-wise CVOs are independent per element: long ones are split across the threads. */
@@ -311,8 +301,8 @@ struct vec_job {
 	int fn;
 	unsigned flags;
 	float S;
-	const uint16_t *src;
-	uint16_t *dst;
+	const float *src;
+	float *dst;
 	uint32_t n;
 };
 
@@ -356,16 +346,13 @@ static int op_cvo(void *ctx, const struct pccx_npu_cvo *op)
 		return rc;
 
 	if (cd->cls == PCCX_CVOC_LOAD) {
-		if (sform)
-			scalar_out(x, op->dst, slot_get(x, op->src, op->len));
-		else
-			scalar_out(x, op->dst, pccx__bf16_to_f32(word(x, op->src)[op->len]));
+		scalar_out(x, op->dst, word(x, op->src)[op->len]);
 	} else if (sform) {
 		if (cd->cls == PCCX_CVOC_UNARY)
 			scalar_out(x, op->dst, pccx__sfu_elem(fn, f, x->S, x->S, 0.0f));
 		else
 			scalar_out(x, op->dst,
-				   pccx__sfu_scalar(fn, f, x->S, slot_get(x, op->src, 0)));
+				   pccx__sfu_scalar(fn, f, x->S, word(x, op->src)[0]));
 	} else if (cd->cls == PCCX_CVOC_REDUCE) {
 		scalar_out(x, op->dst, pccx__sfu_reduce(fn, f, x->S, word(x, op->src), op->len));
 	} else {
@@ -385,7 +372,7 @@ static int op_copy(void *ctx, uint32_t dst, uint32_t src, uint32_t words)
 
 	x->cnt.ops[OP_COPY]++;
 	pccx__shape_reset(&st);
-	rc = memset_fmap(x, "copy shape", &st, 8, words);
+	rc = memset_fmap(x, "copy shape", &st, PCCX_L2_ELEMS_PER_WORD, words);
 	in.f[PCCX_FID_B_dest] = dst;
 	in.f[PCCX_FID_B_src] = src;
 	if (!rc)
@@ -396,52 +383,62 @@ static int op_copy(void *ctx, uint32_t dst, uint32_t src, uint32_t words)
 	return PCCX_OK;
 }
 
+/*
+ * MEMCPY between L2 and a host buffer: n elements from/to L2 word `word`, as instructions of
+ * at most 65,535 words (the fmap-shape field), each checked by isa/ like any other.
+ */
+static int xfer(struct pccx_ref_exec *x, const char *what, bool to_host, uint32_t at,
+		uint32_t buf, uint64_t off, uint32_t n)
+{
+	uint64_t words = pccx_words_for(n), bytes = words * 16;
+	int rc = check_host(x, what, buf, off, bytes, to_host);
+
+	while (!rc && words) {
+		uint32_t chunk = words < 0xFFFFu ? (uint32_t)words : 0xFFFFu;
+		struct pccx_insn in = { .opcode = PCCX_OP_MEMCPY };
+		struct pccx_shape_state st;
+		uint64_t cb = (uint64_t)chunk * 16;
+
+		pccx__shape_reset(&st);
+		rc = memset_xfer(x, what, &st, chunk == words ? n : chunk * PCCX_L2_ELEMS_PER_WORD);
+		in.f[to_host ? PCCX_FID_B_to_host : PCCX_FID_B_from_host] = 1;
+		in.f[to_host ? PCCX_FID_B_src : PCCX_FID_B_dest] = at;
+		if (!rc)
+			rc = check_insn(x, what, &in, &st);
+		if (rc)
+			break;
+		if (to_host)
+			memcpy(x->buf[buf].base + off, word(x, at), cb);
+		else
+			memcpy(word(x, at), x->buf[buf].base + off, cb);
+		at += chunk;
+		off += cb;
+		n -= chunk * PCCX_L2_ELEMS_PER_WORD;
+		words -= chunk;
+	}
+	if (!rc) {
+		if (to_host)
+			x->cnt.store_bytes += bytes;
+		else
+			x->cnt.load_bytes += bytes;
+	}
+	return rc;
+}
+
 static int op_load(void *ctx, uint32_t dst, uint32_t buf, uint64_t off, uint32_t n)
 {
 	struct pccx_ref_exec *x = X(ctx);
-	struct pccx_insn in = { .opcode = PCCX_OP_MEMCPY };
-	struct pccx_shape_state st;
-	uint64_t bytes = (uint64_t)pccx_words_for(n) * 16;
-	int rc;
 
 	x->cnt.ops[OP_LOAD]++;
-	pccx__shape_reset(&st);
-	rc = memset_xfer(x, "load shape", &st, n);
-	in.f[PCCX_FID_B_from_host] = 1;
-	in.f[PCCX_FID_B_dest] = dst;
-	if (!rc)
-		rc = check_insn(x, "load", &in, &st);
-	if (!rc)
-		rc = check_host(x, "load", buf, off, bytes, false);
-	if (rc)
-		return rc;
-	memcpy(word(x, dst), x->buf[buf].base + off, bytes);
-	x->cnt.load_bytes += bytes;
-	return PCCX_OK;
+	return xfer(x, "load", false, dst, buf, off, n);
 }
 
 static int op_store(void *ctx, uint32_t buf, uint64_t off, uint32_t src, uint32_t n)
 {
 	struct pccx_ref_exec *x = X(ctx);
-	struct pccx_insn in = { .opcode = PCCX_OP_MEMCPY };
-	struct pccx_shape_state st;
-	uint64_t bytes = (uint64_t)pccx_words_for(n) * 16;
-	int rc;
 
 	x->cnt.ops[OP_STORE]++;
-	pccx__shape_reset(&st);
-	rc = memset_xfer(x, "store shape", &st, n);
-	in.f[PCCX_FID_B_to_host] = 1;
-	in.f[PCCX_FID_B_src] = src;
-	if (!rc)
-		rc = check_insn(x, "store", &in, &st);
-	if (!rc)
-		rc = check_host(x, "store", buf, off, bytes, true);
-	if (rc)
-		return rc;
-	memcpy(x->buf[buf].base + off, word(x, src), bytes);
-	x->cnt.store_bytes += bytes;
-	return PCCX_OK;
+	return xfer(x, "store", true, src, buf, off, n);
 }
 
 static int op_stage(void *ctx, const char *name, uint32_t addr, uint32_t rows, uint32_t cols)
@@ -454,7 +451,8 @@ static int op_stage(void *ctx, const char *name, uint32_t addr, uint32_t rows, u
 		return pccx__fail(&x->err, PCCX_ERR_RANGE, "stage %s: outside L2", name);
 	if (!x->on_stage)
 		return PCCX_OK;
-	return x->on_stage(x->stage_user, name, word(x, addr), rows, cols, stride * 8);
+	return x->on_stage(x->stage_user, name, word(x, addr), rows, cols,
+			   stride * PCCX_L2_ELEMS_PER_WORD);
 }
 
 static const char *op_error(void *ctx)
@@ -493,7 +491,7 @@ int pccx__ref_exec_create(struct pccx_ref_exec **out, unsigned n_threads, enum p
 	x = calloc(1, sizeof(*x));
 	if (!x)
 		return pccx__fail(d, PCCX_ERR_NOMEM, "reference NPU: out of memory");
-	x->l2 = calloc(L2_ELEMS, sizeof(uint16_t));
+	x->l2 = calloc(L2_ELEMS, sizeof(float));
 	x->q8 = malloc(MAX_DIM);
 	x->xp = malloc(MAX_DIM);
 	x->sx = malloc(MAX_DIM / 32 * sizeof(float));
@@ -553,7 +551,7 @@ void pccx__ref_exec_reset_counters(struct pccx_ref_exec *x)
 	memset(&x->cnt, 0, sizeof(x->cnt));
 }
 
-uint16_t *pccx__ref_exec_l2(struct pccx_ref_exec *x)
+float *pccx__ref_exec_l2(struct pccx_ref_exec *x)
 {
 	return x->l2;
 }

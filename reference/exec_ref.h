@@ -18,7 +18,7 @@ struct pccx_ref_exec;
  * Called by every stage op. data points at row 0 in L2; row r starts at data + r * stride
  * (elements). Return non-zero to stop the step with that status.
  */
-typedef int (*pccx_ref_stage_fn)(void *user, const char *name, const uint16_t *data,
+typedef int (*pccx_ref_stage_fn)(void *user, const char *name, const float *data,
 				 uint32_t rows, uint32_t cols, uint32_t stride);
 
 struct pccx_ref_counters {
@@ -41,8 +41,8 @@ void pccx__ref_exec_on_stage(struct pccx_ref_exec *x, pccx_ref_stage_fn fn, void
 const char *pccx__ref_exec_error(const struct pccx_ref_exec *x);
 const struct pccx_ref_counters *pccx__ref_exec_counters(const struct pccx_ref_exec *x);
 void pccx__ref_exec_reset_counters(struct pccx_ref_exec *x);
-/* Direct access for tests: L2 (PCCX_L2_WORDS * 8 BF16) and the scalar register. */
-uint16_t *pccx__ref_exec_l2(struct pccx_ref_exec *x);
+/* Direct access for tests: L2 (PCCX_L2_WORDS * 4 FP32) and the scalar register. */
+float *pccx__ref_exec_l2(struct pccx_ref_exec *x);
 float pccx__ref_exec_sreg(const struct pccx_ref_exec *x);
 unsigned pccx__ref_exec_threads(const struct pccx_ref_exec *x);
 enum pccx_kern_impl pccx__ref_exec_kernel(const struct pccx_ref_exec *x);

@@ -97,7 +97,9 @@ int pccx__gemma3n_session_step(struct pccx_gemma3n_session *s, uint32_t token, f
 		const uint8_t *b = s->out;
 
 		for (i = 0; i < c->vocab; i++)
-			logits[i] = pccx__bf16_to_f32((uint16_t)(b[2 * i] | b[2 * i + 1] << 8));
+			logits[i] = pccx_f32_from_bits((uint32_t)b[4 * i] | (uint32_t)b[4 * i + 1] << 8 |
+							(uint32_t)b[4 * i + 2] << 16 |
+							(uint32_t)b[4 * i + 3] << 24);
 	}
 	s->pos++;
 	return PCCX_OK;

@@ -16,7 +16,7 @@ struct pccx_gemma3n_session {
 	void *ctx;
 	uint8_t *in;		/* (plan.in_bytes) PCCX_NPU_BUF_IN */
 	uint8_t *kv;		/* (plan.kv_bytes) PCCX_NPU_BUF_KV */
-	uint8_t *out;		/* (plan.out_bytes) PCCX_NPU_BUF_OUT: BF16 logits */
+	uint8_t *out;		/* (plan.out_bytes) PCCX_NPU_BUF_OUT: FP32 logits */
 	uint32_t pos;		/* position of the next token */
 };
 
@@ -31,7 +31,7 @@ void pccx__gemma3n_session_reset(struct pccx_gemma3n_session *s);
 
 /*
  * Decode `token` at the next position. logits == NULL skips the LM head (prefill);
- * otherwise logits receives vocab floats (the BF16 results, widened exactly).
+ * otherwise logits receives the vocab FP32 results.
  */
 PCCX_MUST_CHECK int pccx__gemma3n_session_step(struct pccx_gemma3n_session *s, uint32_t token,
 					       float *logits, pccx_diag *d);

@@ -31,6 +31,7 @@
 #include "pccx_num.h"
 
 #define W(n) pccx_words_for(n)
+#define EPW PCCX_L2_ELEMS_PER_WORD
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 #define NSTREAM PCCX_GEMMA3N_STREAMS
 
@@ -109,7 +110,7 @@ int pccx__gemma3n_plan_build(const struct pccx_gemma3n_model *m, struct pccx_gem
 {
 	const struct pccx_gemma3n_config *c = &m->cfg;
 	uint32_t D = c->d_model, L = c->n_layers, P = c->d_ple, t, l;
-	uint64_t next = 0, kv = 0;
+	uint64_t next = 0, kv = 0, scratch;
 	struct plan_sizes sz;
 	int rc;
 
@@ -144,6 +145,15 @@ int pccx__gemma3n_plan_build(const struct pccx_gemma3n_model *m, struct pccx_gem
 	p->u = take(&next, W((uint64_t)L * P));
 	p->h = take(&next, W(D));
 	p->lr = take(&next, W(D));
+	p->rm = take(&next, 1);
+	p->coefs = take(&next, W(NSTREAM * NSTREAM));
+	p->corr = take(&next, 1);
+	p->scal = take(&next, PCCX_GEMMA3N_NSCAL);
+	/*
+	 * The working set of a layer. The LM head runs after the last layer and reads only h, so
+	 * its logits reuse these words: L2 holds the larger of the two, not their sum.
+	 */
+	scratch = next;
 	p->lrank = take(&next, W(c->laurel_rank));
 	p->q = take(&next, sz.q);
 	p->k = take(&next, sz.kv);
@@ -161,11 +171,8 @@ int pccx__gemma3n_plan_build(const struct pccx_gemma3n_model *m, struct pccx_gem
 	p->tmp = take(&next, W(D));
 	p->hsum = take(&next, W(D));
 	p->pleg = take(&next, W(P));
-	p->rm = take(&next, 1);
-	p->coefs = take(&next, W(NSTREAM * NSTREAM));
-	p->corr = take(&next, 1);
-	p->scal = take(&next, PCCX_GEMMA3N_NSCAL);
-	p->logits = take(&next, W(c->vocab));
+	p->logits = (uint32_t)scratch;
+	next = MAX(next, scratch + W(c->vocab));
 	if (next > PCCX_L2_WORDS)
 		return pccx__fail(
 			d, PCCX_ERR_RANGE,
@@ -205,20 +212,16 @@ uint32_t pccx__gemma3n_n_keys(const struct pccx_layer_desc *ly, uint32_t pos)
 /* ===================================================================================== */
 /* Per-step inputs computed by the host.                                                 */
 
-static void put_f32_slot(uint8_t *in, uint32_t word, float v)
+/* Element i of the vector at `word` of the input image (little-endian FP32). */
+static void put_f32(uint8_t *in, uint32_t word, uint32_t i, float v)
 {
 	uint32_t b = pccx_f32_bits(v);
+	uint8_t *o = in + 16ull * word + 4ull * i;
 
-	in[16 * word + 0] = (uint8_t)b;
-	in[16 * word + 1] = (uint8_t)(b >> 8);
-	in[16 * word + 2] = (uint8_t)(b >> 16);
-	in[16 * word + 3] = (uint8_t)(b >> 24);
-}
-
-static void put_bf16(uint8_t *in, uint32_t word, uint32_t i, uint16_t h)
-{
-	in[16 * word + 2 * i] = (uint8_t)h;
-	in[16 * word + 2 * i + 1] = (uint8_t)(h >> 8);
+	o[0] = (uint8_t)b;
+	o[1] = (uint8_t)(b >> 8);
+	o[2] = (uint8_t)(b >> 16);
+	o[3] = (uint8_t)(b >> 24);
 }
 
 /*
@@ -266,9 +269,9 @@ int pccx__gemma3n_host_inputs(const struct pccx_gemma3n_model *m, const struct p
 	consts[PCCX_GEMMA3N_C_NEG_ONE] = -1.0f;
 	consts[PCCX_GEMMA3N_C_SOFTCAP] = c->softcap;
 	for (i = 0; i < PCCX_GEMMA3N_NCONST; i++)
-		put_f32_slot(in, p->consts - base + i, consts[i]);
-	for (i = 0; i < 8; i++)
-		put_bf16(in, p->ones - base, i, 0x3F80);
+		put_f32(in, p->consts - base + i, 0, consts[i]);
+	for (i = 0; i < EPW; i++)
+		put_f32(in, p->ones - base, i, 1.0f);
 
 	/*
 	 * RoPE of each attention kind, rotate-half pairing i <-> i + hd/2:
@@ -282,24 +285,23 @@ int pccx__gemma3n_host_inputs(const struct pccx_gemma3n_model *m, const struct p
 			float frac = (float)(2 * i) / (float)hd;
 			float inv_freq = pccx__f32_exp(-(frac * ln_theta));
 			float ph = (float)pos * inv_freq;
-			uint16_t cs = pccx_bf16_store(pccx__f32_cos(ph));
-			float sn = pccx__f32_sin(ph);
+			float cs = pccx__f32_cos(ph), sn = pccx__f32_sin(ph);
 
-			put_bf16(in, p->rope_cos[t] - base, i, cs);
-			put_bf16(in, p->rope_cos[t] - base, i + half, cs);
-			put_bf16(in, p->rope_sin[t] - base, i, pccx_bf16_store(-sn));
-			put_bf16(in, p->rope_sin[t] - base, i + half, pccx_bf16_store(sn));
+			put_f32(in, p->rope_cos[t] - base, i, cs);
+			put_f32(in, p->rope_cos[t] - base, i + half, cs);
+			put_f32(in, p->rope_sin[t] - base, i, -sn);
+			put_f32(in, p->rope_sin[t] - base, i + half, sn);
 		}
 	}
 
-	/* Embedding row, dequantised, times sqrt(D) (FP32, one rounding to BF16). */
+	/* Embedding row, dequantised, times sqrt(D) (FP32, one rounding). */
 	scale = pccx__f32_sqrt((float)D);
 	rec = pccx_gemma3n_row(m, w->embed, token);
 	for (i = 0; i < D; i++) {
 		float x = pccx__q4_weight(pccx_gemma3n_q4_nibbles(rec, D),
 					  pccx_gemma3n_q4_scales(rec), i);
 
-		put_bf16(in, p->embed - base, i, pccx_bf16_store(x * scale));
+		put_f32(in, p->embed - base, i, x * scale);
 	}
 
 	/* PLE row times sqrt(d_ple); ids beyond the PLE table use row 0 (Hugging Face). */
@@ -311,7 +313,7 @@ int pccx__gemma3n_host_inputs(const struct pccx_gemma3n_model *m, const struct p
 			pccx__q4_weight(pccx_gemma3n_q4_nibbles(rec, cols),
 					pccx_gemma3n_q4_scales(rec), i);
 
-		put_bf16(in, p->ple_in - base + i / 8, i % 8, pccx_bf16_store(x * scale));
+		put_f32(in, p->ple_in - base, i, x * scale);
 	}
 	return PCCX_OK;
 }
@@ -371,7 +373,7 @@ static void gemv_rows(struct emit *e, int32_t t, uint32_t r0, uint32_t rows, uin
 		};
 
 		n = rows - r < GEMV_CHUNK ? rows - r : GEMV_CHUNK;
-		matmul(e, T->fmt, w, n, T->cols, 1, src, dst + r / 8, accm);
+		matmul(e, T->fmt, w, n, T->cols, 1, src, dst + r / EPW, accm);
 	}
 }
 
@@ -400,17 +402,17 @@ static void cvo_vec(struct emit *e, uint32_t func, uint32_t flags, uint32_t src,
 
 	for (i = 0; i < len; i += n) {
 		n = len - i < CHUNK ? len - i : CHUNK;
-		cvo(e, func, flags, src + i / 8, dst + i / 8, n);
+		cvo(e, func, flags, src + i / EPW, dst + i / EPW, n);
 	}
 }
 
 /* S <- constant c. */
 static void s_const(struct emit *e, enum pccx_gemma3n_const c)
 {
-	cvo(e, PCCX_CVO_LDS, PCCX_CVOF_SREG, e->p->consts + c, e->p->scal + PCCX_GEMMA3N_S_DUMP, 0);
+	cvo(e, PCCX_CVO_LDS, 0, e->p->consts + c, e->p->scal + PCCX_GEMMA3N_S_DUMP, 0);
 }
 
-/* S <- S op v, v = FP32 slot 0 of word `v`; the result also lands in scratch word `keep`. */
+/* S <- S op v, v = element 0 of word `v`; the result also lands in scratch word `keep`. */
 static void s_op(struct emit *e, uint32_t func, uint32_t v, enum pccx_gemma3n_scal keep)
 {
 	cvo(e, func, PCCX_CVOF_SREG, v, e->p->scal + keep, 0);
@@ -564,7 +566,7 @@ static void forward_inputs(struct emit *e)
 	uint32_t D = c->d_model, LP = c->n_layers * c->d_ple, k, i;
 
 	/* the step's inputs, the RoPE tables for every head, the global vectors */
-	load(e, p->in, PCCX_NPU_BUF_IN, 0, p->in_words * 8);
+	load(e, p->in, PCCX_NPU_BUF_IN, 0, p->in_words * EPW);
 	for (k = 0; k < PCCX_ATTN_KINDS; k++) {
 		uint32_t hw = W(e->m->attn[k].head_dim);
 
@@ -573,7 +575,7 @@ static void forward_inputs(struct emit *e)
 			copy(e, p->rep_sin[k] + i * hw, p->rope_sin[k], hw);
 		}
 	}
-	load(e, p->gvec, PCCX_NPU_BUF_WEIGHTS, w->gvec_offset, (uint32_t)(w->gvec_bytes / 2));
+	load(e, p->gvec, PCCX_NPU_BUF_WEIGHTS, w->gvec_offset, (uint32_t)(w->gvec_bytes / sizeof(float)));
 	stage(e, p->embed, 1, D, "embed");
 	stage(e, p->ple_in, 1, LP, "ple.inputs");
 
@@ -698,7 +700,7 @@ static void forward_attend(struct emit *e, uint32_t l, uint32_t pos)
 		};
 
 		/* scores = q K^T (scale 1.0); rows of the ring buffer in slot order */
-		matmul(e, PCCX_WFMT_BF16, kr, keys, hd, group, p->q + g * group * hw, p->scores,
+		matmul(e, PCCX_WFMT_F32, kr, keys, hd, group, p->q + g * group * hw, p->scores,
 		       false);
 		/* softmax per query head: S = max; e = exp(s - S); S = sum; p = e / S */
 		for (r = 0; r < group; r++) {
@@ -710,7 +712,7 @@ static void forward_attend(struct emit *e, uint32_t l, uint32_t pos)
 			cvo(e, PCCX_CVO_SCALE, PCCX_CVOF_RECIP, s, s, keys);
 		}
 		/* ctx = P V: V rows of the window as a transposed weight */
-		matmul(e, PCCX_WFMT_BF16T, vr, hd, keys, group, p->scores, p->ctx + g * group * hw,
+		matmul(e, PCCX_WFMT_F32T, vr, hd, keys, group, p->scores, p->ctx + g * group * hw,
 		       false);
 	}
 	stage(e, p->ctx, ly->n_heads, hd, "L%u.attn.ctx", l);
@@ -811,13 +813,13 @@ static void forward_ffn(struct emit *e, uint32_t l, uint32_t X, uint32_t P)
 	forward_ffn_act(e, l);
 	for (r = piece; r < F; r += n) {
 		n = F - r < piece ? F - r : piece;
-		gemv_rows(e, lw->ffn_up, r, n, p->t, p->up + r / 8, false);
+		gemv_rows(e, lw->ffn_up, r, n, p->t, p->up + r / EPW, false);
 		behind(e, lw->ffn_up);	/* model: the product comes after all of W_up */
-		cvo(e, PCCX_CVO_MUL, 0, p->up + (r - piece) / 8, p->gate + (r - piece) / 8, piece);
+		cvo(e, PCCX_CVO_MUL, 0, p->up + (r - piece) / EPW, p->gate + (r - piece) / EPW, piece);
 	}
 	stage(e, p->up, 1, F, "L%u.ffn.up", l);
 	r = (F - 1) / piece * piece;	/* the last piece */
-	cvo(e, PCCX_CVO_MUL, 0, p->up + r / 8, p->gate + r / 8, F - r);
+	cvo(e, PCCX_CVO_MUL, 0, p->up + r / EPW, p->gate + r / EPW, F - r);
 	stage(e, p->gate, 1, F, "L%u.ffn.hidden", l);
 	gemv(e, lw->ffn_down, p->gate, p->f, false);
 	stage(e, p->f, 1, D, "L%u.ffn.down", l);
@@ -879,7 +881,7 @@ static void forward_layer(struct emit *e, uint32_t l, uint32_t pos)
 	const struct pccx_gemma3n_layer_w *lw = &e->m->w.layer[l];
 	uint32_t D = e->c->d_model, X = l % 2, P = 1 - X;
 
-	load(e, p->lvec, PCCX_NPU_BUF_WEIGHTS, lw->vec_offset, (uint32_t)(lw->vec_bytes / 2));
+	load(e, p->lvec, PCCX_NPU_BUF_WEIGHTS, lw->vec_offset, (uint32_t)(lw->vec_bytes / sizeof(float)));
 
 	/* AltUp predict; predictions 1..3 are issued behind W_gate (forward_ffn) */
 	forward_altup_coefs(e, l, X);
@@ -932,13 +934,13 @@ static void forward_output(struct emit *e)
 	 */
 	for (r = 0; r < c->vocab; r += n) {
 		n = c->vocab - r < GEMV_CHUNK ? c->vocab - r : GEMV_CHUNK;
-		gemv_rows(e, w->embed, r, n, p->h, p->logits + r / 8, false);
+		gemv_rows(e, w->embed, r, n, p->h, p->logits + r / EPW, false);
 		if (r) {
 			behind(e, w->embed);	/* model: the soft-cap follows the whole LM head */
-			softcap(e, p->logits + (r - GEMV_CHUNK) / 8, GEMV_CHUNK);
+			softcap(e, p->logits + (r - GEMV_CHUNK) / EPW, GEMV_CHUNK);
 		}
 	}
-	softcap(e, p->logits + (r - n) / 8, n);
+	softcap(e, p->logits + (r - n) / EPW, n);
 	stage(e, p->logits, 1, c->vocab, "final.logits");
 	store(e, PCCX_NPU_BUF_OUT, 0, p->logits, c->vocab);
 }

@@ -44,7 +44,7 @@ struct pccx_gemma3n_plan {
 	uint32_t in;		/* (in_words) start of the image */
 	uint32_t in_words;
 	uint32_t consts;	/* (NCONST) one FP32 constant per word */
-	uint32_t ones;		/* (8) BF16 1.0: the +1 of the AltUp correction coefficients */
+	uint32_t ones;		/* (4) FP32 1.0: the +1 of the AltUp correction coefficients */
 	/* RoPE per attention kind (enum pccx_attn_kind), head_dim of that kind */
 	uint32_t rope_cos[PCCX_ATTN_KINDS];	/* (head_dim) cos(pos * inv_freq_(i mod hd/2)) */
 	uint32_t rope_sin[PCCX_ATTN_KINDS];	/* (head_dim) -sin in the first half, +sin after */
@@ -61,6 +61,11 @@ struct pccx_gemma3n_plan {
 	uint32_t u;		/* (n_layers, d_ple) per-layer inputs u_l */
 	uint32_t h;		/* (D) normalised attention input */
 	uint32_t lr;		/* (D) LAuReL output */
+	uint32_t rm;		/* (4) router modalities */
+	uint32_t coefs;		/* (16) prediction coefficients */
+	uint32_t corr;		/* (4) correction coefficients + 1 */
+	uint32_t scal;		/* (NSCAL) scalar scratch words */
+	/* the layer working set, from lrank to pleg (the logits reuse it) */
 	uint32_t lrank;		/* (laurel_rank) */
 	/* attention and FFN regions hold the largest shape of any attention kind or layer */
 	uint32_t q;		/* (n_heads, head_dim) */
@@ -79,17 +84,13 @@ struct pccx_gemma3n_plan {
 	uint32_t tmp;		/* (D) */
 	uint32_t hsum;		/* (D) */
 	uint32_t pleg;		/* (d_ple) */
-	uint32_t rm;		/* (4) router modalities */
-	uint32_t coefs;		/* (16) prediction coefficients */
-	uint32_t corr;		/* (4) correction coefficients + 1 */
-	uint32_t scal;		/* (NSCAL) scalar scratch words */
-	uint32_t logits;	/* (vocab) */
+	uint32_t logits;	/* (vocab) after the last layer, over the layer working set */
 	uint32_t words;		/* L2 words used */
 	uint32_t max_keys;	/* the most KV rows of an attention kind: max(window, max_ctx) */
 	/* host buffers */
 	uint64_t in_bytes;
 	uint64_t kv_bytes;
-	uint64_t out_bytes;	/* vocab BF16 logits, padded to 16 bytes */
+	uint64_t out_bytes;	/* vocab FP32 logits, padded to 16 bytes */
 	uint64_t kv_off[PCCX_GEMMA3N_MAX_LAYERS];	/* KV-writing layer: K heads 0..n, V heads 0..n */
 };
 

@@ -31,7 +31,7 @@ static uint64_t row_bytes(uint32_t fmt, uint32_t cols)
 {
 	struct pccx_wshape ws = { .n = 1, .k = cols, .fmt = fmt, .w_scale = true };
 
-	if (fmt == PCCX_WFMT_BF16)
+	if (fmt == PCCX_WFMT_F32)
 		ws.w_scale = false;
 	return pccx__wstream_row_bytes(&ws);
 }
@@ -88,7 +88,7 @@ static void lay_out(struct layout *L)
 	const struct pccx_gemma3n_config *c = &m->cfg;
 	struct pccx_gemma3n_weights *w = &m->w;
 	uint32_t D = c->d_model, P = c->d_ple, R = c->laurel_rank, l, k;
-	const uint32_t Q4 = PCCX_WFMT_Q4, B16 = PCCX_WFMT_BF16;
+	const uint32_t Q4 = PCCX_WFMT_Q4, F32 = PCCX_WFMT_F32;
 	const enum pccx_gemma3n_init N = PCCX_GEMMA3N_INIT_NORMAL, ONE = PCCX_GEMMA3N_INIT_NEAR;
 	static const char *const lvec_names[PCCX_GEMMA3N_LV_COUNT] = {
 		"attn_norm", "post_attention_norm", "ffn_norm", "post_ffw_norm",
@@ -117,8 +117,8 @@ static void lay_out(struct layout *L)
 	for (k = 0; k < 3; k++)
 		w->altup_unembd[k] = add(L, TENSOR_ALIGN, Q4, D, D, N, inv_sqrt(D),
 					 "altup_unembd_proj.%u.weight", k);
-	w->ple_proj_norm = add(L, TENSOR_ALIGN, B16, 1, P, ONE, 0.1f, "per_layer_proj_norm.weight");
-	w->final_norm = add(L, 16, B16, 1, D, ONE, 0.1f, "output_norm.weight");
+	w->ple_proj_norm = add(L, TENSOR_ALIGN, F32, 1, P, ONE, 0.1f, "per_layer_proj_norm.weight");
+	w->final_norm = add(L, 16, F32, 1, D, ONE, 0.1f, "output_norm.weight");
 	if (!L->failed) {
 		w->gvec_offset = m->t[w->ple_proj_norm].offset;
 		w->gvec_bytes = L->off - w->gvec_offset;
@@ -142,7 +142,7 @@ static void lay_out(struct layout *L)
 			lw->vec[k] = -1;
 			if (lvec_norm[k] && !(ly->norms & lvec_norm[k]))
 				continue;
-			lw->vec[k] = add(L, k ? 16 : TENSOR_ALIGN, B16, 1, n, ONE, 0.1f,
+			lw->vec[k] = add(L, k ? 16 : TENSOR_ALIGN, F32, 1, n, ONE, 0.1f,
 					 "blk.%u.%s.weight", l, lvec_names[k]);
 			if (!L->failed && k >= PCCX_GEMMA3N_LV_Q_NORM)
 				m->t[lw->vec[k]].centre = qk_centre;
@@ -155,12 +155,12 @@ static void lay_out(struct layout *L)
 		 * Router input is RMS-normalised and divided by D, so its entries are ~1/D:
 		 * weights ~ N(0, D/4) give tanh arguments of about 0.5.
 		 */
-		lw->router = add(L, TENSOR_ALIGN, B16, PCCX_GEMMA3N_STREAMS, D, N,
+		lw->router = add(L, TENSOR_ALIGN, F32, PCCX_GEMMA3N_STREAMS, D, N,
 				 0.5f * (float)sqrt((double)D), "blk.%u.altup_router.weight", l);
 		lw->pred_coef =
-			add(L, TENSOR_ALIGN, B16, PCCX_GEMMA3N_STREAMS * PCCX_GEMMA3N_STREAMS,
+			add(L, TENSOR_ALIGN, F32, PCCX_GEMMA3N_STREAMS * PCCX_GEMMA3N_STREAMS,
 			    PCCX_GEMMA3N_STREAMS, N, 0.05f, "blk.%u.altup_predict_coef.weight", l);
-		lw->corr_coef = add(L, TENSOR_ALIGN, B16, PCCX_GEMMA3N_STREAMS,
+		lw->corr_coef = add(L, TENSOR_ALIGN, F32, PCCX_GEMMA3N_STREAMS,
 				    PCCX_GEMMA3N_STREAMS, N,
 				    0.05f, "blk.%u.altup_correct_coef.weight", l);
 		lw->attn_q =
@@ -256,10 +256,11 @@ void pccx__gemma3n_row_f32(const struct pccx_gemma3n_model *m, int32_t t, uint32
 		for (k = 0; k < T->cols; k++)
 			out[k] = pccx__q4_weight(nib, sc, k);
 	} else {
-		const uint16_t *h = (const uint16_t *)(const void *)rec;
-
 		for (k = 0; k < T->cols; k++)
-			out[k] = pccx__bf16_to_f32(h[k]);
+			out[k] = pccx_f32_from_bits((uint32_t)rec[4 * k] |
+						    (uint32_t)rec[4 * k + 1] << 8 |
+						    (uint32_t)rec[4 * k + 2] << 16 |
+						    (uint32_t)rec[4 * k + 3] << 24);
 	}
 }
 
@@ -387,13 +388,15 @@ static void synth_rows(void *ctx, unsigned part, unsigned nparts)
 		} else {
 			for (i = 0; i < T->cols; i++) {
 				float v = T->std * gauss(&s);
-				uint16_t h;
+				uint32_t u;
 
 				if (T->init == PCCX_GEMMA3N_INIT_NEAR)
 					v = T->centre * (1.0f + v);
-				h = pccx__f32_to_bf16(v);
-				rec[2 * i] = (uint8_t)h;
-				rec[2 * i + 1] = (uint8_t)(h >> 8);
+				u = pccx_f32_bits(v);
+				rec[4 * i] = (uint8_t)u;
+				rec[4 * i + 1] = (uint8_t)(u >> 8);
+				rec[4 * i + 2] = (uint8_t)(u >> 16);
+				rec[4 * i + 3] = (uint8_t)(u >> 24);
 			}
 		}
 	}

@@ -6,10 +6,10 @@
  *   Q4 matrix (rows, cols): one record per row of pccx__wstream_row_bytes() bytes:
  *     ceil(cols/32/8) beats of FP16 block scales (8 per 16-byte beat, little-endian,
  *     zero-padded), then cols/32 beats of 32 INT4 nibbles (element 2j = low nibble of byte j).
- *   BF16 matrix (rows, cols): rows of cols BF16, each padded to a multiple of 16 bytes.
- *   BF16 vector (n): a BF16 matrix of one row.
+ *   F32 matrix (rows, cols): rows of cols FP32, each padded to a multiple of 16 bytes.
+ *   F32 vector (n): an F32 matrix of one row.
  *
- * Every tensor starts at a multiple of 64 bytes. The BF16 vectors of one layer (its norms,
+ * Every tensor starts at a multiple of 64 bytes. The F32 vectors of one layer (its norms,
  * correct_output_scale, q/k norms) are contiguous, each starting on a 16-byte word, so the
  * graph brings them into L2 with a single MEMCPY (the "layer vector block").
  *
@@ -30,13 +30,13 @@
 
 /* How the synthesiser fills a tensor. */
 enum pccx_gemma3n_init {
-	PCCX_GEMMA3N_INIT_NORMAL,	/* N(0, std^2), then quantised (Q4) or rounded (BF16) */
+	PCCX_GEMMA3N_INIT_NORMAL,	/* N(0, std^2), then quantised (Q4) or kept (F32) */
 	PCCX_GEMMA3N_INIT_NEAR,	/* centre * (1 + std * N(0, 1)): norm weights and scales */
 };
 
 struct pccx_gemma3n_tensor {
 	char name[PCCX_GEMMA3N_NAME_MAX];
-	uint32_t fmt;		/* PCCX_WFMT_Q4 or PCCX_WFMT_BF16 */
+	uint32_t fmt;		/* PCCX_WFMT_Q4 or PCCX_WFMT_F32 */
 	uint32_t rows, cols;	/* (out, in): y = W x has rows outputs */
 	uint64_t offset;	/* bytes from the start of the weight buffer */
 	uint64_t row_bytes;	/* stored bytes per row (multiple of 16) */
@@ -46,7 +46,7 @@ struct pccx_gemma3n_tensor {
 };
 
 /*
- * The per-layer BF16 vectors, in their order inside the layer vector block. A layer without
+ * The per-layer F32 vectors, in their order inside the layer vector block. A layer without
  * one of the optional norms (pccx_layer_desc.norms) has no tensor for it (vec[k] == -1).
  */
 enum pccx_gemma3n_lvec {
@@ -76,10 +76,10 @@ struct pccx_gemma3n_layer_w {
 	int32_t laurel_r;	/* Q4 (D, rank) */
 	int32_t ple_gate;	/* Q4 (d_ple, D) per_layer_input_gate */
 	int32_t ple_proj;	/* Q4 (D, d_ple) per_layer_projection */
-	int32_t router;		/* BF16 (4, D) altup.modality_router */
-	int32_t pred_coef;	/* BF16 (16, 4) altup.prediction_coefs */
-	int32_t corr_coef;	/* BF16 (4, 4) altup.correction_coefs */
-	int32_t vec[PCCX_GEMMA3N_LV_COUNT];	/* BF16 vectors, contiguous */
+	int32_t router;		/* F32 (4, D) altup.modality_router */
+	int32_t pred_coef;	/* F32 (16, 4) altup.prediction_coefs */
+	int32_t corr_coef;	/* F32 (4, 4) altup.correction_coefs */
+	int32_t vec[PCCX_GEMMA3N_LV_COUNT];	/* F32 vectors, contiguous */
 	uint64_t vec_offset;	/* byte offset of the layer vector block */
 	uint64_t vec_bytes;	/* its size (multiple of 16) */
 };
@@ -90,8 +90,8 @@ struct pccx_gemma3n_weights {
 	int32_t ple_model_proj;		/* Q4 (n_layers*d_ple, D) per_layer_model_proj */
 	int32_t altup_proj[3];		/* Q4 (D, D) feed streams 1..3 from the embedding */
 	int32_t altup_unembd[3];	/* Q4 (D, D) bring streams 1..3 back at the end */
-	int32_t ple_proj_norm;		/* BF16 (d_ple) shared by all layers' slices */
-	int32_t final_norm;		/* BF16 (D) output_norm */
+	int32_t ple_proj_norm;		/* F32 (d_ple) shared by all layers' slices */
+	int32_t final_norm;		/* F32 (D) output_norm */
 	uint64_t gvec_offset;		/* the two global vectors, contiguous */
 	uint64_t gvec_bytes;
 	struct pccx_gemma3n_layer_w layer[PCCX_GEMMA3N_MAX_LAYERS];
@@ -153,7 +153,7 @@ static inline const uint8_t *pccx_gemma3n_q4_nibbles(const uint8_t *rec, uint32_
 	return rec + pccx_gemma3n_q4_scale_bytes(cols);
 }
 
-/* Dequantise / widen row r of tensor t to FP32 (cols values): w = fp16(d) * q, or BF16. */
+/* Dequantise / copy row r of tensor t as FP32 (cols values): w = fp16(d) * q, or the FP32. */
 void pccx__gemma3n_row_f32(const struct pccx_gemma3n_model *m, int32_t t, uint32_t r, float *out);
 
 /* Bytes the streamed tensors of one decode step read (for the benchmark's bandwidth line). */

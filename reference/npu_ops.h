@@ -18,7 +18,7 @@
  * The graph (gemma3n_graph.c) makes every address decision, so both see identical addresses.
  *
  * Rules both implementations enforce (they are the ISA's): L2 ranges lie inside the 114,688
- * words; a row of len elements occupies ceil(len/8) words and rows are that far apart; matmul
+ * words; a row of len elements occupies ceil(len/4) words and rows are that far apart; matmul
  * source and destination do not overlap; a vector CVO's source and destination are identical
  * or disjoint; counts fit their 16-bit fields; host offsets are multiples of 16 bytes.
  * Ops run in order: an op sees the effects of every op before it (host memory included: a KV
@@ -55,9 +55,9 @@ struct pccx_npu_matmul {
 	uint32_t n;		/* outputs per row */
 	uint32_t k;		/* inputs per row */
 	uint32_t m;		/* rows: 1 = GEMV, more = GEMM */
-	uint32_t fmt;		/* PCCX_WFMT_Q4 / BF16 / BF16T (Q4 always carries FP16 scales) */
-	bool accm;		/* y += old destination (FP32, before the BF16 store) */
-	bool findemax;		/* S <- max of the BF16 outputs */
+	uint32_t fmt;		/* PCCX_WFMT_Q4 / F32 / F32T (Q4 always carries FP16 scales) */
+	bool accm;		/* y += old destination (FP32) */
+	bool findemax;		/* S <- max of the stored outputs */
 	struct pccx_npu_wref w;
 };
 
@@ -65,7 +65,7 @@ struct pccx_npu_cvo {
 	uint32_t func;		/* PCCX_CVO_* */
 	uint32_t flags;		/* PCCX_CVOF_* */
 	uint32_t src, dst;	/* L2 words */
-	uint32_t len;		/* elements; 0 in scalar form; LDS: element or FP32 slot index */
+	uint32_t len;		/* elements; 0 in scalar form; LDS: element index */
 };
 
 struct pccx_npu_ops {
@@ -80,7 +80,7 @@ struct pccx_npu_ops {
 	int (*copy)(void *ctx, uint32_t dst, uint32_t src, uint32_t words);
 	int (*load)(void *ctx, uint32_t dst, uint32_t buf, uint64_t offset, uint32_t n_elems);
 	int (*store)(void *ctx, uint32_t buf, uint64_t offset, uint32_t src, uint32_t n_elems);
-	/* `rows` rows of `cols` elements at L2 word addr (row stride ceil(cols/8)) are final. */
+	/* `rows` rows of `cols` elements at L2 word addr (row stride ceil(cols/4)) are final. */
 	int (*stage)(void *ctx, const char *name, uint32_t addr, uint32_t rows, uint32_t cols);
 	/* Optional: one line describing the last failure. */
 	const char *(*error)(void *ctx);

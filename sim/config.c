@@ -46,7 +46,7 @@ void pccx__sim_config_default(struct pccx_sim_config *c)
 	c->gemv_tail = 10;
 	c->gemm_tail = 66;
 	c->gemm_q4_macs = 2048;
-	c->gemm_bf16_macs = 1024;
+	c->gemm_f32_macs = 512;	/* an FP32 multiply-add takes two DSP48E2 slices */
 	c->quant_latency = 4;
 	c->overrun_grace = 8192;
 	c->mmio_stall_limit = 1ull << 24;
@@ -105,7 +105,7 @@ int pccx__sim_config_check(const struct pccx_sim_config *c, pccx_diag *d)
 	if (c->result_fifo_depth < 1 || c->result_fifo_depth > 65536 ||
 	    c->fmap_fifo_depth > 65536)
 		return pccx__fail(d, PCCX_ERR_RANGE, "simulator: stream FIFO depth invalid");
-	if (!c->gemm_q4_macs || !c->gemm_bf16_macs || !c->mmio_read_axi || !c->mmio_write_axi)
+	if (!c->gemm_q4_macs || !c->gemm_f32_macs || !c->mmio_read_axi || !c->mmio_write_axi)
 		return pccx__fail(d, PCCX_ERR_RANGE, "simulator: zero rate or MMIO cost");
 	return 0;
 }

@@ -4,7 +4,7 @@
  * in quarters, one beat per port per AXI cycle) and differs in its compute rate: the weights
  * of one pass serve all M activation rows, so a beat holding w weights costs M * w MACs of the
  * array's budget (gemm_q4_macs INT4 MACs per cycle with two MACs packed per DSP, or
- * gemm_bf16_macs). Small M is bound by the stream like GEMV; large M by the array.
+ * gemm_f32_macs). Small M is bound by the stream like GEMV; large M by the array.
  */
 #include "sim_int.h"
 
@@ -19,9 +19,9 @@ uint32_t pccx__sim_gemm_beat_macs(const struct sim_matmul *mm, uint64_t byte_in_
 
 		return byte_in_row < (uint64_t)sbeats * PCCX_BEAT_BYTES ? 0 : PCCX_Q4_BLOCK;
 	}
-	case PCCX_WFMT_BF16:
-	case PCCX_WFMT_BF16T:
-		return PCCX_BEAT_BYTES / 2;
+	case PCCX_WFMT_F32:
+	case PCCX_WFMT_F32T:
+		return PCCX_BEAT_BYTES / 4;
 	}
 	return 0;
 }

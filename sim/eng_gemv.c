@@ -5,12 +5,12 @@
  * Timing of one instruction: (1) the activation rows are read from L2 (one word per cycle
  * after the L2 latency) and, for q4, quantised per 32-block; (2) each lane p takes the rows of
  * weight port p, at most one 16-byte beat per AXI cycle (the port width), as the weight FIFO
- * supplies them — GEMV computes a q4 beat (32 INT4 MACs) or a bf16 beat (8 BF16 MACs) per core
+ * supplies them — GEMV computes a q4 beat (32 INT4 MACs) or an f32 beat (4 FP32 MACs) per core
  * cycle per lane, faster than a port delivers, so it is bound by the stream; (3) a fixed tail
  * for the reduction, output conversion and the last L2 write.
  *
  * Function: each row record is computed when its last beat arrives, with the numerics module
- * (pccx__q4_row_dot, pccx__bf16_row_dot; bf16t collects the whole matrix for pccx__bf16_colsum)
+ * (pccx__q4_row_dot, pccx__f32_row_dot; f32t collects the whole matrix for pccx__f32_colsum)
  * and the results are stored (pccx__out_store, accm reading the old values) at completion.
  */
 #include <stdlib.h>
@@ -19,7 +19,14 @@
 #include "pccx_num.h"
 #include "sim_int.h"
 
-#define SIM_MAX_BF16T_BYTES (1ull << 28)
+#define SIM_MAX_F32T_BYTES (1ull << 28)
+
+/* A little-endian FP32 of a stream record. */
+static float f32_le(const uint8_t *p)
+{
+	return pccx_f32_from_bits((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+				  (uint32_t)p[3] << 24);
+}
 
 void pccx__sim_matmul_abort(struct pccx_sim *s, struct sim_matmul *mm)
 {
@@ -36,6 +43,7 @@ void pccx__sim_matmul_abort(struct pccx_sim *s, struct sim_matmul *mm)
 	free(mm->y);
 	free(mm->out);
 	free(mm->tmp);
+	free(mm->sc);
 	free(mm->wt);
 	mm->x = NULL;
 	mm->q8 = NULL;
@@ -43,6 +51,7 @@ void pccx__sim_matmul_abort(struct pccx_sim *s, struct sim_matmul *mm)
 	mm->y = NULL;
 	mm->out = NULL;
 	mm->tmp = NULL;
+	mm->sc = NULL;
 	mm->wt = NULL;
 	mm->busy = false;
 	mm->op = NULL;
@@ -88,7 +97,8 @@ int pccx__sim_matmul_start(struct pccx_sim *s, struct sim_matmul *mm, struct sim
 	mm->y = calloc((size_t)mm->m * mm->n, sizeof(*mm->y));
 	mm->out = malloc((size_t)mm->m * mm->n * sizeof(*mm->out));
 	mm->tmp = malloc((size_t)rowmax * sizeof(*mm->tmp));
-	if (!mm->x || !mm->y || !mm->out || !mm->tmp)
+	mm->sc = malloc((size_t)(mm->k / PCCX_Q4_BLOCK + 1) * sizeof(*mm->sc));
+	if (!mm->x || !mm->y || !mm->out || !mm->tmp || !mm->sc)
 		goto fail;
 	for (r = 0; r < mm->m; r++)
 		pccx__sim_l2_get(s, src + r * kw, mm->x + (size_t)r * mm->k, mm->k);
@@ -101,10 +111,10 @@ int pccx__sim_matmul_start(struct pccx_sim *s, struct sim_matmul *mm, struct sim
 			pccx__q8_quantize(mm->x + (size_t)r * mm->k, mm->k,
 					  mm->q8 + (size_t)r * mm->k,
 					  mm->sx + (size_t)r * (mm->k / PCCX_Q4_BLOCK));
-	} else if (mm->ws.fmt == PCCX_WFMT_BF16T) {
-		uint64_t bytes = (uint64_t)mm->k * mm->n * 2;
+	} else if (mm->ws.fmt == PCCX_WFMT_F32T) {
+		uint64_t bytes = (uint64_t)mm->k * mm->n * sizeof(*mm->wt);
 
-		if (bytes > SIM_MAX_BF16T_BYTES)
+		if (bytes > SIM_MAX_F32T_BYTES)
 			goto fail;
 		mm->wt = malloc(bytes);
 		if (!mm->wt)
@@ -124,7 +134,7 @@ int pccx__sim_matmul_start(struct pccx_sim *s, struct sim_matmul *mm, struct sim
 			(mm->ws.fmt == PCCX_WFMT_Q4 ? s->cfg.quant_latency : 0);
 	if (op->unit == PCCX_SIM_U_GEMM)
 		mm->mac_rate = mm->ws.fmt == PCCX_WFMT_Q4 ? s->cfg.gemm_q4_macs
-							   : s->cfg.gemm_bf16_macs;
+							   : s->cfg.gemm_f32_macs;
 	mm->seq = s->stream_seq++;
 	mm->busy = true;
 	for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
@@ -151,8 +161,8 @@ static void sim_matmul_row_done(struct pccx_sim *s, struct sim_matmul *mm, unsig
 
 		if (mm->ws.w_scale) {
 			for (i = 0; i < nb; i++)
-				mm->tmp[i] = (uint16_t)(rec[2 * i] | (rec[2 * i + 1] << 8));
-			scales = mm->tmp;
+				mm->sc[i] = (uint16_t)(rec[2 * i] | (rec[2 * i + 1] << 8));
+			scales = mm->sc;
 		}
 		for (r = 0; r < mm->m; r++)
 			mm->y[(size_t)r * mm->n + row] =
@@ -161,18 +171,17 @@ static void sim_matmul_row_done(struct pccx_sim *s, struct sim_matmul *mm, unsig
 						 mm->sx + (size_t)r * nb, mm->k);
 		return;
 	}
-	case PCCX_WFMT_BF16:
+	case PCCX_WFMT_F32:
 		for (i = 0; i < mm->k; i++)
-			mm->tmp[i] = (uint16_t)(rec[2 * i] | (rec[2 * i + 1] << 8));
+			mm->tmp[i] = f32_le(rec + 4 * i);
 		for (r = 0; r < mm->m; r++)
 			mm->y[(size_t)r * mm->n + row] =
-				pccx__bf16_row_dot(mm->tmp, mm->x + (size_t)r * mm->k, mm->k);
+				pccx__f32_row_dot(mm->tmp, mm->x + (size_t)r * mm->k, mm->k);
 		return;
-	case PCCX_WFMT_BF16T:
+	case PCCX_WFMT_F32T:
 		nvals = mm->n;
 		for (i = 0; i < nvals; i++)
-			mm->wt[(size_t)row * nvals + i] =
-				(uint16_t)(rec[2 * i] | (rec[2 * i + 1] << 8));
+			mm->wt[(size_t)row * nvals + i] = f32_le(rec + 4 * i);
 		return;
 	}
 }
@@ -185,10 +194,10 @@ static void complete(struct pccx_sim *s, struct sim_matmul *mm)
 
 	for (r = 0; r < mm->m; r++) {
 		float *y = mm->y + (size_t)r * mm->n;
-		uint16_t *out = mm->out + (size_t)r * mm->n;
+		float *out = mm->out + (size_t)r * mm->n;
 
-		if (mm->ws.fmt == PCCX_WFMT_BF16T)
-			pccx__bf16_colsum(mm->wt, mm->x + (size_t)r * mm->k, mm->k, mm->n, y);
+		if (mm->ws.fmt == PCCX_WFMT_F32T)
+			pccx__f32_colsum(mm->wt, mm->x + (size_t)r * mm->k, mm->k, mm->n, y);
 		pccx__sim_l2_get(s, dest + r * nw, out, mm->n);
 		for (i = 0; i < mm->n; i++)
 			out[i] = pccx__out_store(y[i], mm->accm, out[i]);

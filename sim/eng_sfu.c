@@ -70,14 +70,13 @@ static float s_get(const struct pccx_sim *s)
 	return pccx_f32_from_bits(s->s_bits);
 }
 
-/* FP32 slot j counted from word w. */
-static uint32_t slot_bits(struct pccx_sim *s, uint32_t w, uint64_t j)
+/* Element j counted from word w, as bits. */
+static uint32_t elem_bits(struct pccx_sim *s, uint32_t w, uint64_t j)
 {
-	uint64_t e = 2 * j;
-	uint16_t v[8];
+	float e[PCCX_L2_ELEMS_PER_WORD];
 
-	pccx__sim_l2_get(s, (uint32_t)(w + e / 8), v, 8);
-	return v[e % 8] | ((uint32_t)v[e % 8 + 1] << 16);
+	pccx__sim_l2_get(s, (uint32_t)(w + j / PCCX_L2_ELEMS_PER_WORD), e, PCCX_L2_ELEMS_PER_WORD);
+	return pccx_f32_bits(e[j % PCCX_L2_ELEMS_PER_WORD]);
 }
 
 static void sim_cvo_execute(struct pccx_sim *s, const struct pccx_insn *in)
@@ -103,14 +102,7 @@ static void sim_cvo_execute(struct pccx_sim *s, const struct pccx_insn *in)
 		fl |= cd->cls == PCCX_CVOC_REDUCE ? PCCX_SFU_F_MEAN : PCCX_SFU_F_RECIP;
 
 	if (cd->cls == PCCX_CVOC_LOAD) {
-		if (sform) {
-			s->s_bits = slot_bits(s, src, n);
-		} else {
-			uint16_t v[8];
-
-			pccx__sim_l2_get(s, src + n / 8, v, 8);
-			s->s_bits = pccx_f32_bits(pccx__bf16_to_f32(v[n % 8]));
-		}
+		s->s_bits = elem_bits(s, src, n);
 		pccx__sim_l2_put_f32(s, dst, s->s_bits);
 		return;
 	}
@@ -120,13 +112,14 @@ static void sim_cvo_execute(struct pccx_sim *s, const struct pccx_insn *in)
 			r = pccx__sfu_elem(fn, fl & PCCX_SFU_F_RELU, S, S, 0.0f);
 		else
 			r = pccx__sfu_scalar(fn, fl & PCCX_SFU_F_RECIP, S,
-					     pccx_f32_from_bits(slot_bits(s, src, 0)));
+					     pccx_f32_from_bits(elem_bits(s, src, 0)));
 		s->s_bits = pccx_f32_bits(r);
 		pccx__sim_l2_put_f32(s, dst, s->s_bits);
 		return;
 	}
 	{
-		uint16_t *a = malloc((size_t)n * 2 + 2), *b = malloc((size_t)n * 2 + 2);
+		float *a = malloc(((size_t)n + 1) * sizeof(float));
+		float *b = malloc(((size_t)n + 1) * sizeof(float));
 
 		if (!a || !b) {
 			free(a);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-/* L2: l2_words x 128 bits; element i of a word in bits [16i+15:16i] (little-endian). */
+/* L2: l2_words x 128 bits; element i of a word (FP32) in bits [32i+31:32i] (little-endian). */
 #include <string.h>
 
+#include "pccx_num.h"
 #include "sim_int.h"
 
 uint8_t *pccx__sim_l2_word(struct pccx_sim *s, uint32_t w)
@@ -9,34 +10,39 @@ uint8_t *pccx__sim_l2_word(struct pccx_sim *s, uint32_t w)
 	return s->l2 + (size_t)w * SIM_BEAT;
 }
 
-/* n BF16 elements starting at element 0 of `word`. */
-void pccx__sim_l2_get(struct pccx_sim *s, uint32_t word, uint16_t *e, uint64_t n)
+/* n FP32 elements starting at element 0 of `word`. */
+void pccx__sim_l2_get(struct pccx_sim *s, uint32_t word, float *e, uint64_t n)
 {
 	const uint8_t *p = pccx__sim_l2_word(s, word);
 	uint64_t i;
 
-	for (i = 0; i < n; i++)
-		e[i] = (uint16_t)(p[2 * i] | (p[2 * i + 1] << 8));
+	for (i = 0; i < n; i++, p += 4)
+		e[i] = pccx_f32_from_bits((uint32_t)p[0] | (uint32_t)p[1] << 8 |
+					  (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
 }
 
 /* Writers leave the lanes past the end of a vector in its last word unchanged. */
-void pccx__sim_l2_put(struct pccx_sim *s, uint32_t word, const uint16_t *e, uint64_t n)
+void pccx__sim_l2_put(struct pccx_sim *s, uint32_t word, const float *e, uint64_t n)
 {
 	uint8_t *p = pccx__sim_l2_word(s, word);
 	uint64_t i;
 
-	for (i = 0; i < n; i++) {
-		p[2 * i] = (uint8_t)e[i];
-		p[2 * i + 1] = (uint8_t)(e[i] >> 8);
+	for (i = 0; i < n; i++, p += 4) {
+		uint32_t b = pccx_f32_bits(e[i]);
+
+		p[0] = (uint8_t)b;
+		p[1] = (uint8_t)(b >> 8);
+		p[2] = (uint8_t)(b >> 16);
+		p[3] = (uint8_t)(b >> 24);
 	}
 }
 
-/* FP32 slot 0 of a word: low half in element 0, high half in element 1. */
+/* A scalar result: element 0 of a word. */
 void pccx__sim_l2_put_f32(struct pccx_sim *s, uint32_t word, uint32_t bits)
 {
-	uint16_t e[2] = { (uint16_t)bits, (uint16_t)(bits >> 16) };
+	float e = pccx_f32_from_bits(bits);
 
-	pccx__sim_l2_put(s, word, e, 2);
+	pccx__sim_l2_put(s, word, &e, 1);
 }
 
 void pccx__sim_l2_clear(struct pccx_sim *s)

@@ -64,7 +64,7 @@ struct pccx_sim_config {
 	uint32_t gemv_tail;           /* core cycles from the last weight beat to the last write */
 	uint32_t gemm_tail;           /* systolic drain + normalise + store */
 	uint32_t gemm_q4_macs;        /* INT4 MACs per core cycle of the array (dual packing) */
-	uint32_t gemm_bf16_macs;      /* BF16 MACs per core cycle of the array */
+	uint32_t gemm_f32_macs;       /* FP32 MACs per core cycle of the array */
 	uint32_t quant_latency;       /* activation quantiser pipeline (q4 only) */
 	uint32_t overrun_grace;       /* core cycles idle with unconsumed stream bytes -> error */
 	uint64_t mmio_stall_limit;    /* core cycles an INSTR write may stall, then dropped */

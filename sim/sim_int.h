@@ -108,13 +108,14 @@ struct sim_matmul {
 	uint64_t mac_budget;           /* GEMM: MACs available */
 	uint32_t mac_rate;
 	struct sim_lane lane[PCCX_WSTREAM_PORTS];
-	uint16_t *x;                   /* (m, k) BF16 inputs */
+	float *x;                      /* (m, k) FP32 inputs */
 	int8_t *q8;                    /* (m, k) quantised */
 	float *sx;                     /* (m, k/32) block scales */
 	float *y;                      /* (m, n) FP32 results */
-	uint16_t *out;                 /* (m, n) BF16 results as stored */
-	uint16_t *tmp;                 /* one row record as BF16/FP16 values */
-	uint16_t *wt;                  /* bf16t: (k, n) whole matrix */
+	float *out;                    /* (m, n) results as stored */
+	float *tmp;                    /* one f32 row record */
+	uint16_t *sc;                  /* q4: one row record's FP16 block scales */
+	float *wt;                     /* f32t: (k, n) whole matrix */
 };
 
 struct sim_timed {                 /* SFU, L2 copy, MEMSET: a fixed duration */
@@ -199,8 +200,8 @@ struct pccx_sim {
 
 /* l2.c */
 uint8_t *pccx__sim_l2_word(struct pccx_sim *s, uint32_t w);
-void pccx__sim_l2_get(struct pccx_sim *s, uint32_t word, uint16_t *e, uint64_t n);
-void pccx__sim_l2_put(struct pccx_sim *s, uint32_t word, const uint16_t *e, uint64_t n);
+void pccx__sim_l2_get(struct pccx_sim *s, uint32_t word, float *e, uint64_t n);
+void pccx__sim_l2_put(struct pccx_sim *s, uint32_t word, const float *e, uint64_t n);
 void pccx__sim_l2_put_f32(struct pccx_sim *s, uint32_t word, uint32_t bits);
 void pccx__sim_l2_clear(struct pccx_sim *s);
 

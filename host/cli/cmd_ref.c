@@ -19,6 +19,7 @@
 #include "diag.h"
 #include "exec_ref.h"
 #include "gemma3n_gguf.h"
+#include "pccx_num.h"
 #include "pccx/sampler.h"
 #include "pccx/tokenizer.h"
 #include "ref_run.h"
@@ -50,7 +51,7 @@ static const struct pccx_opt ref_opts[] = {
 		 "top-1 agreement and KL divergence of the logits (pccx fidelity\n"
 		 "reports more)"),
 	PCCX_OPT("dump-stages", 0, PCCX_OPT_PATH, A(dump, const char *), "DIR",
-		 "write every stage tensor (raw BF16 LE) and DIR/index.tsv"),
+		 "write every stage tensor (raw FP32 LE) and DIR/index.tsv"),
 	{ 0 }
 };
 #undef A
@@ -94,7 +95,7 @@ int pccx_cli_save_gguf(const struct pccx_gemma3n_model *m, const pccx_tokenizer 
 }
 
 /* Stage callback of the reference: dump to files and/or keep for the oracle comparison. */
-static int on_stage(void *user, const char *name, const uint16_t *data, uint32_t rows,
+static int on_stage(void *user, const char *name, const float *data, uint32_t rows,
 		    uint32_t cols, uint32_t stride)
 {
 	struct ref_run *r = user;
@@ -104,7 +105,7 @@ static int on_stage(void *user, const char *name, const uint16_t *data, uint32_t
 		char path[4096];
 		FILE *f;
 
-		snprintf(path, sizeof(path), "%s/p%05u.%s.bf16", r->a->dump, r->pos, name);
+		snprintf(path, sizeof(path), "%s/p%05u.%s.f32", r->a->dump, r->pos, name);
 		f = fopen(path, "wb");
 		if (!f) {
 			fprintf(stderr, "pccx: ref: %s: %s\n", path, strerror(errno));
@@ -112,17 +113,19 @@ static int on_stage(void *user, const char *name, const uint16_t *data, uint32_t
 		}
 		for (i = 0; i < rows; i++) {
 			for (j = 0; j < cols; j++) {
-				uint16_t h = data[(size_t)i * stride + j];
+				uint32_t u = pccx_f32_bits(data[(size_t)i * stride + j]);
 
-				fputc(h & 0xFF, f);
-				fputc(h >> 8, f);
+				fputc((int)(u & 0xFF), f);
+				fputc((int)((u >> 8) & 0xFF), f);
+				fputc((int)((u >> 16) & 0xFF), f);
+				fputc((int)(u >> 24), f);
 			}
 		}
 		if (fclose(f)) {
 			fprintf(stderr, "pccx: ref: %s: write failed\n", path);
 			return PCCX_ERR_IO;
 		}
-		fprintf(r->index, "%u\t%s\t%u\t%u\tp%05u.%s.bf16\n", r->pos, name, rows, cols,
+		fprintf(r->index, "%u\t%s\t%u\t%u\tp%05u.%s.f32\n", r->pos, name, rows, cols,
 			r->pos, name);
 	}
 	if (r->r.cmp)

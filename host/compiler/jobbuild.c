@@ -229,7 +229,7 @@ void pccx__job_builder_cvo(struct pccx_job_builder *jb, unsigned func, uint32_t 
 	emit(jb, &in);
 }
 
-/* Largest transfer of one MEMCPY: the shape (8, words, 1) needs words < 2^16. */
+/* Largest transfer of one MEMCPY: the shape (4, words, 1) needs words < 2^16. */
 #define MAX_XFER_WORDS 0xffffu
 
 static void memcpy_host_one(struct pccx_job_builder *jb, bool from_host, uint32_t word,
@@ -244,7 +244,7 @@ static void memcpy_host_one(struct pccx_job_builder *jb, bool from_host, uint32_
 	if (!grow(jb, (void **)&jb->dma, jb->n_dma, &jb->cap_dma, sizeof(*jb->dma), 1u << 17))
 		return;
 	/* a shape of whole words so the descriptor length is exactly the transfer */
-	fe = shape_entry(jb, PCCX_CACHE_FMAP, 8, words, 1);
+	fe = shape_entry(jb, PCCX_CACHE_FMAP, PCCX_L2_ELEMS_PER_WORD, words, 1);
 	jb->dma[jb->n_dma].handle = handle;
 	jb->dma[jb->n_dma].flags = from_host ? PCCX_DMA_TO_DEVICE : PCCX_DMA_FROM_DEVICE;
 	jb->dma[jb->n_dma].offset = offset;
@@ -294,7 +294,7 @@ void pccx__job_builder_copy(struct pccx_job_builder *jb, uint32_t dst, uint32_t 
 	while (words && !failed(jb)) {
 		uint32_t chunk = words < MAX_XFER_WORDS ? words : MAX_XFER_WORDS;
 		struct pccx_insn in;
-		int fe = shape_entry(jb, PCCX_CACHE_FMAP, 8, chunk, 1);
+		int fe = shape_entry(jb, PCCX_CACHE_FMAP, PCCX_L2_ELEMS_PER_WORD, chunk, 1);
 
 		insn_init(&in, PCCX_OP_MEMCPY);
 		in.f[PCCX_FID_B_dest] = dst;

@@ -16,7 +16,7 @@
 struct pccx_job_builder_stage {
 	uint32_t insn;        /* index of the last instruction writing the stage's range */
 	uint32_t word;        /* L2 word of row 0 */
-	uint32_t rows, cols;  /* rows of cols BF16 elements, ceil(cols/8) words apart */
+	uint32_t rows, cols;  /* rows of cols FP32 elements, ceil(cols/4) words apart */
 	char name[48];
 };
 
@@ -62,7 +62,7 @@ void pccx__job_builder_matmul(struct pccx_job_builder *jb, unsigned opcode, uint
 void pccx__job_builder_cvo(struct pccx_job_builder *jb, unsigned func, uint32_t src, uint32_t dst,
 			   uint32_t len,
 			   uint32_t flags);
-/* host buffer (handle, byte offset) -> L2 words at dst, n BF16 elements (whole words move). */
+/* host buffer (handle, byte offset) -> L2 words at dst, n FP32 elements (whole words move). */
 void pccx__job_builder_load(struct pccx_job_builder *jb, uint32_t dst, uint32_t handle,
 			    uint64_t offset, uint32_t n);
 /* L2 words at src -> host buffer (handle, byte offset). */

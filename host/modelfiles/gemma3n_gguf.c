@@ -91,7 +91,7 @@ static int save_tensor(struct save *s, const struct pccx_gemma3n_model *m, uint3
 {
 	const struct pccx_gemma3n_tensor *T = &m->t[t];
 	char name[PCCX_GEMMA3N_NAME_MAX];
-	uint32_t part, parts = 1, p, r, i;
+	uint32_t part, parts = 1, p, r;
 	uint64_t ne[3], row_out, nbytes;
 	uint8_t *buf;
 	bool q4 = T->fmt == PCCX_WFMT_Q4;
@@ -117,12 +117,8 @@ static int save_tensor(struct save *s, const struct pccx_gemma3n_model *m, uint3
 			if (q4) {
 				row_to_q4_0(rec, T->cols, o);
 			} else {
-				for (i = 0; i < T->cols; i++) {
-					uint32_t b = (uint32_t)(rec[2 * i] | rec[2 * i + 1] << 8)
-						     << 16;
-
-					memcpy(o + 4 * i, &b, 4);	/* BF16 -> F32: exact */
-				}
+				/* F32 rows are stored as GGUF stores them: little-endian FP32 */
+				memcpy(o, rec, (size_t)T->cols * 4);
 			}
 		}
 	}

@@ -42,7 +42,7 @@ int pccx__gemma3n_place_rows(struct pccx_gemma3n_model *m, uint32_t t, pccx_gemm
 			continue;
 		}
 		for (i = 0; i < T->cols; i++) {
-			uint16_t h;
+			uint32_t u;
 
 			/* Hugging Face clamps the correction coefficients at inference */
 			if (clip && (row[i] > ALTUP_COEF_CLIP || row[i] < -ALTUP_COEF_CLIP)) {
@@ -50,15 +50,16 @@ int pccx__gemma3n_place_rows(struct pccx_gemma3n_model *m, uint32_t t, pccx_gemm
 				if (clipped)
 					(*clipped)++;
 			}
-			h = pccx__f32_to_bf16(row[i]);
-			/* Inf or NaN in, or a value past the largest BF16 */
-			if ((h & 0x7F80u) == 0x7F80u)
+			u = pccx_f32_bits(row[i]);
+			if ((u & 0x7F800000u) == 0x7F800000u)
 				return pccx__fail(d, PCCX_ERR_RANGE,
-						  "%s: row %llu, element %u is %g, not a finite BF16 "
+						  "%s: row %llu, element %u is %g, not a finite FP32 "
 						  "weight", what, (unsigned long long)(base + r), i,
 						  (double)row[i]);
-			rec[2 * i] = (uint8_t)h;
-			rec[2 * i + 1] = (uint8_t)(h >> 8);
+			rec[4 * i] = (uint8_t)u;
+			rec[4 * i + 1] = (uint8_t)(u >> 8);
+			rec[4 * i + 2] = (uint8_t)(u >> 16);
+			rec[4 * i + 3] = (uint8_t)(u >> 24);
 		}
 	}
 	return PCCX_OK;

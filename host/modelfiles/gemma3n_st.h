@@ -21,7 +21,7 @@ typedef int (*pccx_gemma3n_row_src_fn)(const void *src, const void *tensor, uint
 
 /*
  * Fill every row r of model tensor t from source row base + r: Q4 tensors requantised
- * (err accumulates, may be NULL), BF16 tensors rounded; *clipped counts the AltUp
+ * (err accumulates, may be NULL), F32 tensors kept; *clipped counts the AltUp
  * correction coefficients clamped to +-120. `row` is scratch of t's cols floats; `what`
  * names the source tensor in diagnostics.
  */

@@ -735,15 +735,20 @@ static int check_kv(pccx_session *s, const struct pccx_job_view *job)
 		const struct pccx_layer_desc *ly;
 		uint64_t off, e, idx, rows, row_bytes;
 		uint32_t l = 0, j;
-		uint16_t a, b;
+		uint32_t a, b;
 
 		if (!(dd->flags & PCCX_DMA_FROM_DEVICE) || dd->handle != kv->handle ||
 		    dd->offset + dd->length > kv->size || !memcmp(dv, rf, dd->length))
 			continue;
-		for (e = 0; e + 1 < dd->length && dv[e] == rf[e] && dv[e + 1] == rf[e + 1]; e += 2)
+		/* the first differing FP32 element (lengths are multiples of 16 bytes) */
+		for (e = 0; e + 4 <= dd->length && !memcmp(dv + e, rf + e, 4); e += 4)
 			;
-		a = (uint16_t)(dv[e] | dv[e + 1] << 8);
-		b = (uint16_t)(rf[e] | rf[e + 1] << 8);
+		if (e + 4 > dd->length)
+			continue;
+		a = (uint32_t)dv[e] | (uint32_t)dv[e + 1] << 8 | (uint32_t)dv[e + 2] << 16 |
+		    (uint32_t)dv[e + 3] << 24;
+		b = (uint32_t)rf[e] | (uint32_t)rf[e + 1] << 8 | (uint32_t)rf[e + 2] << 16 |
+		    (uint32_t)rf[e + 3] << 24;
 		off = dd->offset + e;
 		/* the cache holding off: the last KV-writing layer's starting at or before it */
 		for (j = 0; j < m->cfg.n_layers; j++)
@@ -755,14 +760,14 @@ static int check_kv(pccx_session *s, const struct pccx_job_view *job)
 		idx = (off - p->kv_off[l]) / row_bytes;
 		return pccx__fail(&s->submit_diag, PCCX_ERR_MISMATCH,
 				  "verify: token %u (position %u): KV cache differs first at layer "
-				  "%u, kv head %llu, %s row %llu, element %llu: device 0x%04x (%g), "
-				  "reference 0x%04x (%g)",
+				  "%u, kv head %llu, %s row %llu, element %llu: device 0x%08x (%g), "
+				  "reference 0x%08x (%g)",
 				  s->token, s->dev->pos, l,
 				  (unsigned long long)(idx / rows % ly->n_kv_heads),
 				  idx / rows / ly->n_kv_heads ? "V" : "K",
 				  (unsigned long long)(idx % rows),
-				  (unsigned long long)((off - p->kv_off[l]) % row_bytes / 2), a,
-				  (double)pccx__bf16_to_f32(a), b, (double)pccx__bf16_to_f32(b));
+				  (unsigned long long)((off - p->kv_off[l]) % row_bytes / 4), a,
+				  (double)pccx_f32_from_bits(a), b, (double)pccx_f32_from_bits(b));
 	}
 	return PCCX_OK;
 }

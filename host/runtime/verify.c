@@ -10,7 +10,7 @@
 struct ref_stage {
 	char name[48];
 	uint32_t rows, cols;
-	uint16_t *data;       /* rows * cols, compacted */
+	uint32_t *data;       /* rows * cols FP32 bit patterns, compacted */
 	size_t cap;
 };
 
@@ -30,7 +30,7 @@ struct pccx_verify {
 	char msg[480];
 };
 
-static int on_ref_stage(void *user, const char *name, const uint16_t *data, uint32_t rows,
+static int on_ref_stage(void *user, const char *name, const float *data, uint32_t rows,
 			uint32_t cols, uint32_t stride)
 {
 	struct pccx_verify *v = user;
@@ -50,7 +50,7 @@ static int on_ref_stage(void *user, const char *name, const uint16_t *data, uint
 	}
 	s = &v->st[v->n_st];
 	if (s->cap < need) {
-		uint16_t *nd = realloc(s->data, need * sizeof(uint16_t));
+		uint32_t *nd = realloc(s->data, need * sizeof(*nd));
 
 		if (!nd)
 			return v->capture_status = PCCX_ERR_NOMEM;
@@ -62,7 +62,7 @@ static int on_ref_stage(void *user, const char *name, const uint16_t *data, uint
 	s->cols = cols;
 	for (r = 0; r < rows; r++)
 		memcpy(s->data + (size_t)r * cols, data + (size_t)r * stride,
-		       cols * sizeof(uint16_t));
+		       cols * sizeof(*s->data));
 	v->n_st++;
 	return 0;
 }
@@ -130,17 +130,19 @@ static void compare_stage(struct pccx_verify *v, uint32_t k)
 		for (c = 0; c < ds->cols; c++) {
 			uint64_t e = (uint64_t)ds->word * PCCX_L2_ELEMS_PER_WORD +
 				     (uint64_t)r * stride + c;
-			uint16_t dev = (uint16_t)(l2[2 * e] | l2[2 * e + 1] << 8);
-			uint16_t ref = rs->data[(size_t)r * rs->cols + c];
+			const uint8_t *pe = l2 + 4 * e;
+			uint32_t dev = (uint32_t)pe[0] | (uint32_t)pe[1] << 8 |
+				       (uint32_t)pe[2] << 16 | (uint32_t)pe[3] << 24;
+			uint32_t ref = rs->data[(size_t)r * rs->cols + c];
 
 			if (dev != ref) {
 				snprintf(v->msg, sizeof(v->msg),
 					 "stage '%s' of token %u (position %u), instruction %u: "
-					 "element %u (row %u, col %u) differs: device 0x%04x (%g), "
-					 "reference 0x%04x (%g)",
+					 "element %u (row %u, col %u) differs: device 0x%08x (%g), "
+					 "reference 0x%08x (%g)",
 					 ds->name, v->token, v->pos, ds->insn, r * ds->cols + c, r, c,
-					 dev, (double)pccx__bf16_to_f32(dev), ref,
-					 (double)pccx__bf16_to_f32(ref));
+					 dev, (double)pccx_f32_from_bits(dev), ref,
+					 (double)pccx_f32_from_bits(ref));
 				v->mismatch = true;
 				return;
 			}

@@ -6,11 +6,11 @@
  */
 #include "pccx_num.h"
 
-uint16_t pccx__out_store(float r, bool accm, uint16_t old)
+float pccx__out_store(float r, bool accm, float old)
 {
 	if (accm)
-		r = r + pccx__bf16_to_f32(old);
-	return pccx_bf16_store(r);
+		r = r + old;
+	return pccx_f32_store(r);
 }
 
 /* Exact int32 dot of 32 INT4 weights (16 bytes, low nibble first) with 32 INT8 activations. */
@@ -45,17 +45,17 @@ float pccx__q4_row_dot(const uint8_t *nibbles, const uint16_t *scales, const int
 	return pccx_f32_canon(acc);
 }
 
-float pccx__bf16_row_dot(const uint16_t *w, const uint16_t *x, size_t K)
+float pccx__f32_row_dot(const float *w, const float *x, size_t K)
 {
 	float acc = 0.0f;
 	size_t k;
 
 	for (k = 0; k < K; k++)
-		acc = acc + pccx__bf16_to_f32(w[k]) * pccx__bf16_to_f32(x[k]);
+		acc = acc + w[k] * x[k];
 	return pccx_f32_canon(acc);
 }
 
-void pccx__bf16_colsum(const uint16_t *W, const uint16_t *x, size_t K, size_t N, float *y)
+void pccx__f32_colsum(const float *W, const float *x, size_t K, size_t N, float *y)
 {
 	size_t k, n;
 
@@ -63,11 +63,11 @@ void pccx__bf16_colsum(const uint16_t *W, const uint16_t *x, size_t K, size_t N,
 		y[n] = 0.0f;
 	/* Row by row: each y[n] still sees its terms in ascending k, one rounding per add. */
 	for (k = 0; k < K; k++) {
-		float xk = pccx__bf16_to_f32(x[k]);
-		const uint16_t *row = W + k * N;
+		float xk = x[k];
+		const float *row = W + k * N;
 
 		for (n = 0; n < N; n++)
-			y[n] = y[n] + xk * pccx__bf16_to_f32(row[n]);
+			y[n] = y[n] + xk * row[n];
 	}
 	for (n = 0; n < N; n++)
 		y[n] = pccx_f32_canon(y[n]);

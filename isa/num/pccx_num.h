@@ -77,8 +77,8 @@ void pccx__int4_set(uint8_t *packed, size_t i, int v);
 /* ------------------------------------------------------------------------------------- */
 /* NaN policy. IEEE 754 leaves the sign and payload of a NaN produced by an operation     */
 /* unspecified (x86 makes the default NaN negative, AArch64 positive), so every FP32 NaN  */
-/* result of this module is the canonical quiet NaN, and every unit store writes BF16      */
-/* 0x7FC0. Only the pure conversions pccx__f32_to_bf16/fp16 keep the sign of a NaN input.  */
+/* result of this module is the canonical quiet NaN, which every unit store writes to L2.   */
+/* Only the pure conversions pccx__f32_to_bf16/fp16 keep the sign of a NaN input.          */
 
 #define PCCX_F32_QNAN_BITS  0x7FC00000u
 #define PCCX_BF16_QNAN      0x7FC0u
@@ -94,17 +94,20 @@ static inline float pccx_f32_canon(float f)
 	return pccx_f32_is_nan(f) ? pccx_f32_from_bits(PCCX_F32_QNAN_BITS) : f;
 }
 
-/* The store of every unit: FP32 -> BF16 with RNE, every NaN -> 0x7FC0. */
-static inline uint16_t pccx_bf16_store(float f)
+/*
+ * The store of every unit: L2 holds FP32, so a result is stored as computed, except that
+ * every NaN becomes the canonical 0x7FC00000.
+ */
+static inline float pccx_f32_store(float f)
 {
-	return pccx_f32_is_nan(f) ? (uint16_t)PCCX_BF16_QNAN : pccx__f32_to_bf16(f);
+	return pccx_f32_canon(f);
 }
 
 /*
  * GEMV/GEMM output stage: r (FP32), plus the old destination element when accm is set
- * (r = r + bf16_to_f32(old), one RNE add), stored with pccx_bf16_store.
+ * (r = r + old, one RNE add), stored with pccx_f32_store.
  */
-uint16_t pccx__out_store(float r, bool accm, uint16_t old);
+float pccx__out_store(float r, bool accm, float old);
 
 /* ------------------------------------------------------------------------------------- */
 /* Block quantisation (quant.c).                                                          */
@@ -134,13 +137,13 @@ int pccx_q4_quantize_block(const float x[32], uint16_t *d, uint8_t nib16[16]);
 float pccx__q4_weight(const uint8_t *nibbles, const uint16_t *scales, size_t k);
 
 /*
- * W4A8 activation quantisation of one 32-block of BF16 values (docs/numerics.md):
+ * W4A8 activation quantisation of one 32-block of FP32 values (docs/numerics.md):
  * amax = max |x_i|; amax == 0: sx = 0, q = 0; amax not finite: sx = NaN, q = 0;
  * else inv = 127 / amax, q_i = clamp(rne(x_i * inv), -127, 127), sx = amax / 127.
  */
-void pccx__q8_quantize_block(const uint16_t x_bf16[32], int8_t q[32], float *sx);
+void pccx__q8_quantize_block(const float x[32], int8_t q[32], float *sx);
 /* The same over K elements (K a multiple of 32): K/32 blocks, sx[b] for block b. */
-void pccx__q8_quantize(const uint16_t *x_bf16, size_t K, int8_t *q, float *sx);
+void pccx__q8_quantize(const float *x, size_t K, int8_t *q, float *sx);
 
 /* ------------------------------------------------------------------------------------- */
 /* Dot products (dot.c). K must be a multiple of 32 for the Q4 form.                      */
@@ -153,11 +156,11 @@ void pccx__q8_quantize(const uint16_t *x_bf16, size_t K, int8_t *q, float *sx);
 float pccx__q4_row_dot(const uint8_t *nibbles, const uint16_t *scales, const int8_t *q8,
 		       const float *sx, size_t K);
 
-/* acc = +0; for k ascending: acc = acc + w_k * x_k (the product is exact in FP32). */
-float pccx__bf16_row_dot(const uint16_t *w, const uint16_t *x, size_t K);
+/* acc = +0; for k ascending: acc = acc + w_k * x_k (the product rounded, then the add). */
+float pccx__f32_row_dot(const float *w, const float *x, size_t K);
 
 /* y[n] = the same sum over k ascending of x_k * W[k][n], W (K, N) row-major. */
-void pccx__bf16_colsum(const uint16_t *W, const uint16_t *x, size_t K, size_t N, float *y);
+void pccx__f32_colsum(const float *W, const float *x, size_t K, size_t N, float *y);
 
 /* ------------------------------------------------------------------------------------- */
 /* Elementary functions (transc.c). FP32 in, FP32 out; NaN in -> canonical NaN out.       */
@@ -219,27 +222,27 @@ float pccx__sfu_unary(enum pccx_sfu_fn fn, unsigned flags, float S, float x);
 /*
  * The whole per-element pipeline in FP32, before the store: x = s; SUB: x = x - S;
  * RELU: x = x > 0 ? x : +0; y = f(x) (binary functions: f(d, x)); ACCM: y = y + d.
- * s is the source element, d the old destination element (both already widened from BF16).
+ * s is the source element, d the old destination element.
  */
 float pccx__sfu_elem(enum pccx_sfu_fn fn, unsigned flags, float S, float s, float d);
 
 /*
- * Element-wise over n BF16 elements: dst[i] = bf16_store(elem(fn, flags, S, src[i], dst[i])).
+ * Element-wise over n FP32 elements: dst[i] = f32_store(elem(fn, flags, S, src[i], dst[i])).
  * src may equal dst. Reductions are not element-wise: dst is left untouched for them.
  */
-void pccx__sfu_vector(enum pccx_sfu_fn fn, unsigned flags, float S, const uint16_t *src,
-		      uint16_t *dst, size_t n);
+void pccx__sfu_vector(enum pccx_sfu_fn fn, unsigned flags, float S, const float *src,
+		      float *dst, size_t n);
 
 /*
- * Reductions over n BF16 elements, FP32, strictly in index order, after the input stage
+ * Reductions over n FP32 elements, FP32, strictly in index order, after the input stage
  * (SUB, RELU): SUM acc = +0, acc = acc + x_i; SUMSQ acc = acc + x_i * x_i (product rounded,
  * then the add); MEAN: acc / (float)n. MAX: NaN if any x_i is NaN, else the largest,
  * max(+0, -0) = +0, -Inf for n == 0. ACCM is not applied here (the caller stores the result).
  */
-float pccx__sfu_reduce(enum pccx_sfu_fn fn, unsigned flags, float S, const uint16_t *src, size_t n);
+float pccx__sfu_reduce(enum pccx_sfu_fn fn, unsigned flags, float S, const float *src, size_t n);
 
 /*
- * Scalar forms on the S register (FP32, no BF16 rounding): element-wise functions give
+ * Scalar forms on the S register (FP32): element-wise functions give
  * S' = f(S) (SCALE: S * v, or S / v with PCCX_SFU_F_RECIP); MUL S' = S * v; ADD S' = S + v;
  * MAX S' = max(S, v) with the MAX rules; SUM S' = S + v; SUMSQ S' = S + v * v (one
  * reduction step with the accumulator in S). Other flags are ignored.

@@ -59,17 +59,16 @@ float pccx__q4_weight(const uint8_t *nibbles, const uint16_t *scales, size_t k)
 	return pccx_f32_canon(d * (float)pccx__int4_get(nibbles, k));
 }
 
-void pccx__q8_quantize_block(const uint16_t x_bf16[32], int8_t q[32], float *sx)
+void pccx__q8_quantize_block(const float x[32], int8_t q[32], float *sx)
 {
-	float x[32], amax = 0.0f, inv;
+	float amax = 0.0f, inv;
 	bool finite = true;
 	unsigned i;
 
 	for (i = 0; i < 32; i++) {
-		uint32_t ab = ((uint32_t)x_bf16[i] << 16) & 0x7FFFFFFFu;
+		uint32_t ab = pccx_f32_bits(x[i]) & 0x7FFFFFFFu;
 		float a = pccx_f32_from_bits(ab);
 
-		x[i] = pccx__bf16_to_f32(x_bf16[i]);
 		if (ab >= 0x7F800000u)
 			finite = false;
 		else if (a > amax)
@@ -87,10 +86,10 @@ void pccx__q8_quantize_block(const uint16_t x_bf16[32], int8_t q[32], float *sx)
 	*sx = amax / 127.0f;
 }
 
-void pccx__q8_quantize(const uint16_t *x_bf16, size_t K, int8_t *q, float *sx)
+void pccx__q8_quantize(const float *x, size_t K, int8_t *q, float *sx)
 {
 	size_t b;
 
 	for (b = 0; b < K / PCCX_QBLK; b++)
-		pccx__q8_quantize_block(x_bf16 + b * PCCX_QBLK, q + b * PCCX_QBLK, sx + b);
+		pccx__q8_quantize_block(x + b * PCCX_QBLK, q + b * PCCX_QBLK, sx + b);
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * The SFU ("CVO") unit: FP32 inside, BF16 in L2. Per element: widen, input stage (SUB, RELU),
- * function, output stage (ACCM), RNE store. Reductions run strictly in index order.
+ * The SFU ("CVO") unit: FP32 inside and in L2. Per element: input stage (SUB, RELU), function,
+ * output stage (ACCM), store (NaN made canonical). Reductions run strictly in index order.
  */
 #include "pccx_num.h"
 
@@ -91,22 +91,18 @@ float pccx__sfu_elem(enum pccx_sfu_fn fn, unsigned flags, float S, float s, floa
 	return pccx_f32_canon(y);
 }
 
-void pccx__sfu_vector(enum pccx_sfu_fn fn, unsigned flags, float S, const uint16_t *src,
-		      uint16_t *dst, size_t n)
+void pccx__sfu_vector(enum pccx_sfu_fn fn, unsigned flags, float S, const float *src,
+		      float *dst, size_t n)
 {
 	size_t i;
 
 	if (pccx__sfu_is_reduction(fn))
 		return;
-	for (i = 0; i < n; i++) {
-		float s = pccx__bf16_to_f32(src[i]);
-		float d = pccx__bf16_to_f32(dst[i]);
-
-		dst[i] = pccx_bf16_store(pccx__sfu_elem(fn, flags, S, s, d));
-	}
+	for (i = 0; i < n; i++)
+		dst[i] = pccx_f32_store(pccx__sfu_elem(fn, flags, S, src[i], dst[i]));
 }
 
-float pccx__sfu_reduce(enum pccx_sfu_fn fn, unsigned flags, float S, const uint16_t *src, size_t n)
+float pccx__sfu_reduce(enum pccx_sfu_fn fn, unsigned flags, float S, const float *src, size_t n)
 {
 	float acc, x;
 	bool nan = false;
@@ -117,7 +113,7 @@ float pccx__sfu_reduce(enum pccx_sfu_fn fn, unsigned flags, float S, const uint1
 	case PCCX_SFU_SUMSQ:
 		acc = 0.0f;
 		for (i = 0; i < n; i++) {
-			x = input_stage(flags, S, pccx__bf16_to_f32(src[i]));
+			x = input_stage(flags, S, src[i]);
 			if (fn == PCCX_SFU_SUMSQ)
 				x = x * x;
 			acc = acc + x;
@@ -128,7 +124,7 @@ float pccx__sfu_reduce(enum pccx_sfu_fn fn, unsigned flags, float S, const uint1
 	case PCCX_SFU_MAX:
 		acc = pccx_f32_from_bits(0xFF800000u);	/* -Inf */
 		for (i = 0; i < n; i++) {
-			x = input_stage(flags, S, pccx__bf16_to_f32(src[i]));
+			x = input_stage(flags, S, src[i]);
 			if (pccx_f32_is_nan(x))
 				nan = true;
 			else

@@ -183,12 +183,12 @@ static uint32_t rnd(void)
 	return rng_state >> 8;
 }
 
-/* A finite BF16 value of modest magnitude. */
-static uint16_t rnd_bf16(void)
+/* A finite FP32 value of modest magnitude (2^-9 .. 1) with a random 23-bit mantissa. */
+static uint32_t rnd_f32(void)
 {
-	uint32_t r = rnd();
+	uint32_t a = rnd(), b = rnd();
 
-	return (uint16_t)(((r >> 20) & 1) << 15 | (uint16_t)((118 + (r % 9)) << 7) | (r >> 8 & 0x7f));
+	return ((a >> 20) & 1) << 31 | (118 + (a % 9)) << 23 | (b & 0x7fffff);
 }
 
 static int assemble(const char *text, uint64_t *w, uint32_t max)
@@ -215,17 +215,17 @@ static int assemble(const char *text, uint64_t *w, uint32_t max)
 	return (int)n;
 }
 
-/* ---- the hand-built job: y = exp(W x), W (32, 64) BF16 streamed over 4 ports ---------- */
+/* ---- the hand-built job: y = exp(W x), W (32, 32) f32 streamed over 4 ports ----------- */
 
-#define JOB_K 64
+#define JOB_K 32
 #define JOB_N 32
-#define JOB_X_BYTES (JOB_K * 2)
-#define JOB_W_BYTES (JOB_N * JOB_K * 2)
-#define JOB_Y_BYTES (JOB_N * 2)
+#define JOB_X_BYTES (JOB_K * 4)
+#define JOB_W_BYTES (JOB_N * JOB_K * 4)		/* 4096: one page */
+#define JOB_Y_BYTES (JOB_N * 4)
 
 static const char job_text[] =
-	"memset cache=fmap entry=0 a=64 b=1 c=1\n"
-	"memset cache=weight entry=1 a=32 b=64 c=1\n"
+	"memset cache=fmap entry=0 a=32 b=1 c=1\n"
+	"memset cache=weight entry=1 a=32 b=32 c=1\n"
 	"memcpy dest=0 src=0 desc=0 fshape=0 +from_host\n"
 	"gemv dest=0x20 src=0 wshape=1 fshape=0\n"
 	"memset cache=fmap entry=2 a=32 b=1 c=1\n"
@@ -248,18 +248,18 @@ static void job_make(struct job *j, uint32_t seed)
 	memset(j, 0, sizeof(*j));
 	rng_state = seed;
 	j->n_insn = (uint32_t)assemble(job_text, j->insn, 16);
-	for (i = 0; i < JOB_X_BYTES / 2; i++) {
-		uint16_t v = rnd_bf16();
+	for (i = 0; i < JOB_X_BYTES / 4; i++) {
+		uint32_t v = rnd_f32();
 
-		memcpy(j->x + 2 * i, &v, 2);
+		memcpy(j->x + 4 * i, &v, 4);
 	}
-	for (i = 0; i < JOB_W_BYTES / 2; i++) {
-		uint16_t v = rnd_bf16();
+	for (i = 0; i < JOB_W_BYTES / 4; i++) {
+		uint32_t v = rnd_f32();
 
-		memcpy(j->w + 2 * i, &v, 2);
+		memcpy(j->w + 4 * i, &v, 4);
 	}
 	j->dma[0] = (struct pccx_ioc_dma_desc){ 1, PCCX_DESC_TO_DEVICE, 0, JOB_X_BYTES };
-	j->dma[1] = (struct pccx_ioc_dma_desc){ 3, PCCX_DESC_FROM_DEVICE, 0, 16 * 4 };
+	j->dma[1] = (struct pccx_ioc_dma_desc){ 3, PCCX_DESC_FROM_DEVICE, 0, JOB_Y_BYTES };
 	for (p = 0; p < 4; p++)
 		j->stream[p] = (struct pccx_ioc_stream_desc){ 2, p, p * (JOB_W_BYTES / 4),
 							      JOB_W_BYTES / 4 };
@@ -393,7 +393,7 @@ static int job_roundtrip(int fd, uint32_t seed)
 	if (!r && memcmp(dj.map[3], want, JOB_Y_BYTES))
 		r = -102;
 	if (!r && dj.map[3][JOB_Y_BYTES] != 0xEE)
-		r = -103;	/* nothing written past the 64-byte transfer */
+		r = -103;	/* nothing written past the 128-byte transfer */
 	dev_job_free(fd, &dj);
 	return r;
 }
@@ -1268,7 +1268,7 @@ static void test_two_processes(void)
 }
 
 /*
- * Read the 32 BF16 values job_roundtrip() leaves at L2 word 0x40 without writing them: the
+ * Read the 32 FP32 values job_roundtrip() leaves at L2 word 0x40 without writing them: the
  * file that ran the roundtrip sees them, any other file sees zeros (L2 is scrubbed).
  */
 static const char peek_text[] =

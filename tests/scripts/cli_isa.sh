@@ -143,10 +143,11 @@ hdr() {
 desc() { printf "$(le32 "$1")$(le32 "$2")$(le64 "$3")$(le64 "$4")"; }   # handle flags|port off len
 bufrec() { printf "$(le32 "$1")$(le32 "$2")$(le64 "$3")"; }            # handle access size
 
+# x: 16 FP32 (4 words, 64 bytes) in; W: f32 (4, 16), one 64-byte row per port; y: 4 FP32 out
 cat >"$T/job.s" <<'EOF'
-memset cache=fmap entry=0 a=32 b=1 c=1
+memset cache=fmap entry=0 a=16 b=1 c=1
 memset cache=fmap entry=1 a=4 b=1 c=1
-memset cache=weight entry=0 a=4 b=32 c=1
+memset cache=weight entry=0 a=4 b=16 c=1
 memcpy dest=0 src=0 desc=0 fshape=0 +from_host
 gemv dest=0x10 src=0 wshape=0 fshape=0
 memcpy dest=0 src=0x10 desc=1 fshape=1 +to_host

@@ -102,9 +102,9 @@ echo "untouched 3 GiB buffer: peak RSS $kb KiB"
 
 # ---- a job that reads and writes a few bytes of large buffers --------------------------------
 cat >"$T/job.s" <<'EOF'
-memset cache=fmap entry=0 a=32 b=1 c=1
+memset cache=fmap entry=0 a=16 b=1 c=1
 memset cache=fmap entry=1 a=4 b=1 c=1
-memset cache=weight entry=0 a=4 b=32 c=1
+memset cache=weight entry=0 a=4 b=16 c=1
 memcpy dest=0 src=0 desc=0 fshape=0 +from_host
 gemv dest=0x10 src=0 wshape=0 fshape=0
 memcpy dest=0 src=0x10 desc=1 fshape=1 +to_host
@@ -125,9 +125,9 @@ gemvjob() {   # gemvjob OUT IN-SIZE OUT-SIZE WEIGHT-SIZE
     bufrec 12 1 "$4"
   } >"$1"
 }
-# x = 32 BF16 ones, W = 4 x 32 BF16 twos
-for i in $(seq 32); do printf '\x80\x3f'; done >"$T/x.bin"
-for i in $(seq 128); do printf '\x00\x40'; done >"$T/w.bin"
+# x = 16 FP32 ones, W = 4 x 16 FP32 twos (f32: one 64-byte row per port)
+for i in $(seq 16); do printf '\x00\x00\x80\x3f'; done >"$T/x.bin"
+for i in $(seq 64); do printf '\x00\x00\x00\x40'; done >"$T/w.bin"
 gemvjob "$T/small.job" 64 32 256
 want_rc 0 "$pccx" sim "$T/small.job" --buf 10="$T/x.bin" --buf 12="$T/w.bin" --out 11="$T/y1"
 gemvjob "$T/large.job" $((1 << 30)) 32 $((2 << 30))

@@ -156,9 +156,10 @@ START_TEST(engine_splits_at_8mib)
 	unsigned i;
 
 	mock_init(&m);
-	/* bf16 rows of 32 bytes, 16 per port; port 0's share comes from two descriptors */
-	tj_add(&j, t_memset(0, 0, 16, 1, 1));
-	tj_add(&j, t_memset(1, 1, 64, 16, PCCX_WFMT_BF16));
+	/* f32 rows of 32 bytes (8 values), 16 per port; port 0's share comes from two
+	 * descriptors */
+	tj_add(&j, t_memset(0, 0, 8, 1, 1));
+	tj_add(&j, t_memset(1, 1, 64, 8, PCCX_WFMT_F32));
 	tj_add(&j, t_matmul(PCCX_OP_GEMV, 1000, 0, 1, 0, 0));
 	j.stream[j.n_stream++] = (struct pccx_stream_desc){ 1, 0, 0, 256 };
 	for (i = 1; i < 4; i++)
@@ -196,7 +197,7 @@ START_TEST(engine_checks_tags)
 
 	mock_init(&m);
 	m.corrupt_at = 2;
-	tj_add(&j, t_memset(0, 0, 16, 1, 1));
+	tj_add(&j, t_memset(0, 0, 8, 1, 1));     /* 8 FP32 = 2 words = 32 bytes */
 	tj_add(&j, t_memcpy(true, false, 10, 0, tj_dma(&j, 1, PCCX_DMA_TO_DEVICE, 0, 32), 0, true));
 	tj_add(&j, t_memcpy(true, false, 20, 0, tj_dma(&j, 1, PCCX_DMA_TO_DEVICE, 32, 32), 0,
 			    true));
@@ -267,8 +268,8 @@ START_TEST(engine_follows_translation_pages)
 		host[i] = (uint8_t)(i * 13);
 	ck_assert_int_eq(pccx__sim_dma_window_add(s, pc.base, 65536, host,
 						  PCCX_SIM_WIN_READ | PCCX_SIM_WIN_WRITE), 0);
-	/* 20000 bytes from offset 0x300 into L2 word 100, then back out at offset 0x8000 */
-	tj_add(&j, t_memset(0, 0, 10000, 1, 1));
+	/* 20000 bytes (5000 FP32) from offset 0x300 into L2 word 100, then back out at 0x8000 */
+	tj_add(&j, t_memset(0, 0, 5000, 1, 1));
 	tj_add(&j, t_memcpy(true, false, 100, 0, tj_dma(&j, 1, PCCX_DMA_TO_DEVICE, 0x300, 20000), 0,
 			    true));
 	tj_add(&j, t_memcpy(false, true, 0, 100,
@@ -298,7 +299,7 @@ START_TEST(engine_wide_addresses)
 	struct tjob j = { 0 };
 
 	memset(host, 0x5a, 4096);
-	tj_add(&j, t_memset(0, 0, 64, 1, 1));
+	tj_add(&j, t_memset(0, 0, 32, 1, 1));    /* 32 FP32 = 8 words = 128 bytes */
 	tj_add(&j, t_memcpy(true, false, 7, 0, tj_dma(&j, 1, PCCX_DMA_TO_DEVICE, 0, 128), 0,
 			    false));
 	pccx__sim_config_default(&c);
@@ -328,7 +329,7 @@ START_TEST(engine_reports_device_errors)
 	struct tjob j = { 0 };
 
 	ck_assert_int_eq(pccx__sim_create(NULL, &s, &d), 0);
-	tj_add(&j, t_memset(0, 0, 64, 1, 1));
+	tj_add(&j, t_memset(0, 0, 32, 1, 1));    /* 32 FP32 = 8 words = 128 bytes */
 	tj_add(&j, t_memcpy(true, false, 7, 0, tj_dma(&j, 1, PCCX_DMA_TO_DEVICE, 0, 128), 0,
 			    false));
 	ck_assert_int_eq(drive(s, &j, page_xlate, &pc, &e), PCCX_ENGINE_ERROR);
@@ -356,8 +357,8 @@ START_TEST(engine_keeps_fifo_full)
 
 	ck_assert_int_eq(pccx__sim_backend_create(NULL, &b, &d), 0);
 	for (i = 0; i < 100; i++)
-		tj_add(&j, t_cvo(PCCX_CVO_TANH, 1000 + 300 * (i % 10), 5000 + 300 * (i % 10), 2000,
-				 1));
+		tj_add(&j, t_cvo(PCCX_CVO_TANH, 1000 + 600 * (i % 10), 10000 + 600 * (i % 10), 2000,
+				 1));   /* 2000 FP32: 500 words each, disjoint */
 	v = tj_view(&j);
 	ck_assert_msg(pccx__sim_backend_submit_wait(b, &v, NULL, &res, &d) == 0, "%s", d.msg);
 	last = pccx__sim_insn_time(pccx__sim_backend_sim(b), 99);

@@ -313,9 +313,12 @@ START_TEST(table_cvo_functions_once)
 			      cd->vec_flags);
 		ck_assert_msg(cd->s_flags == PCCX_CVO_NO_SFORM || !(cd->s_flags & ~defined),
 			      "%s: scalar flags 0x%x", cd->name, cd->s_flags);
-		/* only reductions may lack a scalar form (sum, sumsq) */
+		/* exactly sum, sumsq (reductions) and lds (a load) lack a scalar form */
+		ck_assert_msg((cd->s_flags == PCCX_CVO_NO_SFORM) ==
+			      (fn == PCCX_CVO_SUM || fn == PCCX_CVO_SUMSQ || fn == PCCX_CVO_LDS),
+			      "%s: scalar flags 0x%x", cd->name, cd->s_flags);
 		if (cd->s_flags == PCCX_CVO_NO_SFORM)
-			ck_assert_int_eq(cd->cls, PCCX_CVOC_REDUCE);
+			ck_assert(cd->cls == PCCX_CVOC_REDUCE || cd->cls == PCCX_CVOC_LOAD);
 		for (f2 = 0; f2 < fn; f2++)
 			ck_assert_str_ne(pccx__cvo_desc(f2)->name, cd->name);
 	}
@@ -330,11 +333,11 @@ START_TEST(table_enum_names)
 	ck_assert_ptr_null(pccx__cache_name(2));
 	ck_assert_ptr_null(pccx__cache_name(3));
 	ck_assert_str_eq(pccx__wfmt_name(PCCX_WFMT_Q4), "q4");
-	ck_assert_str_eq(pccx__wfmt_name(PCCX_WFMT_BF16), "bf16");
-	ck_assert_str_eq(pccx__wfmt_name(PCCX_WFMT_BF16T), "bf16t");
+	ck_assert_str_eq(pccx__wfmt_name(PCCX_WFMT_F32), "f32");
+	ck_assert_str_eq(pccx__wfmt_name(PCCX_WFMT_F32T), "f32t");
 	ck_assert_ptr_null(pccx__wfmt_name(3));
 	ck_assert_ptr_null(pccx__wfmt_name(0xffff));
-	ck_assert_ptr_nonnull(pccx__wfmt_desc(PCCX_WFMT_BF16T));
+	ck_assert_ptr_nonnull(pccx__wfmt_desc(PCCX_WFMT_F32T));
 	ck_assert_ptr_null(pccx__wfmt_desc(3));
 }
 END_TEST
@@ -1013,8 +1016,9 @@ START_TEST(illegal_cvo_flags)
 			}
 		}
 	}
-	/* mul, add and lds take no flag in either form; sum and sumsq have no scalar form */
-	ck_assert_uint_ge(refused, 3 * 8 + 2);
+	/* mul and add take no flag in either form, lds none in its vector form; sum, sumsq and
+	 * lds have no scalar form */
+	ck_assert_uint_ge(refused, 2 * 8 + 4 + 3);
 }
 END_TEST
 
@@ -1044,10 +1048,14 @@ START_TEST(illegal_cvo_unused_and_length)
 		uint64_t vec = cvo_word(fn, false, 0);
 
 		if (cd->cls == PCCX_CVOC_LOAD) {
-			/* len is the element/slot index: 0 is a fine index in both forms */
+			/* len is the element index: 0 and 0xffff are fine indices */
 			expect_legal(put(vec, PCCX_FID_D_len, 0));
-			expect_legal(put(cvo_word(fn, true, 0), PCCX_FID_D_len, 0));
-			expect_legal(put(cvo_word(fn, true, 0), PCCX_FID_D_len, 0xffff));
+			expect_legal(put(vec, PCCX_FID_D_len, 0xffff));
+			/* and there is no scalar form, whatever the index */
+			expect_fault(put(cvo_word(fn, true, 0), PCCX_FID_D_len, 0),
+				     PCCX_ISA_E_FLAGS, PCCX_FID_D_sreg);
+			expect_fault(put(cvo_word(fn, true, 0), PCCX_FID_D_len, 0xffff),
+				     PCCX_ISA_E_FLAGS, PCCX_FID_D_sreg);
 			continue;
 		}
 		expect_fault(put(vec, PCCX_FID_D_len, 0), PCCX_ISA_E_LENGTH, PCCX_FID_D_len);
@@ -1079,7 +1087,7 @@ START_TEST(disasm_documented_examples)
 		"memcpy dest=0x00000 src=0x1bfff desc=131071 fshape=63 +to_host",
 		"memset cache=fmap entry=0 a=0 b=65535 c=1",
 		"cvo func=rsqrt src=0x00000 dst=0x00007 len=0 +sreg +relu +async",
-		"cvo func=lds src=0x00009 dst=0x00008 len=65535 +sreg",
+		"cvo func=lds src=0x00009 dst=0x00008 len=65535",
 	};
 	unsigned k;
 

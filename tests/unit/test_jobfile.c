@@ -92,7 +92,8 @@ static uint64_t A(const char *line)
 	return w;
 }
 
-/* A small, valid job: x (32) in, y = W x (bf16 4 x 32), y out. */
+/* A small, valid job: x (16 FP32, 4 words) in, y = W x (f32 4 x 16: a 64-byte row per
+ * port), y (4 FP32, 1 word) out. */
 static uint64_t g_insn[6];
 static struct pccx_dma_desc g_dma[2];
 static struct pccx_stream_desc g_stream[4];
@@ -103,9 +104,9 @@ static struct pccx_jobfile sample_job(void)
 	struct pccx_jobfile jf;
 	unsigned p;
 
-	g_insn[0] = A("memset cache=fmap entry=0 a=32 b=1 c=1");
+	g_insn[0] = A("memset cache=fmap entry=0 a=16 b=1 c=1");
 	g_insn[1] = A("memset cache=fmap entry=1 a=4 b=1 c=1");
-	g_insn[2] = A("memset cache=weight entry=0 a=4 b=32 c=1");
+	g_insn[2] = A("memset cache=weight entry=0 a=4 b=16 c=1");
 	g_insn[3] = A("memcpy dest=0 src=0 desc=0 fshape=0 +from_host");
 	g_insn[4] = A("gemv dest=0x10 src=0 wshape=0 fshape=0");
 	g_insn[5] = A("memcpy dest=0 src=0x10 desc=1 fshape=1 +to_host");
@@ -601,7 +602,7 @@ START_TEST(validate_messages)
 		     "t.job: instruction 4 (word 0x5000000000000000): OPCODE: opcode is not "
 		     "defined (0x5-0xF are illegal)");
 	jf = sample_job();
-	g_insn[0] = A("memset cache=fmap entry=5 a=32 b=1 c=1");
+	g_insn[0] = A("memset cache=fmap entry=5 a=16 b=1 c=1");
 	validate_msg(&jf, PCCX_ISA_E_SHAPE_UNSET,
 		     "t.job: instruction 3 (memcpy dest=0x00000 src=0x00000 desc=0 fshape=0 "
 		     "+from_host): field fshape: SHAPE_UNSET: shape entry used before it is set in "

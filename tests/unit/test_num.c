@@ -562,13 +562,13 @@ END_TEST
 /* Q8 activations                                                                         */
 
 /* The contract, re-implemented with nearbyintf. */
-static void ref_q8(const uint16_t *xb, int8_t *q, float *sx)
+static void ref_q8(const float *xb, int8_t *q, float *sx)
 {
 	float amax = 0.0f, inv, x;
 	int i, finite = 1;
 
 	for (i = 0; i < 32; i++) {
-		x = f32((uint32_t)xb[i] << 16);
+		x = xb[i];
 		if (!isfinite(x))
 			finite = 0;
 		else if (fabsf(x) > amax)
@@ -581,7 +581,7 @@ static void ref_q8(const uint16_t *xb, int8_t *q, float *sx)
 	}
 	inv = 127.0f / amax;
 	for (i = 0; i < 32; i++) {
-		float r = nearbyintf(f32((uint32_t)xb[i] << 16) * inv);
+		float r = nearbyintf(xb[i] * inv);
 
 		q[i] = (int8_t)(r > 127.0f ? 127 : r < -127.0f ? -127 : (int)r);
 	}
@@ -590,22 +590,23 @@ static void ref_q8(const uint16_t *xb, int8_t *q, float *sx)
 
 START_TEST(q8_quantize_random)
 {
-	uint16_t xb[32];
+	float xb[32];
 	int8_t q[32], rq[32];
 	float sx, rsx;
 	int n, i;
 
 	fesetround(FE_TONEAREST);
 	for (n = 0; n < 200000; n++) {
-		uint32_t ebase = 0x3000u + (rnd32() % 0x1F00u);
+		uint32_t ebase = 0x30000000u + (rnd32() % 0x1F000000u);
 
 		for (i = 0; i < 32; i++) {
-			/* mostly similar magnitudes, sometimes any finite BF16 */
-			uint32_t r = rnd32();
+			/* mostly similar magnitudes, full 24-bit significands, sometimes any finite */
+			uint32_t r = rnd32(), m = rnd32() & 0x7FFFFFu;
 
-			xb[i] = (uint16_t)((r & 0x8000u) | ((ebase + ((r >> 16) % 0x300u)) & 0x7FFFu));
+			xb[i] = f32((r & 0x80000000u) |
+				    ((ebase + ((r >> 8) % 0x3000000u)) & 0x7F800000u) | m);
 			if ((r & 0xFF) == 0)
-				xb[i] = (uint16_t)(r >> 8) & 0x7F7Fu;
+				xb[i] = f32(rnd32() & 0x7F7FFFFFu);
 		}
 		pccx__q8_quantize_block(xb, q, &sx);
 		ref_q8(xb, rq, &rsx);
@@ -617,14 +618,14 @@ END_TEST
 
 START_TEST(q8_quantize_edges)
 {
-	uint16_t xb[32];
+	float xb[32];
 	int8_t q[32];
 	float sx;
 	int i;
 
 	/* zero block (with a -0): sx = +0, q = 0 */
 	memset(xb, 0, sizeof(xb));
-	xb[3] = 0x8000;
+	xb[3] = -0.0f;
 	memset(q, 0x55, sizeof(q));
 	pccx__q8_quantize_block(xb, q, &sx);
 	ck_assert_uint_eq(bits(sx), 0);
@@ -632,13 +633,14 @@ START_TEST(q8_quantize_edges)
 		ck_assert_int_eq(q[i], 0);
 
 	/* amax = 127: inv = 1 exactly, ties to even */
-	xb[0] = pccx__f32_to_bf16(127.0f);
-	xb[1] = pccx__f32_to_bf16(2.5f);
-	xb[2] = pccx__f32_to_bf16(3.5f);
-	xb[3] = pccx__f32_to_bf16(-2.5f);
-	xb[4] = pccx__f32_to_bf16(-0.5f);
-	xb[5] = pccx__f32_to_bf16(-127.0f);
-	xb[6] = pccx__f32_to_bf16(126.5f);
+	xb[8] = 0x1.fffffep-1f;	/* just below 1: rounds to 1 with a full significand */
+	xb[0] = 127.0f;
+	xb[1] = 2.5f;
+	xb[2] = 3.5f;
+	xb[3] = -2.5f;
+	xb[4] = -0.5f;
+	xb[5] = -127.0f;
+	xb[6] = 126.5f;
 	pccx__q8_quantize_block(xb, q, &sx);
 	ck_assert(sx == 1.0f);
 	ck_assert_int_eq(q[0], 127);
@@ -648,22 +650,23 @@ START_TEST(q8_quantize_edges)
 	ck_assert_int_eq(q[4], 0);
 	ck_assert_int_eq(q[5], -127);	/* symmetric: -128 is never produced */
 	ck_assert_int_eq(q[6], 126);
+	ck_assert_int_eq(q[8], 1);
 
 	/* Inf or NaN anywhere: sx = NaN (canonical), all q = 0 */
-	xb[9] = 0xFF80;
+	xb[9] = -INFINITY;
 	pccx__q8_quantize_block(xb, q, &sx);
 	ck_assert_uint_eq(bits(sx), PCCX_F32_QNAN_BITS);
 	for (i = 0; i < 32; i++)
 		ck_assert_int_eq(q[i], 0);
-	xb[9] = 0x7FC1;
+	xb[9] = f32(0x7FC00001u);
 	pccx__q8_quantize_block(xb, q, &sx);
 	ck_assert_uint_eq(bits(sx), PCCX_F32_QNAN_BITS);
 
 	/* subnormal elements are quantised, not flushed */
 	memset(xb, 0, sizeof(xb));
-	xb[0] = 0x0380;		/* 2^-120 = amax */
-	xb[1] = 0x8040;		/* -2^-127: -127/128 -> -1 */
-	xb[2] = 0x0078;		/* 15 * 2^-130: 1.86 -> 2 */
+	xb[0] = 0x1p-120f;	/* = amax */
+	xb[1] = -0x1p-127f;	/* -127/128 -> -1 */
+	xb[2] = 15 * 0x1p-130f;	/* 1.86 -> 2 */
 	pccx__q8_quantize_block(xb, q, &sx);
 	ck_assert_int_eq(q[0], 127);
 	ck_assert_int_eq(q[1], -1);
@@ -671,8 +674,8 @@ START_TEST(q8_quantize_edges)
 	ck_assert(sx == 0x1p-120f / 127.0f);
 
 	/* amax < 127 / FLT_MAX: inv overflows to +Inf, as the contract's arithmetic says */
-	xb[0] = 0x0001;
-	xb[1] = 0x0000;
+	xb[0] = 0x1p-149f;	/* the smallest subnormal */
+	xb[1] = 0.0f;
 	pccx__q8_quantize_block(xb, q, &sx);
 	ck_assert_int_eq(q[0], 127);
 	ck_assert_int_eq(q[1], 0);	/* 0 * Inf = NaN -> 0 */
@@ -681,13 +684,13 @@ END_TEST
 
 START_TEST(q8_quantize_vector)
 {
-	uint16_t xb[96];
+	float xb[96];
 	int8_t q[96], qb[32];
 	float sx[3], sb;
 	int i, b;
 
 	for (i = 0; i < 96; i++)
-		xb[i] = (uint16_t)(0x3C00u + (rnd32() % 0x800u)) | (uint16_t)(rnd32() & 0x8000u);
+		xb[i] = f32((0x3C000000u + (rnd32() % 0x8000000u)) | (rnd32() & 0x80000000u));
 	pccx__q8_quantize(xb, 96, q, sx);
 	for (b = 0; b < 3; b++) {
 		pccx__q8_quantize_block(xb + 32 * b, qb, &sb);
@@ -791,50 +794,58 @@ START_TEST(q4_row_dot_exact_cases)
 }
 END_TEST
 
-START_TEST(bf16_dots_match_reference)
+START_TEST(f32_dots_match_reference)
 {
 	enum { K = 96, N = 40 };
-	static uint16_t W[K * N], Wt[N * K], x[K];
+	static float W[K * N], Wt[N * K], x[K];
 	float y[N];
 	int n, k, rep;
 
 	for (rep = 0; rep < 200; rep++) {
 		for (k = 0; k < K; k++)
-			x[k] = (uint16_t)((0x3000u + rnd32() % 0x1800u) | (rnd32() & 0x8000u));
+			x[k] = f32((0x30000000u + rnd32() % 0x18000000u) | (rnd32() & 0x80000000u));
 		for (k = 0; k < K * N; k++)
-			W[k] = (uint16_t)((0x3000u + rnd32() % 0x1800u) | (rnd32() & 0x8000u));
+			W[k] = f32((0x30000000u + rnd32() % 0x18000000u) | (rnd32() & 0x80000000u));
 		for (k = 0; k < K; k++)
 			for (n = 0; n < N; n++)
 				Wt[n * K + k] = W[k * N + n];
-		pccx__bf16_colsum(W, x, K, N, y);
+		pccx__f32_colsum(W, x, K, N, y);
 		for (n = 0; n < N; n++) {
 			float acc = 0.0f;
 
-			for (k = 0; k < K; k++)
-				acc = acc + f32((uint32_t)Wt[n * K + k] << 16) * f32((uint32_t)x[k] << 16);
-			EXPECT(bits(pccx__bf16_row_dot(Wt + n * K, x, K)) == bits(acc), "row %d", n);
+			for (k = 0; k < K; k++) {
+				/* the product rounded on its own: no fused multiply-add */
+				volatile float prod = Wt[n * K + k] * x[k];
+
+				acc = acc + prod;
+			}
+			EXPECT(bits(pccx__f32_row_dot(Wt + n * K, x, K)) == bits(acc), "row %d", n);
 			EXPECT(bits(y[n]) == bits(acc), "column %d", n);
 		}
 	}
 }
 END_TEST
 
-START_TEST(bf16_dot_edges)
+START_TEST(f32_dot_edges)
 {
-	uint16_t w[4] = { 0x3F80, 0x4B80, 0x3F80, 0xCB80 };	/* 1, 2^24, 1, -2^24 */
-	uint16_t x[4] = { 0x3F80, 0x3F80, 0x3F80, 0x3F80 };
+	float w[4] = { 1.0f, 0x1p24f, 1.0f, -0x1p24f };
+	float x[4] = { 1.0f, 1.0f, 1.0f, 1.0f };
 	float y[2];
 
 	/* 1 + 2^24 = 2^24 (tie to even), + 1 -> 2^24, - 2^24 -> 0 */
-	ck_assert(pccx__bf16_row_dot(w, x, 4) == 0.0f);
-	ck_assert_uint_eq(bits(pccx__bf16_row_dot(w, x, 0)), 0);
-	w[1] = 0x7F80;	/* Inf */
-	w[3] = 0xFF80;	/* -Inf: Inf - Inf = NaN, canonical */
-	ck_assert_uint_eq(bits(pccx__bf16_row_dot(w, x, 4)), PCCX_F32_QNAN_BITS);
+	ck_assert(pccx__f32_row_dot(w, x, 4) == 0.0f);
+	ck_assert_uint_eq(bits(pccx__f32_row_dot(w, x, 0)), 0);
+	/* the product is rounded before the add: (1 + 2^-23)^2 = 1 + 2^-22 + 2^-46 -> 1 + 2^-22 */
+	w[0] = x[0] = 1.0f + 0x1p-23f;
+	ck_assert_uint_eq(bits(pccx__f32_row_dot(w, x, 1)), bits(1.0f + 0x1p-22f));
+	x[0] = 1.0f;
+	w[1] = INFINITY;
+	w[3] = -INFINITY;	/* Inf - Inf = NaN, canonical */
+	ck_assert_uint_eq(bits(pccx__f32_row_dot(w, x, 4)), PCCX_F32_QNAN_BITS);
 	/* -0 * 1 + ... : acc starts at +0, so +0 + -0 = +0 */
-	w[0] = 0x8000;
-	ck_assert_uint_eq(bits(pccx__bf16_row_dot(w, x, 1)), 0);
-	pccx__bf16_colsum(w, x, 2, 2, y);	/* W = [[-0, Inf], [1, -Inf]] */
+	w[0] = -0.0f;
+	ck_assert_uint_eq(bits(pccx__f32_row_dot(w, x, 1)), 0);
+	pccx__f32_colsum(w, x, 2, 2, y);	/* W = [[-0, Inf], [1, -Inf]] */
 	ck_assert(y[0] == 1.0f);
 	ck_assert_uint_eq(bits(y[1]), PCCX_F32_QNAN_BITS);
 }
@@ -842,17 +853,20 @@ END_TEST
 
 START_TEST(out_store_stage)
 {
-	ck_assert_uint_eq(pccx__out_store(1.0f, false, 0x4000), 0x3F80);
-	ck_assert_uint_eq(pccx__out_store(1.0f, true, 0x4000), 0x4040);	/* 1 + 2 */
-	/* RNE after the add: 1 + 2^-8 = 0x3F808000 -> tie -> 0x3F80 */
-	ck_assert_uint_eq(pccx__out_store(0x1p-8f, true, 0x3F80), 0x3F80);
-	ck_assert_uint_eq(pccx__out_store(0x1.8p-7f, true, 0x3F80), 0x3F82);
-	ck_assert_uint_eq(pccx__out_store(-NAN, false, 0), PCCX_BF16_QNAN);
-	ck_assert_uint_eq(pccx__out_store(INFINITY, true, 0xFF80), PCCX_BF16_QNAN);
-	ck_assert_uint_eq(pccx__out_store(-0.0f, false, 0), 0x8000);
-	ck_assert_uint_eq(pccx__out_store(-0.0f, true, 0x8000), 0x8000);
-	ck_assert_uint_eq(pccx__out_store(FLT_MAX, false, 0), 0x7F80);
-	ck_assert_uint_eq(pccx_bf16_store(f32(0xFFC00001u)), PCCX_BF16_QNAN);
+	ck_assert_uint_eq(bits(pccx__out_store(1.0f, false, 2.0f)), bits(1.0f));
+	ck_assert_uint_eq(bits(pccx__out_store(1.0f, true, 2.0f)), bits(3.0f));
+	/* one RNE add, kept in FP32: 1 + 2^-24 is a tie -> 1; 1 + 3 * 2^-24 -> 1 + 2^-22 */
+	ck_assert_uint_eq(bits(pccx__out_store(0x1p-24f, true, 1.0f)), bits(1.0f));
+	ck_assert_uint_eq(bits(pccx__out_store(0x1.8p-23f, true, 1.0f)), bits(1.0f + 0x1p-22f));
+	/* nothing narrows: a full 24-bit significand is stored as it is */
+	ck_assert_uint_eq(bits(pccx__out_store(f32(0x3F8ABCDEu), false, 0.0f)), 0x3F8ABCDEu);
+	ck_assert_uint_eq(bits(pccx__out_store(-NAN, false, 0.0f)), PCCX_F32_QNAN_BITS);
+	ck_assert_uint_eq(bits(pccx__out_store(INFINITY, true, -INFINITY)), PCCX_F32_QNAN_BITS);
+	ck_assert_uint_eq(bits(pccx__out_store(-0.0f, false, 0.0f)), 0x80000000u);
+	ck_assert_uint_eq(bits(pccx__out_store(-0.0f, true, -0.0f)), 0x80000000u);
+	ck_assert_uint_eq(bits(pccx__out_store(FLT_MAX, false, 0.0f)), bits(FLT_MAX));
+	ck_assert_uint_eq(bits(pccx__out_store(FLT_MAX, true, FLT_MAX)), 0x7F800000u);
+	ck_assert_uint_eq(bits(pccx_f32_store(f32(0xFFC00001u))), PCCX_F32_QNAN_BITS);
 	ck_assert_uint_eq(bits(pccx_f32_canon(f32(0xFF812345u))), PCCX_F32_QNAN_BITS);
 	ck_assert_uint_eq(bits(pccx_f32_canon(-INFINITY)), 0xFF800000u);
 }
@@ -890,8 +904,8 @@ static Suite *num_suite(void)
 	tcase_add_test(tc, q4_row_dot_matches_reference);
 	tcase_add_test(tc, q4_row_dot_order_is_sequential);
 	tcase_add_test(tc, q4_row_dot_exact_cases);
-	tcase_add_test(tc, bf16_dots_match_reference);
-	tcase_add_test(tc, bf16_dot_edges);
+	tcase_add_test(tc, f32_dots_match_reference);
+	tcase_add_test(tc, f32_dot_edges);
 	tcase_add_test(tc, out_store_stage);
 	suite_add_tcase(s, tc);
 	return s;

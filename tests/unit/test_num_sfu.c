@@ -477,65 +477,66 @@ START_TEST(sfu_output_stage_and_binary)
 }
 END_TEST
 
-START_TEST(sfu_vector_bf16)
+START_TEST(sfu_vector_f32)
 {
-	uint16_t src[64], dst[64], old[64];
+	float src[64], dst[64], old[64];
 	int i;
 
 	for (i = 0; i < 64; i++) {
-		src[i] = pccx__f32_to_bf16(-4.0f + 0.125f * (float)i);
-		old[i] = dst[i] = pccx__f32_to_bf16(0.5f * (float)(i % 7));
+		src[i] = -4.0f + 0.125f * (float)i;
+		old[i] = dst[i] = 0.5f * (float)(i % 7);
 	}
 	pccx__sfu_vector(PCCX_SFU_GELU, PCCX_SFU_F_ACCM, 0, src, dst, 64);
 	for (i = 0; i < 64; i++)
-		ck_assert_uint_eq(dst[i], pccx_bf16_store(pccx__f32_gelu(bf(src[i])) + bf(old[i])));
+		ck_assert_uint_eq(bits(dst[i]), bits(pccx__f32_gelu(src[i]) + old[i]));
 
 	/* in place: src == dst */
 	memcpy(dst, src, sizeof(dst));
 	pccx__sfu_vector(PCCX_SFU_EXP, PCCX_SFU_F_SUB, 1.0f, dst, dst, 64);
 	for (i = 0; i < 64; i++)
-		ck_assert_uint_eq(dst[i], pccx_bf16_store(pccx__f32_exp(bf(src[i]) - 1.0f)));
+		ck_assert_uint_eq(bits(dst[i]), bits(pccx__f32_exp(src[i] - 1.0f)));
 
-	/* the store rounds to nearest even: exp(0.01) = 1.01005 -> 0x3F81 (1.0078125) */
-	src[0] = pccx__f32_to_bf16(0.01f);
+	/* the store keeps FP32: exp(0.01) is stored with its full significand */
+	src[0] = 0.01f;
 	pccx__sfu_vector(PCCX_SFU_EXP, 0, 0, src, dst, 1);
-	ck_assert_uint_eq(dst[0], 0x3F81);
+	ck_assert_uint_eq(bits(dst[0]), bits(pccx__f32_exp(0.01f)));
+	ck_assert_uint_ne(bits(dst[0]) & 0xFFFFu, 0);
 
-	/* NaN results are stored as 0x7FC0 */
-	src[0] = 0xFF80;	/* -Inf */
+	/* NaN results are stored as the canonical NaN */
+	src[0] = bf(0xFF80);	/* -Inf */
 	pccx__sfu_vector(PCCX_SFU_SIN, 0, 0, src, dst, 1);
-	ck_assert_uint_eq(dst[0], PCCX_BF16_QNAN);
+	ck_assert_uint_eq(bits(dst[0]), PCCX_F32_QNAN_BITS);
 
 	/* binary: MUL d * s element-wise */
 	for (i = 0; i < 8; i++) {
-		src[i] = pccx__f32_to_bf16((float)i);
-		dst[i] = pccx__f32_to_bf16(0.5f);
+		src[i] = (float)i;
+		dst[i] = 0.5f;
 	}
 	pccx__sfu_vector(PCCX_SFU_MUL, PCCX_SFU_F_SCALE, 4.0f, src, dst, 8);
 	for (i = 0; i < 8; i++)
-		ck_assert_uint_eq(dst[i], pccx__f32_to_bf16(2.0f * (float)i));
+		ck_assert_uint_eq(bits(dst[i]), bits(2.0f * (float)i));
 
 	/* reductions are not element-wise: dst untouched */
 	memcpy(old, dst, sizeof(old));
 	pccx__sfu_vector(PCCX_SFU_SUM, 0, 0, src, dst, 8);
-	ck_assert_mem_eq(dst, old, 16);
+	ck_assert_mem_eq(dst, old, 8 * sizeof(float));
 }
 END_TEST
 
 START_TEST(sfu_reduce_sum_sequential)
 {
-	uint16_t v[40];
+	float v[40];
 	int i;
 
 	/* 2^24 then 32 ones: sequential adds lose every one (ties to even), a tree would not */
-	v[0] = 0x4B80;
+	v[0] = bf(0x4B80);
 	for (i = 1; i < 33; i++)
-		v[i] = 0x3F80;
+		v[i] = bf(0x3F80);
 	ck_assert(pccx__sfu_reduce(PCCX_SFU_SUM, 0, 0, v, 33) == 0x1p24f);
 	/* ones first: exact */
 	for (i = 0; i < 32; i++)
-		v[i] = 0x3F80;
-	v[32] = 0x4B80;
+		v[i] = bf(0x3F80);
+	v[32] = bf(0x4B80);
 	ck_assert(pccx__sfu_reduce(PCCX_SFU_SUM, 0, 0, v, 33) == 0x1p24f + 32.0f);
 	/* MEAN: one division by (float)n */
 	ck_assert(pccx__sfu_reduce(PCCX_SFU_SUM, PCCX_SFU_F_MEAN, 0, v, 33) ==
@@ -545,15 +546,15 @@ START_TEST(sfu_reduce_sum_sequential)
 	ck_assert_uint_eq(bits(pccx__sfu_reduce(PCCX_SFU_SUM, PCCX_SFU_F_MEAN, 0, v, 0)),
 			  PCCX_F32_QNAN_BITS);
 	/* all -0: acc starts at +0, +0 + -0 = +0 */
-	v[0] = v[1] = 0x8000;
+	v[0] = v[1] = bf(0x8000);
 	ck_assert_uint_eq(bits(pccx__sfu_reduce(PCCX_SFU_SUM, 0, 0, v, 2)), 0);
 	/* Inf + -Inf = NaN, canonical */
-	v[0] = 0x7F80;
-	v[1] = 0xFF80;
+	v[0] = bf(0x7F80);
+	v[1] = bf(0xFF80);
 	ck_assert_uint_eq(bits(pccx__sfu_reduce(PCCX_SFU_SUM, 0, 0, v, 2)), PCCX_F32_QNAN_BITS);
 	/* SUB and RELU apply per element before the sum */
 	for (i = 0; i < 4; i++)
-		v[i] = pccx__f32_to_bf16((float)i);	/* 0 1 2 3 */
+		v[i] = (float)i;	/* 0 1 2 3 */
 	ck_assert(pccx__sfu_reduce(PCCX_SFU_SUM, PCCX_SFU_F_SUB | PCCX_SFU_F_RELU, 1.5f, v, 4) ==
 		  2.0f);	/* 0 + 0 + 0.5 + 1.5 */
 }
@@ -561,7 +562,7 @@ END_TEST
 
 START_TEST(sfu_reduce_sumsq)
 {
-	uint16_t v[256];
+	float v[256];
 	float S = 0x1.0000a0p0f, acc = 0.0f, x;
 	int i;
 
@@ -569,7 +570,7 @@ START_TEST(sfu_reduce_sumsq)
 		v[i] = (uint16_t)(0x3F00u + (unsigned)i);	/* 0.5 .. ~1.98 */
 	/* with SUB, (x - S)^2 has more than 24 bits: product rounded, then the add */
 	for (i = 0; i < 256; i++) {
-		x = bf(v[i]) - S;
+		x = v[i] - S;
 		x = x * x;
 		acc = acc + x;
 	}
@@ -579,46 +580,46 @@ START_TEST(sfu_reduce_sumsq)
 	/* without SUB: RMSNorm's mean of squares */
 	acc = 0.0f;
 	for (i = 0; i < 256; i++)
-		acc = acc + bf(v[i]) * bf(v[i]);
+		acc = acc + v[i] * v[i];
 	ck_assert_uint_eq(bits(pccx__sfu_reduce(PCCX_SFU_SUMSQ, PCCX_SFU_F_MEAN, 0, v, 256)),
 			  bits(acc / 256.0f));
 	/* squares of -0 and NaN */
-	v[0] = 0x8000;
+	v[0] = bf(0x8000);
 	ck_assert_uint_eq(bits(pccx__sfu_reduce(PCCX_SFU_SUMSQ, 0, 0, v, 1)), 0);
-	v[1] = 0xFFC1;
+	v[1] = bf(0xFFC1);
 	ck_assert_uint_eq(bits(pccx__sfu_reduce(PCCX_SFU_SUMSQ, 0, 0, v, 2)), PCCX_F32_QNAN_BITS);
 }
 END_TEST
 
 START_TEST(sfu_reduce_max)
 {
-	uint16_t v[8];
+	float v[8];
 
-	v[0] = 0xBF80;	/* -1 */
-	v[1] = 0x4040;	/* 3 */
-	v[2] = 0x4000;	/* 2 */
+	v[0] = bf(0xBF80);	/* -1 */
+	v[1] = bf(0x4040);	/* 3 */
+	v[2] = bf(0x4000);	/* 2 */
 	ck_assert(pccx__sfu_reduce(PCCX_SFU_MAX, 0, 0, v, 3) == 3.0f);
 	/* NaN anywhere wins, even before larger values */
-	v[1] = 0x7FC0;
+	v[1] = bf(0x7FC0);
 	ck_assert_uint_eq(bits(pccx__sfu_reduce(PCCX_SFU_MAX, 0, 0, v, 3)), PCCX_F32_QNAN_BITS);
-	v[0] = 0xFF81;	/* NaN with sign and payload */
-	v[1] = 0x4040;
+	v[0] = bf(0xFF81);	/* NaN with sign and payload */
+	v[1] = bf(0x4040);
 	ck_assert_uint_eq(bits(pccx__sfu_reduce(PCCX_SFU_MAX, 0, 0, v, 3)), PCCX_F32_QNAN_BITS);
 	/* signed zeros: +0 wins in either order; -0 alone stays -0 */
-	v[0] = 0x8000;
-	v[1] = 0x0000;
+	v[0] = bf(0x8000);
+	v[1] = bf(0x0000);
 	ck_assert_uint_eq(bits(pccx__sfu_reduce(PCCX_SFU_MAX, 0, 0, v, 2)), 0);
-	v[0] = 0x0000;
-	v[1] = 0x8000;
+	v[0] = bf(0x0000);
+	v[1] = bf(0x8000);
 	ck_assert_uint_eq(bits(pccx__sfu_reduce(PCCX_SFU_MAX, 0, 0, v, 2)), 0);
 	ck_assert_uint_eq(bits(pccx__sfu_reduce(PCCX_SFU_MAX, 0, 0, v + 1, 1)), 0x80000000u);
 	/* -Inf elements; empty vector -> -Inf */
-	v[0] = v[1] = 0xFF80;
+	v[0] = v[1] = bf(0xFF80);
 	ck_assert_uint_eq(bits(pccx__sfu_reduce(PCCX_SFU_MAX, 0, 0, v, 2)), 0xFF800000u);
 	ck_assert_uint_eq(bits(pccx__sfu_reduce(PCCX_SFU_MAX, 0, 0, v, 0)), 0xFF800000u);
 	/* SUB applies first */
-	v[0] = 0x4000;
-	v[1] = 0x4080;	/* 2, 4 */
+	v[0] = bf(0x4000);
+	v[1] = bf(0x4080);	/* 2, 4 */
 	ck_assert(pccx__sfu_reduce(PCCX_SFU_MAX, PCCX_SFU_F_SUB, 5.0f, v, 2) == -1.0f);
 	ck_assert_uint_eq(bits(pccx__sfu_reduce(PCCX_SFU_EXP, 0, 0, v, 2)), PCCX_F32_QNAN_BITS);
 }
@@ -672,7 +673,7 @@ static Suite *num_sfu_suite(void)
 	tcase_add_test(pipe, sfu_unary_dispatch);
 	tcase_add_test(pipe, sfu_input_stage_flags);
 	tcase_add_test(pipe, sfu_output_stage_and_binary);
-	tcase_add_test(pipe, sfu_vector_bf16);
+	tcase_add_test(pipe, sfu_vector_f32);
 	tcase_add_test(pipe, sfu_reduce_sum_sequential);
 	tcase_add_test(pipe, sfu_reduce_sumsq);
 	tcase_add_test(pipe, sfu_reduce_max);

@@ -80,7 +80,7 @@ static uint32_t tok_at(const struct pccx_gemma3n_config *c, uint32_t i)
 }
 
 /* FNV-1a over every stage's bytes: a fingerprint of a whole step. */
-static int hash_stage(void *user, const char *name, const uint16_t *data, uint32_t rows,
+static int hash_stage(void *user, const char *name, const float *data, uint32_t rows,
 		      uint32_t cols, uint32_t stride)
 {
 	uint64_t *h = user;
@@ -90,10 +90,11 @@ static int hash_stage(void *user, const char *name, const uint16_t *data, uint32
 		*h = (*h ^ (uint8_t)*name) * 0x100000001B3ull;
 	for (r = 0; r < rows; r++)
 		for (c = 0; c < cols; c++) {
-			uint16_t v = data[(size_t)r * stride + c];
+			uint32_t v = pccx_f32_bits(data[(size_t)r * stride + c]);
+			unsigned b;
 
-			*h = (*h ^ (v & 0xFF)) * 0x100000001B3ull;
-			*h = (*h ^ (v >> 8)) * 0x100000001B3ull;
+			for (b = 0; b < 32; b += 8)
+				*h = (*h ^ ((v >> b) & 0xFF)) * 0x100000001B3ull;
 		}
 	return 0;
 }
@@ -246,8 +247,11 @@ START_TEST(test_plan_e4b_fits)
 	ck_assert_msg(pccx__gemma3n_model_create(&m, &c, &d) == 0, "%s", d.msg);
 	ck_assert_msg(pccx__gemma3n_plan_build(m, &p, &d) == 0, "%s", d.msg);
 	ck_assert_uint_le(p.words, PCCX_L2_WORDS);
-	ck_assert_uint_lt(p.ctx, p.logits);
-	ck_assert_uint_eq(p.logits + pccx_words_for(c.vocab), p.words);
+	/* the logits reuse the layer working set; the LM head's input and the scalars stay */
+	ck_assert_uint_eq(p.logits, p.lrank);
+	ck_assert_uint_lt(p.h + pccx_words_for(c.d_model), p.logits + 1);
+	ck_assert_uint_le(p.scal + PCCX_GEMMA3N_NSCAL, p.logits);
+	ck_assert_uint_le(p.logits + pccx_words_for(c.vocab), p.words);
 	/* streamed Q4-like bytes per token: 2.526 GB (research note: 2.523 GB at 4.5 bits) */
 	ck_assert_uint_gt(pccx__gemma3n_streamed_bytes(m), 2500000000ull);
 	ck_assert_uint_lt(pccx__gemma3n_streamed_bytes(m), 2550000000ull);
@@ -405,9 +409,9 @@ END_TEST
 struct npu {
 	struct pccx_ref_exec *x;
 	const struct pccx_npu_ops *ops;
-	uint16_t *l2;
+	float *l2;
 	uint8_t wbuf[4096];
-	uint8_t kv[256];
+	float kv[64];
 };
 
 static void npu_open(struct npu *n)
@@ -431,18 +435,8 @@ static int cvo(struct npu *n, uint32_t func, uint32_t flags, uint32_t src, uint3
 	return n->ops->cvo(n->x, &op);
 }
 
-static float slot0(struct npu *n, uint32_t word)
-{
-	return pccx_f32_from_bits((uint32_t)n->l2[8 * word] | (uint32_t)n->l2[8 * word + 1] << 16);
-}
-
-static void put_slot0(struct npu *n, uint32_t word, float v)
-{
-	uint32_t b = pccx_f32_bits(v);
-
-	n->l2[8 * word] = (uint16_t)b;
-	n->l2[8 * word + 1] = (uint16_t)(b >> 16);
-}
+/* Element i of L2 counted from word w. */
+#define EL(n, w, i) ((n)->l2[(size_t)PCCX_L2_ELEMS_PER_WORD * (w) + (i)])
 
 START_TEST(test_exec_gemv_q4)
 {
@@ -470,26 +464,27 @@ START_TEST(test_exec_gemv_q4)
 		memcpy(n.wbuf + r * rb + 2, &h1, 2);
 	}
 	for (i = 0; i < 64; i++)
-		n.l2[8 * 10 + i] = pccx__f32_to_bf16((float)((int)i - 30) / 7.0f);
-	for (i = 0; i < 16; i++)
-		n.l2[8 * 100 + i] = 0x1234;	/* lanes past N = 10 must stay */
+		EL(&n, 10, i) = (float)((int)i - 30) / 7.0f;
+	for (i = 0; i < 12; i++)
+		EL(&n, 100, i) = 1234.5f;	/* lanes past N = 10 must stay */
 	ck_assert_int_eq(n.ops->matmul(n.x, &mm), 0);
-	pccx__q8_quantize(n.l2 + 8 * 10, 64, q8, sx);
+	pccx__q8_quantize(&EL(&n, 10, 0), 64, q8, sx);
 	for (r = 0; r < 10; r++) {
 		const uint8_t *rec = n.wbuf + r * rb;
 		float y =
 			pccx__q4_row_dot(rec + 16, (const uint16_t *)(const void *)rec, q8, sx, 64);
 
-		ck_assert_uint_eq(n.l2[8 * 100 + r], pccx__out_store(y, false, 0));
+		ck_assert_uint_eq(pccx_f32_bits(EL(&n, 100, r)),
+				  pccx_f32_bits(pccx__out_store(y, false, 0)));
 	}
-	for (i = 10; i < 16; i++)
-		ck_assert_uint_eq(n.l2[8 * 100 + i], 0x1234);
+	for (i = 10; i < 12; i++)
+		ck_assert(EL(&n, 100, i) == 1234.5f);
 
 	/* accm adds the old outputs; findemax sets S to the largest output written */
 	{
-		uint16_t old[10];
+		float old[10];
 
-		memcpy(old, n.l2 + 8 * 100, sizeof(old));
+		memcpy(old, &EL(&n, 100, 0), sizeof(old));
 		mm.accm = true;
 		mm.findemax = true;
 		ck_assert_int_eq(n.ops->matmul(n.x, &mm), 0);
@@ -497,10 +492,10 @@ START_TEST(test_exec_gemv_q4)
 			const uint8_t *rec = n.wbuf + r * rb;
 			float y = pccx__q4_row_dot(rec + 16, (const uint16_t *)(const void *)rec, q8,
 						   sx, 64);
-			uint16_t e = pccx__out_store(y, true, old[r]);
+			float e = pccx__out_store(y, true, old[r]);
 
-			ck_assert_uint_eq(n.l2[8 * 100 + r], e);
-			smax = pccx__bf16_to_f32(e) > smax ? pccx__bf16_to_f32(e) : smax;
+			ck_assert_uint_eq(pccx_f32_bits(EL(&n, 100, r)), pccx_f32_bits(e));
+			smax = e > smax ? e : smax;
 		}
 		ck_assert_float_eq(pccx__ref_exec_sreg(n.x), smax);
 	}
@@ -508,39 +503,39 @@ START_TEST(test_exec_gemv_q4)
 }
 END_TEST
 
-START_TEST(test_exec_gemm_bf16_and_bf16t)
+START_TEST(test_exec_gemm_f32_and_f32t)
 {
 	struct npu n;
-	uint16_t *W;
+	float *W;
 	struct pccx_npu_matmul sc = { .dst = 200, .src = 20, .n = 4, .k = 16, .m = 2,
-				      .fmt = PCCX_WFMT_BF16, .w = { PCCX_NPU_BUF_KV, 0, -1, 0 } };
+				      .fmt = PCCX_WFMT_F32, .w = { PCCX_NPU_BUF_KV, 0, -1, 0 } };
 	struct pccx_npu_matmul cx = { .dst = 300, .src = 200, .n = 16, .k = 4, .m = 2,
-				      .fmt = PCCX_WFMT_BF16T, .w = { PCCX_NPU_BUF_KV, 0, -1, 0 } };
+				      .fmt = PCCX_WFMT_F32T, .w = { PCCX_NPU_BUF_KV, 0, -1, 0 } };
 	float y[16];
 	uint32_t i, r, j;
 
 	npu_open(&n);
-	W = (uint16_t *)(void *)n.kv;
+	W = n.kv;
 	for (i = 0; i < 64; i++)
-		W[i] = pccx__f32_to_bf16((float)((int)(i * 37 % 19) - 9) / 8.0f);
+		W[i] = (float)((int)(i * 37 % 19) - 9) / 7.0f;	/* full significands */
 	for (i = 0; i < 32; i++)
-		n.l2[8 * 20 + i] = pccx__f32_to_bf16((float)((int)(i * 11 % 13) - 6) / 4.0f);
+		EL(&n, 20, i) = (float)((int)(i * 11 % 13) - 6) / 3.0f;
 	/* scores: 2 rows of x (16) against 4 key rows of 16 */
 	ck_assert_int_eq(n.ops->matmul(n.x, &sc), 0);
 	for (r = 0; r < 2; r++)
 		for (j = 0; j < 4; j++)
 			ck_assert_uint_eq(
-				n.l2[8 * (200 + r) + j],
-				pccx__out_store(
-					pccx__bf16_row_dot(W + 16 * j, n.l2 + 8 * (20 + 2 * r), 16),
-					false, 0));
+				pccx_f32_bits(EL(&n, 200 + r, j)),
+				pccx_f32_bits(pccx__out_store(
+					pccx__f32_row_dot(W + 16 * j, &EL(&n, 20 + 4 * r, 0), 16),
+					false, 0)));
 	/* context: the same 4 rows of 16 as a transposed weight, x = the 4 scores of each row */
 	ck_assert_int_eq(n.ops->matmul(n.x, &cx), 0);
 	for (r = 0; r < 2; r++) {
-		pccx__bf16_colsum(W, n.l2 + 8 * (200 + r), 4, 16, y);
+		pccx__f32_colsum(W, &EL(&n, 200 + r, 0), 4, 16, y);
 		for (j = 0; j < 16; j++)
-			ck_assert_uint_eq(n.l2[8 * (300 + 2 * r) + j],
-					  pccx__out_store(y[j], false, 0));
+			ck_assert_uint_eq(pccx_f32_bits(EL(&n, 300 + 4 * r, j)),
+					  pccx_f32_bits(pccx__out_store(y[j], false, 0)));
 	}
 	pccx__ref_exec_free(n.x);
 }
@@ -549,19 +544,19 @@ END_TEST
 START_TEST(test_exec_cvo_forms)
 {
 	struct npu n;
-	uint16_t src[24], dst[24];
+	float src[24], dst[24];
 	uint32_t i;
 
 	npu_open(&n);
 	for (i = 0; i < 24; i++) {
-		n.l2[8 * 40 + i] = src[i] = pccx__f32_to_bf16((float)i / 5.0f - 2.0f);
-		n.l2[8 * 50 + i] = dst[i] = pccx__f32_to_bf16(0.5f + (float)i / 16.0f);
+		EL(&n, 40, i) = src[i] = (float)i / 5.0f - 2.0f;
+		EL(&n, 50, i) = dst[i] = 0.5f + (float)i / 15.0f;
 	}
-	/* reductions: S and FP32 slot 0 of dst; recip_scale = mean for SUM/SUMSQ */
+	/* reductions: S and element 0 of dst; recip_scale = mean for SUM/SUMSQ */
 	ck_assert_int_eq(cvo(&n, PCCX_CVO_SUM, PCCX_CVOF_RECIP, 40, 60, 21), 0);
 	ck_assert_float_eq(pccx__ref_exec_sreg(n.x), pccx__sfu_reduce(PCCX_SFU_SUM, PCCX_SFU_F_MEAN,
 								      0, src, 21));
-	ck_assert_float_eq(slot0(&n, 60), pccx__ref_exec_sreg(n.x));
+	ck_assert_float_eq(EL(&n, 60, 0), pccx__ref_exec_sreg(n.x));
 	/* Sum of squares about S (sub_emax) */
 	{
 		float S = pccx__ref_exec_sreg(n.x);
@@ -570,28 +565,29 @@ START_TEST(test_exec_cvo_forms)
 		ck_assert_float_eq(pccx__ref_exec_sreg(n.x),
 				   pccx__sfu_reduce(PCCX_SFU_SUMSQ, PCCX_SFU_F_SUB, S, src, 24));
 	}
-	/* LDS: element 13 (BF16), then FP32 slot 0 with sreg */
+	/* LDS: element 13 (word 43, element 1); it has no scalar form */
 	ck_assert_int_eq(cvo(&n, PCCX_CVO_LDS, 0, 40, 62, 13), 0);
-	ck_assert_float_eq(pccx__ref_exec_sreg(n.x), pccx__bf16_to_f32(src[13]));
-	put_slot0(&n, 63, 2.5f);
-	ck_assert_int_eq(cvo(&n, PCCX_CVO_LDS, PCCX_CVOF_SREG, 63, 62, 0), 0);
+	ck_assert_uint_eq(pccx_f32_bits(pccx__ref_exec_sreg(n.x)), pccx_f32_bits(src[13]));
+	EL(&n, 63, 0) = 2.5f;
+	ck_assert_int_ne(cvo(&n, PCCX_CVO_LDS, PCCX_CVOF_SREG, 63, 62, 0), 0);
+	ck_assert_int_eq(cvo(&n, PCCX_CVO_LDS, 0, 63, 62, 0), 0);
 	ck_assert_float_eq(pccx__ref_exec_sreg(n.x), 2.5f);
 	/* scalar forms: S = S + v, S = rsqrt(S), S = max(S, v) */
-	put_slot0(&n, 64, 1.5f);
+	EL(&n, 64, 0) = 1.5f;
 	ck_assert_int_eq(cvo(&n, PCCX_CVO_ADD, PCCX_CVOF_SREG, 64, 62, 0), 0);
 	ck_assert_float_eq(pccx__ref_exec_sreg(n.x), 4.0f);
 	ck_assert_int_eq(cvo(&n, PCCX_CVO_RSQRT, PCCX_CVOF_SREG, 0, 62, 0), 0);
 	ck_assert_float_eq(pccx__ref_exec_sreg(n.x), 0.5f);
-	ck_assert_float_eq(slot0(&n, 62), 0.5f);
+	ck_assert_float_eq(EL(&n, 62, 0), 0.5f);
 	ck_assert_int_eq(cvo(&n, PCCX_CVO_MAX, PCCX_CVOF_SREG, 64, 62, 0), 0);
 	ck_assert_float_eq(pccx__ref_exec_sreg(n.x), 1.5f);
 	/* vector: GELU with sub_emax + relu (the Gaussian top-k gate), then SCALE with accm */
 	ck_assert_int_eq(cvo(&n, PCCX_CVO_GELU, PCCX_CVOF_SUB | PCCX_CVOF_RELU, 40, 40, 21), 0);
 	pccx__sfu_vector(PCCX_SFU_GELU, PCCX_SFU_F_SUB | PCCX_SFU_F_RELU, 1.5f, src, src, 21);
-	ck_assert(!memcmp(n.l2 + 8 * 40, src, sizeof(src)));
+	ck_assert(!memcmp(&EL(&n, 40, 0), src, sizeof(src)));
 	ck_assert_int_eq(cvo(&n, PCCX_CVO_SCALE, PCCX_CVOF_ACCM, 40, 50, 24), 0);
 	pccx__sfu_vector(PCCX_SFU_SCALE, PCCX_SFU_F_ACCM, 1.5f, src, dst, 24);
-	ck_assert(!memcmp(n.l2 + 8 * 50, dst, sizeof(dst)));
+	ck_assert(!memcmp(&EL(&n, 50, 0), dst, sizeof(dst)));
 	pccx__ref_exec_free(n.x);
 }
 END_TEST
@@ -651,34 +647,30 @@ START_TEST(test_host_inputs)
 	in = malloc(p->in_bytes);
 	ck_assert_int_eq(pccx__gemma3n_host_inputs(r.m, p, 77, 0, in, &d), 0);
 	for (i = 0; i < r.cfg.head_dim; i++) {
-		uint16_t c, s;
+		float c, s;
 
-		memcpy(&c, in + 16 * (p->rope_cos[0] - p->in) + 2 * i, 2);
-		memcpy(&s, in + 16 * (p->rope_sin[1] - p->in) + 2 * i, 2);
-		ck_assert_uint_eq(c, 0x3F80);			/* cos 0 = 1 */
-		ck_assert_float_eq(pccx__bf16_to_f32(s), 0.0f);	/* sin 0 = 0 */
+		memcpy(&c, in + 16 * (p->rope_cos[0] - p->in) + 4 * i, 4);
+		memcpy(&s, in + 16 * (p->rope_sin[1] - p->in) + 4 * i, 4);
+		ck_assert_uint_eq(pccx_f32_bits(c), 0x3F800000u);	/* cos 0 = 1 */
+		ck_assert_float_eq(s, 0.0f);				/* sin 0 = 0 */
 	}
 	{
-		float row[128];
-		uint16_t h;
+		float row[128], h;
 
 		pccx__gemma3n_row_f32(r.m, r.m->w.embed, 77, row);
 		for (i = 0; i < D; i++) {
-			memcpy(&h, in + 16 * (p->embed - p->in) + 2 * i, 2);
-			ck_assert_uint_eq(h, pccx_bf16_store(row[i] * sq));
+			memcpy(&h, in + 16 * (p->embed - p->in) + 4 * i, 4);
+			ck_assert_uint_eq(pccx_f32_bits(h), pccx_f32_bits(row[i] * sq));
 		}
 	}
-	/* at pos 1000: cos^2 + sin^2 = 1 within BF16 rounding */
+	/* at pos 1000: the tables hold the FP32 functions, so cos^2 + sin^2 = 1 to FP32 */
 	ck_assert_int_eq(pccx__gemma3n_host_inputs(r.m, p, 3, 1000, in, &d), 0);
 	for (i = 0; i < r.cfg.head_dim; i++) {
-		uint16_t c, s;
 		float fc, fs;
 
-		memcpy(&c, in + 16 * (p->rope_cos[1] - p->in) + 2 * i, 2);
-		memcpy(&s, in + 16 * (p->rope_sin[1] - p->in) + 2 * i, 2);
-		fc = pccx__bf16_to_f32(c);
-		fs = pccx__bf16_to_f32(s);
-		ck_assert_float_eq_tol(fc * fc + fs * fs, 1.0f, 0.01f);
+		memcpy(&fc, in + 16 * (p->rope_cos[1] - p->in) + 4 * i, 4);
+		memcpy(&fs, in + 16 * (p->rope_sin[1] - p->in) + 4 * i, 4);
+		ck_assert_float_eq_tol(fc * fc + fs * fs, 1.0f, 1e-6f);
 	}
 	ck_assert_int_eq(pccx__gemma3n_host_inputs(r.m, p, r.cfg.vocab, 0, in, &d), PCCX_ERR_RANGE);
 	ck_assert_int_eq(pccx__gemma3n_host_inputs(r.m, p, 0, r.cfg.max_ctx, in, &d), PCCX_ERR_RANGE);
@@ -692,7 +684,7 @@ struct names {
 	unsigned count;
 };
 
-static int collect_name(void *user, const char *name, const uint16_t *data, uint32_t rows,
+static int collect_name(void *user, const char *name, const float *data, uint32_t rows,
 			uint32_t cols, uint32_t stride)
 {
 	struct names *nm = user;
@@ -888,30 +880,31 @@ struct bound {
 };
 
 /*
- * Layer 0 (inputs nearly exact): the local error of each stage. docs/reference.md derives
- * these; measured worst over 4 seeds x 24 positions is about half of each bound.
+ * Layer 0 (inputs nearly exact): the local error of each stage. Each bound is twice the worst
+ * measured over 6 seeds x 24 positions with FP32 in L2 (docs/reference.md, "Fidelity"); the
+ * BF16 L2 of before fails most of them (embed 0.0018, attention norm 0.0031).
  */
 static const struct bound layer0_bounds[] = {
-	{ "embed", 0.99999, 0.005 },		{ "ple.inputs", 0.99999, 0.005 },
-	{ "ple.proj", 0.9999, 0.015 },		{ "ple.u", 0.9999, 0.015 },
-	{ "altup.streams", 0.9999, 0.015 },	{ "altup.router", 0.9995, 0.035 },
-	{ "altup.pred", 0.9999, 0.015 },	{ "attn.norm", 0.9999, 0.01 },
-	{ "laurel", 0.9998, 0.02 },		{ "attn.q_rope", 0.9998, 0.02 },
-	{ "attn.k_rope", 0.9997, 0.025 },	{ "attn.v", 0.9998, 0.02 },
-	{ "attn.ctx", 0.9995, 0.03 },		{ "attn.out", 0.9993, 0.035 },
-	{ "attn.resid", 0.9998, 0.02 },		{ "ffn.norm", 0.9998, 0.02 },
-	{ "ffn.gate", 0.9997, 0.025 },		{ "ffn.up", 0.9997, 0.025 },
-	{ "ffn.act", 0.998, 0.06 },		{ "ffn.hidden", 0.995, 0.11 },
-	{ "ffn.down", 0.995, 0.12 },		{ "ffn.out", 0.998, 0.055 },
-	{ "altup.corr", 0.99999, 0.007 },	{ "ple.gate", 0.996, 0.09 },
-	{ "ple.mix", 0.996, 0.09 },		{ "out", 0.998, 0.06 },
+	{ "embed", 0.999995, 0.0005 },	{ "ple.inputs", 0.999995, 0.0005 },
+	{ "ple.proj", 0.999954, 0.014 },	{ "ple.u", 0.999975, 0.0098 },
+	{ "altup.streams", 0.99997, 0.011 },	{ "altup.router", 0.999995, 0.0005 },
+	{ "altup.pred", 0.99997, 0.012 },	{ "attn.norm", 0.999995, 0.0018 },
+	{ "laurel", 0.999919, 0.019 },	{ "attn.q_rope", 0.99994, 0.016 },
+	{ "attn.k_rope", 0.999934, 0.017 },	{ "attn.v", 0.999927, 0.017 },
+	{ "attn.ctx", 0.99985, 0.025 },	{ "attn.out", 0.99982, 0.027 },
+	{ "attn.resid", 0.999946, 0.015 },	{ "ffn.norm", 0.999943, 0.015 },
+	{ "ffn.gate", 0.99989, 0.021 },	{ "ffn.up", 0.99989, 0.021 },
+	{ "ffn.act", 0.9994, 0.05 },	{ "ffn.hidden", 0.9989, 0.067 },
+	{ "ffn.down", 0.9987, 0.071 },	{ "ffn.out", 0.99961, 0.04 },
+	{ "altup.corr", 0.999995, 0.0033 },	{ "ple.gate", 0.99909, 0.064 },
+	{ "ple.mix", 0.99902, 0.063 },	{ "out", 0.99944, 0.048 },
 };
 
 /* Every layer (errors accumulate through the 10 layers). */
 static const struct bound all_bounds[] = {
-	{ "altup.router", 0.90, 0.8 },	{ "altup.corr", 0.9999, 0.02 },
-	{ "ple.gate", 0.90, 0.5 },	{ "ple.mix", 0.90, 0.5 },
-	{ NULL, 0.98, 0.25 },		/* every other stage */
+	{ "altup.router", 0.90, 0.7 },	{ "altup.corr", 0.99995, 0.012 },
+	{ "ple.gate", 0.96, 0.36 },	{ "ple.mix", 0.97, 0.31 },
+	{ NULL, 0.988, 0.23 },		/* every other stage */
 };
 
 static const struct bound *find_bound(const struct bound *b, size_t n, const char *kind)
@@ -1026,10 +1019,14 @@ START_TEST(test_oracle_tiny_stages)
 
 	for (seed = 1; seed <= 2; seed++, n += 10)
 		check_against_oracle("tiny", seed, 10, &top1, &kl_sum, &kl_max);
-	/* next token: near-ties of the random model may flip; the distributions stay close */
-	ck_assert_msg(top1 * 10 >= n * 8, "top-1 agreement %u/%u", top1, n);
-	ck_assert_msg(kl_sum / n <= 0.004, "mean KL %.5f", kl_sum / n);
-	ck_assert_msg(kl_max <= 0.02, "max KL %.5f", kl_max);
+	/*
+	 * next token: near-ties of the random model may flip (measured 15/20 here, 134/144 over
+	 * 6 seeds x 24 positions); the distributions stay close: measured KL mean 0.00063, max
+	 * 0.0016 (BF16 in L2: 0.0011 and 0.0021, which fail the mean bound)
+	 */
+	ck_assert_msg(top1 * 10 >= n * 7, "top-1 agreement %u/%u", top1, n);
+	ck_assert_msg(kl_sum / n <= 0.0009, "mean KL %.5f", kl_sum / n);
+	ck_assert_msg(kl_max <= 0.003, "max KL %.5f", kl_max);
 }
 END_TEST
 
@@ -1039,7 +1036,7 @@ START_TEST(test_oracle_tiny_vocab_logits)
 	double kl_sum = 0, kl_max = 0;
 
 	check_against_oracle("tiny-vocab", 5, 2, &top1, &kl_sum, &kl_max);
-	ck_assert_msg(kl_max <= 0.02, "max KL %.5f", kl_max);
+	ck_assert_msg(kl_max <= 0.002, "max KL %.5f", kl_max);	/* measured 0.00067 */
 }
 END_TEST
 
@@ -1333,12 +1330,13 @@ static float poke_f32(const char *path, const char *name, uint64_t i, float v)
 }
 
 /*
- * A weight stored as F32 (norm vectors and the like, kept as BF16 on the device) that is NaN,
- * Inf, or past the largest BF16 is refused, naming the tensor, the row and the element.
+ * A weight stored as F32 (norm vectors and the like, kept as FP32 on the device) that is NaN
+ * or Inf is refused, naming the tensor, the row and the element; FLT_MAX is a weight like any
+ * other (nothing narrows it any more).
  */
 START_TEST(test_gguf_refuses_nonfinite_f32_weights)
 {
-	static const float bad[] = { NAN, INFINITY, -INFINITY, FLT_MAX };
+	static const float bad[] = { NAN, INFINITY, -INFINITY };
 	char path[] = "/tmp/pccx-ref-XXXXXX";
 	struct pccx_gemma3n_model *m;
 	pccx_diag d = { 0 };
@@ -1352,7 +1350,15 @@ START_TEST(test_gguf_refuses_nonfinite_f32_weights)
 		ck_assert_int_eq(pccx__gemma3n_load_gguf(&m, path, 0, NULL, NULL, &d), PCCX_ERR_RANGE);
 		ck_assert_ptr_null(m);
 		ck_assert_ptr_nonnull(strstr(d.msg, "blk.2.attn_norm.weight: row 0, element 5 is "));
-		ck_assert_ptr_nonnull(strstr(d.msg, "not a finite BF16 weight"));
+		ck_assert_ptr_nonnull(strstr(d.msg, "not a finite FP32 weight"));
+		(void)poke_f32(path, "blk.2.attn_norm.weight", 5, was);
+	}
+	{
+		float was = poke_f32(path, "blk.2.attn_norm.weight", 5, FLT_MAX);
+
+		ck_assert_msg(pccx__gemma3n_load_gguf(&m, path, 0, NULL, NULL, &d) == 0, "%s",
+			      d.msg);
+		pccx__gemma3n_model_free(m);
 		(void)poke_f32(path, "blk.2.attn_norm.weight", 5, was);
 	}
 	ck_assert_msg(pccx__gemma3n_load_gguf(&m, path, 0, NULL, NULL, &d) == 0, "%s", d.msg);
@@ -1381,7 +1387,7 @@ static Suite *suite(void)
 
 	tc = tcase_create("exec");
 	tcase_add_test(tc, test_exec_gemv_q4);
-	tcase_add_test(tc, test_exec_gemm_bf16_and_bf16t);
+	tcase_add_test(tc, test_exec_gemm_f32_and_f32t);
 	tcase_add_test(tc, test_exec_cvo_forms);
 	tcase_add_test(tc, test_exec_rejects_illegal);
 	suite_add_tcase(s, tc);

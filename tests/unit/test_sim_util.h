@@ -85,12 +85,16 @@ static inline uint64_t t_rand(uint64_t *st)
 	return *st * 0x2545F4914F6CDD1Dull;
 }
 
-/* A BF16 value uniform-ish in [-range, range) (range a power of two). */
-static inline uint16_t t_bf16(uint64_t *st, float range)
+/*
+ * An FP32 value uniform-ish in [-range, range) (range a power of two), with a full 24-bit
+ * significand (but for the rare |x| < range / 2^16), so that results depend on every bit
+ * L2 holds: a 40-bit integer, rounded to FP32, times a power of two.
+ */
+static inline float t_f32(uint64_t *st, float range)
 {
-	int32_t r = (int32_t)(t_rand(st) >> 40) - (1 << 23);
+	int64_t r = (int64_t)(t_rand(st) >> 24) - ((int64_t)1 << 39);
 
-	return pccx__f32_to_bf16((float)r / (float)(1 << 23) * range);
+	return (float)r * (range / 549755813888.0f);   /* 2^39 */
 }
 
 /* A job under construction (fixed capacities, tests only). */
@@ -158,6 +162,30 @@ static inline void put16(uint8_t *p, uint16_t v)
 static inline uint16_t get16(const uint8_t *p)
 {
 	return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+/* Little-endian 32-bit values: FP32 L2 elements and f32 weight-stream values. */
+static inline void put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+}
+
+static inline uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static inline void put_f32(uint8_t *p, float v)
+{
+	put32(p, pccx_f32_bits(v));
+}
+
+static inline float get_f32(const uint8_t *p)
+{
+	return pccx_f32_from_bits(get32(p));
 }
 
 #endif

@@ -180,11 +180,11 @@ static void replace_last(const char *fmt, ...)
 	I("%s", line);
 }
 
-/* The shapes most tests use: fmap 0 = (64, 1, 1), weight 0 = (32, 64, bf16). */
+/* The shapes most tests use: fmap 0 = (64, 1, 1), weight 0 = (32, 64, f32). */
 static void std_shapes(void)
 {
 	I("memset cache=fmap entry=0 a=64 b=1 c=1");
-	I("memset cache=weight entry=0 a=32 b=64 c=%u", PCCX_WFMT_BF16);
+	I("memset cache=weight entry=0 a=32 b=64 c=%u", PCCX_WFMT_F32);
 }
 
 /* ---- job-level limits ------------------------------------------------------------ */
@@ -374,20 +374,20 @@ static void gemv_shapes(unsigned k, unsigned m, unsigned z, unsigned n, unsigned
 
 START_TEST(shape_fmap_values)
 {
-	gemv_shapes(0, 1, 1, 32, 0, PCCX_WFMT_BF16);
+	gemv_shapes(0, 1, 1, 32, 0, PCCX_WFMT_F32);
 	I("gemv dest=0x100 src=0 wshape=3 fshape=2");
 	expect(PCCX_ISA_E_SHAPE, PCCX_VW_INSN, 2, PCCX_FID_A_fshape);
-	gemv_shapes(64, 0, 1, 32, 64, PCCX_WFMT_BF16);
+	gemv_shapes(64, 0, 1, 32, 64, PCCX_WFMT_F32);
 	I("gemm dest=0x100 src=0 wshape=3 fshape=2");
 	expect(PCCX_ISA_E_SHAPE, PCCX_VW_INSN, 2, PCCX_FID_A_fshape);
-	gemv_shapes(64, 1, 0, 32, 64, PCCX_WFMT_BF16);
+	gemv_shapes(64, 1, 0, 32, 64, PCCX_WFMT_F32);
 	I("gemv dest=0x100 src=0 wshape=3 fshape=2");
 	expect(PCCX_ISA_E_SHAPE, PCCX_VW_INSN, 2, PCCX_FID_A_fshape);
-	gemv_shapes(64, 1, 2, 32, 64, PCCX_WFMT_BF16);
+	gemv_shapes(64, 1, 2, 32, 64, PCCX_WFMT_F32);
 	I("gemv dest=0x100 src=0 wshape=3 fshape=2");
 	expect(PCCX_ISA_E_SHAPE, PCCX_VW_INSN, 2, PCCX_FID_A_fshape);
 	/* GEMV is one row; GEMM takes M rows */
-	gemv_shapes(64, 2, 1, 32, 64, PCCX_WFMT_BF16);
+	gemv_shapes(64, 2, 1, 32, 64, PCCX_WFMT_F32);
 	I("gemv dest=0x100 src=0 wshape=3 fshape=2");
 	expect(PCCX_ISA_E_SHAPE, PCCX_VW_INSN, 2, PCCX_FID_A_fshape);
 	replace_last("gemm dest=0x100 src=0 wshape=3 fshape=2");
@@ -401,18 +401,18 @@ END_TEST
 
 START_TEST(shape_weight_values)
 {
-	gemv_shapes(64, 1, 1, 0, 64, PCCX_WFMT_BF16);
+	gemv_shapes(64, 1, 1, 0, 64, PCCX_WFMT_F32);
 	I("gemv dest=0x100 src=0 wshape=3 fshape=2");
 	expect(PCCX_ISA_E_SHAPE, PCCX_VW_INSN, 2, PCCX_FID_A_wshape);
 	/* K of the weights must be the fmap's K */
-	gemv_shapes(64, 1, 1, 32, 72, PCCX_WFMT_BF16);
+	gemv_shapes(64, 1, 1, 32, 72, PCCX_WFMT_F32);
 	I("gemv dest=0x100 src=0 wshape=3 fshape=2");
 	expect(PCCX_ISA_E_SHAPE, PCCX_VW_INSN, 2, PCCX_FID_A_wshape);
-	/* q4 needs whole 32-blocks along K; bf16 does not */
+	/* q4 needs whole 32-blocks along K; f32 does not */
 	gemv_shapes(48, 1, 1, 32, 48, PCCX_WFMT_Q4);
 	I("gemv dest=0x100 src=0 wshape=3 fshape=2");
 	expect(PCCX_ISA_E_SHAPE, PCCX_VW_INSN, 2, PCCX_FID_A_wshape);
-	gemv_shapes(48, 1, 1, 32, 48, PCCX_WFMT_BF16);
+	gemv_shapes(48, 1, 1, 32, 48, PCCX_WFMT_F32);
 	I("gemv dest=0x100 src=0 wshape=3 fshape=2");
 	accept();
 	gemv_shapes(64, 1, 1, 32, 64, PCCX_WFMT_Q4);
@@ -428,13 +428,13 @@ START_TEST(shape_weight_values)
 }
 END_TEST
 
-/* w_scale means "the stream carries q4 scales": on bf16/bf16t weights it is a flag fault. */
+/* w_scale means "the stream carries q4 scales": on f32/f32t weights it is a flag fault. */
 START_TEST(shape_w_scale_needs_q4)
 {
-	gemv_shapes(64, 1, 1, 32, 64, PCCX_WFMT_BF16);
+	gemv_shapes(64, 1, 1, 32, 64, PCCX_WFMT_F32);
 	I("gemv dest=0x100 src=0 wshape=3 fshape=2 +w_scale");
 	expect(PCCX_ISA_E_FLAGS, PCCX_VW_INSN, 2, PCCX_FID_A_w_scale);
-	gemv_shapes(64, 1, 1, 32, 64, PCCX_WFMT_BF16T);
+	gemv_shapes(64, 1, 1, 32, 64, PCCX_WFMT_F32T);
 	I("gemm dest=0x100 src=0 wshape=3 fshape=2 +w_scale");
 	expect(PCCX_ISA_E_FLAGS, PCCX_VW_INSN, 2, PCCX_FID_A_w_scale);
 }
@@ -444,51 +444,55 @@ END_TEST
 
 START_TEST(l2_gemv)
 {
-	/* x: 64 elements = 8 words; y: 32 elements = 4 words */
+	/* x: 64 elements = 16 words; y: 32 elements = 8 words (4 FP32 elements per word) */
 	job_reset();
 	program_only();
 	std_shapes();
-	I("gemv dest=0 src=%u wshape=0 fshape=0", L2 - 8);
+	I("gemv dest=0 src=%u wshape=0 fshape=0", L2 - 16);
 	accept();
-	replace_last("gemv dest=0 src=%u wshape=0 fshape=0", L2 - 7);
+	replace_last("gemv dest=0 src=%u wshape=0 fshape=0", L2 - 15);
 	expect(PCCX_ISA_E_L2_RANGE, PCCX_VW_INSN, 2, PCCX_FID_A_src);
-	replace_last("gemv dest=%u src=0 wshape=0 fshape=0", L2 - 4);
+	replace_last("gemv dest=%u src=0 wshape=0 fshape=0", L2 - 8);
 	accept();
-	replace_last("gemv dest=%u src=0 wshape=0 fshape=0", L2 - 3);
+	replace_last("gemv dest=%u src=0 wshape=0 fshape=0", L2 - 7);
 	expect(PCCX_ISA_E_L2_RANGE, PCCX_VW_INSN, 2, PCCX_FID_A_dest);
 	replace_last("gemv dest=0x1ffff src=0 wshape=0 fshape=0");
 	expect(PCCX_ISA_E_L2_RANGE, PCCX_VW_INSN, 2, PCCX_FID_A_dest);
-	/* a partial last word counts whole: K = 65 is 9 words, N = 33 is 5 */
-	gemv_shapes(65, 1, 1, 33, 65, PCCX_WFMT_BF16);
-	I("gemv dest=0 src=%u wshape=3 fshape=2", L2 - 9);
+	/* a partial last word counts whole: K = 65 is 17 words, N = 33 is 9 */
+	gemv_shapes(65, 1, 1, 33, 65, PCCX_WFMT_F32);
+	I("gemv dest=0 src=%u wshape=3 fshape=2", L2 - 17);
 	accept();
-	replace_last("gemv dest=0 src=%u wshape=3 fshape=2", L2 - 8);
+	replace_last("gemv dest=0 src=%u wshape=3 fshape=2", L2 - 16);
 	expect(PCCX_ISA_E_L2_RANGE, PCCX_VW_INSN, 2, PCCX_FID_A_src);
-	replace_last("gemv dest=%u src=0 wshape=3 fshape=2", L2 - 5);
+	replace_last("gemv dest=%u src=0 wshape=3 fshape=2", L2 - 9);
 	accept();
-	replace_last("gemv dest=%u src=0 wshape=3 fshape=2", L2 - 4);
+	replace_last("gemv dest=%u src=0 wshape=3 fshape=2", L2 - 8);
 	expect(PCCX_ISA_E_L2_RANGE, PCCX_VW_INSN, 2, PCCX_FID_A_dest);
+	/* K = 66 and N = 34: still 17 and 9 words (two elements of the last word unused) */
+	gemv_shapes(66, 1, 1, 34, 66, PCCX_WFMT_F32);
+	I("gemv dest=%u src=%u wshape=3 fshape=2", L2 - 9, L2 - 26);
+	accept();
 }
 END_TEST
 
 START_TEST(l2_gemm_rows)
 {
-	/* M = 3 rows: input 3 x 8 words, output 3 x 4 words */
-	gemv_shapes(64, 3, 1, 32, 64, PCCX_WFMT_BF16);
-	I("gemm dest=0 src=%u wshape=3 fshape=2", L2 - 24);
+	/* M = 3 rows: input 3 x 16 words, output 3 x 8 words */
+	gemv_shapes(64, 3, 1, 32, 64, PCCX_WFMT_F32);
+	I("gemm dest=0 src=%u wshape=3 fshape=2", L2 - 48);
 	accept();
-	replace_last("gemm dest=0 src=%u wshape=3 fshape=2", L2 - 23);
+	replace_last("gemm dest=0 src=%u wshape=3 fshape=2", L2 - 47);
 	expect(PCCX_ISA_E_L2_RANGE, PCCX_VW_INSN, 2, PCCX_FID_A_src);
-	replace_last("gemm dest=%u src=0 wshape=3 fshape=2", L2 - 12);
+	replace_last("gemm dest=%u src=0 wshape=3 fshape=2", L2 - 24);
 	accept();
-	replace_last("gemm dest=%u src=0 wshape=3 fshape=2", L2 - 11);
+	replace_last("gemm dest=%u src=0 wshape=3 fshape=2", L2 - 23);
 	expect(PCCX_ISA_E_L2_RANGE, PCCX_VW_INSN, 2, PCCX_FID_A_dest);
-	/* more rows than L2 holds: 65535 x 8 words from word 0 */
-	gemv_shapes(64, 65535, 1, 32, 64, PCCX_WFMT_BF16);
+	/* more rows than L2 holds: 65535 x 16 words from word 0 */
+	gemv_shapes(64, 65535, 1, 32, 64, PCCX_WFMT_F32);
 	I("gemm dest=0 src=0 wshape=3 fshape=2");
 	expect(PCCX_ISA_E_L2_RANGE, PCCX_VW_INSN, 2, PCCX_FID_A_src);
-	/* M x 8 words in and out filling L2 exactly: half each */
-	gemv_shapes(64, L2 / 16, 1, 64, 64, PCCX_WFMT_BF16);
+	/* M x 16 words in and out filling L2 exactly: half each */
+	gemv_shapes(64, L2 / 32, 1, 64, 64, PCCX_WFMT_F32);
 	I("gemm dest=%u src=0 wshape=3 fshape=2", L2 / 2);
 	accept();
 	replace_last("gemm dest=%u src=0 wshape=3 fshape=2", L2 / 2 + 1);
@@ -507,28 +511,38 @@ static void memcpy_shape(unsigned a, unsigned b, unsigned c)
 
 START_TEST(l2_memcpy)
 {
-	/* 10 x 3 x 2 = 60 elements = 8 words */
+	/* 10 x 3 x 2 = 60 elements = 15 words */
 	memcpy_shape(10, 3, 2);
-	I("memcpy dest=%u src=0 desc=0 fshape=9 +from_host", L2 - 8);
+	I("memcpy dest=%u src=0 desc=0 fshape=9 +from_host", L2 - 15);
 	accept();
-	replace_last("memcpy dest=%u src=0 desc=0 fshape=9 +from_host", L2 - 7);
+	replace_last("memcpy dest=%u src=0 desc=0 fshape=9 +from_host", L2 - 14);
 	expect(PCCX_ISA_E_L2_RANGE, PCCX_VW_INSN, 1, PCCX_FID_B_dest);
-	replace_last("memcpy dest=0 src=%u desc=0 fshape=9 +to_host", L2 - 8);
+	replace_last("memcpy dest=0 src=%u desc=0 fshape=9 +to_host", L2 - 15);
 	accept();
-	replace_last("memcpy dest=0 src=%u desc=0 fshape=9 +to_host", L2 - 7);
+	replace_last("memcpy dest=0 src=%u desc=0 fshape=9 +to_host", L2 - 14);
 	expect(PCCX_ISA_E_L2_RANGE, PCCX_VW_INSN, 1, PCCX_FID_B_src);
-	replace_last("memcpy dest=0 src=%u desc=0 fshape=9", L2 - 8);
+	replace_last("memcpy dest=0 src=%u desc=0 fshape=9", L2 - 15);
 	accept();
-	replace_last("memcpy dest=0 src=%u desc=0 fshape=9", L2 - 7);
+	replace_last("memcpy dest=0 src=%u desc=0 fshape=9", L2 - 14);
 	expect(PCCX_ISA_E_L2_RANGE, PCCX_VW_INSN, 1, PCCX_FID_B_src);
-	replace_last("memcpy dest=%u src=0 desc=0 fshape=9", L2 - 8);
+	replace_last("memcpy dest=%u src=0 desc=0 fshape=9", L2 - 15);
 	accept();
-	replace_last("memcpy dest=%u src=0 desc=0 fshape=9", L2 - 7);
+	replace_last("memcpy dest=%u src=0 desc=0 fshape=9", L2 - 14);
 	expect(PCCX_ISA_E_L2_RANGE, PCCX_VW_INSN, 1, PCCX_FID_B_dest);
-	/* the whole of L2 in one transfer */
-	memcpy_shape(64, L2 / 8, 1);
+	/* a partial last word counts whole: 61 elements = 16 words */
+	memcpy_shape(61, 1, 1);
+	I("memcpy dest=%u src=0 desc=0 fshape=9 +from_host", L2 - 16);
+	accept();
+	replace_last("memcpy dest=%u src=0 desc=0 fshape=9 +from_host", L2 - 15);
+	expect(PCCX_ISA_E_L2_RANGE, PCCX_VW_INSN, 1, PCCX_FID_B_dest);
+	/* the whole of L2 in one transfer (4 elements per word), and one element more */
+	memcpy_shape(32, L2 / 8, 1);
 	I("memcpy dest=0 src=0 desc=0 fshape=9 +from_host");
 	accept();
+	memcpy_shape(79, 5807, 1);   /* 458,753 = 4 x L2 + 1 elements */
+	ck_assert_uint_eq(79u * 5807u, 4u * L2 + 1);
+	I("memcpy dest=0 src=0 desc=0 fshape=9 +from_host");
+	expect(PCCX_ISA_E_L2_RANGE, PCCX_VW_INSN, 1, PCCX_FID_B_dest);
 }
 END_TEST
 
@@ -551,25 +565,28 @@ END_TEST
 
 START_TEST(l2_cvo_vector)
 {
-	/* 20 elements = 3 words */
+	/* 21 elements = 6 words (the last one partial) */
 	job_reset();
 	program_only();
-	I("cvo func=exp src=%u dst=0 len=20", L2 - 3);
+	I("cvo func=exp src=%u dst=0 len=21", L2 - 6);
 	accept();
-	replace_last("cvo func=exp src=%u dst=0 len=20", L2 - 2);
+	replace_last("cvo func=exp src=%u dst=0 len=21", L2 - 5);
 	expect(PCCX_ISA_E_L2_RANGE, PCCX_VW_INSN, 0, PCCX_FID_D_src);
-	replace_last("cvo func=mul src=0 dst=%u len=20", L2 - 3);
+	replace_last("cvo func=mul src=0 dst=%u len=21", L2 - 6);
 	accept();
-	replace_last("cvo func=mul src=0 dst=%u len=20", L2 - 2);
+	replace_last("cvo func=mul src=0 dst=%u len=21", L2 - 5);
 	expect(PCCX_ISA_E_L2_RANGE, PCCX_VW_INSN, 0, PCCX_FID_D_dst);
-	replace_last("cvo func=scale src=0 dst=%u len=65535 +recip_scale", L2 - 8192);
+	/* 20 elements are exactly 5 words */
+	replace_last("cvo func=mul src=0 dst=%u len=20", L2 - 5);
 	accept();
-	replace_last("cvo func=scale src=0 dst=%u len=65535 +recip_scale", L2 - 8191);
+	replace_last("cvo func=scale src=0 dst=%u len=65535 +recip_scale", L2 - 16384);
+	accept();
+	replace_last("cvo func=scale src=0 dst=%u len=65535 +recip_scale", L2 - 16383);
 	expect(PCCX_ISA_E_L2_RANGE, PCCX_VW_INSN, 0, PCCX_FID_D_dst);
-	/* reductions read len elements and write one word (slot 0 of dst) */
-	replace_last("cvo func=sum src=%u dst=%u len=20", L2 - 3, L2 - 1);
+	/* reductions read len elements and write one word (element 0 of dst) */
+	replace_last("cvo func=sum src=%u dst=%u len=21", L2 - 6, L2 - 1);
 	accept();
-	replace_last("cvo func=sum src=%u dst=0 len=20", L2 - 2);
+	replace_last("cvo func=sum src=%u dst=0 len=21", L2 - 5);
 	expect(PCCX_ISA_E_L2_RANGE, PCCX_VW_INSN, 0, PCCX_FID_D_src);
 	replace_last("cvo func=sumsq src=0 dst=%u len=20", L2);
 	expect(PCCX_ISA_E_L2_RANGE, PCCX_VW_INSN, 0, PCCX_FID_D_dst);
@@ -580,7 +597,7 @@ START_TEST(l2_cvo_scalar)
 {
 	job_reset();
 	program_only();
-	/* scale/binary/max scalar forms read one word (v in slot 0 of src) */
+	/* scale/binary/max scalar forms read one word (v is element 0 of src) */
 	I("cvo func=add src=%u dst=%u len=0 +sreg", L2 - 1, L2 - 1);
 	accept();
 	replace_last("cvo func=add src=%u dst=0 len=0 +sreg", L2);
@@ -589,7 +606,7 @@ START_TEST(l2_cvo_scalar)
 	expect(PCCX_ISA_E_L2_RANGE, PCCX_VW_INSN, 0, PCCX_FID_D_dst);
 	replace_last("cvo func=scale src=0x1ffff dst=0 len=0 +sreg");
 	expect(PCCX_ISA_E_L2_RANGE, PCCX_VW_INSN, 0, PCCX_FID_D_src);
-	/* unary scalar forms have no source; they still write slot 0 of dst */
+	/* unary scalar forms have no source; they still write element 0 of dst */
 	replace_last("cvo func=rsqrt src=0 dst=%u len=0 +sreg", L2 - 1);
 	accept();
 	replace_last("cvo func=rsqrt src=0 dst=%u len=0 +sreg", L2);
@@ -597,26 +614,31 @@ START_TEST(l2_cvo_scalar)
 }
 END_TEST
 
-/* LDS reads element len (BF16), or FP32 slot len (elements 2len, 2len+1), from word src. */
+/* LDS reads element len of the vector at src: word src + len / 4. It has no scalar form. */
 START_TEST(l2_cvo_lds_index)
 {
 	job_reset();
 	program_only();
-	I("cvo func=lds src=%u dst=0 len=7", L2 - 1);
+	I("cvo func=lds src=%u dst=0 len=3", L2 - 1);
 	accept();
-	replace_last("cvo func=lds src=%u dst=0 len=8", L2 - 1);
+	replace_last("cvo func=lds src=%u dst=0 len=4", L2 - 1);
 	expect(PCCX_ISA_E_L2_RANGE, PCCX_VW_INSN, 0, PCCX_FID_D_len);
-	replace_last("cvo func=lds src=%u dst=0 len=3 +sreg", L2 - 1);
+	replace_last("cvo func=lds src=%u dst=0 len=7", L2 - 2);
 	accept();
-	replace_last("cvo func=lds src=%u dst=0 len=4 +sreg", L2 - 1);
+	replace_last("cvo func=lds src=%u dst=0 len=8", L2 - 2);
 	expect(PCCX_ISA_E_L2_RANGE, PCCX_VW_INSN, 0, PCCX_FID_D_len);
 	/* far indices from word 0 */
 	replace_last("cvo func=lds src=0 dst=0 len=65535");
 	accept();
-	replace_last("cvo func=lds src=%u dst=0 len=65535 +sreg", L2 - 16384);
+	replace_last("cvo func=lds src=%u dst=0 len=65535", L2 - 16384);
 	accept();
-	replace_last("cvo func=lds src=%u dst=0 len=65535 +sreg", L2 - 16383);
+	replace_last("cvo func=lds src=%u dst=0 len=65535", L2 - 16383);
 	expect(PCCX_ISA_E_L2_RANGE, PCCX_VW_INSN, 0, PCCX_FID_D_len);
+	/* sreg with LDS is a flag fault, whatever the index */
+	replace_last("cvo func=lds src=%u dst=0 len=3", L2 - 1);
+	accept();
+	J.insn[0] |= PCCX_CVOF_SREG;
+	expect(PCCX_ISA_E_FLAGS, PCCX_VW_INSN, 0, PCCX_FID_D_sreg);
 	replace_last("cvo func=lds src=0 dst=%u len=0", L2);
 	expect(PCCX_ISA_E_L2_RANGE, PCCX_VW_INSN, 0, PCCX_FID_D_dst);
 	replace_last("cvo func=lds src=%u dst=0 len=0", L2);
@@ -630,9 +652,9 @@ START_TEST(l2_custom_size)
 	job_reset();
 	program_only();
 	J.lim.l2_words = 1024;
-	I("cvo func=exp src=1008 dst=0 len=128");
+	I("cvo func=exp src=992 dst=0 len=128");
 	accept();
-	replace_last("cvo func=exp src=1009 dst=0 len=128");
+	replace_last("cvo func=exp src=993 dst=0 len=128");
 	expect(PCCX_ISA_E_L2_RANGE, PCCX_VW_INSN, 0, PCCX_FID_D_src);
 }
 END_TEST
@@ -643,33 +665,33 @@ START_TEST(overlap_gemv)
 {
 	job_reset();
 	program_only();
-	std_shapes();      /* src 8 words, dest 4 words */
-	I("gemv dest=0x107 src=0x100 wshape=0 fshape=0");
+	std_shapes();      /* src 16 words, dest 8 words */
+	I("gemv dest=0x10f src=0x100 wshape=0 fshape=0");
 	expect(PCCX_ISA_E_OVERLAP, PCCX_VW_INSN, 2, PCCX_FID_A_dest);
 	replace_last("gemv dest=0x100 src=0x100 wshape=0 fshape=0");
 	expect(PCCX_ISA_E_OVERLAP, PCCX_VW_INSN, 2, PCCX_FID_A_dest);
-	replace_last("gemv dest=0x0fd src=0x100 wshape=0 fshape=0");
+	replace_last("gemv dest=0x0f9 src=0x100 wshape=0 fshape=0");
 	expect(PCCX_ISA_E_OVERLAP, PCCX_VW_INSN, 2, PCCX_FID_A_dest);
 	/* touching is not overlapping */
-	replace_last("gemv dest=0x108 src=0x100 wshape=0 fshape=0");
+	replace_last("gemv dest=0x110 src=0x100 wshape=0 fshape=0");
 	accept();
-	replace_last("gemv dest=0x0fc src=0x100 wshape=0 fshape=0 +accm");
+	replace_last("gemv dest=0x0f8 src=0x100 wshape=0 fshape=0 +accm");
 	accept();
 }
 END_TEST
 
 START_TEST(overlap_memcpy_l2)
 {
-	memcpy_shape(64, 1, 1);   /* 8 words */
-	I("memcpy dest=0x207 src=0x200 desc=0 fshape=9");
+	memcpy_shape(64, 1, 1);   /* 16 words */
+	I("memcpy dest=0x20f src=0x200 desc=0 fshape=9");
 	expect(PCCX_ISA_E_OVERLAP, PCCX_VW_INSN, 1, PCCX_FID_B_dest);
 	replace_last("memcpy dest=0x200 src=0x200 desc=0 fshape=9");
 	expect(PCCX_ISA_E_OVERLAP, PCCX_VW_INSN, 1, PCCX_FID_B_dest);
-	replace_last("memcpy dest=0x1f9 src=0x200 desc=0 fshape=9");
+	replace_last("memcpy dest=0x1f1 src=0x200 desc=0 fshape=9");
 	expect(PCCX_ISA_E_OVERLAP, PCCX_VW_INSN, 1, PCCX_FID_B_dest);
-	replace_last("memcpy dest=0x208 src=0x200 desc=0 fshape=9");
+	replace_last("memcpy dest=0x210 src=0x200 desc=0 fshape=9");
 	accept();
-	replace_last("memcpy dest=0x1f8 src=0x200 desc=0 fshape=9");
+	replace_last("memcpy dest=0x1f0 src=0x200 desc=0 fshape=9");
 	accept();
 }
 END_TEST
@@ -678,19 +700,19 @@ START_TEST(overlap_cvo)
 {
 	job_reset();
 	program_only();
-	/* 16 elements = 2 words: partial overlap refused, identical (in place) allowed */
-	I("cvo func=exp src=0x10 dst=0x11 len=16");
+	/* 16 elements = 4 words: partial overlap refused, identical (in place) allowed */
+	I("cvo func=exp src=0x10 dst=0x13 len=16");
 	expect(PCCX_ISA_E_OVERLAP, PCCX_VW_INSN, 0, PCCX_FID_D_dst);
-	replace_last("cvo func=mul src=0x11 dst=0x10 len=16");
+	replace_last("cvo func=mul src=0x13 dst=0x10 len=16");
 	expect(PCCX_ISA_E_OVERLAP, PCCX_VW_INSN, 0, PCCX_FID_D_dst);
 	replace_last("cvo func=exp src=0x10 dst=0x10 len=16 +sub_emax");
 	accept();
 	replace_last("cvo func=add src=0x10 dst=0x10 len=16");
 	accept();
-	replace_last("cvo func=scale src=0x10 dst=0x12 len=16");
+	replace_last("cvo func=scale src=0x10 dst=0x14 len=16");
 	accept();
-	/* a 17-element vector occupies 3 words */
-	replace_last("cvo func=tanh src=0x10 dst=0x12 len=17");
+	/* a 17-element vector occupies 5 words */
+	replace_last("cvo func=tanh src=0x10 dst=0x14 len=17");
 	expect(PCCX_ISA_E_OVERLAP, PCCX_VW_INSN, 0, PCCX_FID_D_dst);
 	/* a reduction reads everything before writing its one word */
 	replace_last("cvo func=sum src=0x10 dst=0x11 len=16");
@@ -700,13 +722,13 @@ END_TEST
 
 /* ---- host DMA descriptors -------------------------------------------------------------- */
 
-/* fmap 0 = 32 elements: a MEMCPY of 4 words, 64 bytes. */
+/* fmap 0 = 16 elements: a MEMCPY of 4 words, 64 bytes. */
 static void dma_job(void)
 {
 	job_reset();
 	buf(1, 4096, PCCX_BUF_DEV_READ);
 	buf(2, 4096, PCCX_BUF_DEV_WRITE);
-	I("memset cache=fmap entry=0 a=32 b=1 c=1");
+	I("memset cache=fmap entry=0 a=16 b=1 c=1");
 }
 
 START_TEST(dma_index)
@@ -754,10 +776,10 @@ START_TEST(dma_length)
 	J.dma[0].length = 80;
 	expect(PCCX_ISA_E_DMA_LENGTH, PCCX_VW_INSN, 1, PCCX_FID_B_desc);
 	expect_detail(64, 80);
-	/* a partial last word is still moved whole: 33 elements = 5 words = 80 bytes */
+	/* a partial last word is still moved whole: 17 elements = 5 words = 80 bytes */
 	dma_job();
 	dma(2, PCCX_DMA_FROM_DEVICE, 0, 80);
-	I("memset cache=fmap entry=1 a=33 b=1 c=1");
+	I("memset cache=fmap entry=1 a=17 b=1 c=1");
 	I("memcpy dest=0 src=0x10 desc=0 fshape=1 +to_host");
 	accept();
 	ck_assert_uint_eq(J.res.dma_bytes_out, 80);
@@ -987,13 +1009,13 @@ START_TEST(stream_port)
 }
 END_TEST
 
-/* bf16 (4, 8): one 16-byte row per port. */
+/* f32 (4, 4): one 16-byte row per port. */
 static void small_gemv_job(void)
 {
 	job_reset();
 	buf(3, 1 << 20, PCCX_BUF_DEV_READ);
-	I("memset cache=fmap entry=0 a=8 b=1 c=1");
-	I("memset cache=weight entry=0 a=4 b=8 c=%u", PCCX_WFMT_BF16);
+	I("memset cache=fmap entry=0 a=4 b=1 c=1");
+	I("memset cache=weight entry=0 a=4 b=4 c=%u", PCCX_WFMT_F32);
 	I("gemv dest=0x10 src=0 wshape=0 fshape=0");
 }
 
@@ -1035,11 +1057,11 @@ START_TEST(stream_fewer_rows_than_ports)
 	job_reset();
 	buf(3, 1 << 20, PCCX_BUF_DEV_READ);
 	I("memset cache=fmap entry=0 a=8 b=1 c=1");
-	I("memset cache=weight entry=0 a=1 b=8 c=%u", PCCX_WFMT_BF16);
+	I("memset cache=weight entry=0 a=1 b=8 c=%u", PCCX_WFMT_F32);
 	I("gemv dest=0x10 src=0 wshape=0 fshape=0");
-	stream(3, 0, 0, 16);
+	stream(3, 0, 0, 32);
 	accept();
-	ck_assert_uint_eq(J.res.port_bytes[0], 16);
+	ck_assert_uint_eq(J.res.port_bytes[0], 32);
 	ck_assert_uint_eq(J.res.port_bytes[1], 0);
 	ck_assert_uint_eq(J.res.port_bytes[3], 0);
 }
@@ -1059,23 +1081,24 @@ START_TEST(accept_realistic_job)
 	unsigned p;
 
 	job_reset();
-	buf(1, 4096, PCCX_BUF_DEV_READ);
-	buf(2, 2048, PCCX_BUF_DEV_WRITE);
+	buf(1, 8192, PCCX_BUF_DEV_READ);
+	buf(2, 4096, PCCX_BUF_DEV_WRITE);
 	buf(3, 4 * 288000, PCCX_BUF_DEV_READ);
 	I("memset cache=fmap entry=0 a=2048 b=1 c=1");
 	I("memset cache=fmap entry=1 a=1000 b=1 c=1");
 	I("memset cache=weight entry=0 a=1000 b=2048 c=%u", PCCX_WFMT_Q4);
+	/* x: 512 words at 0; y: 250 words at 0x200; scalars at 0x300.. */
 	I("memcpy dest=0x00000 src=0 desc=0 fshape=0 +from_host +async");
-	I("gemv dest=0x00100 src=0x00000 wshape=0 fshape=0 +w_scale +findemax");
-	I("cvo func=max src=0x00100 dst=0x00200 len=1000");
-	I("cvo func=exp src=0x00100 dst=0x00100 len=1000 +sub_emax");
-	I("cvo func=sum src=0x00100 dst=0x00201 len=1000");
-	I("cvo func=scale src=0x00100 dst=0x00100 len=1000 +recip_scale");
-	I("cvo func=lds src=0x00201 dst=0x00202 len=0 +sreg");
-	I("cvo func=rsqrt src=0 dst=0x00202 len=0 +sreg +async");
-	I("memcpy dest=0 src=0x00100 desc=1 fshape=1 +to_host");
-	dma(1, PCCX_DMA_TO_DEVICE, 0, 4096);
-	dma(2, PCCX_DMA_FROM_DEVICE, 0, 2000);
+	I("gemv dest=0x00200 src=0x00000 wshape=0 fshape=0 +w_scale +findemax");
+	I("cvo func=max src=0x00200 dst=0x00300 len=1000");
+	I("cvo func=exp src=0x00200 dst=0x00200 len=1000 +sub_emax");
+	I("cvo func=sum src=0x00200 dst=0x00301 len=1000");
+	I("cvo func=scale src=0x00200 dst=0x00200 len=1000 +recip_scale");
+	I("cvo func=lds src=0x00301 dst=0x00302 len=0");
+	I("cvo func=rsqrt src=0 dst=0x00302 len=0 +sreg +async");
+	I("memcpy dest=0 src=0x00200 desc=1 fshape=1 +to_host");
+	dma(1, PCCX_DMA_TO_DEVICE, 0, 8192);
+	dma(2, PCCX_DMA_FROM_DEVICE, 0, 4000);
 	for (p = 0; p < 4; p++) {
 		part = pccx__wstream_port_bytes(&ws, p);
 		ck_assert_uint_eq(part, 250 * 1152);
@@ -1090,8 +1113,8 @@ START_TEST(accept_realistic_job)
 	accept();
 	for (p = 0; p < 4; p++)
 		ck_assert_uint_eq(J.res.port_bytes[p], 288000);
-	ck_assert_uint_eq(J.res.dma_bytes_in, 4096);
-	ck_assert_uint_eq(J.res.dma_bytes_out, 2000);
+	ck_assert_uint_eq(J.res.dma_bytes_in, 8192);
+	ck_assert_uint_eq(J.res.dma_bytes_out, 4000);
 	ck_assert_int_eq(J.res.err, 0);
 	/* the same job, one byte-beat short on the last port */
 	J.stream[J.n_stream - 1].length -= 16;
@@ -1104,7 +1127,7 @@ END_TEST
 START_TEST(accept_stream_sum_over_instructions)
 {
 	struct pccx_wshape q4 = { 10, 64, PCCX_WFMT_Q4, false };
-	struct pccx_wshape bt = { 24, 64, PCCX_WFMT_BF16T, false };
+	struct pccx_wshape bt = { 24, 64, PCCX_WFMT_F32T, false };
 	unsigned p;
 
 	job_reset();
@@ -1112,7 +1135,7 @@ START_TEST(accept_stream_sum_over_instructions)
 	buf(3, 1 << 20, PCCX_BUF_DEV_READ);
 	I("memset cache=fmap entry=0 a=64 b=5 c=1");
 	I("memset cache=weight entry=0 a=10 b=64 c=%u", PCCX_WFMT_Q4);
-	I("memset cache=weight entry=1 a=24 b=64 c=%u", PCCX_WFMT_BF16T);
+	I("memset cache=weight entry=1 a=24 b=64 c=%u", PCCX_WFMT_F32T);
 	I("gemm dest=0x1000 src=0 wshape=0 fshape=0");
 	I("gemm dest=0x2000 src=0 wshape=1 fshape=0 +accm");
 	accept();
@@ -1123,9 +1146,9 @@ START_TEST(accept_stream_sum_over_instructions)
 		stream(3, p, 4096 * p, want);
 	}
 	accept();
-	/* q4 10 rows: 3,3,3,1 x 32 bytes; bf16t 64 rows of 48 bytes: 16 per port */
-	ck_assert_uint_eq(J.res.port_bytes[0], 3 * 32 + 16 * 48);
-	ck_assert_uint_eq(J.res.port_bytes[3], 1 * 32 + 16 * 48);
+	/* q4 10 rows: 3,3,3,1 x 32 bytes; f32t 64 rows of 96 bytes (24 FP32): 16 per port */
+	ck_assert_uint_eq(J.res.port_bytes[0], 3 * 32 + 16 * 96);
+	ck_assert_uint_eq(J.res.port_bytes[3], 1 * 32 + 16 * 96);
 }
 END_TEST
 
@@ -1183,7 +1206,7 @@ END_TEST
 
 static void check_quarters(uint32_t rows, const uint32_t first[4], const uint32_t count[4])
 {
-	struct pccx_wshape ws = { rows, 32, PCCX_WFMT_BF16, false };
+	struct pccx_wshape ws = { rows, 32, PCCX_WFMT_F32, false };
 	uint32_t f, c, next = 0, sum = 0;
 	unsigned p;
 
@@ -1196,7 +1219,7 @@ static void check_quarters(uint32_t rows, const uint32_t first[4], const uint32_
 		ck_assert_uint_eq(f, next);
 		next = f + c;
 		sum += c;
-		ck_assert_uint_eq(pccx__wstream_port_bytes(&ws, p), (uint64_t)c * 64);
+		ck_assert_uint_eq(pccx__wstream_port_bytes(&ws, p), (uint64_t)c * 128);
 	}
 	ck_assert_uint_eq(sum, rows);
 	ck_assert_uint_eq(pccx__wstream_port_bytes(&ws, 4), 0);
@@ -1239,26 +1262,30 @@ START_TEST(wstream_q4_row_bytes)
 }
 END_TEST
 
-START_TEST(wstream_bf16_row_bytes)
+START_TEST(wstream_f32_row_bytes)
 {
-	struct pccx_wshape ws = { 10, 9, PCCX_WFMT_BF16, false };
+	struct pccx_wshape ws = { 10, 9, PCCX_WFMT_F32, false };
 
-	/* bf16: rows of K, padded to whole beats; N rows */
-	ck_assert_uint_eq(pccx__wstream_row_bytes(&ws), 32);
+	/* f32: rows of K FP32 values (4 per beat), padded to whole beats; N rows */
+	ck_assert_uint_eq(pccx__wstream_row_bytes(&ws), 48);
 	ws.k = 8;
-	ck_assert_uint_eq(pccx__wstream_row_bytes(&ws), 16);
-	ws.k = 2048;
-	ck_assert_uint_eq(pccx__wstream_row_bytes(&ws), 4096);
-	ws.k = 65535;
-	ck_assert_uint_eq(pccx__wstream_row_bytes(&ws), 131072);
-	ck_assert_uint_eq(pccx__wstream_rows(&ws), 10);
-	/* bf16t: K stored rows of N */
-	ws = (struct pccx_wshape){ 9, 100, PCCX_WFMT_BF16T, false };
 	ck_assert_uint_eq(pccx__wstream_row_bytes(&ws), 32);
+	ws.k = 4;
+	ck_assert_uint_eq(pccx__wstream_row_bytes(&ws), 16);
+	ws.k = 5;
+	ck_assert_uint_eq(pccx__wstream_row_bytes(&ws), 32);
+	ws.k = 2048;
+	ck_assert_uint_eq(pccx__wstream_row_bytes(&ws), 8192);
+	ws.k = 65535;
+	ck_assert_uint_eq(pccx__wstream_row_bytes(&ws), 262144);
+	ck_assert_uint_eq(pccx__wstream_rows(&ws), 10);
+	/* f32t: K stored rows of N */
+	ws = (struct pccx_wshape){ 9, 100, PCCX_WFMT_F32T, false };
+	ck_assert_uint_eq(pccx__wstream_row_bytes(&ws), 48);
 	ck_assert_uint_eq(pccx__wstream_rows(&ws), 100);
-	ck_assert_uint_eq(pccx__wstream_port_bytes(&ws, 0), 25 * 32);
+	ck_assert_uint_eq(pccx__wstream_port_bytes(&ws, 0), 25 * 48);
 	ws.n = 256;
-	ck_assert_uint_eq(pccx__wstream_row_bytes(&ws), 512);
+	ck_assert_uint_eq(pccx__wstream_row_bytes(&ws), 1024);
 	/* an undefined format streams nothing */
 	ws.fmt = 3;
 	ck_assert_uint_eq(pccx__wstream_row_bytes(&ws), 0);
@@ -1280,7 +1307,7 @@ START_TEST(effects_match_geometry)
 	job_reset();
 	I("memset cache=fmap entry=0 a=2048 b=1 c=1");
 	I("memset cache=weight entry=0 a=1000 b=2048 c=0");
-	I("gemv dest=0x100 src=0 wshape=0 fshape=0 +w_scale +findemax");
+	I("gemv dest=0x200 src=0 wshape=0 fshape=0 +w_scale +findemax");
 	for (p = 0; p < 2; p++) {
 		ck_assert_int_eq(pccx__decode(J.insn[p], &in, &f), 0);
 		pccx__shape_apply(&st, &in);
@@ -1289,9 +1316,9 @@ START_TEST(effects_match_geometry)
 	ck_assert_int_eq(pccx__insn_effects(&in, &st, L2, &fx, &f), 0);
 	ck_assert_int_eq(fx.engine, PCCX_ENG_GEMV);
 	ck_assert_uint_eq(fx.rd[0].base, 0);
-	ck_assert_uint_eq(fx.rd[0].words, 256);
-	ck_assert_uint_eq(fx.wr.base, 0x100);
-	ck_assert_uint_eq(fx.wr.words, 125);
+	ck_assert_uint_eq(fx.rd[0].words, 512);
+	ck_assert_uint_eq(fx.wr.base, 0x200);
+	ck_assert_uint_eq(fx.wr.words, 250);
 	ck_assert(fx.writes_s);
 	ck_assert_int_eq(fx.dma, -1);
 	for (p = 0; p < 4; p++)
@@ -1332,7 +1359,7 @@ START_TEST(reads_stay_within_counts)
 	/* a job with every kind of element: 9 DMA descriptors (the bitmap needs 2+1 bytes) */
 	small_gemv_job();
 	buf(1, 4096, PCCX_BUF_DEV_READ | PCCX_BUF_DEV_WRITE);
-	I("memset cache=fmap entry=1 a=32 b=1 c=1");
+	I("memset cache=fmap entry=1 a=16 b=1 c=1");
 	while (J.n_dma < 9) {
 		dma(1, PCCX_DMA_TO_DEVICE, 0, 64);
 		I("memcpy dest=0x40 src=0 desc=%u fshape=1 +from_host", J.n_dma - 1);
@@ -1442,7 +1469,7 @@ static Suite *validate_suite(void)
 	tc = tcase_create("wstream");
 	tcase_add_test(tc, wstream_quarters);
 	tcase_add_test(tc, wstream_q4_row_bytes);
-	tcase_add_test(tc, wstream_bf16_row_bytes);
+	tcase_add_test(tc, wstream_f32_row_bytes);
 	tcase_add_test(tc, effects_match_geometry);
 	suite_add_tcase(s, tc);
 	return s;
