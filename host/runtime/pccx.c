@@ -1139,6 +1139,9 @@ int pccx_session_generate(pccx_session *s, const struct pccx_sampler_config *cfg
 		rc = pccx_sampler_set_config(s->smp, cfg, d);
 		if (rc)
 			return rc;
+		/* the session's first sample starts the stream of cfg's seed; later calls go on */
+		if (!s->st.tokens)
+			pccx_sampler_reseed(s->smp, cfg->seed);
 	}
 	rc = PCCX_OK;
 	s->generating = true;

@@ -107,6 +107,20 @@ START_TEST(deterministic_and_verify_does_not_change_tokens)
 }
 END_TEST
 
+START_TEST(sampler_seed_is_used)
+{
+	struct run a, b, c;
+	pccx_diag d = { 0 };
+
+	ck_assert_msg(generate("tiny", false, 1.0f, 5, 24, &a, NULL, &d) == 0, "%s", d.msg);
+	ck_assert_msg(generate("tiny", false, 1.0f, 6, 24, &b, NULL, &d) == 0, "%s", d.msg);
+	ck_assert_msg(generate("tiny", false, 1.0f, 5, 24, &c, NULL, &d) == 0, "%s", d.msg);
+	ck_assert_mem_eq(a.toks, c.toks, sizeof(a.toks));
+	ck_assert_msg(memcmp(a.toks, b.toks, sizeof(a.toks)) != 0,
+		      "seeds 5 and 6 sample the same 24 tokens");
+}
+END_TEST
+
 START_TEST(generate_needs_a_prompt)
 {
 	struct pccx_device_opts dopt = { sizeof(dopt), NULL, NULL, NULL, NULL };
@@ -312,6 +326,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, tiny_64_tokens_bit_exact);
 	tcase_add_test(tc, tiny_vocab_64_tokens_bit_exact);
 	tcase_add_test(tc, deterministic_and_verify_does_not_change_tokens);
+	tcase_add_test(tc, sampler_seed_is_used);
 	tcase_add_test(tc, generate_needs_a_prompt);
 	tcase_add_test(tc, unknown_backend_refused);
 	tcase_add_loop_test(tc, device_fault_every_session_path, 0, 10);

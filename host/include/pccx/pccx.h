@@ -136,6 +136,8 @@ PCCX_MUST_CHECK int pccx_session_prefill(pccx_session *s, const int32_t *ids, si
 					 pccx_diag *d);
 /*
  * Generate up to max_tokens tokens with the sampler configuration, calling cb for each.
+ * The call that samples the session's first token seeds the sampler with cfg->seed; later
+ * calls keep the sampler's position in that stream (their cfg->seed is not used).
  * Stops early at an end-of-turn/end-of-sequence token or when cb returns non-zero.
  * With verify set, returns PCCX_ERR_MISMATCH at the first differing stage; the diag names
  * the stage, the token, the instruction index and the first differing element.
