@@ -515,7 +515,7 @@ int pccx_q4_quantize(const float *x, uint64_t n, uint8_t *nibbles, uint16_t *sca
 				  "%s: %" PRIu64 " elements is not a multiple of 32",
 				  what, n);
 	for (uint64_t b = 0; b < n / PCCX_QBLK; b++) {
-		if (pccx_q4_quantize_block(x + b * PCCX_QBLK, &scales[b], nibbles + b * 16) != 0)
+		if (pccx__q4_quantize_block(x + b * PCCX_QBLK, &scales[b], nibbles + b * 16) != 0)
 			return pccx__q4_refuse_nonfinite(d, what, -1, b, "cannot quantise");
 		err_block(err, x + b * PCCX_QBLK, nibbles + b * 16, &scales[b]);
 		if (err)
@@ -573,7 +573,7 @@ int pccx_q4_import(uint32_t type, const void *src, size_t src_len, uint64_t n, u
 			uint64_t gb = done / PCCX_QBLK + b;
 			const float *xb = x + b * PCCX_QBLK;
 
-			if (pccx_q4_quantize_block(xb, &scales[gb], nibbles + gb * 16) != 0)
+			if (pccx__q4_quantize_block(xb, &scales[gb], nibbles + gb * 16) != 0)
 				return pccx__q4_refuse_nonfinite(d, what, -1, gb, "cannot quantise");
 			err_block(err, xb, nibbles + gb * 16, &scales[gb]);
 		}

@@ -10,7 +10,7 @@
 
 /*
  * A Q4 block holding Inf or NaN is refused wherever device Q4 weights are made: when decoded
- * values are requantised (pccx_q4_quantize_block says so) and when ggml Q4_0 is imported
+ * values are requantised (pccx__q4_quantize_block says so) and when ggml Q4_0 is imported
  * without loss (pccx_q4_0_scale_finite). This is that refusal, one message for every path:
  * "WHAT: block B (elements E0..E1) holds Inf or NaN, HOW", or with row >= 0
  * "WHAT: row R, block B (elements E0..E1 of the row) holds Inf or NaN, HOW".

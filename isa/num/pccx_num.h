@@ -131,7 +131,7 @@ void pccx__q4_from_ggml_q4_0(const uint8_t blk18[18], uint16_t *d, uint8_t nib16
  * Returns 0, or -1 if an input is Inf or NaN (then d = 0x7E00, all q_i = 0).
  */
 __attribute__((warn_unused_result))
-int pccx_q4_quantize_block(const float x[32], uint16_t *d, uint8_t nib16[16]);
+int pccx__q4_quantize_block(const float x[32], uint16_t *d, uint8_t nib16[16]);
 
 /* Dequantised weight k of a Q4 row (scales == NULL: unit scale 1.0). */
 float pccx__q4_weight(const uint8_t *nibbles, const uint16_t *scales, size_t k);

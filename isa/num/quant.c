@@ -19,7 +19,7 @@ void pccx__q4_from_ggml_q4_0(const uint8_t blk18[18], uint16_t *d, uint8_t nib16
 	}
 }
 
-int pccx_q4_quantize_block(const float x[32], uint16_t *d, uint8_t nib16[16])
+int pccx__q4_quantize_block(const float x[32], uint16_t *d, uint8_t nib16[16])
 {
 	float m = 0.0f, amax = 0.0f, a, dq;
 	uint16_t h;

@@ -1390,7 +1390,7 @@ START_TEST(q4_0_import_bit_exact)
 }
 END_TEST
 
-/* Requantising F32 is exactly pccx_q4_quantize_block per block, and the error report
+/* Requantising F32 is exactly pccx__q4_quantize_block per block, and the error report
  * matches an independent computation. */
 START_TEST(requant_f32_and_error_report)
 {
@@ -1414,7 +1414,7 @@ START_TEST(requant_f32_and_error_report)
 	for (int b = 0; b < N / 32; b++) {
 		uint16_t h;
 
-		ck_assert_int_eq(pccx_q4_quantize_block(x + 32 * b, &h, nib2), 0);
+		ck_assert_int_eq(pccx__q4_quantize_block(x + 32 * b, &h, nib2), 0);
 		ck_assert_uint_eq(h, sc[b]);
 		ck_assert_int_eq(memcmp(nib2, nib + 16 * b, 16), 0);
 		if (fabs((double)pccx__fp16_to_f32(h)) > maxd)

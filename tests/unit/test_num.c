@@ -444,7 +444,7 @@ START_TEST(q4_quantize_rule)
 	x[6] = 0.375f;	/* 1.5 d: tie -> 2 */
 	x[7] = 0.625f;	/* 2.5 d: tie -> 2 */
 	x[8] = -0.125f;	/* -0.5 d: tie -> 0 */
-	ck_assert_int_eq(pccx_q4_quantize_block(x, &d, nib), 0);
+	ck_assert_int_eq(pccx__q4_quantize_block(x, &d, nib), 0);
 	ck_assert_uint_eq(d, 0x3400);	/* +0.25 */
 	ck_assert_int_eq(pccx__int4_get(nib, 5), -8);
 	ck_assert_int_eq(pccx__int4_get(nib, 6), 2);
@@ -455,7 +455,7 @@ START_TEST(q4_quantize_rule)
 
 	/* m = +2.0: d = -0.25, +2 -> -8 and -1.0 -> +4 */
 	x[5] = 2.0f;
-	ck_assert_int_eq(pccx_q4_quantize_block(x, &d, nib), 0);
+	ck_assert_int_eq(pccx__q4_quantize_block(x, &d, nib), 0);
 	ck_assert_uint_eq(d, 0xB400);
 	ck_assert_int_eq(pccx__int4_get(nib, 5), -8);
 	ck_assert_int_eq(pccx__int4_get(nib, 0), 4);
@@ -464,7 +464,7 @@ START_TEST(q4_quantize_rule)
 	memset(x, 0, sizeof(x));
 	x[3] = -3.0f;
 	x[9] = 3.0f;
-	ck_assert_int_eq(pccx_q4_quantize_block(x, &d, nib), 0);
+	ck_assert_int_eq(pccx__q4_quantize_block(x, &d, nib), 0);
 	ck_assert_uint_eq(d, pccx__f32_to_fp16(0.375f));
 	ck_assert_int_eq(pccx__int4_get(nib, 3), -8);
 	ck_assert_int_eq(pccx__int4_get(nib, 9), 7);	/* +8 clamps to 7 */
@@ -480,7 +480,7 @@ START_TEST(q4_quantize_edges)
 
 	memset(x, 0, sizeof(x));
 	x[0] = -0.0f;
-	ck_assert_int_eq(pccx_q4_quantize_block(x, &d, nib), 0);
+	ck_assert_int_eq(pccx__q4_quantize_block(x, &d, nib), 0);
 	ck_assert_uint_eq(d, 0x8000);	/* m = 0: d = 0 / -8 = -0 */
 	for (i = 0; i < 16; i++)
 		ck_assert_uint_eq(nib[i], 0);
@@ -488,7 +488,7 @@ START_TEST(q4_quantize_edges)
 	/* |m| / 8 beyond FP16: d saturates to 65504 */
 	x[0] = -1e7f;
 	x[1] = 1e6f;
-	ck_assert_int_eq(pccx_q4_quantize_block(x, &d, nib), 0);
+	ck_assert_int_eq(pccx__q4_quantize_block(x, &d, nib), 0);
 	ck_assert_uint_eq(d, 0x7BFF);
 	ck_assert_int_eq(pccx__int4_get(nib, 0), -8);
 	ck_assert_int_eq(pccx__int4_get(nib, 1), 7);	/* 15.3 -> clamp */
@@ -496,22 +496,22 @@ START_TEST(q4_quantize_edges)
 	/* tiny: d becomes an FP16 subnormal, then underflows to 0 */
 	memset(x, 0, sizeof(x));
 	x[4] = 8e-7f;
-	ck_assert_int_eq(pccx_q4_quantize_block(x, &d, nib), 0);
+	ck_assert_int_eq(pccx__q4_quantize_block(x, &d, nib), 0);
 	ck_assert_uint_eq(d, 0x8002);	/* RN(-1e-7) = -2 * 2^-24, a subnormal scale, kept */
 	ck_assert_int_eq(pccx__int4_get(nib, 4), -7);	/* 8e-7 / -1.19e-7 = -6.7 */
 	x[4] = 1e-9f;
-	ck_assert_int_eq(pccx_q4_quantize_block(x, &d, nib), 0);
+	ck_assert_int_eq(pccx__q4_quantize_block(x, &d, nib), 0);
 	ck_assert_uint_eq(d, 0x8000);
 	ck_assert_int_eq(pccx__int4_get(nib, 4), 0);
 
 	x[7] = NAN;
 	memset(nib, 0x55, sizeof(nib));
-	ck_assert_int_eq(pccx_q4_quantize_block(x, &d, nib), -1);
+	ck_assert_int_eq(pccx__q4_quantize_block(x, &d, nib), -1);
 	ck_assert_uint_eq(d, 0x7E00);
 	for (i = 0; i < 16; i++)
 		ck_assert_uint_eq(nib[i], 0);
 	x[7] = -INFINITY;
-	ck_assert_int_eq(pccx_q4_quantize_block(x, &d, nib), -1);
+	ck_assert_int_eq(pccx__q4_quantize_block(x, &d, nib), -1);
 }
 END_TEST
 
@@ -528,7 +528,7 @@ START_TEST(q4_quantize_error_bound)
 
 		for (i = 0; i < 32; i++)
 			x[i] = scale * ((float)(int32_t)rnd32() / 2147483648.0f);
-		EXPECT(pccx_q4_quantize_block(x, &d, nib) == 0, "block %d", n);
+		EXPECT(pccx__q4_quantize_block(x, &d, nib) == 0, "block %d", n);
 		dq = pccx__fp16_to_f32(d);
 		for (i = 0; i < 32; i++) {
 			double err = fabs((double)x[i] - (double)dq * pccx__int4_get(nib, (size_t)i));

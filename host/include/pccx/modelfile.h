@@ -94,7 +94,7 @@ PCCX_MUST_CHECK int pccx_ggml_decode(uint32_t type, const void *src, size_t src_
  * weight k = fp16_to_f32(scales[k / 32]) * q_k.
  *
  * ggml Q4_0 is imported without loss (same scale bits, q = nibble - 8, reordered). Every
- * other type is decoded to FP32 and requantised with pccx_q4_quantize_block(); the error
+ * other type is decoded to FP32 and requantised with pccx__q4_quantize_block(); the error
  * against the decoded values is accumulated in a pccx_q4_error.
  */
 
