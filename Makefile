@@ -180,3 +180,16 @@ $(SIM_DTB): sim/kv260.dts
 # ---- END sim ----
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# ---- BEGIN man: manual pages (man/*.in -> $(BUILD)/man/; man/expand.sh) ----
+# pccx(1) takes each command's synopsis and options from the binary's --help; libpccx(3)
+# includes docs/example.c.
+$(BUILD)/man/libpccx.3: docs/example.c
+MAN_PAGES := $(patsubst man/%.in,$(BUILD)/man/%,$(wildcard man/*.in))
+all: $(MAN_PAGES)
+$(BUILD)/man/pccx.1: $(CLI)
+$(BUILD)/man/%: man/%.in man/expand.sh man/help2roff.awk scripts/pccx.pc.in
+	@mkdir -p $(dir $@)
+	$(call say,MAN,$@)
+	$(Q)man/expand.sh $(CLI) $< >$@.tmp || { rm -f $@.tmp; exit 1; }; mv $@.tmp $@
+# ---- END man ----

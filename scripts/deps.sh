@@ -8,7 +8,7 @@ common=(gcc make pkg-config check libsubunit-dev libcmocka-dev libfdt-dev device
 qemu=(linux-headers-amd64 qemu-system-x86 qemu-system-arm cpio kmod gcc-aarch64-linux-gnu
       libc6-dev-arm64-cross device-tree-compiler python3)
 case "${1:-test}" in
-  test) pkgs=("${common[@]}" "${qemu[@]}" clang libclang-rt-14-dev nodejs npm) ;;
+  test) pkgs=("${common[@]}" "${qemu[@]}" clang libclang-rt-14-dev nodejs npm man-db groff-base) ;;
   qemu) pkgs=("${common[@]}" "${qemu[@]}") ;;
   demo) pkgs=("${common[@]}" nodejs npm) ;;
   fuzz) pkgs=("${common[@]}" clang libclang-rt-14-dev) ;;

@@ -14,4 +14,9 @@ for lib in libpccx libpccx_sim libpccx_ref libpccx_base libpccx_isa libpccx_num;
 done
 install -m 0644 host/include/pccx/*.h "$root/include/pccx/"
 sed -e "s|@PREFIX@|$prefix|" scripts/pccx.pc.in >"$root/lib/pkgconfig/pccx.pc"
+# the manual pages, pccx(1), libpccx(3) and pccx(4), each under its section
+for page in "$build"/man/*.[0-9]; do
+  install -d "$root/share/man/man${page##*.}"
+  install -m 0644 "$page" "$root/share/man/man${page##*.}/"
+done
 echo "installed pccx into $root"
