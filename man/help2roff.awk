@@ -46,57 +46,76 @@ function flush() {
 	body = ""
 }
 
-BEGIN { state = "usage"; blank = 1; bad = 0 }
+# The help is read whole first: a table's title is known by the entry that follows it.
+{ line[NR] = $0 }
 
-state == "usage" && /^usage: pccx / { sub(/^usage: /, ""); print ".PP" }
-state == "usage" && /^ +pccx / { sub(/^ +/, ""); print ".br" }
-state == "usage" && /^pccx / {
-	cmd = $1 " " $2
-	print "\\fB" cmd "\\fR" esc(substr($0, length(cmd) + 1))
-	next
-}
-state == "usage" && /^$/ { state = "about"; blank = 1; started = 0; next }
-
-# a table's title after a blank line: "options:", "sampler (docs/sampling.md):"
-state != "usage" && blank && /^[a-z][a-z -]*( \([^)]*\))?:$/ {
-	flush()
-	title = substr($0, 1, length($0) - 1)
-	positional = (title == "arguments")
-	state = "table"
-	print ".PP\n.I \"" toupper(substr(title, 1, 1)) substr(title, 2) "\""
-	blank = 0
-	next
-}
-/^$/ { blank = 1; if (state == "table") flush(); next }
-
-state == "about" {
-	if (!started || blank)
-		print ".PP"
-	started = 1
-	blank = 0
-	print "\\&" esc($0)
-	next
-}
-
-state == "table" && /^  [^ ]/ {
-	flush()
-	line = substr($0, 3)
-	if (match(line, /  +/)) {
-		entry = left(substr(line, 1, RSTART - 1), positional)
-		body = "\\&" esc(substr(line, RSTART + RLENGTH))
-	} else {
-		entry = left(line, positional)
+END {
+	state = "usage"
+	blank = 1
+	bad = 0
+	for (i = 1; i <= NR; i++) {
+		l = line[i]
+		if (state == "usage") {
+			if (l ~ /^usage: pccx /) {
+				sub(/^usage: /, "", l)
+				print ".PP"
+			} else if (l ~ /^ +pccx /) {
+				sub(/^ +/, "", l)
+				print ".br"
+			} else if (l == "") {
+				state = "about"
+				blank = 1
+				started = 0
+				continue
+			}
+			if (l ~ /^pccx /) {
+				split(l, w, " ")
+				cmd = w[1] " " w[2]
+				print "\\fB" cmd "\\fR" esc(substr(l, length(cmd) + 1))
+				continue
+			}
+		} else if (blank && l ~ /^[^ ].*:$/ && line[i + 1] ~ /^  [^ ]/) {
+			# a table's title ("options:", "sampler (docs/sampling.md): ...:") after a
+			# blank line, before its first entry
+			flush()
+			title = substr(l, 1, length(l) - 1)
+			positional = (title == "arguments")
+			state = "table"
+			print ".PP\n.I \"" toupper(substr(title, 1, 1)) substr(title, 2) "\""
+			blank = 0
+			continue
+		} else if (l == "") {
+			blank = 1
+			if (state == "table")
+				flush()
+			continue
+		} else if (state == "about") {
+			if (!started || blank)
+				print ".PP"
+			started = 1
+			blank = 0
+			print "\\&" esc(l)
+			continue
+		} else if (state == "table" && l ~ /^  [^ ]/) {
+			flush()
+			l = substr(l, 3)
+			if (match(l, /  +/)) {
+				entry = left(substr(l, 1, RSTART - 1), positional)
+				body = "\\&" esc(substr(l, RSTART + RLENGTH))
+			} else {
+				entry = left(l, positional)
+			}
+			blank = 0
+			continue
+		} else if (state == "table" && l ~ /^   /) {
+			sub(/^ +/, "", l)
+			body = body (body == "" ? "" : "\n") "\\&" esc(l)
+			blank = 0
+			continue
+		}
+		print "man/help2roff.awk: cannot place this help line: " l >"/dev/stderr"
+		bad = 1
 	}
-	blank = 0
-	next
+	flush()
+	exit bad
 }
-state == "table" && /^   / {
-	sub(/^ +/, "")
-	body = body (body == "" ? "" : "\n") "\\&" esc($0)
-	blank = 0
-	next
-}
-
-{ print "man/help2roff.awk: cannot place this help line: " $0 >"/dev/stderr"; bad = 1 }
-
-END { flush(); exit bad }
