@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 tok=$(scripts/fetch-tokenizer.sh)
 model="$build/demo/tiny-vocab.gguf"
 mkdir -p "$build/demo"
-if [ ! -s "$model" ]; then
+# A file from an older pccx (the layout or the weights may have changed since) is made again.
+if [ ! -s "$model" ] || [ "$pccx" -nt "$model" ]; then
   echo "== pccx synth: a gemma3n GGUF with the real vocabulary and synthetic weights"
   "$pccx" synth --config tiny-vocab --seed 1 --tokenizer "$tok" -o "$model"
 fi
