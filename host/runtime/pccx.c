@@ -88,6 +88,7 @@ struct pccx_session {
 	float *logits, *ref_logits;
 	int32_t *hist;
 	size_t n_hist, cap_hist;
+	uint32_t max_ctx;                  /* positions the context may hold (max_context) */
 	struct pccx_stats st;
 	uint32_t token;                    /* token of the step in progress (messages) */
 	bool have_logits;                  /* s->logits belong to the last history token */
@@ -886,11 +887,16 @@ int pccx_session_create(pccx_model *model, const struct pccx_session_opts *opts,
 	*out = NULL;
 	if (!model)
 		return pccx__fail(d, PCCX_ERR_INVALID, "session: no model");
+	if (opts && opts->max_context > model->m->cfg.max_ctx)
+		return pccx__fail(d, PCCX_ERR_INVALID, "session: max_context %u is more than the %u "
+				  "positions the model's KV cache holds", opts->max_context,
+				  model->m->cfg.max_ctx);
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return pccx__fail(d, PCCX_ERR_NOMEM, "session: out of memory");
 	s->model = model;
 	vocab = model->m->cfg.vocab;
+	s->max_ctx = opts && opts->max_context ? opts->max_context : model->m->cfg.max_ctx;
 	pccx__compiler_init(&s->comp, bind_buf, s);
 	pccx__compiler_on_end(&s->comp, submit_job, s);
 	s->logits = malloc(vocab * sizeof(float));
@@ -980,6 +986,35 @@ int pccx_session_tokenize(pccx_session *s, const char *text, bool chat, int32_t 
 				     n, d);
 }
 
+int pccx_session_tokenize_turn(pccx_session *s, const char *role, const char *content,
+			       bool first, int32_t **ids, size_t *n, pccx_diag *d)
+{
+	char *rendered = NULL;
+	size_t len;
+	int rc;
+
+	if (!s || !role || !content || !ids || !n)
+		return pccx__fail(d, PCCX_ERR_INVALID, "tokenize turn: a NULL argument");
+	*ids = NULL;
+	*n = 0;
+	if (!s->model->tok)
+		return pccx__fail(d, PCCX_ERR_INVALID, "the model has no tokenizer");
+	rc = pccx__chat_render_turn(s->model->chat, role, content, first, &rendered, &len, d);
+	if (!rc)
+		rc = pccx_tokenizer_encode(s->model->tok, rendered, len, 0, ids, n, d);
+	free(rendered);
+	return rc;
+}
+
+int pccx_session_context(const pccx_session *s, uint32_t *used, uint32_t *max)
+{
+	if (!s || !used || !max)
+		return PCCX_ERR_INVALID;
+	*used = s->dev->pos;
+	*max = s->max_ctx;
+	return PCCX_OK;
+}
+
 const pccx_tokenizer *pccx_session_tokenizer(const pccx_session *s)
 {
 	return s ? s->model->tok : NULL;
@@ -1024,6 +1059,9 @@ static int step(pccx_session *s, int32_t token, bool logits, pccx_diag *d)
 	if (token < 0 || (size_t)token >= vocab)
 		return pccx__fail(d, PCCX_ERR_RANGE, "token %d outside the vocabulary of %zu", token,
 				  vocab);
+	if (pos >= s->max_ctx)
+		return pccx__fail(d, PCCX_ERR_RANGE, "context full: %u positions (max_context)",
+				  s->max_ctx);
 	rc = reserve_history(s, d);
 	if (rc)
 		return rc;

@@ -86,6 +86,25 @@ static void py_trim(const char *s, size_t n, size_t *off, size_t *len)
 	*len = end - i;
 }
 
+/* turn_start ROLE role_end */
+static int open_turn(struct sbuf *b, const struct pccx_chat_format *fmt, const char *role)
+{
+	return sbuf_adds(b, fmt->turn_start) || sbuf_adds(b, role) || sbuf_adds(b, fmt->role_end);
+}
+
+/* Hand the rendered text over, or free it when something could not be added. */
+static int finish(struct sbuf *b, bool nomem, char **out, size_t *len, pccx_diag *d)
+{
+	if (nomem) {
+		free(b->p);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "chat template: out of memory");
+	}
+	*out = b->p;
+	if (len)
+		*len = b->n;
+	return 0;
+}
+
 int pccx__chat_render(const struct pccx_chat_format *fmt, const pccx_chat_turn *turns, size_t n,
 		      bool add_generation_prompt, char **out, size_t *len, pccx_diag *d)
 {
@@ -129,8 +148,7 @@ int pccx__chat_render(const struct pccx_chat_format *fmt, const pccx_chat_turn *
 		size_t off, tl;
 
 		py_trim(turns[i].content, strlen(turns[i].content), &off, &tl);
-		if (sbuf_adds(&b, fmt->turn_start) || sbuf_adds(&b, role) ||
-		    sbuf_adds(&b, fmt->role_end))
+		if (open_turn(&b, fmt, role))
 			goto nomem;
 		if (i == first && prefix &&
 		    (sbuf_adds(&b, prefix) || sbuf_adds(&b, fmt->system_sep)))
@@ -138,17 +156,39 @@ int pccx__chat_render(const struct pccx_chat_format *fmt, const pccx_chat_turn *
 		if (sbuf_add(&b, turns[i].content + off, tl) || sbuf_adds(&b, fmt->turn_end))
 			goto nomem;
 	}
-	if (add_generation_prompt &&
-	    (sbuf_adds(&b, fmt->turn_start) || sbuf_adds(&b, fmt->model_role) ||
-	     sbuf_adds(&b, fmt->role_end)))
+	if (add_generation_prompt && open_turn(&b, fmt, fmt->model_role))
 		goto nomem;
-	*out = b.p;
-	if (len)
-		*len = b.n;
-	return 0;
+	return finish(&b, false, out, len, d);
 nomem:
-	free(b.p);
-	return pccx__fail(d, PCCX_ERR_NOMEM, "chat template: out of memory");
+	return finish(&b, true, out, len, d);
+}
+
+int pccx__chat_render_turn(const struct pccx_chat_format *fmt, const char *role,
+			   const char *content, bool first, char **out, size_t *len, pccx_diag *d)
+{
+	struct sbuf b = { 0 };
+	bool user, model, nomem;
+	size_t off, tl, bad;
+
+	if (!out || !role || !content)
+		return pccx__fail(d, PCCX_ERR_INVALID, "chat turn: invalid arguments");
+	*out = NULL;
+	if (!fmt)
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED,
+				  "chat template: the model family's format is not available");
+	user = !strcmp(role, "user");
+	model = !strcmp(role, "model") || !strcmp(role, "assistant");
+	if (!user && !model)
+		return pccx__fail(d, PCCX_ERR_INVALID, "chat turn: role \"%s\": a turn is \"user\" "
+				  "or \"model\" (\"assistant\")", role);
+	if (!pccx__tok_utf8_valid(content, strlen(content), &bad))
+		return pccx__fail(d, PCCX_ERR_INVALID, "chat turn: the content is not valid UTF-8 "
+				  "at byte %zu", bad);
+	py_trim(content, strlen(content), &off, &tl);
+	nomem = (user && ((first && sbuf_adds(&b, fmt->bos)) || open_turn(&b, fmt, "user"))) ||
+		sbuf_add(&b, content + off, tl) || sbuf_adds(&b, fmt->turn_end) ||
+		(user && open_turn(&b, fmt, fmt->model_role));
+	return finish(&b, nomem, out, len, d);
 }
 
 int pccx_chat_render_gemma(const pccx_chat_turn *turns, size_t n, bool add_generation_prompt,

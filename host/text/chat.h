@@ -56,6 +56,20 @@ PCCX_MUST_CHECK int pccx__chat_render(const struct pccx_chat_format *fmt,
 				      pccx_diag *d);
 
 /*
+ * One turn of a conversation written turn by turn, so that the pieces put together are what
+ * pccx__chat_render writes for the whole conversation with a generation prompt:
+ *   role "user":  [bos when `first`] turn_start "user" role_end CONTENT turn_end, then the
+ *                 generation prompt turn_start model_role role_end that opens the reply;
+ *   role "model" (or "assistant"): the rest of the reply the user turn opened, CONTENT turn_end
+ *                 (CONTENT "" closes a reply whose tokens the model generated).
+ * CONTENT is trimmed as pccx__chat_render trims it. Other roles are refused (a "system" turn has
+ * no place of its own: the renderer puts it in front of the first user turn's content).
+ */
+PCCX_MUST_CHECK int pccx__chat_render_turn(const struct pccx_chat_format *fmt, const char *role,
+					   const char *content, bool first, char **out,
+					   size_t *len, pccx_diag *d);
+
+/*
  * The ids that end the model's turn with `tk`: its EOS and each stop piece of `fmt` it has,
  * without repeats. Writes at most PCCX_CHAT_MAX_STOPS + 1 ids; returns how many. fmt and tk may
  * be NULL (no format: the EOS only; no tokenizer: none).

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "pccx/pccx.h"
+#include "pccx/tokenizer.h"
 #include "pccx_testing.h"
 #include "pccx_regs.h"
 
@@ -290,6 +291,179 @@ START_TEST(slow_host_same_bits)
 }
 END_TEST
 
+/* A tiny model's device and model, and a session on it holding at most max_context positions. */
+struct conv {
+	pccx_device *dev;
+	pccx_model *model;
+	pccx_session *s;
+};
+
+static int conv_open(struct conv *c, const char *config, const char *tokenizer,
+		     uint32_t max_context, pccx_diag *d)
+{
+	struct pccx_device_opts dopt = { sizeof(dopt), NULL, NULL, NULL, NULL };
+	struct pccx_model_opts mopt = { sizeof(mopt), NULL, config, 3, tokenizer, NULL, NULL };
+	struct pccx_session_opts sopt = { sizeof(sopt), max_context, false };
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	rc = pccx_device_open(&dopt, &c->dev, d);
+	if (!rc)
+		rc = pccx_model_load(c->dev, &mopt, &c->model, d);
+	if (!rc)
+		rc = pccx_session_create(c->model, &sopt, &c->s, d);
+	return rc;
+}
+
+static void conv_close(struct conv *c)
+{
+	pccx_session_free(c->s);
+	pccx_model_free(c->model);
+	pccx_device_close(c->dev);
+}
+
+static void assert_context(const pccx_session *s, uint32_t used, uint32_t max)
+{
+	uint32_t u = 0, m = 0;
+
+	ck_assert_int_eq(pccx_session_context(s, &u, &m), 0);
+	ck_assert_uint_eq(u, used);
+	ck_assert_uint_eq(m, max);
+}
+
+/*
+ * A conversation continued in one session (prefill, generate, prefill, generate) samples what a
+ * new session given the whole history at once samples (greedy: no RNG position to differ).
+ */
+START_TEST(session_continues_across_turns)
+{
+	static const int32_t turn1[] = { 2, 17, 42 }, turn2[] = { 99, 3, 7, 11 };
+	int32_t hist[64];
+	struct run a = { 0 }, b = { 0 }, c = { 0 };
+	pccx_sampler_config sc;
+	struct conv x, y;
+	pccx_diag d = { 0 };
+	size_t n = 0;
+
+	pccx_sampler_config_default(&sc);
+	sc.temperature = 0;
+	ck_assert_msg(conv_open(&x, "tiny", NULL, 0, &d) == 0, "%s", d.msg);
+	assert_context(x.s, 0, 1024);
+	ck_assert_msg(pccx_session_prefill(x.s, turn1, 3, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx_session_generate(x.s, &sc, 6, collect, &a, &d) == 0, "%s", d.msg);
+	/* no tokenizer, no stop token: the 6 sampled tokens are all fed back */
+	assert_context(x.s, 9, 1024);
+	ck_assert_msg(pccx_session_prefill(x.s, turn2, 4, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx_session_generate(x.s, &sc, 5, collect, &b, &d) == 0, "%s", d.msg);
+	assert_context(x.s, 18, 1024);
+
+	memcpy(hist + n, turn1, sizeof(turn1));
+	n += 3;
+	memcpy(hist + n, a.toks, 6 * sizeof(hist[0]));
+	n += 6;
+	memcpy(hist + n, turn2, sizeof(turn2));
+	n += 4;
+	ck_assert_msg(conv_open(&y, "tiny", NULL, 0, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx_session_prefill(y.s, hist, n, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx_session_generate(y.s, &sc, 5, collect, &c, &d) == 0, "%s", d.msg);
+	ck_assert_uint_eq(c.n, 5);
+	ck_assert_mem_eq(b.toks, c.toks, 5 * sizeof(b.toks[0]));
+	conv_close(&x);
+	conv_close(&y);
+}
+END_TEST
+
+/* max_context limits the context: a prefill that does not fit is refused whole. */
+START_TEST(max_context_is_the_limit)
+{
+	static const int32_t p[] = { 2, 17, 42, 99, 3 };
+	pccx_sampler_config sc;
+	struct conv x;
+	struct run r = { 0 };
+	pccx_diag d = { 0 };
+
+	pccx_sampler_config_default(&sc);
+	ck_assert_msg(conv_open(&x, "tiny", NULL, 8, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx_session_prefill(x.s, p, 5, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx_session_generate(x.s, &sc, 2, collect, &r, &d) == 0, "%s", d.msg);
+	assert_context(x.s, 7, 8);
+	ck_assert_int_eq(pccx_session_prefill(x.s, p, 2, &d), PCCX_ERR_RANGE);
+	ck_assert_ptr_nonnull(strstr(d.msg, "context full"));
+	assert_context(x.s, 7, 8);
+	ck_assert_msg(pccx_session_prefill(x.s, p, 1, &d) == 0, "%s", d.msg);
+	assert_context(x.s, 8, 8);
+	conv_close(&x);
+
+	/* more than the model's KV cache holds */
+	ck_assert_int_eq(conv_open(&x, "tiny", NULL, 1025, &d), PCCX_ERR_INVALID);
+	ck_assert_ptr_nonnull(strstr(d.msg, "max_context 1025"));
+	conv_close(&x);
+}
+END_TEST
+
+/*
+ * Turns tokenized one by one are the whole conversation rendered at once (the Gemma template);
+ * the first is what pccx_session_tokenize gives with the chat template.
+ */
+START_TEST(tokenize_turn_is_the_template)
+{
+	static const pccx_chat_turn conv[] = {
+		{ "user", " Hello there\n" }, { "model", "Hi! How can I help?" },
+		{ "user", "Tell me a story." },
+	};
+	const char *tok = getenv("PCCX_TOKENIZER_JSON");
+	int32_t *ids = NULL, *all = NULL, *part;
+	size_t n = 0, n_all = 0, got = 0, i;
+	char *text = NULL;
+	size_t len = 0;
+	struct conv x;
+	pccx_diag d = { 0 };
+
+	/* no tokenizer: refused */
+	ck_assert_msg(conv_open(&x, "tiny", NULL, 0, &d) == 0, "%s", d.msg);
+	ck_assert_int_eq(pccx_session_tokenize_turn(x.s, "user", "hi", true, &ids, &n, &d),
+			 PCCX_ERR_INVALID);
+	conv_close(&x);
+	if (!tok) {
+		ck_assert_msg(!getenv("PCCX_REQUIRE_ORACLE"), "PCCX_TOKENIZER_JSON is not set");
+		return;
+	}
+	ck_assert_msg(conv_open(&x, "tiny-vocab", tok, 0, &d) == 0, "%s", d.msg);
+	ck_assert_int_eq(pccx_chat_render_gemma(conv, 3, true, &text, &len, &d), 0);
+	ck_assert_int_eq(pccx_tokenizer_encode(pccx_session_tokenizer(x.s), text, len, 0, &all,
+					       &n_all, &d), 0);
+	for (i = 0; i < 3; i++) {
+		ck_assert_msg(pccx_session_tokenize_turn(x.s, conv[i].role, conv[i].content, i == 0,
+							 &part, &n, &d) == 0, "%s", d.msg);
+		ck_assert_uint_le(got + n, n_all);
+		ck_assert_mem_eq(part, all + got, n * sizeof(*part));
+		got += n;
+		free(part);
+	}
+	ck_assert_uint_eq(got, n_all);
+	/* the first turn alone is the chat template's prompt */
+	ck_assert_int_eq(pccx_session_tokenize(x.s, conv[0].content, true, &ids, &n, &d), 0);
+	ck_assert_int_eq(pccx_session_tokenize_turn(x.s, "user", conv[0].content, true, &part,
+						    &got, &d), 0);
+	ck_assert_uint_eq(n, got);
+	ck_assert_mem_eq(ids, part, n * sizeof(*ids));
+	free(ids);
+	free(part);
+	/* a model turn with no content closes a generated reply: the end of turn */
+	ck_assert_int_eq(pccx_session_tokenize_turn(x.s, "model", "", false, &part, &n, &d), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_int_eq(part[0], pccx_tokenizer_find(pccx_session_tokenizer(x.s),
+						      "<end_of_turn>", 13));
+	free(part);
+	ck_assert_int_eq(pccx_session_tokenize_turn(x.s, "system", "be brief", true, &part, &n,
+						    &d), PCCX_ERR_INVALID);
+	ck_assert_ptr_nonnull(strstr(d.msg, "system"));
+	free(text);
+	free(all);
+	conv_close(&x);
+}
+END_TEST
+
 /* NULL where a session belongs is refused, not followed. */
 START_TEST(null_session_refused)
 {
@@ -301,6 +475,8 @@ START_TEST(null_session_refused)
 	ck_assert_int_eq(pccx_session_prefill(NULL, fprompt, 1, &d), PCCX_ERR_INVALID);
 	ck_assert_int_eq(pccx_session_tokenize(NULL, "x", false, &ids, &n, &d), PCCX_ERR_INVALID);
 	ck_assert_ptr_null(pccx_session_tokenizer(NULL));
+	ck_assert_int_eq(pccx_session_tokenize_turn(NULL, "user", "x", true, &ids, &n, &d),
+			 PCCX_ERR_INVALID);
 	pccx_session_free(NULL);
 }
 END_TEST
@@ -332,6 +508,9 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, device_fault_every_session_path, 0, 10);
 	tcase_add_loop_test(tc, slow_host_same_bits, 0, 2);
 	tcase_add_test(tc, null_session_refused);
+	tcase_add_test(tc, session_continues_across_turns);
+	tcase_add_test(tc, max_context_is_the_limit);
+	tcase_add_test(tc, tokenize_turn_is_the_template);
 	suite_add_tcase(s, tc);
 	return s;
 }

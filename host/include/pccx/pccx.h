@@ -98,7 +98,8 @@ void pccx_model_free(pccx_model *model);
 
 struct pccx_session_opts {
 	size_t struct_size;
-	uint32_t max_context;     /* positions in the KV cache (0: the model's default) */
+	uint32_t max_context;     /* positions the context may hold (0: all the model's KV cache
+				   * holds; more than that is refused) */
 	bool verify;              /* run the bit-exact reference alongside and compare every stage */
 };
 
@@ -127,6 +128,26 @@ void pccx_session_free(pccx_session *s);
 /* Tokenize `text` with the model's tokenizer (chat=true applies the Gemma chat template). */
 PCCX_MUST_CHECK int pccx_session_tokenize(pccx_session *s, const char *text, bool chat,
 					  int32_t **ids, size_t *n, pccx_diag *d);
+/*
+ * Tokenize one turn of a conversation that continues in this session, in the model family's
+ * chat format (for Gemma, pccx_chat_render_gemma's): role "user" gives the turn and the
+ * generation prompt that opens the model's reply, with the BOS in front when `first` (the turn
+ * starts the conversation); role "model" (or "assistant") gives the rest of the reply the user
+ * turn opened: its content and the end of turn. After pccx_session_generate, content "" gives
+ * what closes the generated reply (the end-of-turn token the sampler stopped at is not in the
+ * context). Prefilling the turns of a conversation one after the other puts into the context
+ * the ids of the whole conversation rendered at once. PCCX_ERR_INVALID for another role or a
+ * model without a tokenizer. *ids is malloc'd (free() it).
+ */
+PCCX_MUST_CHECK int pccx_session_tokenize_turn(pccx_session *s, const char *role,
+					       const char *content, bool first, int32_t **ids,
+					       size_t *n, pccx_diag *d);
+/*
+ * The context's extent: *used positions hold tokens (prefilled, and generated ones fed
+ * back), of at most *max (the session's max_context). A step beyond *max fails with
+ * PCCX_ERR_RANGE ("context full"): a prefill that would not fit is refused whole.
+ */
+PCCX_MUST_CHECK int pccx_session_context(const pccx_session *s, uint32_t *used, uint32_t *max);
 /*
  * Feed prompt tokens (appended to the context). All or nothing: when a step fails (a device
  * fault PCCX_ERR_DEVICE, a hung job PCCX_ERR_TIMEOUT, a verify mismatch ...) the context is
