@@ -5,7 +5,9 @@
 #   make demo       install what the demo needs and run the main job
 #   make bench      run the benchmarks (figures are printed, nothing passes or fails)
 #   make fuzz       run each fuzz target for FUZZ_SECONDS (default 60)
-#   make install    install library, headers, CLI and pkg-config file under DESTDIR/PREFIX
+#   make install    install libraries (static and shared), headers, CLI and pkg-config file
+#                   under DESTDIR/PREFIX (LIBDIR: default PREFIX/lib)
+#   NO_TESTS=1      leaves the test programs out of all and install (what a package build wants)
 #
 # Sources are discovered by directory, so adding a file needs no Makefile edit. The libraries
 # are layers: each uses only those after it on this list, so they link in this order and no
@@ -16,12 +18,14 @@
 #   host/base/*.c    -> libpccx_base.a (status messages, diagnostics, reading files)
 #   isa/*.c          -> libpccx_isa.a  (freestanding: also built into the kernel module and firmware)
 #   isa/num/*.c      -> libpccx_num.a  (freestanding FP32 numerics shared by reference/ and sim/)
+#   all of them      -> libpccx.so.VERSION (soname libpccx.so.MAJOR; exports only the public API)
 #   host/cli/*.c     -> bin/pccx
 #   tests/unit/test_*.c -> tests/test_*  (one Check program per file)
 #   tests/fuzz/fuzz_*.c -> libFuzzer targets (make fuzz)
 
 BUILD   ?= build
 PREFIX  ?= /usr/local
+LIBDIR  ?= $(PREFIX)/lib
 DESTDIR ?=
 CC      ?= gcc
 SAN     ?= 0
@@ -32,6 +36,10 @@ WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototyp
 # Floating point is part of the contract: never contract a*b+c into an FMA, never fast-math.
 FPFLAGS := -ffp-contract=off -fno-fast-math -fexcess-precision=standard
 CFLAGS  ?= -O2 -g
+# Every object is position-independent, so the static libraries and libpccx.so are made from
+# the same objects (docs/packaging.md: with GCC's default PIE this costs nothing measurable), and
+# hidden unless a public header declares it (#pragma GCC visibility in host/include/pccx/).
+CFLAGS  += -fPIC -fvisibility=hidden
 CFLAGS  += -std=c11 -D_GNU_SOURCE $(WARN) $(FPFLAGS) -fno-strict-aliasing \
            -Iisa -Iisa/num -Ireference -Isim -Ihost/include $(HOST_INC) -Idriver/include \
            -MMD -MP
@@ -81,6 +89,9 @@ LINKLIBS := $(LIBS)
 
 CLI      := $(BUILD)/bin/pccx
 TESTS    := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+ifeq ($(NO_TESTS),1)
+TESTS    :=
+endif
 
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
@@ -165,10 +176,33 @@ qemu-test:
 	@scripts/qemu/run.sh $(BUILD)
 
 install: all
-	scripts/install.sh "$(BUILD)" "$(DESTDIR)" "$(PREFIX)"
+	scripts/install.sh "$(BUILD)" "$(DESTDIR)" "$(PREFIX)" "$(LIBDIR)"
 
 clean:
 	rm -rf $(BUILD)
+
+# ---- BEGIN shlib: libpccx.so, the whole stack with only the public API exported ----
+# The version is pccx.pc's; the version script lists the functions the public headers declare
+# (scripts/public-symbols.sh), so a new public function is exported without an edit here
+# (tests/scripts/layers.sh compares the exports with the headers and the static libraries).
+# Not built under the sanitizers (nothing installs or links those builds' library).
+VERSION   := $(shell sed -n 's/^Version: *//p' scripts/pccx.pc.in)
+SONAME    := libpccx.so.$(firstword $(subst ., ,$(VERSION)))
+SHLIB     := $(BUILD)/lib/libpccx.so.$(VERSION)
+PUBLIC_H  := $(wildcard host/include/pccx/*.h)
+ifneq ($(SAN),1)
+all: $(SHLIB)
+endif
+$(BUILD)/lib/libpccx.map: $(PUBLIC_H) scripts/public-symbols.sh
+	@mkdir -p $(dir $@)
+	$(Q)scripts/public-symbols.sh --map $(PUBLIC_H) >$@.tmp && mv $@.tmp $@
+$(SHLIB): $(LIBS) $(BUILD)/lib/libpccx.map
+	$(call say,LD,$@)
+	$(Q)$(CC) -shared $(LDFLAGS) -Wl,-soname,$(SONAME) -Wl,--version-script=$(BUILD)/lib/libpccx.map \
+		-Wl,-z,defs -Wl,--whole-archive $(LIBS) -Wl,--no-whole-archive $(LDLIBS) -o $@
+	$(Q)ln -sfn $(notdir $@) $(BUILD)/lib/$(SONAME)
+	$(Q)ln -sfn $(SONAME) $(BUILD)/lib/libpccx.so
+# ---- END shlib ----
 
 # ---- BEGIN sim: device tree for the simulator (sim/kv260.dts -> $(BUILD)/sim/kv260.dtb) ----
 LDLIBS  += -lfdt

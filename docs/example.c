@@ -3,7 +3,8 @@
  * The smallest libpccx program: synthesise a tiny Gemma 3n model, run it on the simulated
  * NPU with every stage verified against the reference, and print the sampled token ids.
  *
- *   cc example.c $(pkg-config --cflags --libs --static pccx) -o example && ./example
+ *   cc example.c $(pkg-config --cflags --libs pccx) -o example && ./example   (libpccx.so)
+ *   cc -static example.c $(pkg-config --cflags --libs --static pccx) -o example   (static)
  */
 #include <stdio.h>
 

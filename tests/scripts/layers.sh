@@ -23,12 +23,43 @@ for l in "${order[@]}"; do
   nm "$a" 2>/dev/null | awk 'NF == 2 && $1 == "U" {print $2}' | sort -u >"$tmp/$l.undef"
 done
 
-# the public surface: a global symbol of the libraries is either declared in a public header
-# (host/include/pccx/) or carries the internal prefix pccx__
-grep -ohE '\bpccx_[A-Za-z0-9_]+\b' host/include/pccx/*.h | sort -u >"$tmp/public"
+# the public surface: a global symbol of the libraries is either a function a public header
+# (host/include/pccx/) declares (scripts/public-symbols.sh: a name in a comment does not count)
+# or carries the internal prefix pccx__
+scripts/public-symbols.sh host/include/pccx/*.h >"$tmp/public"
 cat "$tmp"/*.def | sort -u | grep -v '^pccx__' | comm -23 - "$tmp/public" >"$tmp/stray"
 if [ -s "$tmp/stray" ]; then bad "every library symbol is public or pccx__ (internal)" "$(cat "$tmp/stray")"
 else ok "every library symbol is public or pccx__ (internal)"; fi
+
+# libpccx.so: its soname is libpccx.so.MAJOR of pccx.pc's version; it exports exactly the
+# functions the public headers declare (a public function the version script missed, or an
+# internal one that leaked, fails here); it holds the whole stack the static libraries hold
+# (every global symbol of the archives is in its symbol table, most of them local); it leaves no
+# pccx symbol undefined
+so=$build/lib/libpccx.so
+version=$(sed -n 's/^Version: *//p' scripts/pccx.pc.in)
+if [ ! -f "$so" ]; then bad "$so exists"; else
+  soname=$(readelf -d "$so" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
+  if [ "$soname" = "libpccx.so.${version%%.*}" ] && [ "$(readlink "$so")" = "$soname" ] &&
+     [ "$(basename "$(readlink -f "$so")")" = "libpccx.so.$version" ]; then
+    ok "libpccx.so -> $soname -> libpccx.so.$version"
+  else
+    bad "libpccx.so -> libpccx.so.${version%%.*} (the soname) -> libpccx.so.$version" \
+      "soname '$soname', libpccx.so -> '$(readlink "$so")' -> '$(readlink -f "$so")'"
+  fi
+  nm -D --defined-only "$so" | awk '$2 != "A" {sub(/@.*/, "", $3); print $3}' | sort -u >"$tmp/so.dyn"
+  d1=$(comm -23 "$tmp/public" "$tmp/so.dyn" | sed 's/^/declared, not exported: /')
+  d2=$(comm -13 "$tmp/public" "$tmp/so.dyn" | sed 's/^/exported, not declared: /')
+  if [ -n "$d1$d2" ]; then bad "libpccx.so exports exactly the public headers' functions" "$d1$d2"
+  else ok "libpccx.so exports exactly the $(wc -l <"$tmp/public") public headers' functions"; fi
+  nm --defined-only "$so" | awk 'NF == 3 {print $3}' | sort -u >"$tmp/so.all"
+  miss=$(cat "$tmp"/*.def | sort -u | comm -23 - "$tmp/so.all")
+  if [ -n "$miss" ]; then bad "libpccx.so holds every symbol of the static libraries" "$miss"
+  else ok "libpccx.so holds every symbol of the static libraries"; fi
+  und=$(nm -D --undefined-only "$so" | awk '{print $2}' | grep -i '^pccx')
+  if [ -n "$und" ]; then bad "libpccx.so leaves no pccx symbol undefined" "$und"
+  else ok "libpccx.so leaves no pccx symbol undefined"; fi
+fi
 
 # every library against every earlier one
 for ((i = 1; i < ${#order[@]}; i++)); do

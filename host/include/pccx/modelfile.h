@@ -20,6 +20,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* what follows is exported by libpccx.so */
 
 /* ===================================================================================== */
 /* ggml tensor types                                                                      */
@@ -540,6 +541,7 @@ PCCX_MUST_CHECK int pccx_tensor_map_check_gguf(const pccx_gguf *g, const pccx_hf
 PCCX_MUST_CHECK int pccx_tensor_map_check_st(const pccx_safetensors *st, const pccx_hf_config *cfg,
 				      pccx_diag *d);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -29,6 +29,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* what follows is exported by libpccx.so */
 
 #define PCCX_VERSION_MAJOR 0
 #define PCCX_VERSION_MINOR 1
@@ -191,6 +192,7 @@ struct pccx_tokenizer;
 /* The model's tokenizer (NULL when it has none); owned by the model. */
 const struct pccx_tokenizer *pccx_session_tokenizer(const pccx_session *s);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -26,6 +26,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* what follows is exported by libpccx.so */
 
 /* PCG32 stream selector used by the sampler (the stream of O'Neill's published vectors). */
 #define PCCX_SAMPLER_RNG_STREAM 54u
@@ -125,6 +126,7 @@ PCCX_MUST_CHECK int pccx_sampler_sample(pccx_sampler *s, const float *logits, si
 					const int32_t *history, size_t n_history, int32_t *token,
 					pccx_diag *d);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -11,6 +11,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* what follows is exported by libpccx.so */
 
 #define PCCX_MUST_CHECK __attribute__((warn_unused_result))
 
@@ -52,6 +53,7 @@ typedef struct pccx_diag {
 	char msg[512];
 } pccx_diag;
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

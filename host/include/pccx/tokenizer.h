@@ -26,6 +26,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* what follows is exported by libpccx.so */
 
 typedef struct pccx_tokenizer pccx_tokenizer;
 
@@ -153,6 +154,7 @@ PCCX_MUST_CHECK int pccx_chat_render_gemma(const pccx_chat_turn *turns, size_t n
 					   bool add_generation_prompt, char **out, size_t *len,
 					   pccx_diag *d);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif
