@@ -113,11 +113,17 @@ int pccx__write_file_atomic(const char *path, const void *data, size_t len, pccx
 	size_t plen = strlen(path);
 	char *tmp = malloc(plen + 16);
 	const uint8_t *p = data;
+	struct stat st;
 	size_t done = 0;
 	int fd, e;
 
 	if (!tmp)
 		return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		free(tmp);
+		return pccx__fail(d, PCCX_ERR_IO, "%s: not a regular file (%s)", path,
+				  file_kind(st.st_mode));
+	}
 	snprintf(tmp, plen + 16, "%s.tmpXXXXXX", path);
 	fd = mkstemp(tmp);
 	if (fd < 0) {

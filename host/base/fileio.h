@@ -25,7 +25,9 @@ PCCX_MUST_CHECK int pccx__read_file(const char *path, size_t max_bytes, uint8_t 
 /*
  * Write `len` bytes to `path` through a temporary file in the same directory,
  * fsync'd and renamed over the destination, so a failure (full disk, I/O
- * error) leaves any previous file untouched and no partial file behind.
+ * error) leaves any previous file untouched and no partial file behind. A destination that
+ * exists and is not a regular file (a FIFO, directory, device or socket) is refused as
+ * "PATH: not a regular file (fifo)": the rename would replace it, not write to it.
  */
 PCCX_MUST_CHECK int pccx__write_file_atomic(const char *path, const void *data, size_t len,
 					    pccx_diag *d);
