@@ -2,21 +2,53 @@
 # The benchmarks: figures only, nothing passes or fails on speed.
 #   scripts/bench.sh BUILD            everything (the E4B runs take several minutes)
 #   PCCX_BENCH_CONFIG=tiny scripts/bench.sh BUILD   a quick pass on the small shape
+# Each section prints its report; the run ends with one line per figure,
+# "bench: NAME VALUE UNIT", taken from those reports.
 set -euo pipefail
 build=${1:-build}
 pccx="$build/bin/pccx"
 cfg=${PCCX_BENCH_CONFIG:-e4b}
 cd "$(dirname "$0")/.."
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
 
 echo "== host sampler (262,400 logits)"
-"$pccx" bench --sampler
+"$pccx" bench --sampler | tee "$out/sampler"
 echo
 echo "== simulated decode on the cycle simulator, config $cfg"
-"$pccx" bench --config "$cfg" --tokens 2
+"$pccx" bench --config "$cfg" --tokens 2 | tee "$out/sim"
 echo
-echo "== host reference decode, config $cfg"
-"$pccx" bench --ref --config "$cfg" -n 4
+echo "== host reference decode, config $cfg, 2 threads"
+"$pccx" bench --ref --config "$cfg" -n 4 --threads 2 | tee "$out/ref"
 echo
 echo "== submit->complete latency through /dev/pccx vs the in-process backend (QEMU guest)"
 scripts/deps.sh test
-PCCX_QEMU_ARCH=amd64 PCCX_QEMU_TESTS=bench scripts/qemu/run.sh "$build" 2>&1 | grep -i "bench" || true
+PCCX_QEMU_ARCH=amd64 PCCX_QEMU_TESTS=bench scripts/qemu/run.sh "$build" 2>&1 |
+  grep -i "bench" | tee "$out/qemu" || true
+
+# "bench: NAME VALUE UNIT" lines. A figure a report does not carry is left out with a note.
+emit() { # NAME VALUE UNIT
+  if [ -n "$2" ]; then echo "bench: $1 $2 $3"; else echo "bench: $1 not measured ($3)"; fi
+}
+num() { # FILE AWK-PROGRAM: the first value it prints
+  awk "$2" "$1" 2>/dev/null | head -n 1
+}
+echo
+echo "== figures"
+emit sampler_topk40_ns "$(num "$out/sampler" '/llama.cpp-like/ {for (i = 1; i <= NF; i++) if ($(i+1) == "ns/sample") print $i}')" ns/sample
+emit sampler_full_sort_ns "$(num "$out/sampler" '/no filter/ {for (i = 1; i <= NF; i++) if ($(i+1) == "ns/sample") print $i}')" ns/sample
+emit "sim_decode_${cfg}" "$(num "$out/sim" '/^simulated decode:/ {print $3}')" tok/s
+emit "sim_ms_per_token_${cfg}" "$(num "$out/sim" '/^simulated decode:/ {sub(/\(/, "", $5); print $5}')" ms
+emit "sim_ddr_ceiling_${cfg}" "$(num "$out/sim" '/= .*% of the/ {for (i = 1; i <= NF; i++) if ($i ~ /%$/) {sub(/%/, "", $i); print $i; exit}}')" %
+sim_s=$(num "$out/sim" '/^host: / {print $2}')
+emit "sim_host_s_per_token_${cfg}" "$sim_s" s
+ref_tps=$(num "$out/ref" '$1 == "decode" {print $2}')
+emit "ref_decode_${cfg}_2threads" "$ref_tps" tok/s
+emit "ref_peak_rss_${cfg}" "$(num "$out/ref" '/peak RSS/ {print $3}')" MB
+ratio=""
+if [ -n "$sim_s" ] && [ -n "$ref_tps" ]; then
+  ratio=$(awk -v s="$sim_s" -v t="$ref_tps" 'BEGIN { if (t > 0) printf "%.2f", s * t }')
+fi
+emit "sim_over_ref_host_time_${cfg}" "$ratio" x
+emit kernel_us_per_job "$(num "$out/qemu" '/us\/job/ {for (i = 1; i <= NF; i++) if ($(i+1) == "us/job,") {print $i; exit}}')" us
+emit inprocess_us_per_job "$(num "$out/qemu" '/us\/job/ {n = 0; for (i = 1; i <= NF; i++) if ($(i+1) == "us/job,") {n++; if (n == 2) {print $i; exit}}}')" us
