@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: MIT
+/* What pccx run and pccx chat share (gen_run.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen_run.h"
+
+static void progress(void *user, const char *stage, uint64_t done, uint64_t total)
+{
+	int width = 30, fill = total ? (int)(done * (uint64_t)width / total) : width;
+
+	(void)user;
+	fprintf(stderr, "\r%-14s [%.*s%*s] %3d%%", stage, fill,
+		"##############################", width - fill, "",
+		total ? (int)(done * 100 / total) : 100);
+	if (done >= total)
+		fputc('\n', stderr);
+}
+
+void pccx_cli_gen_defaults(struct pccx_cli_gen_args *g)
+{
+	memset(g, 0, sizeof(*g));
+	g->dopt.struct_size = sizeof(g->dopt);
+	g->mopt.struct_size = sizeof(g->mopt);
+	g->mopt.synth_seed = 1;
+	g->mopt.progress = progress;
+	g->sopt.struct_size = sizeof(g->sopt);
+	pccx_sampler_config_default(&g->sc);
+}
+
+int pccx_cli_gen_check(const struct pccx_opt_cmd *c, struct pccx_cli_gen_args *g)
+{
+	pccx_diag d = { 0 };
+
+	if (!g->mopt.path && !g->mopt.synth_config)
+		return pccx_opt_fail(c, "give -m MODEL or --config NAME");
+	g->sopt.max_context = (uint32_t)g->max_ctx;
+	if (pccx_sampler_config_check(&g->sc, &d))
+		return pccx_cli_fail(PCCX_ERR_INVALID, &d);
+	return PCCX_OPT_RUN;
+}
+
+int pccx_cli_gen_open(const struct pccx_cli_gen_args *g, struct pccx_cli_session *cs,
+		      pccx_diag *d)
+{
+	return pccx_cli_session_open(&g->dopt, &g->mopt, &g->sopt, cs, d);
+}
+
+int pccx_cli_gen_ids(pccx_session *s, const char *text, bool chat, int32_t **ids, size_t *n,
+		     pccx_diag *d)
+{
+	size_t i;
+
+	if (pccx_session_tokenizer(s))
+		return pccx_session_tokenize(s, text, chat, ids, n, d);
+	*n = strlen(text);
+	*ids = malloc((*n ? *n : 1) * sizeof(**ids));
+	if (!*ids)
+		return PCCX_ERR_NOMEM;
+	for (i = 0; i < *n; i++)
+		(*ids)[i] = (unsigned char)text[i];
+	return PCCX_OK;
+}
+
+void pccx_cli_gen_print_token(bool has_tokenizer, int32_t token, const char *piece, size_t len)
+{
+	if (has_tokenizer)
+		fwrite(piece, 1, len, stdout);
+	else
+		printf("[%d]", token);
+	fflush(stdout);
+}
+
+void pccx_cli_gen_print_stats(const struct pccx_stats *st, const struct pccx_device_info *info,
+			      bool verified)
+{
+	fprintf(stderr,
+		"stats: %llu tokens generated, %llu prompt tokens, host %.2f tok/s, %llu "
+		"simulated cycles (%.3f ms at the modelled clock), simulated decode %.2f "
+		"tok/s, DDR %.1f%% of the bandwidth ceiling%s\n",
+		(unsigned long long)st->tokens, (unsigned long long)st->prompt_tokens,
+		st->host_seconds > 0 ? (double)(st->tokens + st->prompt_tokens) / st->host_seconds :
+		0.0,
+		(unsigned long long)st->device_cycles, st->device_seconds * 1e3,
+		pccx_cli_decode_tok_s(st, info), 100.0 * st->ddr_utilisation,
+		verified ? ", verified: 0 differing bits" : "");
+}
+
+void pccx_cli_gen_stats_since(const struct pccx_stats *now, const struct pccx_stats *before,
+			      const struct pccx_device_info *info, struct pccx_stats *out)
+{
+	double ceiling;
+
+	out->tokens = now->tokens - before->tokens;
+	out->prompt_tokens = now->prompt_tokens - before->prompt_tokens;
+	out->host_seconds = now->host_seconds - before->host_seconds;
+	out->device_cycles = now->device_cycles - before->device_cycles;
+	out->decode_cycles = now->decode_cycles - before->decode_cycles;
+	out->decode_steps = now->decode_steps - before->decode_steps;
+	out->decode_weight_bytes = now->decode_weight_bytes - before->decode_weight_bytes;
+	out->device_seconds = now->device_seconds - before->device_seconds;
+	out->weight_bytes = now->weight_bytes - before->weight_bytes;
+	out->dma_bytes = now->dma_bytes - before->dma_bytes;
+	out->jobs = now->jobs - before->jobs;
+	ceiling = (double)info->ddr_bytes_per_s * out->device_seconds;
+	out->ddr_utilisation = ceiling > 0 ?
+		(double)(out->weight_bytes + out->dma_bytes) / ceiling : 0.0;
+}
