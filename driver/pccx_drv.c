@@ -568,4 +568,5 @@ static void __exit pccx_exit(void)
 module_exit(pccx_exit);
 
 MODULE_DESCRIPTION("pccx v002 FPGA NPU");
+MODULE_VERSION("0.1.0");
 MODULE_LICENSE("GPL");
