@@ -7,8 +7,11 @@ common=(gcc make pkg-config check libsubunit-dev libcmocka-dev libfdt-dev device
 # The kernel-driver stage (scripts/qemu/run.sh): headers, emulators, initramfs tools, arm64 cross.
 qemu=(linux-headers-amd64 qemu-system-x86 qemu-system-arm cpio kmod gcc-aarch64-linux-gnu
       libc6-dev-arm64-cross device-tree-compiler python3)
+# The Debian packages' test (tests/scripts/debian_packages.sh): building, checking, DKMS.
+debian=(debhelper dh-dkms dpkg-dev fakeroot lintian)
 case "${1:-test}" in
-  test) pkgs=("${common[@]}" "${qemu[@]}" clang libclang-rt-14-dev nodejs npm man-db groff-base) ;;
+  test) pkgs=("${common[@]}" "${qemu[@]}" "${debian[@]}" clang libclang-rt-14-dev nodejs npm
+        man-db groff-base) ;;
   qemu) pkgs=("${common[@]}" "${qemu[@]}") ;;
   demo) pkgs=("${common[@]}" nodejs npm) ;;
   fuzz) pkgs=("${common[@]}" clang libclang-rt-14-dev) ;;
