@@ -13,19 +13,26 @@ static uint64_t scale_bytes(uint32_t k)
 
 void pccx__kern_act_prepare(struct pccx_kern_act *a)
 {
-	uint32_t b, j;
+	uint32_t nb = a->k / 32, b, j;
 
-	for (b = 0; b < a->k / 32; b++) {
+	for (b = 0; b < nb; b++) {
 		const int8_t *x = a->q8 + 32 * b;
 		int32_t s = 0;
 
-		for (j = 0; j < 16; j++) {
-			a->xp[32 * b + j] = x[2 * j];
-			a->xp[32 * b + 16 + j] = x[2 * j + 1];
-		}
 		for (j = 0; j < 32; j++)
 			s += x[j];
 		a->xsum[b] = s;
+	}
+	/* pairs of blocks A = 2p, B = 2p + 1: [A even | B even | A odd | B odd] */
+	for (b = 0; b + 1 < nb; b += 2) {
+		int8_t *o = a->xp + 32 * b;
+
+		for (j = 0; j < 16; j++) {
+			o[j] = a->q8[32 * b + 2 * j];
+			o[16 + j] = a->q8[32 * b + 32 + 2 * j];
+			o[32 + j] = a->q8[32 * b + 2 * j + 1];
+			o[48 + j] = a->q8[32 * b + 32 + 2 * j + 1];
+		}
 	}
 }
 

@@ -4,9 +4,10 @@
  * quantised activation, for the 16384 x 2048 FFN matrices and the 262,400-row LM head.
  *
  *   _ref   the definition: y[r] = pccx__q4_row_dot(row r) from isa/num, row by row;
- *   _avx2  8 rows at a time: the int32 block dots with AVX2 integer ops (exact, so any
- *          order), then per row the same FP32 operations in the same order as _ref
- *          (t = d * sx; acc = acc + (float)dot * t, block by block), one row per lane.
+ *   _avx2  2 rows at a time, 8 blocks of a row per step: the int32 block dots with AVX2
+ *          integer ops (exact, so any order), the block products t = d * sx and
+ *          c = (float)dot * t as vector lanes (each lane the scalar IEEE operation), then per
+ *          row acc = acc + c block by block in order, the same FP32 operations as _ref.
  * Both give the same bits for every input (tests compare them with memcmp). Rows are
  * independent, so splitting them across threads cannot change a result either.
  */
@@ -29,7 +30,8 @@ struct pccx_kern_act {
 	uint32_t k;		/* elements, a multiple of 32 */
 	const int8_t *q8;	/* (k) INT8 activations */
 	const float *sx;	/* (k/32) their block scales */
-	int8_t *xp;		/* (k) per block: the 16 even elements, then the 16 odd ones */
+	int8_t *xp;		/* (k) per pair of blocks A, B: A's 16 even elements, B's 16
+				 * even, A's 16 odd, B's 16 odd (a last odd block: unused) */
 	int32_t *xsum;		/* (k/32) sum of each block's activations */
 };
 

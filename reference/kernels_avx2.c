@@ -2,10 +2,11 @@
 /*
  * AVX2 Q4 rows kernel. Each row is read sequentially (interleaving several rows' streams
  * halves the memory bandwidth on the machines measured). Eight blocks at a time: their int32
- * dots (exact, computed as (q + 8) * x with vpmaddubsw, minus 8 * sum(x)), t = d * sx and
- * c = (float)dot * t as vector lanes (each lane one IEEE operation, exactly the scalar ones),
- * then acc = acc + c block by block in order, as pccx__q4_row_dot does. Two rows are done
- * together so that their dependent add chains overlap.
+ * dots (exact, computed as (q + 8) * x with vpmaddubsw, minus 8 * sum(x)), two blocks per
+ * 256-bit load of nibbles, t = d * sx and c = (float)dot * t as vector lanes (each lane one
+ * IEEE operation, exactly the scalar ones), then acc = acc + c block by block in order, as
+ * pccx__q4_row_dot does. Two rows are done together so that their dependent add chains
+ * overlap.
  */
 #include "kernels.h"
 #include "pccx_num.h"
@@ -18,47 +19,41 @@
 #define PF_AHEAD 2048	/* bytes of software prefetch distance */
 #endif
 
-/* Eight vectors of eight int32 partial sums -> one vector of the eight totals. */
-TARGET static __m256i hsum8(__m256i v0, __m256i v1, __m256i v2, __m256i v3, __m256i v4,
-			    __m256i v5, __m256i v6, __m256i v7)
+/*
+ * Partial sums of two consecutive blocks A, B of one row: their 32 nibble bytes and the
+ * activations of the pair as pccx__kern_act_prepare lays them out ([A even | B even],
+ * [A odd | B odd]). Lanes 0-3 sum to block A's (q + 8) * x, lanes 4-7 to block B's.
+ */
+TARGET static __m256i pair_part(const uint8_t *nib, const int8_t *xp)
 {
-	__m256i a = _mm256_hadd_epi32(v0, v1), b = _mm256_hadd_epi32(v2, v3);
-	__m256i c = _mm256_hadd_epi32(v4, v5), d = _mm256_hadd_epi32(v6, v7);
-	__m256i ab = _mm256_hadd_epi32(a, b), cd = _mm256_hadd_epi32(c, d);
-	__m256i lo = _mm256_permute2x128_si256(ab, cd, 0x20);
-	__m256i hi = _mm256_permute2x128_si256(ab, cd, 0x31);
+	const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+	/* two's complement nibble q stored as q & 15; (q & 15) ^ 8 = q + 8, in both nibbles */
+	__m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)nib),
+				     _mm256_set1_epi8((char)0x88));
+	__m256i lo = _mm256_and_si256(v, m4);
+	__m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+	__m256i xe = _mm256_loadu_si256((const __m256i *)(const void *)xp);
+	__m256i xo = _mm256_loadu_si256((const __m256i *)(const void *)(xp + 32));
+	/* int16 lanes: two products each, |sum of four| <= 4 * 15 * 127: no saturation */
+	__m256i s = _mm256_add_epi16(_mm256_maddubs_epi16(lo, xe), _mm256_maddubs_epi16(hi, xo));
 
-	return _mm256_add_epi32(lo, hi);
+	return _mm256_madd_epi16(s, ones);
 }
 
-/* Partial sums (q + 8) * x of one block, 8 int32 lanes; xp is the block's [even | odd]. */
-TARGET static __m256i block_part(const uint8_t *nib, const int8_t *xp)
-{
-	const __m128i m4 = _mm_set1_epi8(0x0F);
-	__m128i v = _mm_loadu_si128((const __m128i *)(const void *)nib);
-	__m128i lo = _mm_and_si128(v, m4);
-	__m128i hi = _mm_and_si128(_mm_srli_epi16(v, 4), m4);
-	__m256i u = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
-	__m256i x = _mm256_loadu_si256((const __m256i *)(const void *)xp);
-
-	/* two's complement nibble q stored as q & 15; (q & 15) ^ 8 = q + 8 */
-	u = _mm256_xor_si256(u, _mm256_set1_epi8(8));
-	return _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1));
-}
-
-/* c_b = (float)dot_b * (fp16(d_b) * sx_b) for blocks b .. b+7 of one row. */
+/* c_b = (float)dot_b * (fp16(d_b) * sx_b) for blocks b .. b+7 (b even) of one row. */
 TARGET static void block8(const uint8_t *rec, uint64_t sb, const struct pccx_kern_act *a,
 			  uint32_t b, float c[8])
 {
 	const uint8_t *nib = rec + sb + 16 * b;
 	const int8_t *xp = a->xp + 32 * b;
-	__m256i dot = hsum8(block_part(nib, xp), block_part(nib + 16, xp + 32),
-			    block_part(nib + 32, xp + 64), block_part(nib + 48, xp + 96),
-			    block_part(nib + 64, xp + 128), block_part(nib + 80, xp + 160),
-			    block_part(nib + 96, xp + 192), block_part(nib + 112, xp + 224));
+	__m256i p0 = pair_part(nib, xp), p1 = pair_part(nib + 32, xp + 64);
+	__m256i p2 = pair_part(nib + 64, xp + 128), p3 = pair_part(nib + 96, xp + 192);
+	/* within 128-bit lanes: low = blocks 0 2 4 6, high = blocks 1 3 5 7 */
+	__m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));
+	__m256i dot = _mm256_permutevar8x32_epi32(h, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 	__m256i xs = _mm256_loadu_si256((const __m256i *)(const void *)(a->xsum + b));
-	__m128i h = _mm_loadu_si128((const __m128i *)(const void *)(rec + 2 * b));
-	__m256 d = _mm256_cvtph_ps(h);					/* exact */
+	__m128i hs = _mm_loadu_si128((const __m128i *)(const void *)(rec + 2 * b));
+	__m256 d = _mm256_cvtph_ps(hs);					/* exact */
 	__m256 t = _mm256_mul_ps(d, _mm256_loadu_ps(a->sx + b));	/* t = d * sx */
 
 	dot = _mm256_sub_epi32(dot, _mm256_slli_epi32(xs, 3));
@@ -66,53 +61,51 @@ TARGET static void block8(const uint8_t *rec, uint64_t sb, const struct pccx_ker
 	_mm256_storeu_ps(c, _mm256_mul_ps(_mm256_cvtepi32_ps(dot), t));
 }
 
-/* The exact int32 dot of one block. */
-TARGET static int32_t block_dot(const uint8_t *nib, const int8_t *xp, int32_t xsum)
-{
-	__m256i v = block_part(nib, xp);
-	__m128i t = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-
-	t = _mm_hadd_epi32(t, t);
-	t = _mm_hadd_epi32(t, t);
-	return _mm_cvtsi128_si32(t) - 8 * xsum;
-}
-
 /* Blocks [b, nb) of one row one at a time, continuing acc, exactly as pccx__q4_row_dot. */
-TARGET static float tail(const uint8_t *rec, uint64_t sb, const struct pccx_kern_act *a,
-			 uint32_t b, float acc)
+static float tail(const uint8_t *rec, uint64_t sb, const struct pccx_kern_act *a, uint32_t b,
+		  float acc)
 {
 	const uint16_t *sc = (const uint16_t *)(const void *)rec;
+	uint32_t j;
 
 	for (; b < a->k / 32; b++) {
-		int32_t dot = block_dot(rec + sb + 16 * b, a->xp + 32 * b, a->xsum[b]);
-		float t = pccx__fp16_to_f32(sc[b]) * a->sx[b];
+		const uint8_t *nib = rec + sb + 16 * b;
+		const int8_t *x = a->q8 + 32 * b;
+		int32_t dot = 0;
+		float t;
 
+		for (j = 0; j < 16; j++)
+			dot += (((nib[j] & 15) ^ 8) - 8) * x[2 * j] +
+			       (((nib[j] >> 4) ^ 8) - 8) * x[2 * j + 1];
+		t = pccx__fp16_to_f32(sc[b]) * a->sx[b];
 		acc = acc + (float)dot * t;
 	}
 	return acc;
 }
 
-TARGET static void rows2(const uint8_t *w, uint64_t rb, uint64_t sb,
+#define NR 2	/* rows done together, so that their dependent add chains overlap */
+
+TARGET static void rows_nr(const uint8_t *w, uint64_t rb, uint64_t sb,
 			 const struct pccx_kern_act *a, float *y)
 {
-	uint32_t nb = a->k / 32, b, i;
-	float acc0 = 0.0f, acc1 = 0.0f, c0[8], c1[8];
+	uint32_t nb = a->k / 32, b, i, r;
+	float acc[NR] = { 0.0f }, c[NR][8];
 
 	for (b = 0; b + 8 <= nb; b += 8) {
-		/* a few blocks ahead in both rows (and on into the next rows, which follow) */
-		_mm_prefetch((const char *)w + sb + 16 * b + PF_AHEAD, _MM_HINT_T0);
-		_mm_prefetch((const char *)w + sb + 16 * b + PF_AHEAD + 64, _MM_HINT_T0);
-		_mm_prefetch((const char *)w + rb + sb + 16 * b + PF_AHEAD, _MM_HINT_T0);
-		_mm_prefetch((const char *)w + rb + sb + 16 * b + PF_AHEAD + 64, _MM_HINT_T0);
-		block8(w, sb, a, b, c0);
-		block8(w + rb, sb, a, b, c1);
-		for (i = 0; i < 8; i++) {
-			acc0 = acc0 + c0[i];
-			acc1 = acc1 + c1[i];
+		for (r = 0; r < NR; r++) {
+			/* a few blocks ahead in each row (and on into the next rows) */
+			_mm_prefetch((const char *)w + r * rb + sb + 16 * b + PF_AHEAD,
+				     _MM_HINT_T0);
+			_mm_prefetch((const char *)w + r * rb + sb + 16 * b + PF_AHEAD + 64,
+				     _MM_HINT_T0);
+			block8(w + r * rb, sb, a, b, c[r]);
 		}
+		for (i = 0; i < 8; i++)
+			for (r = 0; r < NR; r++)
+				acc[r] = acc[r] + c[r][i];
 	}
-	y[0] = pccx_f32_canon(tail(w, sb, a, b, acc0));
-	y[1] = pccx_f32_canon(tail(w + rb, sb, a, b, acc1));
+	for (r = 0; r < NR; r++)
+		y[r] = pccx_f32_canon(tail(w + r * rb, sb, a, b, acc[r]));
 }
 
 void pccx__kern_q4_rows_avx2(const uint8_t *w, uint64_t row_bytes, uint32_t n,
@@ -121,8 +114,8 @@ void pccx__kern_q4_rows_avx2(const uint8_t *w, uint64_t row_bytes, uint32_t n,
 	uint64_t sb = (uint64_t)((a->k / 32 + 7) / 8) * 16;
 	uint32_t r = 0;
 
-	for (; r + 2 <= n; r += 2)
-		rows2(w + r * row_bytes, row_bytes, sb, a, y + r);
+	for (; r + NR <= n; r += NR)
+		rows_nr(w + r * row_bytes, row_bytes, sb, a, y + r);
 	if (r < n)
 		pccx__kern_q4_rows_ref(w + r * row_bytes, row_bytes, n - r, a, y + r);
 }
