@@ -133,10 +133,15 @@ $(BUILD)/obj/.empty.o:
 $(foreach L,ISA NUM BASE REF SIM HOST,$(eval $(call mklib,$(LIB_$(L)),$($(L)_SRC))))
 $(LIBS): | $(BUILD)/obj/.empty.o
 
+# pccx serve's HTTP server is libmicrohttpd (Debian's libmicrohttpd-dev); only the CLI links it.
+MHD_CFLAGS := $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
+MHD_LIBS   := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd)
+$(call obj,host/cli/cmd_serve.c): CFLAGS += $(MHD_CFLAGS)
+
 $(CLI): $(call obj,$(CLI_SRC)) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) $(call obj,$(CLI_SRC)) $(LINKLIBS) $(LDLIBS) -o $@
+	$(Q)$(CC) $(LDFLAGS) $(call obj,$(CLI_SRC)) $(LINKLIBS) $(LDLIBS) $(MHD_LIBS) -o $@
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(call obj,$(TSUP_SRC)) $(LIBS)
 	@mkdir -p $(dir $@)

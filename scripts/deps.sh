@@ -3,7 +3,8 @@
 # Usage: scripts/deps.sh test|demo|qemu|fuzz
 set -euo pipefail
 
-common=(gcc make pkg-config check libsubunit-dev libcmocka-dev libfdt-dev device-tree-compiler)
+common=(gcc make pkg-config check libsubunit-dev libcmocka-dev libfdt-dev device-tree-compiler
+        libmicrohttpd-dev)
 # The kernel-driver stage (scripts/qemu/run.sh): headers, emulators, initramfs tools, arm64 cross.
 qemu=(linux-headers-amd64 qemu-system-x86 qemu-system-arm cpio kmod gcc-aarch64-linux-gnu
       libc6-dev-arm64-cross device-tree-compiler python3)
@@ -11,7 +12,7 @@ qemu=(linux-headers-amd64 qemu-system-x86 qemu-system-arm cpio kmod gcc-aarch64-
 debian=(debhelper dh-dkms dpkg-dev fakeroot lintian)
 case "${1:-test}" in
   test) pkgs=("${common[@]}" "${qemu[@]}" "${debian[@]}" clang libclang-rt-14-dev nodejs npm
-        man-db groff-base) ;;
+        man-db groff-base curl) ;;
   qemu) pkgs=("${common[@]}" "${qemu[@]}") ;;
   demo) pkgs=("${common[@]}" nodejs npm) ;;
   fuzz) pkgs=("${common[@]}" clang libclang-rt-14-dev) ;;

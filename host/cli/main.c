@@ -16,6 +16,8 @@ static const struct pccx_cmd commands[] = {
 	{ "info", "device ID, features and figures: pccx info [--backend kernel]", pccx_cmd_info },
 	{ "run", "generate text on the NPU (simulated by default): pccx run -m MODEL -p TEXT",
 	  pccx_cmd_run },
+	{ "serve", "an HTTP server for the model, OpenAI-style chat completions: pccx serve -m MODEL",
+	  pccx_cmd_serve },
 	{ "chat", "a conversation with the model in the terminal: pccx chat -m MODEL",
 	  pccx_cmd_chat },
 	{ "ref", "run the bit-exact reference model (and the float oracle)", pccx_cmd_ref },
