@@ -19,7 +19,12 @@ echo "== simulated decode on the cycle simulator, config $cfg"
 "$pccx" bench --config "$cfg" --tokens 2 | tee "$out/sim"
 echo
 echo "== host reference decode, config $cfg, 2 threads"
-"$pccx" bench --ref --config "$cfg" -n 4 --threads 2 | tee "$out/ref"
+"$pccx" bench --ref --config "$cfg" -n 4 --prefill 4 --threads 2 | tee "$out/ref"
+echo
+echo "== the same model loaded from a GGUF file (peak RSS of the load)"
+"$pccx" synth --config "$cfg" -o "$out/model.gguf" >/dev/null
+"$pccx" bench --ref -m "$out/model.gguf" -n 1 --threads 2 | tee "$out/gguf"
+rm -f "$out/model.gguf"
 echo
 echo "== submit->complete latency through /dev/pccx vs the in-process backend (QEMU guest)"
 scripts/deps.sh test
@@ -44,7 +49,9 @@ sim_s=$(num "$out/sim" '/^host: / {print $2}')
 emit "sim_host_s_per_token_${cfg}" "$sim_s" s
 ref_tps=$(num "$out/ref" '$1 == "decode" {print $2}')
 emit "ref_decode_${cfg}_2threads" "$ref_tps" tok/s
+emit "ref_prefill_${cfg}_2threads" "$(num "$out/ref" '$1 == "prefill" {print $5}')" tok/s
 emit "ref_peak_rss_${cfg}" "$(num "$out/ref" '/peak RSS/ {print $3}')" MB
+emit "gguf_load_peak_rss_${cfg}" "$(num "$out/gguf" '/peak RSS/ {print $3}')" MB
 ratio=""
 if [ -n "$sim_s" ] && [ -n "$ref_tps" ]; then
   ratio=$(awk -v s="$sim_s" -v t="$ref_tps" 'BEGIN { if (t > 0) printf "%.2f", s * t }')

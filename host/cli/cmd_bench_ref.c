@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * pccx bench --ref: host decode speed and memory of the bit-exact reference on a full model
- * shape with synthetic weights (E4B by default). Figures only; nothing passes or fails.
+ * shape with synthetic weights (E4B by default), or on a GGUF file (-m: then the peak RSS is
+ * that of loading it). Figures only; nothing passes or fails.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,9 +12,10 @@
 #include "diag.h"
 #include "exec_ref.h"
 #include "gemma3n.h"
+#include "gemma3n_gguf.h"
 
 struct bench_args {
-	const char *config;
+	const char *config, *model;
 	uint64_t n, prefill, seed, threads, max_ctx;
 	enum pccx_kern_impl kernel;
 };
@@ -22,6 +24,8 @@ struct bench_args {
 static const struct pccx_opt bench_opts[] = {
 	PCCX_OPT("config", 0, PCCX_OPT_STR, A(config, const char *), "NAME",
 		 "model shape (default e4b)", .values = pccx__gemma3n_config_names),
+	PCCX_OPT(NULL, 'm', PCCX_OPT_PATH, A(model, const char *), "MODEL",
+		 "a gemma3n GGUF instead of synthetic weights"),
 	PCCX_OPT(NULL, 'n', PCCX_OPT_UINT, A(n, uint64_t), "TOKENS",
 		 "decode steps timed (default 8), after one warm-up step", .max = 100000),
 	PCCX_OPT("prefill", 0, PCCX_OPT_UINT, A(prefill, uint64_t), "N",
@@ -40,9 +44,10 @@ static const struct pccx_opt bench_opts[] = {
 
 static const struct pccx_opt_cmd bench_cmd = {
 	.name = "bench --ref",
-	.usage = "[--config NAME] [-n TOKENS] [options]",
-	.about = "Decode TOKENS tokens (greedy) with the reference on synthetic weights and print "
-		 "the\nhost decode rate, the weight bytes streamed per token and the peak RSS.\n",
+	.usage = "[--config NAME | -m MODEL] [-n TOKENS] [options]",
+	.about = "Decode TOKENS tokens (greedy) with the reference on synthetic weights (or a GGUF)\n"
+		 "and print the host decode rate, the weight bytes streamed per token and the\n"
+		 "peak RSS.\n",
 	.opts = bench_opts,
 };
 
@@ -97,11 +102,11 @@ static void print_figures(const struct bench_args *a, const struct bench_run *r)
 	struct rusage ru;
 
 	getrusage(RUSAGE_SELF, &ru);
-	printf("reference decode, config %s (%u layers, D %u, FFN %u, vocab %u), synthetic "
-	       "weights\n",
-	       cfg->name, cfg->n_layers, cfg->d_model, cfg->d_ffn, cfg->vocab);
-	printf("  weights in device layout  %10.1f MB  (synthesised in %.1f s)\n",
-	       (double)r->m->size / 1e6, r->t_synth);
+	printf("reference decode, config %s (%u layers, D %u, FFN %u, vocab %u), %s\n",
+	       cfg->name, cfg->n_layers, cfg->d_model, cfg->d_ffn, cfg->vocab,
+	       a->model ? a->model : "synthetic weights");
+	printf("  weights in device layout  %10.1f MB  (%s in %.1f s)\n",
+	       (double)r->m->size / 1e6, a->model ? "loaded" : "synthesised", r->t_synth);
 	printf("  streamed per token        %10.1f MB  weights + KV rows\n",
 	       (double)r->stream_bytes / n / 1e6);
 	printf("  NPU ops per token         %10.0f\n", (double)r->ops / n);
@@ -128,17 +133,30 @@ int pccx_cmd_bench_ref(int argc, char **argv)
 	rc = pccx_opt_parse(&bench_cmd, argc, argv, &a);
 	if (rc != PCCX_OPT_RUN)
 		return rc;
-	rc = pccx_cli_config(a.config, a.max_ctx, &cfg, &d);
-	if (rc)
-		return pccx_cli_fail(rc, &d);
+	if (a.model) {
+		/* the figures of a load: the model file and the device-layout copy */
+		t0 = pccx_cli_now();
+		rc = pccx__gemma3n_load_gguf(&r.m, a.model, (uint32_t)a.max_ctx, NULL, NULL, &d);
+		r.t_synth = pccx_cli_now() - t0;
+		if (rc)
+			return pccx_cli_fail(rc, &d);
+		cfg = r.m->cfg;
+	} else {
+		rc = pccx_cli_config(a.config, a.max_ctx, &cfg, &d);
+		if (rc)
+			return pccx_cli_fail(rc, &d);
+	}
 	if (a.n + a.prefill + 1 > cfg.max_ctx) {
 		fprintf(stderr, "pccx: bench --ref: %llu steps exceed the context %u\n",
 			(unsigned long long)(a.n + a.prefill + 1), cfg.max_ctx);
+		pccx__gemma3n_model_free(r.m);
 		return 2;
 	}
-	t0 = pccx_cli_now();
-	rc = pccx_cli_synth(&cfg, a.seed, (unsigned)a.threads, &r.m, &d);
-	r.t_synth = pccx_cli_now() - t0;
+	if (!r.m) {
+		t0 = pccx_cli_now();
+		rc = pccx_cli_synth(&cfg, a.seed, (unsigned)a.threads, &r.m, &d);
+		r.t_synth = pccx_cli_now() - t0;
+	}
 	if (!rc)
 		rc = pccx__ref_exec_create(&r.x, (unsigned)a.threads, a.kernel, &d);
 	if (!rc)

@@ -7,6 +7,7 @@
 
 #include "diag.h"
 #include "gemma3n_gguf.h"
+#include "gguf.h"
 #include "ggml_types.h"
 #include "gemma3n_st.h"
 #include "pccx_num.h"
@@ -552,13 +553,17 @@ static int gguf_row(const void *src, const void *tensor, uint64_t row, float *ds
 }
 
 /* Fill tensor t of the model from its GGUF tensor. */
+static int import_q4_0(const pccx_gguf *g, struct pccx_gemma3n_model *m, uint32_t t,
+		       const pccx_gguf_tensor *gt, uint64_t base, pccx_q4_error *err,
+		       const char *name, pccx_diag *d);
+
 static int load_tensor(const pccx_gguf *g, struct pccx_gemma3n_model *m, uint32_t t, float *row,
 		       pccx_q4_error *err, uint64_t *clipped, pccx_diag *d)
 {
 	const struct pccx_gemma3n_tensor *T = &m->t[t];
 	const pccx_gguf_tensor *gt;
 	char name[PCCX_GEMMA3N_NAME_MAX];
-	uint32_t part, r, b, nd;
+	uint32_t part, r, nd;
 	uint64_t base, want[3];
 	bool shape_ok;
 	int rc;
@@ -586,8 +591,26 @@ static int load_tensor(const pccx_gguf *g, struct pccx_gemma3n_model *m, uint32_
 	}
 	base = (uint64_t)part * T->rows;
 	if (T->fmt != PCCX_WFMT_Q4 || gt->type != PCCX_GGML_Q4_0)
-		return pccx__gemma3n_place_rows(m, t, gguf_row, g, gt, base, row, err, clipped, name,
-						d);
+		rc = pccx__gemma3n_place_rows(m, t, gguf_row, g, gt, base, row, err, clipped, name,
+					      d);
+	else
+		rc = import_q4_0(g, m, t, gt, base, err, name, d);
+	/* what this tensor (or this part of a stacked one) read from the file is done with:
+	 * without this the mapped file would stay resident beside the device-layout copy */
+	if (!rc)
+		pccx__gguf_release(g, gt->data + gt->nbytes / (nd == 3 ? 3 : 1) * part,
+				   gt->nbytes / (nd == 3 ? 3 : 1));
+	return rc;
+}
+
+/* Q4_0 rows into the device layout, losslessly (docs/numerics.md §4.1). */
+static int import_q4_0(const pccx_gguf *g, struct pccx_gemma3n_model *m, uint32_t t,
+		       const pccx_gguf_tensor *gt, uint64_t base, pccx_q4_error *err,
+		       const char *name, pccx_diag *d)
+{
+	const struct pccx_gemma3n_tensor *T = &m->t[t];
+	uint32_t r, b;
+
 	for (r = 0; r < T->rows; r++) {
 		uint8_t *rec = m->data + T->offset + (uint64_t)r * T->row_bytes;
 		const uint8_t *src = gt->data + (base + r) * (T->cols / 32) * Q4_0_BLOCK_BYTES;

@@ -9,6 +9,7 @@
 
 #include "diag.h"
 #include "gemma3n_st.h"
+#include "safetensors.h"
 #include "pccx_num.h"
 
 #define ALTUP_COEF_CLIP 120.0f	/* altup_coef_clip of the Gemma 3n config */
@@ -242,6 +243,9 @@ static int load_tensors(const pccx_safetensors *st, const pccx_hf_config *h,
 		}
 		rc = pccx__gemma3n_place_rows(m, t, st_row, st, s, 0, row, err, &clipped, s->name,
 					      d);
+		/* converted: the mapped checkpoint need not stay resident beside the model */
+		if (!rc)
+			pccx__st_release(st, s);
 	}
 	free(row);
 	return rc;

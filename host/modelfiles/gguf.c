@@ -1254,3 +1254,9 @@ int pccx_gguf_tensor_to_q4(const pccx_gguf *g, const pccx_gguf_tensor *t, uint8_
 	return pccx_q4_import(t->type, t->data, (size_t)t->nbytes, t->n_elems, nibbles, scales, err,
 			      what, d);
 }
+
+void pccx__gguf_release(const pccx_gguf *g, const void *p, uint64_t len)
+{
+	if (g)
+		pccx__modelfile_release(&g->map, p, len);
+}

@@ -21,4 +21,10 @@ uint32_t pccx__gguf_scalar_size(uint32_t type);
  */
 const char *pccx__gguf_name_problem(const char *s, uint64_t len, uint64_t max);
 
+/*
+ * A loader is done with [p, p + len) of the file's tensor data: its pages leave the resident
+ * set (pccx__modelfile_release); reading them again still works.
+ */
+void pccx__gguf_release(const pccx_gguf *g, const void *p, uint64_t len);
+
 #endif /* PCCX_GGUF_INTERNAL_H */

@@ -51,6 +51,22 @@ int pccx__modelfile_map_file(const char *path, pccx_modelfile_map *m, pccx_diag 
 	return PCCX_OK;
 }
 
+void pccx__modelfile_release(const pccx_modelfile_map *m, const void *p, uint64_t len)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), lo, hi;
+	uintptr_t start = (uintptr_t)m->mapping, end = start + m->size;
+
+	if (!m->mapping || !p || (uintptr_t)p < start || (uintptr_t)p >= end)
+		return;
+	if (len > end - (uintptr_t)p)
+		len = end - (uintptr_t)p;
+	lo = ((uintptr_t)p + page - 1) / page * page;
+	hi = ((uintptr_t)p + len) / page * page;
+	/* advice only: if the kernel declines, the pages simply stay resident */
+	if (lo < hi)
+		(void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
 void pccx__modelfile_unmap(pccx_modelfile_map *m)
 {
 	if (m->mapping)

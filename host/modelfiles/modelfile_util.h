@@ -23,6 +23,13 @@ typedef struct pccx_modelfile_map {
 /* Map `path` read-only. An empty file gives data == NULL, size == 0 and succeeds. */
 PCCX_MUST_CHECK int pccx__modelfile_map_file(const char *path, pccx_modelfile_map *m, pccx_diag *d);
 void pccx__modelfile_unmap(pccx_modelfile_map *m);
+/*
+ * Hand the pages of [p, p + len) inside the mapping back to the kernel once a loader has
+ * converted them: the mapping stays valid (a later read faults them in again from the file),
+ * but they stop counting in the process's resident memory. Only whole pages inside the range
+ * are released.
+ */
+void pccx__modelfile_release(const pccx_modelfile_map *m, const void *p, uint64_t len);
 
 /* Bump allocator: many small objects freed together. Every block is 16-byte aligned. */
 typedef struct pccx_modelfile_arena {

@@ -804,3 +804,18 @@ int pccx_st_decode_rows(const pccx_safetensors *st, const pccx_st_tensor *t, uin
 	return pccx_ggml_decode(t->type, t->data + row * rl * esize, (size_t)(n_rows * rl * esize),
 				dst, n_rows * rl, what, d);
 }
+
+void pccx__st_release(const pccx_safetensors *st, const pccx_st_tensor *t)
+{
+	size_t i;
+
+	for (i = 0; st && t && i < st->n_sh; i++) {
+		const pccx_modelfile_map *m = &st->sh[i].map;
+
+		if (m->data && t->data >= (const uint8_t *)m->data &&
+		    t->data < (const uint8_t *)m->data + m->size) {
+			pccx__modelfile_release(m, t->data, t->nbytes);
+			return;
+		}
+	}
+}

@@ -30,4 +30,10 @@ PCCX_MUST_CHECK int pccx__st_index_parse(const void *json, size_t len, const cha
 					 struct pccx_st_index *ix, pccx_diag *d);
 void pccx__st_index_free(struct pccx_st_index *ix);
 
+/*
+ * A loader is done with tensor t: the pages of its data leave the resident set
+ * (pccx__modelfile_release); reading them again still works.
+ */
+void pccx__st_release(const pccx_safetensors *st, const pccx_st_tensor *t);
+
 #endif /* PCCX_SAFETENSORS_H */
