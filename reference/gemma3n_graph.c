@@ -194,14 +194,24 @@ int pccx__gemma3n_plan_build(const struct pccx_gemma3n_model *m, struct pccx_gem
 	return PCCX_OK;
 }
 
+uint64_t pccx__gemma3n_kv_block(const struct pccx_gemma3n_model *m,
+				const struct pccx_gemma3n_plan *p, uint32_t layer, uint32_t head,
+				unsigned v, uint64_t *bytes)
+{
+	const struct pccx_layer_desc *ly = &m->layers[layer];
+	uint64_t row_bytes = (uint64_t)W(ly->head_dim) * 16;
+
+	if (bytes)
+		*bytes = (uint64_t)ly->kv_rows * row_bytes;
+	return p->kv_off[layer] + ((uint64_t)v * ly->n_kv_heads + head) * ly->kv_rows * row_bytes;
+}
+
 /* Byte offset in the KV buffer of row `row` of (KV-writing layer, kv head, 0 = K / 1 = V). */
 static uint64_t kv_row_offset(const struct pccx_gemma3n_model *m, const struct pccx_gemma3n_plan *p,
 				uint32_t layer, uint32_t head, unsigned v, uint32_t row)
 {
-	const struct pccx_layer_desc *ly = &m->layers[layer];
-
-	return p->kv_off[layer] +
-	       (((uint64_t)v * ly->n_kv_heads + head) * ly->kv_rows + row) * W(ly->head_dim) * 16;
+	return pccx__gemma3n_kv_block(m, p, layer, head, v, NULL) +
+	       (uint64_t)row * W(m->layers[layer].head_dim) * 16;
 }
 
 uint32_t pccx__gemma3n_n_keys(const struct pccx_layer_desc *ly, uint32_t pos)

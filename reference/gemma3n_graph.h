@@ -121,4 +121,13 @@ PCCX_MUST_CHECK int pccx__gemma3n_step(const struct pccx_gemma3n_model *m,
 /* Keys a layer attends to at pos: min(pos+1, window), pos+1 without a window (global). */
 uint32_t pccx__gemma3n_n_keys(const struct pccx_layer_desc *layer, uint32_t pos);
 
+/*
+ * The KV block of (KV-writing layer, kv head, v = 0 for K / 1 for V): its byte offset in the
+ * KV buffer (returned) and its size (*bytes, may be NULL), kv_rows rows of the head. Every
+ * read and write of a step stays inside one block.
+ */
+uint64_t pccx__gemma3n_kv_block(const struct pccx_gemma3n_model *m,
+				const struct pccx_gemma3n_plan *p, uint32_t layer, uint32_t head,
+				unsigned v, uint64_t *bytes);
+
 #endif /* PCCX_GEMMA3N_GRAPH_H */

@@ -155,3 +155,59 @@ int pccx__gemma3n_weight_pieces(const struct pccx_gemma3n_model *m, uint64_t lim
 	*n = np;
 	return PCCX_OK;
 }
+
+int pccx__gemma3n_kv_pieces(const struct pccx_gemma3n_model *m, const struct pccx_gemma3n_plan *p,
+			    uint64_t limit, struct pccx_gemma3n_piece **out, size_t *n,
+			    pccx_diag *d)
+{
+	struct pccx_gemma3n_piece *pc = NULL;
+	size_t np = 0, cap = 0;
+	uint32_t l, h;
+	unsigned v;
+
+	*out = NULL;
+	*n = 0;
+	/* the blocks lie in layer, then K/V, then head order, back to back */
+	for (l = 0; l < m->cfg.n_layers; l++) {
+		if (!m->layers[l].kv_write)
+			continue;
+		for (v = 0; v < 2; v++) {
+			for (h = 0; h < m->layers[l].n_kv_heads; h++) {
+				uint64_t bytes, off = pccx__gemma3n_kv_block(m, p, l, h, v, &bytes);
+
+				if (bytes > limit) {
+					free(pc);
+					return pccx__fail(d, PCCX_ERR_RANGE,
+							  "KV cache: the %s rows of layer %u, kv head %u "
+							  "(%llu bytes), more than the device's largest "
+							  "buffer (%llu bytes)", v ? "V" : "K", l, h,
+							  (unsigned long long)bytes,
+							  (unsigned long long)limit);
+				}
+				if (np && pc[np - 1].offset + pc[np - 1].bytes == off &&
+				    pc[np - 1].bytes + bytes <= limit) {
+					pc[np - 1].bytes += bytes;
+					continue;
+				}
+				if (np == cap) {
+					size_t nc = cap ? 2 * cap : 16;
+					void *q = realloc(pc, nc * sizeof(*pc));
+
+					if (!q) {
+						free(pc);
+						return pccx__fail(d, PCCX_ERR_NOMEM,
+								  "KV cache pieces: out of memory");
+					}
+					pc = q;
+					cap = nc;
+				}
+				pc[np].offset = off;
+				pc[np].bytes = bytes;
+				np++;
+			}
+		}
+	}
+	*out = pc;
+	*n = np;
+	return PCCX_OK;
+}

@@ -11,6 +11,7 @@
 #ifndef PCCX_GEMMA3N_PIECES_H
 #define PCCX_GEMMA3N_PIECES_H
 
+#include "gemma3n_graph.h"
 #include "gemma3n_model.h"
 
 struct pccx_gemma3n_piece {
@@ -25,5 +26,15 @@ struct pccx_gemma3n_piece {
 PCCX_MUST_CHECK int pccx__gemma3n_weight_pieces(const struct pccx_gemma3n_model *m, uint64_t limit,
 						struct pccx_gemma3n_piece **out, size_t *n,
 						pccx_diag *d);
+
+/*
+ * The KV buffer of a plan in pieces of at most `limit` bytes, cut between KV blocks (one
+ * head's K or V rows of one layer, pccx__gemma3n_kv_block), which no step's read or write
+ * crosses. PCCX_ERR_RANGE, naming the block, when one block is larger than the limit.
+ */
+PCCX_MUST_CHECK int pccx__gemma3n_kv_pieces(const struct pccx_gemma3n_model *m,
+					    const struct pccx_gemma3n_plan *p, uint64_t limit,
+					    struct pccx_gemma3n_piece **out, size_t *n,
+					    pccx_diag *d);
 
 #endif /* PCCX_GEMMA3N_PIECES_H */

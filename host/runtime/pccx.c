@@ -101,12 +101,16 @@ struct pccx_session {
 	pccx_diag submit_diag;
 	/* kernel backend: the BO behind each host buffer, and the device time the driver saw */
 	struct kbuf {
-		uint8_t *host, *map;
+		uint8_t *host, *map;       /* map: NULL when the buffer is in pieces */
 		uint64_t size;
-		uint32_t handle;
+		uint32_t handle;           /* the one the compiler names (piece 0's) */
 		bool bound;
+		struct pccx_wpiece *pieces; /* KV cache larger than one device buffer */
+		uint8_t **piece_map;
+		size_t n_pieces;
 	} kbuf[PCCX_NPU_NBUF];
 	struct pccx_wpieces_out kjob;      /* the job with its weight descriptors in pieces */
+	struct pccx_wpieces_out kjob_kv;   /* ... and then its KV descriptors */
 	double kdev_seconds;
 };
 
@@ -552,6 +556,105 @@ static int kernel_weights(pccx_session *s, const uint8_t *base, uint32_t *handle
 	return PCCX_OK;
 }
 
+static void kbuf_pieces_free(pccx_session *s, struct kbuf *k)
+{
+	size_t i;
+
+	for (i = 0; i < k->n_pieces; i++)
+		kbuf_release(s->model->dev->kernel_be, k->pieces[i].handle);
+	free(k->pieces);
+	free(k->piece_map);
+	k->pieces = NULL;
+	k->piece_map = NULL;
+	k->n_pieces = 0;
+}
+
+/*
+ * The KV cache as several BOs when it is larger than the driver's max_bo_size (FP32 K and V
+ * rows of E4B at 4096 positions are 96 MiB): pieces cut between KV blocks, which no load,
+ * store or stream of a step crosses, and jobs rewritten to them like the weights' (run_kernel).
+ * PCCX_ERR_NOT_FOUND when one BO holds it.
+ */
+static int kernel_kv_pieces(pccx_session *s, void *base, uint64_t size, uint32_t *handle)
+{
+	struct pccx_kernel_backend *kernel_be = s->model->dev->kernel_be;
+	struct kbuf *k = &s->kbuf[PCCX_NPU_BUF_KV];
+	struct pccx_gemma3n_piece *pc = NULL;
+	struct pccx_gemma3n_plan plan;
+	struct pccx_info info;
+	size_t n = 0, i;
+	int rc;
+
+	rc = pccx__kernel_backend_info(kernel_be, &info);
+	if (rc)
+		return pccx__fail(&s->submit_diag, rc, "kernel backend: GET_INFO failed");
+	if (!info.max_bo_size || size <= info.max_bo_size)
+		return PCCX_ERR_NOT_FOUND;
+	/* the layout of the buffer being bound: the plan every session of the model has */
+	rc = pccx__gemma3n_plan_build(s->model->m, &plan, &s->submit_diag);
+	if (!rc && plan.kv_bytes != size)
+		rc = pccx__fail(&s->submit_diag, PCCX_ERR_INTERNAL, "kernel backend: a KV buffer of "
+				"%llu bytes, the plan's is %llu", (unsigned long long)size,
+				(unsigned long long)plan.kv_bytes);
+	if (!rc)
+		rc = pccx__gemma3n_kv_pieces(s->model->m, &plan, info.max_bo_size, &pc, &n,
+					     &s->submit_diag);
+	if (!rc && !n)
+		rc = pccx__fail(&s->submit_diag, PCCX_ERR_INVALID, "kernel backend: an empty KV cache "
+				"of %llu bytes", (unsigned long long)size);
+	if (!rc) {
+		k->pieces = calloc(n, sizeof(*k->pieces));
+		k->piece_map = calloc(n, sizeof(*k->piece_map));
+		if (!k->pieces || !k->piece_map)
+			rc = pccx__fail(&s->submit_diag, PCCX_ERR_NOMEM,
+					"kernel backend: out of memory");
+	}
+	for (i = 0; !rc && i < n; i++) {
+		struct pccx_wpiece *w = &k->pieces[i];
+
+		rc = pccx__kernel_backend_buf_alloc(kernel_be, pc[i].bytes,
+						    PCCX_BUF_DEV_READ | PCCX_BUF_DEV_WRITE,
+						    &w->handle, &s->submit_diag);
+		if (rc)
+			break;
+		k->n_pieces = i + 1;
+		w->offset = pc[i].offset;
+		w->bytes = pc[i].bytes;
+		k->piece_map[i] = pccx__kernel_backend_buf_map(kernel_be, w->handle, NULL);
+		if (!k->piece_map[i])
+			rc = pccx__fail(&s->submit_diag, PCCX_ERR_IO,
+					"kernel backend: KV piece %zu has no mapping", i);
+		else
+			memcpy(k->piece_map[i], (uint8_t *)base + w->offset, w->bytes);
+	}
+	free(pc);
+	if (rc) {
+		kbuf_pieces_free(s, k);
+		return rc;
+	}
+	k->host = base;
+	k->size = size;
+	k->handle = k->pieces[0].handle;
+	k->map = NULL;
+	k->bound = true;
+	*handle = k->handle;
+	return PCCX_OK;
+}
+
+/* The device's bytes at `off` of a bound buffer (len of them inside one piece), or NULL. */
+static const uint8_t *kbuf_at(const struct kbuf *k, uint64_t off, uint64_t len)
+{
+	size_t i;
+
+	if (!k->n_pieces)
+		return k->map && off + len <= k->size ? k->map + off : NULL;
+	for (i = 0; i < k->n_pieces; i++)
+		if (off >= k->pieces[i].offset &&
+		    off + len <= k->pieces[i].offset + k->pieces[i].bytes)
+			return k->piece_map[i] + (off - k->pieces[i].offset);
+	return NULL;
+}
+
 /*
  * Compiler bind on the kernel backend: a BO of the buffer's size, filled from the host buffer
  * now (the weights once, the KV cache's zeros). The host keeps writing the per-step inputs in
@@ -571,6 +674,11 @@ static int bind_kernel(pccx_session *s, uint32_t buf, void *base, uint64_t size,
 				  "kernel backend: buffer %u bound twice or unknown", buf);
 	if (buf == PCCX_NPU_BUF_WEIGHTS)
 		return kernel_weights(s, base, handle);   /* the model's, not `bound` here */
+	if (buf == PCCX_NPU_BUF_KV) {
+		rc = kernel_kv_pieces(s, base, size, handle);
+		if (rc != PCCX_ERR_NOT_FOUND)
+			return rc;
+	}
 	k = &s->kbuf[buf];
 	rc = pccx__kernel_backend_buf_alloc(kernel_be, size ? size : 16, access, &k->handle, &s->submit_diag);
 	if (rc)
@@ -594,11 +702,17 @@ static void unbind_kernel(pccx_session *s)
 {
 	unsigned i;
 
-	for (i = 0; i < PCCX_NPU_NBUF; i++)
-		if (s->kbuf[i].bound)
-			kbuf_release(s->model->dev->kernel_be, s->kbuf[i].handle);
+	for (i = 0; i < PCCX_NPU_NBUF; i++) {
+		struct kbuf *k = &s->kbuf[i];
+
+		if (k->n_pieces)
+			kbuf_pieces_free(s, k);
+		else if (k->bound)
+			kbuf_release(s->model->dev->kernel_be, k->handle);
+	}
 	memset(s->kbuf, 0, sizeof(s->kbuf));
 	pccx__wpieces_out_free(&s->kjob);
+	pccx__wpieces_out_free(&s->kjob_kv);
 }
 
 static int bind_buf(void *user, uint32_t buf, void *base, uint64_t size, bool dev_write,
@@ -732,13 +846,13 @@ static int check_kv(pccx_session *s, const struct pccx_job_view *job)
 		return PCCX_OK;
 	for (i = 0; i < job->n_dma; i++) {
 		const struct pccx_dma_desc *dd = &job->dma[i];
-		const uint8_t *dv = kv->map + dd->offset, *rf = s->ref->kv + dd->offset;
+		const uint8_t *dv = kbuf_at(kv, dd->offset, dd->length), *rf = s->ref->kv + dd->offset;
 		const struct pccx_layer_desc *ly;
 		uint64_t off, e, idx, rows, row_bytes;
 		uint32_t l = 0, j;
 		uint32_t a, b;
 
-		if (!(dd->flags & PCCX_DMA_FROM_DEVICE) || dd->handle != kv->handle ||
+		if (!(dd->flags & PCCX_DMA_FROM_DEVICE) || dd->handle != kv->handle || !dv ||
 		    dd->offset + dd->length > kv->size || !memcmp(dv, rf, dd->length))
 			continue;
 		/* the first differing FP32 element (lengths are multiples of 16 bytes) */
@@ -785,8 +899,10 @@ static int run_kernel(pccx_session *s, const struct pccx_compiler *c,
 		      const struct pccx_job_view *job, struct job_figures *fig)
 {
 	const struct kbuf *in = &s->kbuf[PCCX_NPU_BUF_IN], *out = &s->kbuf[PCCX_NPU_BUF_OUT];
+	const struct kbuf *kv = &s->kbuf[PCCX_NPU_BUF_KV];
 	struct pccx_kernel_backend_opts o = { .timeout_ns = 0, .wait_ns = KERNEL_WAIT_NS };
-	struct pccx_job_view split;
+	const struct pccx_job_view *compiled = job;
+	struct pccx_job_view split, split_kv;
 	struct pccx_kernel_backend_result res;
 	uint32_t i;
 	int rc;
@@ -800,6 +916,13 @@ static int run_kernel(pccx_session *s, const struct pccx_compiler *c,
 		if (rc)
 			return rc;
 		job = &split;
+	}
+	if (kv->n_pieces) {
+		rc = pccx__wpieces_rewrite(kv->pieces, kv->n_pieces, kv->handle, job, &s->kjob_kv,
+					   &split_kv, &s->submit_diag);
+		if (rc)
+			return rc;
+		job = &split_kv;
 	}
 	rc = pccx__kernel_backend_submit_wait(s->model->dev->kernel_be, job, &o, &res, &s->submit_diag);
 	if (rc)
@@ -816,7 +939,7 @@ static int run_kernel(pccx_session *s, const struct pccx_compiler *c,
 		fig->weight_bytes += job->stream[i].length;
 	if (res.wait.end_ns > res.wait.start_ns)
 		s->kdev_seconds += (double)(res.wait.end_ns - res.wait.start_ns) * 1e-9;
-	return s->ref ? check_kv(s, job) : PCCX_OK;
+	return s->ref ? check_kv(s, compiled) : PCCX_OK;
 }
 
 static double kernel_device_seconds(const pccx_session *s, double *ddr_bytes_per_s)

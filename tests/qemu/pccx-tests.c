@@ -1883,9 +1883,10 @@ static void test_gemma_device_fault(void)
 #define PCCX_PARAM "/sys/module/pccx/parameters/"
 
 /*
- * Weights larger than the driver's max_bo_size are split into pieces that no instruction's
- * read crosses: the same tokens as in-process. A limit below one instruction's read is
- * refused with a message saying so.
+ * Weights and a KV cache larger than the driver's max_bo_size are split into pieces that no
+ * instruction's read or write crosses: the same tokens as in-process, every stage and the KV
+ * rows verified against the reference. A limit below one instruction's read is refused with
+ * a message saying so.
  */
 static void test_gemma_split(void)
 {
@@ -1895,9 +1896,9 @@ static void test_gemma_split(void)
 	int rc;
 
 	CHECK(max > 0);
-	/* below the 2.1 MB of weights, above the 640 KiB KV cache (FP32) of the tiny model */
-	CHECK_RET(write_text(PCCX_PARAM "max_bo_size", "1048576"), 0);
-	rc = gemma_run("kernel", false, &k, &d);
+	/* below the 2.1 MB of weights and the 640 KiB KV cache of the tiny model: both in pieces */
+	CHECK_RET(write_text(PCCX_PARAM "max_bo_size", "524288"), 0);
+	rc = gemma_run("kernel", true, &k, &d);
 	if (rc)
 		printf("  split: %s\n", d.msg);
 	CHECK_RET(rc, 0);

@@ -260,6 +260,77 @@ START_TEST(weight_pieces_limit_too_small)
 }
 END_TEST
 
+/*
+ * KV pieces under several limits: they tile the KV buffer in order, each within the limit,
+ * and every KV descriptor of the compiled jobs (positions past the local window too) lies
+ * inside one piece.
+ */
+START_TEST(kv_pieces_hold_every_access)
+{
+	static const uint64_t limits[] = { 128 << 10, 300 << 10, 512 << 10, UINT64_MAX };
+	struct fixture f;
+	unsigned li;
+
+	setup(&f, "tiny");
+	for (li = 0; li < sizeof(limits) / sizeof(limits[0]); li++) {
+		struct pccx_gemma3n_piece *pc;
+		pccx_diag d = { 0 };
+		uint64_t at = 0;
+		uint32_t pos, i;
+		size_t n, k;
+
+		ck_assert_msg(pccx__gemma3n_kv_pieces(f.m, &f.plan, limits[li], &pc, &n, &d) == 0,
+			      "%s", d.msg);
+		for (k = 0; k < n; k++) {
+			ck_assert_uint_eq(pc[k].offset, at);	/* back to back, from 0 */
+			ck_assert_uint_le(pc[k].bytes, limits[li]);
+			at += pc[k].bytes;
+		}
+		ck_assert_uint_eq(at, f.plan.kv_bytes);
+		if (limits[li] == UINT64_MAX)
+			ck_assert_uint_eq(n, 1);
+		else
+			ck_assert_uint_gt(n, 1);
+		for (pos = 0; pos < 40; pos += 13) {
+			struct pccx_job_view job;
+
+			ck_assert_int_eq(pccx__gemma3n_step(f.m, &f.plan, pccx__compiler_ops(), &f.c, pos,
+							    true), 0);
+			ck_assert_int_eq(pccx__compiler_job(&f.c, &job, &d), 0);
+			for (i = 0; i < job.n_stream; i++)
+				if (job.stream[i].handle == 100 + PCCX_NPU_BUF_KV)
+					ck_assert_int_ge(piece_holding(pc, n, job.stream[i].offset,
+								       job.stream[i].length), 0);
+			for (i = 0; i < job.n_dma; i++)
+				if (job.dma[i].handle == 100 + PCCX_NPU_BUF_KV)
+					ck_assert_int_ge(piece_holding(pc, n, job.dma[i].offset,
+								       job.dma[i].length), 0);
+		}
+		free(pc);
+	}
+	teardown(&f);
+}
+END_TEST
+
+/* A limit below one head's K or V rows of one layer is refused, naming them and both sizes. */
+START_TEST(kv_pieces_limit_too_small)
+{
+	struct pccx_gemma3n_piece *pc = (void *)1;
+	struct fixture f;
+	pccx_diag d = { 0 };
+	size_t n = 7;
+
+	setup(&f, "tiny");
+	ck_assert_int_eq(pccx__gemma3n_kv_pieces(f.m, &f.plan, 4096, &pc, &n, &d), PCCX_ERR_RANGE);
+	ck_assert_ptr_null(pc);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_msg(strstr(d.msg, "KV cache: the K rows of layer 0, kv head 0") &&
+		      strstr(d.msg, "more than the device's largest buffer (4096 bytes)"), "%s",
+		      d.msg);
+	teardown(&f);
+}
+END_TEST
+
 /* E4B: the PLE table is never read by the device, so the pieces leave it out. */
 START_TEST(weight_pieces_e4b_skip_unread)
 {
@@ -294,6 +365,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, job_is_position_dependent);
 	tcase_add_test(tc, weight_pieces_hold_every_read);
 	tcase_add_test(tc, weight_pieces_limit_too_small);
+	tcase_add_test(tc, kv_pieces_hold_every_access);
+	tcase_add_test(tc, kv_pieces_limit_too_small);
 	tcase_add_test(tc, weight_pieces_e4b_skip_unread);
 	suite_add_tcase(s, tc);
 	return s;
