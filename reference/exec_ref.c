@@ -346,7 +346,8 @@ static int op_cvo(void *ctx, const struct pccx_npu_cvo *op)
 		return rc;
 
 	if (cd->cls == PCCX_CVOC_LOAD) {
-		scalar_out(x, op->dst, word(x, op->src)[op->len]);
+		/* a unit store like any other: a NaN from host data becomes the canonical one */
+		scalar_out(x, op->dst, pccx_f32_canon(word(x, op->src)[op->len]));
 	} else if (sform) {
 		if (cd->cls == PCCX_CVOC_UNARY)
 			scalar_out(x, op->dst, pccx__sfu_elem(fn, f, x->S, x->S, 0.0f));

@@ -36,7 +36,7 @@ enum pccx_gemma3n_scal {
 
 /*
  * Every L2 address of the step (words). Shapes (rows, cols) in elements; a row of cols
- * elements takes ceil(cols/8) words. Nothing persists in L2 between steps: every step loads
+ * elements takes ceil(cols/4) words. Nothing persists in L2 between steps: every step loads
  * its inputs and the weights' vectors again, so a step is a self-contained job.
  */
 struct pccx_gemma3n_plan {

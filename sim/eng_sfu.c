@@ -102,7 +102,8 @@ static void sim_cvo_execute(struct pccx_sim *s, const struct pccx_insn *in)
 		fl |= cd->cls == PCCX_CVOC_REDUCE ? PCCX_SFU_F_MEAN : PCCX_SFU_F_RECIP;
 
 	if (cd->cls == PCCX_CVOC_LOAD) {
-		s->s_bits = elem_bits(s, src, n);
+		/* a unit store like any other: a NaN from host data becomes the canonical one */
+		s->s_bits = pccx_f32_bits(pccx_f32_canon(pccx_f32_from_bits(elem_bits(s, src, n))));
 		pccx__sim_l2_put_f32(s, dst, s->s_bits);
 		return;
 	}

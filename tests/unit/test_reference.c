@@ -572,6 +572,11 @@ START_TEST(test_exec_cvo_forms)
 	ck_assert_int_ne(cvo(&n, PCCX_CVO_LDS, PCCX_CVOF_SREG, 63, 62, 0), 0);
 	ck_assert_int_eq(cvo(&n, PCCX_CVO_LDS, 0, 63, 62, 0), 0);
 	ck_assert_float_eq(pccx__ref_exec_sreg(n.x), 2.5f);
+	/* a NaN with sign and payload (host data) is stored as the canonical NaN */
+	EL(&n, 63, 1) = pccx_f32_from_bits(0xFFC00001u);
+	ck_assert_int_eq(cvo(&n, PCCX_CVO_LDS, 0, 63, 62, 1), 0);
+	ck_assert_uint_eq(pccx_f32_bits(pccx__ref_exec_sreg(n.x)), PCCX_F32_QNAN_BITS);
+	ck_assert_uint_eq(pccx_f32_bits(EL(&n, 62, 0)), PCCX_F32_QNAN_BITS);
 	/* scalar forms: S = S + v, S = rsqrt(S), S = max(S, v) */
 	EL(&n, 64, 0) = 1.5f;
 	ck_assert_int_eq(cvo(&n, PCCX_CVO_ADD, PCCX_CVOF_SREG, 64, 62, 0), 0);

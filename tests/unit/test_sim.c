@@ -594,7 +594,7 @@ static void m_cvo(struct cvo_model *m, uint64_t w)
 		fl |= cd->cls == PCCX_CVOC_REDUCE ? PCCX_SFU_F_MEAN : PCCX_SFU_F_RECIP;
 	if (cd->cls == PCCX_CVOC_LOAD) {
 		ck_assert(!sform);          /* LDS has no scalar form */
-		m_scalar(m, dst, m_elem(m, src, n));
+		m_scalar(m, dst, pccx_f32_canon(m_elem(m, src, n)));
 	} else if (sform && cd->cls == PCCX_CVOC_UNARY) {
 		m_scalar(m, dst, pccx__sfu_elem(fn, fl, S, S, 0.0f));
 	} else if (sform) {
