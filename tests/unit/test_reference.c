@@ -577,6 +577,7 @@ START_TEST(test_exec_cvo_forms)
 	ck_assert_int_eq(cvo(&n, PCCX_CVO_LDS, 0, 63, 62, 1), 0);
 	ck_assert_uint_eq(pccx_f32_bits(pccx__ref_exec_sreg(n.x)), PCCX_F32_QNAN_BITS);
 	ck_assert_uint_eq(pccx_f32_bits(EL(&n, 62, 0)), PCCX_F32_QNAN_BITS);
+	ck_assert_int_eq(cvo(&n, PCCX_CVO_LDS, 0, 63, 62, 0), 0);	/* S = 2.5 again */
 	/* scalar forms: S = S + v, S = rsqrt(S), S = max(S, v) */
 	EL(&n, 64, 0) = 1.5f;
 	ck_assert_int_eq(cvo(&n, PCCX_CVO_ADD, PCCX_CVOF_SREG, 64, 62, 0), 0);
