@@ -188,6 +188,35 @@ static int piece_holding(const struct pccx_gemma3n_piece *pc, size_t n, uint64_t
 	return -1;
 }
 
+/* Every descriptor naming buffer `buf` in the jobs compiled at positions 0, step, ... < end
+ * lies inside one piece. */
+static void assert_in_pieces(struct fixture *f, const struct pccx_gemma3n_piece *pc, size_t n,
+			     uint32_t buf, uint32_t end, uint32_t step)
+{
+	pccx_diag d = { 0 };
+	uint32_t pos, i;
+
+	for (pos = 0; pos < end; pos += step) {
+		struct pccx_job_view job;
+
+		ck_assert_int_eq(pccx__gemma3n_step(f->m, &f->plan, pccx__compiler_ops(), &f->c, pos,
+						    true), 0);
+		ck_assert_int_eq(pccx__compiler_job(&f->c, &job, &d), 0);
+		for (i = 0; i < job.n_stream; i++)
+			if (job.stream[i].handle == 100 + buf)
+				ck_assert_msg(piece_holding(pc, n, job.stream[i].offset,
+							    job.stream[i].length) >= 0,
+					      "buffer %u, position %u: stream %u at 0x%llx+%llu in "
+					      "no piece", buf, pos, i,
+					      (unsigned long long)job.stream[i].offset,
+					      (unsigned long long)job.stream[i].length);
+		for (i = 0; i < job.n_dma; i++)
+			if (job.dma[i].handle == 100 + buf)
+				ck_assert_int_ge(piece_holding(pc, n, job.dma[i].offset,
+							       job.dma[i].length), 0);
+	}
+}
+
 /*
  * Pieces under several limits: in order, disjoint, 16-byte aligned, each within the limit,
  * and every weight descriptor of the compiled jobs (several positions) inside one piece.
@@ -202,7 +231,6 @@ START_TEST(weight_pieces_hold_every_read)
 	for (li = 0; li < sizeof(limits) / sizeof(limits[0]); li++) {
 		struct pccx_gemma3n_piece *pc;
 		pccx_diag d = { 0 };
-		uint32_t pos, i;
 		size_t n, k;
 
 		ck_assert_msg(pccx__gemma3n_weight_pieces(f.m, limits[li], &pc, &n, &d) == 0, "%s",
@@ -217,25 +245,7 @@ START_TEST(weight_pieces_hold_every_read)
 		}
 		if (limits[li] == UINT64_MAX)
 			ck_assert_uint_eq(n, 1);
-		for (pos = 0; pos < 3; pos++) {
-			struct pccx_job_view job;
-
-			ck_assert_int_eq(pccx__gemma3n_step(f.m, &f.plan, pccx__compiler_ops(), &f.c, pos,
-							    true), 0);
-			ck_assert_int_eq(pccx__compiler_job(&f.c, &job, &d), 0);
-			for (i = 0; i < job.n_stream; i++)
-				if (job.stream[i].handle == 100 + PCCX_NPU_BUF_WEIGHTS)
-					ck_assert_msg(piece_holding(pc, n, job.stream[i].offset,
-								    job.stream[i].length) >= 0,
-						      "limit %llu: stream %u at 0x%llx+%llu in no piece",
-						      (unsigned long long)limits[li], i,
-						      (unsigned long long)job.stream[i].offset,
-						      (unsigned long long)job.stream[i].length);
-			for (i = 0; i < job.n_dma; i++)
-				if (job.dma[i].handle == 100 + PCCX_NPU_BUF_WEIGHTS)
-					ck_assert_int_ge(piece_holding(pc, n, job.dma[i].offset,
-								       job.dma[i].length), 0);
-		}
+		assert_in_pieces(&f, pc, n, PCCX_NPU_BUF_WEIGHTS, 3, 1);
 		free(pc);
 	}
 	teardown(&f);
@@ -276,7 +286,6 @@ START_TEST(kv_pieces_hold_every_access)
 		struct pccx_gemma3n_piece *pc;
 		pccx_diag d = { 0 };
 		uint64_t at = 0;
-		uint32_t pos, i;
 		size_t n, k;
 
 		ck_assert_msg(pccx__gemma3n_kv_pieces(f.m, &f.plan, limits[li], &pc, &n, &d) == 0,
@@ -291,21 +300,7 @@ START_TEST(kv_pieces_hold_every_access)
 			ck_assert_uint_eq(n, 1);
 		else
 			ck_assert_uint_gt(n, 1);
-		for (pos = 0; pos < 40; pos += 13) {
-			struct pccx_job_view job;
-
-			ck_assert_int_eq(pccx__gemma3n_step(f.m, &f.plan, pccx__compiler_ops(), &f.c, pos,
-							    true), 0);
-			ck_assert_int_eq(pccx__compiler_job(&f.c, &job, &d), 0);
-			for (i = 0; i < job.n_stream; i++)
-				if (job.stream[i].handle == 100 + PCCX_NPU_BUF_KV)
-					ck_assert_int_ge(piece_holding(pc, n, job.stream[i].offset,
-								       job.stream[i].length), 0);
-			for (i = 0; i < job.n_dma; i++)
-				if (job.dma[i].handle == 100 + PCCX_NPU_BUF_KV)
-					ck_assert_int_ge(piece_holding(pc, n, job.dma[i].offset,
-								       job.dma[i].length), 0);
-		}
+		assert_in_pieces(&f, pc, n, PCCX_NPU_BUF_KV, 40, 13);
 		free(pc);
 	}
 	teardown(&f);
