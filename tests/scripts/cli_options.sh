@@ -67,7 +67,7 @@ usage_error 2 "pccx ref: sampler config: top_k = -1 (must be >= 0; 0 = off)" \
 usage_error 2 "pccx ref: give either --config NAME or -m MODEL" \
   "usage: pccx ref (--config NAME | -m MODEL) [options]" "$pccx" ref
 usage_error 2 "pccx bench --ref: bad --threads '257': expected a whole number from 0 to 256" \
-  "usage: pccx bench --ref [--config NAME] [-n TOKENS] [options]" \
+  "usage: pccx bench --ref [--config NAME | -m MODEL] [-n TOKENS] [options]" \
   "$pccx" bench --ref --threads 257
 usage_error 2 "pccx tokenize: --tokenizer FILE is required" \
   "usage: pccx tokenize --tokenizer FILE [options] TEXT" "$pccx" tokenize hello
