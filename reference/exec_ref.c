@@ -502,10 +502,10 @@ int pccx__ref_exec_create(struct pccx_ref_exec **out, unsigned n_threads, enum p
 		pccx__ref_exec_free(x);
 		return pccx__fail(d, PCCX_ERR_NOMEM, "reference NPU: out of memory");
 	}
-	if (impl == PCCX_KERN_AVX2 && !pccx__kern_have_avx2()) {
+	if (!pccx__kern_supported(impl)) {
 		pccx__ref_exec_free(x);
-		return pccx__fail(d, PCCX_ERR_UNSUPPORTED,
-				  "reference NPU: this CPU has no AVX2/F16C");
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "reference NPU: this CPU cannot run the "
+				  "%s kernel", pccx__kern_name(impl));
 	}
 	x->impl = pccx__kern_resolve(impl);
 	rc = pccx__pool_create(&x->pool, n_threads ? n_threads : pccx__pool_ncpu(), d);

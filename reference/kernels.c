@@ -23,16 +23,16 @@ void pccx__kern_act_prepare(struct pccx_kern_act *a)
 			s += x[j];
 		a->xsum[b] = s;
 	}
-	/* pairs of blocks A = 2p, B = 2p + 1: [A even | B even | A odd | B odd] */
-	for (b = 0; b + 1 < nb; b += 2) {
+	/* groups of four blocks b .. b+3: their 16 even elements each, then their 16 odd ones */
+	for (b = 0; b + 3 < nb; b += 4) {
 		int8_t *o = a->xp + 32 * b;
+		uint32_t i;
 
-		for (j = 0; j < 16; j++) {
-			o[j] = a->q8[32 * b + 2 * j];
-			o[16 + j] = a->q8[32 * b + 32 + 2 * j];
-			o[32 + j] = a->q8[32 * b + 2 * j + 1];
-			o[48 + j] = a->q8[32 * b + 32 + 2 * j + 1];
-		}
+		for (i = 0; i < 4; i++)
+			for (j = 0; j < 16; j++) {
+				o[16 * i + j] = a->q8[32 * (b + i) + 2 * j];
+				o[64 + 16 * i + j] = a->q8[32 * (b + i) + 2 * j + 1];
+			}
 	}
 }
 
@@ -66,10 +66,35 @@ bool pccx__kern_have_avx2(void)
 #endif
 }
 
+bool pccx__kern_have_avx512(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_cpu_init();
+	return pccx__kern_have_avx2() && __builtin_cpu_supports("avx512f") &&
+	       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+	       __builtin_cpu_supports("avx512vnni");
+#else
+	return false;
+#endif
+}
+
+bool pccx__kern_supported(enum pccx_kern_impl impl)
+{
+	switch (impl) {
+	case PCCX_KERN_AVX2:
+		return pccx__kern_have_avx2();
+	case PCCX_KERN_AVX512:
+		return pccx__kern_have_avx512();
+	default:
+		return true;
+	}
+}
+
 enum pccx_kern_impl pccx__kern_resolve(enum pccx_kern_impl impl)
 {
-	if (impl == PCCX_KERN_AUTO || (impl == PCCX_KERN_AVX2 && !pccx__kern_have_avx2()))
-		return pccx__kern_have_avx2() ? PCCX_KERN_AVX2 : PCCX_KERN_REF;
+	if (impl == PCCX_KERN_AUTO || !pccx__kern_supported(impl))
+		return pccx__kern_have_avx512() ? PCCX_KERN_AVX512
+		       : pccx__kern_have_avx2() ? PCCX_KERN_AVX2 : PCCX_KERN_REF;
 	return impl;
 }
 
@@ -82,6 +107,8 @@ const char *pccx__kern_name(enum pccx_kern_impl impl)
 		return "ref";
 	case PCCX_KERN_AVX2:
 		return "avx2";
+	case PCCX_KERN_AVX512:
+		return "avx512vnni";
 	}
 	return "?";
 }
@@ -103,7 +130,10 @@ static void gemv_part(void *ctx, unsigned part, unsigned nparts)
 	pccx__pool_split(j->n, 8, part, nparts, &lo, &hi);
 	if (lo >= hi)
 		return;
-	if (j->impl == PCCX_KERN_AVX2)
+	if (j->impl == PCCX_KERN_AVX512)
+		pccx__kern_q4_rows_avx512(j->w + lo * j->row_bytes, j->row_bytes,
+					  (uint32_t)(hi - lo), j->a, j->y + lo);
+	else if (j->impl == PCCX_KERN_AVX2)
 		pccx__kern_q4_rows_avx2(j->w + lo * j->row_bytes, j->row_bytes, (uint32_t)(hi - lo),
 					j->a, j->y + lo);
 	else

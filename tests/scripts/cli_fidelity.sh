@@ -159,7 +159,7 @@ usage "pccx fidelity: bad --tokens '$(seq -s, 0 4096)': expected ID[,ID...]" \
   "${fid[@]}" --tokens "$(seq -s, 0 4096)"
 usage "pccx fidelity: bad --threads '0': expected a whole number from 1 to 256" \
   "${fid[@]}" --threads 0
-usage "pccx fidelity: bad --kernel 'fast': expected one of auto, ref, avx2" \
+usage "pccx fidelity: bad --kernel 'fast': expected one of auto, ref, avx2, avx512vnni" \
   "${fid[@]}" --kernel fast
 usage "pccx fidelity: unknown option '--temp'" "${fid[@]}" --temp 0
 # after the model is made: status 1, one message

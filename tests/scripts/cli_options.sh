@@ -56,7 +56,7 @@ usage_error 2 "pccx asm: -o FILE.bin is required" "usage: pccx asm FILE.s -o FIL
   "$pccx" asm "$T/m.s"
 usage_error 2 "pccx isa-table: unexpected argument 'x'" "usage: pccx isa-table" \
   "$pccx" isa-table x
-usage_error 2 "pccx ref: bad --kernel 'fast': expected one of auto, ref, avx2" \
+usage_error 2 "pccx ref: bad --kernel 'fast': expected one of auto, ref, avx2, avx512vnni" \
   "usage: pccx ref (--config NAME | -m MODEL) [options]" "$pccx" ref --config tiny --kernel fast
 usage_error 2 "pccx ref: bad -n '1e3': expected a whole number from 0 to 1000000" \
   "usage: pccx ref (--config NAME | -m MODEL) [options]" "$pccx" ref --config tiny -n 1e3
@@ -91,6 +91,6 @@ for o in --temp --top-k --top-p --min-p --rep-penalty; do
 done
 want_rc 0 "$pccx" ref --help
 has "$T/out" "model shape: e4b, e2b, tiny, tiny-vocab"
-has "$T/out" "Q4 host kernel: auto, ref, avx2"
+has "$T/out" "Q4 host kernel: auto, ref, avx2, avx512vnni"
 
 cli_done

@@ -365,6 +365,12 @@ START_TEST(test_kernel_avx2_bit_identical)
 		pccx__kern_q4_rows_ref(c.w, c.rb, n, &c.a, y1);
 		pccx__kern_q4_rows_avx2(c.w, c.rb, n, &c.a, y2);
 		ck_assert_msg(!memcmp(y1, y2, sizeof(float) * n), "k %u n %u differ", k, n);
+		if (pccx__kern_have_avx512()) {
+			memset(y2, 0, sizeof(float) * n);
+			pccx__kern_q4_rows_avx512(c.w, c.rb, n, &c.a, y2);
+			ck_assert_msg(!memcmp(y1, y2, sizeof(float) * n), "avx512: k %u n %u differ",
+				      k, n);
+		}
 		free(y1);
 		free(y2);
 		kcase_free(&c);
@@ -384,7 +390,9 @@ START_TEST(test_kernel_threads_bit_identical)
 	y0 = malloc(sizeof(float) * c.n);
 	y = malloc(sizeof(float) * c.n);
 	pccx__kern_q4_rows_ref(c.w, c.rb, c.n, &c.a, y0);
-	for (impl = PCCX_KERN_REF; impl <= PCCX_KERN_AVX2; impl++) {
+	for (impl = PCCX_KERN_REF; impl <= PCCX_KERN_AVX512; impl++) {
+		if (!pccx__kern_supported((enum pccx_kern_impl)impl))
+			continue;
 		for (t = 0; t < sizeof(threads) / sizeof(threads[0]); t++) {
 			struct pccx_pool *p;
 			pccx_diag d;
