@@ -81,7 +81,6 @@ void pccx__int4_set(uint8_t *packed, size_t i, int v);
 /* Only the pure conversions pccx__f32_to_bf16/fp16 keep the sign of a NaN input.          */
 
 #define PCCX_F32_QNAN_BITS  0x7FC00000u
-#define PCCX_BF16_QNAN      0x7FC0u
 
 static inline bool pccx_f32_is_nan(float f)
 {

@@ -252,6 +252,17 @@ START_TEST(weight_pieces_hold_every_read)
 }
 END_TEST
 
+/* A piece function refused a 4 KiB limit: no pieces, and a message with `what` and both sizes. */
+static void assert_refused_4k(int rc, const struct pccx_gemma3n_piece *pc, size_t n,
+			      const pccx_diag *d, const char *what)
+{
+	ck_assert_int_eq(rc, PCCX_ERR_RANGE);
+	ck_assert_ptr_null(pc);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_msg(strstr(d->msg, "more than the device's largest buffer (4096 bytes)") &&
+		      strstr(d->msg, what), "%s", d->msg);
+}
+
 /* A limit below one instruction's read is refused, naming the range and both sizes. */
 START_TEST(weight_pieces_limit_too_small)
 {
@@ -259,13 +270,11 @@ START_TEST(weight_pieces_limit_too_small)
 	struct fixture f;
 	pccx_diag d = { 0 };
 	size_t n = 7;
+	int rc;
 
 	setup(&f, "tiny");
-	ck_assert_int_eq(pccx__gemma3n_weight_pieces(f.m, 4096, &pc, &n, &d), PCCX_ERR_RANGE);
-	ck_assert_ptr_null(pc);
-	ck_assert_uint_eq(n, 0);
-	ck_assert_msg(strstr(d.msg, "more than the device's largest buffer (4096 bytes)") &&
-		      strstr(d.msg, "are read by one instruction"), "%s", d.msg);
+	rc = pccx__gemma3n_weight_pieces(f.m, 4096, &pc, &n, &d);
+	assert_refused_4k(rc, pc, n, &d, "are read by one instruction");
 	teardown(&f);
 }
 END_TEST
@@ -314,14 +323,11 @@ START_TEST(kv_pieces_limit_too_small)
 	struct fixture f;
 	pccx_diag d = { 0 };
 	size_t n = 7;
+	int rc;
 
 	setup(&f, "tiny");
-	ck_assert_int_eq(pccx__gemma3n_kv_pieces(f.m, &f.plan, 4096, &pc, &n, &d), PCCX_ERR_RANGE);
-	ck_assert_ptr_null(pc);
-	ck_assert_uint_eq(n, 0);
-	ck_assert_msg(strstr(d.msg, "KV cache: the K rows of layer 0, kv head 0") &&
-		      strstr(d.msg, "more than the device's largest buffer (4096 bytes)"), "%s",
-		      d.msg);
+	rc = pccx__gemma3n_kv_pieces(f.m, &f.plan, 4096, &pc, &n, &d);
+	assert_refused_4k(rc, pc, n, &d, "KV cache: the K rows of layer 0, kv head 0");
 	teardown(&f);
 }
 END_TEST
