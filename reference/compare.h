@@ -4,8 +4,8 @@
  * step runs first and its stages are kept; then the oracle step runs and each of its stages
  * is compared with the reference stage of the same name.
  */
-#ifndef PCCX_GEMMA3N_COMPARE_H
-#define PCCX_GEMMA3N_COMPARE_H
+#ifndef PCCX_GEMMA_COMPARE_H
+#define PCCX_GEMMA_COMPARE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -81,4 +81,4 @@ void pccx__cmp_summary_init(struct pccx_cmp_summary *s);
 void pccx__cmp_summary_add(struct pccx_cmp_summary *s, const struct pccx_stage_stat *st, size_t n,
 			   const struct pccx_logit_cmp *lc);
 
-#endif /* PCCX_GEMMA3N_COMPARE_H */
+#endif /* PCCX_GEMMA_COMPARE_H */

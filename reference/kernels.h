@@ -13,8 +13,8 @@
  * Both give the same bits for every input (tests compare them with memcmp). Rows are
  * independent, so splitting them across threads cannot change a result either.
  */
-#ifndef PCCX_GEMMA3N_KERNELS_H
-#define PCCX_GEMMA3N_KERNELS_H
+#ifndef PCCX_GEMMA_KERNELS_H
+#define PCCX_GEMMA_KERNELS_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -67,4 +67,4 @@ const char *pccx__kern_name(enum pccx_kern_impl impl);
 void pccx__kern_q4_gemv(struct pccx_pool *pool, enum pccx_kern_impl impl, const uint8_t *w,
 			uint64_t row_bytes, uint32_t n, const struct pccx_kern_act *a, float *y);
 
-#endif /* PCCX_GEMMA3N_KERNELS_H */
+#endif /* PCCX_GEMMA_KERNELS_H */

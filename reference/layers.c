@@ -12,14 +12,14 @@ static bool gemma3n_global(uint32_t period, uint32_t layer)
 #define ALL_NORMS (PCCX_NORM_Q | PCCX_NORM_K | PCCX_NORM_V | PCCX_NORM_POST_ATTN | \
 		   PCCX_NORM_PRE_FFN | PCCX_NORM_POST_FFN)
 
-int pccx__layers_build(const struct pccx_gemma3n_config *c,
+int pccx__layers_build(const struct pccx_gemma_config *c,
 		       struct pccx_attn_desc attn[PCCX_ATTN_KINDS], struct pccx_layer_desc *layers,
 		       pccx_diag *d)
 {
-	uint32_t l, k, kv_src[PCCX_GEMMA3N_MAX_LAYERS];
-	bool local[PCCX_GEMMA3N_MAX_LAYERS] = { false };
+	uint32_t l, k, kv_src[PCCX_GEMMA_MAX_LAYERS];
+	bool local[PCCX_GEMMA_MAX_LAYERS] = { false };
 
-	if (c->n_layers == 0 || c->n_layers > PCCX_GEMMA3N_MAX_LAYERS || c->global_period == 0 ||
+	if (c->n_layers == 0 || c->n_layers > PCCX_GEMMA_MAX_LAYERS || c->global_period == 0 ||
 	    c->n_kv_shared >= c->n_layers)
 		return pccx__fail(d, PCCX_ERR_INVALID, "config '%s': n_layers, global_period or "
 				  "n_kv_shared out of range", c->name);

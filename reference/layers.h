@@ -20,7 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "gemma3n_config.h"
+#include "gemma_config.h"
 
 enum pccx_attn_kind {
 	PCCX_ATTN_LOCAL,	/* sliding window: a query at p sees keys p - window + 1 .. p */
@@ -75,10 +75,10 @@ struct pccx_layer_desc {
 
 /*
  * Fill the attention kinds and the rows of layers 0 .. n_layers - 1 from a configuration
- * whose scalar fields pccx__gemma3n_config_check accepts (it calls this for the structure).
+ * whose scalar fields pccx__gemma_config_check accepts (it calls this for the structure).
  * PCCX_ERR_INVALID, naming the field, when a KV-sharing layer has no layer to read from.
  */
-PCCX_MUST_CHECK int pccx__layers_build(const struct pccx_gemma3n_config *c,
+PCCX_MUST_CHECK int pccx__layers_build(const struct pccx_gemma_config *c,
 				       struct pccx_attn_desc attn[PCCX_ATTN_KINDS],
 				       struct pccx_layer_desc *layers, pccx_diag *d);
 

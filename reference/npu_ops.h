@@ -15,7 +15,7 @@
  * Two implementations: reference/exec_ref.c executes every op at once on a host array
  * standing in for L2 (the bit-exact reference), and the compiler turns the same sequence into
  * instruction words, DMA descriptors and weight-stream descriptors for the simulator / device.
- * The graph (gemma3n_graph.c) makes every address decision, so both see identical addresses.
+ * The graph (gemma_graph.c) makes every address decision, so both see identical addresses.
  *
  * Rules both implementations enforce (they are the ISA's): L2 ranges lie inside the 114,688
  * words; a row of len elements occupies ceil(len/4) words and rows are that far apart; matmul

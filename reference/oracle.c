@@ -2,7 +2,7 @@
 /*
  * Float oracle of the Gemma 3n decode step: FP64 arithmetic on the dequantised weights,
  * written from the model's definition (Hugging Face Gemma3nTextModel), independently of the
- * NPU graph. Stage names and shapes match gemma3n_graph.c.
+ * NPU graph. Stage names and shapes match gemma_graph.c.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -14,17 +14,17 @@
 #include "oracle.h"
 #include "pool.h"
 
-#define NS PCCX_GEMMA3N_STREAMS
+#define NS PCCX_GEMMA_ALTUP_STREAMS
 
 struct pccx_oracle {
-	const struct pccx_gemma3n_model *m;
-	const struct pccx_gemma3n_config *c;
+	const struct pccx_gemma_model *m;
+	const struct pccx_gemma_config *c;
 	pccx_oracle_stage_fn on_stage;
 	void *user;
 	int rc;
 	uint32_t pos;
-	double *kc[PCCX_GEMMA3N_MAX_LAYERS];	/* KV writers: (max_ctx, n_kv_heads, head_dim) */
-	double *vc[PCCX_GEMMA3N_MAX_LAYERS];	/* KV writers: (max_ctx, n_kv_heads, head_dim) */
+	double *kc[PCCX_GEMMA_MAX_LAYERS];	/* KV writers: (max_ctx, n_kv_heads, head_dim) */
+	double *vc[PCCX_GEMMA_MAX_LAYERS];	/* KV writers: (max_ctx, n_kv_heads, head_dim) */
 	struct pccx_pool *pool;			/* matvec rows are split across its threads */
 	float *rows;				/* (threads, max cols) the threads' rows */
 	float *row;				/* = rows: the calling thread's, outside matvec */
@@ -69,7 +69,7 @@ static void emit(struct pccx_oracle *o, const double *x, uint32_t rows, uint32_t
 /* The dequantised tensor t, from the cache (filled on first use while the budget lasts). */
 static const float *deq_tensor(struct pccx_oracle *o, int32_t t)
 {
-	const struct pccx_gemma3n_tensor *T = &o->m->t[t];
+	const struct pccx_gemma_tensor *T = &o->m->t[t];
 	uint64_t bytes = (uint64_t)T->rows * T->cols * sizeof(float);
 	uint32_t r;
 
@@ -80,7 +80,7 @@ static const float *deq_tensor(struct pccx_oracle *o, int32_t t)
 		return NULL;
 	o->deq_left -= bytes;
 	for (r = 0; r < T->rows; r++)
-		pccx__gemma3n_row_f32(o->m, t, r, o->deq[t] + (size_t)r * T->cols);
+		pccx__gemma_row_f32(o->m, t, r, o->deq[t] + (size_t)r * T->cols);
 	return o->deq[t];
 }
 
@@ -96,7 +96,7 @@ struct mv_job {
 static void matvec_part(void *ctx, unsigned part, unsigned nparts)
 {
 	const struct mv_job *j = ctx;
-	const struct pccx_gemma3n_tensor *T = &j->o->m->t[j->t];
+	const struct pccx_gemma_tensor *T = &j->o->m->t[j->t];
 	float *buf = j->o->rows + (size_t)part * j->o->maxc;
 	unsigned long long lo, hi, r;
 	const float *row;
@@ -109,7 +109,7 @@ static void matvec_part(void *ctx, unsigned part, unsigned nparts)
 		if (j->W) {
 			row = j->W + (size_t)r * T->cols;
 		} else {
-			pccx__gemma3n_row_f32(j->o->m, j->t, (uint32_t)r, buf);
+			pccx__gemma_row_f32(j->o->m, j->t, (uint32_t)r, buf);
 			row = buf;
 		}
 		for (k = 0; k < T->cols; k++)
@@ -133,7 +133,7 @@ static const double *wvec(struct pccx_oracle *o, int32_t t)
 {
 	uint32_t k;
 
-	pccx__gemma3n_row_f32(o->m, t, 0, o->row);
+	pccx__gemma_row_f32(o->m, t, 0, o->row);
 	for (k = 0; k < o->m->t[t].cols; k++)
 		o->w[k] = o->row[k];
 	return o->w;
@@ -183,10 +183,10 @@ static void match_magnitude(double *y, uint32_t n, double target)
 /* Router modalities tanh(W_r (RMSNorm_{g_r}(x) / D)). */
 static void router(struct pccx_oracle *o, uint32_t l, const double *x, double m[NS])
 {
-	const struct pccx_gemma3n_layer_w *lw = &o->m->w.layer[l];
+	const struct pccx_gemma_layer_w *lw = &o->m->w.layer[l];
 	uint32_t D = o->c->d_model, i;
 
-	rmsnorm(o, x, o->tmp, D, wvec(o, lw->vec[PCCX_GEMMA3N_LV_ROUTER_NORM]));
+	rmsnorm(o, x, o->tmp, D, wvec(o, lw->vec[PCCX_GEMMA_LV_ROUTER_NORM]));
 	for (i = 0; i < D; i++)
 		o->tmp[i] /= D;
 	matvec(o, lw->router, o->tmp, m);
@@ -226,17 +226,17 @@ static void norm_rope(struct pccx_oracle *o, const struct pccx_layer_desc *ly, d
 static void attention(struct pccx_oracle *o, uint32_t l)
 {
 	const struct pccx_layer_desc *ly = &o->m->layers[l];
-	const struct pccx_gemma3n_layer_w *lw = &o->m->w.layer[l];
+	const struct pccx_gemma_layer_w *lw = &o->m->w.layer[l];
 	uint32_t hd = ly->head_dim, nkv = ly->n_kv_heads, group = ly->n_heads / nkv, p = o->pos;
 	uint32_t src = ly->kv_src, h, j, i, first;
 
 	matvec(o, lw->attn_q, o->h, o->q);
-	norm_rope(o, ly, o->q, ly->n_heads, PCCX_NORM_Q, lw->vec[PCCX_GEMMA3N_LV_Q_NORM]);
+	norm_rope(o, ly, o->q, ly->n_heads, PCCX_NORM_Q, lw->vec[PCCX_GEMMA_LV_Q_NORM]);
 	emit(o, o->q, ly->n_heads, hd, "L%u.attn.q_rope", l);
 	if (ly->kv_write) {
 		matvec(o, lw->attn_k, o->h, o->k);
 		matvec(o, lw->attn_v, o->h, o->v);
-		norm_rope(o, ly, o->k, nkv, PCCX_NORM_K, lw->vec[PCCX_GEMMA3N_LV_K_NORM]);
+		norm_rope(o, ly, o->k, nkv, PCCX_NORM_K, lw->vec[PCCX_GEMMA_LV_K_NORM]);
 		for (h = 0; h < nkv && (ly->norms & PCCX_NORM_V); h++)
 			rmsnorm(o, o->v + h * hd, o->v + h * hd, hd, NULL);
 		emit(o, o->k, nkv, hd, "L%u.attn.k_rope", l);
@@ -282,7 +282,7 @@ static void attention(struct pccx_oracle *o, uint32_t l)
 static void ffn(struct pccx_oracle *o, uint32_t l)
 {
 	const struct pccx_layer_desc *ly = &o->m->layers[l];
-	const struct pccx_gemma3n_layer_w *lw = &o->m->w.layer[l];
+	const struct pccx_gemma_layer_w *lw = &o->m->w.layer[l];
 	uint32_t F = ly->d_ffn, i;
 
 	matvec(o, lw->ffn_gate, o->t, o->gate);
@@ -313,7 +313,7 @@ static void ffn(struct pccx_oracle *o, uint32_t l)
 }
 
 /* out = RMSNorm_w(x) when layer l has `norm`, else x (out may equal x). */
-static void layer_norm(struct pccx_oracle *o, uint32_t l, uint32_t norm, enum pccx_gemma3n_lvec k,
+static void layer_norm(struct pccx_oracle *o, uint32_t l, uint32_t norm, enum pccx_gemma_lvec k,
 		       const double *x, double *out)
 {
 	uint32_t D = o->c->d_model;
@@ -326,8 +326,8 @@ static void layer_norm(struct pccx_oracle *o, uint32_t l, uint32_t norm, enum pc
 
 static void layer(struct pccx_oracle *o, uint32_t l)
 {
-	const struct pccx_gemma3n_config *c = o->c;
-	const struct pccx_gemma3n_layer_w *lw = &o->m->w.layer[l];
+	const struct pccx_gemma_config *c = o->c;
+	const struct pccx_gemma_layer_w *lw = &o->m->w.layer[l];
 	uint32_t D = c->d_model, P = c->d_ple, k, j, i;
 	double m[NS], coef[NS * NS], corr[NS];
 
@@ -347,25 +347,25 @@ static void layer(struct pccx_oracle *o, uint32_t l)
 	emit(o, o->pred_all, NS, D, "L%u.altup.pred", l);
 
 	/* h = RMSNorm_in(pred_0); LAuReL */
-	rmsnorm(o, o->pred[0], o->h, D, wvec(o, lw->vec[PCCX_GEMMA3N_LV_ATTN_NORM]));
+	rmsnorm(o, o->pred[0], o->h, D, wvec(o, lw->vec[PCCX_GEMMA_LV_ATTN_NORM]));
 	emit(o, o->h, 1, D, "L%u.attn.norm", l);
 	matvec(o, lw->laurel_l, o->h, o->lrank);
 	matvec(o, lw->laurel_r, o->lrank, o->lr);
-	rmsnorm(o, o->lr, o->lr, D, wvec(o, lw->vec[PCCX_GEMMA3N_LV_LAUREL_NORM]));
+	rmsnorm(o, o->lr, o->lr, D, wvec(o, lw->vec[PCCX_GEMMA_LV_LAUREL_NORM]));
 	for (i = 0; i < D; i++)
 		o->lr[i] += o->h[i];
 	emit(o, o->lr, 1, D, "L%u.laurel", l);
 
 	attention(o, l);
-	layer_norm(o, l, PCCX_NORM_POST_ATTN, PCCX_GEMMA3N_LV_POST_ATTN_NORM, o->o, o->al);
+	layer_norm(o, l, PCCX_NORM_POST_ATTN, PCCX_GEMMA_LV_POST_ATTN_NORM, o->o, o->al);
 	for (i = 0; i < D; i++)
 		o->al[i] = (o->pred[0][i] + o->al[i] + o->lr[i]) / sqrt(2.0);
 	emit(o, o->al, 1, D, "L%u.attn.resid", l);
 
-	layer_norm(o, l, PCCX_NORM_PRE_FFN, PCCX_GEMMA3N_LV_FFN_NORM, o->al, o->t);
+	layer_norm(o, l, PCCX_NORM_PRE_FFN, PCCX_GEMMA_LV_FFN_NORM, o->al, o->t);
 	emit(o, o->t, 1, D, "L%u.ffn.norm", l);
 	ffn(o, l);
-	layer_norm(o, l, PCCX_NORM_POST_FFN, PCCX_GEMMA3N_LV_POST_FFN_NORM, o->f, o->f);
+	layer_norm(o, l, PCCX_NORM_POST_FFN, PCCX_GEMMA_LV_POST_FFN_NORM, o->f, o->f);
 	for (i = 0; i < D; i++)
 		o->f[i] += o->al[i];
 	emit(o, o->f, 1, D, "L%u.ffn.out", l);
@@ -381,7 +381,7 @@ static void layer(struct pccx_oracle *o, uint32_t l)
 			o->xs[k][i] = o->pred[k][i] + corr[k] * (o->f[i] - o->pred[0][i]);
 
 	/* PLE: d = RMSNorm(W_proj (GELU(W_gate (x_0 * gamma)) * u_l)); x_k += d for k >= 1 */
-	wvec(o, lw->vec[PCCX_GEMMA3N_LV_CORRECT_SCALE]);
+	wvec(o, lw->vec[PCCX_GEMMA_LV_CORRECT_SCALE]);
 	for (i = 0; i < D; i++)
 		o->tmp[i] = o->xs[0][i] * o->w[i];
 	matvec(o, lw->ple_gate, o->tmp, o->pleg);
@@ -389,7 +389,7 @@ static void layer(struct pccx_oracle *o, uint32_t l)
 		o->pleg[i] = gelu(o->pleg[i]) * o->u[l * P + i];
 	emit(o, o->pleg, 1, P, "L%u.ple.gate", l);
 	matvec(o, lw->ple_proj, o->pleg, o->tmp);
-	rmsnorm(o, o->tmp, o->tmp, D, wvec(o, lw->vec[PCCX_GEMMA3N_LV_POST_PLE_NORM]));
+	rmsnorm(o, o->tmp, o->tmp, D, wvec(o, lw->vec[PCCX_GEMMA_LV_POST_PLE_NORM]));
 	emit(o, o->tmp, 1, D, "L%u.ple.mix", l);
 	for (k = 1; k < NS; k++)
 		for (i = 0; i < D; i++)
@@ -399,8 +399,8 @@ static void layer(struct pccx_oracle *o, uint32_t l)
 
 int pccx__oracle_step(struct pccx_oracle *o, uint32_t token, double *logits, pccx_diag *d)
 {
-	const struct pccx_gemma3n_config *c = o->c;
-	const struct pccx_gemma3n_weights *w = &o->m->w;
+	const struct pccx_gemma_config *c = o->c;
+	const struct pccx_gemma_weights *w = &o->m->w;
 	uint32_t D = c->d_model, P = c->d_ple, LP = c->n_layers * P, l, k, i;
 	double target;
 
@@ -412,13 +412,13 @@ int pccx__oracle_step(struct pccx_oracle *o, uint32_t token, double *logits, pcc
 	o->rc = 0;
 
 	/* S0: e = E[tok] * sqrt(D) */
-	pccx__gemma3n_row_f32(o->m, w->embed, token, o->row);
+	pccx__gemma_row_f32(o->m, w->embed, token, o->row);
 	for (i = 0; i < D; i++)
 		o->e[i] = o->row[i] * sqrt((double)D);
 	emit(o, o->e, 1, D, "embed");
 
 	/* S1: u = (RMSNorm_{g_pl}(W_plmp e / sqrt D) per slice + E_pl[tok'] * sqrt P) / sqrt 2 */
-	pccx__gemma3n_row_f32(o->m, w->ple_table, token < c->ple_vocab ? token : 0, o->row);
+	pccx__gemma_row_f32(o->m, w->ple_table, token < c->ple_vocab ? token : 0, o->row);
 	for (i = 0; i < LP; i++)
 		o->tmp2[i] = o->row[i] * sqrt((double)P);
 	emit(o, o->tmp2, 1, LP, "ple.inputs");
@@ -488,10 +488,10 @@ static double *dalloc(size_t n, int *fail)
 	return p;
 }
 
-int pccx__oracle_create(struct pccx_oracle **out, const struct pccx_gemma3n_model *m,
+int pccx__oracle_create(struct pccx_oracle **out, const struct pccx_gemma_model *m,
 			unsigned n_threads, pccx_diag *d)
 {
-	const struct pccx_gemma3n_config *c = &m->cfg;
+	const struct pccx_gemma_config *c = &m->cfg;
 	uint32_t D = c->d_model, LP = c->n_layers * c->d_ple, l, k, maxc;
 	uint32_t hd = 0, F = 0, qmax = 0, kvmax = 0;	/* the largest of any layer */
 	struct pccx_oracle *o;
@@ -579,7 +579,7 @@ void pccx__oracle_free(struct pccx_oracle *o)
 	for (l = 0; o->deq && l < o->m->n_t; l++)
 		free(o->deq[l]);
 	free(o->deq);
-	for (l = 0; l < PCCX_GEMMA3N_MAX_LAYERS; l++) {
+	for (l = 0; l < PCCX_GEMMA_MAX_LAYERS; l++) {
 		free(o->kc[l]);
 		free(o->vc[l]);
 	}

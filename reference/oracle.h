@@ -9,7 +9,7 @@
 #ifndef PCCX_ORACLE_H
 #define PCCX_ORACLE_H
 
-#include "gemma3n_model.h"
+#include "gemma_model.h"
 
 struct pccx_oracle;
 
@@ -21,7 +21,7 @@ typedef int (*pccx_oracle_stage_fn)(void *user, const char *name, const double *
  * split across n_threads threads (0: one per CPU; the results do not depend on the count).
  */
 PCCX_MUST_CHECK int pccx__oracle_create(struct pccx_oracle **out,
-					const struct pccx_gemma3n_model *m,
+					const struct pccx_gemma_model *m,
 					unsigned n_threads, pccx_diag *d);
 void pccx__oracle_free(struct pccx_oracle *o);
 void pccx__oracle_on_stage(struct pccx_oracle *o, pccx_oracle_stage_fn fn, void *user);

@@ -7,8 +7,8 @@
  * parts are done. Users split their work statically by part, so results never depend on
  * scheduling; kernels are written so that they do not depend on nparts either.
  */
-#ifndef PCCX_GEMMA3N_POOL_H
-#define PCCX_GEMMA3N_POOL_H
+#ifndef PCCX_GEMMA_POOL_H
+#define PCCX_GEMMA_POOL_H
 
 #include "pccx/status.h"
 
@@ -29,4 +29,4 @@ unsigned pccx__pool_ncpu(void);
 void pccx__pool_split(unsigned long long n, unsigned align, unsigned part, unsigned nparts,
 		      unsigned long long *lo, unsigned long long *hi);
 
-#endif /* PCCX_GEMMA3N_POOL_H */
+#endif /* PCCX_GEMMA_POOL_H */

@@ -10,8 +10,8 @@
 #include "pccx/pccx.h"
 #include "pccx/status.h"
 
-struct pccx_gemma3n_config;
-struct pccx_gemma3n_model;
+struct pccx_gemma_config;
+struct pccx_gemma_model;
 struct pccx_tokenizer;
 
 struct pccx_cmd {
@@ -50,12 +50,12 @@ double pccx_cli_decode_tok_s(const struct pccx_stats *st, const struct pccx_devi
 
 /* The preset `name`, with max_ctx KV positions of global layers unless max_ctx is 0. */
 PCCX_MUST_CHECK int pccx_cli_config(const char *name, uint64_t max_ctx,
-				    struct pccx_gemma3n_config *cfg, pccx_diag *d);
+				    struct pccx_gemma_config *cfg, pccx_diag *d);
 /* A reference model of shape cfg with synthetic weights of `seed` (n_threads 0: all CPUs). */
-PCCX_MUST_CHECK int pccx_cli_synth(const struct pccx_gemma3n_config *cfg, uint64_t seed,
-				   unsigned n_threads, struct pccx_gemma3n_model **m, pccx_diag *d);
+PCCX_MUST_CHECK int pccx_cli_synth(const struct pccx_gemma_config *cfg, uint64_t seed,
+				   unsigned n_threads, struct pccx_gemma_model **m, pccx_diag *d);
 /* Write m as a gemma3n GGUF, with the tokenizer's keys when tk is not NULL (cmd_ref.c). */
-PCCX_MUST_CHECK int pccx_cli_save_gguf(const struct pccx_gemma3n_model *m,
+PCCX_MUST_CHECK int pccx_cli_save_gguf(const struct pccx_gemma_model *m,
 				       const struct pccx_tokenizer *tk, const char *path,
 				       pccx_diag *d);
 

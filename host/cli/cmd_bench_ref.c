@@ -11,8 +11,8 @@
 #include "cli.h"
 #include "diag.h"
 #include "exec_ref.h"
-#include "gemma3n.h"
-#include "gemma3n_gguf.h"
+#include "session.h"
+#include "gemma_gguf.h"
 
 struct bench_args {
 	const char *config, *model;
@@ -23,7 +23,7 @@ struct bench_args {
 #define A(f, type) PCCX_AT(struct bench_args, f, type)
 static const struct pccx_opt bench_opts[] = {
 	PCCX_OPT("config", 0, PCCX_OPT_STR, A(config, const char *), "NAME",
-		 "model shape (default e4b)", .values = pccx__gemma3n_config_names),
+		 "model shape (default e4b)", .values = pccx__gemma_config_names),
 	PCCX_OPT(NULL, 'm', PCCX_OPT_PATH, A(model, const char *), "MODEL",
 		 "a gemma3n GGUF instead of synthetic weights"),
 	PCCX_OPT(NULL, 'n', PCCX_OPT_UINT, A(n, uint64_t), "TOKENS",
@@ -53,9 +53,9 @@ static const struct pccx_opt_cmd bench_cmd = {
 
 /* What the figures are made of. */
 struct bench_run {
-	struct pccx_gemma3n_model *m;
+	struct pccx_gemma_model *m;
 	struct pccx_ref_exec *x;
-	struct pccx_gemma3n_session *s;
+	struct pccx_gemma_session *s;
 	double t_synth, t_dec, t_pre;
 	uint64_t ops, stream_bytes;	/* of the timed decode steps */
 };
@@ -72,17 +72,17 @@ static int decode(const struct bench_args *a, struct bench_run *r, pccx_diag *d)
 	if (!logits)
 		return pccx__fail(d, PCCX_ERR_NOMEM, "bench --ref: out of memory");
 	/* warm-up (first touch of the KV pages and of the scratch) */
-	rc = pccx__gemma3n_session_step(r->s, tok, logits, d);
+	rc = pccx__gemma_session_step(r->s, tok, logits, d);
 	for (i = 0; !rc && i < a->prefill; i++) {
 		t0 = pccx_cli_now();
-		rc = pccx__gemma3n_session_step(r->s, tok, NULL, d);
+		rc = pccx__gemma_session_step(r->s, tok, NULL, d);
 		r->t_pre += pccx_cli_now() - t0;
 	}
 	pccx__ref_exec_reset_counters(r->x);
 	cnt = pccx__ref_exec_counters(r->x);
 	for (i = 0; !rc && i < a->n; i++) {
 		t0 = pccx_cli_now();
-		rc = pccx__gemma3n_session_step(r->s, tok, logits, d);
+		rc = pccx__gemma_session_step(r->s, tok, logits, d);
 		r->t_dec += pccx_cli_now() - t0;
 		for (tok = 0, k = 1; k < vocab; k++)
 			if (logits[k] > logits[tok])
@@ -97,7 +97,7 @@ static int decode(const struct bench_args *a, struct bench_run *r, pccx_diag *d)
 
 static void print_figures(const struct bench_args *a, const struct bench_run *r)
 {
-	const struct pccx_gemma3n_config *cfg = &r->m->cfg;
+	const struct pccx_gemma_config *cfg = &r->m->cfg;
 	unsigned long long n = a->n, prefill = a->prefill;
 	struct rusage ru;
 
@@ -125,7 +125,7 @@ int pccx_cmd_bench_ref(int argc, char **argv)
 {
 	struct bench_args a = { .config = "e4b", .n = 8, .seed = 1 };
 	struct bench_run r = { 0 };
-	struct pccx_gemma3n_config cfg;
+	struct pccx_gemma_config cfg;
 	pccx_diag d = { 0 };
 	double t0;
 	int rc;
@@ -136,7 +136,7 @@ int pccx_cmd_bench_ref(int argc, char **argv)
 	if (a.model) {
 		/* the figures of a load: the model file and the device-layout copy */
 		t0 = pccx_cli_now();
-		rc = pccx__gemma3n_load_gguf(&r.m, a.model, (uint32_t)a.max_ctx, NULL, NULL, &d);
+		rc = pccx__gemma_load_gguf(&r.m, a.model, (uint32_t)a.max_ctx, NULL, NULL, &d);
 		r.t_synth = pccx_cli_now() - t0;
 		if (rc)
 			return pccx_cli_fail(rc, &d);
@@ -149,7 +149,7 @@ int pccx_cmd_bench_ref(int argc, char **argv)
 	if (a.n + a.prefill + 1 > cfg.max_ctx) {
 		fprintf(stderr, "pccx: bench --ref: %llu steps exceed the context %u\n",
 			(unsigned long long)(a.n + a.prefill + 1), cfg.max_ctx);
-		pccx__gemma3n_model_free(r.m);
+		pccx__gemma_model_free(r.m);
 		return 2;
 	}
 	if (!r.m) {
@@ -160,15 +160,15 @@ int pccx_cmd_bench_ref(int argc, char **argv)
 	if (!rc)
 		rc = pccx__ref_exec_create(&r.x, (unsigned)a.threads, a.kernel, &d);
 	if (!rc)
-		rc = pccx__gemma3n_session_create(&r.s, r.m, pccx__ref_exec_ops(), r.x, &d);
+		rc = pccx__gemma_session_create(&r.s, r.m, pccx__ref_exec_ops(), r.x, &d);
 	if (!rc)
 		rc = decode(&a, &r, &d);
 	if (rc)
 		pccx_cli_fail(rc, &d);
 	else
 		print_figures(&a, &r);
-	pccx__gemma3n_session_free(r.s);
+	pccx__gemma_session_free(r.s);
 	pccx__ref_exec_free(r.x);
-	pccx__gemma3n_model_free(r.m);
+	pccx__gemma_model_free(r.m);
 	return rc ? 1 : 0;
 }

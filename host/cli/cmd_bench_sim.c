@@ -9,7 +9,7 @@
 #include <stdlib.h>
 
 #include "cli.h"
-#include "gemma3n_config.h"
+#include "gemma_config.h"
 #include "pccx/pccx.h"
 
 struct bench_args {
@@ -21,7 +21,7 @@ struct bench_args {
 #define A(f, type) PCCX_AT(struct bench_args, f, type)
 static const struct pccx_opt bench_opts[] = {
 	PCCX_OPT("config", 0, PCCX_OPT_STR, A(mopt.synth_config, const char *), "NAME",
-		 "model shape (default e4b)", .values = pccx__gemma3n_config_names),
+		 "model shape (default e4b)", .values = pccx__gemma_config_names),
 	PCCX_OPT("tokens", 0, PCCX_OPT_UINT, A(tokens, uint64_t), "N",
 		 "tokens decoded (default 2)", .min = 1, .max = 100000),
 	PCCX_OPT("seed", 0, PCCX_OPT_UINT, A(mopt.synth_seed, uint64_t), "S",

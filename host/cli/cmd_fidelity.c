@@ -159,7 +159,7 @@ static void print_report(const struct fid_run *f)
 {
 	const struct fid_args *a = f->a;
 	const struct pccx_cmp_summary *s = &f->sum;
-	const struct pccx_gemma3n_config *cfg = &f->r.cfg;
+	const struct pccx_gemma_config *cfg = &f->r.cfg;
 	uint32_t p, forced = (uint32_t)(f->n_forced < a->n ? f->n_forced : a->n);
 	size_t i;
 

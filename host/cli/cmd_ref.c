@@ -4,7 +4,7 @@
  *
  *   pccx ref --config tiny --seed 1 -p "Hello" -n 32 [--oracle] [--dump-stages DIR]
  *
- * The decode step is the NPU op program of reference/gemma3n_graph.c executed by the
+ * The decode step is the NPU op program of reference/gemma_graph.c executed by the
  * reference NPU (reference/exec_ref.c); with --oracle the FP64 oracle decodes the same token
  * sequence and every stage is compared.
  */
@@ -18,7 +18,7 @@
 #include "compare.h"
 #include "diag.h"
 #include "exec_ref.h"
-#include "gemma3n_gguf.h"
+#include "gemma_gguf.h"
 #include "pccx_num.h"
 #include "pccx/sampler.h"
 #include "pccx/tokenizer.h"
@@ -79,19 +79,19 @@ struct ref_run {
 	struct pccx_cmp_summary sum;
 };
 
-/* The tokenizer's keys in the GGUF pccx__gemma3n_save_gguf writes, padded to its vocab. */
+/* The tokenizer's keys in the GGUF pccx__gemma_save_gguf writes, padded to its vocab. */
 static int tokenizer_keys(pccx_gguf_writer *w, const void *tk, uint32_t n_tokens, pccx_diag *d)
 {
 	return pccx__tokenizer_save_gguf(w, tk, n_tokens, d);
 }
 
 /* Shared with pccx synth (cli.h). */
-int pccx_cli_save_gguf(const struct pccx_gemma3n_model *m, const pccx_tokenizer *tk,
+int pccx_cli_save_gguf(const struct pccx_gemma_model *m, const pccx_tokenizer *tk,
 		       const char *path, pccx_diag *d)
 {
 	const struct pccx_gguf_keys keys = { tokenizer_keys, tk };
 
-	return pccx__gemma3n_save_gguf(m, tk ? &keys : NULL, path, d);
+	return pccx__gemma_save_gguf(m, tk ? &keys : NULL, path, d);
 }
 
 /* Stage callback of the reference: dump to files and/or keep for the oracle comparison. */

@@ -8,7 +8,7 @@
 
 #include "cli.h"
 #include "diag.h"
-#include "gemma3n.h"
+#include "session.h"
 #include "pccx/tokenizer.h"
 
 struct synth_args {
@@ -19,7 +19,7 @@ struct synth_args {
 #define A(f, type) PCCX_AT(struct synth_args, f, type)
 static const struct pccx_opt synth_opts[] = {
 	PCCX_OPT("config", 0, PCCX_OPT_STR, A(config, const char *), "NAME", "model shape",
-		 .flags = PCCX_OPT_REQUIRED, .values = pccx__gemma3n_config_names),
+		 .flags = PCCX_OPT_REQUIRED, .values = pccx__gemma_config_names),
 	PCCX_OPT("seed", 0, PCCX_OPT_UINT, A(seed, uint64_t), "S",
 		 "seed of the synthetic weights (default 1)"),
 	PCCX_OPT("tokenizer", 0, PCCX_OPT_PATH, A(tokenizer, const char *), "FILE",
@@ -39,9 +39,9 @@ static const struct pccx_opt_cmd synth_cmd = {
 	.opts = synth_opts,
 };
 
-static int synth(const struct synth_args *a, struct pccx_gemma3n_config *cfg, pccx_diag *d)
+static int synth(const struct synth_args *a, struct pccx_gemma_config *cfg, pccx_diag *d)
 {
-	struct pccx_gemma3n_model *m = NULL;
+	struct pccx_gemma_model *m = NULL;
 	pccx_tokenizer *tk = NULL;
 	int rc;
 
@@ -56,7 +56,7 @@ static int synth(const struct synth_args *a, struct pccx_gemma3n_config *cfg, pc
 		rc = pccx_cli_synth(cfg, a->seed, 0, &m, d);
 	if (!rc)
 		rc = pccx_cli_save_gguf(m, tk, a->out, d);
-	pccx__gemma3n_model_free(m);
+	pccx__gemma_model_free(m);
 	pccx_tokenizer_free(tk);
 	return rc;
 }
@@ -64,7 +64,7 @@ static int synth(const struct synth_args *a, struct pccx_gemma3n_config *cfg, pc
 int pccx_cmd_synth(int argc, char **argv)
 {
 	struct synth_args a = { .seed = 1 };
-	struct pccx_gemma3n_config cfg;
+	struct pccx_gemma_config cfg;
 	pccx_diag d = { 0 };
 	double t0 = pccx_cli_now();
 	int rc;

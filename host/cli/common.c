@@ -5,7 +5,7 @@
 #include <time.h>
 
 #include "cli.h"
-#include "gemma3n.h"
+#include "session.h"
 #include "kernels.h"
 #include "pccx/sampler.h"
 
@@ -107,25 +107,25 @@ double pccx_cli_decode_tok_s(const struct pccx_stats *st, const struct pccx_devi
 	return (double)st->decode_steps * (double)info->core_hz / (double)st->decode_cycles;
 }
 
-int pccx_cli_config(const char *name, uint64_t max_ctx, struct pccx_gemma3n_config *cfg,
+int pccx_cli_config(const char *name, uint64_t max_ctx, struct pccx_gemma_config *cfg,
 		    pccx_diag *d)
 {
-	int rc = pccx__gemma3n_config_preset(name, cfg, d);
+	int rc = pccx__gemma_config_preset(name, cfg, d);
 
 	if (!rc && max_ctx)
 		cfg->max_ctx = (uint32_t)max_ctx;
 	return rc;
 }
 
-int pccx_cli_synth(const struct pccx_gemma3n_config *cfg, uint64_t seed, unsigned n_threads,
-		   struct pccx_gemma3n_model **m, pccx_diag *d)
+int pccx_cli_synth(const struct pccx_gemma_config *cfg, uint64_t seed, unsigned n_threads,
+		   struct pccx_gemma_model **m, pccx_diag *d)
 {
-	int rc = pccx__gemma3n_model_create(m, cfg, d);
+	int rc = pccx__gemma_model_create(m, cfg, d);
 
 	if (!rc)
-		rc = pccx__gemma3n_synth(*m, seed, n_threads, d);
+		rc = pccx__gemma_synth(*m, seed, n_threads, d);
 	if (rc) {
-		pccx__gemma3n_model_free(*m);
+		pccx__gemma_model_free(*m);
 		*m = NULL;
 	}
 	return rc;

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "cli.h"
-#include "gemma3n_config.h"
+#include "gemma_config.h"
 #include "pccx/pccx.h"
 
 /* The device, model, session and sampler settings of both commands. */
@@ -31,7 +31,7 @@ struct pccx_cli_gen_args {
 		 "*.json index)"),                                                               \
 	PCCX_OPT("config", 0, PCCX_OPT_STR, PCCX_AT(T, f.mopt.synth_config, const char *),       \
 		 "NAME", "synthesise a model of this shape instead",                             \
-		 .values = pccx__gemma3n_config_names),                                          \
+		 .values = pccx__gemma_config_names),                                          \
 	PCCX_OPT("seed", 0, PCCX_OPT_UINT, PCCX_AT(T, f.mopt.synth_seed, uint64_t), "S",         \
 		 "seed of the synthetic weights (default 1)"),                                   \
 	PCCX_OPT("tokenizer", 0, PCCX_OPT_PATH, PCCX_AT(T, f.mopt.tokenizer, const char *),      \

@@ -7,9 +7,9 @@
 
 #include "diag.h"
 #include "exec_ref.h"
-#include "gemma3n.h"
-#include "gemma3n_gguf.h"
-#include "gemma3n_st.h"
+#include "session.h"
+#include "gemma_gguf.h"
+#include "gemma_st.h"
 #include "oracle.h"
 #include "pccx/tokenizer.h"
 #include "ref_run.h"
@@ -38,12 +38,12 @@ static int load_file(struct pccx_cli_ref *r, pccx_diag *d)
 
 	memset(&q4, 0, sizeof(q4));
 	if (is_checkpoint(a->model)) {
-		rc = pccx__gemma3n_load_safetensors(&r->m, a->model, (uint32_t)a->max_ctx, &q4, d);
+		rc = pccx__gemma_load_safetensors(&r->m, a->model, (uint32_t)a->max_ctx, &q4, d);
 	} else {
-		struct pccx_gemma3n_load_info li;
+		struct pccx_gemma_load_info li;
 		pccx_gguf *g = NULL;
 
-		rc = pccx__gemma3n_load_gguf(&r->m, a->model, (uint32_t)a->max_ctx, &li,
+		rc = pccx__gemma_load_gguf(&r->m, a->model, (uint32_t)a->max_ctx, &li,
 					     a->tokenizer ? NULL : &g, d);
 		if (!rc && g)
 			rc = pccx__tokenizer_load_gguf(g, &r->tk, d);
@@ -125,7 +125,7 @@ int pccx_cli_ref_start(struct pccx_cli_ref *r, bool oracle, pccx_diag *d)
 
 	rc = pccx__ref_exec_create(&r->x, (unsigned)a->threads, a->kernel, d);
 	if (!rc)
-		rc = pccx__gemma3n_session_create(&r->s, r->m, pccx__ref_exec_ops(), r->x, d);
+		rc = pccx__gemma_session_create(&r->s, r->m, pccx__ref_exec_ops(), r->x, d);
 	if (!rc && oracle)
 		rc = pccx__oracle_create(&r->orc, r->m, (unsigned)a->threads, d);
 	if (rc)
@@ -153,7 +153,7 @@ int pccx_cli_ref_step(struct pccx_cli_ref *r, int32_t tok, bool logits, pccx_dia
 
 	if (r->cmp)
 		pccx__cmp_clear(r->cmp);
-	rc = pccx__gemma3n_session_step(r->s, (uint32_t)tok, logits || r->orc ? r->logits : NULL,
+	rc = pccx__gemma_session_step(r->s, (uint32_t)tok, logits || r->orc ? r->logits : NULL,
 					d);
 	r->t_ref += pccx_cli_now() - t0;
 	if (rc || !r->orc)
@@ -171,9 +171,9 @@ void pccx_cli_ref_free(struct pccx_cli_ref *r)
 {
 	pccx__cmp_free(r->cmp);
 	pccx__oracle_free(r->orc);
-	pccx__gemma3n_session_free(r->s);
+	pccx__gemma_session_free(r->s);
 	pccx__ref_exec_free(r->x);
-	pccx__gemma3n_model_free(r->m);
+	pccx__gemma_model_free(r->m);
 	pccx_tokenizer_free(r->tk);
 	free(r->ids);
 	free(r->logits);

@@ -13,12 +13,12 @@
 
 #include "cli.h"
 #include "compare.h"
-#include "gemma3n_config.h"
+#include "gemma_config.h"
 #include "kernels.h"
 
-struct pccx_gemma3n_model;
+struct pccx_gemma_model;
 struct pccx_ref_exec;
-struct pccx_gemma3n_session;
+struct pccx_gemma_session;
 struct pccx_oracle;
 
 /* The model and run options of both commands (PCCX_CLI_REF_OPTS). */
@@ -32,7 +32,7 @@ struct pccx_cli_ref_args {
 /* The option table entries of the struct pccx_cli_ref_args at field f of the command's T. */
 #define PCCX_CLI_REF_OPTS(T, f)                                                                 \
 	PCCX_OPT("config", 0, PCCX_OPT_STR, PCCX_AT(T, f.config, const char *), "NAME",          \
-		 "model shape", .values = pccx__gemma3n_config_names),                          \
+		 "model shape", .values = pccx__gemma_config_names),                          \
 	PCCX_OPT(NULL, 'm', PCCX_OPT_PATH, PCCX_AT(T, f.model, const char *), "MODEL",           \
 		 "a Gemma 3n GGUF (llama.cpp layout) or a Hugging Face checkpoint\n"             \
 		 "(directory, *.safetensors, index .json); Q4_0 loads losslessly,\n"             \
@@ -57,14 +57,14 @@ struct pccx_cli_ref_args {
 struct pccx_cli_ref {
 	const char *cmd;			/* "ref", "fidelity": what messages start with */
 	const struct pccx_cli_ref_args *a;
-	struct pccx_gemma3n_config cfg;
-	struct pccx_gemma3n_model *m;
+	struct pccx_gemma_config cfg;
+	struct pccx_gemma_model *m;
 	struct pccx_tokenizer *tk;		/* --tokenizer, or the GGUF's; NULL: bytes */
 	int32_t eos;				/* the tokenizer's end of sequence (else 1) */
 	int32_t *ids;				/* the prompt's (n_ids), <bos> first */
 	size_t n_ids;
 	struct pccx_ref_exec *x;
-	struct pccx_gemma3n_session *s;
+	struct pccx_gemma_session *s;
 	struct pccx_oracle *orc;		/* with the oracle: */
 	struct pccx_cmp *cmp;			/*   the stages of the last step compared */
 	struct pccx_logit_cmp lc;		/*   its logits compared */

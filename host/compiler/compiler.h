@@ -2,7 +2,7 @@
 /*
  * The compiler: the NPU op interface (reference/npu_ops.h) implemented by emitting v002
  * instruction words, host DMA descriptors and weight-stream descriptors. The Gemma 3n step
- * (reference/gemma3n_graph.c) run against these ops produces the job that the device (the
+ * (reference/gemma_graph.c) run against these ops produces the job that the device (the
  * simulator, /dev/pccx) executes; run against reference/exec_ref.c the same op sequence is
  * the bit-exact reference the device's results are compared with, stage by stage.
  */

@@ -4,7 +4,7 @@
  * descriptors that name the whole buffer so that each names the piece holding its bytes.
  *
  * The kernel backend keeps the model's weights this way when they exceed the driver's
- * max_bo_size (gemma3n_pieces.h chooses the cuts). The compiler merges a port's consecutive
+ * max_bo_size (gemma_pieces.h chooses the cuts). The compiler merges a port's consecutive
  * stream regions into one descriptor, which can run from one piece into the next when the
  * two touch: such a descriptor becomes one per piece, in order on the same port, so every
  * port receives the same bytes in the same order.

@@ -2,7 +2,7 @@
 /*
  * libpccx: devices, models and sessions.
  *
- * A session runs the Gemma 3n step (reference/gemma3n_graph.c) through the compiler; the
+ * A session runs the Gemma 3n step (reference/gemma_graph.c) through the compiler; the
  * compiler's end() hands each step's job to the device backend, so when a step returns, the
  * device has produced its logits and KV rows in the session's buffers. With verify set, a
  * second session runs the same steps on the bit-exact reference executor and every stage
@@ -29,10 +29,10 @@
 #include "compiler.h"
 #include "diag.h"
 #include "exec_ref.h"
-#include "gemma3n.h"
-#include "gemma3n_gguf.h"
-#include "gemma3n_pieces.h"
-#include "gemma3n_st.h"
+#include "session.h"
+#include "gemma_gguf.h"
+#include "gemma_pieces.h"
+#include "gemma_st.h"
 #include "pccx/pccx.h"
 #include "pccx/tokenizer.h"
 #include "pccx_num.h"
@@ -58,7 +58,7 @@ struct pccx_device {
 /*
  * Kernel backend: the weights in BOs, shared by the model's sessions. They are split into
  * pieces (one BO each, at most the driver's max_bo_size) cut where no instruction's read
- * crosses, and only the bytes a decode step reads are copied (gemma3n_pieces.h). The compiler
+ * crosses, and only the bytes a decode step reads are copied (gemma_pieces.h). The compiler
  * sees one handle (the first piece's); run_kernel() points each weight descriptor at its piece.
  */
 struct kweights {
@@ -69,7 +69,7 @@ struct kweights {
 
 struct pccx_model {
 	pccx_device *dev;
-	struct pccx_gemma3n_model *m;
+	struct pccx_gemma_model *m;
 	pccx_tokenizer *tok;
 	const struct pccx_chat_format *chat;	/* the family's: every model here is a Gemma 3n */
 	int32_t stop[PCCX_CHAT_MAX_STOPS + 1];	/* ids that end generation (with a tokenizer) */
@@ -80,9 +80,9 @@ struct pccx_model {
 struct pccx_session {
 	pccx_model *model;
 	struct pccx_compiler comp;
-	struct pccx_gemma3n_session *dev;     /* the step on the device, through the compiler */
+	struct pccx_gemma_session *dev;     /* the step on the device, through the compiler */
 	struct pccx_ref_exec *rx;          /* verify: the reference executor */
-	struct pccx_gemma3n_session *ref;      /* verify: the reference session */
+	struct pccx_gemma_session *ref;      /* verify: the reference session */
 	struct pccx_verify *ver;
 	pccx_sampler *smp;
 	float *logits, *ref_logits;
@@ -379,7 +379,7 @@ static int sibling_tokenizer(const char *path, pccx_tokenizer **tk, pccx_diag *d
 int pccx_model_load(pccx_device *dev, const struct pccx_model_opts *opts, pccx_model **out,
 		    pccx_diag *d)
 {
-	struct pccx_gemma3n_config cfg;
+	struct pccx_gemma_config cfg;
 	pccx_model *model;
 	int rc;
 
@@ -396,13 +396,13 @@ int pccx_model_load(pccx_device *dev, const struct pccx_model_opts *opts, pccx_m
 		if (opts->progress)
 			opts->progress(opts->user, "loading", 0, 1);
 		if (is_safetensors(opts->path)) {
-			rc = pccx__gemma3n_load_safetensors(&model->m, opts->path, 0, NULL, d);
+			rc = pccx__gemma_load_safetensors(&model->m, opts->path, 0, NULL, d);
 			if (!rc && !opts->tokenizer)
 				rc = sibling_tokenizer(opts->path, &embedded, d);
 		} else {
 			pccx_gguf *g = NULL;
 
-			rc = pccx__gemma3n_load_gguf(&model->m, opts->path, 0, NULL,
+			rc = pccx__gemma_load_gguf(&model->m, opts->path, 0, NULL,
 						     opts->tokenizer ? NULL : &g, d);
 			if (!rc && g)
 				rc = pccx__tokenizer_load_gguf(g, &embedded, d);
@@ -416,15 +416,15 @@ int pccx_model_load(pccx_device *dev, const struct pccx_model_opts *opts, pccx_m
 		if (opts->progress)
 			opts->progress(opts->user, "loading", 1, 1);
 	} else {
-		rc = pccx__gemma3n_config_preset(opts->synth_config ? opts->synth_config : "tiny", &cfg,
+		rc = pccx__gemma_config_preset(opts->synth_config ? opts->synth_config : "tiny", &cfg,
 						 d);
 		if (!rc)
-			rc = pccx__gemma3n_model_create(&model->m, &cfg, d);
+			rc = pccx__gemma_model_create(&model->m, &cfg, d);
 		if (rc)
 			goto fail;
 		if (opts->progress)
 			opts->progress(opts->user, "synthesising", 0, model->m->size);
-		rc = pccx__gemma3n_synth(model->m, opts->synth_seed, 0, d);
+		rc = pccx__gemma_synth(model->m, opts->synth_seed, 0, d);
 		if (rc)
 			goto fail;
 		if (opts->progress)
@@ -477,7 +477,7 @@ void pccx_model_free(pccx_model *model)
 	if (model->tok)
 		pccx_tokenizer_free(model->tok);
 	if (model->m)
-		pccx__gemma3n_model_free(model->m);
+		pccx__gemma_model_free(model->m);
 	free(model);
 }
 
@@ -504,7 +504,7 @@ static int kernel_weights(pccx_session *s, const uint8_t *base, uint32_t *handle
 	pccx_model *model = s->model;
 	struct kweights *kw = &model->kw;
 	struct pccx_kernel_backend *kernel_be = model->dev->kernel_be;
-	struct pccx_gemma3n_piece *pc;
+	struct pccx_gemma_piece *pc;
 	struct pccx_info info;
 	size_t n, i;
 	int rc;
@@ -516,7 +516,7 @@ static int kernel_weights(pccx_session *s, const uint8_t *base, uint32_t *handle
 	rc = pccx__kernel_backend_info(kernel_be, &info);
 	if (rc)
 		return pccx__fail(&s->submit_diag, rc, "kernel backend: GET_INFO failed");
-	rc = pccx__gemma3n_weight_pieces(model->m, info.max_bo_size ? info.max_bo_size : UINT64_MAX,
+	rc = pccx__gemma_weight_pieces(model->m, info.max_bo_size ? info.max_bo_size : UINT64_MAX,
 					 &pc, &n, &s->submit_diag);
 	if (rc)
 		return rc;
@@ -579,8 +579,8 @@ static int kernel_kv_pieces(pccx_session *s, void *base, uint64_t size, uint32_t
 {
 	struct pccx_kernel_backend *kernel_be = s->model->dev->kernel_be;
 	struct kbuf *k = &s->kbuf[PCCX_NPU_BUF_KV];
-	struct pccx_gemma3n_piece *pc = NULL;
-	struct pccx_gemma3n_plan plan;
+	struct pccx_gemma_piece *pc = NULL;
+	struct pccx_gemma_plan plan;
 	struct pccx_info info;
 	size_t n = 0, i;
 	int rc;
@@ -591,13 +591,13 @@ static int kernel_kv_pieces(pccx_session *s, void *base, uint64_t size, uint32_t
 	if (!info.max_bo_size || size <= info.max_bo_size)
 		return PCCX_ERR_NOT_FOUND;
 	/* the layout of the buffer being bound: the plan every session of the model has */
-	rc = pccx__gemma3n_plan_build(s->model->m, &plan, &s->submit_diag);
+	rc = pccx__gemma_plan_build(s->model->m, &plan, &s->submit_diag);
 	if (!rc && plan.kv_bytes != size)
 		rc = pccx__fail(&s->submit_diag, PCCX_ERR_INTERNAL, "kernel backend: a KV buffer of "
 				"%llu bytes, the plan's is %llu", (unsigned long long)size,
 				(unsigned long long)plan.kv_bytes);
 	if (!rc)
-		rc = pccx__gemma3n_kv_pieces(s->model->m, &plan, info.max_bo_size, &pc, &n,
+		rc = pccx__gemma_kv_pieces(s->model->m, &plan, info.max_bo_size, &pc, &n,
 					     &s->submit_diag);
 	if (!rc && !n)
 		rc = pccx__fail(&s->submit_diag, PCCX_ERR_INVALID, "kernel backend: an empty KV cache "
@@ -838,8 +838,8 @@ static double sim_device_seconds(const pccx_session *s, double *ddr_bytes_per_s)
 static int check_kv(pccx_session *s, const struct pccx_job_view *job)
 {
 	const struct kbuf *kv = &s->kbuf[PCCX_NPU_BUF_KV];
-	const struct pccx_gemma3n_model *m = s->model->m;
-	const struct pccx_gemma3n_plan *p = &s->ref->plan;
+	const struct pccx_gemma_model *m = s->model->m;
+	const struct pccx_gemma_plan *p = &s->ref->plan;
 	uint32_t i;
 
 	if (!kv->bound)
@@ -1031,7 +1031,7 @@ int pccx_session_create(pccx_model *model, const struct pccx_session_opts *opts,
 	if (opts && opts->verify) {
 		rc = pccx__ref_exec_create(&s->rx, 0, PCCX_KERN_AUTO, d);
 		if (!rc)
-			rc = pccx__gemma3n_session_create(&s->ref, model->m, pccx__ref_exec_ops(), s->rx,
+			rc = pccx__gemma_session_create(&s->ref, model->m, pccx__ref_exec_ops(), s->rx,
 							  d);
 		/* stages in L2 are compared on the simulator only (the kernel's L2 is private) */
 		if (!rc && model->dev->sim_be)
@@ -1039,7 +1039,7 @@ int pccx_session_create(pccx_model *model, const struct pccx_session_opts *opts,
 		if (rc)
 			goto fail;
 	}
-	rc = pccx__gemma3n_session_create(&s->dev, model->m, pccx__compiler_ops(), &s->comp, d);
+	rc = pccx__gemma_session_create(&s->dev, model->m, pccx__compiler_ops(), &s->comp, d);
 	if (rc) {
 		if (s->submit_diag.msg[0])   /* the backend's reason (quota, buffer size ...) */
 			rc = pccx__fail(d, rc, "session: %s", s->submit_diag.msg);
@@ -1061,10 +1061,10 @@ void pccx_session_free(pccx_session *s)
 	if (!s)
 		return;
 	if (s->dev)
-		pccx__gemma3n_session_free(s->dev);
+		pccx__gemma_session_free(s->dev);
 	s->model->dev->be->unbind(s);
 	if (s->ref)
-		pccx__gemma3n_session_free(s->ref);
+		pccx__gemma_session_free(s->ref);
 	if (s->ver)
 		pccx__verify_free(s->ver);
 	if (s->rx)
@@ -1193,13 +1193,13 @@ static int step(pccx_session *s, int32_t token, bool logits, pccx_diag *d)
 		/* the reference first: its stage tensors are what the device is compared with */
 		if (s->ver)
 			pccx__verify_begin_step(s->ver, (uint32_t)token, pos);
-		rc = pccx__gemma3n_session_step(s->ref, (uint32_t)token, logits ? s->ref_logits : NULL,
+		rc = pccx__gemma_session_step(s->ref, (uint32_t)token, logits ? s->ref_logits : NULL,
 						d);
 		if (rc)
 			return rc;
 	}
 	s->submit_status = 0;
-	rc = pccx__gemma3n_session_step(s->dev, (uint32_t)token, logits ? s->logits : NULL, d);
+	rc = pccx__gemma_session_step(s->dev, (uint32_t)token, logits ? s->logits : NULL, d);
 	if (rc) {
 		/* a failed step is not part of the context: the reference forgets it too */
 		if (s->ref)

@@ -131,14 +131,14 @@ fi
 builder='^reference/layers\.[ch]:'
 srcs=$(ls reference/*.[ch] host/*/*.[ch] host/include/pccx/*.h tests/unit/*.c \
 	tests/unit/support/*.[ch] tests/fuzz/*.c 2>/dev/null)
-hits=$(grep -nE 'pccx_gemma3n_(is_global|owns_kv|first_shared|kv_source|kv_rows|is_sparse|q_dim|kv_dim)\b' \
+hits=$(grep -nE 'pccx_gemma_(is_global|owns_kv|first_shared|kv_source|kv_rows|is_sparse|q_dim|kv_dim)\b' \
 	$srcs | grep -vE "$builder")
 hits+=$(grep -nE 'first_shared|%[^;]*global_period|%[[:space:]]*5[[:space:]]*!=|<=?[[:space:]]*[[:alnum:]_>.-]*n_sparse\b' $srcs |
 	grep -vE "$builder")
 if [ -n "$hits" ]; then bad "no layer-index predicate outside reference/layers.c" "$hits"; else
   ok "no layer-index predicate outside reference/layers.c"; fi
-readers=$(ls reference/gemma3n_graph.c reference/oracle.c reference/gemma3n_model.c \
-	reference/gemma3n.c reference/exec_ref.c host/compiler/*.c host/runtime/*.c 2>/dev/null)
+readers=$(ls reference/gemma_graph.c reference/oracle.c reference/gemma_model.c \
+	reference/session.c reference/exec_ref.c host/compiler/*.c host/runtime/*.c 2>/dev/null)
 hits=$(grep -nE '(\<c|cfg|->c)(->|\.)(head_dim|n_heads|n_kv_heads|d_ffn|window|global_period|n_kv_shared|n_sparse|theta_local|theta_global)\>' \
 	$readers)
 if [ -n "$hits" ]; then bad "the model's readers take per-layer values from model->layers" "$hits"

@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "compiler.h"
-#include "gemma3n_graph.h"
-#include "gemma3n_pieces.h"
+#include "gemma_graph.h"
+#include "gemma_pieces.h"
 #include "pccx_job.h"
 
 struct bufs {
@@ -44,8 +44,8 @@ static int lookup(void *ctx, uint32_t handle, uint64_t *size, uint32_t *access)
 }
 
 struct fixture {
-	struct pccx_gemma3n_model *m;
-	struct pccx_gemma3n_plan plan;
+	struct pccx_gemma_model *m;
+	struct pccx_gemma_plan plan;
 	struct pccx_compiler c;
 	struct bufs b;
 	uint8_t *kv, *in, *out;
@@ -53,15 +53,15 @@ struct fixture {
 
 static void setup(struct fixture *f, const char *config)
 {
-	struct pccx_gemma3n_config cfg;
+	struct pccx_gemma_config cfg;
 	const struct pccx_npu_ops *ops = pccx__compiler_ops();
 	pccx_diag d = { 0 };
 
 	memset(f, 0, sizeof(*f));
-	ck_assert_int_eq(pccx__gemma3n_config_preset(config, &cfg, &d), 0);
-	ck_assert_msg(pccx__gemma3n_model_create(&f->m, &cfg, &d) == 0, "%s", d.msg);
-	ck_assert_msg(pccx__gemma3n_synth(f->m, 1, 1, &d) == 0, "%s", d.msg);
-	ck_assert_msg(pccx__gemma3n_plan_build(f->m, &f->plan, &d) == 0, "%s", d.msg);
+	ck_assert_int_eq(pccx__gemma_config_preset(config, &cfg, &d), 0);
+	ck_assert_msg(pccx__gemma_model_create(&f->m, &cfg, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma_synth(f->m, 1, 1, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma_plan_build(f->m, &f->plan, &d) == 0, "%s", d.msg);
 	f->kv = calloc(1, f->plan.kv_bytes);
 	f->in = calloc(1, f->plan.in_bytes);
 	f->out = calloc(1, f->plan.out_bytes);
@@ -76,7 +76,7 @@ static void setup(struct fixture *f, const char *config)
 static void teardown(struct fixture *f)
 {
 	pccx__compiler_free(&f->c);
-	pccx__gemma3n_model_free(f->m);
+	pccx__gemma_model_free(f->m);
 	free(f->kv);
 	free(f->in);
 	free(f->out);
@@ -95,7 +95,7 @@ static void check_steps(const char *config, uint32_t n_pos)
 		uint8_t *used;
 		int rc;
 
-		rc = pccx__gemma3n_step(f.m, &f.plan, pccx__compiler_ops(), &f.c, pos, true);
+		rc = pccx__gemma_step(f.m, &f.plan, pccx__compiler_ops(), &f.c, pos, true);
 		ck_assert_msg(rc == 0, "pos %u: %s", pos, f.c.err.msg);
 		ck_assert_msg(pccx__compiler_job(&f.c, &job, &d) == 0, "%s", d.msg);
 		ck_assert_uint_gt(job.n_insn, 0);
@@ -150,13 +150,13 @@ START_TEST(job_is_position_dependent)
 	uint64_t s0;
 
 	setup(&f, "tiny");
-	ck_assert_int_eq(pccx__gemma3n_step(f.m, &f.plan, pccx__compiler_ops(), &f.c, 0, true), 0);
+	ck_assert_int_eq(pccx__gemma_step(f.m, &f.plan, pccx__compiler_ops(), &f.c, 0, true), 0);
 	ck_assert_int_eq(pccx__compiler_job(&f.c, &j0, &d), 0);
 	ops0 = malloc(j0.n_insn);
 	ck_assert_ptr_nonnull(ops0);
 	n0 = work_opcodes(&j0, ops0);
 	s0 = stream_bytes(&j0);
-	ck_assert_int_eq(pccx__gemma3n_step(f.m, &f.plan, pccx__compiler_ops(), &f.c, 3, true), 0);
+	ck_assert_int_eq(pccx__gemma_step(f.m, &f.plan, pccx__compiler_ops(), &f.c, 3, true), 0);
 	ck_assert_int_eq(pccx__compiler_job(&f.c, &j1, &d), 0);
 	ops1 = malloc(j1.n_insn);
 	ck_assert_ptr_nonnull(ops1);
@@ -178,7 +178,7 @@ START_TEST(job_is_position_dependent)
 END_TEST
 
 /* The piece holding [off, off + len), or -1. */
-static int piece_holding(const struct pccx_gemma3n_piece *pc, size_t n, uint64_t off, uint64_t len)
+static int piece_holding(const struct pccx_gemma_piece *pc, size_t n, uint64_t off, uint64_t len)
 {
 	size_t i;
 
@@ -190,7 +190,7 @@ static int piece_holding(const struct pccx_gemma3n_piece *pc, size_t n, uint64_t
 
 /* Every descriptor naming buffer `buf` in the jobs compiled at positions 0, step, ... < end
  * lies inside one piece. */
-static void assert_in_pieces(struct fixture *f, const struct pccx_gemma3n_piece *pc, size_t n,
+static void assert_in_pieces(struct fixture *f, const struct pccx_gemma_piece *pc, size_t n,
 			     uint32_t buf, uint32_t end, uint32_t step)
 {
 	pccx_diag d = { 0 };
@@ -199,7 +199,7 @@ static void assert_in_pieces(struct fixture *f, const struct pccx_gemma3n_piece 
 	for (pos = 0; pos < end; pos += step) {
 		struct pccx_job_view job;
 
-		ck_assert_int_eq(pccx__gemma3n_step(f->m, &f->plan, pccx__compiler_ops(), &f->c, pos,
+		ck_assert_int_eq(pccx__gemma_step(f->m, &f->plan, pccx__compiler_ops(), &f->c, pos,
 						    true), 0);
 		ck_assert_int_eq(pccx__compiler_job(&f->c, &job, &d), 0);
 		for (i = 0; i < job.n_stream; i++)
@@ -229,11 +229,11 @@ START_TEST(weight_pieces_hold_every_read)
 
 	setup(&f, "tiny");
 	for (li = 0; li < sizeof(limits) / sizeof(limits[0]); li++) {
-		struct pccx_gemma3n_piece *pc;
+		struct pccx_gemma_piece *pc;
 		pccx_diag d = { 0 };
 		size_t n, k;
 
-		ck_assert_msg(pccx__gemma3n_weight_pieces(f.m, limits[li], &pc, &n, &d) == 0, "%s",
+		ck_assert_msg(pccx__gemma_weight_pieces(f.m, limits[li], &pc, &n, &d) == 0, "%s",
 			      d.msg);
 		ck_assert_uint_gt(n, 0);
 		for (k = 0; k < n; k++) {
@@ -253,7 +253,7 @@ START_TEST(weight_pieces_hold_every_read)
 END_TEST
 
 /* A piece function refused a 4 KiB limit: no pieces, and a message with `what` and both sizes. */
-static void assert_refused_4k(int rc, const struct pccx_gemma3n_piece *pc, size_t n,
+static void assert_refused_4k(int rc, const struct pccx_gemma_piece *pc, size_t n,
 			      const pccx_diag *d, const char *what)
 {
 	ck_assert_int_eq(rc, PCCX_ERR_RANGE);
@@ -266,14 +266,14 @@ static void assert_refused_4k(int rc, const struct pccx_gemma3n_piece *pc, size_
 /* A limit below one instruction's read is refused, naming the range and both sizes. */
 START_TEST(weight_pieces_limit_too_small)
 {
-	struct pccx_gemma3n_piece *pc = (void *)1;
+	struct pccx_gemma_piece *pc = (void *)1;
 	struct fixture f;
 	pccx_diag d = { 0 };
 	size_t n = 7;
 	int rc;
 
 	setup(&f, "tiny");
-	rc = pccx__gemma3n_weight_pieces(f.m, 4096, &pc, &n, &d);
+	rc = pccx__gemma_weight_pieces(f.m, 4096, &pc, &n, &d);
 	assert_refused_4k(rc, pc, n, &d, "are read by one instruction");
 	teardown(&f);
 }
@@ -292,12 +292,12 @@ START_TEST(kv_pieces_hold_every_access)
 
 	setup(&f, "tiny");
 	for (li = 0; li < sizeof(limits) / sizeof(limits[0]); li++) {
-		struct pccx_gemma3n_piece *pc;
+		struct pccx_gemma_piece *pc;
 		pccx_diag d = { 0 };
 		uint64_t at = 0;
 		size_t n, k;
 
-		ck_assert_msg(pccx__gemma3n_kv_pieces(f.m, &f.plan, limits[li], &pc, &n, &d) == 0,
+		ck_assert_msg(pccx__gemma_kv_pieces(f.m, &f.plan, limits[li], &pc, &n, &d) == 0,
 			      "%s", d.msg);
 		for (k = 0; k < n; k++) {
 			ck_assert_uint_eq(pc[k].offset, at);	/* back to back, from 0 */
@@ -319,14 +319,14 @@ END_TEST
 /* A limit below one head's K or V rows of one layer is refused, naming them and both sizes. */
 START_TEST(kv_pieces_limit_too_small)
 {
-	struct pccx_gemma3n_piece *pc = (void *)1;
+	struct pccx_gemma_piece *pc = (void *)1;
 	struct fixture f;
 	pccx_diag d = { 0 };
 	size_t n = 7;
 	int rc;
 
 	setup(&f, "tiny");
-	rc = pccx__gemma3n_kv_pieces(f.m, &f.plan, 4096, &pc, &n, &d);
+	rc = pccx__gemma_kv_pieces(f.m, &f.plan, 4096, &pc, &n, &d);
 	assert_refused_4k(rc, pc, n, &d, "KV cache: the K rows of layer 0, kv head 0");
 	teardown(&f);
 }
@@ -335,24 +335,24 @@ END_TEST
 /* E4B: the PLE table is never read by the device, so the pieces leave it out. */
 START_TEST(weight_pieces_e4b_skip_unread)
 {
-	struct pccx_gemma3n_config cfg;
-	struct pccx_gemma3n_model *m;
-	struct pccx_gemma3n_piece *pc;
+	struct pccx_gemma_config cfg;
+	struct pccx_gemma_model *m;
+	struct pccx_gemma_piece *pc;
 	pccx_diag d = { 0 };
 	uint64_t total = 0;
 	size_t n, k;
 
-	ck_assert_int_eq(pccx__gemma3n_config_preset("e4b", &cfg, &d), 0);
-	ck_assert_msg(pccx__gemma3n_model_create(&m, &cfg, &d) == 0, "%s", d.msg);
-	ck_assert_msg(pccx__gemma3n_weight_pieces(m, 64ull << 20, &pc, &n, &d) == 0, "%s", d.msg);
+	ck_assert_int_eq(pccx__gemma_config_preset("e4b", &cfg, &d), 0);
+	ck_assert_msg(pccx__gemma_model_create(&m, &cfg, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma_weight_pieces(m, 64ull << 20, &pc, &n, &d) == 0, "%s", d.msg);
 	for (k = 0; k < n; k++)
 		total += pc[k].bytes;
 	/* what a step streams plus the vector blocks it loads, and no more than 1 % besides */
-	ck_assert_uint_ge(total, pccx__gemma3n_streamed_bytes(m));
-	ck_assert_uint_le(total, pccx__gemma3n_streamed_bytes(m) + pccx__gemma3n_streamed_bytes(m) / 100);
+	ck_assert_uint_ge(total, pccx__gemma_streamed_bytes(m));
+	ck_assert_uint_le(total, pccx__gemma_streamed_bytes(m) + pccx__gemma_streamed_bytes(m) / 100);
 	ck_assert_uint_lt(total, m->size);
 	free(pc);
-	pccx__gemma3n_model_free(m);
+	pccx__gemma_model_free(m);
 }
 END_TEST
 

@@ -16,8 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gemma3n_gguf.h"
-#include "gemma3n_model.h"
+#include "gemma_gguf.h"
+#include "gemma_model.h"
 #include "pccx/modelfile.h"
 #include "pccx/tokenizer.h"
 #include "tokenizer_gguf.h"
@@ -88,7 +88,7 @@ static int expected(const struct hp *h, struct want *w)
 	return n;
 }
 
-static struct hp hp_of(const struct pccx_gemma3n_config *c)
+static struct hp hp_of(const struct pccx_gemma_config *c)
 {
 	struct hp h = {
 		.D = c->d_model, .F = c->d_ffn, .V = c->vocab, .L = c->n_layers,
@@ -152,9 +152,9 @@ static const pccx_gguf_array *check_array(const pccx_gguf *g, const char *key, u
  * The whole file against llama.cpp's expectations: every tensor it creates (and no other: its
  * loader counts them), the gemma3n keys it reads, and a token count equal to the rows.
  */
-static void check_layout(const char *path, const struct pccx_gemma3n_model *m)
+static void check_layout(const char *path, const struct pccx_gemma_model *m)
 {
-	const struct pccx_gemma3n_config *c = &m->cfg;
+	const struct pccx_gemma_config *c = &m->cfg;
 	struct want w[40];
 	struct hp h = hp_of(c);
 	pccx_gguf *g;
@@ -306,30 +306,30 @@ static int tokenizer_keys(pccx_gguf_writer *w, const void *tk, uint32_t n_tokens
 }
 
 /* Synthetic weights of shape `config` saved at `path`; the model is returned. */
-static struct pccx_gemma3n_model *save_model(const char *config, const pccx_tokenizer *tk,
+static struct pccx_gemma_model *save_model(const char *config, const pccx_tokenizer *tk,
 					     const char *path)
 {
 	const struct pccx_gguf_keys keys = { tokenizer_keys, tk };
-	struct pccx_gemma3n_model *m;
-	struct pccx_gemma3n_config cfg;
+	struct pccx_gemma_model *m;
+	struct pccx_gemma_config cfg;
 	pccx_diag d = { 0 };
 
-	ck_assert_int_eq(pccx__gemma3n_config_preset(config, &cfg, &d), 0);
-	ck_assert_msg(pccx__gemma3n_model_create(&m, &cfg, &d) == 0, "%s", d.msg);
-	ck_assert_msg(pccx__gemma3n_synth(m, 7, 1, &d) == 0, "%s", d.msg);
-	ck_assert_msg(pccx__gemma3n_save_gguf(m, tk ? &keys : NULL, path, &d) == 0, "%s", d.msg);
+	ck_assert_int_eq(pccx__gemma_config_preset(config, &cfg, &d), 0);
+	ck_assert_msg(pccx__gemma_model_create(&m, &cfg, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma_synth(m, 7, 1, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma_save_gguf(m, tk ? &keys : NULL, path, &d) == 0, "%s", d.msg);
 	return m;
 }
 
 /* Load `path` and check it is `m` again, bit for bit; the tokenizer is returned (or NULL). */
-static pccx_tokenizer *load_same(const char *path, const struct pccx_gemma3n_model *m)
+static pccx_tokenizer *load_same(const char *path, const struct pccx_gemma_model *m)
 {
-	struct pccx_gemma3n_model *m2;
+	struct pccx_gemma_model *m2;
 	pccx_tokenizer *tk = NULL;
 	pccx_gguf *g;
 	pccx_diag d = { 0 };
 
-	ck_assert_msg(pccx__gemma3n_load_gguf(&m2, path, m->cfg.max_ctx, NULL, &g, &d) == 0, "%s",
+	ck_assert_msg(pccx__gemma_load_gguf(&m2, path, m->cfg.max_ctx, NULL, &g, &d) == 0, "%s",
 		      d.msg);
 	ck_assert_msg(pccx__tokenizer_load_gguf(g, &tk, &d) == 0, "%s", d.msg);
 	pccx_gguf_close(g);
@@ -337,13 +337,13 @@ static pccx_tokenizer *load_same(const char *path, const struct pccx_gemma3n_mod
 	ck_assert_uint_eq(m2->cfg.ple_vocab, m->cfg.ple_vocab);
 	ck_assert_uint_eq(m2->size, m->size);
 	ck_assert(!memcmp(m2->data, m->data, m->size));
-	pccx__gemma3n_model_free(m2);
+	pccx__gemma_model_free(m2);
 	return tk;
 }
 
 /* Rows past ple_vocab of the per-layer table are zero (Q4_0 blocks of scale 0), as llama.cpp's
  * converter pads it. */
-static void check_ple_padding(const char *path, const struct pccx_gemma3n_config *c)
+static void check_ple_padding(const char *path, const struct pccx_gemma_config *c)
 {
 	const pccx_gguf_tensor *t;
 	pccx_gguf *g;
@@ -474,10 +474,10 @@ static void rewrite(const char *src, const char *dst, const struct edit *e)
 /* The loader refuses `path` with status `rc` and a message holding every string of `want`. */
 static void refused(const char *path, int rc, const char *const *want)
 {
-	struct pccx_gemma3n_model *m = NULL;
+	struct pccx_gemma_model *m = NULL;
 	pccx_diag d = { 0 };
 
-	ck_assert_int_eq(pccx__gemma3n_load_gguf(&m, path, 0, NULL, NULL, &d), rc);
+	ck_assert_int_eq(pccx__gemma_load_gguf(&m, path, 0, NULL, NULL, &d), rc);
 	ck_assert_ptr_null(m);
 	for (; *want; want++)
 		ck_assert_msg(strstr(d.msg, *want) != NULL, "'%s' not in: %s", *want, d.msg);
@@ -488,7 +488,7 @@ static void refused(const char *path, int rc, const char *const *want)
 START_TEST(tiny_without_tokenizer)
 {
 	static const char *const files[] = { "t.gguf" };
-	struct pccx_gemma3n_model *m;
+	struct pccx_gemma_model *m;
 	char p[128];
 
 	path_of(p, sizeof(p), files[0]);
@@ -496,7 +496,7 @@ START_TEST(tiny_without_tokenizer)
 	check_layout(p, m);	/* "no_vocab" with gemma3n.vocab_size 512 */
 	check_ple_padding(p, &m->cfg);
 	ck_assert_ptr_null(load_same(p, m));	/* no tokenizer: ids stay bytes */
-	pccx__gemma3n_model_free(m);
+	pccx__gemma_model_free(m);
 	cleanup(files, 1);
 }
 END_TEST
@@ -504,7 +504,7 @@ END_TEST
 START_TEST(tiny_with_tokenizer)
 {
 	static const char *const files[] = { "t.gguf" };
-	struct pccx_gemma3n_model *m;
+	struct pccx_gemma_model *m;
 	pccx_tokenizer *tk = small_tokenizer(), *tk2;
 	char p[128];
 
@@ -519,7 +519,7 @@ START_TEST(tiny_with_tokenizer)
 	same_ids(tk, tk2);
 	pccx_tokenizer_free(tk2);
 	pccx_tokenizer_free(tk);
-	pccx__gemma3n_model_free(m);
+	pccx__gemma_model_free(m);
 	cleanup(files, 1);
 }
 END_TEST
@@ -527,7 +527,7 @@ END_TEST
 START_TEST(tiny_vocab_with_tokenizer)
 {
 	static const char *const files[] = { "t.gguf", "l.gguf" };
-	struct pccx_gemma3n_model *m, *m2;
+	struct pccx_gemma_model *m, *m2;
 	pccx_tokenizer *tk = small_tokenizer(), *tk2;
 	pccx_diag d = { 0 };
 	char p[128], q[128];
@@ -548,14 +548,14 @@ START_TEST(tiny_vocab_with_tokenizer)
 	 * rows past Gemma 3n's 262144 are padding, so the model uses 262144 of them again.
 	 */
 	rewrite(p, q, &e);
-	ck_assert_msg(pccx__gemma3n_load_gguf(&m2, q, 0, NULL, NULL, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma_load_gguf(&m2, q, 0, NULL, NULL, &d) == 0, "%s", d.msg);
 	ck_assert_uint_eq(m2->cfg.vocab, 262400);
 	ck_assert_uint_eq(m2->cfg.ple_vocab, 262144);
 	ck_assert_uint_eq(m2->size, m->size);
 	ck_assert(!memcmp(m2->data, m->data, m->size));
-	pccx__gemma3n_model_free(m2);
+	pccx__gemma_model_free(m2);
 	pccx_tokenizer_free(tk);
-	pccx__gemma3n_model_free(m);
+	pccx__gemma_model_free(m);
 	cleanup(files, 2);
 }
 END_TEST
@@ -564,7 +564,7 @@ END_TEST
 START_TEST(converter_key_forms_load)
 {
 	static const char *const files[] = { "t.gguf", "x.gguf" };
-	struct pccx_gemma3n_model *m, *m2;
+	struct pccx_gemma_model *m, *m2;
 	pccx_diag d = { 0 };
 	char p[128], x[128];
 	uint32_t ffn[10];
@@ -594,15 +594,15 @@ START_TEST(converter_key_forms_load)
 	}
 	for (k = 0; k < 3; k++) {
 		rewrite(p, x, &e[k]);
-		ck_assert_msg(pccx__gemma3n_load_gguf(&m2, x, 0, NULL, NULL, &d) == 0, "%s", d.msg);
+		ck_assert_msg(pccx__gemma_load_gguf(&m2, x, 0, NULL, NULL, &d) == 0, "%s", d.msg);
 		ck_assert_uint_eq(m2->cfg.n_kv_shared, m->cfg.n_kv_shared);
 		ck_assert_uint_eq(m2->cfg.d_ffn, m->cfg.d_ffn);
 		ck_assert_uint_eq(m2->cfg.n_sparse, m->cfg.n_sparse);
 		ck_assert_float_eq(m2->cfg.sparse_z, m->cfg.sparse_z);
 		ck_assert(!memcmp(m2->data, m->data, m->size));
-		pccx__gemma3n_model_free(m2);
+		pccx__gemma_model_free(m2);
 	}
-	pccx__gemma3n_model_free(m);
+	pccx__gemma_model_free(m);
 	cleanup(files, 2);
 }
 END_TEST
@@ -610,7 +610,7 @@ END_TEST
 START_TEST(inconsistent_token_count_refused)
 {
 	static const char *const files[] = { "t.gguf", "x.gguf", "n.gguf" };
-	struct pccx_gemma3n_model *m;
+	struct pccx_gemma_model *m;
 	pccx_tokenizer *tk = small_tokenizer();
 	pccx_gguf *g;
 	pccx_diag d = { 0 };
@@ -622,7 +622,7 @@ START_TEST(inconsistent_token_count_refused)
 	path_of(x, sizeof(x), files[1]);
 	path_of(n, sizeof(n), files[2]);
 	m = save_model("tiny", tk, p);
-	pccx__gemma3n_model_free(m);
+	pccx__gemma_model_free(m);
 	ck_assert_msg(pccx_gguf_open(&g, p, &d) == 0, "%s", d.msg);
 	tokens = pccx_gguf_find(g, "tokenizer.ggml.tokens");
 	ck_assert_ptr_nonnull(tokens);
@@ -679,7 +679,7 @@ START_TEST(inconsistent_token_count_refused)
 
 	/* no tokenizer: "no_vocab" needs gemma3n.vocab_size, which must match */
 	m = save_model("tiny", NULL, n);
-	pccx__gemma3n_model_free(m);
+	pccx__gemma_model_free(m);
 	e = (struct edit){ .drop = "gemma3n.vocab_size" };
 	rewrite(n, x, &e);
 	refused(x, PCCX_ERR_FORMAT, (const char *const[]){ "\"no_vocab\"",

@@ -14,8 +14,8 @@
 
 #include "compare.h"
 #include "exec_ref.h"
-#include "gemma3n.h"
-#include "gemma3n_gguf.h"
+#include "session.h"
+#include "gemma_gguf.h"
 #include "kernels.h"
 #include "oracle.h"
 #include "pccx_num.h"
@@ -24,24 +24,24 @@
 /* A model + reference NPU + session.                                                    */
 
 struct rig {
-	struct pccx_gemma3n_config cfg;
-	struct pccx_gemma3n_model *m;
+	struct pccx_gemma_config cfg;
+	struct pccx_gemma_model *m;
 	struct pccx_ref_exec *x;
-	struct pccx_gemma3n_session *s;
+	struct pccx_gemma_session *s;
 	float *logits;
 };
 
-static void rig_open_cfg(struct rig *r, const struct pccx_gemma3n_config *cfg, uint64_t seed,
+static void rig_open_cfg(struct rig *r, const struct pccx_gemma_config *cfg, uint64_t seed,
 			 unsigned threads, enum pccx_kern_impl impl)
 {
 	pccx_diag d = { 0 };
 
 	memset(r, 0, sizeof(*r));
 	r->cfg = *cfg;
-	ck_assert_msg(pccx__gemma3n_model_create(&r->m, &r->cfg, &d) == 0, "%s", d.msg);
-	ck_assert_msg(pccx__gemma3n_synth(r->m, seed, threads, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma_model_create(&r->m, &r->cfg, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma_synth(r->m, seed, threads, &d) == 0, "%s", d.msg);
 	ck_assert_msg(pccx__ref_exec_create(&r->x, threads, impl, &d) == 0, "%s", d.msg);
-	ck_assert_msg(pccx__gemma3n_session_create(&r->s, r->m, pccx__ref_exec_ops(), r->x, &d) == 0,
+	ck_assert_msg(pccx__gemma_session_create(&r->s, r->m, pccx__ref_exec_ops(), r->x, &d) == 0,
 		      "%s", d.msg);
 	r->logits = malloc(sizeof(float) * r->cfg.vocab);
 	ck_assert_ptr_nonnull(r->logits);
@@ -50,18 +50,18 @@ static void rig_open_cfg(struct rig *r, const struct pccx_gemma3n_config *cfg, u
 static void rig_open(struct rig *r, const char *preset, uint64_t seed, unsigned threads,
 		     enum pccx_kern_impl impl)
 {
-	struct pccx_gemma3n_config cfg;
+	struct pccx_gemma_config cfg;
 	pccx_diag d = { 0 };
 
-	ck_assert_int_eq(pccx__gemma3n_config_preset(preset, &cfg, &d), 0);
+	ck_assert_int_eq(pccx__gemma_config_preset(preset, &cfg, &d), 0);
 	rig_open_cfg(r, &cfg, seed, threads, impl);
 }
 
 static void rig_close(struct rig *r)
 {
-	pccx__gemma3n_session_free(r->s);
+	pccx__gemma_session_free(r->s);
 	pccx__ref_exec_free(r->x);
-	pccx__gemma3n_model_free(r->m);
+	pccx__gemma_model_free(r->m);
 	free(r->logits);
 }
 
@@ -69,12 +69,12 @@ static void rig_step(struct rig *r, uint32_t tok, bool logits)
 {
 	pccx_diag d = { 0 };
 
-	ck_assert_msg(pccx__gemma3n_session_step(r->s, tok, logits ? r->logits : NULL, &d) == 0, "%s",
+	ck_assert_msg(pccx__gemma_session_step(r->s, tok, logits ? r->logits : NULL, &d) == 0, "%s",
 		      d.msg);
 }
 
 /* Deterministic token sequence used by several tests. */
-static uint32_t tok_at(const struct pccx_gemma3n_config *c, uint32_t i)
+static uint32_t tok_at(const struct pccx_gemma_config *c, uint32_t i)
 {
 	return (7u * i + 11u) % c->vocab;
 }
@@ -103,21 +103,21 @@ static int hash_stage(void *user, const char *name, const float *data, uint32_t 
 /* Configurations.                                                                       */
 
 /* The layer table of a preset. */
-static void layers_of(const char *preset, struct pccx_gemma3n_config *c,
+static void layers_of(const char *preset, struct pccx_gemma_config *c,
 		      struct pccx_attn_desc attn[PCCX_ATTN_KINDS], struct pccx_layer_desc *layers)
 {
 	pccx_diag d = { 0 };
 
-	ck_assert_int_eq(pccx__gemma3n_config_preset(preset, c, &d), 0);
-	ck_assert_int_eq(pccx__gemma3n_config_check(c, &d), 0);
+	ck_assert_int_eq(pccx__gemma_config_preset(preset, c, &d), 0);
+	ck_assert_int_eq(pccx__gemma_config_check(c, &d), 0);
 	ck_assert_msg(pccx__layers_build(c, attn, layers, &d) == 0, "%s", d.msg);
 }
 
 START_TEST(test_config_structure)
 {
-	struct pccx_gemma3n_config c;
+	struct pccx_gemma_config c;
 	struct pccx_attn_desc attn[PCCX_ATTN_KINDS];
-	struct pccx_layer_desc ly[PCCX_GEMMA3N_MAX_LAYERS];
+	struct pccx_layer_desc ly[PCCX_GEMMA_MAX_LAYERS];
 	pccx_diag d = { 0 };
 	uint32_t l;
 
@@ -139,10 +139,10 @@ START_TEST(test_config_structure)
 	ck_assert_uint_eq(ly[9].kv_src, 4);
 	for (l = 5; l < 9; l++)
 		ck_assert_uint_eq(ly[l].kv_src, 3);
-	ck_assert_int_eq(pccx__gemma3n_config_preset("tiny-vocab", &c, &d), 0);
-	ck_assert_int_eq(pccx__gemma3n_config_check(&c, &d), 0);
+	ck_assert_int_eq(pccx__gemma_config_preset("tiny-vocab", &c, &d), 0);
+	ck_assert_int_eq(pccx__gemma_config_check(&c, &d), 0);
 	ck_assert_uint_eq(c.vocab, 262400);
-	ck_assert_int_eq(pccx__gemma3n_config_preset("e8b", &c, &d), PCCX_ERR_NOT_FOUND);
+	ck_assert_int_eq(pccx__gemma_config_preset("e8b", &c, &d), PCCX_ERR_NOT_FOUND);
 	ck_assert_ptr_nonnull(strstr(d.msg, "e8b"));
 }
 END_TEST
@@ -150,9 +150,9 @@ END_TEST
 /* Every field of a row, for a local KV writer, a global one and a sharing layer of E4B. */
 START_TEST(test_layer_table_rows)
 {
-	struct pccx_gemma3n_config c;
+	struct pccx_gemma_config c;
 	struct pccx_attn_desc attn[PCCX_ATTN_KINDS];
-	struct pccx_layer_desc ly[PCCX_GEMMA3N_MAX_LAYERS];
+	struct pccx_layer_desc ly[PCCX_GEMMA_MAX_LAYERS];
 	const uint32_t all = PCCX_NORM_Q | PCCX_NORM_K | PCCX_NORM_V | PCCX_NORM_POST_ATTN |
 			     PCCX_NORM_PRE_FFN | PCCX_NORM_POST_FFN;
 
@@ -185,9 +185,9 @@ START_TEST(test_layer_table_rows)
 	ck_assert_uint_eq(attn[PCCX_ATTN_GLOBAL].kv_rows, 4096);
 	ck_assert_float_eq(attn[PCCX_ATTN_GLOBAL].theta, 1000000.0f);
 	/* the layer keys: min(pos + 1, window), all keys without one */
-	ck_assert_uint_eq(pccx__gemma3n_n_keys(&ly[0], 10), 11);
-	ck_assert_uint_eq(pccx__gemma3n_n_keys(&ly[0], 600), 512);
-	ck_assert_uint_eq(pccx__gemma3n_n_keys(&ly[19], 600), 601);
+	ck_assert_uint_eq(pccx__gemma_n_keys(&ly[0], 10), 11);
+	ck_assert_uint_eq(pccx__gemma_n_keys(&ly[0], 600), 512);
+	ck_assert_uint_eq(pccx__gemma_n_keys(&ly[19], 600), 601);
 }
 END_TEST
 
@@ -212,54 +212,54 @@ END_TEST
 
 START_TEST(test_config_check_rejects)
 {
-	struct pccx_gemma3n_config c, b;
+	struct pccx_gemma_config c, b;
 	pccx_diag d = { 0 };
 
-	ck_assert_int_eq(pccx__gemma3n_config_preset("tiny", &c, &d), 0);
+	ck_assert_int_eq(pccx__gemma_config_preset("tiny", &c, &d), 0);
 	b = c;
 	b.d_model = 100;
-	ck_assert_int_eq(pccx__gemma3n_config_check(&b, &d), PCCX_ERR_INVALID);
+	ck_assert_int_eq(pccx__gemma_config_check(&b, &d), PCCX_ERR_INVALID);
 	ck_assert_ptr_nonnull(strstr(d.msg, "d_model"));
 	b = c;
 	b.head_dim = 48;
-	ck_assert_int_eq(pccx__gemma3n_config_check(&b, &d), PCCX_ERR_INVALID);
+	ck_assert_int_eq(pccx__gemma_config_check(&b, &d), PCCX_ERR_INVALID);
 	b = c;
 	b.n_heads = 7;
-	ck_assert_int_eq(pccx__gemma3n_config_check(&b, &d), PCCX_ERR_INVALID);
+	ck_assert_int_eq(pccx__gemma_config_check(&b, &d), PCCX_ERR_INVALID);
 	b = c;
 	b.n_kv_shared = 9;	/* owner 0 only: a local layer, no global owner for layer 9 */
-	ck_assert_int_eq(pccx__gemma3n_config_check(&b, &d), PCCX_ERR_INVALID);
+	ck_assert_int_eq(pccx__gemma_config_check(&b, &d), PCCX_ERR_INVALID);
 	b = c;
 	b.ple_vocab = c.vocab + 1;
-	ck_assert_int_eq(pccx__gemma3n_config_check(&b, &d), PCCX_ERR_INVALID);
+	ck_assert_int_eq(pccx__gemma_config_check(&b, &d), PCCX_ERR_INVALID);
 }
 END_TEST
 
 START_TEST(test_plan_e4b_fits)
 {
-	struct pccx_gemma3n_config c;
-	struct pccx_gemma3n_model *m;
-	struct pccx_gemma3n_plan p;
+	struct pccx_gemma_config c;
+	struct pccx_gemma_model *m;
+	struct pccx_gemma_plan p;
 	pccx_diag d = { 0 };
 
 	/* layout only: the weight buffer is mapped, never touched */
-	ck_assert_int_eq(pccx__gemma3n_config_preset("e4b", &c, &d), 0);
-	ck_assert_msg(pccx__gemma3n_model_create(&m, &c, &d) == 0, "%s", d.msg);
-	ck_assert_msg(pccx__gemma3n_plan_build(m, &p, &d) == 0, "%s", d.msg);
+	ck_assert_int_eq(pccx__gemma_config_preset("e4b", &c, &d), 0);
+	ck_assert_msg(pccx__gemma_model_create(&m, &c, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma_plan_build(m, &p, &d) == 0, "%s", d.msg);
 	ck_assert_uint_le(p.words, PCCX_L2_WORDS);
 	/* the logits reuse the layer working set; the LM head's input and the scalars stay */
 	ck_assert_uint_eq(p.logits, p.lrank);
 	ck_assert_uint_lt(p.h + pccx_words_for(c.d_model), p.logits + 1);
-	ck_assert_uint_le(p.scal + PCCX_GEMMA3N_NSCAL, p.logits);
+	ck_assert_uint_le(p.scal + PCCX_GEMMA_NSCAL, p.logits);
 	ck_assert_uint_le(p.logits + pccx_words_for(c.vocab), p.words);
 	/* streamed Q4-like bytes per token: 2.526 GB (research note: 2.523 GB at 4.5 bits) */
-	ck_assert_uint_gt(pccx__gemma3n_streamed_bytes(m), 2500000000ull);
-	ck_assert_uint_lt(pccx__gemma3n_streamed_bytes(m), 2550000000ull);
+	ck_assert_uint_gt(pccx__gemma_streamed_bytes(m), 2500000000ull);
+	ck_assert_uint_lt(pccx__gemma_streamed_bytes(m), 2550000000ull);
 	c.max_ctx = 65535;
-	pccx__gemma3n_model_free(m);
-	ck_assert_int_eq(pccx__gemma3n_model_create(&m, &c, &d), 0);
-	ck_assert_int_eq(pccx__gemma3n_plan_build(m, &p, &d), 0);
-	pccx__gemma3n_model_free(m);
+	pccx__gemma_model_free(m);
+	ck_assert_int_eq(pccx__gemma_model_create(&m, &c, &d), 0);
+	ck_assert_int_eq(pccx__gemma_plan_build(m, &p, &d), 0);
+	pccx__gemma_model_free(m);
 }
 END_TEST
 
@@ -649,7 +649,7 @@ END_TEST
 START_TEST(test_host_inputs)
 {
 	struct rig r;
-	const struct pccx_gemma3n_plan *p;
+	const struct pccx_gemma_plan *p;
 	pccx_diag d = { 0 };
 	uint8_t *in;
 	uint32_t i, D;
@@ -659,7 +659,7 @@ START_TEST(test_host_inputs)
 	p = &r.s->plan;
 	D = r.cfg.d_model;
 	in = malloc(p->in_bytes);
-	ck_assert_int_eq(pccx__gemma3n_host_inputs(r.m, p, 77, 0, in, &d), 0);
+	ck_assert_int_eq(pccx__gemma_host_inputs(r.m, p, 77, 0, in, &d), 0);
 	for (i = 0; i < r.cfg.head_dim; i++) {
 		float c, s;
 
@@ -671,14 +671,14 @@ START_TEST(test_host_inputs)
 	{
 		float row[128], h;
 
-		pccx__gemma3n_row_f32(r.m, r.m->w.embed, 77, row);
+		pccx__gemma_row_f32(r.m, r.m->w.embed, 77, row);
 		for (i = 0; i < D; i++) {
 			memcpy(&h, in + 16 * (p->embed - p->in) + 4 * i, 4);
 			ck_assert_uint_eq(pccx_f32_bits(h), pccx_f32_bits(row[i] * sq));
 		}
 	}
 	/* at pos 1000: the tables hold the FP32 functions, so cos^2 + sin^2 = 1 to FP32 */
-	ck_assert_int_eq(pccx__gemma3n_host_inputs(r.m, p, 3, 1000, in, &d), 0);
+	ck_assert_int_eq(pccx__gemma_host_inputs(r.m, p, 3, 1000, in, &d), 0);
 	for (i = 0; i < r.cfg.head_dim; i++) {
 		float fc, fs;
 
@@ -686,8 +686,8 @@ START_TEST(test_host_inputs)
 		memcpy(&fs, in + 16 * (p->rope_sin[1] - p->in) + 4 * i, 4);
 		ck_assert_float_eq_tol(fc * fc + fs * fs, 1.0f, 1e-6f);
 	}
-	ck_assert_int_eq(pccx__gemma3n_host_inputs(r.m, p, r.cfg.vocab, 0, in, &d), PCCX_ERR_RANGE);
-	ck_assert_int_eq(pccx__gemma3n_host_inputs(r.m, p, 0, r.cfg.max_ctx, in, &d), PCCX_ERR_RANGE);
+	ck_assert_int_eq(pccx__gemma_host_inputs(r.m, p, r.cfg.vocab, 0, in, &d), PCCX_ERR_RANGE);
+	ck_assert_int_eq(pccx__gemma_host_inputs(r.m, p, 0, r.cfg.max_ctx, in, &d), PCCX_ERR_RANGE);
 	free(in);
 	rig_close(&r);
 }
@@ -801,19 +801,19 @@ END_TEST
 
 START_TEST(test_synth_independent_of_threads)
 {
-	struct pccx_gemma3n_config c;
-	struct pccx_gemma3n_model *m1, *m2;
+	struct pccx_gemma_config c;
+	struct pccx_gemma_model *m1, *m2;
 	pccx_diag d;
 
-	ck_assert_int_eq(pccx__gemma3n_config_preset("tiny", &c, &d), 0);
-	ck_assert_int_eq(pccx__gemma3n_model_create(&m1, &c, &d), 0);
-	ck_assert_int_eq(pccx__gemma3n_model_create(&m2, &c, &d), 0);
-	ck_assert_int_eq(pccx__gemma3n_synth(m1, 42, 1, &d), 0);
-	ck_assert_int_eq(pccx__gemma3n_synth(m2, 42, 3, &d), 0);
+	ck_assert_int_eq(pccx__gemma_config_preset("tiny", &c, &d), 0);
+	ck_assert_int_eq(pccx__gemma_model_create(&m1, &c, &d), 0);
+	ck_assert_int_eq(pccx__gemma_model_create(&m2, &c, &d), 0);
+	ck_assert_int_eq(pccx__gemma_synth(m1, 42, 1, &d), 0);
+	ck_assert_int_eq(pccx__gemma_synth(m2, 42, 3, &d), 0);
 	ck_assert_uint_eq(m1->size, m2->size);
 	ck_assert(!memcmp(m1->data, m2->data, m1->size));
-	pccx__gemma3n_model_free(m1);
-	pccx__gemma3n_model_free(m2);
+	pccx__gemma_model_free(m1);
+	pccx__gemma_model_free(m2);
 }
 END_TEST
 
@@ -838,9 +838,9 @@ END_TEST
 /* ===================================================================================== */
 /* KV sharing.                                                                           */
 
-static void scramble_tensor(struct pccx_gemma3n_model *m, int32_t t)
+static void scramble_tensor(struct pccx_gemma_model *m, int32_t t)
 {
-	const struct pccx_gemma3n_tensor *T = &m->t[t];
+	const struct pccx_gemma_tensor *T = &m->t[t];
 	uint64_t i, n = (uint64_t)T->rows * T->row_bytes;
 
 	for (i = 0; i < n; i++)
@@ -872,7 +872,7 @@ START_TEST(test_kv_shared_layers_reuse_owner_cache)
 	rig_close(&b);
 	/* ...while the owner layer 3's k weights feed layers 5-8 (and 4's feed 9) */
 	rig_open(&b, "tiny", 2, 1, PCCX_KERN_AUTO);
-	pccx__gemma3n_session_reset(a.s);
+	pccx__gemma_session_reset(a.s);
 	scramble_tensor(b.m, b.m->w.layer[3].attn_k);
 	for (i = 0; i < 3; i++) {
 		rig_step(&a, tok_at(&a.cfg, i), true);
@@ -948,8 +948,8 @@ struct oracle_rig {
 	double *ologits;
 };
 
-static void orig_open(struct oracle_rig *q, const struct pccx_gemma3n_config *cfg, uint64_t seed,
-		      const struct pccx_gemma3n_model *oracle_model)
+static void orig_open(struct oracle_rig *q, const struct pccx_gemma_config *cfg, uint64_t seed,
+		      const struct pccx_gemma_model *oracle_model)
 {
 	pccx_diag d = { 0 };
 
@@ -984,12 +984,12 @@ static void check_against_oracle(const char *preset, uint64_t seed, uint32_t pos
 				 uint32_t *top1, double *kl_sum, double *kl_max)
 {
 	struct oracle_rig q;
-	struct pccx_gemma3n_config cfg;
+	struct pccx_gemma_config cfg;
 	pccx_diag d;
 	uint32_t p;
 	size_t i, n;
 
-	ck_assert_int_eq(pccx__gemma3n_config_preset(preset, &cfg, &d), 0);
+	ck_assert_int_eq(pccx__gemma_config_preset(preset, &cfg, &d), 0);
 	orig_open(&q, &cfg, seed, NULL);
 	for (p = 0; p < positions; p++) {
 		const struct pccx_stage_stat *st =
@@ -1091,14 +1091,14 @@ END_TEST
  */
 START_TEST(test_sliding_window)
 {
-	struct pccx_gemma3n_config cfg;
-	struct pccx_gemma3n_model wide;
+	struct pccx_gemma_config cfg;
+	struct pccx_gemma_model wide;
 	struct oracle_rig a, b;
 	pccx_diag d;
 	uint32_t p, l;
 	double far = 0;
 
-	ck_assert_int_eq(pccx__gemma3n_config_preset("tiny", &cfg, &d), 0);
+	ck_assert_int_eq(pccx__gemma_config_preset("tiny", &cfg, &d), 0);
 	cfg.window = 8;
 	cfg.max_ctx = 32;
 	orig_open(&a, &cfg, 6, NULL);
@@ -1142,9 +1142,9 @@ END_TEST
 START_TEST(test_gguf_round_trip_bit_exact)
 {
 	char path[] = "/tmp/pccx-ref-XXXXXX";
-	struct pccx_gemma3n_model *m2;
+	struct pccx_gemma_model *m2;
 	struct rig a, b;
-	struct pccx_gemma3n_load_info li;
+	struct pccx_gemma_load_info li;
 	pccx_diag d = { 0 };
 	uint32_t i;
 	int fd = mkstemp(path);
@@ -1152,8 +1152,8 @@ START_TEST(test_gguf_round_trip_bit_exact)
 	ck_assert_int_ge(fd, 0);
 	close(fd);
 	rig_open(&a, "tiny", 11, 1, PCCX_KERN_AUTO);
-	ck_assert_msg(pccx__gemma3n_save_gguf(a.m, NULL, path, &d) == 0, "%s", d.msg);
-	ck_assert_msg(pccx__gemma3n_load_gguf(&m2, path, a.cfg.max_ctx, &li, NULL, &d) == 0, "%s",
+	ck_assert_msg(pccx__gemma_save_gguf(a.m, NULL, path, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma_load_gguf(&m2, path, a.cfg.max_ctx, &li, NULL, &d) == 0, "%s",
 		      d.msg);
 	unlink(path);
 	ck_assert(li.q4.lossless);
@@ -1174,7 +1174,7 @@ START_TEST(test_gguf_round_trip_bit_exact)
 	b.cfg = m2->cfg;
 	b.m = m2;
 	ck_assert_int_eq(pccx__ref_exec_create(&b.x, 1, PCCX_KERN_AUTO, &d), 0);
-	ck_assert_int_eq(pccx__gemma3n_session_create(&b.s, b.m, pccx__ref_exec_ops(), b.x, &d), 0);
+	ck_assert_int_eq(pccx__gemma_session_create(&b.s, b.m, pccx__ref_exec_ops(), b.x, &d), 0);
 	b.logits = malloc(sizeof(float) * b.cfg.vocab);
 	for (i = 0; i < 3; i++) {
 		rig_step(&a, tok_at(&a.cfg, i), true);
@@ -1189,7 +1189,7 @@ END_TEST
 START_TEST(test_gguf_refuses_other_models)
 {
 	char path[] = "/tmp/pccx-ref-XXXXXX";
-	struct pccx_gemma3n_model *m;
+	struct pccx_gemma_model *m;
 	pccx_gguf_writer *w;
 	pccx_diag d = { 0 };
 	int fd = mkstemp(path);
@@ -1200,7 +1200,7 @@ START_TEST(test_gguf_refuses_other_models)
 	ck_assert_int_eq(pccx_gguf_writer_set_str(w, "general.architecture", "llama", &d), 0);
 	ck_assert_int_eq(pccx_gguf_writer_write(w, path, &d), 0);
 	pccx_gguf_writer_free(w);
-	ck_assert_int_eq(pccx__gemma3n_load_gguf(&m, path, 0, NULL, NULL, &d), PCCX_ERR_UNSUPPORTED);
+	ck_assert_int_eq(pccx__gemma_load_gguf(&m, path, 0, NULL, NULL, &d), PCCX_ERR_UNSUPPORTED);
 	ck_assert_ptr_nonnull(strstr(d.msg, "llama"));
 	/* a gemma3n header without tensors */
 	ck_assert_int_eq(pccx_gguf_writer_new(&w, &d), 0);
@@ -1212,7 +1212,7 @@ START_TEST(test_gguf_refuses_other_models)
 	ck_assert_int_eq(pccx_gguf_writer_set_u32(w, "gemma3n.attention.head_count_kv", 2, &d), 0);
 	ck_assert_int_eq(pccx_gguf_writer_write(w, path, &d), 0);
 	pccx_gguf_writer_free(w);
-	ck_assert_int_eq(pccx__gemma3n_load_gguf(&m, path, 0, NULL, NULL, &d), PCCX_ERR_NOT_FOUND);
+	ck_assert_int_eq(pccx__gemma_load_gguf(&m, path, 0, NULL, NULL, &d), PCCX_ERR_NOT_FOUND);
 	ck_assert_ptr_nonnull(strstr(d.msg, "token_embd"));
 	unlink(path);
 }
@@ -1221,18 +1221,18 @@ END_TEST
 /* The tiny model with synthetic weights (seed 5) saved as a GGUF at path (made by mkstemp). */
 static void save_tiny_gguf(char *path)
 {
-	struct pccx_gemma3n_model *m;
-	struct pccx_gemma3n_config cfg;
+	struct pccx_gemma_model *m;
+	struct pccx_gemma_config cfg;
 	pccx_diag d = { 0 };
 	int fd = mkstemp(path);
 
 	ck_assert_int_ge(fd, 0);
 	close(fd);
-	ck_assert_int_eq(pccx__gemma3n_config_preset("tiny", &cfg, &d), 0);
-	ck_assert_msg(pccx__gemma3n_model_create(&m, &cfg, &d) == 0, "%s", d.msg);
-	ck_assert_msg(pccx__gemma3n_synth(m, 5, 1, &d) == 0, "%s", d.msg);
-	ck_assert_msg(pccx__gemma3n_save_gguf(m, NULL, path, &d) == 0, "%s", d.msg);
-	pccx__gemma3n_model_free(m);
+	ck_assert_int_eq(pccx__gemma_config_preset("tiny", &cfg, &d), 0);
+	ck_assert_msg(pccx__gemma_model_create(&m, &cfg, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma_synth(m, 5, 1, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma_save_gguf(m, NULL, path, &d) == 0, "%s", d.msg);
+	pccx__gemma_model_free(m);
 }
 
 /*
@@ -1291,7 +1291,7 @@ START_TEST(test_gguf_refuses_nonfinite_q4_0_scales)
 		  "tensor 'blk.1.attn_output.weight': row 0, block 0 (elements 0..31 of the row)" },
 	};
 	char path[] = "/tmp/pccx-ref-XXXXXX";
-	struct pccx_gemma3n_model *m2;
+	struct pccx_gemma_model *m2;
 	pccx_diag d = { 0 };
 	size_t i;
 
@@ -1304,14 +1304,14 @@ START_TEST(test_gguf_refuses_nonfinite_q4_0_scales)
 		snprintf(want, sizeof(want), "%s: %s holds Inf or NaN, its FP16 scale is 0x%04x",
 			 path, pokes[i].where, pokes[i].scale);
 		m2 = NULL;
-		ck_assert_int_eq(pccx__gemma3n_load_gguf(&m2, path, 0, NULL, NULL, &d), PCCX_ERR_RANGE);
+		ck_assert_int_eq(pccx__gemma_load_gguf(&m2, path, 0, NULL, NULL, &d), PCCX_ERR_RANGE);
 		ck_assert_ptr_null(m2);
 		ck_assert_str_eq(d.msg, want);
 		ck_assert_uint_eq(poke_q4_0_scale(path, pokes[i].tensor, pokes[i].row,
 						  pokes[i].block, was), pokes[i].scale);
 	}
-	ck_assert_msg(pccx__gemma3n_load_gguf(&m2, path, 0, NULL, NULL, &d) == 0, "%s", d.msg);
-	pccx__gemma3n_model_free(m2);
+	ck_assert_msg(pccx__gemma_load_gguf(&m2, path, 0, NULL, NULL, &d) == 0, "%s", d.msg);
+	pccx__gemma_model_free(m2);
 	unlink(path);
 }
 END_TEST
@@ -1352,7 +1352,7 @@ START_TEST(test_gguf_refuses_nonfinite_f32_weights)
 {
 	static const float bad[] = { NAN, INFINITY, -INFINITY };
 	char path[] = "/tmp/pccx-ref-XXXXXX";
-	struct pccx_gemma3n_model *m;
+	struct pccx_gemma_model *m;
 	pccx_diag d = { 0 };
 	size_t i;
 
@@ -1361,7 +1361,7 @@ START_TEST(test_gguf_refuses_nonfinite_f32_weights)
 		float was = poke_f32(path, "blk.2.attn_norm.weight", 5, bad[i]);
 
 		m = NULL;
-		ck_assert_int_eq(pccx__gemma3n_load_gguf(&m, path, 0, NULL, NULL, &d), PCCX_ERR_RANGE);
+		ck_assert_int_eq(pccx__gemma_load_gguf(&m, path, 0, NULL, NULL, &d), PCCX_ERR_RANGE);
 		ck_assert_ptr_null(m);
 		ck_assert_ptr_nonnull(strstr(d.msg, "blk.2.attn_norm.weight: row 0, element 5 is "));
 		ck_assert_ptr_nonnull(strstr(d.msg, "not a finite FP32 weight"));
@@ -1370,13 +1370,13 @@ START_TEST(test_gguf_refuses_nonfinite_f32_weights)
 	{
 		float was = poke_f32(path, "blk.2.attn_norm.weight", 5, FLT_MAX);
 
-		ck_assert_msg(pccx__gemma3n_load_gguf(&m, path, 0, NULL, NULL, &d) == 0, "%s",
+		ck_assert_msg(pccx__gemma_load_gguf(&m, path, 0, NULL, NULL, &d) == 0, "%s",
 			      d.msg);
-		pccx__gemma3n_model_free(m);
+		pccx__gemma_model_free(m);
 		(void)poke_f32(path, "blk.2.attn_norm.weight", 5, was);
 	}
-	ck_assert_msg(pccx__gemma3n_load_gguf(&m, path, 0, NULL, NULL, &d) == 0, "%s", d.msg);
-	pccx__gemma3n_model_free(m);
+	ck_assert_msg(pccx__gemma_load_gguf(&m, path, 0, NULL, NULL, &d) == 0, "%s", d.msg);
+	pccx__gemma_model_free(m);
 	unlink(path);
 }
 END_TEST

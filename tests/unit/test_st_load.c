@@ -2,7 +2,7 @@
 /*
  * Loading a Hugging Face safetensors checkpoint into the reference model: a synthetic tiny
  * model is written as BF16 (as Hugging Face ships Gemma 3n) or F32 tensors with HF names plus
- * a config.json, loaded back with pccx__gemma3n_load_safetensors and compared (config,
+ * a config.json, loaded back with pccx__gemma_load_safetensors and compared (config,
  * requantisation error, the FP32 tensors bit for bit, logits of a step).
  */
 #include <check.h>
@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "exec_ref.h"
-#include "gemma3n.h"
-#include "gemma3n_st.h"
+#include "session.h"
+#include "gemma_st.h"
 #include "pccx_num.h"
 
 static char tmpdir[128];
@@ -47,7 +47,7 @@ static void rm_tmpdir(void)
 /* HF name of a model tensor ("blk.3.attn_q.weight" -> model.language_model.layers.3...). */
 static void hf_name(const char *name, char *buf, size_t size)
 {
-	char key[PCCX_GEMMA3N_NAME_MAX];
+	char key[PCCX_GEMMA_NAME_MAX];
 	const char *s = name;
 	uint32_t layer = 0, part = 0;
 	size_t n;
@@ -69,9 +69,9 @@ static void hf_name(const char *name, char *buf, size_t size)
 						 size), 0);
 }
 
-static void write_config(const struct pccx_gemma3n_model *m)
+static void write_config(const struct pccx_gemma_model *m)
 {
-	const struct pccx_gemma3n_config *c = &m->cfg;
+	const struct pccx_gemma_config *c = &m->cfg;
 	char p[256];
 	FILE *f;
 	uint32_t l;
@@ -108,7 +108,7 @@ static void write_config(const struct pccx_gemma3n_model *m)
  * Every tensor of m (dequantised; as BF16, or F32 when f32) into model.safetensors, except
  * `skip` (HF name).
  */
-static void write_checkpoint(const struct pccx_gemma3n_model *m, const char *skip, bool f32)
+static void write_checkpoint(const struct pccx_gemma_model *m, const char *skip, bool f32)
 {
 	size_t hcap = 1 << 20, hlen = 0;
 	char *hdr = malloc(hcap), name[128], p[256];
@@ -125,7 +125,7 @@ static void write_checkpoint(const struct pccx_gemma3n_model *m, const char *ski
 	ck_assert_ptr_nonnull(h);
 	hlen += (size_t)snprintf(hdr + hlen, hcap - hlen, "{\"__metadata__\":{\"format\":\"pt\"}");
 	for (t = 0; t < m->n_t; t++) {
-		const struct pccx_gemma3n_tensor *T = &m->t[t];
+		const struct pccx_gemma_tensor *T = &m->t[t];
 		uint64_t bytes = (uint64_t)T->rows * T->cols * esize;
 
 		hf_name(T->name, name, sizeof(name));
@@ -154,14 +154,14 @@ static void write_checkpoint(const struct pccx_gemma3n_model *m, const char *ski
 	ck_assert_int_eq(fwrite(&n8, 8, 1, f), 1);
 	ck_assert_int_eq(fwrite(hdr, 1, hlen, f), hlen);
 	for (t = 0; t < m->n_t; t++) {
-		const struct pccx_gemma3n_tensor *T = &m->t[t];
+		const struct pccx_gemma_tensor *T = &m->t[t];
 
 		hf_name(T->name, name, sizeof(name));
 		if (skip && !strcmp(name, skip))
 			continue;
 		ck_assert_uint_le(T->cols, 65536);
 		for (r = 0; r < T->rows; r++) {
-			pccx__gemma3n_row_f32(m, (int32_t)t, r, row);
+			pccx__gemma_row_f32(m, (int32_t)t, r, row);
 			if (f32) {	/* little-endian host */
 				ck_assert_int_eq(fwrite(row, 4, T->cols, f), T->cols);
 				continue;
@@ -177,29 +177,29 @@ static void write_checkpoint(const struct pccx_gemma3n_model *m, const char *ski
 	free(h);
 }
 
-static struct pccx_gemma3n_model *tiny(void)
+static struct pccx_gemma_model *tiny(void)
 {
-	struct pccx_gemma3n_config cfg;
-	struct pccx_gemma3n_model *m;
+	struct pccx_gemma_config cfg;
+	struct pccx_gemma_model *m;
 	pccx_diag d = { 0 };
 
-	ck_assert_int_eq(pccx__gemma3n_config_preset("tiny", &cfg, &d), 0);
-	ck_assert_msg(pccx__gemma3n_model_create(&m, &cfg, &d) == 0, "%s", d.msg);
-	ck_assert_msg(pccx__gemma3n_synth(m, 7, 1, &d) == 0, "%s", d.msg);
+	ck_assert_int_eq(pccx__gemma_config_preset("tiny", &cfg, &d), 0);
+	ck_assert_msg(pccx__gemma_model_create(&m, &cfg, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma_synth(m, 7, 1, &d) == 0, "%s", d.msg);
 	return m;
 }
 
-static void step_logits(struct pccx_gemma3n_model *m, uint32_t tok, float *logits)
+static void step_logits(struct pccx_gemma_model *m, uint32_t tok, float *logits)
 {
 	struct pccx_ref_exec *x;
-	struct pccx_gemma3n_session *s;
+	struct pccx_gemma_session *s;
 	pccx_diag d = { 0 };
 
 	ck_assert_msg(pccx__ref_exec_create(&x, 1, PCCX_KERN_AUTO, &d) == 0, "%s", d.msg);
-	ck_assert_msg(pccx__gemma3n_session_create(&s, m, pccx__ref_exec_ops(), x, &d) == 0, "%s",
+	ck_assert_msg(pccx__gemma_session_create(&s, m, pccx__ref_exec_ops(), x, &d) == 0, "%s",
 		      d.msg);
-	ck_assert_msg(pccx__gemma3n_session_step(s, tok, logits, &d) == 0, "%s", d.msg);
-	pccx__gemma3n_session_free(s);
+	ck_assert_msg(pccx__gemma_session_step(s, tok, logits, &d) == 0, "%s", d.msg);
+	pccx__gemma_session_free(s);
 	pccx__ref_exec_free(x);
 }
 
@@ -217,7 +217,7 @@ static double cosine(const float *a, const float *b, uint32_t n)
 }
 
 /* Cosine between the logits two models give for one decode step of the same token. */
-static double step_cosine(struct pccx_gemma3n_model *m, struct pccx_gemma3n_model *l)
+static double step_cosine(struct pccx_gemma_model *m, struct pccx_gemma_model *l)
 {
 	float *a = malloc(sizeof(float) * m->cfg.vocab), *b = malloc(sizeof(float) * m->cfg.vocab);
 	double cos;
@@ -234,13 +234,13 @@ static double step_cosine(struct pccx_gemma3n_model *m, struct pccx_gemma3n_mode
 
 START_TEST(round_trip)
 {
-	struct pccx_gemma3n_model *m = tiny(), *l = NULL;
-	struct pccx_gemma3n_config want;
+	struct pccx_gemma_model *m = tiny(), *l = NULL;
+	struct pccx_gemma_config want;
 	pccx_q4_error err;
 	pccx_diag d = { 0 };
 	char buf[160];
 	float *ra, *rb;
-	struct pccx_gemma3n_model *l2 = NULL;
+	struct pccx_gemma_model *l2 = NULL;
 	double cos;
 	uint32_t t, r, i;
 	uint64_t n_f32 = 0, n_inexact = 0;
@@ -248,7 +248,7 @@ START_TEST(round_trip)
 	make_tmpdir();
 	write_config(m);
 	write_checkpoint(m, NULL, false);
-	ck_assert_msg(pccx__gemma3n_load_safetensors(&l, tmpdir, m->cfg.max_ctx, &err, &d) == 0,
+	ck_assert_msg(pccx__gemma_load_safetensors(&l, tmpdir, m->cfg.max_ctx, &err, &d) == 0,
 		      "%s",
 		      d.msg);
 	/* the configuration, but for the name */
@@ -268,14 +268,14 @@ START_TEST(round_trip)
 	ck_assert_ptr_nonnull(ra);
 	ck_assert_ptr_nonnull(rb);
 	for (t = 0; t < m->n_t; t++) {
-		const struct pccx_gemma3n_tensor *T = &m->t[t];
+		const struct pccx_gemma_tensor *T = &m->t[t];
 		double se = 0, sr = 0;
 
 		ck_assert_str_eq(T->name, l->t[t].name);
 		ck_assert_uint_le(T->cols, 4096);
 		for (r = 0; r < T->rows; r++) {
-			pccx__gemma3n_row_f32(m, (int32_t)t, r, ra);
-			pccx__gemma3n_row_f32(l, (int32_t)t, r, rb);
+			pccx__gemma_row_f32(m, (int32_t)t, r, ra);
+			pccx__gemma_row_f32(l, (int32_t)t, r, rb);
 			for (i = 0; i < T->cols; i++) {
 				float bf = pccx__bf16_to_f32(pccx__f32_to_bf16(ra[i]));
 
@@ -314,15 +314,15 @@ START_TEST(round_trip)
 	make_tmpdir();
 	write_config(l);
 	write_checkpoint(l, NULL, false);
-	ck_assert_msg(pccx__gemma3n_load_safetensors(&l2, tmpdir, m->cfg.max_ctx, &err, &d) == 0,
+	ck_assert_msg(pccx__gemma_load_safetensors(&l2, tmpdir, m->cfg.max_ctx, &err, &d) == 0,
 		      "%s", d.msg);
 	cos = step_cosine(l2, l);
 	fprintf(stderr, "second round trip: %s, logit cosine %.6f\n",
 		pccx_q4_error_format(&err, buf, sizeof(buf)), cos);
 	ck_assert_msg(cos > 0.99, "logit cosine %g", cos);
-	pccx__gemma3n_model_free(l2);
-	pccx__gemma3n_model_free(l);
-	pccx__gemma3n_model_free(m);
+	pccx__gemma_model_free(l2);
+	pccx__gemma_model_free(l);
+	pccx__gemma_model_free(m);
 	rm_tmpdir();
 }
 END_TEST
@@ -330,7 +330,7 @@ END_TEST
 /* An F32 checkpoint: the FP32 tensors arrive bit for bit, the Q4 ones are requantised. */
 START_TEST(round_trip_f32)
 {
-	struct pccx_gemma3n_model *m = tiny(), *l = NULL;
+	struct pccx_gemma_model *m = tiny(), *l = NULL;
 	pccx_q4_error err;
 	pccx_diag d = { 0 };
 	char buf[160];
@@ -341,7 +341,7 @@ START_TEST(round_trip_f32)
 	make_tmpdir();
 	write_config(m);
 	write_checkpoint(m, NULL, true);
-	ck_assert_msg(pccx__gemma3n_load_safetensors(&l, tmpdir, m->cfg.max_ctx, &err, &d) == 0,
+	ck_assert_msg(pccx__gemma_load_safetensors(&l, tmpdir, m->cfg.max_ctx, &err, &d) == 0,
 		      "%s", d.msg);
 	ck_assert_int_eq(l->n_t, m->n_t);
 	ck_assert_uint_eq(l->size, m->size);
@@ -352,14 +352,14 @@ START_TEST(round_trip_f32)
 	ck_assert_ptr_nonnull(ra);
 	ck_assert_ptr_nonnull(rb);
 	for (t = 0; t < m->n_t; t++) {
-		const struct pccx_gemma3n_tensor *T = &m->t[t];
+		const struct pccx_gemma_tensor *T = &m->t[t];
 		double se = 0, sr = 0;
 		uint32_t i;
 
 		ck_assert_uint_le(T->cols, 4096);
 		for (r = 0; r < T->rows; r++) {
-			pccx__gemma3n_row_f32(m, (int32_t)t, r, ra);
-			pccx__gemma3n_row_f32(l, (int32_t)t, r, rb);
+			pccx__gemma_row_f32(m, (int32_t)t, r, ra);
+			pccx__gemma_row_f32(l, (int32_t)t, r, rb);
 			if (T->fmt != PCCX_WFMT_Q4) {
 				ck_assert_msg(memcmp(ra, rb, sizeof(float) * T->cols) == 0,
 					      "%s row %u differs", T->name, r);
@@ -379,8 +379,8 @@ START_TEST(round_trip_f32)
 	cos = step_cosine(m, l);
 	fprintf(stderr, "F32 round trip: logit cosine %.6f\n", cos);
 	ck_assert_msg(cos > 0.5, "logit cosine %g", cos);
-	pccx__gemma3n_model_free(l);
-	pccx__gemma3n_model_free(m);
+	pccx__gemma_model_free(l);
+	pccx__gemma_model_free(m);
 	rm_tmpdir();
 }
 END_TEST
@@ -388,7 +388,7 @@ END_TEST
 START_TEST(missing_tensor)
 {
 	static const char gone[] = "model.language_model.layers.2.mlp.up_proj.weight";
-	struct pccx_gemma3n_model *m = tiny(), *l = NULL;
+	struct pccx_gemma_model *m = tiny(), *l = NULL;
 	pccx_diag d = { 0 };
 	char p[256];
 
@@ -396,17 +396,17 @@ START_TEST(missing_tensor)
 	write_config(m);
 	write_checkpoint(m, gone, false);
 	snprintf(p, sizeof(p), "%s/model.safetensors", tmpdir);
-	ck_assert_int_eq(pccx__gemma3n_load_safetensors(&l, p, 0, NULL, &d), PCCX_ERR_NOT_FOUND);
+	ck_assert_int_eq(pccx__gemma_load_safetensors(&l, p, 0, NULL, &d), PCCX_ERR_NOT_FOUND);
 	ck_assert_ptr_null(l);
 	ck_assert_msg(strstr(d.msg, gone) != NULL, "%s", d.msg);
-	pccx__gemma3n_model_free(m);
+	pccx__gemma_model_free(m);
 	rm_tmpdir();
 }
 END_TEST
 
 START_TEST(unsupported_config)
 {
-	struct pccx_gemma3n_model *m = tiny(), *l = NULL;
+	struct pccx_gemma_model *m = tiny(), *l = NULL;
 	pccx_diag d = { 0 };
 	char p[256];
 	FILE *f;
@@ -422,10 +422,10 @@ START_TEST(unsupported_config)
 		   "\"activation_sparsity_pattern\": null, \"layer_types\": "
 		   "[\"sliding_attention\", \"full_attention\"]}\n");
 	ck_assert_int_eq(fclose(f), 0);
-	ck_assert_int_ne(pccx__gemma3n_load_safetensors(&l, tmpdir, 0, NULL, &d), 0);
+	ck_assert_int_ne(pccx__gemma_load_safetensors(&l, tmpdir, 0, NULL, &d), 0);
 	ck_assert_ptr_null(l);
 	ck_assert_msg(strstr(d.msg, "intermediate_size") != NULL, "%s", d.msg);
-	pccx__gemma3n_model_free(m);
+	pccx__gemma_model_free(m);
 	rm_tmpdir();
 }
 END_TEST

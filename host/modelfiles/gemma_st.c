@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 
 #include "diag.h"
-#include "gemma3n_st.h"
+#include "gemma_st.h"
 #include "safetensors.h"
 #include "pccx_num.h"
 
@@ -18,11 +18,11 @@
 /* ------------------------------------------------------------------------------------- */
 /* Shared with the GGUF loader: source rows -> device layout.                             */
 
-int pccx__gemma3n_place_rows(struct pccx_gemma3n_model *m, uint32_t t, pccx_gemma3n_row_src_fn fn,
+int pccx__gemma_place_rows(struct pccx_gemma_model *m, uint32_t t, pccx_gemma_row_src_fn fn,
 			     const void *src, const void *tensor, uint64_t base, float *row,
 			     pccx_q4_error *err, uint64_t *clipped, const char *what, pccx_diag *d)
 {
-	const struct pccx_gemma3n_tensor *T = &m->t[t];
+	const struct pccx_gemma_tensor *T = &m->t[t];
 	size_t nl = strlen(T->name), ns = strlen(CORRECT_COEF);
 	bool clip = nl > ns && !strcmp(T->name + nl - ns, CORRECT_COEF);
 	uint32_t r, i;
@@ -36,7 +36,7 @@ int pccx__gemma3n_place_rows(struct pccx_gemma3n_model *m, uint32_t t, pccx_gemm
 			return rc;
 		if (T->fmt == PCCX_WFMT_Q4) {
 			rc = pccx_q4_quantize(row, T->cols,
-					      rec + pccx_gemma3n_q4_scale_bytes(T->cols),
+					      rec + pccx_gemma_q4_scale_bytes(T->cols),
 					      (uint16_t *)(void *)rec, err, what, d);
 			if (rc)
 				return rc;
@@ -67,7 +67,7 @@ int pccx__gemma3n_place_rows(struct pccx_gemma3n_model *m, uint32_t t, pccx_gemm
 }
 
 /* ------------------------------------------------------------------------------------- */
-/* config.json -> pccx_gemma3n_config                                                          */
+/* config.json -> pccx_gemma_config                                                          */
 
 /* float32 Normal(0, 1).icdf(p), as torch computes it for the sparsity gate. */
 static float normal_icdf(float p)
@@ -89,26 +89,26 @@ static float normal_icdf(float p)
 }
 
 static int map_config(const pccx_hf_config *h, const char *file, uint32_t max_ctx,
-		      struct pccx_gemma3n_config *c, pccx_diag *d)
+		      struct pccx_gemma_config *c, pccx_diag *d)
 {
 	uint32_t l, n = h->num_hidden_layers;
 	int rc;
 
 	memset(c, 0, sizeof(*c));
 	snprintf(c->name, sizeof(c->name), "safetensors");
-	if (n == 0 || n > PCCX_GEMMA3N_MAX_LAYERS)
+	if (n == 0 || n > PCCX_GEMMA_MAX_LAYERS)
 		return pccx__fail(d, PCCX_ERR_UNSUPPORTED,
 				  "%s: num_hidden_layers: %u, supported 1..%u", file, n,
-				  PCCX_GEMMA3N_MAX_LAYERS);
+				  PCCX_GEMMA_MAX_LAYERS);
 	for (l = 1; l < n; l++)
 		if (h->intermediate_size[l] != h->intermediate_size[0])
 			return pccx__fail(d, PCCX_ERR_UNSUPPORTED,
 					  "%s: intermediate_size: differs between layers "
 					  "(layer %u: %u, layer 0: %u)",
 					  file, l, h->intermediate_size[l], h->intermediate_size[0]);
-	if (h->altup_num_inputs != PCCX_GEMMA3N_STREAMS)
+	if (h->altup_num_inputs != PCCX_GEMMA_ALTUP_STREAMS)
 		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: altup_num_inputs: %u, supported %u",
-				  file, h->altup_num_inputs, PCCX_GEMMA3N_STREAMS);
+				  file, h->altup_num_inputs, PCCX_GEMMA_ALTUP_STREAMS);
 	if (h->altup_active_idx != 0)
 		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: altup_active_idx: %u, supported 0",
 				  file, h->altup_active_idx);
@@ -147,7 +147,7 @@ static int map_config(const pccx_hf_config *h, const char *file, uint32_t max_ct
 					  "equal values (layer %u)",
 					  file, l);
 	c->max_ctx = max_ctx ? max_ctx : 4096;
-	rc = pccx__gemma3n_config_check(c, d);
+	rc = pccx__gemma_config_check(c, d);
 	if (rc && d) {
 		char why[sizeof(d->msg)];
 
@@ -163,7 +163,7 @@ static int map_config(const pccx_hf_config *h, const char *file, uint32_t max_ct
 /* Tensor-map id, layer and part of a model tensor name ("blk.3.attn_q.weight", ...). */
 static int locate(const char *name, int *id, uint32_t *layer, uint32_t *part)
 {
-	char key[PCCX_GEMMA3N_NAME_MAX];
+	char key[PCCX_GEMMA_NAME_MAX];
 	const char *s = name;
 	size_t n;
 
@@ -172,7 +172,7 @@ static int locate(const char *name, int *id, uint32_t *layer, uint32_t *part)
 		char *e;
 		unsigned long l = strtoul(s + 4, &e, 10);
 
-		if (*e != '.' || l >= PCCX_GEMMA3N_MAX_LAYERS)
+		if (*e != '.' || l >= PCCX_GEMMA_MAX_LAYERS)
 			return -1;
 		*layer = (uint32_t)l;
 		s = e + 1;
@@ -196,7 +196,7 @@ static int st_row(const void *src, const void *tensor, uint64_t row, float *dst,
 }
 
 /* Never-read tensors a checkpoint may leave out: W_k, W_v, k_norm of layers not writing KV */
-static bool optional(const struct pccx_gemma3n_model *m, int id, uint32_t layer)
+static bool optional(const struct pccx_gemma_model *m, int id, uint32_t layer)
 {
 	return !m->layers[layer].kv_write &&
 	       (id == PCCX_TENSOR_MAP_ATTN_K || id == PCCX_TENSOR_MAP_ATTN_V ||
@@ -204,7 +204,7 @@ static bool optional(const struct pccx_gemma3n_model *m, int id, uint32_t layer)
 }
 
 static int load_tensors(const pccx_safetensors *st, const pccx_hf_config *h,
-			struct pccx_gemma3n_model *m, pccx_q4_error *err, pccx_diag *d)
+			struct pccx_gemma_model *m, pccx_q4_error *err, pccx_diag *d)
 {
 	uint64_t clipped = 0;
 	uint32_t t, maxc = 0;
@@ -217,7 +217,7 @@ static int load_tensors(const pccx_safetensors *st, const pccx_hf_config *h,
 	if (!row)
 		return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", pccx_st_name(st));
 	for (t = 0; !rc && t < m->n_t; t++) {
-		const struct pccx_gemma3n_tensor *T = &m->t[t];
+		const struct pccx_gemma_tensor *T = &m->t[t];
 		const pccx_st_tensor *s;
 		uint32_t layer, part;
 		int id;
@@ -241,7 +241,7 @@ static int load_tensors(const pccx_safetensors *st, const pccx_hf_config *h,
 					s->name, T->rows, T->cols);
 			break;
 		}
-		rc = pccx__gemma3n_place_rows(m, t, st_row, st, s, 0, row, err, &clipped, s->name,
+		rc = pccx__gemma_place_rows(m, t, st_row, st, s, 0, row, err, &clipped, s->name,
 					      d);
 		/* converted: the mapped checkpoint need not stay resident beside the model */
 		if (!rc)
@@ -273,12 +273,12 @@ static int config_path(const char *path, char *buf, size_t size, pccx_diag *d)
 	return PCCX_OK;
 }
 
-int pccx__gemma3n_load_safetensors(struct pccx_gemma3n_model **out, const char *path,
+int pccx__gemma_load_safetensors(struct pccx_gemma_model **out, const char *path,
 				   uint32_t max_ctx,
 				   pccx_q4_error *err, pccx_diag *d)
 {
-	struct pccx_gemma3n_model *m = NULL;
-	struct pccx_gemma3n_config cfg;
+	struct pccx_gemma_model *m = NULL;
+	struct pccx_gemma_config cfg;
 	pccx_safetensors *st = NULL;
 	pccx_q4_error local;
 	pccx_hf_config *h;
@@ -300,13 +300,13 @@ int pccx__gemma3n_load_safetensors(struct pccx_gemma3n_model **out, const char *
 	if (!rc)
 		rc = pccx_st_open(&st, path, d);
 	if (!rc)
-		rc = pccx__gemma3n_model_create(&m, &cfg, d);
+		rc = pccx__gemma_model_create(&m, &cfg, d);
 	if (!rc)
 		rc = load_tensors(st, h, m, err, d);
 	pccx_st_close(st);
 	free(h);
 	if (rc) {
-		pccx__gemma3n_model_free(m);
+		pccx__gemma_model_free(m);
 		return rc;
 	}
 	*out = m;

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
-/* Weight-buffer pieces that no decode-step read crosses (gemma3n_pieces.h). */
+/* Weight-buffer pieces that no decode-step read crosses (gemma_pieces.h). */
 #include <stdlib.h>
 
 #include "diag.h"
-#include "gemma3n_graph.h"
-#include "gemma3n_pieces.h"
+#include "gemma_graph.h"
+#include "gemma_pieces.h"
 #include "npu_ops.h"
 
 struct range {
@@ -12,7 +12,7 @@ struct range {
 };
 
 struct recorder {
-	const struct pccx_gemma3n_model *m;
+	const struct pccx_gemma_model *m;
 	struct range *r;
 	size_t n, cap;
 	int rc;
@@ -97,21 +97,21 @@ static int by_start(const void *a, const void *b)
 	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
-int pccx__gemma3n_weight_pieces(const struct pccx_gemma3n_model *m, uint64_t limit,
-				struct pccx_gemma3n_piece **out, size_t *n, pccx_diag *d)
+int pccx__gemma_weight_pieces(const struct pccx_gemma_model *m, uint64_t limit,
+				struct pccx_gemma_piece **out, size_t *n, pccx_diag *d)
 {
 	struct recorder rec = { .m = m };
-	struct pccx_gemma3n_plan plan;
-	struct pccx_gemma3n_piece *pc = NULL;
+	struct pccx_gemma_plan plan;
+	struct pccx_gemma_piece *pc = NULL;
 	size_t i, k = 0, np = 0;
 	int rc;
 
 	*out = NULL;
 	*n = 0;
-	rc = pccx__gemma3n_plan_build(m, &plan, d);
+	rc = pccx__gemma_plan_build(m, &plan, d);
 	if (rc)
 		return rc;
-	rc = pccx__gemma3n_step(m, &plan, &recorder_ops, &rec, 0, true);
+	rc = pccx__gemma_step(m, &plan, &recorder_ops, &rec, 0, true);
 	if (rc) {
 		free(rec.r);
 		return pccx__fail(d, rc, "weight pieces: recording a decode step failed");
@@ -148,7 +148,7 @@ int pccx__gemma3n_weight_pieces(const struct pccx_gemma3n_model *m, uint64_t lim
 		if (np && hi - pc[np - 1].offset <= limit)
 			pc[np - 1].bytes = hi - pc[np - 1].offset;
 		else
-			pc[np++] = (struct pccx_gemma3n_piece){ lo, hi - lo };
+			pc[np++] = (struct pccx_gemma_piece){ lo, hi - lo };
 	}
 	free(rec.r);
 	*out = pc;
@@ -156,11 +156,11 @@ int pccx__gemma3n_weight_pieces(const struct pccx_gemma3n_model *m, uint64_t lim
 	return PCCX_OK;
 }
 
-int pccx__gemma3n_kv_pieces(const struct pccx_gemma3n_model *m, const struct pccx_gemma3n_plan *p,
-			    uint64_t limit, struct pccx_gemma3n_piece **out, size_t *n,
+int pccx__gemma_kv_pieces(const struct pccx_gemma_model *m, const struct pccx_gemma_plan *p,
+			    uint64_t limit, struct pccx_gemma_piece **out, size_t *n,
 			    pccx_diag *d)
 {
-	struct pccx_gemma3n_piece *pc = NULL;
+	struct pccx_gemma_piece *pc = NULL;
 	size_t np = 0, cap = 0;
 	uint32_t l, h;
 	unsigned v;
@@ -173,7 +173,7 @@ int pccx__gemma3n_kv_pieces(const struct pccx_gemma3n_model *m, const struct pcc
 			continue;
 		for (v = 0; v < 2; v++) {
 			for (h = 0; h < m->layers[l].n_kv_heads; h++) {
-				uint64_t bytes, off = pccx__gemma3n_kv_block(m, p, l, h, v, &bytes);
+				uint64_t bytes, off = pccx__gemma_kv_block(m, p, l, h, v, &bytes);
 
 				if (bytes > limit) {
 					free(pc);

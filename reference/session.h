@@ -4,14 +4,14 @@
  * (per-step inputs, KV cache, logits), writes the inputs of each token, runs the step through
  * an NPU op implementation and reads the logits back.
  */
-#ifndef PCCX_GEMMA3N_H
-#define PCCX_GEMMA3N_H
+#ifndef PCCX_SESSION_H
+#define PCCX_SESSION_H
 
-#include "gemma3n_graph.h"
+#include "gemma_graph.h"
 
-struct pccx_gemma3n_session {
-	const struct pccx_gemma3n_model *m;
-	struct pccx_gemma3n_plan plan;
+struct pccx_gemma_session {
+	const struct pccx_gemma_model *m;
+	struct pccx_gemma_plan plan;
 	const struct pccx_npu_ops *ops;
 	void *ctx;
 	uint8_t *in;		/* (plan.in_bytes) PCCX_NPU_BUF_IN */
@@ -21,19 +21,19 @@ struct pccx_gemma3n_session {
 };
 
 /* Plan the model, allocate the host buffers and bind them to the op implementation. */
-PCCX_MUST_CHECK int pccx__gemma3n_session_create(struct pccx_gemma3n_session **out,
-						 const struct pccx_gemma3n_model *m,
+PCCX_MUST_CHECK int pccx__gemma_session_create(struct pccx_gemma_session **out,
+						 const struct pccx_gemma_model *m,
 						 const struct pccx_npu_ops *ops, void *ctx,
 						 pccx_diag *d);
-void pccx__gemma3n_session_free(struct pccx_gemma3n_session *s);
+void pccx__gemma_session_free(struct pccx_gemma_session *s);
 /* Start again at position 0 (the KV rows are overwritten before they are read). */
-void pccx__gemma3n_session_reset(struct pccx_gemma3n_session *s);
+void pccx__gemma_session_reset(struct pccx_gemma_session *s);
 
 /*
  * Decode `token` at the next position. logits == NULL skips the LM head (prefill);
  * otherwise logits receives the vocab FP32 results.
  */
-PCCX_MUST_CHECK int pccx__gemma3n_session_step(struct pccx_gemma3n_session *s, uint32_t token,
+PCCX_MUST_CHECK int pccx__gemma_session_step(struct pccx_gemma_session *s, uint32_t token,
 					       float *logits, pccx_diag *d);
 
-#endif /* PCCX_GEMMA3N_H */
+#endif /* PCCX_SESSION_H */

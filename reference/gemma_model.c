@@ -9,14 +9,14 @@
 #include <sys/mman.h>
 
 #include "diag.h"
-#include "gemma3n_model.h"
+#include "gemma_model.h"
 #include "pccx_num.h"
 #include "pool.h"
 
 #define TENSOR_ALIGN 64u
 
 struct layout {
-	struct pccx_gemma3n_model *m;
+	struct pccx_gemma_model *m;
 	uint32_t cap;
 	uint64_t off;
 	int failed;
@@ -38,13 +38,13 @@ static uint64_t row_bytes(uint32_t fmt, uint32_t cols)
 
 /* Append a tensor at the next `align`-byte boundary; returns its id. */
 static int32_t add(struct layout *L, uint64_t align, uint32_t fmt, uint32_t rows, uint32_t cols,
-		   enum pccx_gemma3n_init init, float std, const char *fmt_name, ...)
+		   enum pccx_gemma_init init, float std, const char *fmt_name, ...)
 	__attribute__((format(printf, 8, 9)));
 
 static int32_t add(struct layout *L, uint64_t align, uint32_t fmt, uint32_t rows, uint32_t cols,
-		   enum pccx_gemma3n_init init, float std, const char *fmt_name, ...)
+		   enum pccx_gemma_init init, float std, const char *fmt_name, ...)
 {
-	struct pccx_gemma3n_tensor *t;
+	struct pccx_gemma_tensor *t;
 	va_list ap;
 
 	if (L->failed)
@@ -84,24 +84,24 @@ static float inv_sqrt(uint32_t n)
 
 static void lay_out(struct layout *L)
 {
-	struct pccx_gemma3n_model *m = L->m;
-	const struct pccx_gemma3n_config *c = &m->cfg;
-	struct pccx_gemma3n_weights *w = &m->w;
+	struct pccx_gemma_model *m = L->m;
+	const struct pccx_gemma_config *c = &m->cfg;
+	struct pccx_gemma_weights *w = &m->w;
 	uint32_t D = c->d_model, P = c->d_ple, R = c->laurel_rank, l, k;
 	const uint32_t Q4 = PCCX_WFMT_Q4, F32 = PCCX_WFMT_F32;
-	const enum pccx_gemma3n_init N = PCCX_GEMMA3N_INIT_NORMAL, ONE = PCCX_GEMMA3N_INIT_NEAR;
-	static const char *const lvec_names[PCCX_GEMMA3N_LV_COUNT] = {
+	const enum pccx_gemma_init N = PCCX_GEMMA_INIT_NORMAL, ONE = PCCX_GEMMA_INIT_NEAR;
+	static const char *const lvec_names[PCCX_GEMMA_LV_COUNT] = {
 		"attn_norm", "post_attention_norm", "ffn_norm", "post_ffw_norm",
 		"laurel_post_norm", "post_norm", "altup_router_norm", "altup_correct_scale",
 		"attn_q_norm", "attn_k_norm",
 	};
 	/* the norm flag a vector belongs to; 0: every layer has it */
-	static const uint32_t lvec_norm[PCCX_GEMMA3N_LV_COUNT] = {
-		[PCCX_GEMMA3N_LV_POST_ATTN_NORM] = PCCX_NORM_POST_ATTN,
-		[PCCX_GEMMA3N_LV_FFN_NORM] = PCCX_NORM_PRE_FFN,
-		[PCCX_GEMMA3N_LV_POST_FFN_NORM] = PCCX_NORM_POST_FFN,
-		[PCCX_GEMMA3N_LV_Q_NORM] = PCCX_NORM_Q,
-		[PCCX_GEMMA3N_LV_K_NORM] = PCCX_NORM_K,
+	static const uint32_t lvec_norm[PCCX_GEMMA_LV_COUNT] = {
+		[PCCX_GEMMA_LV_POST_ATTN_NORM] = PCCX_NORM_POST_ATTN,
+		[PCCX_GEMMA_LV_FFN_NORM] = PCCX_NORM_PRE_FFN,
+		[PCCX_GEMMA_LV_POST_FFN_NORM] = PCCX_NORM_POST_FFN,
+		[PCCX_GEMMA_LV_Q_NORM] = PCCX_NORM_Q,
+		[PCCX_GEMMA_LV_K_NORM] = PCCX_NORM_K,
 	};
 
 	/* Embedding rows ~ N(0, 1/D): after the sqrt(D) scale the embedding has unit RMS. */
@@ -126,7 +126,7 @@ static void lay_out(struct layout *L)
 
 	for (l = 0; l < c->n_layers; l++) {
 		const struct pccx_layer_desc *ly = &m->layers[l];
-		struct pccx_gemma3n_layer_w *lw = &w->layer[l];
+		struct pccx_gemma_layer_w *lw = &w->layer[l];
 		uint32_t F = ly->d_ffn, Q = ly->q_dim, KV = ly->kv_dim;
 		/*
 		 * Gemma 3n attends with scale 1.0 on RMS-normalised q and k, so its trained q/k
@@ -136,15 +136,15 @@ static void lay_out(struct layout *L)
 		 */
 		float qk_centre = (float)pow((double)ly->head_dim, -0.25);
 
-		for (k = 0; k < PCCX_GEMMA3N_LV_COUNT; k++) {
-			uint32_t n = k >= PCCX_GEMMA3N_LV_Q_NORM ? ly->head_dim : D;
+		for (k = 0; k < PCCX_GEMMA_LV_COUNT; k++) {
+			uint32_t n = k >= PCCX_GEMMA_LV_Q_NORM ? ly->head_dim : D;
 
 			lw->vec[k] = -1;
 			if (lvec_norm[k] && !(ly->norms & lvec_norm[k]))
 				continue;
 			lw->vec[k] = add(L, k ? 16 : TENSOR_ALIGN, F32, 1, n, ONE, 0.1f,
 					 "blk.%u.%s.weight", l, lvec_names[k]);
-			if (!L->failed && k >= PCCX_GEMMA3N_LV_Q_NORM)
+			if (!L->failed && k >= PCCX_GEMMA_LV_Q_NORM)
 				m->t[lw->vec[k]].centre = qk_centre;
 		}
 		if (!L->failed) {
@@ -155,13 +155,13 @@ static void lay_out(struct layout *L)
 		 * Router input is RMS-normalised and divided by D, so its entries are ~1/D:
 		 * weights ~ N(0, D/4) give tanh arguments of about 0.5.
 		 */
-		lw->router = add(L, TENSOR_ALIGN, F32, PCCX_GEMMA3N_STREAMS, D, N,
+		lw->router = add(L, TENSOR_ALIGN, F32, PCCX_GEMMA_ALTUP_STREAMS, D, N,
 				 0.5f * (float)sqrt((double)D), "blk.%u.altup_router.weight", l);
 		lw->pred_coef =
-			add(L, TENSOR_ALIGN, F32, PCCX_GEMMA3N_STREAMS * PCCX_GEMMA3N_STREAMS,
-			    PCCX_GEMMA3N_STREAMS, N, 0.05f, "blk.%u.altup_predict_coef.weight", l);
-		lw->corr_coef = add(L, TENSOR_ALIGN, F32, PCCX_GEMMA3N_STREAMS,
-				    PCCX_GEMMA3N_STREAMS, N,
+			add(L, TENSOR_ALIGN, F32, PCCX_GEMMA_ALTUP_STREAMS * PCCX_GEMMA_ALTUP_STREAMS,
+			    PCCX_GEMMA_ALTUP_STREAMS, N, 0.05f, "blk.%u.altup_predict_coef.weight", l);
+		lw->corr_coef = add(L, TENSOR_ALIGN, F32, PCCX_GEMMA_ALTUP_STREAMS,
+				    PCCX_GEMMA_ALTUP_STREAMS, N,
 				    0.05f, "blk.%u.altup_correct_coef.weight", l);
 		lw->attn_q =
 			add(L, TENSOR_ALIGN, Q4, Q, D, N, inv_sqrt(D), "blk.%u.attn_q.weight", l);
@@ -189,16 +189,16 @@ static void lay_out(struct layout *L)
 	L->off = align_up(L->off, 4096);
 }
 
-int pccx__gemma3n_model_create(struct pccx_gemma3n_model **out,
-			       const struct pccx_gemma3n_config *cfg,
+int pccx__gemma_model_create(struct pccx_gemma_model **out,
+			       const struct pccx_gemma_config *cfg,
 			       pccx_diag *d)
 {
-	struct pccx_gemma3n_model *m;
+	struct pccx_gemma_model *m;
 	struct layout L = { 0 };
 	int rc;
 
 	*out = NULL;
-	rc = pccx__gemma3n_config_check(cfg, d);
+	rc = pccx__gemma_config_check(cfg, d);
 	if (rc)
 		return rc;
 	m = calloc(1, sizeof(*m));
@@ -207,13 +207,13 @@ int pccx__gemma3n_model_create(struct pccx_gemma3n_model **out,
 	m->cfg = *cfg;
 	rc = pccx__layers_build(&m->cfg, m->attn, m->layers, d);
 	if (rc) {
-		pccx__gemma3n_model_free(m);
+		pccx__gemma_model_free(m);
 		return rc;
 	}
 	L.m = m;
 	lay_out(&L);
 	if (L.failed) {
-		pccx__gemma3n_model_free(m);
+		pccx__gemma_model_free(m);
 		return pccx__fail(d, PCCX_ERR_NOMEM, "model '%s': out of memory (tensor table)",
 				  cfg->name);
 	}
@@ -224,7 +224,7 @@ int pccx__gemma3n_model_create(struct pccx_gemma3n_model **out,
 		m->mapping = NULL;
 		rc = pccx__fail(d, PCCX_ERR_NOMEM, "model '%s': cannot map %llu bytes of weights",
 				cfg->name, (unsigned long long)m->size);
-		pccx__gemma3n_model_free(m);
+		pccx__gemma_model_free(m);
 		return rc;
 	}
 	m->mapping_size = m->size;
@@ -233,7 +233,7 @@ int pccx__gemma3n_model_create(struct pccx_gemma3n_model **out,
 	return PCCX_OK;
 }
 
-void pccx__gemma3n_model_free(struct pccx_gemma3n_model *m)
+void pccx__gemma_model_free(struct pccx_gemma_model *m)
 {
 	if (!m)
 		return;
@@ -243,15 +243,15 @@ void pccx__gemma3n_model_free(struct pccx_gemma3n_model *m)
 	free(m);
 }
 
-void pccx__gemma3n_row_f32(const struct pccx_gemma3n_model *m, int32_t t, uint32_t r, float *out)
+void pccx__gemma_row_f32(const struct pccx_gemma_model *m, int32_t t, uint32_t r, float *out)
 {
-	const struct pccx_gemma3n_tensor *T = &m->t[t];
-	const uint8_t *rec = pccx_gemma3n_row(m, t, r);
+	const struct pccx_gemma_tensor *T = &m->t[t];
+	const uint8_t *rec = pccx_gemma_row(m, t, r);
 	uint32_t k;
 
 	if (T->fmt == PCCX_WFMT_Q4) {
-		const uint16_t *sc = pccx_gemma3n_q4_scales(rec);
-		const uint8_t *nib = pccx_gemma3n_q4_nibbles(rec, T->cols);
+		const uint16_t *sc = pccx_gemma_q4_scales(rec);
+		const uint8_t *nib = pccx_gemma_q4_nibbles(rec, T->cols);
 
 		for (k = 0; k < T->cols; k++)
 			out[k] = pccx__q4_weight(nib, sc, k);
@@ -264,10 +264,10 @@ void pccx__gemma3n_row_f32(const struct pccx_gemma3n_model *m, int32_t t, uint32
 	}
 }
 
-uint64_t pccx__gemma3n_streamed_bytes(const struct pccx_gemma3n_model *m)
+uint64_t pccx__gemma_streamed_bytes(const struct pccx_gemma_model *m)
 {
-	const struct pccx_gemma3n_config *c = &m->cfg;
-	const struct pccx_gemma3n_weights *w = &m->w;
+	const struct pccx_gemma_config *c = &m->cfg;
+	const struct pccx_gemma_weights *w = &m->w;
 	uint64_t b = 0;
 	uint32_t l, k;
 
@@ -276,7 +276,7 @@ uint64_t pccx__gemma3n_streamed_bytes(const struct pccx_gemma3n_model *m)
 	for (k = 0; k < 3; k++)
 		b += TB(w->altup_proj[k]) + TB(w->altup_unembd[k]);
 	for (l = 0; l < c->n_layers; l++) {
-		const struct pccx_gemma3n_layer_w *lw = &w->layer[l];
+		const struct pccx_gemma_layer_w *lw = &w->layer[l];
 
 		b += lw->vec_bytes + TB(lw->router) + TB(lw->pred_coef) + TB(lw->corr_coef);
 		b += TB(lw->attn_q) + TB(lw->attn_o) + TB(lw->laurel_l) + TB(lw->laurel_r);
@@ -361,7 +361,7 @@ static void q4_block(uint64_t *s, float std, uint8_t *sc2, uint8_t *nib16)
 }
 
 struct synth_job {
-	struct pccx_gemma3n_model *m;
+	struct pccx_gemma_model *m;
 	int32_t t;
 	uint64_t seed;
 };
@@ -369,7 +369,7 @@ struct synth_job {
 static void synth_rows(void *ctx, unsigned part, unsigned nparts)
 {
 	struct synth_job *j = ctx;
-	const struct pccx_gemma3n_tensor *T = &j->m->t[j->t];
+	const struct pccx_gemma_tensor *T = &j->m->t[j->t];
 	unsigned long long lo, hi, r;
 	uint32_t b, i;
 
@@ -381,7 +381,7 @@ static void synth_rows(void *ctx, unsigned part, unsigned nparts)
 
 		splitmix64(&s);
 		if (T->fmt == PCCX_WFMT_Q4) {
-			uint8_t *sc = rec, *nib = rec + pccx_gemma3n_q4_scale_bytes(T->cols);
+			uint8_t *sc = rec, *nib = rec + pccx_gemma_q4_scale_bytes(T->cols);
 
 			for (b = 0; b < T->cols / 32; b++)
 				q4_block(&s, T->std, sc + 2 * b, nib + 16 * b);
@@ -390,7 +390,7 @@ static void synth_rows(void *ctx, unsigned part, unsigned nparts)
 				float v = T->std * gauss(&s);
 				uint32_t u;
 
-				if (T->init == PCCX_GEMMA3N_INIT_NEAR)
+				if (T->init == PCCX_GEMMA_INIT_NEAR)
 					v = T->centre * (1.0f + v);
 				u = pccx_f32_bits(v);
 				rec[4 * i] = (uint8_t)u;
@@ -402,7 +402,7 @@ static void synth_rows(void *ctx, unsigned part, unsigned nparts)
 	}
 }
 
-int pccx__gemma3n_synth(struct pccx_gemma3n_model *m, uint64_t seed, unsigned n_threads,
+int pccx__gemma_synth(struct pccx_gemma_model *m, uint64_t seed, unsigned n_threads,
 			pccx_diag *d)
 {
 	struct pccx_pool *pool = NULL;

@@ -3,13 +3,13 @@
 #include <string.h>
 
 #include "diag.h"
-#include "gemma3n_config.h"
+#include "gemma_config.h"
 #include "layers.h"
 
 /* float32 Normal.icdf(0.95) as Hugging Face evaluates it (2 ulp below the rounded value). */
 #define SPARSE_Z 1.6448533535f
 
-static const struct pccx_gemma3n_config presets[] = {
+static const struct pccx_gemma_config presets[] = {
 	{
 		/* google/gemma-3n-E4B text decoder (research note model-sim-anchors §1.2) */
 		.name = "e4b", .n_layers = 35, .d_model = 2048, .d_ffn = 16384,
@@ -59,12 +59,12 @@ static const struct pccx_gemma3n_config presets[] = {
 
 #define NPRESETS (sizeof(presets) / sizeof(presets[0]))
 
-const char *pccx__gemma3n_config_names(void)
+const char *pccx__gemma_config_names(void)
 {
 	return "e4b, e2b, tiny, tiny-vocab";
 }
 
-int pccx__gemma3n_config_preset(const char *name, struct pccx_gemma3n_config *cfg, pccx_diag *d)
+int pccx__gemma_config_preset(const char *name, struct pccx_gemma_config *cfg, pccx_diag *d)
 {
 	size_t i;
 
@@ -75,19 +75,19 @@ int pccx__gemma3n_config_preset(const char *name, struct pccx_gemma3n_config *cf
 		}
 	}
 	return pccx__fail(d, PCCX_ERR_NOT_FOUND, "config '%s': unknown (known: %s)", name,
-			  pccx__gemma3n_config_names());
+			  pccx__gemma_config_names());
 }
 
 #define BAD(field, why) \
 	pccx__fail(d, PCCX_ERR_INVALID, "config '%s': %s %s", c->name, field, why)
 
-int pccx__gemma3n_config_check(const struct pccx_gemma3n_config *c, pccx_diag *d)
+int pccx__gemma_config_check(const struct pccx_gemma_config *c, pccx_diag *d)
 {
 	struct pccx_attn_desc attn[PCCX_ATTN_KINDS];
-	struct pccx_layer_desc layers[PCCX_GEMMA3N_MAX_LAYERS];
+	struct pccx_layer_desc layers[PCCX_GEMMA_MAX_LAYERS];
 	uint32_t q_dim = c->n_heads * c->head_dim;
 
-	if (c->n_layers == 0 || c->n_layers > PCCX_GEMMA3N_MAX_LAYERS)
+	if (c->n_layers == 0 || c->n_layers > PCCX_GEMMA_MAX_LAYERS)
 		return BAD("n_layers", "must be 1..64");
 	if (c->d_model == 0 || c->d_model % 32 || c->d_model > 8192)
 		return BAD("d_model", "must be a multiple of 32, at most 8192");

@@ -7,18 +7,18 @@
  * The configuration is what model files and presets give; the layers it describes are read
  * from the per-layer table built from it once (layers.h), never from these fields.
  */
-#ifndef PCCX_GEMMA3N_CONFIG_H
-#define PCCX_GEMMA3N_CONFIG_H
+#ifndef PCCX_GEMMA_CONFIG_H
+#define PCCX_GEMMA_CONFIG_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "pccx/status.h"
 
-#define PCCX_GEMMA3N_STREAMS 4u	/* AltUp streams; the graph is written for exactly 4 */
-#define PCCX_GEMMA3N_MAX_LAYERS 64u
+#define PCCX_GEMMA_ALTUP_STREAMS 4u	/* AltUp streams; the graph is written for exactly 4 */
+#define PCCX_GEMMA_MAX_LAYERS 64u
 
-struct pccx_gemma3n_config {
+struct pccx_gemma_config {
 	char name[16];
 	uint32_t n_layers;	/* 35 */
 	uint32_t d_model;	/* D = 2048 */
@@ -46,16 +46,16 @@ struct pccx_gemma3n_config {
  * Fill `cfg` with a named configuration: "e4b", "e2b", "tiny", "tiny-vocab".
  * PCCX_ERR_NOT_FOUND (with the list of names in the diag) for other names.
  */
-PCCX_MUST_CHECK int pccx__gemma3n_config_preset(const char *name, struct pccx_gemma3n_config *cfg,
+PCCX_MUST_CHECK int pccx__gemma_config_preset(const char *name, struct pccx_gemma_config *cfg,
 						pccx_diag *d);
 /* Comma-separated preset names, for help texts. */
-const char *pccx__gemma3n_config_names(void);
+const char *pccx__gemma_config_names(void);
 
 /*
  * Check the structural constraints the graph and the ISA impose (multiples of 32 for Q4 K,
  * word-aligned head halves, the 16-bit shape fields, ...) and that the per-layer table can be
  * built (pccx__layers_build). PCCX_ERR_INVALID naming the field.
  */
-PCCX_MUST_CHECK int pccx__gemma3n_config_check(const struct pccx_gemma3n_config *cfg, pccx_diag *d);
+PCCX_MUST_CHECK int pccx__gemma_config_check(const struct pccx_gemma_config *cfg, pccx_diag *d);
 
-#endif /* PCCX_GEMMA3N_CONFIG_H */
+#endif /* PCCX_GEMMA_CONFIG_H */

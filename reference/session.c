@@ -5,7 +5,7 @@
 #include <sys/mman.h>
 
 #include "diag.h"
-#include "gemma3n.h"
+#include "session.h"
 #include "pccx_num.h"
 
 static void *map_zero(uint64_t bytes)
@@ -16,11 +16,11 @@ static void *map_zero(uint64_t bytes)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-int pccx__gemma3n_session_create(struct pccx_gemma3n_session **out,
-				 const struct pccx_gemma3n_model *m,
+int pccx__gemma_session_create(struct pccx_gemma_session **out,
+				 const struct pccx_gemma_model *m,
 				 const struct pccx_npu_ops *ops, void *ctx, pccx_diag *d)
 {
-	struct pccx_gemma3n_session *s;
+	struct pccx_gemma_session *s;
 	int rc;
 
 	*out = NULL;
@@ -30,7 +30,7 @@ int pccx__gemma3n_session_create(struct pccx_gemma3n_session **out,
 	s->m = m;
 	s->ops = ops;
 	s->ctx = ctx;
-	rc = pccx__gemma3n_plan_build(m, &s->plan, d);
+	rc = pccx__gemma_plan_build(m, &s->plan, d);
 	if (rc) {
 		free(s);
 		return rc;
@@ -41,7 +41,7 @@ int pccx__gemma3n_session_create(struct pccx_gemma3n_session **out,
 	if (!s->in || !s->out || !s->kv) {
 		unsigned long long kv = s->plan.kv_bytes;
 
-		pccx__gemma3n_session_free(s);
+		pccx__gemma_session_free(s);
 		return pccx__fail(d, PCCX_ERR_NOMEM,
 				  "session: cannot allocate %llu bytes of KV cache", kv);
 	}
@@ -53,14 +53,14 @@ int pccx__gemma3n_session_create(struct pccx_gemma3n_session **out,
 	if (!rc)
 		rc = ops->bind(ctx, PCCX_NPU_BUF_OUT, s->out, s->plan.out_bytes, true);
 	if (rc) {
-		pccx__gemma3n_session_free(s);
+		pccx__gemma_session_free(s);
 		return pccx__fail(d, rc, "session: cannot bind host buffers to '%s'", ops->name);
 	}
 	*out = s;
 	return PCCX_OK;
 }
 
-void pccx__gemma3n_session_free(struct pccx_gemma3n_session *s)
+void pccx__gemma_session_free(struct pccx_gemma_session *s)
 {
 	if (!s)
 		return;
@@ -71,25 +71,25 @@ void pccx__gemma3n_session_free(struct pccx_gemma3n_session *s)
 	free(s);
 }
 
-void pccx__gemma3n_session_reset(struct pccx_gemma3n_session *s)
+void pccx__gemma_session_reset(struct pccx_gemma_session *s)
 {
 	s->pos = 0;
 }
 
-int pccx__gemma3n_session_step(struct pccx_gemma3n_session *s, uint32_t token, float *logits,
+int pccx__gemma_session_step(struct pccx_gemma_session *s, uint32_t token, float *logits,
 			       pccx_diag *d)
 {
-	const struct pccx_gemma3n_config *c = &s->m->cfg;
+	const struct pccx_gemma_config *c = &s->m->cfg;
 	uint32_t i;
 	int rc;
 
 	if (s->pos >= c->max_ctx)
 		return pccx__fail(d, PCCX_ERR_RANGE, "context full: %u positions (max_ctx)",
 				  c->max_ctx);
-	rc = pccx__gemma3n_host_inputs(s->m, &s->plan, token, s->pos, s->in, d);
+	rc = pccx__gemma_host_inputs(s->m, &s->plan, token, s->pos, s->in, d);
 	if (rc)
 		return rc;
-	rc = pccx__gemma3n_step(s->m, &s->plan, s->ops, s->ctx, s->pos, logits != NULL);
+	rc = pccx__gemma_step(s->m, &s->plan, s->ops, s->ctx, s->pos, logits != NULL);
 	if (rc)
 		return pccx__fail(d, rc, "decode step at position %u: %s", s->pos,
 				  s->ops->error ? s->ops->error(s->ctx) : pccx_strerror(rc));

@@ -13,10 +13,10 @@
  * Both ways the file has llama.cpp's shapes: token count == token_embd rows ==
  * per_layer_token_embd rows (padded), checked on load as llama.cpp checks them.
  */
-#ifndef PCCX_GEMMA3N_GGUF_H
-#define PCCX_GEMMA3N_GGUF_H
+#ifndef PCCX_GEMMA_GGUF_H
+#define PCCX_GEMMA_GGUF_H
 
-#include "gemma3n_model.h"
+#include "gemma_model.h"
 #include "pccx/modelfile.h"
 
 /*
@@ -36,12 +36,12 @@ struct pccx_gguf_keys {
  * per-layer embedding padded with zero rows to the vocab, and without `keys` the tokenizer
  * key llama.cpp requires set to "no_vocab" with gemma3n.vocab_size.
  */
-PCCX_MUST_CHECK int pccx__gemma3n_save_gguf(const struct pccx_gemma3n_model *m,
+PCCX_MUST_CHECK int pccx__gemma_save_gguf(const struct pccx_gemma_model *m,
 					    const struct pccx_gguf_keys *keys, const char *path,
 					    pccx_diag *d);
 
 /* What a load changed on the way into the device format. */
-struct pccx_gemma3n_load_info {
+struct pccx_gemma_load_info {
 	pccx_q4_error q4;	/* requantisation error of the Q4 tensors (lossless for Q4_0) */
 	uint64_t clipped;	/* AltUp correction coefficients clamped to +-120 (as HF does) */
 };
@@ -53,8 +53,8 @@ struct pccx_gemma3n_load_info {
  * tokenizer's: pccx__tokenizer_load_gguf); close it with pccx_gguf_close(). On failure it is
  * NULL.
  */
-PCCX_MUST_CHECK int pccx__gemma3n_load_gguf(struct pccx_gemma3n_model **out, const char *path,
-					    uint32_t max_ctx, struct pccx_gemma3n_load_info *info,
+PCCX_MUST_CHECK int pccx__gemma_load_gguf(struct pccx_gemma_model **out, const char *path,
+					    uint32_t max_ctx, struct pccx_gemma_load_info *info,
 					    pccx_gguf **file, pccx_diag *d);
 
-#endif /* PCCX_GEMMA3N_GGUF_H */
+#endif /* PCCX_GEMMA_GGUF_H */

@@ -8,13 +8,13 @@
  * run through a recording op table, so the pieces follow whatever the graph streams.
  * Bytes no step reads (the PLE table) are in no piece.
  */
-#ifndef PCCX_GEMMA3N_PIECES_H
-#define PCCX_GEMMA3N_PIECES_H
+#ifndef PCCX_GEMMA_PIECES_H
+#define PCCX_GEMMA_PIECES_H
 
-#include "gemma3n_graph.h"
-#include "gemma3n_model.h"
+#include "gemma_graph.h"
+#include "gemma_model.h"
 
-struct pccx_gemma3n_piece {
+struct pccx_gemma_piece {
 	uint64_t offset;	/* in the weight buffer, multiple of 16 */
 	uint64_t bytes;		/* at most the limit */
 };
@@ -23,18 +23,18 @@ struct pccx_gemma3n_piece {
  * The pieces, in offset order, for buffers of at most `limit` bytes (*out is malloc'd).
  * PCCX_ERR_RANGE when one range a step reads as a whole is larger than the limit.
  */
-PCCX_MUST_CHECK int pccx__gemma3n_weight_pieces(const struct pccx_gemma3n_model *m, uint64_t limit,
-						struct pccx_gemma3n_piece **out, size_t *n,
+PCCX_MUST_CHECK int pccx__gemma_weight_pieces(const struct pccx_gemma_model *m, uint64_t limit,
+						struct pccx_gemma_piece **out, size_t *n,
 						pccx_diag *d);
 
 /*
  * The KV buffer of a plan in pieces of at most `limit` bytes, cut between KV blocks (one
- * head's K or V rows of one layer, pccx__gemma3n_kv_block), which no step's read or write
+ * head's K or V rows of one layer, pccx__gemma_kv_block), which no step's read or write
  * crosses. PCCX_ERR_RANGE, naming the block, when one block is larger than the limit.
  */
-PCCX_MUST_CHECK int pccx__gemma3n_kv_pieces(const struct pccx_gemma3n_model *m,
-					    const struct pccx_gemma3n_plan *p, uint64_t limit,
-					    struct pccx_gemma3n_piece **out, size_t *n,
+PCCX_MUST_CHECK int pccx__gemma_kv_pieces(const struct pccx_gemma_model *m,
+					    const struct pccx_gemma_plan *p, uint64_t limit,
+					    struct pccx_gemma_piece **out, size_t *n,
 					    pccx_diag *d);
 
-#endif /* PCCX_GEMMA3N_PIECES_H */
+#endif /* PCCX_GEMMA_PIECES_H */

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "diag.h"
-#include "gemma3n_tensors.h"
+#include "gemma_tensors.h"
 #include "layers.h"
 
 /* Symbolic dimensions. */

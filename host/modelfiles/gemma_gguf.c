@@ -6,10 +6,10 @@
 #include <string.h>
 
 #include "diag.h"
-#include "gemma3n_gguf.h"
+#include "gemma_gguf.h"
 #include "gguf.h"
 #include "ggml_types.h"
-#include "gemma3n_st.h"
+#include "gemma_st.h"
 #include "pccx_num.h"
 
 #define ARCH "gemma3n"
@@ -53,7 +53,7 @@ static unsigned nib_raw(const uint8_t *p, unsigned i)
  */
 static void row_to_q4_0(const uint8_t *rec, uint32_t cols, uint8_t *out)
 {
-	const uint8_t *nib = pccx_gemma3n_q4_nibbles(rec, cols);
+	const uint8_t *nib = pccx_gemma_q4_nibbles(rec, cols);
 	uint32_t b, j;
 
 	for (b = 0; b < cols / 32; b++) {
@@ -88,10 +88,10 @@ static void *save_buf(struct save *s, size_t bytes)
 }
 
 /* The GGUF tensor holding my tensor t (and, if stacked, its sibling parts). */
-static int save_tensor(struct save *s, const struct pccx_gemma3n_model *m, uint32_t t, pccx_diag *d)
+static int save_tensor(struct save *s, const struct pccx_gemma_model *m, uint32_t t, pccx_diag *d)
 {
-	const struct pccx_gemma3n_tensor *T = &m->t[t];
-	char name[PCCX_GEMMA3N_NAME_MAX];
+	const struct pccx_gemma_tensor *T = &m->t[t];
+	char name[PCCX_GEMMA_NAME_MAX];
 	uint32_t part, parts = 1, p, r;
 	uint64_t ne[3], row_out, nbytes;
 	uint8_t *buf;
@@ -112,7 +112,7 @@ static int save_tensor(struct save *s, const struct pccx_gemma3n_model *m, uint3
 		uint32_t tp = t + p;	/* the parts are consecutive in the tensor table */
 
 		for (r = 0; r < T->rows; r++) {
-			const uint8_t *rec = pccx_gemma3n_row(m, (int32_t)tp, r);
+			const uint8_t *rec = pccx_gemma_row(m, (int32_t)tp, r);
 			uint8_t *o = buf + ((uint64_t)p * T->rows + r) * row_out;
 
 			if (q4) {
@@ -136,9 +136,9 @@ static int save_tensor(struct save *s, const struct pccx_gemma3n_model *m, uint3
  * to the vocab (as llama.cpp's converter pads the table; a Q4_0 zero block is scale 0 and
  * nibbles u = 8). The loader reads back only the first ple_vocab rows.
  */
-static int save_ple(struct save *s, const struct pccx_gemma3n_model *m, uint32_t t, pccx_diag *d)
+static int save_ple(struct save *s, const struct pccx_gemma_model *m, uint32_t t, pccx_diag *d)
 {
-	const struct pccx_gemma3n_tensor *T = &m->t[t];
+	const struct pccx_gemma_tensor *T = &m->t[t];
 	uint64_t ne[2], row_out = (uint64_t)T->cols / 32 * Q4_0_BLOCK_BYTES, nbytes;
 	uint32_t r, b, rows = m->cfg.vocab;
 	uint8_t *buf;
@@ -153,7 +153,7 @@ static int save_ple(struct save *s, const struct pccx_gemma3n_model *m, uint32_t
 		return pccx__fail(d, PCCX_ERR_NOMEM, "GGUF export: tensor '%s': out of memory",
 				  T->name);
 	for (r = 0; r < T->rows; r++)
-		row_to_q4_0(pccx_gemma3n_row(m, (int32_t)t, r), T->cols, buf + r * row_out);
+		row_to_q4_0(pccx_gemma_row(m, (int32_t)t, r), T->cols, buf + r * row_out);
 	for (b = 0; b < (rows - T->rows) * (T->cols / 32); b++) {
 		uint8_t *blk = buf + T->rows * row_out + (uint64_t)b * Q4_0_BLOCK_BYTES;
 
@@ -165,12 +165,12 @@ static int save_ple(struct save *s, const struct pccx_gemma3n_model *m, uint32_t
 	return pccx_gguf_writer_add_tensor(s->w, T->name, PCCX_GGML_Q4_0, 2, ne, buf, nbytes, d);
 }
 
-static int save_metadata(pccx_gguf_writer *w, const struct pccx_gemma3n_config *c, pccx_diag *d)
+static int save_metadata(pccx_gguf_writer *w, const struct pccx_gemma_config *c, pccx_diag *d)
 {
 	struct pccx_attn_desc attn[PCCX_ATTN_KINDS];
-	struct pccx_layer_desc layers[PCCX_GEMMA3N_MAX_LAYERS];
-	bool swa[PCCX_GEMMA3N_MAX_LAYERS];
-	float sparsity[PCCX_GEMMA3N_MAX_LAYERS];
+	struct pccx_layer_desc layers[PCCX_GEMMA_MAX_LAYERS];
+	bool swa[PCCX_GEMMA_MAX_LAYERS];
+	float sparsity[PCCX_GEMMA_MAX_LAYERS];
 	char name[64];
 	uint32_t l;
 	int rc;
@@ -206,7 +206,7 @@ static int save_metadata(pccx_gguf_writer *w, const struct pccx_gemma3n_config *
 	U32("attention.sliding_window", c->window);
 	U32("attention.shared_kv_layers", c->n_kv_shared);
 	U32("altup.active_idx", 0);
-	U32("altup.num_inputs", PCCX_GEMMA3N_STREAMS);
+	U32("altup.num_inputs", PCCX_GEMMA_ALTUP_STREAMS);
 	U32("embedding_length_per_layer_input", c->d_ple);
 	F32("final_logit_softcapping", c->softcap);
 	/* the token count (llama.cpp reads it for a "no_vocab" tokenizer) and pccx's own key */
@@ -223,7 +223,7 @@ static int save_metadata(pccx_gguf_writer *w, const struct pccx_gemma3n_config *
 	return rc;
 }
 
-int pccx__gemma3n_save_gguf(const struct pccx_gemma3n_model *m, const struct pccx_gguf_keys *keys,
+int pccx__gemma_save_gguf(const struct pccx_gemma_model *m, const struct pccx_gguf_keys *keys,
 			    const char *path, pccx_diag *d)
 {
 	struct save s = { 0 };
@@ -407,7 +407,7 @@ static int load_vocab(const pccx_gguf *g, uint32_t vocab, uint32_t *ple_vocab, p
 }
 
 /* The configuration from the gemma3n.* metadata and the tensor shapes. */
-static int load_config(const pccx_gguf *g, uint32_t max_ctx, struct pccx_gemma3n_config *c,
+static int load_config(const pccx_gguf *g, uint32_t max_ctx, struct pccx_gemma_config *c,
 		       pccx_diag *d)
 {
 	const char *name = pccx_gguf_name(g), *arch;
@@ -523,7 +523,7 @@ static int load_config(const pccx_gguf *g, uint32_t max_ctx, struct pccx_gemma3n
 		return rc;
 	c->laurel_rank = (uint32_t)tl->ne[1];
 	c->max_ctx = max_ctx ? max_ctx : 4096;
-	rc = pccx__gemma3n_config_check(c, d);
+	rc = pccx__gemma_config_check(c, d);
 	if (rc && d) {
 		char why[sizeof(d->msg)];
 
@@ -553,16 +553,16 @@ static int gguf_row(const void *src, const void *tensor, uint64_t row, float *ds
 }
 
 /* Fill tensor t of the model from its GGUF tensor. */
-static int import_q4_0(const pccx_gguf *g, struct pccx_gemma3n_model *m, uint32_t t,
+static int import_q4_0(const pccx_gguf *g, struct pccx_gemma_model *m, uint32_t t,
 		       const pccx_gguf_tensor *gt, uint64_t base, pccx_q4_error *err,
 		       const char *name, pccx_diag *d);
 
-static int load_tensor(const pccx_gguf *g, struct pccx_gemma3n_model *m, uint32_t t, float *row,
+static int load_tensor(const pccx_gguf *g, struct pccx_gemma_model *m, uint32_t t, float *row,
 		       pccx_q4_error *err, uint64_t *clipped, pccx_diag *d)
 {
-	const struct pccx_gemma3n_tensor *T = &m->t[t];
+	const struct pccx_gemma_tensor *T = &m->t[t];
 	const pccx_gguf_tensor *gt;
-	char name[PCCX_GEMMA3N_NAME_MAX];
+	char name[PCCX_GEMMA_NAME_MAX];
 	uint32_t part, r, nd;
 	uint64_t base, want[3];
 	bool shape_ok;
@@ -591,7 +591,7 @@ static int load_tensor(const pccx_gguf *g, struct pccx_gemma3n_model *m, uint32_
 	}
 	base = (uint64_t)part * T->rows;
 	if (T->fmt != PCCX_WFMT_Q4 || gt->type != PCCX_GGML_Q4_0)
-		rc = pccx__gemma3n_place_rows(m, t, gguf_row, g, gt, base, row, err, clipped, name,
+		rc = pccx__gemma_place_rows(m, t, gguf_row, g, gt, base, row, err, clipped, name,
 					      d);
 	else
 		rc = import_q4_0(g, m, t, gt, base, err, name, d);
@@ -604,17 +604,17 @@ static int load_tensor(const pccx_gguf *g, struct pccx_gemma3n_model *m, uint32_
 }
 
 /* Q4_0 rows into the device layout, losslessly (docs/numerics.md §4.1). */
-static int import_q4_0(const pccx_gguf *g, struct pccx_gemma3n_model *m, uint32_t t,
+static int import_q4_0(const pccx_gguf *g, struct pccx_gemma_model *m, uint32_t t,
 		       const pccx_gguf_tensor *gt, uint64_t base, pccx_q4_error *err,
 		       const char *name, pccx_diag *d)
 {
-	const struct pccx_gemma3n_tensor *T = &m->t[t];
+	const struct pccx_gemma_tensor *T = &m->t[t];
 	uint32_t r, b;
 
 	for (r = 0; r < T->rows; r++) {
 		uint8_t *rec = m->data + T->offset + (uint64_t)r * T->row_bytes;
 		const uint8_t *src = gt->data + (base + r) * (T->cols / 32) * Q4_0_BLOCK_BYTES;
-		uint8_t *nib = rec + pccx_gemma3n_q4_scale_bytes(T->cols);
+		uint8_t *nib = rec + pccx_gemma_q4_scale_bytes(T->cols);
 
 		for (b = 0; b < T->cols / 32; b++) {
 			uint16_t h;
@@ -636,12 +636,12 @@ static int import_q4_0(const pccx_gguf *g, struct pccx_gemma3n_model *m, uint32_
 	return PCCX_OK;
 }
 
-int pccx__gemma3n_load_gguf(struct pccx_gemma3n_model **out, const char *path, uint32_t max_ctx,
-			    struct pccx_gemma3n_load_info *info, pccx_gguf **file, pccx_diag *d)
+int pccx__gemma_load_gguf(struct pccx_gemma_model **out, const char *path, uint32_t max_ctx,
+			    struct pccx_gemma_load_info *info, pccx_gguf **file, pccx_diag *d)
 {
-	struct pccx_gemma3n_load_info local;
-	struct pccx_gemma3n_config cfg;
-	struct pccx_gemma3n_model *m = NULL;
+	struct pccx_gemma_load_info local;
+	struct pccx_gemma_config cfg;
+	struct pccx_gemma_model *m = NULL;
 	pccx_gguf *g = NULL;
 	float *row = NULL;
 	uint32_t t, maxc = 0;
@@ -658,7 +658,7 @@ int pccx__gemma3n_load_gguf(struct pccx_gemma3n_model **out, const char *path, u
 	if (!rc)
 		rc = load_config(g, max_ctx, &cfg, d);
 	if (!rc)
-		rc = pccx__gemma3n_model_create(&m, &cfg, d);
+		rc = pccx__gemma_model_create(&m, &cfg, d);
 	if (rc)
 		goto out;
 	for (t = 0; t < m->n_t; t++)
@@ -677,7 +677,7 @@ out:
 	else
 		pccx_gguf_close(g);
 	if (rc) {
-		pccx__gemma3n_model_free(m);
+		pccx__gemma_model_free(m);
 		return rc;
 	}
 	*out = m;

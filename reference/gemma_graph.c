@@ -27,13 +27,13 @@
 #include <string.h>
 
 #include "diag.h"
-#include "gemma3n_graph.h"
+#include "gemma_graph.h"
 #include "pccx_num.h"
 
 #define W(n) pccx_words_for(n)
 #define EPW PCCX_L2_ELEMS_PER_WORD
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
-#define NSTREAM PCCX_GEMMA3N_STREAMS
+#define NSTREAM PCCX_GEMMA_ALTUP_STREAMS
 
 /* Largest matmul n / CVO len that keeps the next row word-aligned (16-bit fields). */
 #define CHUNK 65528u
@@ -72,9 +72,9 @@ struct plan_sizes {
 };
 
 /* The sizes, or PCCX_ERR_UNSUPPORTED for layers the graph does not run. */
-static int plan_sizes(const struct pccx_gemma3n_model *m, struct plan_sizes *sz, pccx_diag *d)
+static int plan_sizes(const struct pccx_gemma_model *m, struct plan_sizes *sz, pccx_diag *d)
 {
-	const struct pccx_gemma3n_config *c = &m->cfg;
+	const struct pccx_gemma_config *c = &m->cfg;
 	uint32_t group = 0, t, l;
 
 	memset(sz, 0, sizeof(*sz));
@@ -105,10 +105,10 @@ static int plan_sizes(const struct pccx_gemma3n_model *m, struct plan_sizes *sz,
 	return PCCX_OK;
 }
 
-int pccx__gemma3n_plan_build(const struct pccx_gemma3n_model *m, struct pccx_gemma3n_plan *p,
+int pccx__gemma_plan_build(const struct pccx_gemma_model *m, struct pccx_gemma_plan *p,
 			     pccx_diag *d)
 {
-	const struct pccx_gemma3n_config *c = &m->cfg;
+	const struct pccx_gemma_config *c = &m->cfg;
 	uint32_t D = c->d_model, L = c->n_layers, P = c->d_ple, t, l;
 	uint64_t next = 0, kv = 0, scratch;
 	struct plan_sizes sz;
@@ -122,7 +122,7 @@ int pccx__gemma3n_plan_build(const struct pccx_gemma3n_model *m, struct pccx_gem
 
 	/* The image of BUF_IN, in the order the host writes it. */
 	p->in = take(&next, 0);
-	p->consts = take(&next, PCCX_GEMMA3N_NCONST);
+	p->consts = take(&next, PCCX_GEMMA_NCONST);
 	p->ones = take(&next, 1);
 	for (t = 0; t < PCCX_ATTN_KINDS; t++) {
 		p->rope_cos[t] = take(&next, W(m->attn[t].head_dim));
@@ -148,7 +148,7 @@ int pccx__gemma3n_plan_build(const struct pccx_gemma3n_model *m, struct pccx_gem
 	p->rm = take(&next, 1);
 	p->coefs = take(&next, W(NSTREAM * NSTREAM));
 	p->corr = take(&next, 1);
-	p->scal = take(&next, PCCX_GEMMA3N_NSCAL);
+	p->scal = take(&next, PCCX_GEMMA_NSCAL);
 	/*
 	 * The working set of a layer. The LM head runs after the last layer and reads only h, so
 	 * its logits reuse these words: L2 holds the larger of the two, not their sum.
@@ -194,8 +194,8 @@ int pccx__gemma3n_plan_build(const struct pccx_gemma3n_model *m, struct pccx_gem
 	return PCCX_OK;
 }
 
-uint64_t pccx__gemma3n_kv_block(const struct pccx_gemma3n_model *m,
-				const struct pccx_gemma3n_plan *p, uint32_t layer, uint32_t head,
+uint64_t pccx__gemma_kv_block(const struct pccx_gemma_model *m,
+				const struct pccx_gemma_plan *p, uint32_t layer, uint32_t head,
 				unsigned v, uint64_t *bytes)
 {
 	const struct pccx_layer_desc *ly = &m->layers[layer];
@@ -207,14 +207,14 @@ uint64_t pccx__gemma3n_kv_block(const struct pccx_gemma3n_model *m,
 }
 
 /* Byte offset in the KV buffer of row `row` of (KV-writing layer, kv head, 0 = K / 1 = V). */
-static uint64_t kv_row_offset(const struct pccx_gemma3n_model *m, const struct pccx_gemma3n_plan *p,
+static uint64_t kv_row_offset(const struct pccx_gemma_model *m, const struct pccx_gemma_plan *p,
 				uint32_t layer, uint32_t head, unsigned v, uint32_t row)
 {
-	return pccx__gemma3n_kv_block(m, p, layer, head, v, NULL) +
+	return pccx__gemma_kv_block(m, p, layer, head, v, NULL) +
 	       (uint64_t)row * W(m->layers[layer].head_dim) * 16;
 }
 
-uint32_t pccx__gemma3n_n_keys(const struct pccx_layer_desc *ly, uint32_t pos)
+uint32_t pccx__gemma_n_keys(const struct pccx_layer_desc *ly, uint32_t pos)
 {
 	return ly->window && pos + 1 > ly->window ? ly->window : pos + 1;
 }
@@ -251,13 +251,13 @@ static float ln_f32(float x)
 	return y;
 }
 
-int pccx__gemma3n_host_inputs(const struct pccx_gemma3n_model *m, const struct pccx_gemma3n_plan *p,
+int pccx__gemma_host_inputs(const struct pccx_gemma_model *m, const struct pccx_gemma_plan *p,
 			      uint32_t token, uint32_t pos, uint8_t *in, pccx_diag *d)
 {
-	const struct pccx_gemma3n_config *c = &m->cfg;
-	const struct pccx_gemma3n_weights *w = &m->w;
+	const struct pccx_gemma_config *c = &m->cfg;
+	const struct pccx_gemma_weights *w = &m->w;
 	uint32_t D = c->d_model, i, t;
-	float consts[PCCX_GEMMA3N_NCONST], scale;
+	float consts[PCCX_GEMMA_NCONST], scale;
 	uint32_t base = p->in;
 	const uint8_t *rec;
 
@@ -269,16 +269,16 @@ int pccx__gemma3n_host_inputs(const struct pccx_gemma3n_model *m, const struct p
 				  c->max_ctx);
 	memset(in, 0, p->in_bytes);
 
-	consts[PCCX_GEMMA3N_C_EPS] = c->eps;
-	consts[PCCX_GEMMA3N_C_INV_D] = 1.0f / (float)D;
-	consts[PCCX_GEMMA3N_C_INV_SQRT_D] = pccx__f32_rsqrt((float)D);
-	consts[PCCX_GEMMA3N_C_INV_SQRT2] = pccx__f32_rsqrt(2.0f);
-	consts[PCCX_GEMMA3N_C_MAG_EPS] = 1e-5f;
-	consts[PCCX_GEMMA3N_C_QUARTER] = 0.25f;
-	consts[PCCX_GEMMA3N_C_SPARSE_Z] = c->sparse_z;
-	consts[PCCX_GEMMA3N_C_NEG_ONE] = -1.0f;
-	consts[PCCX_GEMMA3N_C_SOFTCAP] = c->softcap;
-	for (i = 0; i < PCCX_GEMMA3N_NCONST; i++)
+	consts[PCCX_GEMMA_C_EPS] = c->eps;
+	consts[PCCX_GEMMA_C_INV_D] = 1.0f / (float)D;
+	consts[PCCX_GEMMA_C_INV_SQRT_D] = pccx__f32_rsqrt((float)D);
+	consts[PCCX_GEMMA_C_INV_SQRT2] = pccx__f32_rsqrt(2.0f);
+	consts[PCCX_GEMMA_C_MAG_EPS] = 1e-5f;
+	consts[PCCX_GEMMA_C_QUARTER] = 0.25f;
+	consts[PCCX_GEMMA_C_SPARSE_Z] = c->sparse_z;
+	consts[PCCX_GEMMA_C_NEG_ONE] = -1.0f;
+	consts[PCCX_GEMMA_C_SOFTCAP] = c->softcap;
+	for (i = 0; i < PCCX_GEMMA_NCONST; i++)
 		put_f32(in, p->consts - base + i, 0, consts[i]);
 	for (i = 0; i < EPW; i++)
 		put_f32(in, p->ones - base, i, 1.0f);
@@ -306,22 +306,22 @@ int pccx__gemma3n_host_inputs(const struct pccx_gemma3n_model *m, const struct p
 
 	/* Embedding row, dequantised, times sqrt(D) (FP32, one rounding). */
 	scale = pccx__f32_sqrt((float)D);
-	rec = pccx_gemma3n_row(m, w->embed, token);
+	rec = pccx_gemma_row(m, w->embed, token);
 	for (i = 0; i < D; i++) {
-		float x = pccx__q4_weight(pccx_gemma3n_q4_nibbles(rec, D),
-					  pccx_gemma3n_q4_scales(rec), i);
+		float x = pccx__q4_weight(pccx_gemma_q4_nibbles(rec, D),
+					  pccx_gemma_q4_scales(rec), i);
 
 		put_f32(in, p->embed - base, i, x * scale);
 	}
 
 	/* PLE row times sqrt(d_ple); ids beyond the PLE table use row 0 (Hugging Face). */
 	scale = pccx__f32_sqrt((float)c->d_ple);
-	rec = pccx_gemma3n_row(m, w->ple_table, token < c->ple_vocab ? token : 0);
+	rec = pccx_gemma_row(m, w->ple_table, token < c->ple_vocab ? token : 0);
 	for (i = 0; i < c->n_layers * c->d_ple; i++) {
 		uint32_t cols = c->n_layers * c->d_ple;
 		float x =
-			pccx__q4_weight(pccx_gemma3n_q4_nibbles(rec, cols),
-					pccx_gemma3n_q4_scales(rec), i);
+			pccx__q4_weight(pccx_gemma_q4_nibbles(rec, cols),
+					pccx_gemma_q4_scales(rec), i);
 
 		put_f32(in, p->ple_in - base, i, x * scale);
 	}
@@ -334,9 +334,9 @@ int pccx__gemma3n_host_inputs(const struct pccx_gemma3n_model *m, const struct p
 struct emit {
 	const struct pccx_npu_ops *ops;
 	void *ctx;
-	const struct pccx_gemma3n_model *m;
-	const struct pccx_gemma3n_config *c;
-	const struct pccx_gemma3n_plan *p;
+	const struct pccx_gemma_model *m;
+	const struct pccx_gemma_config *c;
+	const struct pccx_gemma_plan *p;
 	int32_t last_w;		/* weight tensor of the last matmul issued (-1: KV rows) */
 	int rc;
 };
@@ -371,7 +371,7 @@ static void behind(struct emit *e, int32_t t)
 static void gemv_rows(struct emit *e, int32_t t, uint32_t r0, uint32_t rows, uint32_t src,
 		      uint32_t dst, bool accm)
 {
-	const struct pccx_gemma3n_tensor *T = &e->m->t[t];
+	const struct pccx_gemma_tensor *T = &e->m->t[t];
 	uint32_t r, n;
 
 	for (r = 0; r < rows; r += n) {
@@ -417,19 +417,19 @@ static void cvo_vec(struct emit *e, uint32_t func, uint32_t flags, uint32_t src,
 }
 
 /* S <- constant c. */
-static void s_const(struct emit *e, enum pccx_gemma3n_const c)
+static void s_const(struct emit *e, enum pccx_gemma_const c)
 {
-	cvo(e, PCCX_CVO_LDS, 0, e->p->consts + c, e->p->scal + PCCX_GEMMA3N_S_DUMP, 0);
+	cvo(e, PCCX_CVO_LDS, 0, e->p->consts + c, e->p->scal + PCCX_GEMMA_S_DUMP, 0);
 }
 
 /* S <- S op v, v = element 0 of word `v`; the result also lands in scratch word `keep`. */
-static void s_op(struct emit *e, uint32_t func, uint32_t v, enum pccx_gemma3n_scal keep)
+static void s_op(struct emit *e, uint32_t func, uint32_t v, enum pccx_gemma_scal keep)
 {
 	cvo(e, func, PCCX_CVOF_SREG, v, e->p->scal + keep, 0);
 }
 
 /* S <- f(S) (no vector operand: src is 0). */
-static void s_fn(struct emit *e, uint32_t func, enum pccx_gemma3n_scal keep)
+static void s_fn(struct emit *e, uint32_t func, enum pccx_gemma_scal keep)
 {
 	cvo(e, func, PCCX_CVOF_SREG, 0, e->p->scal + keep, 0);
 }
@@ -469,9 +469,9 @@ static void stage(struct emit *e, uint32_t addr, uint32_t rows, uint32_t cols, c
 }
 
 /* L2 word of layer vector k (inside the layer vector block at plan.lvec). */
-static uint32_t lvec(struct emit *e, uint32_t layer, enum pccx_gemma3n_lvec k)
+static uint32_t lvec(struct emit *e, uint32_t layer, enum pccx_gemma_lvec k)
 {
-	const struct pccx_gemma3n_layer_w *lw = &e->m->w.layer[layer];
+	const struct pccx_gemma_layer_w *lw = &e->m->w.layer[layer];
 
 	return e->p->lvec + (uint32_t)((e->m->t[lw->vec[k]].offset - lw->vec_offset) / 16);
 }
@@ -489,9 +489,9 @@ static uint32_t gvec(struct emit *e, int32_t t)
  */
 static void rmsnorm(struct emit *e, uint32_t src, uint32_t dst, uint32_t n, uint32_t w)
 {
-	cvo(e, PCCX_CVO_SUMSQ, PCCX_CVOF_RECIP, src, e->p->scal + PCCX_GEMMA3N_S_DUMP, n);
-	s_op(e, PCCX_CVO_ADD, e->p->consts + PCCX_GEMMA3N_C_EPS, PCCX_GEMMA3N_S_DUMP);
-	s_fn(e, PCCX_CVO_RSQRT, PCCX_GEMMA3N_S_DUMP);
+	cvo(e, PCCX_CVO_SUMSQ, PCCX_CVOF_RECIP, src, e->p->scal + PCCX_GEMMA_S_DUMP, n);
+	s_op(e, PCCX_CVO_ADD, e->p->consts + PCCX_GEMMA_C_EPS, PCCX_GEMMA_S_DUMP);
+	s_fn(e, PCCX_CVO_RSQRT, PCCX_GEMMA_S_DUMP);
 	cvo(e, PCCX_CVO_SCALE, 0, src, dst, n);
 	if (w != NO_WEIGHT)
 		cvo(e, PCCX_CVO_MUL, 0, w, dst, n);
@@ -532,18 +532,18 @@ static void match_magnitude(struct emit *e, uint32_t y)
 {
 	uint32_t D = e->c->d_model;
 
-	cvo(e, PCCX_CVO_SUMSQ, PCCX_CVOF_RECIP, y, e->p->scal + PCCX_GEMMA3N_S_DUMP, D);
-	s_op(e, PCCX_CVO_MAX, e->p->consts + PCCX_GEMMA3N_C_MAG_EPS, PCCX_GEMMA3N_S_DUMP);
-	s_fn(e, PCCX_CVO_RSQRT, PCCX_GEMMA3N_S_DUMP);
-	s_op(e, PCCX_CVO_MUL, e->p->scal + PCCX_GEMMA3N_S_TMAG, PCCX_GEMMA3N_S_DUMP);
+	cvo(e, PCCX_CVO_SUMSQ, PCCX_CVOF_RECIP, y, e->p->scal + PCCX_GEMMA_S_DUMP, D);
+	s_op(e, PCCX_CVO_MAX, e->p->consts + PCCX_GEMMA_C_MAG_EPS, PCCX_GEMMA_S_DUMP);
+	s_fn(e, PCCX_CVO_RSQRT, PCCX_GEMMA_S_DUMP);
+	s_op(e, PCCX_CVO_MUL, e->p->scal + PCCX_GEMMA_S_TMAG, PCCX_GEMMA_S_DUMP);
 	cvo(e, PCCX_CVO_SCALE, 0, y, y, D);
 }
 
 /* Scratch word TMAG <- rms(x) = sqrt(mean(x^2)). */
 static void target_magnitude(struct emit *e, uint32_t x)
 {
-	cvo(e, PCCX_CVO_SUMSQ, PCCX_CVOF_RECIP, x, e->p->scal + PCCX_GEMMA3N_S_DUMP, e->c->d_model);
-	s_fn(e, PCCX_CVO_SQRT, PCCX_GEMMA3N_S_TMAG);
+	cvo(e, PCCX_CVO_SUMSQ, PCCX_CVOF_RECIP, x, e->p->scal + PCCX_GEMMA_S_DUMP, e->c->d_model);
+	s_fn(e, PCCX_CVO_SQRT, PCCX_GEMMA_S_TMAG);
 }
 
 /* Router modalities m = tanh(W_r (RMSNorm_{g_r}(x) / D)) into plan.rm (4 values). */
@@ -551,8 +551,8 @@ static void router(struct emit *e, uint32_t layer, uint32_t x)
 {
 	uint32_t tmp = e->p->tmp, D = e->c->d_model;
 
-	rmsnorm(e, x, tmp, D, lvec(e, layer, PCCX_GEMMA3N_LV_ROUTER_NORM));
-	s_const(e, PCCX_GEMMA3N_C_INV_D);
+	rmsnorm(e, x, tmp, D, lvec(e, layer, PCCX_GEMMA_LV_ROUTER_NORM));
+	s_const(e, PCCX_GEMMA_C_INV_D);
 	cvo(e, PCCX_CVO_SCALE, 0, tmp, tmp, D);
 	gemv(e, e->m->w.layer[layer].router, tmp, e->p->rm, false);
 	cvo(e, PCCX_CVO_TANH, 0, e->p->rm, e->p->rm, NSTREAM);
@@ -570,9 +570,9 @@ static uint32_t stream(struct emit *e, uint32_t set, uint32_t k)
 /* S0-S2: embedding, per-layer inputs, AltUp expansion into stream set 0. */
 static void forward_inputs(struct emit *e)
 {
-	const struct pccx_gemma3n_config *c = e->c;
-	const struct pccx_gemma3n_plan *p = e->p;
-	const struct pccx_gemma3n_weights *w = &e->m->w;
+	const struct pccx_gemma_config *c = e->c;
+	const struct pccx_gemma_plan *p = e->p;
+	const struct pccx_gemma_weights *w = &e->m->w;
 	uint32_t D = c->d_model, LP = c->n_layers * c->d_ple, k, i;
 
 	/* the step's inputs, the RoPE tables for every head, the global vectors */
@@ -591,12 +591,12 @@ static void forward_inputs(struct emit *e)
 
 	/* PLE setup: u = (RMSNorm_{g_pl}(W_plmp e / sqrt D) per slice + p) / sqrt 2 */
 	gemv(e, w->ple_model_proj, p->embed, p->u, false);
-	s_const(e, PCCX_GEMMA3N_C_INV_SQRT_D);
+	s_const(e, PCCX_GEMMA_C_INV_SQRT_D);
 	cvo_vec(e, PCCX_CVO_SCALE, 0, p->u, p->u, LP);
 	rmsnorm_rows(e, p->u, p->u, c->n_layers, c->d_ple, gvec(e, w->ple_proj_norm));
 	stage(e, p->u, 1, LP, "ple.proj");
 	cvo_vec(e, PCCX_CVO_ADD, 0, p->ple_in, p->u, LP);
-	s_const(e, PCCX_GEMMA3N_C_INV_SQRT2);
+	s_const(e, PCCX_GEMMA_C_INV_SQRT2);
 	cvo_vec(e, PCCX_CVO_SCALE, 0, p->u, p->u, LP);
 	stage(e, p->u, 1, LP, "ple.u");
 
@@ -613,7 +613,7 @@ static void forward_inputs(struct emit *e)
 /* S3.1: AltUp router and prediction coefficients: m = router(x0); c = W_pred m. */
 static void forward_altup_coefs(struct emit *e, uint32_t l, uint32_t X)
 {
-	const struct pccx_gemma3n_plan *p = e->p;
+	const struct pccx_gemma_plan *p = e->p;
 
 	router(e, l, stream(e, X, 0));
 	stage(e, p->rm, 1, NSTREAM, "L%u.altup.router", l);
@@ -624,12 +624,12 @@ static void forward_altup_coefs(struct emit *e, uint32_t l, uint32_t X)
 static void forward_altup_predict(struct emit *e, uint32_t X, uint32_t P, uint32_t k0,
 				  uint32_t k1)
 {
-	const struct pccx_gemma3n_plan *p = e->p;
+	const struct pccx_gemma_plan *p = e->p;
 	uint32_t D = e->c->d_model, k, j;
 
 	for (k = k0; k < k1; k++) {
 		for (j = 0; j < NSTREAM; j++) {
-			cvo(e, PCCX_CVO_LDS, 0, p->coefs, p->scal + PCCX_GEMMA3N_S_DUMP,
+			cvo(e, PCCX_CVO_LDS, 0, p->coefs, p->scal + PCCX_GEMMA_S_DUMP,
 			    NSTREAM * k + j);
 			cvo(e, PCCX_CVO_SCALE, j ? PCCX_CVOF_ACCM : 0, stream(e, X, j),
 			    stream(e, P, k), D);
@@ -641,8 +641,8 @@ static void forward_altup_predict(struct emit *e, uint32_t X, uint32_t P, uint32
 /* S3.4: LAuReL: lr = h + RMSNorm_laurel(W_R W_L h); the two GEMVs, the rest behind W_q. */
 static void forward_laurel_project(struct emit *e, uint32_t l)
 {
-	const struct pccx_gemma3n_plan *p = e->p;
-	const struct pccx_gemma3n_layer_w *lw = &e->m->w.layer[l];
+	const struct pccx_gemma_plan *p = e->p;
+	const struct pccx_gemma_layer_w *lw = &e->m->w.layer[l];
 
 	gemv(e, lw->laurel_l, p->h, p->lrank, false);
 	gemv(e, lw->laurel_r, p->lrank, p->lr, false);
@@ -650,16 +650,16 @@ static void forward_laurel_project(struct emit *e, uint32_t l)
 
 static void forward_laurel_finish(struct emit *e, uint32_t l)
 {
-	const struct pccx_gemma3n_plan *p = e->p;
+	const struct pccx_gemma_plan *p = e->p;
 
-	rmsnorm(e, p->lr, p->lr, e->c->d_model, lvec(e, l, PCCX_GEMMA3N_LV_LAUREL_NORM));
+	rmsnorm(e, p->lr, p->lr, e->c->d_model, lvec(e, l, PCCX_GEMMA_LV_LAUREL_NORM));
 	cvo(e, PCCX_CVO_ADD, 0, p->h, p->lr, e->c->d_model);
 	stage(e, p->lr, 1, e->c->d_model, "L%u.laurel", l);
 }
 
 /* x = RoPE(RMSNorm_w(x)) on `heads` rows of layer l (q or k); the norm if the layer has it. */
 static void norm_rope(struct emit *e, uint32_t l, uint32_t x, uint32_t heads, uint32_t norm,
-		      enum pccx_gemma3n_lvec w)
+		      enum pccx_gemma_lvec w)
 {
 	const struct pccx_layer_desc *ly = &e->m->layers[l];
 
@@ -672,10 +672,10 @@ static void norm_rope(struct emit *e, uint32_t l, uint32_t x, uint32_t heads, ui
 static void forward_kv_append(struct emit *e, uint32_t l, uint32_t pos)
 {
 	const struct pccx_layer_desc *ly = &e->m->layers[l];
-	const struct pccx_gemma3n_plan *p = e->p;
+	const struct pccx_gemma_plan *p = e->p;
 	uint32_t hd = ly->head_dim, hw = W(hd), nkv = ly->n_kv_heads, row = pos % ly->kv_rows, g;
 
-	norm_rope(e, l, p->k, nkv, PCCX_NORM_K, PCCX_GEMMA3N_LV_K_NORM);
+	norm_rope(e, l, p->k, nkv, PCCX_NORM_K, PCCX_GEMMA_LV_K_NORM);
 	stage(e, p->k, nkv, hd, "L%u.attn.k_rope", l);
 	if (ly->norms & PCCX_NORM_V)
 		rmsnorm_rows(e, p->v, p->v, nkv, hd, NO_WEIGHT);
@@ -692,9 +692,9 @@ static void forward_kv_append(struct emit *e, uint32_t l, uint32_t pos)
 static void forward_attend(struct emit *e, uint32_t l, uint32_t pos)
 {
 	const struct pccx_layer_desc *ly = &e->m->layers[l];
-	const struct pccx_gemma3n_plan *p = e->p;
+	const struct pccx_gemma_plan *p = e->p;
 	uint32_t hd = ly->head_dim, hw = W(hd), group = ly->n_heads / ly->n_kv_heads;
-	uint32_t keys = pccx__gemma3n_n_keys(ly, pos), sw = W(keys), g, r;
+	uint32_t keys = pccx__gemma_n_keys(ly, pos), sw = W(keys), g, r;
 
 	/* per kv head: the `group` query heads that share it, as one GEMM over its rows */
 	for (g = 0; g < ly->n_kv_heads; g++) {
@@ -716,9 +716,9 @@ static void forward_attend(struct emit *e, uint32_t l, uint32_t pos)
 		for (r = 0; r < group; r++) {
 			uint32_t s = p->scores + r * sw;
 
-			cvo(e, PCCX_CVO_MAX, 0, s, p->scal + PCCX_GEMMA3N_S_DUMP, keys);
+			cvo(e, PCCX_CVO_MAX, 0, s, p->scal + PCCX_GEMMA_S_DUMP, keys);
 			cvo(e, PCCX_CVO_EXP, PCCX_CVOF_SUB, s, s, keys);
-			cvo(e, PCCX_CVO_SUM, 0, s, p->scal + PCCX_GEMMA3N_S_DUMP, keys);
+			cvo(e, PCCX_CVO_SUM, 0, s, p->scal + PCCX_GEMMA_S_DUMP, keys);
 			cvo(e, PCCX_CVO_SCALE, PCCX_CVOF_RECIP, s, s, keys);
 		}
 		/* ctx = P V: V rows of the window as a transposed weight */
@@ -732,8 +732,8 @@ static void forward_attend(struct emit *e, uint32_t l, uint32_t pos)
 static void forward_attention(struct emit *e, uint32_t l, uint32_t pos)
 {
 	const struct pccx_layer_desc *ly = &e->m->layers[l];
-	const struct pccx_gemma3n_plan *p = e->p;
-	const struct pccx_gemma3n_layer_w *lw = &e->m->w.layer[l];
+	const struct pccx_gemma_plan *p = e->p;
+	const struct pccx_gemma_layer_w *lw = &e->m->w.layer[l];
 
 	/* W_q, W_k, W_v back to back, each one's norms behind the next projection */
 	gemv(e, lw->attn_q, p->h, p->q, false);
@@ -744,7 +744,7 @@ static void forward_attention(struct emit *e, uint32_t l, uint32_t pos)
 		behind(e, lw->attn_k);	/* model: q's norm and RoPE come before W_k */
 	}
 	/* q = RoPE(RMSNorm_{g_q}(W_q h)) per head */
-	norm_rope(e, l, p->q, ly->n_heads, PCCX_NORM_Q, PCCX_GEMMA3N_LV_Q_NORM);
+	norm_rope(e, l, p->q, ly->n_heads, PCCX_NORM_Q, PCCX_GEMMA_LV_Q_NORM);
 	stage(e, p->q, ly->n_heads, ly->head_dim, "L%u.attn.q_rope", l);
 	if (ly->kv_write) {
 		gemv(e, lw->attn_v, p->h, p->v, false);
@@ -759,16 +759,16 @@ static void forward_attention(struct emit *e, uint32_t l, uint32_t pos)
 /* S3.6: al = (a + RMSNorm_postattn(o) + lr) / sqrt 2, a = pred_0 in stream set P. */
 static void forward_attn_residual(struct emit *e, uint32_t l, uint32_t P)
 {
-	const struct pccx_gemma3n_plan *p = e->p;
+	const struct pccx_gemma_plan *p = e->p;
 	uint32_t D = e->c->d_model;
 
 	if (e->m->layers[l].norms & PCCX_NORM_POST_ATTN)
-		rmsnorm(e, p->o, p->al, D, lvec(e, l, PCCX_GEMMA3N_LV_POST_ATTN_NORM));
+		rmsnorm(e, p->o, p->al, D, lvec(e, l, PCCX_GEMMA_LV_POST_ATTN_NORM));
 	else
 		copy(e, p->al, p->o, W(D));
 	cvo(e, PCCX_CVO_ADD, 0, stream(e, P, 0), p->al, D);
 	cvo(e, PCCX_CVO_ADD, 0, p->lr, p->al, D);
-	s_const(e, PCCX_GEMMA3N_C_INV_SQRT2);
+	s_const(e, PCCX_GEMMA_C_INV_SQRT2);
 	cvo(e, PCCX_CVO_SCALE, 0, p->al, p->al, D);
 	stage(e, p->al, 1, D, "L%u.attn.resid", l);
 }
@@ -776,18 +776,18 @@ static void forward_attn_residual(struct emit *e, uint32_t l, uint32_t P)
 /* S3.7: gate = GELU(gate'), gate' = gate or, in sparse layers, its Gaussian top-k. */
 static void forward_ffn_act(struct emit *e, uint32_t l)
 {
-	const struct pccx_gemma3n_plan *p = e->p;
+	const struct pccx_gemma_plan *p = e->p;
 	const struct pccx_layer_desc *ly = &e->m->layers[l];
 	uint32_t F = ly->d_ffn;
 
 	if (ly->sparse) {
 		/* cutoff = mean + std * z (population std); gate' = max(gate - cutoff, 0) */
-		cvo(e, PCCX_CVO_SUM, PCCX_CVOF_RECIP, p->gate, p->scal + PCCX_GEMMA3N_S_MEAN, F);
+		cvo(e, PCCX_CVO_SUM, PCCX_CVOF_RECIP, p->gate, p->scal + PCCX_GEMMA_S_MEAN, F);
 		cvo(e, PCCX_CVO_SUMSQ, PCCX_CVOF_SUB | PCCX_CVOF_RECIP, p->gate,
-		    p->scal + PCCX_GEMMA3N_S_DUMP, F);
-		s_fn(e, PCCX_CVO_SQRT, PCCX_GEMMA3N_S_DUMP);
-		s_op(e, PCCX_CVO_MUL, p->consts + PCCX_GEMMA3N_C_SPARSE_Z, PCCX_GEMMA3N_S_DUMP);
-		s_op(e, PCCX_CVO_ADD, p->scal + PCCX_GEMMA3N_S_MEAN, PCCX_GEMMA3N_S_DUMP);
+		    p->scal + PCCX_GEMMA_S_DUMP, F);
+		s_fn(e, PCCX_CVO_SQRT, PCCX_GEMMA_S_DUMP);
+		s_op(e, PCCX_CVO_MUL, p->consts + PCCX_GEMMA_C_SPARSE_Z, PCCX_GEMMA_S_DUMP);
+		s_op(e, PCCX_CVO_ADD, p->scal + PCCX_GEMMA_S_MEAN, PCCX_GEMMA_S_DUMP);
 		cvo(e, PCCX_CVO_GELU, PCCX_CVOF_SUB | PCCX_CVOF_RELU, p->gate, p->gate, F);
 	} else {
 		cvo(e, PCCX_CVO_GELU, 0, p->gate, p->gate, F);
@@ -802,12 +802,12 @@ static void forward_ffn_act(struct emit *e, uint32_t l)
 static void forward_ffn(struct emit *e, uint32_t l, uint32_t X, uint32_t P)
 {
 	const struct pccx_layer_desc *ly = &e->m->layers[l];
-	const struct pccx_gemma3n_plan *p = e->p;
-	const struct pccx_gemma3n_layer_w *lw = &e->m->w.layer[l];
+	const struct pccx_gemma_plan *p = e->p;
+	const struct pccx_gemma_layer_w *lw = &e->m->w.layer[l];
 	uint32_t D = e->c->d_model, F = ly->d_ffn, piece, r, n;
 
 	if (ly->norms & PCCX_NORM_PRE_FFN)
-		rmsnorm(e, p->al, p->t, D, lvec(e, l, PCCX_GEMMA3N_LV_FFN_NORM));
+		rmsnorm(e, p->al, p->t, D, lvec(e, l, PCCX_GEMMA_LV_FFN_NORM));
 	else
 		copy(e, p->t, p->al, W(D));
 	stage(e, p->t, 1, D, "L%u.ffn.norm", l);
@@ -834,7 +834,7 @@ static void forward_ffn(struct emit *e, uint32_t l, uint32_t X, uint32_t P)
 	gemv(e, lw->ffn_down, p->gate, p->f, false);
 	stage(e, p->f, 1, D, "L%u.ffn.down", l);
 	if (ly->norms & PCCX_NORM_POST_FFN)
-		rmsnorm(e, p->f, p->f, D, lvec(e, l, PCCX_GEMMA3N_LV_POST_FFN_NORM));
+		rmsnorm(e, p->f, p->f, D, lvec(e, l, PCCX_GEMMA_LV_POST_FFN_NORM));
 	cvo(e, PCCX_CVO_ADD, 0, p->al, p->f, D);
 	stage(e, p->f, 1, D, "L%u.ffn.out", l);
 }
@@ -842,17 +842,17 @@ static void forward_ffn(struct emit *e, uint32_t l, uint32_t X, uint32_t P)
 /* X'_k = pred_k + w_k innov (innov = out - pred_0 at plan.innov, w at plan.corr). */
 static void correct_stream(struct emit *e, uint32_t P, uint32_t k)
 {
-	const struct pccx_gemma3n_plan *p = e->p;
+	const struct pccx_gemma_plan *p = e->p;
 
-	cvo(e, PCCX_CVO_LDS, 0, p->corr, p->scal + PCCX_GEMMA3N_S_DUMP, k);
+	cvo(e, PCCX_CVO_LDS, 0, p->corr, p->scal + PCCX_GEMMA_S_DUMP, k);
 	cvo(e, PCCX_CVO_SCALE, PCCX_CVOF_ACCM, p->innov, stream(e, P, k), e->c->d_model);
 }
 
 /* S3.8-9: AltUp correct with the layer output, then the PLE mix into streams 1..3. */
 static void forward_altup_correct(struct emit *e, uint32_t l, uint32_t P, uint32_t out)
 {
-	const struct pccx_gemma3n_plan *p = e->p;
-	const struct pccx_gemma3n_layer_w *lw = &e->m->w.layer[l];
+	const struct pccx_gemma_plan *p = e->p;
+	const struct pccx_gemma_layer_w *lw = &e->m->w.layer[l];
 	uint32_t D = e->c->d_model, dp = e->c->d_ple, k;
 
 	/* w = W_corr tanh(router(out)) + 1 */
@@ -862,13 +862,13 @@ static void forward_altup_correct(struct emit *e, uint32_t l, uint32_t P, uint32
 	stage(e, p->corr, 1, NSTREAM, "L%u.altup.corr", l);
 	/* X'_k = pred_k + w_k (out - pred_0) */
 	copy(e, p->innov, out, W(D));
-	s_const(e, PCCX_GEMMA3N_C_NEG_ONE);
+	s_const(e, PCCX_GEMMA_C_NEG_ONE);
 	cvo(e, PCCX_CVO_SCALE, PCCX_CVOF_ACCM, stream(e, P, 0), p->innov, D);
 	correct_stream(e, P, 0);
 
 	/* PLE: d = RMSNorm(W_proj (GELU(W_gate (X'_0 * gamma)) * u_l)); X'_k += d, k = 1..3 */
 	copy(e, p->tmp, stream(e, P, 0), W(D));
-	cvo(e, PCCX_CVO_MUL, 0, lvec(e, l, PCCX_GEMMA3N_LV_CORRECT_SCALE), p->tmp, D);
+	cvo(e, PCCX_CVO_MUL, 0, lvec(e, l, PCCX_GEMMA_LV_CORRECT_SCALE), p->tmp, D);
 	gemv(e, lw->ple_gate, p->tmp, p->pleg, false);
 	behind(e, lw->ple_gate);	/* model: streams 1..3 are corrected with stream 0 */
 	for (k = 1; k < NSTREAM; k++)
@@ -877,7 +877,7 @@ static void forward_altup_correct(struct emit *e, uint32_t l, uint32_t P, uint32
 	cvo(e, PCCX_CVO_MUL, 0, p->u + l * W(dp), p->pleg, dp);
 	stage(e, p->pleg, 1, dp, "L%u.ple.gate", l);
 	gemv(e, lw->ple_proj, p->pleg, p->tmp, false);
-	rmsnorm(e, p->tmp, p->tmp, D, lvec(e, l, PCCX_GEMMA3N_LV_POST_PLE_NORM));
+	rmsnorm(e, p->tmp, p->tmp, D, lvec(e, l, PCCX_GEMMA_LV_POST_PLE_NORM));
 	stage(e, p->tmp, 1, D, "L%u.ple.mix", l);
 	for (k = 1; k < NSTREAM; k++)
 		cvo(e, PCCX_CVO_ADD, 0, p->tmp, stream(e, P, k), D);
@@ -887,8 +887,8 @@ static void forward_altup_correct(struct emit *e, uint32_t l, uint32_t P, uint32
 /* S3: decoder layer l: streams in set X, result in set P = 1 - X. */
 static void forward_layer(struct emit *e, uint32_t l, uint32_t pos)
 {
-	const struct pccx_gemma3n_plan *p = e->p;
-	const struct pccx_gemma3n_layer_w *lw = &e->m->w.layer[l];
+	const struct pccx_gemma_plan *p = e->p;
+	const struct pccx_gemma_layer_w *lw = &e->m->w.layer[l];
 	uint32_t D = e->c->d_model, X = l % 2, P = 1 - X;
 
 	load(e, p->lvec, PCCX_NPU_BUF_WEIGHTS, lw->vec_offset, (uint32_t)(lw->vec_bytes / sizeof(float)));
@@ -898,7 +898,7 @@ static void forward_layer(struct emit *e, uint32_t l, uint32_t pos)
 	forward_altup_predict(e, X, P, 0, 1);
 
 	/* a = pred_0; h = RMSNorm_in(a) */
-	rmsnorm(e, stream(e, P, 0), p->h, D, lvec(e, l, PCCX_GEMMA3N_LV_ATTN_NORM));
+	rmsnorm(e, stream(e, P, 0), p->h, D, lvec(e, l, PCCX_GEMMA_LV_ATTN_NORM));
 	stage(e, p->h, 1, D, "L%u.attn.norm", l);
 
 	forward_laurel_project(e, l);
@@ -911,7 +911,7 @@ static void forward_layer(struct emit *e, uint32_t l, uint32_t pos)
 /* The final soft-cap of n logits at L2 word x: x = 30 tanh(x / 30). */
 static void softcap(struct emit *e, uint32_t x, uint32_t n)
 {
-	s_const(e, PCCX_GEMMA3N_C_SOFTCAP);
+	s_const(e, PCCX_GEMMA_C_SOFTCAP);
 	cvo_vec(e, PCCX_CVO_SCALE, PCCX_CVOF_RECIP, x, x, n);
 	cvo_vec(e, PCCX_CVO_TANH, 0, x, x, n);
 	cvo_vec(e, PCCX_CVO_SCALE, 0, x, x, n);
@@ -920,9 +920,9 @@ static void softcap(struct emit *e, uint32_t x, uint32_t n)
 /* S4: unembed streams 1..3, average, final norm, tied LM head, soft-cap. */
 static void forward_output(struct emit *e)
 {
-	const struct pccx_gemma3n_config *c = e->c;
-	const struct pccx_gemma3n_plan *p = e->p;
-	const struct pccx_gemma3n_weights *w = &e->m->w;
+	const struct pccx_gemma_config *c = e->c;
+	const struct pccx_gemma_plan *p = e->p;
+	const struct pccx_gemma_weights *w = &e->m->w;
 	uint32_t D = c->d_model, X = c->n_layers % 2, k, r, n = 0;
 
 	/* h = (x0 + sum_k match(W_au[k] x_k)) / 4 */
@@ -933,7 +933,7 @@ static void forward_output(struct emit *e)
 		match_magnitude(e, p->tmp);
 		cvo(e, PCCX_CVO_ADD, 0, p->tmp, p->hsum, D);
 	}
-	s_const(e, PCCX_GEMMA3N_C_QUARTER);
+	s_const(e, PCCX_GEMMA_C_QUARTER);
 	cvo(e, PCCX_CVO_SCALE, 0, p->hsum, p->hsum, D);
 	rmsnorm(e, p->hsum, p->h, D, gvec(e, w->final_norm));
 	stage(e, p->h, 1, D, "final.hidden");
@@ -955,7 +955,7 @@ static void forward_output(struct emit *e)
 	store(e, PCCX_NPU_BUF_OUT, 0, p->logits, c->vocab);
 }
 
-int pccx__gemma3n_step(const struct pccx_gemma3n_model *m, const struct pccx_gemma3n_plan *p,
+int pccx__gemma_step(const struct pccx_gemma_model *m, const struct pccx_gemma_plan *p,
 		       const struct pccx_npu_ops *ops, void *ctx, uint32_t pos, bool with_logits)
 {
 	struct emit e = { .ops = ops, .ctx = ctx, .m = m, .c = &m->cfg, .p = p, .last_w = -1 };

@@ -7,16 +7,16 @@
  * through the Gemma 3n tensor map; F32/F16/BF16 values are requantised per block of 32 into
  * the device Q4 format (the error is reported) or rounded to BF16, the AltUp correction
  * coefficients clamped to +-120 as in the GGUF loader. The row placement is shared with it
- * (pccx__gemma3n_place_rows).
+ * (pccx__gemma_place_rows).
  */
-#ifndef PCCX_GEMMA3N_ST_H
-#define PCCX_GEMMA3N_ST_H
+#ifndef PCCX_GEMMA_ST_H
+#define PCCX_GEMMA_ST_H
 
-#include "gemma3n_model.h"
+#include "gemma_model.h"
 #include "pccx/modelfile.h"
 
 /* Decode row `row` (of the source tensor `tensor` in file `src`) into `dst` (cols floats). */
-typedef int (*pccx_gemma3n_row_src_fn)(const void *src, const void *tensor, uint64_t row,
+typedef int (*pccx_gemma_row_src_fn)(const void *src, const void *tensor, uint64_t row,
 				       float *dst, pccx_diag *d);
 
 /*
@@ -25,8 +25,8 @@ typedef int (*pccx_gemma3n_row_src_fn)(const void *src, const void *tensor, uint
  * correction coefficients clamped to +-120. `row` is scratch of t's cols floats; `what`
  * names the source tensor in diagnostics.
  */
-PCCX_MUST_CHECK int pccx__gemma3n_place_rows(struct pccx_gemma3n_model *m, uint32_t t,
-					     pccx_gemma3n_row_src_fn fn, const void *src,
+PCCX_MUST_CHECK int pccx__gemma_place_rows(struct pccx_gemma_model *m, uint32_t t,
+					     pccx_gemma_row_src_fn fn, const void *src,
 					     const void *tensor, uint64_t base, float *row,
 					     pccx_q4_error *err, uint64_t *clipped, const char *what,
 					     pccx_diag *d);
@@ -39,9 +39,9 @@ PCCX_MUST_CHECK int pccx__gemma3n_place_rows(struct pccx_gemma3n_model *m, uint3
  * misshapen tensors with one naming the tensor. The K/V projections and K norm of KV-sharing
  * layers (never read) may be absent: they are left zero.
  */
-PCCX_MUST_CHECK int pccx__gemma3n_load_safetensors(struct pccx_gemma3n_model **out,
+PCCX_MUST_CHECK int pccx__gemma_load_safetensors(struct pccx_gemma_model **out,
 						   const char *path,
 						   uint32_t max_ctx, pccx_q4_error *err,
 						   pccx_diag *d);
 
-#endif /* PCCX_GEMMA3N_ST_H */
+#endif /* PCCX_GEMMA_ST_H */

@@ -16,55 +16,55 @@
  * Tensor names are llama.cpp's GGUF names (research note §1.6); the stacked AltUp
  * projections are split as altup_proj.{0,1,2}.weight / altup_unembd_proj.{0,1,2}.weight.
  */
-#ifndef PCCX_GEMMA3N_MODEL_H
-#define PCCX_GEMMA3N_MODEL_H
+#ifndef PCCX_GEMMA_MODEL_H
+#define PCCX_GEMMA_MODEL_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "gemma3n_config.h"
+#include "gemma_config.h"
 #include "layers.h"
 #include "pccx_isa.h"
 
-#define PCCX_GEMMA3N_NAME_MAX 48
+#define PCCX_GEMMA_NAME_MAX 48
 
 /* How the synthesiser fills a tensor. */
-enum pccx_gemma3n_init {
-	PCCX_GEMMA3N_INIT_NORMAL,	/* N(0, std^2), then quantised (Q4) or kept (F32) */
-	PCCX_GEMMA3N_INIT_NEAR,	/* centre * (1 + std * N(0, 1)): norm weights and scales */
+enum pccx_gemma_init {
+	PCCX_GEMMA_INIT_NORMAL,	/* N(0, std^2), then quantised (Q4) or kept (F32) */
+	PCCX_GEMMA_INIT_NEAR,	/* centre * (1 + std * N(0, 1)): norm weights and scales */
 };
 
-struct pccx_gemma3n_tensor {
-	char name[PCCX_GEMMA3N_NAME_MAX];
+struct pccx_gemma_tensor {
+	char name[PCCX_GEMMA_NAME_MAX];
 	uint32_t fmt;		/* PCCX_WFMT_Q4 or PCCX_WFMT_F32 */
 	uint32_t rows, cols;	/* (out, in): y = W x has rows outputs */
 	uint64_t offset;	/* bytes from the start of the weight buffer */
 	uint64_t row_bytes;	/* stored bytes per row (multiple of 16) */
-	enum pccx_gemma3n_init init;
+	enum pccx_gemma_init init;
 	float std;
-	float centre;		/* PCCX_GEMMA3N_INIT_NEAR */
+	float centre;		/* PCCX_GEMMA_INIT_NEAR */
 };
 
 /*
  * The per-layer F32 vectors, in their order inside the layer vector block. A layer without
  * one of the optional norms (pccx_layer_desc.norms) has no tensor for it (vec[k] == -1).
  */
-enum pccx_gemma3n_lvec {
-	PCCX_GEMMA3N_LV_ATTN_NORM,		/* (D) input_layernorm */
-	PCCX_GEMMA3N_LV_POST_ATTN_NORM,	/* (D) post_attention_layernorm */
-	PCCX_GEMMA3N_LV_FFN_NORM,		/* (D) pre_feedforward_layernorm */
-	PCCX_GEMMA3N_LV_POST_FFN_NORM,	/* (D) post_feedforward_layernorm */
-	PCCX_GEMMA3N_LV_LAUREL_NORM,	/* (D) laurel.post_laurel_norm */
-	PCCX_GEMMA3N_LV_POST_PLE_NORM,	/* (D) post_per_layer_input_norm */
-	PCCX_GEMMA3N_LV_ROUTER_NORM,	/* (D) altup.router_norm */
-	PCCX_GEMMA3N_LV_CORRECT_SCALE,	/* (D) altup.correct_output_scale */
-	PCCX_GEMMA3N_LV_Q_NORM,		/* (head_dim) self_attn.q_norm */
-	PCCX_GEMMA3N_LV_K_NORM,		/* (head_dim) self_attn.k_norm, also in KV-reading layers */
-	PCCX_GEMMA3N_LV_COUNT
+enum pccx_gemma_lvec {
+	PCCX_GEMMA_LV_ATTN_NORM,		/* (D) input_layernorm */
+	PCCX_GEMMA_LV_POST_ATTN_NORM,	/* (D) post_attention_layernorm */
+	PCCX_GEMMA_LV_FFN_NORM,		/* (D) pre_feedforward_layernorm */
+	PCCX_GEMMA_LV_POST_FFN_NORM,	/* (D) post_feedforward_layernorm */
+	PCCX_GEMMA_LV_LAUREL_NORM,	/* (D) laurel.post_laurel_norm */
+	PCCX_GEMMA_LV_POST_PLE_NORM,	/* (D) post_per_layer_input_norm */
+	PCCX_GEMMA_LV_ROUTER_NORM,	/* (D) altup.router_norm */
+	PCCX_GEMMA_LV_CORRECT_SCALE,	/* (D) altup.correct_output_scale */
+	PCCX_GEMMA_LV_Q_NORM,		/* (head_dim) self_attn.q_norm */
+	PCCX_GEMMA_LV_K_NORM,		/* (head_dim) self_attn.k_norm, also in KV-reading layers */
+	PCCX_GEMMA_LV_COUNT
 };
 
 /* Tensor ids (indices into model->t) of one decoder layer. */
-struct pccx_gemma3n_layer_w {
+struct pccx_gemma_layer_w {
 	int32_t attn_q;		/* Q4 (q_dim, D) */
 	int32_t attn_k;		/* Q4 (kv_dim, D); never read by layers that do not write KV */
 	int32_t attn_v;		/* Q4 (kv_dim, D); never read by layers that do not write KV */
@@ -79,12 +79,12 @@ struct pccx_gemma3n_layer_w {
 	int32_t router;		/* F32 (4, D) altup.modality_router */
 	int32_t pred_coef;	/* F32 (16, 4) altup.prediction_coefs */
 	int32_t corr_coef;	/* F32 (4, 4) altup.correction_coefs */
-	int32_t vec[PCCX_GEMMA3N_LV_COUNT];	/* F32 vectors, contiguous */
+	int32_t vec[PCCX_GEMMA_LV_COUNT];	/* F32 vectors, contiguous */
 	uint64_t vec_offset;	/* byte offset of the layer vector block */
 	uint64_t vec_bytes;	/* its size (multiple of 16) */
 };
 
-struct pccx_gemma3n_weights {
+struct pccx_gemma_weights {
 	int32_t embed;			/* Q4 (vocab, D) token_embd; also the tied LM head */
 	int32_t ple_table;		/* Q4 (ple_vocab, n_layers*d_ple) per_layer_token_embd */
 	int32_t ple_model_proj;		/* Q4 (n_layers*d_ple, D) per_layer_model_proj */
@@ -94,17 +94,17 @@ struct pccx_gemma3n_weights {
 	int32_t final_norm;		/* F32 (D) output_norm */
 	uint64_t gvec_offset;		/* the two global vectors, contiguous */
 	uint64_t gvec_bytes;
-	struct pccx_gemma3n_layer_w layer[PCCX_GEMMA3N_MAX_LAYERS];
+	struct pccx_gemma_layer_w layer[PCCX_GEMMA_MAX_LAYERS];
 };
 
-struct pccx_gemma3n_model {
-	struct pccx_gemma3n_config cfg;
-	/* the layers (layers.h), built from cfg once by pccx__gemma3n_model_create */
-	struct pccx_layer_desc layers[PCCX_GEMMA3N_MAX_LAYERS];
+struct pccx_gemma_model {
+	struct pccx_gemma_config cfg;
+	/* the layers (layers.h), built from cfg once by pccx__gemma_model_create */
+	struct pccx_layer_desc layers[PCCX_GEMMA_MAX_LAYERS];
 	struct pccx_attn_desc attn[PCCX_ATTN_KINDS];
-	struct pccx_gemma3n_tensor *t;	/* (n_t) tensor table */
+	struct pccx_gemma_tensor *t;	/* (n_t) tensor table */
 	uint32_t n_t;
-	struct pccx_gemma3n_weights w;
+	struct pccx_gemma_weights w;
 	uint8_t *data;			/* (size) the weight buffer, device layout */
 	uint64_t size;
 	void *mapping;			/* mmap owned by the model, or NULL */
@@ -115,9 +115,9 @@ struct pccx_gemma3n_model {
  * Check the config, build its layer table, lay the model out (tensor table, offsets, size)
  * and map an anonymous, zero-filled buffer for the data (pages are touched only when written).
  */
-PCCX_MUST_CHECK int pccx__gemma3n_model_create(struct pccx_gemma3n_model **out,
-					       const struct pccx_gemma3n_config *cfg, pccx_diag *d);
-void pccx__gemma3n_model_free(struct pccx_gemma3n_model *m);
+PCCX_MUST_CHECK int pccx__gemma_model_create(struct pccx_gemma_model **out,
+					       const struct pccx_gemma_config *cfg, pccx_diag *d);
+void pccx__gemma_model_free(struct pccx_gemma_model *m);
 
 
 /*
@@ -125,38 +125,38 @@ void pccx__gemma3n_model_free(struct pccx_gemma3n_model *m);
  * model's (docs/reference.md "Synthetic weights"). The result depends only on (config,
  * seed): each row draws from its own generator, whatever n_threads is.
  */
-PCCX_MUST_CHECK int pccx__gemma3n_synth(struct pccx_gemma3n_model *m, uint64_t seed,
+PCCX_MUST_CHECK int pccx__gemma_synth(struct pccx_gemma_model *m, uint64_t seed,
 					unsigned n_threads,
 					pccx_diag *d);
 
 /* Stored record of row r of tensor t. */
-static inline const uint8_t *pccx_gemma3n_row(const struct pccx_gemma3n_model *m, int32_t t,
+static inline const uint8_t *pccx_gemma_row(const struct pccx_gemma_model *m, int32_t t,
 					      uint32_t r)
 {
 	return m->data + m->t[t].offset + (uint64_t)r * m->t[t].row_bytes;
 }
 
 /* Bytes of FP16 scales before the nibbles in a Q4 row record of `cols` elements. */
-static inline uint64_t pccx_gemma3n_q4_scale_bytes(uint32_t cols)
+static inline uint64_t pccx_gemma_q4_scale_bytes(uint32_t cols)
 {
 	return (uint64_t)((cols / 32 + 7) / 8) * 16;
 }
 
 /* Scales (cols/32 FP16, little-endian) and nibbles (cols/2 bytes) of a Q4 row record. */
-static inline const uint16_t *pccx_gemma3n_q4_scales(const uint8_t *rec)
+static inline const uint16_t *pccx_gemma_q4_scales(const uint8_t *rec)
 {
 	return (const uint16_t *)(const void *)rec;
 }
 
-static inline const uint8_t *pccx_gemma3n_q4_nibbles(const uint8_t *rec, uint32_t cols)
+static inline const uint8_t *pccx_gemma_q4_nibbles(const uint8_t *rec, uint32_t cols)
 {
-	return rec + pccx_gemma3n_q4_scale_bytes(cols);
+	return rec + pccx_gemma_q4_scale_bytes(cols);
 }
 
 /* Dequantise / copy row r of tensor t as FP32 (cols values): w = fp16(d) * q, or the FP32. */
-void pccx__gemma3n_row_f32(const struct pccx_gemma3n_model *m, int32_t t, uint32_t r, float *out);
+void pccx__gemma_row_f32(const struct pccx_gemma_model *m, int32_t t, uint32_t r, float *out);
 
 /* Bytes the streamed tensors of one decode step read (for the benchmark's bandwidth line). */
-uint64_t pccx__gemma3n_streamed_bytes(const struct pccx_gemma3n_model *m);
+uint64_t pccx__gemma_streamed_bytes(const struct pccx_gemma_model *m);
 
-#endif /* PCCX_GEMMA3N_MODEL_H */
+#endif /* PCCX_GEMMA_MODEL_H */

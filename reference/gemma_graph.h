@@ -6,32 +6,32 @@
  *
  * docs/reference.md lists the op sequence of every stage and the plan.
  */
-#ifndef PCCX_GEMMA3N_GRAPH_H
-#define PCCX_GEMMA3N_GRAPH_H
+#ifndef PCCX_GEMMA_GRAPH_H
+#define PCCX_GEMMA_GRAPH_H
 
-#include "gemma3n_model.h"
+#include "gemma_model.h"
 #include "npu_ops.h"
 
 /* FP32 constants the host writes into slot 0 of one word each (PCCX_NPU_BUF_IN). */
-enum pccx_gemma3n_const {
-	PCCX_GEMMA3N_C_EPS,		/* rms_norm_eps */
-	PCCX_GEMMA3N_C_INV_D,	/* 1/D: AltUp router input scale */
-	PCCX_GEMMA3N_C_INV_SQRT_D,	/* D^-1/2: PLE model projection scale */
-	PCCX_GEMMA3N_C_INV_SQRT2,	/* 2^-1/2: LAuReL and PLE combination */
-	PCCX_GEMMA3N_C_MAG_EPS,	/* 1e-5: floor of the AltUp magnitude mean square */
-	PCCX_GEMMA3N_C_QUARTER,	/* 1/4: mean of the four streams */
-	PCCX_GEMMA3N_C_SPARSE_Z,	/* Gaussian top-k multiplier */
-	PCCX_GEMMA3N_C_NEG_ONE,	/* -1: the AltUp innovation out - pred0 */
-	PCCX_GEMMA3N_C_SOFTCAP,	/* final logit soft-cap */
-	PCCX_GEMMA3N_NCONST
+enum pccx_gemma_const {
+	PCCX_GEMMA_C_EPS,		/* rms_norm_eps */
+	PCCX_GEMMA_C_INV_D,	/* 1/D: AltUp router input scale */
+	PCCX_GEMMA_C_INV_SQRT_D,	/* D^-1/2: PLE model projection scale */
+	PCCX_GEMMA_C_INV_SQRT2,	/* 2^-1/2: LAuReL and PLE combination */
+	PCCX_GEMMA_C_MAG_EPS,	/* 1e-5: floor of the AltUp magnitude mean square */
+	PCCX_GEMMA_C_QUARTER,	/* 1/4: mean of the four streams */
+	PCCX_GEMMA_C_SPARSE_Z,	/* Gaussian top-k multiplier */
+	PCCX_GEMMA_C_NEG_ONE,	/* -1: the AltUp innovation out - pred0 */
+	PCCX_GEMMA_C_SOFTCAP,	/* final logit soft-cap */
+	PCCX_GEMMA_NCONST
 };
 
 /* Scalar scratch words (FP32 results kept in slot 0). */
-enum pccx_gemma3n_scal {
-	PCCX_GEMMA3N_S_DUMP,	/* results nobody reads again */
-	PCCX_GEMMA3N_S_MEAN,	/* Gaussian top-k mean */
-	PCCX_GEMMA3N_S_TMAG,	/* AltUp target magnitude rms(x0) */
-	PCCX_GEMMA3N_NSCAL
+enum pccx_gemma_scal {
+	PCCX_GEMMA_S_DUMP,	/* results nobody reads again */
+	PCCX_GEMMA_S_MEAN,	/* Gaussian top-k mean */
+	PCCX_GEMMA_S_TMAG,	/* AltUp target magnitude rms(x0) */
+	PCCX_GEMMA_NSCAL
 };
 
 /*
@@ -39,7 +39,7 @@ enum pccx_gemma3n_scal {
  * elements takes ceil(cols/4) words. Nothing persists in L2 between steps: every step loads
  * its inputs and the weights' vectors again, so a step is a self-contained job.
  */
-struct pccx_gemma3n_plan {
+struct pccx_gemma_plan {
 	/* image of PCCX_NPU_BUF_IN, loaded by the step's first op */
 	uint32_t in;		/* (in_words) start of the image */
 	uint32_t in_words;
@@ -91,12 +91,12 @@ struct pccx_gemma3n_plan {
 	uint64_t in_bytes;
 	uint64_t kv_bytes;
 	uint64_t out_bytes;	/* vocab FP32 logits, padded to 16 bytes */
-	uint64_t kv_off[PCCX_GEMMA3N_MAX_LAYERS];	/* KV-writing layer: K heads 0..n, V heads 0..n */
+	uint64_t kv_off[PCCX_GEMMA_MAX_LAYERS];	/* KV-writing layer: K heads 0..n, V heads 0..n */
 };
 
 /* Lay out L2 and the host buffers for a model; PCCX_ERR_RANGE if L2 is too small. */
-PCCX_MUST_CHECK int pccx__gemma3n_plan_build(const struct pccx_gemma3n_model *m,
-					     struct pccx_gemma3n_plan *p, pccx_diag *d);
+PCCX_MUST_CHECK int pccx__gemma_plan_build(const struct pccx_gemma_model *m,
+					     struct pccx_gemma_plan *p, pccx_diag *d);
 
 
 /*
@@ -104,8 +104,8 @@ PCCX_MUST_CHECK int pccx__gemma3n_plan_build(const struct pccx_gemma3n_model *m,
  * tables, the embedding row and the PLE row, computed on the host with isa/num (the formulas
  * are in docs/reference.md). PCCX_ERR_RANGE for a token outside the vocabulary.
  */
-PCCX_MUST_CHECK int pccx__gemma3n_host_inputs(const struct pccx_gemma3n_model *m,
-					      const struct pccx_gemma3n_plan *p, uint32_t token,
+PCCX_MUST_CHECK int pccx__gemma_host_inputs(const struct pccx_gemma_model *m,
+					      const struct pccx_gemma_plan *p, uint32_t token,
 					      uint32_t pos, uint8_t *in, pccx_diag *d);
 
 /*
@@ -113,21 +113,21 @@ PCCX_MUST_CHECK int pccx__gemma3n_host_inputs(const struct pccx_gemma3n_model *m
  * stops after the last layer (prefill of all but the last prompt token). Returns the first
  * non-zero status an op returned. pos must be < max_ctx.
  */
-PCCX_MUST_CHECK int pccx__gemma3n_step(const struct pccx_gemma3n_model *m,
-				       const struct pccx_gemma3n_plan *p,
+PCCX_MUST_CHECK int pccx__gemma_step(const struct pccx_gemma_model *m,
+				       const struct pccx_gemma_plan *p,
 				       const struct pccx_npu_ops *ops, void *ctx, uint32_t pos,
 				       bool with_logits);
 
 /* Keys a layer attends to at pos: min(pos+1, window), pos+1 without a window (global). */
-uint32_t pccx__gemma3n_n_keys(const struct pccx_layer_desc *layer, uint32_t pos);
+uint32_t pccx__gemma_n_keys(const struct pccx_layer_desc *layer, uint32_t pos);
 
 /*
  * The KV block of (KV-writing layer, kv head, v = 0 for K / 1 for V): its byte offset in the
  * KV buffer (returned) and its size (*bytes, may be NULL), kv_rows rows of the head. Every
  * read and write of a step stays inside one block.
  */
-uint64_t pccx__gemma3n_kv_block(const struct pccx_gemma3n_model *m,
-				const struct pccx_gemma3n_plan *p, uint32_t layer, uint32_t head,
+uint64_t pccx__gemma_kv_block(const struct pccx_gemma_model *m,
+				const struct pccx_gemma_plan *p, uint32_t layer, uint32_t head,
 				unsigned v, uint64_t *bytes);
 
-#endif /* PCCX_GEMMA3N_GRAPH_H */
+#endif /* PCCX_GEMMA_GRAPH_H */
