@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Gemma 3n configurations (docs/reference.md, "Configurations"). */
+/* Gemma configurations of every family (docs/reference.md, "Configurations"). */
 #include <string.h>
 
 #include "diag.h"
@@ -55,13 +55,75 @@ static const struct pccx_gemma_config presets[] = {
 		.n_sparse = 3, .sparse_z = SPARSE_Z, .softcap = 30.0f, .eps = 1e-6f,
 		.theta_local = 10000.0f, .theta_global = 1000000.0f, .max_ctx = 1024,
 	},
+	/*
+	 * Gemma 1, 2 and 3: the real shapes from the published config.json files (Hugging Face
+	 * google/gemma-2b, gemma-2-2b, gemma-3-1b-pt and gemma-3-4b-pt's text_config), and test
+	 * shapes with each family's structure, windows short enough that 64 tokens wrap the
+	 * local layers' rings.
+	 */
+	{
+		.name = "gemma-2b", .family = PCCX_FAMILY_GEMMA, .n_layers = 18, .d_model = 2048,
+		.d_ffn = 16384, .n_heads = 8, .n_kv_heads = 1, .head_dim = 256, .vocab = 256000,
+		.window = 8192, .global_period = 1, .query_pre_attn_scalar = 256.0f,
+		.eps = 1e-6f, .theta_local = 10000.0f, .theta_global = 10000.0f, .max_ctx = 4096,
+	},
+	{
+		.name = "gemma-2-2b", .family = PCCX_FAMILY_GEMMA2, .n_layers = 26,
+		.d_model = 2304, .d_ffn = 9216, .n_heads = 8, .n_kv_heads = 4, .head_dim = 256,
+		.vocab = 256000, .window = 4096, .global_period = 2, .softcap = 30.0f,
+		.attn_softcap = 50.0f, .query_pre_attn_scalar = 256.0f, .eps = 1e-6f,
+		.theta_local = 10000.0f, .theta_global = 10000.0f, .max_ctx = 4096,
+	},
+	{
+		.name = "gemma-3-1b", .family = PCCX_FAMILY_GEMMA3, .n_layers = 26,
+		.d_model = 1152, .d_ffn = 6912, .n_heads = 4, .n_kv_heads = 1, .head_dim = 256,
+		.vocab = 262144, .window = 512, .global_period = 6,
+		.query_pre_attn_scalar = 256.0f, .eps = 1e-6f, .theta_local = 10000.0f,
+		.theta_global = 1000000.0f, .max_ctx = 4096,
+	},
+	{
+		.name = "gemma-3-4b", .family = PCCX_FAMILY_GEMMA3, .n_layers = 34,
+		.d_model = 2560, .d_ffn = 10240, .n_heads = 8, .n_kv_heads = 4, .head_dim = 256,
+		.vocab = 262208, .window = 1024, .global_period = 6,
+		.query_pre_attn_scalar = 256.0f, .eps = 1e-6f, .theta_local = 10000.0f,
+		.theta_global = 1000000.0f, .rope_factor_global = 8.0f, .max_ctx = 4096,
+	},
+	{
+		/* Gemma 1 with MHA (as the 7B): every layer global */
+		.name = "tiny-gemma", .family = PCCX_FAMILY_GEMMA, .n_layers = 4, .d_model = 128,
+		.d_ffn = 512, .n_heads = 4, .n_kv_heads = 4, .head_dim = 32, .vocab = 512,
+		.window = 1024, .global_period = 1, .query_pre_attn_scalar = 32.0f,
+		.eps = 1e-6f, .theta_local = 10000.0f, .theta_global = 10000.0f, .max_ctx = 1024,
+	},
+	{
+		/* Gemma 2 with GQA: local/global alternating, both soft-caps */
+		.name = "tiny-gemma2", .family = PCCX_FAMILY_GEMMA2, .n_layers = 6, .d_model = 128,
+		.d_ffn = 384, .n_heads = 4, .n_kv_heads = 2, .head_dim = 32, .vocab = 512,
+		.window = 16, .global_period = 2, .softcap = 30.0f, .attn_softcap = 50.0f,
+		.query_pre_attn_scalar = 32.0f, .eps = 1e-6f, .theta_local = 10000.0f,
+		.theta_global = 10000.0f, .max_ctx = 1024,
+	},
+	{
+		/* Gemma 3 with MQA: 5 local : 1 global, q/k norms, linear RoPE scaling */
+		.name = "tiny-gemma3", .family = PCCX_FAMILY_GEMMA3, .n_layers = 8, .d_model = 128,
+		.d_ffn = 512, .n_heads = 4, .n_kv_heads = 1, .head_dim = 32, .vocab = 512,
+		.window = 16, .global_period = 6, .query_pre_attn_scalar = 32.0f, .eps = 1e-6f,
+		.theta_local = 10000.0f, .theta_global = 1000000.0f, .rope_factor_global = 8.0f,
+		.max_ctx = 1024,
+	},
 };
 
 #define NPRESETS (sizeof(presets) / sizeof(presets[0]))
 
 const char *pccx__gemma_config_names(void)
 {
-	return "e4b, e2b, tiny, tiny-vocab";
+	return "e4b, e2b, tiny, tiny-vocab, gemma-2b, gemma-2-2b, gemma-3-1b, gemma-3-4b, "
+	       "tiny-gemma, tiny-gemma2, tiny-gemma3";
+}
+
+const struct pccx_gemma_config *pccx__gemma_config_at(unsigned i)
+{
+	return i < NPRESETS ? &presets[i] : NULL;
 }
 
 int pccx__gemma_config_preset(const char *name, struct pccx_gemma_config *cfg, pccx_diag *d)
@@ -86,7 +148,11 @@ int pccx__gemma_config_check(const struct pccx_gemma_config *c, pccx_diag *d)
 	struct pccx_attn_desc attn[PCCX_ATTN_KINDS];
 	struct pccx_layer_desc layers[PCCX_GEMMA_MAX_LAYERS];
 	uint32_t q_dim = c->n_heads * c->head_dim;
+	bool altup;
 
+	if ((unsigned)c->family >= PCCX_FAMILIES)
+		return BAD("family", "is not a known family");
+	altup = pccx__family(c->family)->altup;
 	if (c->n_layers == 0 || c->n_layers > PCCX_GEMMA_MAX_LAYERS)
 		return BAD("n_layers", "must be 1..64");
 	if (c->d_model == 0 || c->d_model % 32 || c->d_model > 8192)
@@ -100,12 +166,21 @@ int pccx__gemma_config_check(const struct pccx_gemma_config *c, pccx_diag *d)
 			   "must be a multiple of 32 (word-aligned RoPE halves), <= 1024");
 	if (q_dim % 32 || q_dim > 65504)
 		return BAD("n_heads * head_dim", "must fit a 16-bit shape field");
-	if (c->d_ple == 0 || c->d_ple % 32 || (uint64_t)c->d_ple * c->n_layers > 65504)
-		return BAD("d_ple", "must be a multiple of 32 with n_layers * d_ple <= 65504");
-	if (c->laurel_rank == 0 || c->laurel_rank % 32)
-		return BAD("laurel_rank", "must be a multiple of 32");
-	if (c->vocab == 0 || c->vocab > (1u << 24) || c->ple_vocab == 0 || c->ple_vocab > c->vocab)
-		return BAD("vocab", "must be 1..2^24 with 0 < ple_vocab <= vocab");
+	if (c->vocab == 0 || c->vocab > (1u << 24))
+		return BAD("vocab", "must be 1..2^24");
+	if (altup) {
+		if (c->d_ple == 0 || c->d_ple % 32 ||
+		    (uint64_t)c->d_ple * c->n_layers > 65504)
+			return BAD("d_ple",
+				   "must be a multiple of 32 with n_layers * d_ple <= 65504");
+		if (c->laurel_rank == 0 || c->laurel_rank % 32)
+			return BAD("laurel_rank", "must be a multiple of 32");
+		if (c->ple_vocab == 0 || c->ple_vocab > c->vocab)
+			return BAD("ple_vocab", "must be 1..vocab");
+	} else if (c->d_ple || c->laurel_rank || c->ple_vocab || c->n_kv_shared || c->n_sparse) {
+		return BAD("d_ple/laurel_rank/ple_vocab/n_kv_shared/n_sparse",
+			   "must be 0 outside Gemma 3n");
+	}
 	if (c->window == 0 || c->window > 65535 || c->max_ctx == 0 || c->max_ctx > 65535)
 		return BAD("window/max_ctx", "must be 1..65535 (16-bit GEMV K field)");
 	if (c->global_period == 0)
@@ -114,9 +189,15 @@ int pccx__gemma_config_check(const struct pccx_gemma_config *c, pccx_diag *d)
 		return BAD("n_kv_shared", "must leave at least one KV-owner layer");
 	if (c->n_sparse > c->n_layers)
 		return BAD("n_sparse", "exceeds n_layers");
-	if (!(c->eps > 0.0f) || !(c->softcap > 0.0f) || !(c->theta_local > 1.0f) ||
-	    !(c->theta_global > 1.0f) || !(c->sparse_z >= 0.0f))
-		return BAD("eps/softcap/theta/sparse_z", "out of range");
+	if (!(c->eps > 0.0f) || !(c->theta_local > 1.0f) || !(c->theta_global > 1.0f) ||
+	    !(c->sparse_z >= 0.0f))
+		return BAD("eps/theta/sparse_z", "out of range");
+	if (!(c->softcap >= 0.0f) || !(c->attn_softcap >= 0.0f) ||
+	    !(c->query_pre_attn_scalar >= 0.0f) || !(c->rope_factor_global >= 0.0f) ||
+	    !(c->softcap < 1e30f && c->attn_softcap < 1e30f &&
+	      c->query_pre_attn_scalar < 1e30f && c->rope_factor_global < 1e30f))
+		return BAD("softcap/attn_softcap/query_pre_attn_scalar/rope_factor_global",
+			   "must be finite and >= 0 (0: none)");
 	/* the layer structure: every KV-sharing layer finds a layer to read from */
 	return pccx__layers_build(c, attn, layers, d);
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Gemma 3n text-decoder configurations: the real E4B and E2B shapes and small test shapes
- * with the same structure (KV-owner and KV-shared layers, a global layer every 5th, sparse
- * FFN layers, 4 AltUp streams, per-layer embeddings, LAuReL).
+ * Gemma text-decoder configurations of every family (family.h): the real shapes (Gemma 3n
+ * E4B and E2B, Gemma 1 2B, Gemma 2 2B, Gemma 3 1B and 4B) and small test shapes with each
+ * family's structure. Fields a family does not use are 0 (the Gemma 3n-only PLE, LAuReL,
+ * KV sharing and sparsity in the others).
  *
  * The configuration is what model files and presets give; the layers it describes are read
  * from the per-layer table built from it once (layers.h), never from these fields.
@@ -13,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "family.h"
 #include "pccx/status.h"
 
 #define PCCX_GEMMA_ALTUP_STREAMS 4u	/* AltUp streams; the graph is written for exactly 4 */
@@ -20,6 +22,7 @@
 
 struct pccx_gemma_config {
 	char name[16];
+	enum pccx_family family;
 	uint32_t n_layers;	/* 35 */
 	uint32_t d_model;	/* D = 2048 */
 	uint32_t d_ffn;		/* 16384 */
@@ -27,29 +30,35 @@ struct pccx_gemma_config {
 	uint32_t n_kv_heads;	/* 2 (GQA: query head h reads kv head h / (n_heads / n_kv_heads)) */
 	uint32_t head_dim;	/* 256 */
 	uint32_t vocab;		/* 262400 = tied LM head rows */
-	uint32_t ple_vocab;	/* 262144 PLE table rows; ids >= ple_vocab use row 0 */
-	uint32_t d_ple;		/* 256 per-layer input width */
+	uint32_t ple_vocab;	/* 262144 PLE table rows; ids >= ple_vocab use row 0 (3n only) */
+	uint32_t d_ple;		/* 256 per-layer input width (3n only) */
 	uint32_t window;	/* 512: a local query at p sees keys p-511 .. p */
-	uint32_t global_period;	/* 5 */
+	uint32_t global_period;	/* 5: layer i is global iff (i + 1) % period == 0 (1: all) */
 	uint32_t n_kv_shared;	/* 15 */
 	uint32_t laurel_rank;	/* 64 */
 	uint32_t n_sparse;	/* 10 */
 	float sparse_z;		/* 1.6448533535 = float32 Normal.icdf(0.95) */
-	float softcap;		/* 30 */
+	float softcap;		/* 30: final logit soft-cap (0: none) */
+	float attn_softcap;	/* attention-score soft-cap (Gemma 2: 50; 0: none) */
+	/* q is scaled by query_pre_attn_scalar^-1/2 (0: by 1, Gemma 3n's q/k norms carry it) */
+	float query_pre_attn_scalar;
 	float eps;		/* 1e-6 */
 	float theta_local;	/* 1e4 */
 	float theta_global;	/* 1e6 */
+	float rope_factor_global; /* linear RoPE scaling of global layers (0 or 1: none) */
 	uint32_t max_ctx;	/* positions the KV cache of global layers holds (a run limit) */
 };
 
 /*
- * Fill `cfg` with a named configuration: "e4b", "e2b", "tiny", "tiny-vocab".
+ * Fill `cfg` with a named configuration (pccx__gemma_config_at lists them).
  * PCCX_ERR_NOT_FOUND (with the list of names in the diag) for other names.
  */
 PCCX_MUST_CHECK int pccx__gemma_config_preset(const char *name, struct pccx_gemma_config *cfg,
 						pccx_diag *d);
 /* Comma-separated preset names, for help texts. */
 const char *pccx__gemma_config_names(void);
+/* The i-th preset (NULL past the last), for listings. */
+const struct pccx_gemma_config *pccx__gemma_config_at(unsigned i);
 
 /*
  * Check the structural constraints the graph and the ISA impose (multiples of 32 for Q4 K,

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * The Gemma 3n decode step as NPU ops, written once, top to bottom in the order of the model
+ * The Gemma decode step as NPU ops, written once, top to bottom in the order of the model
  * (Hugging Face Gemma3nTextModel / Gemma3nTextDecoderLayer; research note model-sim-anchors
- * §1.3). Every op is one v002 instruction on L2 word addresses from the plan; the host only
- * supplies the per-step inputs (embedding row, PLE row, RoPE tables, constants). What differs
- * between layers comes from the model's layer table (m->layers[l], layers.h), never from l.
+ * §1.3; Gemma, Gemma2 and Gemma3's text models for the other families). Every op is one v002
+ * instruction on L2 word addresses from the plan; the host only supplies the per-step inputs
+ * (embedding row, PLE row, RoPE tables, constants). What differs between layers comes from
+ * the model's layer table (m->layers[l], layers.h), never from l; what differs between
+ * families is the layer table and, for Gemma 3n's AltUp streams, LAuReL and per-layer
+ * embeddings, the ops of those pieces (family.h).
  *
  * Issue order. The device issues in order, and SFU work issued behind a GEMV it does not
  * depend on runs while that GEMV's weights stream (docs/sim.md, the E4B decode step). So
@@ -94,11 +97,13 @@ static int plan_sizes(const struct pccx_gemma_model *m, struct plan_sizes *sz, p
 	for (l = 0; l < c->n_layers; l++) {
 		const struct pccx_layer_desc *ly = &m->layers[l];
 
-		/* one FP32 constant holds z: layers cannot have their own (yet) */
-		if (ly->sparse && ly->sparse_z != c->sparse_z)
+		/* one FP32 constant holds each of these: layers cannot have their own (yet) */
+		if ((ly->sparse && ly->sparse_z != c->sparse_z) ||
+		    ly->q_scale != m->layers[0].q_scale ||
+		    ly->attn_softcap != m->layers[0].attn_softcap)
 			return pccx__fail(d, PCCX_ERR_UNSUPPORTED,
-					  "config '%s': layer %u: a sparse_z of its own", c->name,
-					  l);
+					  "config '%s': layer %u: a sparse_z, q scale or score "
+					  "soft-cap of its own", c->name, l);
 		sz->ffn = MAX(sz->ffn, W(ly->d_ffn));
 		sz->lvec = MAX(sz->lvec, m->w.layer[l].vec_bytes / 16);
 	}
@@ -278,6 +283,8 @@ int pccx__gemma_host_inputs(const struct pccx_gemma_model *m, const struct pccx_
 	consts[PCCX_GEMMA_C_SPARSE_Z] = c->sparse_z;
 	consts[PCCX_GEMMA_C_NEG_ONE] = -1.0f;
 	consts[PCCX_GEMMA_C_SOFTCAP] = c->softcap;
+	consts[PCCX_GEMMA_C_Q_SCALE] = m->layers[0].q_scale;
+	consts[PCCX_GEMMA_C_ATTN_SOFTCAP] = m->layers[0].attn_softcap;
 	for (i = 0; i < PCCX_GEMMA_NCONST; i++)
 		put_f32(in, p->consts - base + i, 0, consts[i]);
 	for (i = 0; i < EPW; i++)
@@ -285,17 +292,23 @@ int pccx__gemma_host_inputs(const struct pccx_gemma_model *m, const struct pccx_
 
 	/*
 	 * RoPE of each attention kind, rotate-half pairing i <-> i + hd/2:
-	 * phase_i = pos * theta^(-2i/hd) in FP32.
+	 * phase_i = pos * theta^(-2i/hd) in FP32, the inverse frequency divided by the linear
+	 * scaling factor where the kind has one (Hugging Face's "linear" rope_type).
 	 */
 	for (t = 0; t < PCCX_ATTN_KINDS; t++) {
 		uint32_t hd = m->attn[t].head_dim, half = hd / 2;
-		float ln_theta = ln_f32(m->attn[t].theta);
+		float ln_theta = ln_f32(m->attn[t].theta), factor = m->attn[t].rope_factor;
 
 		for (i = 0; i < half; i++) {
 			float frac = (float)(2 * i) / (float)hd;
 			float inv_freq = pccx__f32_exp(-(frac * ln_theta));
-			float ph = (float)pos * inv_freq;
-			float cs = pccx__f32_cos(ph), sn = pccx__f32_sin(ph);
+			float ph, cs, sn;
+
+			if (factor != 1.0f)
+				inv_freq = inv_freq / factor;
+			ph = (float)pos * inv_freq;
+			cs = pccx__f32_cos(ph);
+			sn = pccx__f32_sin(ph);
 
 			put_f32(in, p->rope_cos[t] - base, i, cs);
 			put_f32(in, p->rope_cos[t] - base, i + half, cs);
@@ -304,8 +317,10 @@ int pccx__gemma_host_inputs(const struct pccx_gemma_model *m, const struct pccx_
 		}
 	}
 
-	/* Embedding row, dequantised, times sqrt(D) (FP32, one rounding). */
+	/* Embedding row, dequantised, times sqrt(D) (FP32, one rounding; family.h). */
 	scale = pccx__f32_sqrt((float)D);
+	if (pccx__family(c->family)->embed_scale_bf16)
+		scale = pccx__bf16_to_f32(pccx__f32_to_bf16(scale));
 	rec = pccx_gemma_row(m, w->embed, token);
 	for (i = 0; i < D; i++) {
 		float x = pccx__q4_weight(pccx_gemma_q4_nibbles(rec, D),
@@ -314,6 +329,8 @@ int pccx__gemma_host_inputs(const struct pccx_gemma_model *m, const struct pccx_
 		put_f32(in, p->embed - base, i, x * scale);
 	}
 
+	if (!pccx__family(c->family)->altup)
+		return PCCX_OK;
 	/* PLE row times sqrt(d_ple); ids beyond the PLE table use row 0 (Hugging Face). */
 	scale = pccx__f32_sqrt((float)c->d_ple);
 	rec = pccx_gemma_row(m, w->ple_table, token < c->ple_vocab ? token : 0);
@@ -337,6 +354,7 @@ struct emit {
 	const struct pccx_gemma_model *m;
 	const struct pccx_gemma_config *c;
 	const struct pccx_gemma_plan *p;
+	bool altup;		/* Gemma 3n's AltUp streams, LAuReL and PLE (family.h) */
 	int32_t last_w;		/* weight tensor of the last matmul issued (-1: KV rows) */
 	int rc;
 };
@@ -587,6 +605,8 @@ static void forward_inputs(struct emit *e)
 	}
 	load(e, p->gvec, PCCX_NPU_BUF_WEIGHTS, w->gvec_offset, (uint32_t)(w->gvec_bytes / sizeof(float)));
 	stage(e, p->embed, 1, D, "embed");
+	if (!e->altup)
+		return;		/* one residual stream: layer 0 reads the embedding */
 	stage(e, p->ple_in, 1, LP, "ple.inputs");
 
 	/* PLE setup: u = (RMSNorm_{g_pl}(W_plmp e / sqrt D) per slice + p) / sqrt 2 */
@@ -716,6 +736,13 @@ static void forward_attend(struct emit *e, uint32_t l, uint32_t pos)
 		for (r = 0; r < group; r++) {
 			uint32_t s = p->scores + r * sw;
 
+			if (ly->attn_softcap > 0.0f) {
+				/* s = cap tanh(s / cap) */
+				s_const(e, PCCX_GEMMA_C_ATTN_SOFTCAP);
+				cvo(e, PCCX_CVO_SCALE, PCCX_CVOF_RECIP, s, s, keys);
+				cvo(e, PCCX_CVO_TANH, 0, s, s, keys);
+				cvo(e, PCCX_CVO_SCALE, 0, s, s, keys);
+			}
 			cvo(e, PCCX_CVO_MAX, 0, s, p->scal + PCCX_GEMMA_S_DUMP, keys);
 			cvo(e, PCCX_CVO_EXP, PCCX_CVOF_SUB, s, s, keys);
 			cvo(e, PCCX_CVO_SUM, 0, s, p->scal + PCCX_GEMMA_S_DUMP, keys);
@@ -738,7 +765,8 @@ static void forward_attention(struct emit *e, uint32_t l, uint32_t pos)
 	/* W_q, W_k, W_v back to back, each one's norms behind the next projection */
 	gemv(e, lw->attn_q, p->h, p->q, false);
 	behind(e, lw->attn_q);	/* model: LAuReL ends before the attention */
-	forward_laurel_finish(e, l);
+	if (e->altup)
+		forward_laurel_finish(e, l);
 	if (ly->kv_write) {
 		gemv(e, lw->attn_k, p->h, p->k, false);
 		behind(e, lw->attn_k);	/* model: q's norm and RoPE come before W_k */
@@ -746,6 +774,11 @@ static void forward_attention(struct emit *e, uint32_t l, uint32_t pos)
 	/* q = RoPE(RMSNorm_{g_q}(W_q h)) per head */
 	norm_rope(e, l, p->q, ly->n_heads, PCCX_NORM_Q, PCCX_GEMMA_LV_Q_NORM);
 	stage(e, p->q, ly->n_heads, ly->head_dim, "L%u.attn.q_rope", l);
+	if (ly->q_scale != 1.0f) {
+		/* the scores' scaling, applied to q (fewer elements than the scores) */
+		s_const(e, PCCX_GEMMA_C_Q_SCALE);
+		cvo(e, PCCX_CVO_SCALE, 0, p->q, p->q, ly->n_heads * ly->head_dim);
+	}
 	if (ly->kv_write) {
 		gemv(e, lw->attn_v, p->h, p->v, false);
 		behind(e, lw->attn_v);	/* model: k's norm and RoPE come before W_v */
@@ -813,8 +846,10 @@ static void forward_ffn(struct emit *e, uint32_t l, uint32_t X, uint32_t P)
 	stage(e, p->t, 1, D, "L%u.ffn.norm", l);
 	gemv(e, lw->ffn_gate, p->t, p->gate, false);
 	behind(e, lw->ffn_gate);	/* model: predictions 1..3 come at the start of the layer */
-	forward_altup_predict(e, X, P, 1, NSTREAM);
-	stage(e, p->xs[P], NSTREAM, D, "L%u.altup.pred", l);
+	if (e->altup) {
+		forward_altup_predict(e, X, P, 1, NSTREAM);
+		stage(e, p->xs[P], NSTREAM, D, "L%u.altup.pred", l);
+	}
 	/* W_up in UP_PIECES GEMVs, so that only the last piece's product waits for its stream */
 	piece = ((F + UP_PIECES - 1) / UP_PIECES + 7) & ~7u;
 	gemv_rows(e, lw->ffn_up, 0, piece < F ? piece : F, p->t, p->up, false);
@@ -884,6 +919,32 @@ static void forward_altup_correct(struct emit *e, uint32_t l, uint32_t P, uint32
 	stage(e, p->xs[P], NSTREAM, D, "L%u.out", l);
 }
 
+/*
+ * A decoder layer of one residual stream (Gemma 1, 2, 3): x is the embedding for layer 0 and
+ * the previous layer's output (plan.f) after it, which the layer overwrites only once
+ * al = x + attention no longer needs x:
+ *   h = RMSNorm_in(x); al = x + [RMSNorm_postattn](attention(h));
+ *   out = al + [RMSNorm_postffn](FFN([RMSNorm_preffn](al)))   into plan.f
+ */
+static void forward_layer_plain(struct emit *e, uint32_t l, uint32_t pos)
+{
+	const struct pccx_gemma_plan *p = e->p;
+	const struct pccx_gemma_layer_w *lw = &e->m->w.layer[l];
+	uint32_t D = e->c->d_model, x = l ? p->f : p->embed;
+
+	load(e, p->lvec, PCCX_NPU_BUF_WEIGHTS, lw->vec_offset, (uint32_t)(lw->vec_bytes / sizeof(float)));
+	rmsnorm(e, x, p->h, D, lvec(e, l, PCCX_GEMMA_LV_ATTN_NORM));
+	stage(e, p->h, 1, D, "L%u.attn.norm", l);
+	forward_attention(e, l, pos);
+	if (e->m->layers[l].norms & PCCX_NORM_POST_ATTN)
+		rmsnorm(e, p->o, p->al, D, lvec(e, l, PCCX_GEMMA_LV_POST_ATTN_NORM));
+	else
+		copy(e, p->al, p->o, W(D));
+	cvo(e, PCCX_CVO_ADD, 0, x, p->al, D);
+	stage(e, p->al, 1, D, "L%u.attn.resid", l);
+	forward_ffn(e, l, 0, 0);
+}
+
 /* S3: decoder layer l: streams in set X, result in set P = 1 - X. */
 static void forward_layer(struct emit *e, uint32_t l, uint32_t pos)
 {
@@ -925,6 +986,11 @@ static void forward_output(struct emit *e)
 	const struct pccx_gemma_weights *w = &e->m->w;
 	uint32_t D = c->d_model, X = c->n_layers % 2, k, r, n = 0;
 
+	if (!e->altup) {
+		rmsnorm(e, p->f, p->h, D, gvec(e, w->final_norm));
+		stage(e, p->h, 1, D, "final.hidden");
+		goto lm_head;
+	}
 	/* h = (x0 + sum_k match(W_au[k] x_k)) / 4 */
 	copy(e, p->hsum, stream(e, X, 0), W(D));
 	target_magnitude(e, stream(e, X, 0));
@@ -938,19 +1004,22 @@ static void forward_output(struct emit *e)
 	rmsnorm(e, p->hsum, p->h, D, gvec(e, w->final_norm));
 	stage(e, p->h, 1, D, "final.hidden");
 
+lm_head:
 	/*
 	 * logits = 30 tanh(E h / 30), piece by piece: the soft-cap of each piece is issued
-	 * behind the next piece's GEMV, so it runs while that piece's weights stream.
+	 * behind the next piece's GEMV, so it runs while that piece's weights stream. Families
+	 * without a final soft-cap (c->softcap == 0) stop at E h.
 	 */
 	for (r = 0; r < c->vocab; r += n) {
 		n = c->vocab - r < GEMV_CHUNK ? c->vocab - r : GEMV_CHUNK;
 		gemv_rows(e, w->embed, r, n, p->h, p->logits + r / EPW, false);
-		if (r) {
+		if (r && c->softcap > 0.0f) {
 			behind(e, w->embed);	/* model: the soft-cap follows the whole LM head */
 			softcap(e, p->logits + (r - GEMV_CHUNK) / EPW, GEMV_CHUNK);
 		}
 	}
-	softcap(e, p->logits + (r - n) / EPW, n);
+	if (c->softcap > 0.0f)
+		softcap(e, p->logits + (r - n) / EPW, n);
 	stage(e, p->logits, 1, c->vocab, "final.logits");
 	store(e, PCCX_NPU_BUF_OUT, 0, p->logits, c->vocab);
 }
@@ -958,15 +1027,22 @@ static void forward_output(struct emit *e)
 int pccx__gemma_step(const struct pccx_gemma_model *m, const struct pccx_gemma_plan *p,
 		       const struct pccx_npu_ops *ops, void *ctx, uint32_t pos, bool with_logits)
 {
-	struct emit e = { .ops = ops, .ctx = ctx, .m = m, .c = &m->cfg, .p = p, .last_w = -1 };
+	struct emit e = {
+		.ops = ops, .ctx = ctx, .m = m, .c = &m->cfg, .p = p, .last_w = -1,
+		.altup = pccx__family(m->cfg.family)->altup,
+	};
 	uint32_t l;
 
 	if (pos >= m->cfg.max_ctx)
 		return PCCX_ERR_RANGE;
 	e.rc = ops->begin ? ops->begin(ctx, pos) : 0;
 	forward_inputs(&e);
-	for (l = 0; l < m->cfg.n_layers; l++)
-		forward_layer(&e, l, pos);
+	for (l = 0; l < m->cfg.n_layers; l++) {
+		if (e.altup)
+			forward_layer(&e, l, pos);
+		else
+			forward_layer_plain(&e, l, pos);
+	}
 	if (with_logits)
 		forward_output(&e);
 	if (!e.rc && ops->end)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The Gemma 3n decode step as a program of NPU ops (npu_ops.h), and everything it needs
+ * The Gemma decode step (every family) as a program of NPU ops (npu_ops.h), and everything it needs
  * decided up front: the L2 plan (where every activation lives), the layout of the host
  * buffers (per-step inputs, KV cache, logits) and the per-step inputs the host computes.
  *
@@ -23,6 +23,8 @@ enum pccx_gemma_const {
 	PCCX_GEMMA_C_SPARSE_Z,	/* Gaussian top-k multiplier */
 	PCCX_GEMMA_C_NEG_ONE,	/* -1: the AltUp innovation out - pred0 */
 	PCCX_GEMMA_C_SOFTCAP,	/* final logit soft-cap */
+	PCCX_GEMMA_C_Q_SCALE,	/* q scale: query_pre_attn_scalar^-1/2 */
+	PCCX_GEMMA_C_ATTN_SOFTCAP,	/* attention-score soft-cap */
 	PCCX_GEMMA_NCONST
 };
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Gemma 3n weights in device layout: the tensor table, the buffer, the synthesiser. */
+/* Gemma weights in device layout: the tensor table, the buffer, the synthesiser. */
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -103,24 +103,37 @@ static void lay_out(struct layout *L)
 		[PCCX_GEMMA_LV_Q_NORM] = PCCX_NORM_Q,
 		[PCCX_GEMMA_LV_K_NORM] = PCCX_NORM_K,
 	};
+	/* the vectors of Gemma 3n's AltUp, LAuReL and PLE, which other families do not have */
+	static const bool lvec_altup[PCCX_GEMMA_LV_COUNT] = {
+		[PCCX_GEMMA_LV_LAUREL_NORM] = true, [PCCX_GEMMA_LV_POST_PLE_NORM] = true,
+		[PCCX_GEMMA_LV_ROUTER_NORM] = true, [PCCX_GEMMA_LV_CORRECT_SCALE] = true,
+	};
+	bool altup = pccx__family(c->family)->altup;
 
 	/* Embedding rows ~ N(0, 1/D): after the sqrt(D) scale the embedding has unit RMS. */
 	w->embed = add(L, TENSOR_ALIGN, Q4, c->vocab, D, N, inv_sqrt(D), "token_embd.weight");
-	/* PLE rows ~ N(0, 1/d_ple): after the x sqrt(d_ple) scale they have unit RMS. */
-	w->ple_table = add(L, TENSOR_ALIGN, Q4, c->ple_vocab, c->n_layers * P, N, inv_sqrt(P),
-			   "per_layer_token_embd.weight");
-	w->ple_model_proj = add(L, TENSOR_ALIGN, Q4, c->n_layers * P, D, N, inv_sqrt(D),
-				"per_layer_model_proj.weight");
+	w->ple_table = w->ple_model_proj = w->ple_proj_norm = -1;
 	for (k = 0; k < 3; k++)
-		w->altup_proj[k] = add(L, TENSOR_ALIGN, Q4, D, D, N, inv_sqrt(D),
-				       "altup_proj.%u.weight", k);
-	for (k = 0; k < 3; k++)
-		w->altup_unembd[k] = add(L, TENSOR_ALIGN, Q4, D, D, N, inv_sqrt(D),
-					 "altup_unembd_proj.%u.weight", k);
-	w->ple_proj_norm = add(L, TENSOR_ALIGN, F32, 1, P, ONE, 0.1f, "per_layer_proj_norm.weight");
-	w->final_norm = add(L, 16, F32, 1, D, ONE, 0.1f, "output_norm.weight");
+		w->altup_proj[k] = w->altup_unembd[k] = -1;
+	if (altup) {
+		/* PLE rows ~ N(0, 1/d_ple): after the x sqrt(d_ple) scale they have unit RMS. */
+		w->ple_table = add(L, TENSOR_ALIGN, Q4, c->ple_vocab, c->n_layers * P, N,
+				   inv_sqrt(P), "per_layer_token_embd.weight");
+		w->ple_model_proj = add(L, TENSOR_ALIGN, Q4, c->n_layers * P, D, N, inv_sqrt(D),
+					"per_layer_model_proj.weight");
+		for (k = 0; k < 3; k++)
+			w->altup_proj[k] = add(L, TENSOR_ALIGN, Q4, D, D, N, inv_sqrt(D),
+					       "altup_proj.%u.weight", k);
+		for (k = 0; k < 3; k++)
+			w->altup_unembd[k] = add(L, TENSOR_ALIGN, Q4, D, D, N, inv_sqrt(D),
+						 "altup_unembd_proj.%u.weight", k);
+		w->ple_proj_norm = add(L, TENSOR_ALIGN, F32, 1, P, ONE, 0.1f,
+				       "per_layer_proj_norm.weight");
+	}
+	w->final_norm = add(L, altup ? 16 : TENSOR_ALIGN, F32, 1, D, ONE, 0.1f,
+			    "output_norm.weight");
 	if (!L->failed) {
-		w->gvec_offset = m->t[w->ple_proj_norm].offset;
+		w->gvec_offset = m->t[altup ? w->ple_proj_norm : w->final_norm].offset;
 		w->gvec_bytes = L->off - w->gvec_offset;
 	}
 
@@ -129,18 +142,19 @@ static void lay_out(struct layout *L)
 		struct pccx_gemma_layer_w *lw = &w->layer[l];
 		uint32_t F = ly->d_ffn, Q = ly->q_dim, KV = ly->kv_dim;
 		/*
-		 * Gemma 3n attends with scale 1.0 on RMS-normalised q and k, so its trained q/k
-		 * norm weights must carry the usual 1/sqrt(head_dim): each is centred on
-		 * head_dim^(-1/4). With weights near 1 the scores would have std sqrt(head_dim)
-		 * (16 for E4B) and every softmax would be one-hot.
+		 * The trained q/k norm weights and the q scale together give scores the usual
+		 * 1/sqrt(head_dim): centre^2 * q_scale = head_dim^-1/2. Gemma 3n attends with
+		 * scale 1.0, so its weights are centred on head_dim^(-1/4); with weights near 1
+		 * the scores would have std sqrt(head_dim) (16 for E4B) and every softmax would be
+		 * one-hot. Gemma 3's q_scale is head_dim^-1/2 already: centred on 1.
 		 */
-		float qk_centre = (float)pow((double)ly->head_dim, -0.25);
+		float qk_centre = (float)(pow((double)ly->head_dim, -0.25) / sqrt((double)ly->q_scale));
 
 		for (k = 0; k < PCCX_GEMMA_LV_COUNT; k++) {
 			uint32_t n = k >= PCCX_GEMMA_LV_Q_NORM ? ly->head_dim : D;
 
 			lw->vec[k] = -1;
-			if (lvec_norm[k] && !(ly->norms & lvec_norm[k]))
+			if (lvec_norm[k] ? !(ly->norms & lvec_norm[k]) : !altup && lvec_altup[k])
 				continue;
 			lw->vec[k] = add(L, k ? 16 : TENSOR_ALIGN, F32, 1, n, ONE, 0.1f,
 					 "blk.%u.%s.weight", l, lvec_names[k]);
@@ -151,18 +165,24 @@ static void lay_out(struct layout *L)
 			lw->vec_offset = m->t[lw->vec[0]].offset;
 			lw->vec_bytes = L->off - lw->vec_offset;
 		}
-		/*
-		 * Router input is RMS-normalised and divided by D, so its entries are ~1/D:
-		 * weights ~ N(0, D/4) give tanh arguments of about 0.5.
-		 */
-		lw->router = add(L, TENSOR_ALIGN, F32, PCCX_GEMMA_ALTUP_STREAMS, D, N,
-				 0.5f * (float)sqrt((double)D), "blk.%u.altup_router.weight", l);
-		lw->pred_coef =
-			add(L, TENSOR_ALIGN, F32, PCCX_GEMMA_ALTUP_STREAMS * PCCX_GEMMA_ALTUP_STREAMS,
-			    PCCX_GEMMA_ALTUP_STREAMS, N, 0.05f, "blk.%u.altup_predict_coef.weight", l);
-		lw->corr_coef = add(L, TENSOR_ALIGN, F32, PCCX_GEMMA_ALTUP_STREAMS,
-				    PCCX_GEMMA_ALTUP_STREAMS, N,
-				    0.05f, "blk.%u.altup_correct_coef.weight", l);
+		lw->router = lw->pred_coef = lw->corr_coef = -1;
+		lw->laurel_l = lw->laurel_r = lw->ple_gate = lw->ple_proj = -1;
+		if (altup) {
+			/*
+			 * Router input is RMS-normalised and divided by D, so its entries are ~1/D:
+			 * weights ~ N(0, D/4) give tanh arguments of about 0.5.
+			 */
+			lw->router = add(L, TENSOR_ALIGN, F32, PCCX_GEMMA_ALTUP_STREAMS, D, N,
+					 0.5f * (float)sqrt((double)D),
+					 "blk.%u.altup_router.weight", l);
+			lw->pred_coef = add(L, TENSOR_ALIGN, F32,
+					    PCCX_GEMMA_ALTUP_STREAMS * PCCX_GEMMA_ALTUP_STREAMS,
+					    PCCX_GEMMA_ALTUP_STREAMS, N, 0.05f,
+					    "blk.%u.altup_predict_coef.weight", l);
+			lw->corr_coef = add(L, TENSOR_ALIGN, F32, PCCX_GEMMA_ALTUP_STREAMS,
+					    PCCX_GEMMA_ALTUP_STREAMS, N, 0.05f,
+					    "blk.%u.altup_correct_coef.weight", l);
+		}
 		lw->attn_q =
 			add(L, TENSOR_ALIGN, Q4, Q, D, N, inv_sqrt(D), "blk.%u.attn_q.weight", l);
 		lw->attn_k =
@@ -171,20 +191,24 @@ static void lay_out(struct layout *L)
 			add(L, TENSOR_ALIGN, Q4, KV, D, N, inv_sqrt(D), "blk.%u.attn_v.weight", l);
 		lw->attn_o = add(L, TENSOR_ALIGN, Q4, D, Q, N, inv_sqrt(Q),
 				 "blk.%u.attn_output.weight", l);
-		lw->laurel_l =
-			add(L, TENSOR_ALIGN, Q4, R, D, N, inv_sqrt(D), "blk.%u.laurel_l.weight", l);
-		lw->laurel_r =
-			add(L, TENSOR_ALIGN, Q4, D, R, N, inv_sqrt(R), "blk.%u.laurel_r.weight", l);
+		if (altup) {
+			lw->laurel_l = add(L, TENSOR_ALIGN, Q4, R, D, N, inv_sqrt(D),
+					   "blk.%u.laurel_l.weight", l);
+			lw->laurel_r = add(L, TENSOR_ALIGN, Q4, D, R, N, inv_sqrt(R),
+					   "blk.%u.laurel_r.weight", l);
+		}
 		lw->ffn_gate =
 			add(L, TENSOR_ALIGN, Q4, F, D, N, inv_sqrt(D), "blk.%u.ffn_gate.weight", l);
 		lw->ffn_up =
 			add(L, TENSOR_ALIGN, Q4, F, D, N, inv_sqrt(D), "blk.%u.ffn_up.weight", l);
 		lw->ffn_down =
 			add(L, TENSOR_ALIGN, Q4, D, F, N, inv_sqrt(F), "blk.%u.ffn_down.weight", l);
-		lw->ple_gate =
-			add(L, TENSOR_ALIGN, Q4, P, D, N, inv_sqrt(D), "blk.%u.inp_gate.weight", l);
-		lw->ple_proj =
-			add(L, TENSOR_ALIGN, Q4, D, P, N, inv_sqrt(P), "blk.%u.proj.weight", l);
+		if (altup) {
+			lw->ple_gate = add(L, TENSOR_ALIGN, Q4, P, D, N, inv_sqrt(D),
+					   "blk.%u.inp_gate.weight", l);
+			lw->ple_proj = add(L, TENSOR_ALIGN, Q4, D, P, N, inv_sqrt(P),
+					   "blk.%u.proj.weight", l);
+		}
 	}
 	L->off = align_up(L->off, 4096);
 }
@@ -271,7 +295,7 @@ uint64_t pccx__gemma_streamed_bytes(const struct pccx_gemma_model *m)
 	uint64_t b = 0;
 	uint32_t l, k;
 
-#define TB(id) ((uint64_t)m->t[id].rows * m->t[id].row_bytes)
+#define TB(id) ((id) < 0 ? 0 : (uint64_t)m->t[id].rows * m->t[id].row_bytes)
 	b += TB(w->embed) + TB(w->ple_model_proj) + w->gvec_bytes;
 	for (k = 0; k < 3; k++)
 		b += TB(w->altup_proj[k]) + TB(w->altup_unembd[k]);

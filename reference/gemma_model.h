@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Gemma 3n weights in device layout: one byte buffer (the host buffer the weight streams and
+ * Gemma weights in device layout (every family): one byte buffer (the host buffer the weight streams and
  * weight MEMCPYs read) holding every tensor as the NPU consumes it.
  *
  *   Q4 matrix (rows, cols): one record per row of pccx__wstream_row_bytes() bytes:
@@ -63,7 +63,10 @@ enum pccx_gemma_lvec {
 	PCCX_GEMMA_LV_COUNT
 };
 
-/* Tensor ids (indices into model->t) of one decoder layer. */
+/*
+ * Tensor ids (indices into model->t) of one decoder layer; -1 for the tensors of Gemma 3n's
+ * AltUp, LAuReL and PLE in the other families.
+ */
 struct pccx_gemma_layer_w {
 	int32_t attn_q;		/* Q4 (q_dim, D) */
 	int32_t attn_k;		/* Q4 (kv_dim, D); never read by layers that do not write KV */
@@ -84,6 +87,7 @@ struct pccx_gemma_layer_w {
 	uint64_t vec_bytes;	/* its size (multiple of 16) */
 };
 
+/* The model's tensor ids; the PLE and AltUp ones are -1 outside Gemma 3n. */
 struct pccx_gemma_weights {
 	int32_t embed;			/* Q4 (vocab, D) token_embd; also the tied LM head */
 	int32_t ple_table;		/* Q4 (ple_vocab, n_layers*d_ple) per_layer_token_embd */
@@ -92,7 +96,7 @@ struct pccx_gemma_weights {
 	int32_t altup_unembd[3];	/* Q4 (D, D) bring streams 1..3 back at the end */
 	int32_t ple_proj_norm;		/* F32 (d_ple) shared by all layers' slices */
 	int32_t final_norm;		/* F32 (D) output_norm */
-	uint64_t gvec_offset;		/* the two global vectors, contiguous */
+	uint64_t gvec_offset;		/* the global vectors (PLE norm, output norm), contiguous */
 	uint64_t gvec_bytes;
 	struct pccx_gemma_layer_w layer[PCCX_GEMMA_MAX_LAYERS];
 };

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The per-layer table (layers.h): the only place a layer's properties follow from its index. */
+#include <math.h>
+
 #include "diag.h"
 #include "layers.h"
 
@@ -9,8 +11,12 @@ static bool gemma3n_global(uint32_t period, uint32_t layer)
 	return (layer + 1) % period == 0;
 }
 
-#define ALL_NORMS (PCCX_NORM_Q | PCCX_NORM_K | PCCX_NORM_V | PCCX_NORM_POST_ATTN | \
-		   PCCX_NORM_PRE_FFN | PCCX_NORM_POST_FFN)
+/* Hugging Face's scaling of q: query_pre_attn_scalar^-1/2, or none (0: Gemma 3n). */
+static float q_scale(const struct pccx_gemma_config *c)
+{
+	return c->query_pre_attn_scalar > 0.0f ? (float)(1.0 / sqrt(c->query_pre_attn_scalar))
+					       : 1.0f;
+}
 
 int pccx__layers_build(const struct pccx_gemma_config *c,
 		       struct pccx_attn_desc attn[PCCX_ATTN_KINDS], struct pccx_layer_desc *layers,
@@ -25,15 +31,18 @@ int pccx__layers_build(const struct pccx_gemma_config *c,
 				  "n_kv_shared out of range", c->name);
 	for (k = 0; k < PCCX_ATTN_KINDS; k++) {
 		bool global = k == PCCX_ATTN_GLOBAL;
+		float factor = global && c->rope_factor_global > 0.0f ? c->rope_factor_global : 1.0f;
 
 		attn[k] = (struct pccx_attn_desc){
 			.window = global ? 0 : c->window,
 			.n_heads = c->n_heads,
 			.n_kv_heads = c->n_kv_heads,
 			.head_dim = c->head_dim,
-			.kv_rows = global ? c->max_ctx : c->window,
+			/* a window longer than the context never wraps: keep max_ctx rows */
+			.kv_rows = global || c->window > c->max_ctx ? c->max_ctx : c->window,
 			.theta = global ? c->theta_global : c->theta_local,
 			.rope_dims = c->head_dim,
+			.rope_factor = factor,
 		};
 	}
 
@@ -61,10 +70,12 @@ int pccx__layers_build(const struct pccx_gemma_config *c,
 			.kv_rows = A->kv_rows,
 			.theta = A->theta,
 			.rope_dims = A->rope_dims,
+			.q_scale = q_scale(c),
+			.attn_softcap = c->attn_softcap,
 			.d_ffn = c->d_ffn,
 			.sparse = sparse,
 			.sparse_z = sparse ? c->sparse_z : 0.0f,
-			.norms = ALL_NORMS,
+			.norms = pccx__family(c->family)->norms,
 		};
 	}
 	return PCCX_OK;

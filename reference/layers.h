@@ -6,13 +6,16 @@
  * Nothing outside layers.c derives a layer's properties from its index; a model family with
  * another layer pattern is another way of filling the rows (docs/reference.md, "Layers").
  *
- * Gemma 3n (Hugging Face Gemma3nTextConfig):
- *   layer i is global (full attention, theta_global) iff (i + 1) % global_period == 0, else
- *   local (a window of `window` keys, theta_local);
+ * Every family (Hugging Face's layer_types of Gemma 2, 3 and 3n; Gemma 1 is all global):
+ *   layer i is global (full attention, theta_global scaled by rope_factor_global) iff
+ *   (i + 1) % global_period == 0, else local (a window of `window` keys, theta_local);
+ *   a local layer keeps min(window, max_ctx) KV rows as a ring, a global one max_ctx;
+ *   q is scaled by query_pre_attn_scalar^-1/2 and the scores soft-capped by attn_softcap;
+ *   the norms are the family's (family.h).
+ * Gemma 3n (Gemma3nTextConfig) besides:
  *   layers [n_layers - n_kv_shared, n_layers) compute no k/v and read the cache of the last
  *   layer of their own kind before them (kv_shared_layer_index);
- *   layers [0, n_sparse) apply the Gaussian top-k gate with sparse_z;
- *   every layer has the same heads, head size and FFN width, and all six norms.
+ *   layers [0, n_sparse) apply the Gaussian top-k gate with sparse_z.
  */
 #ifndef PCCX_LAYERS_H
 #define PCCX_LAYERS_H
@@ -40,6 +43,7 @@ struct pccx_attn_desc {
 	uint32_t kv_rows;	/* KV cache rows: window (a ring, row pos mod window), max_ctx */
 	float theta;		/* RoPE base */
 	uint32_t rope_dims;	/* leading dimensions of a head RoPE rotates (head_dim: all) */
+	float rope_factor;	/* linear scaling: positions divided by it (1: none) */
 };
 
 /* The norms a layer applies (pccx_layer_desc.norms); the attention input norm is always there. */
@@ -66,6 +70,8 @@ struct pccx_layer_desc {
 	/* RoPE of q and k */
 	float theta;		/* base */
 	uint32_t rope_dims;	/* leading dimensions of a head it rotates (head_dim: all) */
+	float q_scale;		/* q is multiplied by it after RoPE (1: not at all) */
+	float attn_softcap;	/* scores = cap tanh(scores / cap) before the softmax (0: none) */
 	/* FFN */
 	uint32_t d_ffn;		/* width of gate and up */
 	bool sparse;		/* the Gaussian top-k gate (mean + sparse_z std) before GELU */
