@@ -94,6 +94,18 @@ START_TEST(tiny_vocab_64_tokens_bit_exact)
 }
 END_TEST
 
+/*
+ * The tiny shape of every other family: 69 steps, past the 16-key window of the local
+ * layers of Gemma 2 and 3 (their rings wrap four times), each stage verified.
+ */
+static const char *const family_configs[] = { "tiny-gemma", "tiny-gemma2", "tiny-gemma3" };
+
+START_TEST(family_64_tokens_bit_exact)
+{
+	check_config(family_configs[_i]);
+}
+END_TEST
+
 START_TEST(deterministic_and_verify_does_not_change_tokens)
 {
 	struct run a, b, c;
@@ -501,6 +513,8 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 900);
 	tcase_add_test(tc, tiny_64_tokens_bit_exact);
 	tcase_add_test(tc, tiny_vocab_64_tokens_bit_exact);
+	tcase_add_loop_test(tc, family_64_tokens_bit_exact, 0,
+			    sizeof(family_configs) / sizeof(family_configs[0]));
 	tcase_add_test(tc, deterministic_and_verify_does_not_change_tokens);
 	tcase_add_test(tc, sampler_seed_is_used);
 	tcase_add_test(tc, generate_needs_a_prompt);
