@@ -18,6 +18,14 @@ echo
 echo "== simulated decode on the cycle simulator, config $cfg"
 "$pccx" bench --config "$cfg" --tokens 2 | tee "$out/sim"
 echo
+# The other families' real shapes (synthetic weights); the quick pass takes their tiny shapes.
+if [ "$cfg" = tiny ]; then families="tiny-gemma tiny-gemma2 tiny-gemma3"
+else families="gemma-2b gemma-2-2b gemma-3-1b gemma-3-4b"; fi
+for f in $families; do
+  echo "== simulated decode on the cycle simulator, config $f"
+  "$pccx" bench --config "$f" --tokens 2 | tee "$out/sim-$f"
+  echo
+done
 echo "== host reference decode, config $cfg, 2 threads"
 "$pccx" bench --ref --config "$cfg" -n 4 --prefill 4 --threads 2 | tee "$out/ref"
 echo
@@ -45,6 +53,10 @@ emit sampler_full_sort_ns "$(num "$out/sampler" '/no filter/ {for (i = 1; i <= N
 emit "sim_decode_${cfg}" "$(num "$out/sim" '/^simulated decode:/ {print $3}')" tok/s
 emit "sim_ms_per_token_${cfg}" "$(num "$out/sim" '/^simulated decode:/ {sub(/\(/, "", $5); print $5}')" ms
 emit "sim_ddr_ceiling_${cfg}" "$(num "$out/sim" '/= .*% of the/ {for (i = 1; i <= NF; i++) if ($i ~ /%$/) {sub(/%/, "", $i); print $i; exit}}')" %
+for f in $families; do
+  emit "sim_decode_$f" "$(num "$out/sim-$f" '/^simulated decode:/ {print $3}')" tok/s
+  emit "sim_ddr_ceiling_$f" "$(num "$out/sim-$f" '/= .*% of the/ {for (i = 1; i <= NF; i++) if ($i ~ /%$/) {sub(/%/, "", $i); print $i; exit}}')" %
+done
 sim_s=$(num "$out/sim" '/^host: / {print $2}')
 emit "sim_host_s_per_token_${cfg}" "$sim_s" s
 ref_tps=$(num "$out/ref" '$1 == "decode" {print $2}')
