@@ -112,7 +112,7 @@ struct job {
 	enum job_state state;
 	bool started;			/* the prompt is in: tokens may follow */
 	bool cancel;			/* the client left */
-	struct pccx_cli_json text;	/* the reply so far */
+	struct pccx_json_out text;	/* the reply so far */
 	size_t prompt_tokens, completion_tokens;
 	int32_t last_token;
 	enum job_end end;
@@ -169,7 +169,7 @@ static void job_put(struct job *job)
 		return;
 	pccx__json_free(job->doc);
 	free(job->turns);
-	pccx_cli_json_free(&job->text);
+	pccx__json_out_free(&job->text);
 	free(job);
 }
 
@@ -238,9 +238,9 @@ static int on_token(void *user, int32_t token, const char *piece, size_t len)
 	job->completion_tokens++;
 	job->last_token = token;
 	if (srv->has_tok)
-		pccx_cli_json_raw(&job->text, piece, len);
+		pccx__json_out_raw(&job->text, piece, len);
 	else
-		pccx_cli_json_printf(&job->text, "[%d]", token);
+		pccx__json_out_printf(&job->text, "[%d]", token);
 	if (job->text.oom) {
 		job_set_error(job, 500, "server_error", "out of memory");
 		stop = true;
@@ -660,18 +660,18 @@ fail:
 /* Per connection: the body as it comes, then the request and the events written so far. */
 struct conn {
 	struct server *srv;
-	struct pccx_cli_json body;
+	struct pccx_json_out body;
 	bool too_big;
 	struct job *job;
 	int fd;
-	struct pccx_cli_json out;	/* events not yet handed to libmicrohttpd */
+	struct pccx_json_out out;	/* events not yet handed to libmicrohttpd */
 	size_t out_off;
 	size_t sent;			/* bytes of the job's text sent as deltas */
 	int phase;			/* 0: the role chunk is next, 1: text, 2: all written */
 };
 
 static enum MHD_Result send_json(struct MHD_Connection *mc, unsigned status,
-				 const struct pccx_cli_json *j, const char *allow)
+				 const struct pccx_json_out *j, const char *allow)
 {
 	static const char oom[] = "{\"error\":{\"message\":\"out of memory\","
 				  "\"type\":\"server_error\"}}";
@@ -693,13 +693,13 @@ static enum MHD_Result send_json(struct MHD_Connection *mc, unsigned status,
 	return ret;
 }
 
-static void error_json(struct pccx_cli_json *j, const char *type, const char *msg)
+static void error_json(struct pccx_json_out *j, const char *type, const char *msg)
 {
-	PCCX_CLI_JSON_LIT(j, "{\"error\":{\"message\":");
-	pccx_cli_json_str(j, msg, strlen(msg));
-	PCCX_CLI_JSON_LIT(j, ",\"type\":");
-	pccx_cli_json_str(j, type, strlen(type));
-	PCCX_CLI_JSON_LIT(j, "}}");
+	PCCX_JSON_OUT_LIT(j, "{\"error\":{\"message\":");
+	pccx__json_out_str(j, msg, strlen(msg));
+	PCCX_JSON_OUT_LIT(j, ",\"type\":");
+	pccx__json_out_str(j, type, strlen(type));
+	PCCX_JSON_OUT_LIT(j, "}}");
 }
 
 static enum MHD_Result send_error(struct MHD_Connection *mc, unsigned status, const char *type,
@@ -709,7 +709,7 @@ static enum MHD_Result send_error(struct MHD_Connection *mc, unsigned status, co
 static enum MHD_Result send_error(struct MHD_Connection *mc, unsigned status, const char *type,
 				  const char *allow, const char *fmt, ...)
 {
-	struct pccx_cli_json j = { 0 };
+	struct pccx_json_out j = { 0 };
 	enum MHD_Result ret;
 	char msg[768];
 	va_list ap;
@@ -719,7 +719,7 @@ static enum MHD_Result send_error(struct MHD_Connection *mc, unsigned status, co
 	va_end(ap);
 	error_json(&j, type, msg);
 	ret = send_json(mc, status, &j, allow);
-	pccx_cli_json_free(&j);
+	pccx__json_out_free(&j);
 	return ret;
 }
 
@@ -728,53 +728,53 @@ static const char *finish_reason(const struct job *job)
 	return job->end == END_NONE || job->end == END_STOP ? "stop" : "length";
 }
 
-static void head_json(struct pccx_cli_json *j, const struct server *srv, const struct job *job,
+static void head_json(struct pccx_json_out *j, const struct server *srv, const struct job *job,
 		      const char *object)
 {
-	pccx_cli_json_printf(j, "{\"id\":\"chatcmpl-%llu\",\"object\":\"%s\",\"created\":%lld,"
+	pccx__json_out_printf(j, "{\"id\":\"chatcmpl-%llu\",\"object\":\"%s\",\"created\":%lld,"
 			     "\"model\":", job->id, object, job->created);
-	pccx_cli_json_str(j, srv->model_id, strlen(srv->model_id));
+	pccx__json_out_str(j, srv->model_id, strlen(srv->model_id));
 }
 
-static void usage_json(struct pccx_cli_json *j, const struct job *job)
+static void usage_json(struct pccx_json_out *j, const struct job *job)
 {
-	pccx_cli_json_printf(j, "\"usage\":{\"prompt_tokens\":%zu,\"completion_tokens\":%zu,"
+	pccx__json_out_printf(j, "\"usage\":{\"prompt_tokens\":%zu,\"completion_tokens\":%zu,"
 			     "\"total_tokens\":%zu}", job->prompt_tokens, job->completion_tokens,
 			     job->prompt_tokens + job->completion_tokens);
 }
 
-static void completion_json(struct pccx_cli_json *j, const struct server *srv,
+static void completion_json(struct pccx_json_out *j, const struct server *srv,
 			    const struct job *job)
 {
 	head_json(j, srv, job, "chat.completion");
-	PCCX_CLI_JSON_LIT(j, ",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
+	PCCX_JSON_OUT_LIT(j, ",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
 			  "\"content\":");
-	pccx_cli_json_str(j, job->text.p ? job->text.p : "", job->text.n);
-	pccx_cli_json_printf(j, "},\"finish_reason\":\"%s\"}],", finish_reason(job));
+	pccx__json_out_str(j, job->text.p ? job->text.p : "", job->text.n);
+	pccx__json_out_printf(j, "},\"finish_reason\":\"%s\"}],", finish_reason(job));
 	usage_json(j, job);
-	PCCX_CLI_JSON_LIT(j, "}");
+	PCCX_JSON_OUT_LIT(j, "}");
 }
 
 /* One event of a stream: a chunk whose delta has the role (first) or text, or the last one. */
-static void chunk_event(struct pccx_cli_json *j, const struct server *srv, const struct job *job,
+static void chunk_event(struct pccx_json_out *j, const struct server *srv, const struct job *job,
 			int kind, const char *text, size_t n)
 {
-	PCCX_CLI_JSON_LIT(j, "data: ");
+	PCCX_JSON_OUT_LIT(j, "data: ");
 	head_json(j, srv, job, "chat.completion.chunk");
-	PCCX_CLI_JSON_LIT(j, ",\"choices\":[{\"index\":0,\"delta\":{");
+	PCCX_JSON_OUT_LIT(j, ",\"choices\":[{\"index\":0,\"delta\":{");
 	if (kind == 0) {
-		PCCX_CLI_JSON_LIT(j, "\"role\":\"assistant\",\"content\":\"\"},"
+		PCCX_JSON_OUT_LIT(j, "\"role\":\"assistant\",\"content\":\"\"},"
 				  "\"finish_reason\":null}]}");
 	} else if (kind == 1) {
-		PCCX_CLI_JSON_LIT(j, "\"content\":");
-		pccx_cli_json_str(j, text, n);
-		PCCX_CLI_JSON_LIT(j, "},\"finish_reason\":null}]}");
+		PCCX_JSON_OUT_LIT(j, "\"content\":");
+		pccx__json_out_str(j, text, n);
+		PCCX_JSON_OUT_LIT(j, "},\"finish_reason\":null}]}");
 	} else {
-		pccx_cli_json_printf(j, "},\"finish_reason\":\"%s\"}],", finish_reason(job));
+		pccx__json_out_printf(j, "},\"finish_reason\":\"%s\"}],", finish_reason(job));
 		usage_json(j, job);
-		PCCX_CLI_JSON_LIT(j, "}");
+		PCCX_JSON_OUT_LIT(j, "}");
 	}
-	PCCX_CLI_JSON_LIT(j, "\n\n");
+	PCCX_JSON_OUT_LIT(j, "\n\n");
 }
 
 /* Whether the client has closed its side of the connection (or it broke). */
@@ -832,20 +832,20 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 		avail = job->text.n;
 		if (job->state != JOB_DONE) {
 			avail = avail > job->hold ? avail - job->hold : 0;
-			avail = pccx_cli_utf8_whole(job->text.p, avail);
+			avail = pccx__utf8_whole(job->text.p, avail);
 		}
 		if (avail > c->sent) {
 			chunk_event(&c->out, srv, job, 1, job->text.p + c->sent, avail - c->sent);
 			c->sent = avail;
 		} else if (job->state == JOB_DONE) {
 			if (job->end == END_ERROR) {
-				PCCX_CLI_JSON_LIT(&c->out, "data: ");
+				PCCX_JSON_OUT_LIT(&c->out, "data: ");
 				error_json(&c->out, job->err_type, job->err);
-				PCCX_CLI_JSON_LIT(&c->out, "\n\n");
+				PCCX_JSON_OUT_LIT(&c->out, "\n\n");
 			} else {
 				chunk_event(&c->out, srv, job, 2, NULL, 0);
 			}
-			PCCX_CLI_JSON_LIT(&c->out, "data: [DONE]\n\n");
+			PCCX_JSON_OUT_LIT(&c->out, "data: [DONE]\n\n");
 			c->phase = 2;
 		} else {
 			timed_wait(srv);
@@ -879,7 +879,7 @@ static enum MHD_Result chat_completion(struct server *srv, struct conn *c,
 				       struct MHD_Connection *mc)
 {
 	const union MHD_ConnectionInfo *ci;
-	struct pccx_cli_json j = { 0 };
+	struct pccx_json_out j = { 0 };
 	struct job *job;
 	pccx_diag d = { 0 };
 	enum MHD_Result ret;
@@ -893,7 +893,7 @@ static enum MHD_Result chat_completion(struct server *srv, struct conn *c,
 		return send_error(mc, (unsigned)status, status == 500 ? "server_error" :
 				  "invalid_request_error", NULL, "%s", d.msg);
 	}
-	pccx_cli_json_free(&c->body);
+	pccx__json_out_free(&c->body);
 	ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
 	c->fd = ci ? ci->connect_fd : -1;
 
@@ -962,49 +962,49 @@ static enum MHD_Result chat_completion(struct server *srv, struct conn *c,
 	pthread_mutex_unlock(&srv->mu);
 	MHD_set_connection_option(mc, MHD_CONNECTION_OPTION_TIMEOUT, 60u);
 	ret = send_json(mc, (unsigned)status, &j, NULL);
-	pccx_cli_json_free(&j);
+	pccx__json_out_free(&j);
 	return ret;
 }
 
 static enum MHD_Result health(struct server *srv, struct MHD_Connection *mc)
 {
-	struct pccx_cli_json j = { 0 };
+	struct pccx_json_out j = { 0 };
 	enum MHD_Result ret;
 
 	pthread_mutex_lock(&srv->mu);
-	PCCX_CLI_JSON_LIT(&j, "{\"status\":\"ok\",\"model\":");
-	pccx_cli_json_str(&j, srv->model_id, strlen(srv->model_id));
-	PCCX_CLI_JSON_LIT(&j, ",\"device\":{\"backend\":");
-	pccx_cli_json_str(&j, srv->info.backend, strnlen(srv->info.backend,
+	PCCX_JSON_OUT_LIT(&j, "{\"status\":\"ok\",\"model\":");
+	pccx__json_out_str(&j, srv->model_id, strlen(srv->model_id));
+	PCCX_JSON_OUT_LIT(&j, ",\"device\":{\"backend\":");
+	pccx__json_out_str(&j, srv->info.backend, strnlen(srv->info.backend,
 							  sizeof(srv->info.backend)));
-	pccx_cli_json_printf(&j, ",\"hw_version\":\"0x%08x\",\"state\":\"%s\",\"last_error\":",
+	pccx__json_out_printf(&j, ",\"hw_version\":\"0x%08x\",\"state\":\"%s\",\"last_error\":",
 			     srv->info.hw_version, srv->running ? "busy" : "idle");
 	if (srv->last_error[0])
-		pccx_cli_json_str(&j, srv->last_error, strlen(srv->last_error));
+		pccx__json_out_str(&j, srv->last_error, strlen(srv->last_error));
 	else
-		PCCX_CLI_JSON_LIT(&j, "null");
-	pccx_cli_json_printf(&j, "},\"queue\":{\"running\":%d,\"waiting\":%zu,\"limit\":%zu},"
+		PCCX_JSON_OUT_LIT(&j, "null");
+	pccx__json_out_printf(&j, "},\"queue\":{\"running\":%d,\"waiting\":%zu,\"limit\":%zu},"
 			     "\"requests\":{\"completed\":%llu,\"rejected\":%llu,\"timed_out\":%llu,"
 			     "\"cancelled\":%llu,\"failed\":%llu}}",
 			     srv->running ? 1 : 0, srv->n_waiting, srv->queue, srv->n_ok,
 			     srv->n_rejected, srv->n_timed_out, srv->n_cancelled, srv->n_failed);
 	pthread_mutex_unlock(&srv->mu);
 	ret = send_json(mc, 200, &j, NULL);
-	pccx_cli_json_free(&j);
+	pccx__json_out_free(&j);
 	return ret;
 }
 
 static enum MHD_Result models(struct server *srv, struct MHD_Connection *mc)
 {
-	struct pccx_cli_json j = { 0 };
+	struct pccx_json_out j = { 0 };
 	enum MHD_Result ret;
 
-	PCCX_CLI_JSON_LIT(&j, "{\"object\":\"list\",\"data\":[{\"id\":");
-	pccx_cli_json_str(&j, srv->model_id, strlen(srv->model_id));
-	pccx_cli_json_printf(&j, ",\"object\":\"model\",\"created\":%lld,\"owned_by\":\"pccx\"}]}",
+	PCCX_JSON_OUT_LIT(&j, "{\"object\":\"list\",\"data\":[{\"id\":");
+	pccx__json_out_str(&j, srv->model_id, strlen(srv->model_id));
+	pccx__json_out_printf(&j, ",\"object\":\"model\",\"created\":%lld,\"owned_by\":\"pccx\"}]}",
 			     srv->started);
 	ret = send_json(mc, 200, &j, NULL);
-	pccx_cli_json_free(&j);
+	pccx__json_out_free(&j);
 	return ret;
 }
 
@@ -1060,10 +1060,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
 	if (*upload_data_size) {
 		if (!c->too_big && c->body.n + *upload_data_size > srv->max_body) {
 			c->too_big = true;
-			pccx_cli_json_free(&c->body);
+			pccx__json_out_free(&c->body);
 		}
 		if (!c->too_big)
-			pccx_cli_json_raw(&c->body, upload_data, *upload_data_size);
+			pccx__json_out_raw(&c->body, upload_data, *upload_data_size);
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
@@ -1091,8 +1091,8 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
 		job_put(c->job);
 		pthread_mutex_unlock(&srv->mu);
 	}
-	pccx_cli_json_free(&c->body);
-	pccx_cli_json_free(&c->out);
+	pccx__json_out_free(&c->body);
+	pccx__json_out_free(&c->out);
 	free(c);
 	*con_cls = NULL;
 }

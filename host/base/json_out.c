@@ -8,7 +8,7 @@
 
 #include "json_out.h"
 
-static bool reserve(struct pccx_cli_json *j, size_t more)
+static bool reserve(struct pccx_json_out *j, size_t more)
 {
 	size_t cap;
 	char *p;
@@ -34,7 +34,7 @@ oom:
 	return false;
 }
 
-void pccx_cli_json_raw(struct pccx_cli_json *j, const char *s, size_t n)
+void pccx__json_out_raw(struct pccx_json_out *j, const char *s, size_t n)
 {
 	if (!reserve(j, n))
 		return;
@@ -43,7 +43,7 @@ void pccx_cli_json_raw(struct pccx_cli_json *j, const char *s, size_t n)
 	j->p[j->n] = '\0';
 }
 
-void pccx_cli_json_printf(struct pccx_cli_json *j, const char *fmt, ...)
+void pccx__json_out_printf(struct pccx_json_out *j, const char *fmt, ...)
 {
 	va_list ap;
 	int len;
@@ -93,42 +93,42 @@ static size_t utf8_char(const unsigned char *s, size_t n)
 	return len;
 }
 
-void pccx_cli_json_str(struct pccx_cli_json *j, const char *s, size_t n)
+void pccx__json_out_str(struct pccx_json_out *j, const char *s, size_t n)
 {
 	const unsigned char *u = (const unsigned char *)s;
 	size_t i = 0, k;
 
-	pccx_cli_json_raw(j, "\"", 1);
+	pccx__json_out_raw(j, "\"", 1);
 	while (i < n) {
 		unsigned char c = u[i];
 
 		if (c == '"' || c == '\\') {
 			char e[2] = { '\\', (char)c };
 
-			pccx_cli_json_raw(j, e, 2);
+			pccx__json_out_raw(j, e, 2);
 			i++;
 		} else if (c < 0x20) {
 			if (c == '\n')
-				pccx_cli_json_raw(j, "\\n", 2);
+				pccx__json_out_raw(j, "\\n", 2);
 			else if (c == '\t')
-				pccx_cli_json_raw(j, "\\t", 2);
+				pccx__json_out_raw(j, "\\t", 2);
 			else if (c == '\r')
-				pccx_cli_json_raw(j, "\\r", 2);
+				pccx__json_out_raw(j, "\\r", 2);
 			else
-				pccx_cli_json_printf(j, "\\u%04x", c);
+				pccx__json_out_printf(j, "\\u%04x", c);
 			i++;
 		} else if ((k = utf8_char(u + i, n - i)) != 0) {
-			pccx_cli_json_raw(j, s + i, k);
+			pccx__json_out_raw(j, s + i, k);
 			i += k;
 		} else {
-			pccx_cli_json_raw(j, "\xef\xbf\xbd", 3);	/* U+FFFD */
+			pccx__json_out_raw(j, "\xef\xbf\xbd", 3);	/* U+FFFD */
 			i++;
 		}
 	}
-	pccx_cli_json_raw(j, "\"", 1);
+	pccx__json_out_raw(j, "\"", 1);
 }
 
-size_t pccx_cli_utf8_whole(const char *s, size_t n)
+size_t pccx__utf8_whole(const char *s, size_t n)
 {
 	const unsigned char *u = (const unsigned char *)s;
 	size_t start = n, back = 0;
@@ -150,7 +150,7 @@ size_t pccx_cli_utf8_whole(const char *s, size_t n)
 	return n;
 }
 
-void pccx_cli_json_free(struct pccx_cli_json *j)
+void pccx__json_out_free(struct pccx_json_out *j)
 {
 	free(j->p);
 	memset(j, 0, sizeof(*j));
