@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * Float oracle of the Gemma 3n decode step: FP64 arithmetic on the dequantised weights,
- * written from the model's definition (Hugging Face Gemma3nTextModel), independently of the
- * NPU graph. Stage names and shapes match gemma_graph.c.
+ * Float oracle of the Gemma decode step of every family: FP64 arithmetic on the dequantised
+ * weights, written from the models' definitions (Hugging Face GemmaModel, Gemma2Model,
+ * Gemma3TextModel and Gemma3nTextModel), independently of the NPU graph. What a family has
+ * comes from its facts (family.h) and the per-layer table (layers.h); stage names and shapes
+ * match gemma_graph.c. docs/reference.md, "Families".
  */
 #include <math.h>
 #include <stdarg.h>
@@ -194,13 +196,16 @@ static void router(struct pccx_oracle *o, uint32_t l, const double *x, double m[
 		m[i] = tanh(m[i]);
 }
 
-/* Rotate-half RoPE of one head at position pos with base theta. */
-static void rope(double *x, uint32_t hd, uint32_t pos, double theta)
+/*
+ * Rotate-half RoPE of one head at position pos with base theta; the inverse frequencies are
+ * divided by `factor` (Hugging Face's "linear" rope_type; 1: none).
+ */
+static void rope(double *x, uint32_t hd, uint32_t pos, double theta, double factor)
 {
 	uint32_t half = hd / 2, i;
 
 	for (i = 0; i < half; i++) {
-		double ph = pos * pow(theta, -2.0 * i / hd);
+		double ph = pos * (pow(theta, -2.0 * i / hd) / factor);
 		double a = x[i], b = x[i + half];
 
 		x[i] = a * cos(ph) - b * sin(ph);
@@ -219,7 +224,7 @@ static void norm_rope(struct pccx_oracle *o, const struct pccx_layer_desc *ly, d
 	for (h = 0; h < heads; h++) {
 		if (ly->norms & norm)
 			rmsnorm(o, x + h * hd, x + h * hd, hd, o->w);
-		rope(x + h * hd, hd, o->pos, ly->theta);
+		rope(x + h * hd, hd, o->pos, ly->theta, o->m->attn[ly->kind].rope_factor);
 	}
 }
 
@@ -257,7 +262,11 @@ static void attention(struct pccx_oracle *o, uint32_t l)
 
 			for (i = 0; i < hd; i++)
 				s += qh[i] * kj[i];
-			o->scores[j] = s;	/* scaling 1.0, no soft-cap */
+			/* Hugging Face scales the scores (the graph scales q: the same product) */
+			s *= ly->q_scale;
+			if (ly->attn_softcap > 0.0f)
+				s = ly->attn_softcap * tanh(s / ly->attn_softcap);
+			o->scores[j] = s;
 			mx = s > mx ? s : mx;
 		}
 		for (j = first; j <= p; j++) {
@@ -324,7 +333,8 @@ static void layer_norm(struct pccx_oracle *o, uint32_t l, uint32_t norm, enum pc
 		memcpy(out, x, sizeof(double) * D);
 }
 
-static void layer(struct pccx_oracle *o, uint32_t l)
+/* Gemma 3n's decoder layer (Gemma3nTextDecoderLayer) on the four AltUp streams o->xs. */
+static void layer_altup(struct pccx_oracle *o, uint32_t l)
 {
 	const struct pccx_gemma_config *c = o->c;
 	const struct pccx_gemma_layer_w *lw = &o->m->w.layer[l];
@@ -397,25 +407,69 @@ static void layer(struct pccx_oracle *o, uint32_t l)
 	emit(o, o->xs_all, NS, D, "L%u.out", l);
 }
 
-int pccx__oracle_step(struct pccx_oracle *o, uint32_t token, double *logits, pccx_diag *d)
+/*
+ * A decoder layer of one residual stream x = o->xs[0] (GemmaDecoderLayer, Gemma2DecoderLayer,
+ * Gemma3DecoderLayer), the norms those of the layer's row:
+ *   h = RMSNorm_in(x); al = x + [RMSNorm_postattn](attention(h));
+ *   x = al + [RMSNorm_postffn](FFN([RMSNorm_preffn](al)))
+ * Gemma 1 has only the pre-FFN norm (Hugging Face's post_attention_layernorm, which despite
+ * its name normalises the FFN input).
+ */
+static void layer_plain(struct pccx_oracle *o, uint32_t l)
+{
+	uint32_t D = o->c->d_model, i;
+	double *x = o->xs[0];
+
+	rmsnorm(o, x, o->h, D, wvec(o, o->m->w.layer[l].vec[PCCX_GEMMA_LV_ATTN_NORM]));
+	emit(o, o->h, 1, D, "L%u.attn.norm", l);
+	attention(o, l);
+	layer_norm(o, l, PCCX_NORM_POST_ATTN, PCCX_GEMMA_LV_POST_ATTN_NORM, o->o, o->al);
+	for (i = 0; i < D; i++)
+		o->al[i] += x[i];
+	emit(o, o->al, 1, D, "L%u.attn.resid", l);
+
+	layer_norm(o, l, PCCX_NORM_PRE_FFN, PCCX_GEMMA_LV_FFN_NORM, o->al, o->t);
+	emit(o, o->t, 1, D, "L%u.ffn.norm", l);
+	ffn(o, l);
+	layer_norm(o, l, PCCX_NORM_POST_FFN, PCCX_GEMMA_LV_POST_FFN_NORM, o->f, o->f);
+	for (i = 0; i < D; i++)
+		x[i] = o->al[i] + o->f[i];
+	emit(o, x, 1, D, "L%u.ffn.out", l);
+}
+
+/*
+ * x rounded to BF16 (8 significant bits, to nearest even): what a value cast to a BF16 tensor
+ * holds.
+ */
+static double round_bf16(double x)
+{
+	int e;
+	double m = frexp(x, &e);
+
+	return ldexp(nearbyint(ldexp(m, 8)), e - 8);
+}
+
+/* S0: e = E[tok] * sqrt(D); sqrt(D) rounded to BF16 where the family's checkpoints do it. */
+static void embed(struct pccx_oracle *o, uint32_t token)
+{
+	uint32_t D = o->c->d_model, i;
+	double scale = sqrt((double)D);
+
+	if (pccx__family(o->c->family)->embed_scale_bf16)
+		scale = round_bf16(scale);
+	pccx__gemma_row_f32(o->m, o->m->w.embed, token, o->row);
+	for (i = 0; i < D; i++)
+		o->e[i] = o->row[i] * scale;
+	emit(o, o->e, 1, D, "embed");
+}
+
+/* Gemma 3n's S1 (per-layer inputs u) and S2 (the AltUp streams o->xs) from e and the token. */
+static void inputs_altup(struct pccx_oracle *o, uint32_t token)
 {
 	const struct pccx_gemma_config *c = o->c;
 	const struct pccx_gemma_weights *w = &o->m->w;
 	uint32_t D = c->d_model, P = c->d_ple, LP = c->n_layers * P, l, k, i;
 	double target;
-
-	if (token >= c->vocab)
-		return pccx__fail(d, PCCX_ERR_RANGE, "oracle: token %u outside the vocabulary",
-				  token);
-	if (o->pos >= c->max_ctx)
-		return pccx__fail(d, PCCX_ERR_RANGE, "oracle: context full (%u)", c->max_ctx);
-	o->rc = 0;
-
-	/* S0: e = E[tok] * sqrt(D) */
-	pccx__gemma_row_f32(o->m, w->embed, token, o->row);
-	for (i = 0; i < D; i++)
-		o->e[i] = o->row[i] * sqrt((double)D);
-	emit(o, o->e, 1, D, "embed");
 
 	/* S1: u = (RMSNorm_{g_pl}(W_plmp e / sqrt D) per slice + E_pl[tok'] * sqrt P) / sqrt 2 */
 	pccx__gemma_row_f32(o->m, w->ple_table, token < c->ple_vocab ? token : 0, o->row);
@@ -441,30 +495,70 @@ int pccx__oracle_step(struct pccx_oracle *o, uint32_t token, double *logits, pcc
 		match_magnitude(o->xs[k], D, target);
 	}
 	emit(o, o->xs_all, NS, D, "altup.streams");
+}
 
-	/* S3 */
-	for (l = 0; l < c->n_layers && !o->rc; l++)
-		layer(o, l);
+/* Gemma 3n's S4 head: h = mean(x0, match(W_au[k] x_k)) into o->h. */
+static void unembed_altup(struct pccx_oracle *o)
+{
+	uint32_t D = o->c->d_model, k, i;
+	double target = rms(o->xs[0], D);
 
-	/* S4: h = RMSNorm_final(mean(x0, match(W_au[k] x_k))); logits = 30 tanh(E h / 30) */
-	if (logits && !o->rc) {
-		target = rms(o->xs[0], D);
-		memcpy(o->h, o->xs[0], sizeof(double) * D);
-		for (k = 1; k < NS; k++) {
-			matvec(o, w->altup_unembd[k - 1], o->xs[k], o->tmp);
-			match_magnitude(o->tmp, D, target);
-			for (i = 0; i < D; i++)
-				o->h[i] += o->tmp[i];
-		}
+	memcpy(o->h, o->xs[0], sizeof(double) * D);
+	for (k = 1; k < NS; k++) {
+		matvec(o, o->m->w.altup_unembd[k - 1], o->xs[k], o->tmp);
+		match_magnitude(o->tmp, D, target);
 		for (i = 0; i < D; i++)
-			o->h[i] /= NS;
-		rmsnorm(o, o->h, o->h, D, wvec(o, w->final_norm));
-		emit(o, o->h, 1, D, "final.hidden");
-		matvec(o, w->embed, o->h, o->logits);
-		for (i = 0; i < c->vocab; i++)
-			o->logits[i] = c->softcap * tanh(o->logits[i] / c->softcap);
-		emit(o, o->logits, 1, c->vocab, "final.logits");
-		memcpy(logits, o->logits, sizeof(double) * c->vocab);
+			o->h[i] += o->tmp[i];
+	}
+	for (i = 0; i < D; i++)
+		o->h[i] /= NS;
+}
+
+/* S4: h = RMSNorm_final(o->h); logits = E h (tied LM head), soft-capped when the model is. */
+static void output(struct pccx_oracle *o, double *logits)
+{
+	const struct pccx_gemma_config *c = o->c;
+	uint32_t D = c->d_model, i;
+
+	rmsnorm(o, o->h, o->h, D, wvec(o, o->m->w.final_norm));
+	emit(o, o->h, 1, D, "final.hidden");
+	matvec(o, o->m->w.embed, o->h, o->logits);
+	for (i = 0; i < c->vocab && c->softcap > 0.0f; i++)
+		o->logits[i] = c->softcap * tanh(o->logits[i] / c->softcap);
+	emit(o, o->logits, 1, c->vocab, "final.logits");
+	memcpy(logits, o->logits, sizeof(double) * c->vocab);
+}
+
+int pccx__oracle_step(struct pccx_oracle *o, uint32_t token, double *logits, pccx_diag *d)
+{
+	const struct pccx_gemma_config *c = o->c;
+	bool altup = pccx__family(c->family)->altup;
+	uint32_t l;
+
+	if (token >= c->vocab)
+		return pccx__fail(d, PCCX_ERR_RANGE, "oracle: token %u outside the vocabulary",
+				  token);
+	if (o->pos >= c->max_ctx)
+		return pccx__fail(d, PCCX_ERR_RANGE, "oracle: context full (%u)", c->max_ctx);
+	o->rc = 0;
+
+	embed(o, token);
+	if (altup)
+		inputs_altup(o, token);
+	else
+		memcpy(o->xs[0], o->e, sizeof(double) * c->d_model);
+	for (l = 0; l < c->n_layers && !o->rc; l++) {
+		if (altup)
+			layer_altup(o, l);
+		else
+			layer_plain(o, l);
+	}
+	if (logits && !o->rc) {
+		if (altup)
+			unembed_altup(o);
+		else
+			memcpy(o->h, o->xs[0], sizeof(double) * c->d_model);
+		output(o, logits);
 	}
 	if (o->rc)
 		return pccx__fail(d, o->rc, "oracle: step at position %u stopped (%s)", o->pos,

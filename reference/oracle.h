@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The float oracle: Hugging Face's Gemma 3n text decoder (research note model-sim-anchors
+ * The float oracle: Hugging Face's text decoder of the model's family (Gemma 1, 2, 3, 3n;
+ * family.h, docs/reference.md "Families"; for Gemma 3n the research note model-sim-anchors
  * §1.3) in FP64 on the dequantised weights, with none of the NPU's numerics: no activation
- * quantisation, no BF16 rounding, libm transcendentals, an explicit sliding-window mask over
- * a full-length KV cache. It emits the same stage names and shapes as the NPU graph, so the
- * two can be compared stage by stage (compare.h).
+ * quantisation, no BF16 rounding (but the BF16 embedding scale the checkpoints have), libm
+ * transcendentals, an explicit sliding-window mask over a full-length KV cache, the scores
+ * scaled as Hugging Face scales them. It emits the same stage names and shapes as the NPU
+ * graph, so the two can be compared stage by stage (compare.h).
  */
 #ifndef PCCX_ORACLE_H
 #define PCCX_ORACLE_H
@@ -26,7 +28,8 @@ PCCX_MUST_CHECK int pccx__oracle_create(struct pccx_oracle **out,
 void pccx__oracle_free(struct pccx_oracle *o);
 void pccx__oracle_on_stage(struct pccx_oracle *o, pccx_oracle_stage_fn fn, void *user);
 
-/* Decode `token` at the next position; logits (vocab values, soft-capped) when non-NULL. */
+/* Decode `token` at the next position; logits (vocab values, soft-capped if the model is)
+ * when non-NULL. */
 PCCX_MUST_CHECK int pccx__oracle_step(struct pccx_oracle *o, uint32_t token, double *logits,
 				      pccx_diag *d);
 
