@@ -208,9 +208,13 @@ refused "fidelity: --tokens: id 512 (position 1) is past the vocabulary (512 ids
   "${fid[@]}" --tokens 2,512
 refused "fidelity: 1025 positions exceed the context (1024; see --max-ctx)" "${fid[@]}" -n 1025
 refused "fidelity: $T/no/x.tsv: No such file or directory" "${fid[@]}" --tsv "$T/no/x.tsv"
-refused "config 'nope': unknown (known: e4b, e2b, tiny, tiny-vocab, gemma-2b, gemma-2-2b, \
-gemma-3-1b, gemma-3-4b, tiny-gemma, tiny-gemma2, tiny-gemma3)" \
-  "$pccx" fidelity --config nope
+# the unknown name: the message lists the presets --help lists, the tiny shapes of every family
+want_rc 0 "$pccx" fidelity --help
+names=$(sed -n 's/^  --config NAME  *model shape: //p' "$T/out")
+for c in tiny tiny-gemma tiny-gemma2 tiny-gemma3; do
+  [[ ", $names," == *", $c,"* ]] || fail "--help's presets '$names' lack $c"
+done
+refused "config 'nope': unknown (known: $names)" "$pccx" fidelity --config nope
 want_fail "$pccx" fidelity -m "$T/missing.gguf" -q
 has "$T/err" "$T/missing.gguf"
 mkdir "$T/ckpt"       # a directory is a Hugging Face checkpoint: its config.json is missing
