@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
-/* Gemma 3n models to and from GGUF (llama.cpp "gemma3n" names and metadata). */
+/*
+ * Gemma models to and from GGUF: llama.cpp's "gemma3n", "gemma", "gemma2" and "gemma3" names
+ * and metadata (docs/model-files.md).
+ */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,7 +168,8 @@ static int save_ple(struct save *s, const struct pccx_gemma_model *m, uint32_t t
 	return pccx_gguf_writer_add_tensor(s->w, T->name, PCCX_GGML_Q4_0, 2, ne, buf, nbytes, d);
 }
 
-static int save_metadata(pccx_gguf_writer *w, const struct pccx_gemma_config *c, pccx_diag *d)
+static int save_metadata_3n(pccx_gguf_writer *w, const struct pccx_gemma_config *c,
+			    pccx_diag *d)
 {
 	struct pccx_attn_desc attn[PCCX_ATTN_KINDS];
 	struct pccx_layer_desc layers[PCCX_GEMMA_MAX_LAYERS];
@@ -221,6 +225,104 @@ static int save_metadata(pccx_gguf_writer *w, const struct pccx_gemma_config *c,
 		rc = pccx_gguf_writer_set_array(w, ARCH ".activation_sparsity_scale",
 						PCCX_GGUF_FLOAT32, sparsity, c->n_layers, d);
 	return rc;
+}
+
+/*
+ * What llama.cpp's gemma, gemma2 and gemma3 loaders cannot be told: a configuration they
+ * would run differently is refused rather than written (docs/model-files.md).
+ */
+static int plain_expressible(const struct pccx_gemma_config *c, pccx_diag *d)
+{
+	const struct pccx_family_desc *f = pccx__family(c->family);
+	float q = pccx__gemma_gguf_q_scalar(c);
+	const char *why = NULL;
+
+	if (c->query_pre_attn_scalar != q)
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "GGUF export: config '%s': "
+				  "query_pre_attn_scalar %g, llama.cpp derives %g for a %s model "
+				  "of %u layers (%s has no key for it)", c->name,
+				  (double)c->query_pre_attn_scalar, (double)q, f->title,
+				  c->n_layers, f->arch);
+	if (c->family == PCCX_FAMILY_GEMMA &&
+	    (c->global_period != 1 || c->softcap > 0.0f || c->attn_softcap > 0.0f ||
+	     c->theta_local != c->theta_global))
+		why = "Gemma 1 has no local layers (one RoPE base, global_period 1) and no "
+		      "soft-caps";
+	else if (c->family == PCCX_FAMILY_GEMMA2 &&
+		 !(c->softcap > 0.0f && c->attn_softcap > 0.0f))
+		why = "llama.cpp's gemma2 soft-caps scores and logits always";
+	else if (c->family == PCCX_FAMILY_GEMMA2 && c->rope_factor_global > 0.0f &&
+		 c->rope_factor_global != 1.0f && c->global_period != 1)
+		why = "llama.cpp's gemma2 would scale the local layers' RoPE too";
+	else if (c->family == PCCX_FAMILY_GEMMA3 && c->attn_softcap > 0.0f)
+		why = "llama.cpp's gemma3 does not soft-cap scores";
+	if (why)
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "GGUF export: config '%s': %s", c->name,
+				  why);
+	return PCCX_OK;
+}
+
+/*
+ * The <arch>.* keys llama.cpp's converter writes for Gemma 1, 2 and 3, and those its loader
+ * reads where pccx's configuration differs from the loader's default (the local RoPE base,
+ * the layer period). Gemma 1's window (unused: every layer is global) is the context length.
+ */
+static int save_metadata_plain(pccx_gguf_writer *w, const struct pccx_gemma_config *c,
+			       pccx_diag *d)
+{
+	const char *arch = pccx__family(c->family)->arch;
+	bool g1 = c->family == PCCX_FAMILY_GEMMA, g2 = c->family == PCCX_FAMILY_GEMMA2;
+	char name[64], key[96];
+	int rc = plain_expressible(c, d);
+
+	snprintf(name, sizeof(name), "pccx synthetic %s %s", arch, c->name);
+	if (!rc)
+		rc = pccx_gguf_writer_set_str(w, "general.architecture", arch, d);
+	if (!rc)
+		rc = pccx_gguf_writer_set_str(w, "general.name", name, d);
+	if (!rc)	/* llama_ftype MOSTLY_Q4_0: the matrices are Q4_0, the vectors F32 */
+		rc = pccx_gguf_writer_set_u32(w, "general.file_type", 2, d);
+#define KEY(k) (snprintf(key, sizeof(key), "%s.%s", arch, k), key)
+#define U32(k, v) if (!rc) rc = pccx_gguf_writer_set_u32(w, KEY(k), (v), d)
+#define F32(k, v) if (!rc) rc = pccx_gguf_writer_set_f32(w, KEY(k), (v), d)
+	U32("context_length", g1 ? c->window : c->max_ctx);
+	U32("embedding_length", c->d_model);
+	U32("block_count", c->n_layers);
+	U32("feed_forward_length", c->d_ffn);
+	U32("attention.head_count", c->n_heads);
+	U32("attention.head_count_kv", c->n_kv_heads);
+	U32("attention.key_length", c->head_dim);
+	U32("attention.value_length", c->head_dim);
+	F32("attention.layer_norm_rms_epsilon", c->eps);
+	F32("rope.freq_base", c->theta_global);
+	if (!g1) {
+		U32("attention.sliding_window", c->window);
+		if (c->global_period != (g2 ? 2u : 6u))
+			U32("attention.sliding_window_pattern", c->global_period);
+		if (c->theta_local != (g2 ? c->theta_global : 10000.0f))
+			F32("rope.freq_base_swa", c->theta_local);
+	}
+	if (g2)
+		F32("attn_logit_softcapping", c->attn_softcap);
+	if (c->softcap > 0.0f)
+		F32("final_logit_softcapping", c->softcap);
+	if (c->rope_factor_global > 0.0f && !rc)
+		rc = pccx_gguf_writer_set_str(w, KEY("rope.scaling.type"), "linear", d);
+	if (c->rope_factor_global > 0.0f)
+		F32("rope.scaling.factor", c->rope_factor_global);
+	/* the token count llama.cpp reads for a "no_vocab" tokenizer */
+	U32("vocab_size", c->vocab);
+#undef U32
+#undef F32
+#undef KEY
+	return rc;
+}
+
+static int save_metadata(pccx_gguf_writer *w, const struct pccx_gemma_config *c, pccx_diag *d)
+{
+	if (c->family == PCCX_FAMILY_GEMMA3N)
+		return save_metadata_3n(w, c, d);
+	return save_metadata_plain(w, c, d);
 }
 
 int pccx__gemma_save_gguf(const struct pccx_gemma_model *m, const struct pccx_gguf_keys *keys,
@@ -292,9 +394,11 @@ static int key_f32(const pccx_gguf *g, const char *key, float def, float *out, p
 
 /*
  * The token count llama.cpp sizes the embeddings by: the length of tokenizer.ggml.tokens, or
- * for a "no_vocab" tokenizer gemma3n.vocab_size. *n = 0 when the file has no tokenizer keys.
+ * for a "no_vocab" tokenizer <arch>.vocab_size. *n = 0 when the file has no tokenizer keys.
+ * `what` (size bytes) receives the source of the count, empty when there is none.
  */
-static int token_count(const pccx_gguf *g, uint64_t *n, const char **what, pccx_diag *d)
+static int token_count(const pccx_gguf *g, const char *arch, uint64_t *n, char *what,
+		       size_t size, pccx_diag *d)
 {
 	const char *name = pccx_gguf_name(g), *model = NULL;
 	const pccx_gguf_value *v;
@@ -305,24 +409,26 @@ static int token_count(const pccx_gguf *g, uint64_t *n, const char **what, pccx_
 		{ "tokenizer.ggml.scores", "float32 or int32", PCCX_GGUF_FLOAT32, PCCX_GGUF_INT32 },
 		{ "tokenizer.ggml.token_type", "int32", PCCX_GGUF_INT32, PCCX_GGUF_INT32 },
 	};
+	char vkey[64];
 	size_t i;
 	uint32_t u;
 	int rc;
 
 	*n = 0;
-	*what = NULL;
+	what[0] = 0;
+	snprintf(vkey, sizeof(vkey), "%s.vocab_size", arch);
 	if (pccx_gguf_find(g, "tokenizer.ggml.model")) {
 		rc = pccx_gguf_get_str(g, "tokenizer.ggml.model", &model, NULL, d);
 		if (rc)
 			return rc;
 	}
 	if (model && (!strcmp(model, "no_vocab") || !strcmp(model, "none"))) {
-		*what = "gemma3n.vocab_size (tokenizer.ggml.model \"no_vocab\")";
-		if (!pccx_gguf_find(g, ARCH ".vocab_size"))
+		snprintf(what, size, "%s (tokenizer.ggml.model \"no_vocab\")", vkey);
+		if (!pccx_gguf_find(g, vkey))
 			return pccx__fail(d, PCCX_ERR_FORMAT, "%s: tokenizer.ggml.model is \"%s\" "
-					  "and key '" ARCH ".vocab_size' is absent: llama.cpp "
-					  "would count 0 tokens", name, model);
-		rc = pccx_gguf_get_u32(g, ARCH ".vocab_size", &u, d);
+					  "and key '%s' is absent: llama.cpp would count 0 tokens",
+					  name, model, vkey);
+		rc = pccx_gguf_get_u32(g, vkey, &u, d);
 		*n = u;
 		return rc;
 	}
@@ -337,7 +443,7 @@ static int token_count(const pccx_gguf *g, uint64_t *n, const char **what, pccx_
 		return pccx__fail(d, PCCX_ERR_FORMAT, "%s: key 'tokenizer.ggml.tokens': not an "
 				  "array of strings", name);
 	*n = v->v.arr.n;
-	*what = "tokenizer.ggml.tokens";
+	snprintf(what, size, "tokenizer.ggml.tokens");
 	/* llama.cpp reads a score and a type for every token (longer arrays pass) */
 	for (i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++) {
 		v = pccx_gguf_find(g, arrays[i].key);
@@ -357,36 +463,53 @@ static int token_count(const pccx_gguf *g, uint64_t *n, const char **what, pccx_
 }
 
 /*
- * The vocabulary, checked as llama.cpp checks it: token_embd has one row per token (`vocab`
- * rows), per_layer_token_embd as many, gemma3n.vocab_size (when present) says the same.
- * *ple_vocab: the rows of the per-layer table the model uses (ids past them use row 0), pccx's
- * key when present, else Gemma 3n's 262144 (llama.cpp pads the table with zero rows beyond).
+ * The token count against token_embd's `vocab` rows, as llama.cpp checks it: the tokenizer's
+ * count and <arch>.vocab_size (when present) say the same.
  */
-static int load_vocab(const pccx_gguf *g, uint32_t vocab, uint32_t *ple_vocab, pccx_diag *d)
+static int check_token_count(const pccx_gguf *g, const char *arch, uint32_t vocab, pccx_diag *d)
 {
-	const char *name = pccx_gguf_name(g), *what;
-	const pccx_gguf_tensor *tp = pccx_gguf_find_tensor(g, "per_layer_token_embd.weight");
+	const char *name = pccx_gguf_name(g);
+	char what[160], vkey[64];
 	uint64_t n;
 	uint32_t u;
 	int rc;
 
-	rc = token_count(g, &n, &what, d);
+	rc = token_count(g, arch, &n, what, sizeof(what), d);
 	if (rc)
 		return rc;
-	if (what && n != vocab)
+	if (what[0] && n != vocab)
 		return pccx__fail(d, PCCX_ERR_FORMAT, "%s: tensor 'token_embd.weight' has %u rows "
 				  "(ne {%llu, %u}) but %s counts %llu tokens; llama.cpp expects "
 				  "one row per token", name, vocab,
 				  (unsigned long long)pccx_gguf_find_tensor(g, "token_embd.weight")->ne[0],
 				  vocab, what, (unsigned long long)n);
-	if (pccx_gguf_find(g, ARCH ".vocab_size")) {
-		rc = pccx_gguf_get_u32(g, ARCH ".vocab_size", &u, d);
+	snprintf(vkey, sizeof(vkey), "%s.vocab_size", arch);
+	if (pccx_gguf_find(g, vkey)) {
+		rc = pccx_gguf_get_u32(g, vkey, &u, d);
 		if (rc)
 			return rc;
 		if (u != vocab)
-			return pccx__fail(d, PCCX_ERR_FORMAT, "%s: key '" ARCH ".vocab_size' is %u, "
-					  "tensor 'token_embd.weight' has %u rows", name, u, vocab);
+			return pccx__fail(d, PCCX_ERR_FORMAT, "%s: key '%s' is %u, tensor "
+					  "'token_embd.weight' has %u rows", name, vkey, u, vocab);
 	}
+	return PCCX_OK;
+}
+
+/*
+ * The per-layer table of Gemma 3n, checked as llama.cpp checks it: per_layer_token_embd has
+ * one row per token as token_embd (`vocab` rows). *ple_vocab: the rows of the per-layer table
+ * the model uses (ids past them use row 0), pccx's key when present, else Gemma 3n's 262144
+ * (llama.cpp pads the table with zero rows beyond).
+ */
+static int load_vocab(const pccx_gguf *g, uint32_t vocab, uint32_t *ple_vocab, pccx_diag *d)
+{
+	const char *name = pccx_gguf_name(g);
+	const pccx_gguf_tensor *tp = pccx_gguf_find_tensor(g, "per_layer_token_embd.weight");
+	int rc;
+
+	rc = check_token_count(g, ARCH, vocab, d);
+	if (rc)
+		return rc;
 	if (tp->ne[1] != vocab)
 		return pccx__fail(d, PCCX_ERR_FORMAT, "%s: tensor 'per_layer_token_embd.weight' has "
 				  "%llu rows (ne {%llu, %llu}), expected %u, one per token as "
@@ -406,43 +529,44 @@ static int load_vocab(const pccx_gguf *g, uint32_t vocab, uint32_t *ple_vocab, p
 	return PCCX_OK;
 }
 
-/* The configuration from the gemma3n.* metadata and the tensor shapes. */
-static int load_config(const pccx_gguf *g, uint32_t max_ctx, struct pccx_gemma_config *c,
-		       pccx_diag *d)
+/* <arch>.feed_forward_length: one value, or one per layer (llama.cpp accepts both) that agree */
+static int key_ffn(const pccx_gguf *g, const char *key, uint32_t *d_ffn, pccx_diag *d)
 {
-	const char *name = pccx_gguf_name(g), *arch;
+	const pccx_gguf_array *a;
+	uint32_t l;
+	int rc;
+
+	if (!pccx_gguf_get_u32(g, key, d_ffn, NULL))
+		return PCCX_OK;
+	rc = pccx_gguf_get_array(g, key, PCCX_GGUF_TYPE_COUNT, &a, d);
+	for (l = 0; !rc && l < a->n; l++) {
+		int64_t v;
+
+		rc = pccx_gguf_array_i64(a, l, &v);
+		if (!rc && (l ? v != (int64_t)*d_ffn : v <= 0 || v > 65535))
+			rc = pccx__fail(d, PCCX_ERR_UNSUPPORTED,
+					"%s: feed_forward_length differs between layers",
+					pccx_gguf_name(g));
+		*d_ffn = (uint32_t)v;
+	}
+	return rc;
+}
+
+/* The configuration from the gemma3n.* metadata and the tensor shapes. */
+static int load_config_3n(const pccx_gguf *g, uint32_t max_ctx, struct pccx_gemma_config *c,
+			  pccx_diag *d)
+{
+	const char *name = pccx_gguf_name(g);
 	const pccx_gguf_tensor *te, *tp, *tl;
 	const pccx_gguf_array *a;
 	uint32_t l;
 	int rc;
 
-	memset(c, 0, sizeof(*c));
-	snprintf(c->name, sizeof(c->name), "gguf");
-	rc = pccx_gguf_get_str(g, "general.architecture", &arch, NULL, d);
-	if (rc)
-		return rc;
-	if (strcmp(arch, ARCH))
-		return pccx__fail(d, PCCX_ERR_UNSUPPORTED,
-				  "%s: architecture '%s', expected '" ARCH "'", name, arch);
 	rc = pccx_gguf_get_u32(g, ARCH ".block_count", &c->n_layers, d);
 	if (!rc)
 		rc = pccx_gguf_get_u32(g, ARCH ".embedding_length", &c->d_model, d);
-	if (!rc && pccx_gguf_get_u32(g, ARCH ".feed_forward_length", &c->d_ffn, NULL)) {
-		/* llama.cpp also accepts one value per layer: all must agree here */
-		rc = pccx_gguf_get_array(g, ARCH ".feed_forward_length", PCCX_GGUF_TYPE_COUNT, &a,
-					 d);
-		for (l = 0; !rc && l < a->n; l++) {
-			int64_t v;
-
-			rc = pccx_gguf_array_i64(a, l, &v);
-			if (!rc && (l ? v != (int64_t)c->d_ffn : v <= 0 || v > 65535))
-				rc = pccx__fail(d, PCCX_ERR_UNSUPPORTED,
-						"%s: feed_forward_length differs "
-						"between layers",
-						name);
-			c->d_ffn = (uint32_t)v;
-		}
-	}
+	if (!rc)
+		rc = key_ffn(g, ARCH ".feed_forward_length", &c->d_ffn, d);
 	if (!rc)
 		rc = pccx_gguf_get_u32(g, ARCH ".attention.head_count", &c->n_heads, d);
 	if (!rc)
@@ -523,8 +647,234 @@ static int load_config(const pccx_gguf *g, uint32_t max_ctx, struct pccx_gemma_c
 		return rc;
 	c->laurel_rank = (uint32_t)tl->ne[1];
 	c->max_ctx = max_ctx ? max_ctx : 4096;
+	return PCCX_OK;
+}
+
+/* ---- Gemma 1, 2 and 3: llama.cpp's gemma, gemma2 and gemma3 ---------------------------- */
+
+/*
+ * Key `<arch>.<k>` as llama.cpp reads it: a missing required key is refused naming it, a
+ * missing optional one gives `def`.
+ */
+static int plain_key(const pccx_gguf *g, enum pccx_family f, const char *k, char *key,
+		     size_t size, bool required, pccx_diag *d)
+{
+	snprintf(key, size, "%s.%s", pccx__family(f)->arch, k);
+	if (pccx_gguf_find(g, key))
+		return 1;
+	if (required)
+		return pccx__fail(d, PCCX_ERR_NOT_FOUND, "%s: key '%s' is missing (llama.cpp's %s "
+				  "loader requires it)", pccx_gguf_name(g), key,
+				  pccx__family(f)->arch);
+	return 0;
+}
+
+static int plain_u32(const pccx_gguf *g, enum pccx_family f, const char *k, bool required,
+		     uint32_t def, uint32_t *out, pccx_diag *d)
+{
+	char key[96];
+	int rc = plain_key(g, f, k, key, sizeof(key), required, d);
+
+	*out = def;
+	return rc == 1 ? pccx_gguf_get_u32(g, key, out, d) : rc;
+}
+
+static int plain_f32(const pccx_gguf *g, enum pccx_family f, const char *k, bool required,
+		     float def, float *out, pccx_diag *d)
+{
+	char key[96];
+	int rc = plain_key(g, f, k, key, sizeof(key), required, d);
+
+	*out = def;
+	return rc == 1 ? pccx_gguf_get_f32(g, key, out, d) : rc;
+}
+
+/*
+ * The q scale llama.cpp applies (it has no key): 1/sqrt(key_length), except for the 27B
+ * models of Gemma 2 (46 layers) and Gemma 3 (62 layers), which use 1/sqrt(n_embd / n_head)
+ * (integer division) as their query_pre_attn_scalar does.
+ */
+float pccx__gemma_gguf_q_scalar(const struct pccx_gemma_config *c)
+{
+	bool big = (c->family == PCCX_FAMILY_GEMMA2 && c->n_layers == 46) ||
+		   (c->family == PCCX_FAMILY_GEMMA3 && c->n_layers == 62);
+
+	return big && c->n_heads ? (float)(c->d_model / c->n_heads) : (float)c->head_dim;
+}
+
+/*
+ * The layer pattern: Gemma 1 has none (every layer global), Gemma 2 alternates (period 2),
+ * Gemma 3 has every 6th layer global; <arch>.attention.sliding_window_pattern (a period, as
+ * llama.cpp reads it) overrides. Gemma 3 without a sliding window attends globally
+ * everywhere. The window of all-global models is the context (not used by any layer).
+ */
+static int plain_pattern(const pccx_gguf *g, enum pccx_family f, uint32_t ctx,
+			 struct pccx_gemma_config *c, pccx_diag *d)
+{
+	const char *name = pccx_gguf_name(g);
+	char key[96];
+	uint32_t def = f == PCCX_FAMILY_GEMMA2 ? 4096 : 0;
+	int rc;
+
+	c->global_period = 1;
+	c->window = ctx < 65535 ? ctx : 65535;
+	if (f == PCCX_FAMILY_GEMMA)
+		return PCCX_OK;
+	rc = plain_u32(g, f, "attention.sliding_window", false, def, &def, d);
+	if (rc || !def)
+		return rc;
+	c->window = def;
+	c->global_period = f == PCCX_FAMILY_GEMMA2 ? 2 : 6;
+	rc = plain_key(g, f, "attention.sliding_window_pattern", key, sizeof(key), false, d);
+	if (rc != 1)
+		return rc;
+	if (pccx_gguf_find(g, key)->type == PCCX_GGUF_ARRAY)
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: key '%s' is an array; llama.cpp's "
+				  "%s loader reads one period", name, key, pccx__family(f)->arch);
+	rc = pccx_gguf_get_u32(g, key, &c->global_period, d);
+	if (!rc && !c->global_period)
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: key '%s' is 0 (every layer "
+				  "local): not supported", name, key);
+	return rc;
+}
+
+/* RoPE: the global base, the local one, the linear scaling of the global layers. */
+static int plain_rope(const pccx_gguf *g, enum pccx_family f, struct pccx_gemma_config *c,
+		      pccx_diag *d)
+{
+	const char *name = pccx_gguf_name(g), *type = "linear";
+	char key[96];
+	float factor = 0.0f;
+	int rc;
+
+	rc = plain_f32(g, f, "rope.freq_base", false, 10000.0f, &c->theta_global, d);
+	if (!rc)	/* llama.cpp: Gemma 3's local base is 10000, Gemma 2's the global one */
+		rc = plain_f32(g, f, "rope.freq_base_swa", false,
+			       f == PCCX_FAMILY_GEMMA3 ? 10000.0f : c->theta_global,
+			       &c->theta_local, d);
+	if (!rc && f == PCCX_FAMILY_GEMMA)
+		c->theta_local = c->theta_global;	/* no local layers */
+	if (!rc && (rc = plain_key(g, f, "rope.scaling.type", key, sizeof(key), false, d)) == 1)
+		rc = pccx_gguf_get_str(g, key, &type, NULL, d);
+	if (rc)
+		return rc;
+	if (strcmp(type, "linear") && strcmp(type, "none"))
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: key '%s' is \"%s\": only linear "
+				  "RoPE scaling is supported", name, key, type);
+	rc = plain_key(g, f, "rope.scaling.factor", key, sizeof(key), false, d);
+	if (!rc)
+		rc = plain_key(g, f, "rope.scale_linear", key, sizeof(key), false, d);
+	if (rc == 1)
+		rc = pccx_gguf_get_f32(g, key, &factor, d);
+	if (rc || !strcmp(type, "none") || factor == 0.0f)
+		return rc;
+	if (!(factor > 0.0f && factor < 1e30f))
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: key '%s' is %g, not a positive "
+				  "scaling factor", name, key, (double)factor);
+	/* llama.cpp scales Gemma 2's local layers too: the device scales only global ones */
+	if (f == PCCX_FAMILY_GEMMA2 && factor != 1.0f && c->global_period != 1)
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: key '%s' is %g: Gemma 2 scales the "
+				  "local layers' RoPE too, which is not supported", name, key,
+				  (double)factor);
+	c->rope_factor_global = factor;
+	return PCCX_OK;
+}
+
+/* The configuration of a gemma, gemma2 or gemma3 GGUF (llama.cpp's keys and defaults). */
+static int load_config_plain(const pccx_gguf *g, enum pccx_family f, uint32_t max_ctx,
+			     struct pccx_gemma_config *c, pccx_diag *d)
+{
+	const char *name = pccx_gguf_name(g);
+	const pccx_gguf_tensor *te;
+	char key[96];
+	uint32_t ctx = 0, v_len = 0;
+	int rc;
+
+	c->family = f;
+	rc = plain_u32(g, f, "block_count", true, 0, &c->n_layers, d);
+	if (!rc)
+		rc = plain_u32(g, f, "context_length", true, 0, &ctx, d);
+	if (!rc)
+		rc = plain_u32(g, f, "embedding_length", true, 0, &c->d_model, d);
+	if (!rc && (rc = plain_key(g, f, "feed_forward_length", key, sizeof(key), true, d)) == 1)
+		rc = key_ffn(g, key, &c->d_ffn, d);
+	if (!rc)
+		rc = plain_u32(g, f, "attention.head_count", true, 0, &c->n_heads, d);
+	if (!rc)
+		rc = plain_u32(g, f, "attention.head_count_kv", false, c->n_heads, &c->n_kv_heads,
+			       d);
+	if (!rc)
+		rc = plain_u32(g, f, "attention.key_length",
+			       false, c->n_heads ? c->d_model / c->n_heads : 0, &c->head_dim, d);
+	if (!rc)
+		rc = plain_u32(g, f, "attention.value_length", false,
+			       c->n_heads ? c->d_model / c->n_heads : 0, &v_len, d);
+	if (!rc && v_len != c->head_dim)
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: key '%s.attention.value_length' "
+				  "is %u, key_length %u: different K and V widths are not "
+				  "supported", name, pccx__family(f)->arch, v_len, c->head_dim);
+	if (!rc)
+		rc = plain_f32(g, f, "attention.layer_norm_rms_epsilon", true, 0.0f, &c->eps, d);
+	if (!rc)
+		rc = plain_pattern(g, f, ctx, c, d);
+	if (!rc)
+		rc = plain_rope(g, f, c, d);
+	/* llama.cpp's defaults: Gemma 2 caps scores at 50 and logits at 30, Gemma 3 neither */
+	if (!rc && f == PCCX_FAMILY_GEMMA2)
+		rc = plain_f32(g, f, "attn_logit_softcapping", false, 50.0f, &c->attn_softcap, d);
+	if (!rc && f != PCCX_FAMILY_GEMMA)
+		rc = plain_f32(g, f, "final_logit_softcapping", false,
+			       f == PCCX_FAMILY_GEMMA2 ? 30.0f : 0.0f, &c->softcap, d);
+	if (rc)
+		return rc;
+	if (f == PCCX_FAMILY_GEMMA2 && !(c->attn_softcap > 0.0f && c->softcap > 0.0f))
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: gemma2 soft-caps %g (scores) and "
+				  "%g (logits): llama.cpp divides by them, they must be > 0", name,
+				  (double)c->attn_softcap, (double)c->softcap);
+	c->query_pre_attn_scalar = pccx__gemma_gguf_q_scalar(c);
+	/* the LM head is token_embd (llama.cpp duplicates it); a separate one is not run */
+	if (pccx_gguf_find_tensor(g, "output.weight"))
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: tensor 'output.weight': an LM head "
+				  "apart from token_embd.weight is not supported", name);
+	te = pccx_gguf_find_tensor(g, "token_embd.weight");
+	if (!te)
+		return pccx__fail(d, PCCX_ERR_NOT_FOUND, "%s: tensor 'token_embd.weight' is "
+				  "missing", name);
+	if (te->n_dims != 2 || te->ne[0] != c->d_model || te->ne[1] == 0 ||
+	    te->ne[1] > (1u << 24))
+		return pccx__fail(d, PCCX_ERR_FORMAT, "%s: tensor 'token_embd.weight' has shape ne "
+				  "{%llu, %llu} (%u dims), expected {%u, vocab}", name,
+				  (unsigned long long)te->ne[0],
+				  (unsigned long long)(te->n_dims > 1 ? te->ne[1] : 1), te->n_dims,
+				  c->d_model);
+	c->vocab = (uint32_t)te->ne[1];
+	c->max_ctx = max_ctx ? max_ctx : 4096;
+	return check_token_count(g, pccx__family(f)->arch, c->vocab, d);
+}
+
+/* The configuration from the <arch>.* metadata and the tensor shapes, checked. */
+static int load_config(const pccx_gguf *g, uint32_t max_ctx, struct pccx_gemma_config *c,
+		       pccx_diag *d)
+{
+	const char *name = pccx_gguf_name(g), *arch;
+	enum pccx_family f;
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	snprintf(c->name, sizeof(c->name), "gguf");
+	rc = pccx_gguf_get_str(g, "general.architecture", &arch, NULL, d);
+	if (rc)
+		return rc;
+	f = pccx__family_from_arch(arch);
+	if (f == PCCX_FAMILIES)
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: general.architecture '%s' is not "
+				  "supported (gemma3n, gemma, gemma2, gemma3)", name, arch);
+	rc = f == PCCX_FAMILY_GEMMA3N ? load_config_3n(g, max_ctx, c, d) :
+					load_config_plain(g, f, max_ctx, c, d);
+	if (rc)
+		return rc;
 	rc = pccx__gemma_config_check(c, d);
-	if (rc && d) {
+	if (rc && d) {	/* the config check names the field, not the file */
 		char why[sizeof(d->msg)];
 
 		snprintf(why, sizeof(why), "%s", d->msg);

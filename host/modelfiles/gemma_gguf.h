@@ -1,17 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Gemma 3n models as GGUF files (llama.cpp's "gemma3n" layout, research note §1.6).
+ * Gemma models as GGUF files in llama.cpp's layout of their family: "gemma3n" (research note
+ * §1.6), "gemma", "gemma2" and "gemma3" (docs/model-files.md, "Gemma 1, 2 and 3 in GGUF").
  *
  * Save: device Q4 tensors become Q4_0 (lossless: same FP16 scale bits, nibble u = q + 8),
- * BF16 tensors F32 (exact), the AltUp projections one stacked tensor each; the gemma3n.*
- * metadata describe the configuration; other modules' keys (the tokenizer's tokenizer.ggml.*)
- * are added through a hook. Load: the configuration from the metadata and the tensor shapes, Q4_0
- * tensors imported losslessly, other types decoded and requantised per block of 32 (the error
- * is reported), vectors rounded to BF16; the open file is handed to the caller when it wants
+ * F32 vectors F32 (exact; the norms as the effective multiplier, as llama.cpp's converter
+ * writes 1 + w for Gemma 1-3), Gemma 3n's AltUp projections one stacked tensor each; the
+ * <arch>.* metadata describe the configuration; other modules' keys (the tokenizer's
+ * tokenizer.ggml.*) are added through a hook. Load: the configuration from the metadata and
+ * the tensor shapes, Q4_0 tensors imported losslessly, other types decoded and requantised per
+ * block of 32 (the error is reported); the open file is handed to the caller when it wants
  * to read other keys (the tokenizer's). A file this module wrote loads back bit for bit.
  *
- * Both ways the file has llama.cpp's shapes: token count == token_embd rows ==
- * per_layer_token_embd rows (padded), checked on load as llama.cpp checks them.
+ * Both ways the file has llama.cpp's shapes: token count == token_embd rows (== Gemma 3n's
+ * per_layer_token_embd rows, padded), checked on load as llama.cpp checks them.
  */
 #ifndef PCCX_GEMMA_GGUF_H
 #define PCCX_GEMMA_GGUF_H
@@ -32,9 +34,11 @@ struct pccx_gguf_keys {
 
 /*
  * Write `m` (and the keys of `keys` when not NULL) to `path` (atomically: temporary file, then
- * rename) in llama.cpp's gemma3n layout (docs/model-files.md, "The llama.cpp layout"): the
- * per-layer embedding padded with zero rows to the vocab, and without `keys` the tokenizer
- * key llama.cpp requires set to "no_vocab" with gemma3n.vocab_size.
+ * rename) in llama.cpp's layout of its family (docs/model-files.md, "The llama.cpp layout"):
+ * Gemma 3n's per-layer embedding padded with zero rows to the vocab, and without `keys` the
+ * tokenizer key llama.cpp requires set to "no_vocab" with <arch>.vocab_size. A configuration
+ * llama.cpp's loader of the family would run differently (a query_pre_attn_scalar it does not
+ * derive, Gemma 2 without soft-caps, ...) is refused with PCCX_ERR_UNSUPPORTED.
  */
 PCCX_MUST_CHECK int pccx__gemma_save_gguf(const struct pccx_gemma_model *m,
 					    const struct pccx_gguf_keys *keys, const char *path,
@@ -47,11 +51,20 @@ struct pccx_gemma_load_info {
 };
 
 /*
- * Load a gemma3n GGUF into a new model in device layout. max_ctx: KV positions of global
- * layers (0 = 4096). info (may be NULL) receives what the conversion changed. *file (when file
- * != NULL) receives the open GGUF on success, for the caller to read other keys from (the
- * tokenizer's: pccx__tokenizer_load_gguf); close it with pccx_gguf_close(). On failure it is
- * NULL.
+ * The query_pre_attn_scalar llama.cpp derives for a Gemma 1, 2 or 3 configuration (GGUF has
+ * no key for it): key_length, or n_embd / n_head (integer division) for the 27B models (Gemma
+ * 2 with 46 layers, Gemma 3 with 62).
+ */
+float pccx__gemma_gguf_q_scalar(const struct pccx_gemma_config *c);
+
+/*
+ * Load a gemma3n, gemma, gemma2 or gemma3 GGUF into a new model in device layout. max_ctx: KV
+ * positions of global layers (0 = 4096). info (may be NULL) receives what the conversion
+ * changed. *file (when file != NULL) receives the open GGUF on success, for the caller to read
+ * other keys from (the tokenizer's: pccx__tokenizer_load_gguf); close it with
+ * pccx_gguf_close(). On failure it is NULL. An unsupported architecture, a missing key
+ * llama.cpp requires, hyper-parameters the device cannot run or a tensor of the wrong shape
+ * are refused naming the key or tensor and the value.
  */
 PCCX_MUST_CHECK int pccx__gemma_load_gguf(struct pccx_gemma_model **out, const char *path,
 					    uint32_t max_ctx, struct pccx_gemma_load_info *info,
