@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * pccx synth: write the synthetic model of a named shape as a gemma3n GGUF.
+ * pccx synth: write the synthetic model of a named shape as a GGUF in llama.cpp's layout of
+ * its family (gemma, gemma2, gemma3 or gemma3n), or list the shapes.
  *
  *   pccx synth --config tiny-vocab --seed 1 [--tokenizer tokenizer.json] -o model.gguf
+ *   pccx synth --list
  */
 #include <stdio.h>
 
@@ -14,28 +16,33 @@
 struct synth_args {
 	const char *config, *out, *tokenizer;
 	uint64_t seed;
+	bool list;
 };
 
 #define A(f, type) PCCX_AT(struct synth_args, f, type)
 static const struct pccx_opt synth_opts[] = {
-	PCCX_OPT("config", 0, PCCX_OPT_STR, A(config, const char *), "NAME", "model shape",
-		 .flags = PCCX_OPT_REQUIRED, .values = pccx__gemma_config_names),
+	PCCX_OPT("config", 0, PCCX_OPT_STR, A(config, const char *), "NAME",
+		 "model shape (required unless --list)", .values = pccx__gemma_config_names),
 	PCCX_OPT("seed", 0, PCCX_OPT_UINT, A(seed, uint64_t), "S",
 		 "seed of the synthetic weights (default 1)"),
 	PCCX_OPT("tokenizer", 0, PCCX_OPT_PATH, A(tokenizer, const char *), "FILE",
 		 "Hugging Face tokenizer.json to embed"),
-	PCCX_OPT(NULL, 'o', PCCX_OPT_PATH, A(out, const char *), "FILE", "the GGUF to write",
-		 .flags = PCCX_OPT_REQUIRED),
+	PCCX_OPT(NULL, 'o', PCCX_OPT_PATH, A(out, const char *), "FILE",
+		 "the GGUF to write (required unless --list)"),
+	PCCX_OPT("list", 0, PCCX_OPT_FLAG, A(list, bool), NULL,
+		 "print every shape with its family, one per line, and exit"),
 	{ 0 }
 };
 #undef A
 
 static const struct pccx_opt_cmd synth_cmd = {
 	.name = "synth",
-	.usage = "--config NAME [--seed S] [--tokenizer FILE] -o FILE",
-	.about = "Write seeded synthetic weights of a Gemma 3n shape as a GGUF in llama.cpp's\n"
-		 "gemma3n layout (Q4_0 projections, F32 norms, gemma3n.* metadata), with the\n"
-		 "tokenizer embedded when --tokenizer is given. 'pccx ref -m FILE' runs it.\n",
+	.usage = "--config NAME [--seed S] [--tokenizer FILE] -o FILE\n--list",
+	.about = "Write seeded synthetic weights of a model shape of any family (Gemma 1, 2, 3\n"
+		 "or 3n) as a GGUF in llama.cpp's layout of the family (architecture gemma,\n"
+		 "gemma2, gemma3 or gemma3n: Q4_0 projections, F32 norms, <arch>.* metadata),\n"
+		 "with the tokenizer embedded when --tokenizer is given. 'pccx ref -m FILE'\n"
+		 "runs it. --list prints the shapes.\n",
 	.opts = synth_opts,
 };
 
@@ -61,6 +68,34 @@ static int synth(const struct synth_args *a, struct pccx_gemma_config *cfg, pccx
 	return rc;
 }
 
+/* "2nd", "6th": the period of the global layers in the listing */
+static const char *ordinal(uint32_t n)
+{
+	if (n % 100 >= 11 && n % 100 <= 13)
+		return "th";
+	return n % 10 == 1 ? "st" : n % 10 == 2 ? "nd" : n % 10 == 3 ? "rd" : "th";
+}
+
+/* One line per preset: name, architecture, then the shape. */
+static void list_configs(FILE *f)
+{
+	const struct pccx_gemma_config *c;
+	unsigned i;
+
+	for (i = 0; (c = pccx__gemma_config_at(i)); i++) {
+		const struct pccx_family_desc *fd = pccx__family(c->family);
+
+		fprintf(f, "%-12s %-8s %s, %u layers, D %u, FFN %u, %u q / %u kv heads of %u, "
+			"vocab %u, ", c->name, fd->arch, fd->title, c->n_layers, c->d_model,
+			c->d_ffn, c->n_heads, c->n_kv_heads, c->head_dim, c->vocab);
+		if (c->global_period == 1)
+			fprintf(f, "every layer global\n");
+		else
+			fprintf(f, "window %u, every %u%s layer global\n", c->window,
+				c->global_period, ordinal(c->global_period));
+	}
+}
+
 int pccx_cmd_synth(int argc, char **argv)
 {
 	struct synth_args a = { .seed = 1 };
@@ -72,6 +107,15 @@ int pccx_cmd_synth(int argc, char **argv)
 	rc = pccx_opt_parse(&synth_cmd, argc, argv, &a);
 	if (rc != PCCX_OPT_RUN)
 		return rc;
+	if (a.list && (a.config || a.out || a.tokenizer))
+		return pccx_opt_fail(&synth_cmd, "--list takes no other option");
+	if (a.list) {
+		list_configs(stdout);
+		return 0;
+	}
+	if (!a.config || !a.out)
+		return pccx_opt_fail(&synth_cmd, "%s is required", a.config ? "-o FILE" :
+				     "--config NAME");
 	rc = synth(&a, &cfg, &d);
 	if (rc)
 		return pccx_cli_fail(rc, &d);

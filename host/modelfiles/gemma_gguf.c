@@ -318,11 +318,21 @@ static int save_metadata_plain(pccx_gguf_writer *w, const struct pccx_gemma_conf
 	return rc;
 }
 
+/* The families this module writes and reads in llama.cpp's layout besides Gemma 3n. */
+static bool plain_family(enum pccx_family f)
+{
+	return f == PCCX_FAMILY_GEMMA || f == PCCX_FAMILY_GEMMA2 || f == PCCX_FAMILY_GEMMA3;
+}
+
 static int save_metadata(pccx_gguf_writer *w, const struct pccx_gemma_config *c, pccx_diag *d)
 {
 	if (c->family == PCCX_FAMILY_GEMMA3N)
 		return save_metadata_3n(w, c, d);
-	return save_metadata_plain(w, c, d);
+	if (plain_family(c->family))
+		return save_metadata_plain(w, c, d);
+	return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "GGUF export: config '%s': %s models are not "
+			  "written as GGUF (gemma3n, gemma, gemma2, gemma3 are)", c->name,
+			  pccx__family(c->family)->title);
 }
 
 int pccx__gemma_save_gguf(const struct pccx_gemma_model *m, const struct pccx_gguf_keys *keys,
@@ -866,7 +876,7 @@ static int load_config(const pccx_gguf *g, uint32_t max_ctx, struct pccx_gemma_c
 	if (rc)
 		return rc;
 	f = pccx__family_from_arch(arch);
-	if (f == PCCX_FAMILIES)
+	if (f != PCCX_FAMILY_GEMMA3N && !plain_family(f))
 		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: general.architecture '%s' is not "
 				  "supported (gemma3n, gemma, gemma2, gemma3)", name, arch);
 	rc = f == PCCX_FAMILY_GEMMA3N ? load_config_3n(g, max_ctx, c, d) :
