@@ -24,7 +24,7 @@ static const struct pccx_opt run_opts[] = {
 	PCCX_OPT(NULL, 'n', PCCX_OPT_UINT, A(n, uint64_t), "N",
 		 "tokens to generate (default 32)", .max = 1000000),
 	PCCX_OPT("chat", 0, PCCX_OPT_FLAG, A(chat, bool), NULL,
-		 "wrap the prompt in the Gemma chat template"),
+		 "wrap the prompt in the model family's chat format (with a tokenizer)"),
 	{ 0 }
 };
 #undef A
@@ -82,9 +82,10 @@ int pccx_cmd_run(int argc, char **argv)
 			fprintf(stderr, "pccx run: the prompt gives no tokens\n");
 		goto out;
 	}
-	fprintf(stderr, "prompt: %zu tokens%s\n", n_ids,
-		a.g.sopt.verify ? " (verifying every stage)" : "");
 	has_tok = pccx_session_tokenizer(cs.s) != NULL;
+	fprintf(stderr, "prompt: %zu tokens%s%s\n", n_ids,
+		a.chat && !has_tok ? " (no tokenizer: one per byte, without the chat format)" : "",
+		a.g.sopt.verify ? " (verifying every stage)" : "");
 	rc = pccx_session_prefill(cs.s, ids, n_ids, &d);
 	if (!rc)
 		rc = pccx_session_generate(cs.s, &a.g.sc, a.n, on_token, &has_tok, &d);

@@ -281,8 +281,9 @@ static int prompt_ids(pccx_session *s, const struct job *job, int32_t **ids, siz
 
 	*ids = NULL;
 	*n = 0;
-	/* every model pccx loads is a Gemma 3n: the runtime's chat format is Gemma's */
-	rc = pccx_chat_render_gemma(job->turns, job->n_turns, true, &text, &len, d);
+	/* the chat format of the model's family, as the runtime's own turns are written */
+	rc = pccx__chat_render(pccx__session_chat_format(s), job->turns, job->n_turns, true,
+			       &text, &len, d);
 	if (rc)
 		return rc;
 	if (tk) {
@@ -1198,7 +1199,7 @@ int pccx_cmd_serve(int argc, char **argv)
 			return pccx_cli_fail(rc, &d);
 		}
 		srv.has_tok = pccx_session_tokenizer(probe) != NULL;
-		srv.n_stop_ids = pccx__chat_stop_ids(pccx__chat_format(PCCX_CHAT_GEMMA),
+		srv.n_stop_ids = pccx__chat_stop_ids(pccx__session_chat_format(probe),
 						     pccx_session_tokenizer(probe), srv.stop_ids);
 		pccx_session_free(probe);
 	}

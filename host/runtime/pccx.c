@@ -71,7 +71,7 @@ struct pccx_model {
 	pccx_device *dev;
 	struct pccx_gemma_model *m;
 	pccx_tokenizer *tok;
-	const struct pccx_chat_format *chat;	/* the family's: every model here is a Gemma 3n */
+	const struct pccx_chat_format *chat;	/* its family's (pccx__chat_format_of) */
 	int32_t stop[PCCX_CHAT_MAX_STOPS + 1];	/* ids that end generation (with a tokenizer) */
 	size_t n_stop;
 	struct kweights kw;
@@ -442,7 +442,7 @@ int pccx_model_load(pccx_device *dev, const struct pccx_model_opts *opts, pccx_m
 			goto fail;
 		}
 	}
-	model->chat = pccx__chat_format(PCCX_CHAT_GEMMA);
+	model->chat = pccx__chat_format_of(model->m->cfg.family);
 	model->n_stop = pccx__chat_stop_ids(model->chat, model->tok, model->stop);
 	*out = model;
 	return PCCX_OK;
@@ -1127,6 +1127,11 @@ int pccx_session_tokenize_turn(pccx_session *s, const char *role, const char *co
 		rc = pccx_tokenizer_encode(s->model->tok, rendered, len, 0, ids, n, d);
 	free(rendered);
 	return rc;
+}
+
+const struct pccx_chat_format *pccx__session_chat_format(const pccx_session *s)
+{
+	return s ? s->model->chat : NULL;
 }
 
 int pccx_session_context(const pccx_session *s, uint32_t *used, uint32_t *max)

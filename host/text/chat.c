@@ -2,7 +2,9 @@
 /*
  * Chat formats by model family, and the renderer that writes a conversation in one. The Gemma
  * format is what the chat_template of Gemma 3's tokenizer_config.json renders (implemented from
- * its Jinja source: the JavaScript package's template engine cannot render it).
+ * its Jinja source: the JavaScript package's template engine cannot render it). Gemma 1's and
+ * Gemma 2's templates write the same turns; they refuse a system turn, which pccx folds into
+ * the first user turn as Gemma 3's does (docs/chat.md, "Formats of the model families").
  */
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +39,28 @@ const struct pccx_chat_format *pccx__chat_format(enum pccx_chat_family family)
 	if ((unsigned)family >= PCCX_CHAT_FAMILIES || !formats[family].turn_start)
 		return NULL;
 	return &formats[family];
+}
+
+/*
+ * The format each model family converses in. `set` keeps a family added to enum pccx_family
+ * without an entry here from taking format 0 silently: it has no format (refused) instead.
+ */
+static const struct {
+	bool set;
+	enum pccx_chat_family chat;
+} family_chat[PCCX_FAMILIES] = {
+	[PCCX_FAMILY_GEMMA3N] = { true, PCCX_CHAT_GEMMA },
+	/* Gemma 1 and 2: Gemma 3's turns; their templates raise on a system turn */
+	[PCCX_FAMILY_GEMMA] = { true, PCCX_CHAT_GEMMA },
+	[PCCX_FAMILY_GEMMA2] = { true, PCCX_CHAT_GEMMA },
+	[PCCX_FAMILY_GEMMA3] = { true, PCCX_CHAT_GEMMA },
+};
+
+const struct pccx_chat_format *pccx__chat_format_of(enum pccx_family family)
+{
+	if ((unsigned)family >= PCCX_FAMILIES || !family_chat[family].set)
+		return NULL;
+	return pccx__chat_format(family_chat[family].chat);
 }
 
 size_t pccx__chat_stop_ids(const struct pccx_chat_format *fmt, const pccx_tokenizer *tk,

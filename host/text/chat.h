@@ -11,7 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "family.h"
 #include "pccx/tokenizer.h"
+
+struct pccx_session;
 
 enum pccx_chat_family {
 	PCCX_CHAT_GEMMA,	/* Gemma 1, 2, 3 and 3n: <start_of_turn>ROLE\n...<end_of_turn>\n */
@@ -45,6 +48,18 @@ struct pccx_chat_format {
 
 /* The format of `family`; NULL when that family's format is not filled in yet. */
 const struct pccx_chat_format *pccx__chat_format(enum pccx_chat_family family);
+
+/*
+ * The chat format of the model family `family` (enum pccx_family, reference/family.h): the one
+ * place that says which format a family's models converse in. NULL for a family without one.
+ */
+const struct pccx_chat_format *pccx__chat_format_of(enum pccx_family family);
+
+/*
+ * The chat format of the session's model, which pccx_model_load took from the model's family
+ * (defined by the runtime, host/runtime/pccx.c); NULL for a NULL session.
+ */
+const struct pccx_chat_format *pccx__session_chat_format(const struct pccx_session *s);
 
 /*
  * Render `turns` in `fmt` (the rules of pccx_chat_render_gemma, pccx/tokenizer.h); *out is

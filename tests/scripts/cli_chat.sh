@@ -7,7 +7,10 @@
 #     again (the first reply comes again); Ctrl-C at the prompt ends with status 0;
 #   - /save, then /load in a new process: the next reply is the same;
 #   - refusals that keep the conversation: a malformed file, another model's file, a directory
-#     or FIFO given to /save or /load, a full context; EOF (Ctrl-D, a pipe's end) ends with 0.
+#     or FIFO given to /save or /load, a full context; EOF (Ctrl-D, a pipe's end) ends with 0;
+#   - every model family (the tiny configs of Gemma 3n, 1, 2 and 3): `run --chat` without a
+#     tokenizer, `chat` refused without one; with a 512-id tokenizer, what `run --chat` prefills
+#     and the turns `chat` saves are the ids of the turn written out from the chat templates.
 # Nothing waits on time: every step waits for a marker (prompt, stats line, message).
 #
 #   bash tests/scripts/cli_chat.sh BUILD
@@ -215,9 +218,74 @@ has "$T/err" "/reset starts a new conversation"
 checks=$((checks + 1))
 [ "$(grep -c '^stats: ' "$T/err")" = 1 ] || fail "a turn that does not fit was run: $(cat "$T/err")"
 
-# --- a model without a tokenizer, a bad option ---------------------------------------------------
-want_fail "$pccx" chat --config tiny </dev/null
-has "$T/err" "needs a tokenizer"
+# --- every family: Gemma 3n (tiny), Gemma 1, 2 and 3 (tiny-gemma, tiny-gemma2, tiny-gemma3) ------
+# A tokenizer of the tiny models' 512 ids: Gemma's special tokens, byte fallback for the text
+# ("h" is <0x68>, id 4 + 0x68), and fillers up to 512.
+python3 - "$T/tok512.json" <<'PY'
+import json, sys
+vocab = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3}
+vocab.update({"<0x%02X>" % b: 4 + b for b in range(256)})
+vocab.update({"\u2581": 260, "<start_of_turn>": 261, "<end_of_turn>": 262})
+vocab.update({"w%d" % i: i for i in range(263, 512)})
+special = ["<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>"]
+space = {"String": "\u2581"}
+json.dump({"version": "1.0",
+           "added_tokens": [{"id": vocab[t], "content": t, "special": True} for t in special],
+           "normalizer": {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"},
+           "pre_tokenizer": None, "post_processor": None,
+           "decoder": {"type": "Sequence", "decoders": [
+               {"type": "Replace", "pattern": space, "content": " "},
+               {"type": "ByteFallback"}, {"type": "Fuse"}]},
+           "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "byte_fallback": True,
+                     "fuse_unk": True, "vocab": vocab, "merges": []}}, open(sys.argv[1], "w"))
+PY
+# ids_of TEXT: its ids (special tokens matched, no BOS added)
+ids_of() { "$pccx" tokenize --tokenizer "$T/tok512.json" --no-bos "$1"; }
+# saved_ids FILE I: the tokens of turn I of a saved conversation, space-separated
+saved_ids() {
+  python3 -c 'import json, sys
+print(" ".join(map(str, json.load(open(sys.argv[1]))["turns"][int(sys.argv[2])]["tokens"])))' \
+    "$1" "$2"
+}
+# The Gemma chat templates (tokenizer_config.json of Gemma 1, 2, 3 and 3n) write a first user
+# turn, its content trimmed, and the generation prompt so; a reply ends with the end of turn.
+user_turn=$'<bos><start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\n'
+end_turn=$'<end_of_turn>\n'
+for c in tiny tiny-gemma tiny-gemma2 tiny-gemma3; do
+  # no tokenizer: the prompt is one id per byte and --chat has no format to write it in
+  want_rc 0 "$pccx" run --config "$c" --chat -p hi -n 8
+  has "$T/err" "prompt: 2 tokens (no tokenizer: one per byte, without the chat format)"
+  has "$T/err" "stats: 8 tokens generated"
+  checks=$((checks + 1))
+  [ "$(grep -o '\[[0-9]*\]' "$T/out" | wc -l)" = 8 ] ||
+    fail "$c: run --chat printed '$(cat "$T/out")'"
+  want_fail "$pccx" chat --config "$c" </dev/null
+  has "$T/err" "needs a tokenizer"
+  # with a tokenizer: run --chat prefills the template's user turn; the turns chat saves are
+  # the template's ids
+  want_rc 0 "$pccx" run --config "$c" --tokenizer "$T/tok512.json" --chat -p " hi " -n 4 --temp 0
+  checks=$((checks + 1))
+  [ "$(prompt_tokens "$T/err")" = "$(ids_of "$user_turn" | wc -w)" ] ||
+    fail "$c: run --chat: '$(grep prompt "$T/err")'; the template's turn is" \
+      "$(ids_of "$user_turn" | wc -w) tokens"
+  want_rc 0 "$pccx" chat --config "$c" --tokenizer "$T/tok512.json" --temp 0 -n 4 <<EOF
+  hi
+/save $T/$c.json
+EOF
+  has "$T/err" "(saved 2 turns"
+  checks=$((checks + 1))
+  [ "$(saved_ids "$T/$c.json" 0)" = "$(ids_of "$user_turn")" ] ||
+    fail "$c: the user turn is '$(saved_ids "$T/$c.json" 0)'," \
+      "the template's '$(ids_of "$user_turn")'"
+  checks=$((checks + 1))
+  case " $(saved_ids "$T/$c.json" 1)" in
+    *" $(ids_of "$end_turn")") ;;
+    *) fail "$c: the reply '$(saved_ids "$T/$c.json" 1)' does not end with" \
+         "'$(ids_of "$end_turn")'" ;;
+  esac
+done
+
+# --- a bad option ---------------------------------------------------------------------------------
 want_rc 2 "$pccx" chat </dev/null
 want_rc 2 "$pccx" chat "${model[@]}" -n 0 </dev/null
 

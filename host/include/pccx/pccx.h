@@ -126,7 +126,10 @@ PCCX_MUST_CHECK int pccx_session_create(pccx_model *model, const struct pccx_ses
 					pccx_session **s, pccx_diag *d);
 void pccx_session_free(pccx_session *s);
 
-/* Tokenize `text` with the model's tokenizer (chat=true applies the Gemma chat template). */
+/*
+ * Tokenize `text` with the model's tokenizer (chat=true: as one user turn with the generation
+ * prompt, in the chat format of the model's family).
+ */
 PCCX_MUST_CHECK int pccx_session_tokenize(pccx_session *s, const char *text, bool chat,
 					  int32_t **ids, size_t *n, pccx_diag *d);
 /*
