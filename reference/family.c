@@ -10,7 +10,8 @@
 static const struct pccx_family_desc families[PCCX_FAMILIES] = {
 	[PCCX_FAMILY_GEMMA3N] = {
 		.arch = "gemma3n", .title = "Gemma 3n", .altup = true,
-		.norms = SANDWICH | PCCX_NORM_Q | PCCX_NORM_K | PCCX_NORM_V,
+		.norms = SANDWICH | PCCX_NORM_Q | PCCX_NORM_K | PCCX_NORM_V, .ple = true,
+		.kv_sharing = true, .shared_kv_weights = true,
 	},
 	[PCCX_FAMILY_GEMMA] = {
 		.arch = "gemma", .title = "Gemma 1",
@@ -24,6 +25,11 @@ static const struct pccx_family_desc families[PCCX_FAMILIES] = {
 		.arch = "gemma3", .title = "Gemma 3",
 		.norms = SANDWICH | PCCX_NORM_Q | PCCX_NORM_K, .norm_plus_one = true,
 		.embed_scale_bf16 = true,
+	},
+	[PCCX_FAMILY_GEMMA4] = {
+		.arch = "gemma4", .title = "Gemma 4",
+		.norms = SANDWICH | PCCX_NORM_Q | PCCX_NORM_K | PCCX_NORM_V,
+		.embed_scale_bf16 = true, .ple = true, .layer_scale = true, .kv_sharing = true,
 	},
 };
 

@@ -5,15 +5,19 @@
  * (layers.h), the weight layout, the graph and the oracle read the family's facts from here,
  * never from its name.
  *
- *                Gemma 1        Gemma 2           Gemma 3           Gemma 3n
- *   norms        in, pre-FFN    + post-attn,      + q/k norm        + v norm (unweighted),
- *                               post-FFN                            AltUp router, LAuReL, PLE
- *   residual     x + f(x)       x + post(f(x))    x + post(f(x))    AltUp streams, LAuReL, PLE
- *   attention    global         local/global 1:1  local/global 5:1  local/global 4:1, KV sharing
- *   q scale      hd^-1/2        qpas^-1/2         qpas^-1/2         1 (q/k norms carry it)
- *   score cap    -              50                -                 -
- *   final cap    -              30                -                 30
- *   embed scale  bf16(sqrt D)   bf16(sqrt D)      bf16(sqrt D)      sqrt D in FP32
+ *                Gemma 1        Gemma 2           Gemma 3           Gemma 3n           Gemma 4
+ *   norms        in, pre-FFN    + post-attn,      + q/k norm        + v norm (unweighted),  as 3n,
+ *                               post-FFN                            router, LAuReL, PLE     PLE
+ *   residual     x + f(x)       x + post(f(x))    x + post(f(x))    AltUp, LAuReL, PLE      x + post,
+ *                                                                                           + PLE, x s
+ *   attention    global         local/global 1:1  local/global 5:1  4:1, KV sharing     5:1 or 4:1,
+ *                                                                                       KV sharing,
+ *                                                                                       own global
+ *                                                                                       heads, k = v
+ *   q scale      hd^-1/2        qpas^-1/2         qpas^-1/2         1 (q/k norms)       1
+ *   score cap    -              50                -                 -                   -
+ *   final cap    -              30                -                 30                  30
+ *   embed scale  bf16(sqrt D)   bf16(sqrt D)      bf16(sqrt D)      sqrt D in FP32      bf16(sqrt D)
  */
 #ifndef PCCX_FAMILY_H
 #define PCCX_FAMILY_H
@@ -26,6 +30,7 @@ enum pccx_family {
 	PCCX_FAMILY_GEMMA,	/* Gemma 1 */
 	PCCX_FAMILY_GEMMA2,
 	PCCX_FAMILY_GEMMA3,
+	PCCX_FAMILY_GEMMA4,
 	PCCX_FAMILIES
 };
 
@@ -47,6 +52,18 @@ struct pccx_family_desc {
 	/* The embedding is scaled by sqrt(D) rounded to BF16, as Hugging Face does with the
 	 * BF16 checkpoints (the scale is cast to the weights' dtype); else sqrt(D) in FP32. */
 	bool embed_scale_bf16;
+	/*
+	 * Per-layer embeddings: a table row per token and a projection of the embedding give
+	 * every layer an input of d_ple (Gemma 3n mixes it into AltUp streams 1..3, Gemma 4
+	 * adds a gated projection of it to the layer's output).
+	 */
+	bool ple;
+	/* Every layer's output is multiplied by a learned scalar (Gemma 4's layer_scalar). */
+	bool layer_scale;
+	/* The last n_kv_shared layers may read earlier layers' KV caches (KV donors). */
+	bool kv_sharing;
+	/* KV-sharing layers still carry k/v projections and a k norm (Gemma 3n's files). */
+	bool shared_kv_weights;
 };
 
 /* The facts of family f (f < PCCX_FAMILIES). */

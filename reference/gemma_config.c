@@ -111,6 +111,43 @@ static const struct pccx_gemma_config presets[] = {
 		.theta_local = 10000.0f, .theta_global = 1000000.0f, .rope_factor_global = 8.0f,
 		.max_ctx = 1024,
 	},
+	/*
+	 * Gemma 4 E2B and E4B text decoders (Hugging Face google/gemma-4-E2B / E4B config.json):
+	 * local heads of 256, global heads of 512 with proportional RoPE over a quarter of the
+	 * frequencies, PLE, the last 20 / 18 layers reading their donors' KV caches; E2B's
+	 * KV-sharing layers have a double-wide FFN.
+	 */
+	{
+		.name = "gemma-4-e2b", .family = PCCX_FAMILY_GEMMA4, .n_layers = 35,
+		.d_model = 1536, .d_ffn = 6144, .n_heads = 8, .n_kv_heads = 1, .head_dim = 256,
+		.head_dim_global = 512, .vocab = 262144, .ple_vocab = 262144, .d_ple = 256,
+		.window = 512, .global_period = 5, .n_kv_shared = 20, .softcap = 30.0f,
+		.eps = 1e-6f, .theta_local = 10000.0f, .theta_global = 1000000.0f,
+		.rope_partial_global = 0.25f, .double_wide_mlp = true, .max_ctx = 4096,
+	},
+	{
+		.name = "gemma-4-e4b", .family = PCCX_FAMILY_GEMMA4, .n_layers = 42,
+		.d_model = 2560, .d_ffn = 10240, .n_heads = 8, .n_kv_heads = 2, .head_dim = 256,
+		.head_dim_global = 512, .vocab = 262144, .ple_vocab = 262144, .d_ple = 256,
+		.window = 512, .global_period = 6, .n_kv_shared = 18, .softcap = 30.0f,
+		.eps = 1e-6f, .theta_local = 10000.0f, .theta_global = 1000000.0f,
+		.rope_partial_global = 0.25f, .max_ctx = 4096,
+	},
+	{
+		/*
+		 * Gemma 4 with every piece the real shapes have and the ones they may: global
+		 * layers 3 and 7 with heads of 64 and one KV head (k = v), local heads of 32 with
+		 * two, KV donors 4 (local) and 3 (global) for layers 5-7, double-wide FFN there,
+		 * PLE.
+		 */
+		.name = "tiny-gemma4", .family = PCCX_FAMILY_GEMMA4, .n_layers = 8,
+		.d_model = 128, .d_ffn = 256, .n_heads = 4, .n_kv_heads = 2, .head_dim = 32,
+		.head_dim_global = 64, .n_kv_heads_global = 1, .vocab = 512, .ple_vocab = 512,
+		.d_ple = 32, .window = 16, .global_period = 4, .n_kv_shared = 3,
+		.softcap = 30.0f, .eps = 1e-6f, .theta_local = 10000.0f,
+		.theta_global = 1000000.0f, .rope_partial_global = 0.25f, .k_eq_v = true,
+		.double_wide_mlp = true, .max_ctx = 1024,
+	},
 };
 
 #define NPRESETS (sizeof(presets) / sizeof(presets[0]))
@@ -118,7 +155,7 @@ static const struct pccx_gemma_config presets[] = {
 const char *pccx__gemma_config_names(void)
 {
 	return "e4b, e2b, tiny, tiny-vocab, gemma-2b, gemma-2-2b, gemma-3-1b, gemma-3-4b, "
-	       "tiny-gemma, tiny-gemma2, tiny-gemma3";
+	       "tiny-gemma, tiny-gemma2, tiny-gemma3, gemma-4-e2b, gemma-4-e4b, tiny-gemma4";
 }
 
 const struct pccx_gemma_config *pccx__gemma_config_at(unsigned i)
@@ -148,11 +185,11 @@ int pccx__gemma_config_check(const struct pccx_gemma_config *c, pccx_diag *d)
 	struct pccx_attn_desc attn[PCCX_ATTN_KINDS];
 	struct pccx_layer_desc layers[PCCX_GEMMA_MAX_LAYERS];
 	uint32_t q_dim = c->n_heads * c->head_dim;
-	bool altup;
+	const struct pccx_family_desc *fam;
 
 	if ((unsigned)c->family >= PCCX_FAMILIES)
 		return BAD("family", "is not a known family");
-	altup = pccx__family(c->family)->altup;
+	fam = pccx__family(c->family);
 	if (c->n_layers == 0 || c->n_layers > PCCX_GEMMA_MAX_LAYERS)
 		return BAD("n_layers", "must be 1..64");
 	if (c->d_model == 0 || c->d_model % 32 || c->d_model > 8192)
@@ -168,19 +205,38 @@ int pccx__gemma_config_check(const struct pccx_gemma_config *c, pccx_diag *d)
 		return BAD("n_heads * head_dim", "must fit a 16-bit shape field");
 	if (c->vocab == 0 || c->vocab > (1u << 24))
 		return BAD("vocab", "must be 1..2^24");
-	if (altup) {
+	if (fam->ple) {
 		if (c->d_ple == 0 || c->d_ple % 32 ||
 		    (uint64_t)c->d_ple * c->n_layers > 65504)
 			return BAD("d_ple",
 				   "must be a multiple of 32 with n_layers * d_ple <= 65504");
-		if (c->laurel_rank == 0 || c->laurel_rank % 32)
-			return BAD("laurel_rank", "must be a multiple of 32");
 		if (c->ple_vocab == 0 || c->ple_vocab > c->vocab)
 			return BAD("ple_vocab", "must be 1..vocab");
-	} else if (c->d_ple || c->laurel_rank || c->ple_vocab || c->n_kv_shared || c->n_sparse) {
-		return BAD("d_ple/laurel_rank/ple_vocab/n_kv_shared/n_sparse",
-			   "must be 0 outside Gemma 3n");
+	} else if (c->d_ple || c->ple_vocab) {
+		return BAD("d_ple/ple_vocab", "must be 0 in a family without per-layer embeddings");
 	}
+	if (fam->altup) {
+		if (c->laurel_rank == 0 || c->laurel_rank % 32)
+			return BAD("laurel_rank", "must be a multiple of 32");
+	} else if (c->laurel_rank || c->n_sparse) {
+		return BAD("laurel_rank/n_sparse", "must be 0 outside Gemma 3n");
+	}
+	if (c->family != PCCX_FAMILY_GEMMA4 &&
+	    (c->head_dim_global || c->n_kv_heads_global || c->rope_partial_global != 0.0f ||
+	     c->k_eq_v || c->double_wide_mlp))
+		return BAD("head_dim_global/n_kv_heads_global/rope_partial_global/k_eq_v/"
+			   "double_wide_mlp", "are Gemma 4's: must be 0 in other families");
+	if (c->n_kv_shared && !fam->kv_sharing)
+		return BAD("n_kv_shared", "must be 0 in a family without KV sharing");
+	if (c->head_dim_global % 32 || c->head_dim_global > 1024 ||
+	    (c->n_kv_heads_global && c->n_heads % c->n_kv_heads_global) ||
+	    (uint64_t)c->n_heads * c->head_dim_global > 65504)
+		return BAD("head_dim_global/n_kv_heads_global",
+			   "must be a multiple of 32 <= 1024 and divide n_heads");
+	if (!(c->rope_partial_global >= 0.0f && c->rope_partial_global <= 1.0f))
+		return BAD("rope_partial_global", "must be in [0, 1]");
+	if (c->double_wide_mlp && 2ull * c->d_ffn > 65504)
+		return BAD("d_ffn", "doubled (double_wide_mlp) must fit a 16-bit shape field");
 	if (c->window == 0 || c->window > 65535 || c->max_ctx == 0 || c->max_ctx > 65535)
 		return BAD("window/max_ctx", "must be 1..65535 (16-bit GEMV K field)");
 	if (c->global_period == 0)

@@ -29,6 +29,9 @@ struct pccx_gemma_config {
 	uint32_t n_heads;	/* 8 query heads */
 	uint32_t n_kv_heads;	/* 2 (GQA: query head h reads kv head h / (n_heads / n_kv_heads)) */
 	uint32_t head_dim;	/* 256 */
+	/* Gemma 4's global layers: their own head size and KV heads (0: as the local ones) */
+	uint32_t head_dim_global;
+	uint32_t n_kv_heads_global;
 	uint32_t vocab;		/* 262400 = tied LM head rows */
 	uint32_t ple_vocab;	/* 262144 PLE table rows; ids >= ple_vocab use row 0 (3n only) */
 	uint32_t d_ple;		/* 256 per-layer input width (3n only) */
@@ -46,6 +49,13 @@ struct pccx_gemma_config {
 	float theta_local;	/* 1e4 */
 	float theta_global;	/* 1e6 */
 	float rope_factor_global; /* linear RoPE scaling of global layers (0 or 1: none) */
+	/*
+	 * Gemma 4's proportional RoPE of global layers: the first partial * head_dim / 2
+	 * frequencies rotate, the others are 0 (0 or 1: every frequency rotates)
+	 */
+	float rope_partial_global;
+	bool k_eq_v;		/* Gemma 4: a global layer's v is its k projection (no W_v) */
+	bool double_wide_mlp;	/* Gemma 4: KV-sharing layers have an FFN of 2 d_ffn */
 	uint32_t max_ctx;	/* positions the KV cache of global layers holds (a run limit) */
 };
 

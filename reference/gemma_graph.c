@@ -84,10 +84,6 @@ static int plan_sizes(const struct pccx_gemma_model *m, struct plan_sizes *sz, p
 	for (t = 0; t < PCCX_ATTN_KINDS; t++) {
 		const struct pccx_attn_desc *a = &m->attn[t];
 
-		if (a->rope_dims != a->head_dim)
-			return pccx__fail(d, PCCX_ERR_UNSUPPORTED,
-					  "config '%s': RoPE of part of a head is not supported",
-					  c->name);
 		sz->max_keys = MAX(sz->max_keys, a->kv_rows);
 		sz->q = MAX(sz->q, (uint64_t)a->n_heads * W(a->head_dim));
 		sz->kv = MAX(sz->kv, (uint64_t)a->n_kv_heads * W(a->head_dim));
@@ -306,6 +302,8 @@ int pccx__gemma_host_inputs(const struct pccx_gemma_model *m, const struct pccx_
 
 			if (factor != 1.0f)
 				inv_freq = inv_freq / factor;
+			if (i >= m->attn[t].rope_dims / 2)
+				inv_freq = 0.0f;	/* a pair that does not rotate */
 			ph = (float)pos * inv_freq;
 			cs = pccx__f32_cos(ph);
 			sn = pccx__f32_sin(ph);
@@ -329,10 +327,12 @@ int pccx__gemma_host_inputs(const struct pccx_gemma_model *m, const struct pccx_
 		put_f32(in, p->embed - base, i, x * scale);
 	}
 
-	if (!pccx__family(c->family)->altup)
+	if (!pccx__family(c->family)->ple)
 		return PCCX_OK;
 	/* PLE row times sqrt(d_ple); ids beyond the PLE table use row 0 (Hugging Face). */
 	scale = pccx__f32_sqrt((float)c->d_ple);
+	if (pccx__family(c->family)->embed_scale_bf16)
+		scale = pccx__bf16_to_f32(pccx__f32_to_bf16(scale));
 	rec = pccx_gemma_row(m, w->ple_table, token < c->ple_vocab ? token : 0);
 	for (i = 0; i < c->n_layers * c->d_ple; i++) {
 		uint32_t cols = c->n_layers * c->d_ple;
@@ -527,7 +527,8 @@ static void rmsnorm_rows(struct emit *e, uint32_t src, uint32_t dst, uint32_t ro
 
 /*
  * RoPE on `heads` rows of head_dim at x with the tables of the layer's attention kind
- * (rotate-half): x' = x * cos + swap(x) * [-sin | +sin],  swap(x) = [x_hi | x_lo]
+ * (rotate-half): x' = x * cos + swap(x) * [-sin | +sin],  swap(x) = [x_hi | x_lo]. Pairs
+ * that do not rotate (rope_dims < head_dim) have cos 1 and sin 0 in the tables.
  */
 static void rope(struct emit *e, const struct pccx_layer_desc *ly, uint32_t x, uint32_t heads)
 {
@@ -605,7 +606,7 @@ static void forward_inputs(struct emit *e)
 	}
 	load(e, p->gvec, PCCX_NPU_BUF_WEIGHTS, w->gvec_offset, (uint32_t)(w->gvec_bytes / sizeof(float)));
 	stage(e, p->embed, 1, D, "embed");
-	if (!e->altup)
+	if (!pccx__family(c->family)->ple)
 		return;		/* one residual stream: layer 0 reads the embedding */
 	stage(e, p->ple_in, 1, LP, "ple.inputs");
 
@@ -619,6 +620,8 @@ static void forward_inputs(struct emit *e)
 	s_const(e, PCCX_GEMMA_C_INV_SQRT2);
 	cvo_vec(e, PCCX_CVO_SCALE, 0, p->u, p->u, LP);
 	stage(e, p->u, 1, LP, "ple.u");
+	if (!e->altup)
+		return;
 
 	/* AltUp: x0 = e; x_k = W_ap[k] e matched to rms(e) */
 	copy(e, stream(e, 0, 0), p->embed, W(D));
@@ -770,6 +773,8 @@ static void forward_attention(struct emit *e, uint32_t l, uint32_t pos)
 	if (ly->kv_write) {
 		gemv(e, lw->attn_k, p->h, p->k, false);
 		behind(e, lw->attn_k);	/* model: q's norm and RoPE come before W_k */
+		if (ly->k_eq_v)
+			copy(e, p->v, p->k, ly->n_kv_heads * W(ly->head_dim));	/* v = W_k h */
 	}
 	/* q = RoPE(RMSNorm_{g_q}(W_q h)) per head */
 	norm_rope(e, l, p->q, ly->n_heads, PCCX_NORM_Q, PCCX_GEMMA_LV_Q_NORM);
@@ -779,11 +784,12 @@ static void forward_attention(struct emit *e, uint32_t l, uint32_t pos)
 		s_const(e, PCCX_GEMMA_C_Q_SCALE);
 		cvo(e, PCCX_CVO_SCALE, 0, p->q, p->q, ly->n_heads * ly->head_dim);
 	}
-	if (ly->kv_write) {
+	if (ly->kv_write && !ly->k_eq_v) {
 		gemv(e, lw->attn_v, p->h, p->v, false);
 		behind(e, lw->attn_v);	/* model: k's norm and RoPE come before W_v */
-		forward_kv_append(e, l, pos);
 	}
+	if (ly->kv_write)
+		forward_kv_append(e, l, pos);
 	forward_attend(e, l, pos);
 	gemv(e, lw->attn_o, p->ctx, p->o, false);
 	stage(e, p->o, 1, e->c->d_model, "L%u.attn.out", l);
@@ -920,7 +926,27 @@ static void forward_altup_correct(struct emit *e, uint32_t l, uint32_t P, uint32
 }
 
 /*
- * A decoder layer of one residual stream (Gemma 1, 2, 3): x is the embedding for layer 0 and
+ * Gemma 4's per-layer input, on the layer's output f (after the FFN's residual):
+ *   f = f + RMSNorm_post(W_proj(GELU(W_gate f) * u_l))
+ */
+static void forward_ple_mix(struct emit *e, uint32_t l)
+{
+	const struct pccx_gemma_plan *p = e->p;
+	const struct pccx_gemma_layer_w *lw = &e->m->w.layer[l];
+	uint32_t D = e->c->d_model, dp = e->c->d_ple;
+
+	gemv(e, lw->ple_gate, p->f, p->pleg, false);
+	cvo(e, PCCX_CVO_GELU, 0, p->pleg, p->pleg, dp);
+	cvo(e, PCCX_CVO_MUL, 0, p->u + l * W(dp), p->pleg, dp);
+	stage(e, p->pleg, 1, dp, "L%u.ple.gate", l);
+	gemv(e, lw->ple_proj, p->pleg, p->tmp, false);
+	rmsnorm(e, p->tmp, p->tmp, D, lvec(e, l, PCCX_GEMMA_LV_POST_PLE_NORM));
+	stage(e, p->tmp, 1, D, "L%u.ple.mix", l);
+	cvo(e, PCCX_CVO_ADD, 0, p->tmp, p->f, D);
+}
+
+/*
+ * A decoder layer of one residual stream (Gemma 1, 2, 3, 4): x is the embedding for layer 0 and
  * the previous layer's output (plan.f) after it, which the layer overwrites only once
  * al = x + attention no longer needs x:
  *   h = RMSNorm_in(x); al = x + [RMSNorm_postattn](attention(h));
@@ -943,6 +969,15 @@ static void forward_layer_plain(struct emit *e, uint32_t l, uint32_t pos)
 	cvo(e, PCCX_CVO_ADD, 0, x, p->al, D);
 	stage(e, p->al, 1, D, "L%u.attn.resid", l);
 	forward_ffn(e, l, 0, 0);
+	if (e->m->layers[l].ple)
+		forward_ple_mix(e, l);
+	if (e->m->layers[l].out_scale) {
+		/* out = out * layer_scalar */
+		cvo(e, PCCX_CVO_LDS, 0, lvec(e, l, PCCX_GEMMA_LV_OUT_SCALE),
+		    p->scal + PCCX_GEMMA_S_DUMP, 0);
+		cvo(e, PCCX_CVO_SCALE, 0, p->f, p->f, D);
+		stage(e, p->f, 1, D, "L%u.out", l);
+	}
 }
 
 /* S3: decoder layer l: streams in set X, result in set P = 1 - X. */

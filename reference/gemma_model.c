@@ -14,6 +14,7 @@
 #include "pool.h"
 
 #define TENSOR_ALIGN 64u
+#define HOST_ONLY UINT64_MAX	/* add()'s alignment of a tensor the device never reads */
 
 struct layout {
 	struct pccx_gemma_model *m;
@@ -69,12 +70,38 @@ static int32_t add(struct layout *L, uint64_t align, uint32_t fmt, uint32_t rows
 	t->rows = rows;
 	t->cols = cols;
 	t->row_bytes = row_bytes(fmt, cols);
-	t->offset = align_up(L->off, align);
 	t->init = init;
 	t->std = std;
 	t->centre = 1.0f;
-	L->off = t->offset + (uint64_t)rows * t->row_bytes;
+	if (align == HOST_ONLY) {
+		t->offset = HOST_ONLY;	/* placed by place_host_only */
+	} else {
+		t->offset = align_up(L->off, align);
+		L->off = t->offset + (uint64_t)rows * t->row_bytes;
+	}
 	return (int32_t)L->m->n_t++;
+}
+
+/*
+ * Tensors only the host reads (the PLE table: one row per token, in pccx__gemma_host_inputs)
+ * keep their place in the table, and so their synthetic values, but their bytes go after
+ * everything the device reads (device_size), so the board's memory need not hold them
+ * (1.5 GB of Gemma 4 E4B).
+ */
+static void place_host_only(struct layout *L)
+{
+	uint32_t i;
+
+	L->off = align_up(L->off, 4096);
+	L->m->device_size = L->off;
+	for (i = 0; i < L->m->n_t; i++) {
+		struct pccx_gemma_tensor *t = &L->m->t[i];
+
+		if (t->offset != HOST_ONLY)
+			continue;
+		t->offset = align_up(L->off, 4096);
+		L->off = t->offset + (uint64_t)t->rows * t->row_bytes;
+	}
 }
 
 static float inv_sqrt(uint32_t n)
@@ -93,7 +120,7 @@ static void lay_out(struct layout *L)
 	static const char *const lvec_names[PCCX_GEMMA_LV_COUNT] = {
 		"attn_norm", "post_attention_norm", "ffn_norm", "post_ffw_norm",
 		"laurel_post_norm", "post_norm", "altup_router_norm", "altup_correct_scale",
-		"attn_q_norm", "attn_k_norm",
+		"attn_q_norm", "attn_k_norm", "layer_output_scale",
 	};
 	/* the norm flag a vector belongs to; 0: every layer has it */
 	static const uint32_t lvec_norm[PCCX_GEMMA_LV_COUNT] = {
@@ -103,37 +130,42 @@ static void lay_out(struct layout *L)
 		[PCCX_GEMMA_LV_Q_NORM] = PCCX_NORM_Q,
 		[PCCX_GEMMA_LV_K_NORM] = PCCX_NORM_K,
 	};
-	/* the vectors of Gemma 3n's AltUp, LAuReL and PLE, which other families do not have */
-	static const bool lvec_altup[PCCX_GEMMA_LV_COUNT] = {
-		[PCCX_GEMMA_LV_LAUREL_NORM] = true, [PCCX_GEMMA_LV_POST_PLE_NORM] = true,
-		[PCCX_GEMMA_LV_ROUTER_NORM] = true, [PCCX_GEMMA_LV_CORRECT_SCALE] = true,
+	const struct pccx_family_desc *fam = pccx__family(c->family);
+	/* whether the family has the vectors that are not norms of every layer */
+	const bool lvec_family[PCCX_GEMMA_LV_COUNT] = {
+		[PCCX_GEMMA_LV_LAUREL_NORM] = fam->altup, [PCCX_GEMMA_LV_ROUTER_NORM] = fam->altup,
+		[PCCX_GEMMA_LV_CORRECT_SCALE] = fam->altup, [PCCX_GEMMA_LV_POST_PLE_NORM] = fam->ple,
+		[PCCX_GEMMA_LV_OUT_SCALE] = fam->layer_scale,
 	};
-	bool altup = pccx__family(c->family)->altup;
+	bool altup = fam->altup;
 
 	/* Embedding rows ~ N(0, 1/D): after the sqrt(D) scale the embedding has unit RMS. */
 	w->embed = add(L, TENSOR_ALIGN, Q4, c->vocab, D, N, inv_sqrt(D), "token_embd.weight");
 	w->ple_table = w->ple_model_proj = w->ple_proj_norm = -1;
 	for (k = 0; k < 3; k++)
 		w->altup_proj[k] = w->altup_unembd[k] = -1;
-	if (altup) {
+	if (fam->ple) {
 		/* PLE rows ~ N(0, 1/d_ple): after the x sqrt(d_ple) scale they have unit RMS. */
-		w->ple_table = add(L, TENSOR_ALIGN, Q4, c->ple_vocab, c->n_layers * P, N,
+		w->ple_table = add(L, HOST_ONLY, Q4, c->ple_vocab, c->n_layers * P, N,
 				   inv_sqrt(P), "per_layer_token_embd.weight");
 		w->ple_model_proj = add(L, TENSOR_ALIGN, Q4, c->n_layers * P, D, N, inv_sqrt(D),
 					"per_layer_model_proj.weight");
+	}
+	if (altup) {
 		for (k = 0; k < 3; k++)
 			w->altup_proj[k] = add(L, TENSOR_ALIGN, Q4, D, D, N, inv_sqrt(D),
 					       "altup_proj.%u.weight", k);
 		for (k = 0; k < 3; k++)
 			w->altup_unembd[k] = add(L, TENSOR_ALIGN, Q4, D, D, N, inv_sqrt(D),
 						 "altup_unembd_proj.%u.weight", k);
+	}
+	if (fam->ple)
 		w->ple_proj_norm = add(L, TENSOR_ALIGN, F32, 1, P, ONE, 0.1f,
 				       "per_layer_proj_norm.weight");
-	}
-	w->final_norm = add(L, altup ? 16 : TENSOR_ALIGN, F32, 1, D, ONE, 0.1f,
+	w->final_norm = add(L, fam->ple ? 16 : TENSOR_ALIGN, F32, 1, D, ONE, 0.1f,
 			    "output_norm.weight");
 	if (!L->failed) {
-		w->gvec_offset = m->t[altup ? w->ple_proj_norm : w->final_norm].offset;
+		w->gvec_offset = m->t[fam->ple ? w->ple_proj_norm : w->final_norm].offset;
 		w->gvec_bytes = L->off - w->gvec_offset;
 	}
 
@@ -150,11 +182,18 @@ static void lay_out(struct layout *L)
 		 */
 		float qk_centre = (float)(pow((double)ly->head_dim, -0.25) / sqrt((double)ly->q_scale));
 
+		/* Gemma 4's KV-sharing layers have no k projection, so no k norm either */
+		bool kv_weights = ly->kv_write || fam->shared_kv_weights;
+
 		for (k = 0; k < PCCX_GEMMA_LV_COUNT; k++) {
-			uint32_t n = k >= PCCX_GEMMA_LV_Q_NORM ? ly->head_dim : D;
+			uint32_t n = k == PCCX_GEMMA_LV_OUT_SCALE ? 1 :
+				     k >= PCCX_GEMMA_LV_Q_NORM ? ly->head_dim : D;
 
 			lw->vec[k] = -1;
-			if (lvec_norm[k] ? !(ly->norms & lvec_norm[k]) : !altup && lvec_altup[k])
+			if (lvec_norm[k] ? !(ly->norms & lvec_norm[k]) :
+					   k >= PCCX_GEMMA_LV_LAUREL_NORM && !lvec_family[k])
+				continue;
+			if (k == PCCX_GEMMA_LV_K_NORM && !kv_weights)
 				continue;
 			lw->vec[k] = add(L, k ? 16 : TENSOR_ALIGN, F32, 1, n, ONE, 0.1f,
 					 "blk.%u.%s.weight", l, lvec_names[k]);
@@ -185,10 +224,13 @@ static void lay_out(struct layout *L)
 		}
 		lw->attn_q =
 			add(L, TENSOR_ALIGN, Q4, Q, D, N, inv_sqrt(D), "blk.%u.attn_q.weight", l);
-		lw->attn_k =
-			add(L, TENSOR_ALIGN, Q4, KV, D, N, inv_sqrt(D), "blk.%u.attn_k.weight", l);
-		lw->attn_v =
-			add(L, TENSOR_ALIGN, Q4, KV, D, N, inv_sqrt(D), "blk.%u.attn_v.weight", l);
+		lw->attn_k = lw->attn_v = -1;
+		if (kv_weights)
+			lw->attn_k = add(L, TENSOR_ALIGN, Q4, KV, D, N, inv_sqrt(D),
+					 "blk.%u.attn_k.weight", l);
+		if (kv_weights && !ly->k_eq_v)
+			lw->attn_v = add(L, TENSOR_ALIGN, Q4, KV, D, N, inv_sqrt(D),
+					 "blk.%u.attn_v.weight", l);
 		lw->attn_o = add(L, TENSOR_ALIGN, Q4, D, Q, N, inv_sqrt(Q),
 				 "blk.%u.attn_output.weight", l);
 		if (altup) {
@@ -203,13 +245,14 @@ static void lay_out(struct layout *L)
 			add(L, TENSOR_ALIGN, Q4, F, D, N, inv_sqrt(D), "blk.%u.ffn_up.weight", l);
 		lw->ffn_down =
 			add(L, TENSOR_ALIGN, Q4, D, F, N, inv_sqrt(F), "blk.%u.ffn_down.weight", l);
-		if (altup) {
+		if (fam->ple) {
 			lw->ple_gate = add(L, TENSOR_ALIGN, Q4, P, D, N, inv_sqrt(D),
 					   "blk.%u.inp_gate.weight", l);
 			lw->ple_proj = add(L, TENSOR_ALIGN, Q4, D, P, N, inv_sqrt(P),
 					   "blk.%u.proj.weight", l);
 		}
 	}
+	place_host_only(L);
 	L->off = align_up(L->off, 4096);
 }
 

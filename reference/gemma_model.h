@@ -9,7 +9,8 @@
  *   F32 matrix (rows, cols): rows of cols FP32, each padded to a multiple of 16 bytes.
  *   F32 vector (n): an F32 matrix of one row.
  *
- * Every tensor starts at a multiple of 64 bytes. The F32 vectors of one layer (its norms,
+ * Every tensor starts at a multiple of 64 bytes. Tensors only the host reads (the PLE
+ * table) come last, after device_size. The F32 vectors of one layer (its norms,
  * correct_output_scale, q/k norms) are contiguous, each starting on a 16-byte word, so the
  * graph brings them into L2 with a single MEMCPY (the "layer vector block").
  *
@@ -55,30 +56,32 @@ enum pccx_gemma_lvec {
 	PCCX_GEMMA_LV_FFN_NORM,		/* (D) pre_feedforward_layernorm */
 	PCCX_GEMMA_LV_POST_FFN_NORM,	/* (D) post_feedforward_layernorm */
 	PCCX_GEMMA_LV_LAUREL_NORM,	/* (D) laurel.post_laurel_norm */
-	PCCX_GEMMA_LV_POST_PLE_NORM,	/* (D) post_per_layer_input_norm */
+	PCCX_GEMMA_LV_POST_PLE_NORM,	/* (D) post_per_layer_input_norm (3n and 4) */
 	PCCX_GEMMA_LV_ROUTER_NORM,	/* (D) altup.router_norm */
 	PCCX_GEMMA_LV_CORRECT_SCALE,	/* (D) altup.correct_output_scale */
 	PCCX_GEMMA_LV_Q_NORM,		/* (head_dim) self_attn.q_norm */
-	PCCX_GEMMA_LV_K_NORM,		/* (head_dim) self_attn.k_norm, also in KV-reading layers */
+	PCCX_GEMMA_LV_K_NORM,		/* (head_dim) self_attn.k_norm (3n: also in KV-reading layers) */
+	PCCX_GEMMA_LV_OUT_SCALE,	/* (1) layer_scalar (Gemma 4) */
 	PCCX_GEMMA_LV_COUNT
 };
 
 /*
- * Tensor ids (indices into model->t) of one decoder layer; -1 for the tensors of Gemma 3n's
- * AltUp, LAuReL and PLE in the other families.
+ * Tensor ids (indices into model->t) of one decoder layer; -1 for the tensors a layer of its
+ * family does not have (AltUp and LAuReL outside Gemma 3n, PLE outside 3n and 4, ...).
  */
 struct pccx_gemma_layer_w {
 	int32_t attn_q;		/* Q4 (q_dim, D) */
-	int32_t attn_k;		/* Q4 (kv_dim, D); never read by layers that do not write KV */
-	int32_t attn_v;		/* Q4 (kv_dim, D); never read by layers that do not write KV */
+	int32_t attn_k;		/* Q4 (kv_dim, D); never read by layers that do not write KV
+				 * (which have none outside Gemma 3n) */
+	int32_t attn_v;		/* Q4 (kv_dim, D); the same, and none where v = k (k_eq_v) */
 	int32_t attn_o;		/* Q4 (D, q_dim) */
 	int32_t ffn_gate;	/* Q4 (d_ffn, D) */
 	int32_t ffn_up;		/* Q4 (d_ffn, D) */
 	int32_t ffn_down;	/* Q4 (D, d_ffn) */
 	int32_t laurel_l;	/* Q4 (rank, D) */
 	int32_t laurel_r;	/* Q4 (D, rank) */
-	int32_t ple_gate;	/* Q4 (d_ple, D) per_layer_input_gate */
-	int32_t ple_proj;	/* Q4 (D, d_ple) per_layer_projection */
+	int32_t ple_gate;	/* Q4 (d_ple, D) per_layer_input_gate (3n and 4) */
+	int32_t ple_proj;	/* Q4 (D, d_ple) per_layer_projection (3n and 4) */
 	int32_t router;		/* F32 (4, D) altup.modality_router */
 	int32_t pred_coef;	/* F32 (16, 4) altup.prediction_coefs */
 	int32_t corr_coef;	/* F32 (4, 4) altup.correction_coefs */
@@ -87,7 +90,7 @@ struct pccx_gemma_layer_w {
 	uint64_t vec_bytes;	/* its size (multiple of 16) */
 };
 
-/* The model's tensor ids; the PLE and AltUp ones are -1 outside Gemma 3n. */
+/* The model's tensor ids; -1 for AltUp's outside Gemma 3n, PLE's outside 3n and 4. */
 struct pccx_gemma_weights {
 	int32_t embed;			/* Q4 (vocab, D) token_embd; also the tied LM head */
 	int32_t ple_table;		/* Q4 (ple_vocab, n_layers*d_ple) per_layer_token_embd */
@@ -111,6 +114,8 @@ struct pccx_gemma_model {
 	struct pccx_gemma_weights w;
 	uint8_t *data;			/* (size) the weight buffer, device layout */
 	uint64_t size;
+	/* bytes [0, device_size) hold what the device reads; after them, host-only tensors */
+	uint64_t device_size;
 	void *mapping;			/* mmap owned by the model, or NULL */
 	uint64_t mapping_size;
 };

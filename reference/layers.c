@@ -22,6 +22,7 @@ int pccx__layers_build(const struct pccx_gemma_config *c,
 		       struct pccx_attn_desc attn[PCCX_ATTN_KINDS], struct pccx_layer_desc *layers,
 		       pccx_diag *d)
 {
+	const struct pccx_family_desc *fam = pccx__family(c->family);
 	uint32_t l, k, kv_src[PCCX_GEMMA_MAX_LAYERS];
 	bool local[PCCX_GEMMA_MAX_LAYERS] = { false };
 
@@ -32,16 +33,22 @@ int pccx__layers_build(const struct pccx_gemma_config *c,
 	for (k = 0; k < PCCX_ATTN_KINDS; k++) {
 		bool global = k == PCCX_ATTN_GLOBAL;
 		float factor = global && c->rope_factor_global > 0.0f ? c->rope_factor_global : 1.0f;
+		uint32_t hd = global && c->head_dim_global ? c->head_dim_global : c->head_dim;
+		uint32_t nkv = global && c->n_kv_heads_global ? c->n_kv_heads_global : c->n_kv_heads;
+		uint32_t rope_dims = hd;
 
+		/* Hugging Face's "proportional" RoPE: int(partial * hd / 2) rotating pairs */
+		if (global && c->rope_partial_global > 0.0f && c->rope_partial_global < 1.0f)
+			rope_dims = 2 * (uint32_t)((double)c->rope_partial_global * hd / 2);
 		attn[k] = (struct pccx_attn_desc){
 			.window = global ? 0 : c->window,
 			.n_heads = c->n_heads,
-			.n_kv_heads = c->n_kv_heads,
-			.head_dim = c->head_dim,
+			.n_kv_heads = nkv,
+			.head_dim = hd,
 			/* a window longer than the context never wraps: keep max_ctx rows */
 			.kv_rows = global || c->window > c->max_ctx ? c->max_ctx : c->window,
 			.theta = global ? c->theta_global : c->theta_local,
-			.rope_dims = c->head_dim,
+			.rope_dims = rope_dims,
 			.rope_factor = factor,
 		};
 	}
@@ -56,6 +63,7 @@ int pccx__layers_build(const struct pccx_gemma_config *c,
 		enum pccx_attn_kind kind = local[l] ? PCCX_ATTN_LOCAL : PCCX_ATTN_GLOBAL;
 		const struct pccx_attn_desc *A = &attn[kind];
 		bool sparse = l < c->n_sparse;
+		bool shared = kv_src[l] != l;
 
 		*L = (struct pccx_layer_desc){
 			.kind = kind,
@@ -65,17 +73,20 @@ int pccx__layers_build(const struct pccx_gemma_config *c,
 			.head_dim = A->head_dim,
 			.q_dim = A->n_heads * A->head_dim,
 			.kv_dim = A->n_kv_heads * A->head_dim,
-			.kv_write = kv_src[l] == l,
+			.kv_write = !shared,
+			.k_eq_v = c->k_eq_v && kind == PCCX_ATTN_GLOBAL,
 			.kv_src = kv_src[l],
 			.kv_rows = A->kv_rows,
 			.theta = A->theta,
 			.rope_dims = A->rope_dims,
 			.q_scale = q_scale(c),
 			.attn_softcap = c->attn_softcap,
-			.d_ffn = c->d_ffn,
+			.d_ffn = c->double_wide_mlp && shared ? 2 * c->d_ffn : c->d_ffn,
 			.sparse = sparse,
 			.sparse_z = sparse ? c->sparse_z : 0.0f,
-			.norms = pccx__family(c->family)->norms,
+			.norms = fam->norms,
+			.ple = fam->ple && !fam->altup,
+			.out_scale = fam->layer_scale,
 		};
 	}
 	return PCCX_OK;

@@ -12,10 +12,13 @@
  *   a local layer keeps min(window, max_ctx) KV rows as a ring, a global one max_ctx;
  *   q is scaled by query_pre_attn_scalar^-1/2 and the scores soft-capped by attn_softcap;
  *   the norms are the family's (family.h).
- * Gemma 3n (Gemma3nTextConfig) besides:
+ * Gemma 3n (Gemma3nTextConfig) and Gemma 4 (Gemma4TextConfig) besides:
  *   layers [n_layers - n_kv_shared, n_layers) compute no k/v and read the cache of the last
  *   layer of their own kind before them (kv_shared_layer_index);
- *   layers [0, n_sparse) apply the Gaussian top-k gate with sparse_z.
+ *   Gemma 3n's layers [0, n_sparse) apply the Gaussian top-k gate with sparse_z;
+ *   Gemma 4's global layers have head_dim_global and n_kv_heads_global (when set), RoPE on
+ *   the first rope_partial_global of their frequencies, v = k's projection (k_eq_v), and
+ *   its KV-sharing layers an FFN of 2 d_ffn (double_wide_mlp).
  */
 #ifndef PCCX_LAYERS_H
 #define PCCX_LAYERS_H
@@ -42,7 +45,11 @@ struct pccx_attn_desc {
 	uint32_t head_dim;	/* size of each q, k and v head */
 	uint32_t kv_rows;	/* KV cache rows: window (a ring, row pos mod window), max_ctx */
 	float theta;		/* RoPE base */
-	uint32_t rope_dims;	/* leading dimensions of a head RoPE rotates (head_dim: all) */
+	/*
+	 * RoPE pairs dimension i with i + head_dim/2; the first rope_dims/2 pairs rotate,
+	 * the others have frequency 0 (head_dim: all rotate; Gemma 4's proportional RoPE)
+	 */
+	uint32_t rope_dims;
 	float rope_factor;	/* linear scaling: positions divided by it (1: none) */
 };
 
@@ -65,11 +72,12 @@ struct pccx_layer_desc {
 	uint32_t kv_dim;	/* n_kv_heads * head_dim: width of k and of v */
 	/* KV cache */
 	bool kv_write;		/* computes k and v and appends them to its own cache */
+	bool k_eq_v;		/* v is k's projection before its norm and RoPE (no W_v) */
 	uint32_t kv_src;	/* the layer whose cache it reads: itself when kv_write */
 	uint32_t kv_rows;	/* rows that cache keeps: window (a ring) or max_ctx */
 	/* RoPE of q and k */
 	float theta;		/* base */
-	uint32_t rope_dims;	/* leading dimensions of a head it rotates (head_dim: all) */
+	uint32_t rope_dims;	/* 2 x the pairs of dimensions that rotate (head_dim: all) */
 	float q_scale;		/* q is multiplied by it after RoPE (1: not at all) */
 	float attn_softcap;	/* scores = cap tanh(scores / cap) before the softmax (0: none) */
 	/* FFN */
@@ -77,6 +85,9 @@ struct pccx_layer_desc {
 	bool sparse;		/* the Gaussian top-k gate (mean + sparse_z std) before GELU */
 	float sparse_z;		/* its multiplier; 0 for dense layers */
 	uint32_t norms;		/* PCCX_NORM_* */
+	/* the family's residual pieces (family.h), per layer so a layer reads only its row */
+	bool ple;		/* adds the gated projection of its per-layer input (Gemma 4) */
+	bool out_scale;		/* multiplies its output by its learned scalar (Gemma 4) */
 };
 
 /*

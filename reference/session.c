@@ -45,7 +45,7 @@ int pccx__gemma_session_create(struct pccx_gemma_session **out,
 		return pccx__fail(d, PCCX_ERR_NOMEM,
 				  "session: cannot allocate %llu bytes of KV cache", kv);
 	}
-	rc = ops->bind(ctx, PCCX_NPU_BUF_WEIGHTS, m->data, m->size, false);
+	rc = ops->bind(ctx, PCCX_NPU_BUF_WEIGHTS, m->data, m->device_size, false);
 	if (!rc)
 		rc = ops->bind(ctx, PCCX_NPU_BUF_KV, s->kv, s->plan.kv_bytes, true);
 	if (!rc)

@@ -98,7 +98,8 @@ END_TEST
  * The tiny shape of every other family: 69 steps, past the 16-key window of the local
  * layers of Gemma 2 and 3 (their rings wrap four times), each stage verified.
  */
-static const char *const family_configs[] = { "tiny-gemma", "tiny-gemma2", "tiny-gemma3" };
+static const char *const family_configs[] = { "tiny-gemma", "tiny-gemma2", "tiny-gemma3",
+						 "tiny-gemma4" };
 
 START_TEST(family_64_tokens_bit_exact)
 {
