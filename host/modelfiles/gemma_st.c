@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Gemma 3n models from Hugging Face safetensors checkpoints + config.json. */
+/* Gemma models of every family from Hugging Face safetensors checkpoints + config.json. */
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,6 +9,7 @@
 
 #include "diag.h"
 #include "gemma_st.h"
+#include "hf_config.h"
 #include "safetensors.h"
 #include "pccx_num.h"
 
@@ -88,8 +89,52 @@ static float normal_icdf(float p)
 	return (float)z;
 }
 
-static int map_config(const pccx_hf_config *h, const char *file, uint32_t max_ctx,
-		      struct pccx_gemma_config *c, pccx_diag *d)
+/*
+ * Gemma 1, 2 and 3: the fields every family has; the layer pattern as a period (refused,
+ * naming the layer, when layer_types has none); Gemma 1's window is its context (every layer
+ * global). Gemma 2 scales every layer's RoPE, the device only the global ones.
+ */
+static int map_plain(const pccx_hf_config *h, const struct pccx_hf_family *x, const char *file,
+		     struct pccx_gemma_config *c, pccx_diag *d)
+{
+	uint32_t l, n = h->num_hidden_layers;
+	unsigned char sliding[PCCX_HF_MAX_LAYERS];
+
+	c->family = x->family;
+	c->n_layers = n;
+	c->d_model = h->hidden_size;
+	c->d_ffn = h->intermediate_size[0];
+	c->n_heads = h->num_attention_heads;
+	c->n_kv_heads = h->num_key_value_heads;
+	c->head_dim = h->head_dim;
+	c->vocab = h->vocab_size;
+	c->window = h->sliding_window < 65535 ? h->sliding_window : 65535;
+	c->eps = (float)h->rms_norm_eps;
+	c->theta_global = (float)h->rope_theta;
+	c->theta_local = (float)h->rope_local_base_freq;
+	c->softcap = (float)h->final_logit_softcapping;
+	c->attn_softcap = (float)x->attn_logit_softcapping;
+	c->query_pre_attn_scalar = (float)x->query_pre_attn_scalar;
+	c->rope_factor_global = (float)x->rope_factor;
+	for (l = 0; l < n; l++)
+		sliding[l] = h->layer_is_sliding[l];
+	c->global_period = pccx__layers_global_period(sliding, n, &l);
+	if (l < n)
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: layer_types: layer %u is %s, which "
+				  "no period of global layers gives (global_period %u)", file, l,
+				  sliding[l] ? "sliding_attention" : "full_attention",
+				  c->global_period);
+	if (c->family == PCCX_FAMILY_GEMMA2 && c->rope_factor_global > 0.0f &&
+	    c->global_period != 1)
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: rope_scaling: factor %g: Gemma 2 "
+				  "scales the local layers' RoPE too, which is not supported",
+				  file, (double)c->rope_factor_global);
+	return PCCX_OK;
+}
+
+static int map_config(const pccx_hf_config *h, const struct pccx_hf_family *x,
+		      const char *file, uint32_t max_ctx, struct pccx_gemma_config *c,
+		      pccx_diag *d)
 {
 	uint32_t l, n = h->num_hidden_layers;
 	int rc;
@@ -106,6 +151,12 @@ static int map_config(const pccx_hf_config *h, const char *file, uint32_t max_ct
 					  "%s: intermediate_size: differs between layers "
 					  "(layer %u: %u, layer 0: %u)",
 					  file, l, h->intermediate_size[l], h->intermediate_size[0]);
+	if (x->family != PCCX_FAMILY_GEMMA3N) {
+		rc = map_plain(h, x, file, c, d);
+		if (rc)
+			return rc;
+		goto check;
+	}
 	if (h->altup_num_inputs != PCCX_GEMMA_ALTUP_STREAMS)
 		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: altup_num_inputs: %u, supported %u",
 				  file, h->altup_num_inputs, PCCX_GEMMA_ALTUP_STREAMS);
@@ -146,6 +197,7 @@ static int map_config(const pccx_hf_config *h, const char *file, uint32_t max_ct
 					  "%s: activation_sparsity_pattern: not a leading run of "
 					  "equal values (layer %u)",
 					  file, l);
+check:
 	c->max_ctx = max_ctx ? max_ctx : 4096;
 	rc = pccx__gemma_config_check(c, d);
 	if (rc && d) {
@@ -251,6 +303,141 @@ static int load_tensors(const pccx_safetensors *st, const pccx_hf_config *h,
 	return rc;
 }
 
+/* ---- Gemma 1, 2 and 3 ------------------------------------------------------------------ */
+
+#define ST_3N_PREFIX "model.language_model."
+
+/*
+ * Where the language model's tensors are: "model." in a text-only checkpoint, or in a
+ * multimodal Gemma 3 "model.language_model." (newer transformers) or "language_model.model."
+ * (older), found by its embedding.
+ */
+static const char *plain_prefix(const pccx_safetensors *st, bool vision)
+{
+	static const char *const prefixes[] = { ST_3N_PREFIX, "language_model.model.", "model." };
+	char name[96];
+	size_t i;
+
+	for (i = 0; i < 3; i++) {
+		snprintf(name, sizeof(name), "%sembed_tokens.weight", prefixes[i]);
+		if (pccx_st_find(st, name))
+			return prefixes[i];
+	}
+	return vision ? prefixes[0] : prefixes[2];
+}
+
+/*
+ * The checkpoint's name of model tensor `T` (the Gemma 3n map's name under another prefix);
+ * Gemma 1's pre-FFN norm is its post_attention_layernorm (it has no post-attention norm).
+ */
+static int plain_name(const struct pccx_gemma_model *m, const char *prefix, const char *tname,
+		      char *buf, size_t size)
+{
+	char hf[160];
+	uint32_t layer, part;
+	int id;
+
+	if (locate(tname, &id, &layer, &part) ||
+	    pccx_tensor_map_st_name(id, layer, 0, hf, sizeof(hf)) ||
+	    strncmp(hf, ST_3N_PREFIX, strlen(ST_3N_PREFIX)))
+		return -1;
+	if (m->cfg.family == PCCX_FAMILY_GEMMA && id == PCCX_TENSOR_MAP_FFN_NORM)
+		snprintf(hf, sizeof(hf), ST_3N_PREFIX "layers.%u.post_attention_layernorm.weight",
+			 layer);
+	snprintf(buf, size, "%s%s", prefix, hf + strlen(ST_3N_PREFIX));
+	return 0;
+}
+
+/* A Hugging Face norm weight w, as the multiplier 1 + w its RMSNorm applies (in FP32). */
+static int st_row_plus_one(const void *src, const void *tensor, uint64_t row, float *dst,
+			   pccx_diag *d)
+{
+	const pccx_st_tensor *t = tensor;
+	uint64_t i, n = t->shape[t->n_dims - 1];
+	int rc = pccx_st_decode_rows(src, tensor, row, 1, dst, d);
+
+	for (i = 0; !rc && i < n; i++)
+		dst[i] += 1.0f;
+	return rc;
+}
+
+static bool is_norm(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n >= 11 && !strcmp(name + n - 11, "norm.weight");
+}
+
+/* One tensor of a Gemma 1, 2 or 3 checkpoint into model tensor t. */
+static int load_plain_tensor(const pccx_safetensors *st, const char *prefix,
+			     struct pccx_gemma_model *m, uint32_t t, float *row,
+			     pccx_q4_error *err, pccx_diag *d)
+{
+	const struct pccx_gemma_tensor *T = &m->t[t];
+	bool vec = T->rows == 1, plus_one;
+	const pccx_st_tensor *s;
+	char name[192];
+	int rc;
+
+	if (plain_name(m, prefix, T->name, name, sizeof(name)))
+		return pccx__fail(d, PCCX_ERR_INVALID, "%s: no tensor-map entry for '%s'",
+				  pccx_st_name(st), T->name);
+	rc = pccx_st_get_tensor(st, name, &s, d);
+	if (rc == PCCX_ERR_NOT_FOUND)
+		return pccx__fail(d, rc, "%s: tensor '%s' (%s): missing", pccx_st_name(st), name,
+				  T->name);
+	if (rc)
+		return rc;
+	if (s->n_dims != (vec ? 1u : 2u) || s->shape[s->n_dims - 1] != T->cols ||
+	    (!vec && s->shape[0] != T->rows)) {
+		if (vec)
+			return pccx__fail(d, PCCX_ERR_FORMAT, "%s: tensor '%s': shape [%llu%s], "
+					  "expected [%u]", s->file, name,
+					  (unsigned long long)s->shape[0],
+					  s->n_dims > 1 ? ", ..." : "", T->cols);
+		return pccx__fail(d, PCCX_ERR_FORMAT, "%s: tensor '%s': shape [%llu%s%llu], "
+				  "expected [%u, %u]", s->file, name,
+				  (unsigned long long)s->shape[0], s->n_dims > 1 ? ", " : "",
+				  (unsigned long long)(s->n_dims > 1 ? s->shape[1] : 0), T->rows,
+				  T->cols);
+	}
+	plus_one = pccx__family(m->cfg.family)->norm_plus_one && T->fmt == PCCX_WFMT_F32 &&
+		   is_norm(T->name);
+	rc = pccx__gemma_place_rows(m, t, plus_one ? st_row_plus_one : st_row, st, s, 0, row,
+				    err, NULL, name, d);
+	if (!rc)
+		pccx__st_release(st, s);
+	return rc;
+}
+
+/*
+ * Every tensor of a Gemma 1, 2 or 3 model from the checkpoint; the vision tower of a
+ * multimodal Gemma 3 is not read (*skipped counts the tensors outside the language model).
+ */
+static int load_plain(const pccx_safetensors *st, bool vision, struct pccx_gemma_model *m,
+		      pccx_q4_error *err, uint64_t *skipped, pccx_diag *d)
+{
+	const char *prefix = plain_prefix(st, vision);
+	uint32_t t, maxc = 0;
+	uint64_t i;
+	float *row;
+	int rc = PCCX_OK;
+
+	*skipped = 0;
+	for (i = 0; i < pccx_st_n_tensors(st); i++)
+		*skipped += strncmp(pccx_st_tensor_at(st, i)->name, prefix, strlen(prefix)) &&
+			    strcmp(pccx_st_tensor_at(st, i)->name, "lm_head.weight");
+	for (t = 0; t < m->n_t; t++)
+		maxc = m->t[t].cols > maxc ? m->t[t].cols : maxc;
+	row = malloc(sizeof(float) * (maxc ? maxc : 1));
+	if (!row)
+		return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", pccx_st_name(st));
+	for (t = 0; !rc && t < m->n_t; t++)
+		rc = load_plain_tensor(st, prefix, m, t, row, err, d);
+	free(row);
+	return rc;
+}
+
 /* ------------------------------------------------------------------------------------- */
 
 /* config.json in the directory `path`, or next to the file `path`. */
@@ -279,9 +466,11 @@ int pccx__gemma_load_safetensors(struct pccx_gemma_model **out, const char *path
 {
 	struct pccx_gemma_model *m = NULL;
 	struct pccx_gemma_config cfg;
+	struct pccx_hf_family x;
 	pccx_safetensors *st = NULL;
 	pccx_q4_error local;
 	pccx_hf_config *h;
+	uint64_t skipped = 0;
 	char cpath[4096];
 	int rc;
 
@@ -294,20 +483,29 @@ int pccx__gemma_load_safetensors(struct pccx_gemma_model **out, const char *path
 		return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
 	rc = config_path(path, cpath, sizeof(cpath), d);
 	if (!rc)
-		rc = pccx_hf_config_read(cpath, h, d);
+		rc = pccx__hf_config_read(cpath, h, &x, d);
 	if (!rc)
-		rc = map_config(h, cpath, max_ctx, &cfg, d);
+		rc = map_config(h, &x, cpath, max_ctx, &cfg, d);
 	if (!rc)
 		rc = pccx_st_open(&st, path, d);
 	if (!rc)
 		rc = pccx__gemma_model_create(&m, &cfg, d);
-	if (!rc)
+	if (!rc && x.family == PCCX_FAMILY_GEMMA3N)
 		rc = load_tensors(st, h, m, err, d);
+	else if (!rc)
+		rc = load_plain(st, x.vision, m, err, &skipped, d);
 	pccx_st_close(st);
 	free(h);
 	if (rc) {
 		pccx__gemma_model_free(m);
 		return rc;
+	}
+	/* a notice, not a failure: the caller may show it */
+	if (x.vision && skipped && d) {
+		d->status = PCCX_OK;
+		snprintf(d->msg, sizeof(d->msg), "%s: the vision tower and projector (%llu "
+			 "tensors) are not loaded, only the language model", path,
+			 (unsigned long long)skipped);
 	}
 	*out = m;
 	return PCCX_OK;

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Gemma 3n models from Hugging Face safetensors checkpoints (model.language_model.* names,
- * docs/model-files.md §6) and their config.json.
+ * Gemma models of every family from Hugging Face safetensors checkpoints and their config.json
+ * (docs/model-files.md §5, §6a): Gemma 3n through its tensor map (model.language_model.*),
+ * Gemma 1, 2 and 3 under model.* (or a multimodal Gemma 3's language model prefix).
  *
- * The configuration comes from config.json (its text_config when present), the tensors
- * through the Gemma 3n tensor map; F32/F16/BF16 values are requantised per block of 32 into
- * the device Q4 format (the error is reported) or rounded to BF16, the AltUp correction
+ * The configuration comes from config.json (model_type selects the family; the text_config
+ * of a multimodal config), the tensors by name; F32/F16/BF16 values are requantised per block
+ * of 32 into the device Q4 format (the error is reported) or kept in FP32, norm weights of
+ * Gemma 1, 2 and 3 as 1 + w (Hugging Face's RMSNorm multiplier), the AltUp correction
  * coefficients clamped to +-120 as in the GGUF loader. The row placement is shared with it
  * (pccx__gemma_place_rows).
  */
@@ -37,7 +39,8 @@ PCCX_MUST_CHECK int pccx__gemma_place_rows(struct pccx_gemma_model *m, uint32_t 
  * KV positions of global layers (0 = 4096). err (may be NULL) receives the requantisation
  * error. Unsupported shapes are refused with a message naming the config field; missing or
  * misshapen tensors with one naming the tensor. The K/V projections and K norm of KV-sharing
- * layers (never read) may be absent: they are left zero.
+ * layers (never read) may be absent: they are left zero. The vision tower of a multimodal
+ * Gemma 3 is not read: on success d (when not NULL) then holds a notice (status PCCX_OK).
  */
 PCCX_MUST_CHECK int pccx__gemma_load_safetensors(struct pccx_gemma_model **out,
 						   const char *path,

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Hugging Face config.json of Gemma 3n: the text-decoder fields, with the defaults of the
- * Hugging Face configuration class for the optional ones, and consistency checks.
+ * Hugging Face config.json of every family: the text-decoder fields, with the defaults of the
+ * Hugging Face configuration class of the family for the optional ones, and consistency
+ * checks. model_type selects the family; Gemma 3n's (or none) is read as it always was.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "diag.h"
+#include "hf_config.h"
 #include "json.h"
 #include "layers.h"
 #include "modelfile_util.h"
@@ -340,25 +342,332 @@ static int check_consistency(struct ctx *x)
 	return PCCX_OK;
 }
 
-static int parse_doc(const pccx_json_doc *doc, pccx_hf_config *cfg, pccx_diag *d)
+/* ---- Gemma 1, 2 and 3 ------------------------------------------------------------------ */
+
+/* Hugging Face's defaults of GemmaConfig, Gemma2Config and Gemma3TextConfig that differ. */
+struct plain_defaults {
+	double rope_theta, softcap, attn_softcap;
+	uint32_t max_pos, period;
+};
+
+static const struct plain_defaults *plain_defaults(enum pccx_family f)
 {
-	const pccx_json *root = pccx__json_root(doc), *tc;
+	static const struct plain_defaults g1 = { 10000.0, 0.0, 0.0, 8192, 1 };
+	static const struct plain_defaults g2 = { 10000.0, 30.0, 50.0, 8192, 2 };
+	static const struct plain_defaults g3 = { 1000000.0, 0.0, 0.0, 131072, 6 };
+
+	return f == PCCX_FAMILY_GEMMA ? &g1 : f == PCCX_FAMILY_GEMMA2 ? &g2 : &g3;
+}
+
+/* A soft-cap: absent gives the default, null none (0). */
+static int opt_cap(struct ctx *x, const char *key, double def, double *out)
+{
+	const pccx_json *m = pccx__json_get(x->obj, key);
+
+	*out = def;
+	if (!m)
+		return PCCX_OK;
+	if (pccx__json_type_of(m) == PCCX_JSON_NULL) {
+		*out = 0.0;
+		return PCCX_OK;
+	}
+	return num_in(x, m, 0.0, 1e9, false, out);
+}
+
+/* The MLP's activation: GeGLU with the tanh GELU (exact GELU accepted as Hugging Face's
+ * Gemma 1 configs name it "gelu" in hidden_act, which the model replaces by the tanh one). */
+static int read_activation(struct ctx *x)
+{
+	static const char *const keys[] = { "hidden_activation", "hidden_act" };
+
+	for (size_t k = 0; k < 2; k++) {
+		const pccx_json *m = pccx__json_get(x->obj, keys[k]);
+		const char *s;
+
+		if (!m || pccx__json_type_of(m) == PCCX_JSON_NULL)
+			continue;
+		s = pccx__json_str(m, NULL);
+		if (!s)
+			return pccx__json_expect(x->doc, m, PCCX_JSON_STRING, x->d);
+		if (strcmp(s, "gelu_pytorch_tanh") && strcmp(s, "gelu"))
+			return pccx__json_fail(x->doc, m, x->d, PCCX_ERR_UNSUPPORTED,
+					       "'%.40s' is not supported (gelu_pytorch_tanh or "
+					       "gelu)", s);
+		return PCCX_OK;	/* hidden_activation, when given, is the one used */
+	}
+	return PCCX_OK;
+}
+
+/* One RoPE description: rope_type / type "default" or "linear" (with factor), or refused. */
+static int rope_kind(struct ctx *x, const pccx_json *p, bool allow_linear, double *factor)
+{
+	const char *t = pccx__json_str(pccx__json_get(p, "rope_type"), NULL);
+	const pccx_json *f;
+
+	if (!t)
+		t = pccx__json_str(pccx__json_get(p, "type"), NULL);
+	if (!t || !strcmp(t, "default"))
+		return PCCX_OK;
+	if (strcmp(t, "linear") || !allow_linear)
+		return pccx__json_fail(x->doc, p, x->d, PCCX_ERR_UNSUPPORTED,
+				       "rope_type '%.40s' is not supported (%s)", t,
+				       allow_linear ? "default or linear" : "default");
+	f = pccx__json_get(p, "factor");
+	if (!f)
+		return pccx__json_fail(x->doc, p, x->d, PCCX_ERR_FORMAT,
+				       "linear RoPE scaling without a factor");
+	return num_in(x, f, 1e-6, 1e6, false, factor);
+}
+
+/*
+ * rope_theta, rope_local_base_freq (Gemma 3; Gemma 2 has one base), rope_scaling (linear:
+ * the global layers' factor), or the newer rope_parameters (flat, or per layer type).
+ */
+static int read_rope_plain(struct ctx *x, enum pccx_family f, struct pccx_hf_family *h)
+{
+	pccx_hf_config *c = x->c;
+	const pccx_json *rs = pccx__json_get(x->obj, "rope_scaling");
+	const pccx_json *rp = pccx__json_get(x->obj, "rope_parameters");
+	int rc;
+
+	c->rope_theta = plain_defaults(f)->rope_theta;
+	c->rope_local_base_freq = 10000.0;
+	rc = opt_num(x, "rope_theta", 1.0, 1e12, false, &c->rope_theta, DEF_ROPE_THETA);
+	if (!rc && f == PCCX_FAMILY_GEMMA3)
+		rc = opt_num(x, "rope_local_base_freq", 1.0, 1e12, false,
+			     &c->rope_local_base_freq, DEF_ROPE_LOCAL);
+	if (!rc && rs && pccx__json_type_of(rs) != PCCX_JSON_NULL) {
+		if (pccx__json_type_of(rs) != PCCX_JSON_OBJECT)
+			return pccx__json_expect(x->doc, rs, PCCX_JSON_OBJECT, x->d);
+		rc = rope_kind(x, rs, true, &h->rope_factor);
+	}
+	if (rc || !rp || pccx__json_type_of(rp) == PCCX_JSON_NULL)
+		goto out;
+	if (pccx__json_type_of(rp) != PCCX_JSON_OBJECT)
+		return pccx__json_expect(x->doc, rp, PCCX_JSON_OBJECT, x->d);
+	if (!pccx__json_get(rp, "full_attention") && !pccx__json_get(rp, "sliding_attention")) {
+		const pccx_json *th = pccx__json_get(rp, "rope_theta");
+
+		rc = rope_kind(x, rp, true, &h->rope_factor);
+		if (!rc && th)
+			rc = num_in(x, th, 1.0, 1e12, false, &c->rope_theta);
+		goto out;
+	}
+	for (int k = 0; !rc && k < 2; k++) {
+		const pccx_json *p = pccx__json_get(rp, k ? "sliding_attention" : "full_attention");
+		const pccx_json *th;
+
+		if (!p)
+			continue;
+		if (pccx__json_type_of(p) != PCCX_JSON_OBJECT)
+			return pccx__json_expect(x->doc, p, PCCX_JSON_OBJECT, x->d);
+		rc = rope_kind(x, p, !k, &h->rope_factor);
+		th = pccx__json_get(p, "rope_theta");
+		if (!rc && th)
+			rc = num_in(x, th, 1.0, 1e12, false,
+				    k && f == PCCX_FAMILY_GEMMA3 ? &c->rope_local_base_freq :
+								  &c->rope_theta);
+	}
+out:
+	if (f != PCCX_FAMILY_GEMMA3)	/* one base for every layer */
+		c->rope_local_base_freq = c->rope_theta;
+	if (h->rope_factor == 1.0)
+		h->rope_factor = 0.0;
+	return rc;
+}
+
+/*
+ * The layers' attention types: Gemma 1 all global; Gemma 2 alternating from a local layer 0;
+ * Gemma 3 every sliding_window_pattern-th (6) global. layer_types, when given, is the pattern
+ * and must agree with sliding_window_pattern when both are given.
+ */
+static int read_pattern_plain(struct ctx *x, enum pccx_family f, struct pccx_hf_family *h)
+{
+	pccx_hf_config *c = x->c;
+	const pccx_json *lt = pccx__json_get(x->obj, "layer_types");
+	const pccx_json *sp = pccx__json_get(x->obj, "sliding_window_pattern");
+	uint32_t period = plain_defaults(f)->period, L = c->num_hidden_layers;
+	bool local[PCCX_HF_MAX_LAYERS];
+	int rc;
+
+	if (f == PCCX_FAMILY_GEMMA3 && sp && pccx__json_type_of(sp) != PCCX_JSON_NULL) {
+		rc = opt_u32(x, "sliding_window_pattern", 1, 1 << 16, &period, DEF_LAYER_TYPES);
+		if (rc)
+			return rc;
+		h->pattern_given = true;
+	}
+	pccx__layers_pattern(period, L, local);
+	for (uint32_t i = 0; i < L; i++)
+		c->layer_is_sliding[i] = local[i];
+	if (!lt || pccx__json_type_of(lt) == PCCX_JSON_NULL)
+		return PCCX_OK;
+	rc = read_layer_types(x);
+	if (rc)
+		return rc;
+	h->pattern_given = true;
+	for (uint32_t i = 0; i < L; i++) {
+		if (f == PCCX_FAMILY_GEMMA && c->layer_is_sliding[i])
+			return pccx__json_fail(x->doc, pccx__json_at(lt, i), x->d,
+					       PCCX_ERR_UNSUPPORTED, "layer %u: Gemma 1 has no "
+					       "sliding-window layers", i);
+		if (sp && f == PCCX_FAMILY_GEMMA3 && c->layer_is_sliding[i] != local[i])
+			return pccx__json_fail(x->doc, pccx__json_at(lt, i), x->d,
+					       PCCX_ERR_FORMAT, "layer %u is %s, "
+					       "sliding_window_pattern %u says %s", i,
+					       local[i] ? "full_attention" : "sliding_attention",
+					       period,
+					       local[i] ? "sliding_attention" : "full_attention");
+	}
+	return PCCX_OK;
+}
+
+/* The text model of a Gemma 1, 2 or 3 config (x->obj), into cfg and h. */
+static int parse_plain(struct ctx *x, enum pccx_family f, struct pccx_hf_family *h)
+{
+	pccx_hf_config *c = x->c;
+	const struct plain_defaults *def = plain_defaults(f);
+	const char *n = pccx__json_doc_name(x->doc);
+	double qpas = 256.0;
+	uint32_t window = 4096, max_pos = def->max_pos;
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	c->rms_norm_eps = 1e-6;
+	rc = req_u32(x, "num_hidden_layers", 1, PCCX_HF_MAX_LAYERS, &c->num_hidden_layers);
+	if (!rc)
+		rc = req_u32(x, "hidden_size", 1, 1 << 16, &c->hidden_size);
+	if (!rc)
+		rc = read_intermediate(x);
+	if (!rc)
+		rc = req_u32(x, "num_attention_heads", 1, 1024, &c->num_attention_heads);
+	if (!rc)
+		rc = req_u32(x, "num_key_value_heads", 1, 1024, &c->num_key_value_heads);
+	if (!rc)
+		rc = req_u32(x, "head_dim", 1, 4096, &c->head_dim);
+	if (!rc)
+		rc = req_u32(x, "vocab_size", 1, INT32_MAX, &c->vocab_size);
+	if (!rc)
+		rc = opt_num(x, "rms_norm_eps", 0.0, 1.0, true, &c->rms_norm_eps, DEF_RMS_EPS);
+	if (!rc && c->rms_norm_eps <= 0.0)
+		rc = pccx__json_fail(x->doc, pccx__json_get(x->obj, "rms_norm_eps"), x->d,
+				     PCCX_ERR_RANGE, "must be positive");
+	if (!rc)
+		rc = opt_u32(x, "max_position_embeddings", 1, INT32_MAX, &max_pos, DEF_SOFTCAP);
+	if (!rc)
+		rc = read_activation(x);
+	if (!rc)
+		rc = read_rope_plain(x, f, h);
+	if (!rc && f != PCCX_FAMILY_GEMMA)
+		rc = opt_u32(x, "sliding_window", 1, INT32_MAX, &window, DEF_SLIDING_WINDOW);
+	if (!rc && f != PCCX_FAMILY_GEMMA)
+		rc = opt_num(x, "query_pre_attn_scalar", 1e-6, 1e9, false, &qpas, DEF_SOFTCAP);
+	if (!rc && f != PCCX_FAMILY_GEMMA)
+		rc = opt_cap(x, "final_logit_softcapping", def->softcap,
+			     &c->final_logit_softcapping);
+	if (!rc && f != PCCX_FAMILY_GEMMA)
+		rc = opt_cap(x, "attn_logit_softcapping", def->attn_softcap,
+			     &h->attn_logit_softcapping);
+	if (!rc)
+		rc = read_pattern_plain(x, f, h);
+	if (rc)
+		return rc;
+	c->defaulted = 0;	/* the bits describe Gemma 3n's defaults only */
+	/* Gemma 1 scales q by head_dim^-1/2 and attends globally over its whole context */
+	h->query_pre_attn_scalar = f == PCCX_FAMILY_GEMMA ? (double)c->head_dim : qpas;
+	h->max_position_embeddings = max_pos;
+	c->sliding_window = f == PCCX_FAMILY_GEMMA ? max_pos : window;
+	if (c->num_attention_heads % c->num_key_value_heads)
+		return pccx__fail(x->d, PCCX_ERR_FORMAT,
+				  "%s: num_attention_heads %" PRIu32 " is not a multiple of "
+				  "num_key_value_heads %" PRIu32,
+				  n, c->num_attention_heads, c->num_key_value_heads);
+	if (c->head_dim % 2)
+		return pccx__fail(x->d, PCCX_ERR_FORMAT,
+				  "%s: head_dim %" PRIu32 " is odd (RoPE rotates pairs)",
+				  n, c->head_dim);
+	for (uint32_t i = c->num_hidden_layers; i < PCCX_HF_MAX_LAYERS; i++)
+		c->intermediate_size[i] = 0;
+	return PCCX_OK;
+}
+
+/*
+ * The family of a config.json from model_type: the root's, or for a multimodal Gemma 3
+ * ("gemma3") its text_config's model. *obj receives the object the text model's keys are in.
+ */
+static int family_of(const pccx_json_doc *doc, const pccx_json *root, enum pccx_family *f,
+		     const pccx_json **obj, bool *vision, pccx_diag *d)
+{
+	static const struct {
+		const char *type;
+		enum pccx_family f;
+	} types[] = {
+		{ "gemma", PCCX_FAMILY_GEMMA }, { "gemma2", PCCX_FAMILY_GEMMA2 },
+		{ "gemma3_text", PCCX_FAMILY_GEMMA3 }, { "gemma3", PCCX_FAMILY_GEMMA3 },
+		{ "gemma3n", PCCX_FAMILY_GEMMA3N }, { "gemma3n_text", PCCX_FAMILY_GEMMA3N },
+	};
+	const pccx_json *mt = pccx__json_get(root, "model_type");
+	const pccx_json *tc = pccx__json_get(root, "text_config");
+	const char *s;
+	size_t i;
+
+	*f = PCCX_FAMILY_GEMMA3N;	/* no model_type: Gemma 3n, as always read */
+	*obj = root;
+	*vision = false;
+	if (tc) {
+		int rc = pccx__json_expect(doc, tc, PCCX_JSON_OBJECT, d);
+
+		if (rc)
+			return rc;
+	}
+	if (!mt || pccx__json_type_of(mt) == PCCX_JSON_NULL) {
+		*obj = tc ? tc : root;
+		return PCCX_OK;
+	}
+	s = pccx__json_str(mt, NULL);
+	if (!s)
+		return pccx__json_expect(doc, mt, PCCX_JSON_STRING, d);
+	for (i = 0; i < sizeof(types) / sizeof(types[0]) && strcmp(s, types[i].type); i++)
+		;
+	if (i == sizeof(types) / sizeof(types[0]))
+		return pccx__json_fail(doc, mt, d, PCCX_ERR_UNSUPPORTED, "'%.40s' is not supported "
+				       "(gemma, gemma2, gemma3_text, gemma3, gemma3n)", s);
+	*f = types[i].f;
+	if (*f == PCCX_FAMILY_GEMMA3N) {
+		*obj = tc ? tc : root;
+		return PCCX_OK;
+	}
+	if (strcmp(s, "gemma3"))
+		return PCCX_OK;
+	/* Gemma3ForConditionalGeneration: the language model's config is text_config */
+	if (!tc)
+		return pccx__json_fail(doc, mt, d, PCCX_ERR_FORMAT, "'gemma3' without a "
+				       "text_config (the language model's keys)");
+	*obj = tc;
+	*vision = pccx__json_get(root, "vision_config") != NULL;
+	return PCCX_OK;
+}
+
+static int parse_doc(const pccx_json_doc *doc, pccx_hf_config *cfg, struct pccx_hf_family *h,
+		     pccx_diag *d)
+{
+	const pccx_json *root = pccx__json_root(doc);
 	struct ctx x = { doc, root, cfg, d };
+	struct pccx_hf_family local;
 	const pccx_json *sc;
 	int rc;
 
+	if (!h)
+		h = &local;
+	memset(h, 0, sizeof(*h));
 	pccx_hf_config_e4b(cfg);
 	cfg->defaulted = 0;
 	rc = pccx__json_expect(doc, root, PCCX_JSON_OBJECT, d);
+	if (!rc)
+		rc = family_of(doc, root, &h->family, &x.obj, &h->vision, d);
 	if (rc)
 		return rc;
-	tc = pccx__json_get(root, "text_config");
-	if (tc) {
-		rc = pccx__json_expect(doc, tc, PCCX_JSON_OBJECT, d);
-		if (rc)
-			return rc;
-		x.obj = tc;
-	}
+	if (h->family != PCCX_FAMILY_GEMMA3N)
+		return parse_plain(&x, h->family, h);
 	rc = req_u32(&x, "num_hidden_layers", 1, PCCX_HF_MAX_LAYERS, &cfg->num_hidden_layers);
 	if (!rc)
 		rc = req_u32(&x, "hidden_size", 1, 1 << 16, &cfg->hidden_size);
@@ -423,18 +732,30 @@ static int parse_doc(const pccx_json_doc *doc, pccx_hf_config *cfg, pccx_diag *d
 int pccx_hf_config_parse(const void *json, size_t len, const char *name, pccx_hf_config *cfg,
 			  pccx_diag *d)
 {
+	return pccx__hf_config_parse(json, len, name, cfg, NULL, d);
+}
+
+int pccx_hf_config_read(const char *path, pccx_hf_config *cfg, pccx_diag *d)
+{
+	return pccx__hf_config_read(path, cfg, NULL, d);
+}
+
+int pccx__hf_config_parse(const void *json, size_t len, const char *name, pccx_hf_config *cfg,
+			  struct pccx_hf_family *x, pccx_diag *d)
+{
 	pccx_json_limits lim = { .max_size = (size_t)16 << 20, .max_depth = 64 };
 	pccx_json_doc *doc;
 	int rc = pccx__json_parse(json, len, name ? name : "config.json", &lim, &doc, d);
 
 	if (rc)
 		return rc;
-	rc = parse_doc(doc, cfg, d);
+	rc = parse_doc(doc, cfg, x, d);
 	pccx__json_free(doc);
 	return rc;
 }
 
-int pccx_hf_config_read(const char *path, pccx_hf_config *cfg, pccx_diag *d)
+int pccx__hf_config_read(const char *path, pccx_hf_config *cfg, struct pccx_hf_family *x,
+			 pccx_diag *d)
 {
 	pccx_json_limits lim = { .max_size = (size_t)16 << 20, .max_depth = 64 };
 	pccx_json_doc *doc;
@@ -442,7 +763,7 @@ int pccx_hf_config_read(const char *path, pccx_hf_config *cfg, pccx_diag *d)
 
 	if (rc)
 		return rc;
-	rc = parse_doc(doc, cfg, d);
+	rc = parse_doc(doc, cfg, x, d);
 	pccx__json_free(doc);
 	return rc;
 }

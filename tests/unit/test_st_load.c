@@ -3,7 +3,10 @@
  * Loading a Hugging Face safetensors checkpoint into the reference model: a synthetic tiny
  * model is written as BF16 (as Hugging Face ships Gemma 3n) or F32 tensors with HF names plus
  * a config.json, loaded back with pccx__gemma_load_safetensors and compared (config,
- * requantisation error, the FP32 tensors bit for bit, logits of a step).
+ * requantisation error, the FP32 tensors bit for bit, logits of a step). The same for the
+ * tiny Gemma 1, 2 and 3 presets in each config.json form (text-only, layer_types or
+ * sliding_window_pattern, multimodal Gemma 3 with either prefix of its language model), their
+ * norms stored as Hugging Face stores them (w, the model computing 1 + w); and the refusals.
  */
 #include <check.h>
 #include <dirent.h>
@@ -16,6 +19,7 @@
 #include "exec_ref.h"
 #include "session.h"
 #include "gemma_st.h"
+#include "hf_config.h"
 #include "pccx_num.h"
 
 static char tmpdir[128];
@@ -430,6 +434,456 @@ START_TEST(unsupported_config)
 }
 END_TEST
 
+/* ---- Gemma 1, 2 and 3 checkpoints --------------------------------------------------------- */
+
+/*
+ * Hugging Face's name of a model tensor of Gemma 1, 2 or 3 (modeling_gemma*.py), written out
+ * here rather than taken from the loader's map; Gemma 1's pre-FFN norm is its
+ * post_attention_layernorm.
+ */
+static void hf_plain_name(const char *name, enum pccx_family f, const char *prefix, char *buf,
+			  size_t size)
+{
+	static const struct {
+		const char *ours, *hf;
+	} map[] = {
+		{ "attn_norm", "input_layernorm" },
+		{ "attn_q", "self_attn.q_proj" }, { "attn_k", "self_attn.k_proj" },
+		{ "attn_v", "self_attn.v_proj" }, { "attn_output", "self_attn.o_proj" },
+		{ "attn_q_norm", "self_attn.q_norm" }, { "attn_k_norm", "self_attn.k_norm" },
+		{ "post_attention_norm", "post_attention_layernorm" },
+		{ "ffn_norm", "pre_feedforward_layernorm" },
+		{ "post_ffw_norm", "post_feedforward_layernorm" },
+		{ "ffn_gate", "mlp.gate_proj" }, { "ffn_up", "mlp.up_proj" },
+		{ "ffn_down", "mlp.down_proj" },
+	};
+	char key[64];
+	unsigned layer;
+	size_t i;
+
+	if (!strcmp(name, "token_embd.weight")) {
+		snprintf(buf, size, "%sembed_tokens.weight", prefix);
+		return;
+	}
+	if (!strcmp(name, "output_norm.weight")) {
+		snprintf(buf, size, "%snorm.weight", prefix);
+		return;
+	}
+	ck_assert_int_eq(sscanf(name, "blk.%u.%63[a-z_].weight", &layer, key), 2);
+	for (i = 0; i < sizeof(map) / sizeof(map[0]) && strcmp(map[i].ours, key); i++)
+		;
+	ck_assert_uint_lt(i, sizeof(map) / sizeof(map[0]));
+	snprintf(buf, size, "%slayers.%u.%s.weight", prefix, layer,
+		 f == PCCX_FAMILY_GEMMA && !strcmp(key, "ffn_norm") ? "post_attention_layernorm"
+								     : map[i].hf);
+}
+
+/* A tensor of the checkpoint that the loader must not read (a vision tower's). */
+struct extra {
+	const char *name;
+	uint32_t n;
+};
+
+/*
+ * Every tensor of m as F32 under Hugging Face's names, the norms as Hugging Face stores them
+ * (w with the model computing 1 + w: the multiplier minus 1, exact for multipliers in
+ * [0.5, 2]), except `skip`, `cut_rows` rows cut from `cut`; then the extra tensors.
+ */
+static void write_plain_checkpoint(const struct pccx_gemma_model *m, const char *prefix,
+				   const char *skip, const char *cut, const struct extra *extra,
+				   size_t n_extra)
+{
+	size_t hcap = 1 << 20, hlen = 0;
+	char *hdr = malloc(hcap), name[160], p[256];
+	uint64_t off = 0, n8;
+	float *row = malloc(sizeof(float) * 65536);
+	uint32_t t, r, i, rows;
+	FILE *f;
+
+	ck_assert(hdr && row);
+	hlen += (size_t)snprintf(hdr, hcap, "{\"__metadata__\":{\"format\":\"pt\"}");
+	for (t = 0; t < m->n_t; t++) {
+		const struct pccx_gemma_tensor *T = &m->t[t];
+
+		hf_plain_name(T->name, m->cfg.family, prefix, name, sizeof(name));
+		if (skip && !strcmp(name, skip))
+			continue;
+		rows = cut && !strcmp(name, cut) ? T->rows - 32 : T->rows;
+		if (T->rows == 1)
+			hlen += (size_t)snprintf(hdr + hlen, hcap - hlen, ",\"%s\":{\"dtype\":"
+						 "\"F32\",\"shape\":[%u],", name, T->cols);
+		else
+			hlen += (size_t)snprintf(hdr + hlen, hcap - hlen, ",\"%s\":{\"dtype\":"
+						 "\"F32\",\"shape\":[%u,%u],", name, rows, T->cols);
+		hlen += (size_t)snprintf(hdr + hlen, hcap - hlen, "\"data_offsets\":[%llu,%llu]}",
+					 (unsigned long long)off,
+					 (unsigned long long)(off + 4ull * rows * T->cols));
+		off += 4ull * rows * T->cols;
+	}
+	for (i = 0; i < n_extra; i++) {
+		hlen += (size_t)snprintf(hdr + hlen, hcap - hlen, ",\"%s\":{\"dtype\":\"F32\","
+					 "\"shape\":[%u],\"data_offsets\":[%llu,%llu]}",
+					 extra[i].name, extra[i].n, (unsigned long long)off,
+					 (unsigned long long)(off + 4ull * extra[i].n));
+		off += 4ull * extra[i].n;
+	}
+	hlen += (size_t)snprintf(hdr + hlen, hcap - hlen, "}");
+	while (hlen % 8)
+		hdr[hlen++] = ' ';
+	snprintf(p, sizeof(p), "%s/model.safetensors", tmpdir);
+	f = fopen(p, "wb");
+	ck_assert_ptr_nonnull(f);
+	n8 = hlen;	/* little-endian host */
+	ck_assert_int_eq(fwrite(&n8, 8, 1, f), 1);
+	ck_assert_int_eq(fwrite(hdr, 1, hlen, f), hlen);
+	for (t = 0; t < m->n_t; t++) {
+		const struct pccx_gemma_tensor *T = &m->t[t];
+		bool norm = strstr(T->name, "norm.weight") != NULL;
+
+		hf_plain_name(T->name, m->cfg.family, prefix, name, sizeof(name));
+		if (skip && !strcmp(name, skip))
+			continue;
+		rows = cut && !strcmp(name, cut) ? T->rows - 32 : T->rows;
+		for (r = 0; r < rows; r++) {
+			pccx__gemma_row_f32(m, (int32_t)t, r, row);
+			for (i = 0; norm && i < T->cols; i++) {
+				ck_assert(row[i] >= 0.5f && row[i] <= 2.0f);
+				row[i] -= 1.0f;
+			}
+			ck_assert_int_eq(fwrite(row, 4, T->cols, f), T->cols);
+		}
+	}
+	memset(row, 0, sizeof(float) * 65536);
+	for (i = 0; i < n_extra; i++)
+		ck_assert_int_eq(fwrite(row, 4, extra[i].n, f), extra[i].n);
+	ck_assert_int_eq(fclose(f), 0);
+	free(hdr);
+	free(row);
+}
+
+/* How the config.json of a test is written. */
+struct plain_cfg {
+	const char *model_type;	/* "gemma3" nests the text model in text_config */
+	const char *extra;	/* more text-model keys ("" or starting with ", ") */
+	bool layer_types;	/* write layer_types from the model's layers */
+	bool pattern;		/* write Gemma 3's sliding_window_pattern */
+	bool vision;		/* a vision_config beside text_config */
+};
+
+/* num_key_value_heads to write instead of the model's (0: the model's) */
+static uint32_t kv_heads_written;
+
+static void write_plain_config(const struct pccx_gemma_model *m, const struct plain_cfg *pc)
+{
+	const struct pccx_gemma_config *c = &m->cfg;
+	bool nest = !strcmp(pc->model_type, "gemma3");
+	char p[256];
+	FILE *f;
+	uint32_t l;
+
+	snprintf(p, sizeof(p), "%s/config.json", tmpdir);
+	f = fopen(p, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "{\"model_type\": \"%s\",\n", pc->model_type);
+	if (nest)
+		fprintf(f, " %s\"text_config\": {\"model_type\": \"gemma3_text\",\n",
+			pc->vision ? "\"vision_config\": {\"model_type\": \"siglip_vision_model\", "
+				     "\"hidden_size\": 64},\n " : "");
+	fprintf(f, "  \"hidden_size\": %u, \"num_hidden_layers\": %u, \"intermediate_size\": %u,\n"
+		   "  \"num_attention_heads\": %u, \"num_key_value_heads\": %u, \"head_dim\": %u,\n"
+		   "  \"vocab_size\": %u, \"rms_norm_eps\": %.9g, \"rope_theta\": %.9g",
+		c->d_model, c->n_layers, c->d_ffn, c->n_heads,
+		kv_heads_written ? kv_heads_written : c->n_kv_heads, c->head_dim, c->vocab,
+		(double)c->eps, (double)c->theta_global);
+	if (c->family == PCCX_FAMILY_GEMMA)
+		fprintf(f, ",\n  \"max_position_embeddings\": %u, \"hidden_act\": \"gelu\"",
+			c->window);
+	else
+		fprintf(f, ",\n  \"max_position_embeddings\": 8192, \"sliding_window\": %u,\n"
+			   "  \"query_pre_attn_scalar\": %.9g, \"hidden_activation\": "
+			   "\"gelu_pytorch_tanh\"", c->window, (double)c->query_pre_attn_scalar);
+	if (c->family == PCCX_FAMILY_GEMMA2)
+		fprintf(f, ",\n  \"final_logit_softcapping\": %.9g, \"attn_logit_softcapping\": %.9g",
+			(double)c->softcap, (double)c->attn_softcap);
+	if (c->family == PCCX_FAMILY_GEMMA3)
+		fprintf(f, ",\n  \"rope_local_base_freq\": %.9g, \"final_logit_softcapping\": null,"
+			   " \"attn_logit_softcapping\": null,\n  \"rope_scaling\": %s",
+			(double)c->theta_local, c->rope_factor_global > 0 ?
+			"{\"rope_type\": \"linear\", \"factor\": 8.0}" : "null");
+	if (pc->pattern)
+		fprintf(f, ",\n  \"sliding_window_pattern\": %u", c->global_period);
+	if (pc->layer_types) {
+		fprintf(f, ",\n  \"layer_types\": [");
+		for (l = 0; l < c->n_layers; l++)
+			fprintf(f, "%s\"%s\"", l ? ", " : "",
+				m->layers[l].kind == PCCX_ATTN_GLOBAL ? "full_attention"
+								       : "sliding_attention");
+		fprintf(f, "]");
+	}
+	fprintf(f, "%s}%s\n", pc->extra ? pc->extra : "", nest ? "}" : "");
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+static struct pccx_gemma_model *preset(const char *name)
+{
+	struct pccx_gemma_config cfg;
+	struct pccx_gemma_model *m;
+	pccx_diag d = { 0 };
+
+	ck_assert_int_eq(pccx__gemma_config_preset(name, &cfg, &d), 0);
+	ck_assert_msg(pccx__gemma_model_create(&m, &cfg, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma_synth(m, 7, 1, &d) == 0, "%s", d.msg);
+	return m;
+}
+
+/*
+ * The loaded model against the preset: the same configuration (but for the name), the FP32
+ * tensors bit for bit (so the norms came back as 1 + w), the Q4 tensors requantised from
+ * their exact FP32 values within the usual error, and close logits.
+ */
+static void same_as_preset(struct pccx_gemma_model *m, struct pccx_gemma_model *l)
+{
+	struct pccx_gemma_config want = m->cfg;
+	float *ra = malloc(sizeof(float) * 4096), *rb = malloc(sizeof(float) * 4096);
+	uint32_t t, r, i, n_norms = 0;
+
+	ck_assert(ra && rb);
+	memcpy(want.name, l->cfg.name, sizeof(want.name));
+	ck_assert_int_eq(l->cfg.family, m->cfg.family);
+	ck_assert_uint_eq(l->cfg.global_period, m->cfg.global_period);
+	ck_assert_float_eq(l->cfg.query_pre_attn_scalar, m->cfg.query_pre_attn_scalar);
+	ck_assert_float_eq(l->cfg.rope_factor_global, m->cfg.rope_factor_global);
+	ck_assert_int_eq(memcmp(&want, &l->cfg, sizeof(want)), 0);
+	ck_assert_uint_eq(l->n_t, m->n_t);
+	ck_assert_uint_eq(l->size, m->size);
+	for (t = 0; t < m->n_t; t++) {
+		const struct pccx_gemma_tensor *T = &m->t[t];
+		double se = 0, sr = 0;
+
+		ck_assert_str_eq(T->name, l->t[t].name);
+		for (r = 0; r < T->rows; r++) {
+			pccx__gemma_row_f32(m, (int32_t)t, r, ra);
+			pccx__gemma_row_f32(l, (int32_t)t, r, rb);
+			if (T->fmt != PCCX_WFMT_Q4) {
+				ck_assert_msg(!memcmp(ra, rb, sizeof(float) * T->cols),
+					      "%s row %u differs", T->name, r);
+				n_norms += strstr(T->name, "norm") != NULL;
+				continue;
+			}
+			for (i = 0; i < T->cols; i++) {
+				se += ((double)ra[i] - rb[i]) * ((double)ra[i] - rb[i]);
+				sr += (double)ra[i] * ra[i];
+			}
+		}
+		if (T->fmt == PCCX_WFMT_Q4)
+			ck_assert_msg(se <= 0.15 * 0.15 * sr, "%s: relative rms %g", T->name,
+				      sqrt(se / (sr ? sr : 1)));
+	}
+	ck_assert_uint_gt(n_norms, m->cfg.n_layers);
+	free(ra);
+	free(rb);
+	ck_assert_msg(step_cosine(m, l) > 0.5, "logit cosine");
+}
+
+static struct pccx_gemma_model *load_ok(const struct pccx_gemma_model *m, pccx_diag *d)
+{
+	struct pccx_gemma_model *l = NULL;
+
+	memset(d, 0, sizeof(*d));
+	ck_assert_msg(pccx__gemma_load_safetensors(&l, tmpdir, m->cfg.max_ctx, NULL, d) == 0,
+		      "%s", d->msg);
+	return l;
+}
+
+START_TEST(family_checkpoints)
+{
+	static const struct {
+		const char *preset;
+		struct plain_cfg c;
+		const char *prefix;
+	} cases[] = {
+		{ "tiny-gemma", { "gemma", NULL, false, false, false }, "model." },
+		{ "tiny-gemma2", { "gemma2", NULL, false, false, false }, "model." },
+		{ "tiny-gemma2", { "gemma2", NULL, true, false, false }, "model." },
+		{ "tiny-gemma3", { "gemma3_text", NULL, false, true, false }, "model." },
+		{ "tiny-gemma3", { "gemma3_text", NULL, true, false, false }, "model." },
+		{ "tiny-gemma3", { "gemma3", NULL, true, true, false }, "language_model.model." },
+		{ "tiny-gemma3", { "gemma3", NULL, false, false, false }, "model.language_model." },
+	};
+	struct pccx_gemma_model *m = preset(cases[_i].preset), *l;
+	pccx_diag d;
+
+	make_tmpdir();
+	write_plain_config(m, &cases[_i].c);
+	write_plain_checkpoint(m, cases[_i].prefix, NULL, NULL, NULL, 0);
+	l = load_ok(m, &d);
+	same_as_preset(m, l);
+	ck_assert_str_eq(d.msg, "");	/* no vision tower: no notice */
+	pccx__gemma_model_free(l);
+	pccx__gemma_model_free(m);
+	rm_tmpdir();
+}
+END_TEST
+
+/* A multimodal Gemma 3: the language model loads, the vision tower is skipped with a notice. */
+START_TEST(gemma3_vision_skipped)
+{
+	static const struct extra tower[] = {
+		{ "vision_tower.vision_model.embeddings.patch_embedding.weight", 64 },
+		{ "multi_modal_projector.mm_soft_emb_norm.weight", 64 },
+	};
+	static const struct plain_cfg pc = { "gemma3", NULL, false, false, true };
+	struct pccx_gemma_model *m = preset("tiny-gemma3"), *l;
+	pccx_diag d;
+
+	make_tmpdir();
+	write_plain_config(m, &pc);
+	write_plain_checkpoint(m, "model.language_model.", NULL, NULL, tower, 2);
+	l = load_ok(m, &d);
+	same_as_preset(m, l);
+	ck_assert_msg(strstr(d.msg, "vision tower and projector (2 tensors) are not loaded") !=
+		      NULL, "%s", d.msg);
+	pccx__gemma_model_free(l);
+	pccx__gemma_model_free(m);
+	rm_tmpdir();
+}
+END_TEST
+
+static void plain_refused(const char *preset_name, const struct plain_cfg *pc, const char *skip,
+			  const char *cut, int rc, const char *const *want)
+{
+	struct pccx_gemma_model *m = preset(preset_name), *l = NULL;
+	pccx_diag d = { 0 };
+
+	make_tmpdir();
+	write_plain_config(m, pc);
+	write_plain_checkpoint(m, "model.", skip, cut, NULL, 0);
+	ck_assert_int_eq(pccx__gemma_load_safetensors(&l, tmpdir, 0, NULL, &d), rc);
+	ck_assert_ptr_null(l);
+	for (; *want; want++)
+		ck_assert_msg(strstr(d.msg, *want) != NULL, "'%s' not in: %s", *want, d.msg);
+	pccx__gemma_model_free(m);
+	rm_tmpdir();
+}
+
+START_TEST(family_refusals)
+{
+	/* a model type of another architecture */
+	plain_refused("tiny-gemma2", &(struct plain_cfg){ "llama", NULL, false, false, false },
+		      NULL, NULL, PCCX_ERR_UNSUPPORTED,
+		      (const char *const[]){ "model_type", "'llama' is not supported", NULL });
+	/* heads that do not group */
+	kv_heads_written = 3;
+	plain_refused("tiny-gemma2", &(struct plain_cfg){ "gemma2", NULL, false, false, false },
+		      NULL, NULL, PCCX_ERR_FORMAT, (const char *const[]){
+		      "num_attention_heads 4 is not a multiple of num_key_value_heads 3", NULL });
+	kv_heads_written = 0;
+	/* an activation the device does not compute */
+	plain_refused("tiny-gemma", &(struct plain_cfg){ "gemma", ", \"hidden_activation\": "
+							 "\"silu\"", false, false, false },
+		      NULL, NULL, PCCX_ERR_UNSUPPORTED,
+		      (const char *const[]){ "hidden_activation", "'silu'", NULL });
+	/* RoPE scaling other than linear, and linear scaling of Gemma 2's local layers */
+	plain_refused("tiny-gemma2", &(struct plain_cfg){ "gemma2", ", \"rope_scaling\": "
+							  "{\"rope_type\": \"yarn\", \"factor\": 4}",
+							  false, false, false },
+		      NULL, NULL, PCCX_ERR_UNSUPPORTED,
+		      (const char *const[]){ "rope_scaling", "'yarn'", NULL });
+	plain_refused("tiny-gemma2", &(struct plain_cfg){ "gemma2", ", \"rope_scaling\": "
+							  "{\"type\": \"linear\", \"factor\": 4}",
+							  false, false, false },
+		      NULL, NULL, PCCX_ERR_UNSUPPORTED,
+		      (const char *const[]){ "rope_scaling: factor 4", NULL });
+	/* layer_types that disagree with sliding_window_pattern name the layer */
+	plain_refused("tiny-gemma3", &(struct plain_cfg){ "gemma3_text", ", "
+							  "\"sliding_window_pattern\": 3", true,
+							  false, false },
+		      NULL, NULL, PCCX_ERR_FORMAT, (const char *const[]){ "layer_types[2]",
+		      "layer 2 is sliding_attention, sliding_window_pattern 3 says full_attention",
+		      NULL });
+	/* a missing tensor, a tensor of the wrong shape */
+	plain_refused("tiny-gemma", &(struct plain_cfg){ "gemma", NULL, false, false, false },
+		      "model.layers.1.post_attention_layernorm.weight", NULL, PCCX_ERR_NOT_FOUND,
+		      (const char *const[]){ "'model.layers.1.post_attention_layernorm.weight' "
+		      "(blk.1.ffn_norm.weight): missing", NULL });
+	plain_refused("tiny-gemma3", &(struct plain_cfg){ "gemma3_text", NULL, false, false,
+							  false },
+		      NULL, "model.layers.2.mlp.up_proj.weight", PCCX_ERR_FORMAT,
+		      (const char *const[]){ "'model.layers.2.mlp.up_proj.weight': shape "
+		      "[480, 128], expected [512, 128]", NULL });
+}
+END_TEST
+
+/* config.json refusals that name the key (the text model of each family). */
+START_TEST(family_config_refusals)
+{
+	static const struct {
+		const char *json, *want[3];
+		int rc;
+	} cases[] = {
+		{ "{\"model_type\": \"gemma2\", \"hidden_size\": 128, \"num_hidden_layers\": 2, "
+		  "\"intermediate_size\": 256, \"num_attention_heads\": 4, "
+		  "\"num_key_value_heads\": 2, \"vocab_size\": 512}",
+		  { "head_dim", NULL }, PCCX_ERR_FORMAT },
+		{ "{\"model_type\": \"gemma3\", \"vision_config\": {}}",
+		  { "model_type", "without a text_config", NULL }, PCCX_ERR_FORMAT },
+		{ "{\"model_type\": \"gemma\", \"hidden_size\": 128, \"num_hidden_layers\": 2, "
+		  "\"intermediate_size\": 256, \"num_attention_heads\": 4, "
+		  "\"num_key_value_heads\": 2, \"head_dim\": 32, \"vocab_size\": 512, "
+		  "\"layer_types\": [\"full_attention\", \"sliding_attention\"]}",
+		  { "layer_types[1]", "layer 1: Gemma 1 has no sliding-window layers", NULL },
+		  PCCX_ERR_UNSUPPORTED },
+		{ "{\"model_type\": \"gemma2\", \"hidden_size\": 128, \"num_hidden_layers\": 4, "
+		  "\"intermediate_size\": 256, \"num_attention_heads\": 4, "
+		  "\"num_key_value_heads\": 2, \"head_dim\": 32, \"vocab_size\": 512, "
+		  "\"rms_norm_eps\": 0}",
+		  { "rms_norm_eps", NULL }, PCCX_ERR_RANGE },
+	};
+	pccx_hf_config c;
+	struct pccx_hf_family x;
+	pccx_diag d = { 0 };
+	size_t i, k;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ck_assert_int_eq(pccx__hf_config_parse(cases[i].json, strlen(cases[i].json),
+						       "config.json", &c, &x, &d), cases[i].rc);
+		for (k = 0; cases[i].want[k]; k++)
+			ck_assert_msg(strstr(d.msg, cases[i].want[k]) != NULL, "'%s' not in: %s",
+				      cases[i].want[k], d.msg);
+	}
+}
+END_TEST
+
+/* A layer pattern no period gives: refused naming the layer when the model is built. */
+START_TEST(family_pattern_refused)
+{
+	struct pccx_gemma_model *m = preset("tiny-gemma2"), *l = NULL;
+	pccx_diag d = { 0 };
+	char p[256];
+	FILE *f;
+
+	make_tmpdir();
+	write_plain_checkpoint(m, "model.", NULL, NULL, NULL, 0);
+	snprintf(p, sizeof(p), "%s/config.json", tmpdir);
+	f = fopen(p, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "{\"model_type\": \"gemma2\", \"hidden_size\": 128, \"num_hidden_layers\": 6, "
+		   "\"intermediate_size\": 384, \"num_attention_heads\": 4, "
+		   "\"num_key_value_heads\": 2, \"head_dim\": 32, \"vocab_size\": 512, "
+		   "\"sliding_window\": 16, \"query_pre_attn_scalar\": 32, \"layer_types\": "
+		   "[\"sliding_attention\", \"full_attention\", \"sliding_attention\", "
+		   "\"sliding_attention\", \"sliding_attention\", \"full_attention\"]}\n");
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_int_eq(pccx__gemma_load_safetensors(&l, tmpdir, 0, NULL, &d),
+			 PCCX_ERR_UNSUPPORTED);
+	ck_assert_ptr_null(l);
+	ck_assert_msg(strstr(d.msg, "layer_types: layer 3 is sliding_attention") != NULL, "%s",
+		      d.msg);
+	pccx__gemma_model_free(m);
+	rm_tmpdir();
+}
+END_TEST
+
 static Suite *st_load_suite(void)
 {
 	Suite *s = suite_create("st_load");
@@ -440,6 +894,11 @@ static Suite *st_load_suite(void)
 	tcase_add_test(tc, round_trip_f32);
 	tcase_add_test(tc, missing_tensor);
 	tcase_add_test(tc, unsupported_config);
+	tcase_add_loop_test(tc, family_checkpoints, 0, 7);
+	tcase_add_test(tc, gemma3_vision_skipped);
+	tcase_add_test(tc, family_refusals);
+	tcase_add_test(tc, family_config_refusals);
+	tcase_add_test(tc, family_pattern_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }

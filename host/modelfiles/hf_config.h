@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Hugging Face config.json of every family (docs/model-files.md §5): model_type selects the
+ * family ("gemma", "gemma2", "gemma3_text", "gemma3" with its text_config; "gemma3n" or none:
+ * Gemma 3n as pccx_hf_config_read has always read it). The fields Gemma 3n does not have
+ * beside pccx_hf_config's come back here.
+ */
+#ifndef PCCX_HF_CONFIG_H
+#define PCCX_HF_CONFIG_H
+
+#include "family.h"
+#include "pccx/modelfile.h"
+
+struct pccx_hf_family {
+	enum pccx_family family;
+	/* model_type "gemma3" with a vision_config: the text model of a multimodal checkpoint */
+	bool vision;
+	double query_pre_attn_scalar;	/* Gemma 1: head_dim (its q scale); 0 for Gemma 3n */
+	double attn_logit_softcapping;	/* 0: none */
+	double rope_factor;		/* linear RoPE scaling of the global layers; 0: none */
+	uint32_t max_position_embeddings;
+	/* layer_types or sliding_window_pattern was given (else the family's default pattern) */
+	bool pattern_given;
+};
+
+/*
+ * Read config.json as pccx_hf_config_read does, for every family; x receives the family and
+ * its fields. Fields Gemma 3n alone has (PLE, AltUp, LAuReL, KV sharing, sparsity) are 0 for
+ * the others. Refusals name the key and the value (an unknown model_type, a missing key, a
+ * hidden_activation other than gelu_pytorch_tanh / gelu, RoPE scaling other than linear, a
+ * layer pattern the family cannot express).
+ */
+PCCX_MUST_CHECK int pccx__hf_config_read(const char *path, pccx_hf_config *cfg,
+					 struct pccx_hf_family *x, pccx_diag *d);
+PCCX_MUST_CHECK int pccx__hf_config_parse(const void *json, size_t len, const char *name,
+					  pccx_hf_config *cfg, struct pccx_hf_family *x,
+					  pccx_diag *d);
+
+#endif /* PCCX_HF_CONFIG_H */
