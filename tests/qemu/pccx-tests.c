@@ -1566,10 +1566,11 @@ static void test_bench(void)
 /* ---- a tiny Gemma decode through libpccx's kernel backend ------------------------- */
 
 #define GEMMA_PROMPT 1
-#define GEMMA_TOKENS 16
+#define GEMMA_TOKENS 16		/* the tiny (Gemma 3n) runs */
+#define GEMMA_MAX_TOKENS 64
 
 struct gemma_run {
-	int32_t ids[GEMMA_TOKENS];
+	int32_t ids[GEMMA_MAX_TOKENS];
 	size_t n;
 	struct pccx_stats st;
 	double seconds;
@@ -1581,32 +1582,45 @@ static int gemma_on_token(void *user, int32_t token, const char *piece, size_t l
 
 	(void)piece;
 	(void)len;
-	if (r->n < GEMMA_TOKENS)
+	if (r->n < GEMMA_MAX_TOKENS)
 		r->ids[r->n++] = token;
 	return 0;
+}
+
+/*
+ * n tokens of session s into r: greedy, or drawn by the default sampler (its fixed seed, so the
+ * draws are the same wherever the logits are).
+ */
+static int gemma_draw(pccx_session *s, struct gemma_run *r, size_t n, bool greedy,
+		      pccx_diag *d)
+{
+	struct pccx_sampler_config scfg;
+
+	pccx_sampler_config_default(&scfg);
+	if (greedy)
+		scfg.temperature = 0;
+	return pccx_session_generate(s, &scfg, n, gemma_on_token, r, d);
 }
 
 /* n greedy tokens of session s into r. */
 static int gemma_tokens(pccx_session *s, struct gemma_run *r, size_t n, pccx_diag *d)
 {
-	struct pccx_sampler_config scfg;
-
-	pccx_sampler_config_default(&scfg);
-	scfg.temperature = 0;
-	return pccx_session_generate(s, &scfg, n, gemma_on_token, r, d);
+	return gemma_draw(s, r, n, true, d);
 }
 
 /*
- * The tiny config (synthetic weights, fixed seed) on a libpccx backend: a 1-token prompt and
- * GEMMA_TOKENS greedy tokens, one job per step. With verify, the reference runs alongside: on
- * the kernel backend the logits and the KV rows of every step are compared bit for bit. Each
- * step is ~2,500 instructions and ~7,800 register accesses, every one a round trip to
- * pccx-simd: ~2 s of guest time per step through /dev/pccx, ~0.4 s in-process.
+ * A tiny config (synthetic weights, fixed seed) on a libpccx backend: a 1-token prompt and
+ * n_tokens (at most GEMMA_MAX_TOKENS) tokens, greedy or sampled (gemma_draw), one job per
+ * step. With verify, the
+ * reference runs alongside: on the kernel backend the logits and the KV rows of every step are
+ * compared bit for bit. A step of "tiny" is ~2,500 instructions and ~7,800 register accesses,
+ * every one a round trip to pccx-simd.
  */
-static int gemma_run(const char *backend, bool verify, struct gemma_run *r, pccx_diag *d)
+static int gemma_run(const char *backend, const char *config, size_t n_tokens, bool greedy,
+		     bool verify, struct gemma_run *r, pccx_diag *d)
 {
 	struct pccx_device_opts dopt = { sizeof(dopt), backend, NULL, NULL, NULL };
-	struct pccx_model_opts mopt = { sizeof(mopt), NULL, "tiny", 7, NULL, NULL, NULL };
+	struct pccx_model_opts mopt = { sizeof(mopt), NULL, config, 7, NULL, NULL, NULL };
 	struct pccx_session_opts sopt = { sizeof(sopt), 0, verify };
 	static const int32_t prompt[GEMMA_PROMPT] = { 2 };
 	pccx_device *dev = NULL;
@@ -1624,7 +1638,7 @@ static int gemma_run(const char *backend, bool verify, struct gemma_run *r, pccx
 	if (!rc)
 		rc = pccx_session_prefill(s, prompt, GEMMA_PROMPT, d);
 	if (!rc)
-		rc = gemma_tokens(s, r, GEMMA_TOKENS, d);
+		rc = gemma_draw(s, r, n_tokens, greedy, d);
 	if (!rc)
 		rc = pccx_session_stats(s, &r->st);
 	r->seconds = now_s() - t0;
@@ -1634,7 +1648,11 @@ static int gemma_run(const char *backend, bool verify, struct gemma_run *r, pccx
 	return rc;
 }
 
-static void test_gemma(void)
+/*
+ * `config` decoded through /dev/pccx with verify (logits and KV rows bit-exact with the
+ * reference at every step), then in-process: the same tokens and byte counts.
+ */
+static void gemma_decode(const char *config, size_t n_tokens, bool greedy)
 {
 	long v0 = read_long(SIMLINK_PARAM "violations");
 	struct gemma_run k, sim;
@@ -1642,19 +1660,19 @@ static void test_gemma(void)
 	size_t i;
 	int rc;
 
-	rc = gemma_run("kernel", true, &k, &d);
+	rc = gemma_run("kernel", config, n_tokens, greedy, true, &k, &d);
 	if (rc) {
 		printf("  job %s\n", d.msg);   /* the first differing element, or the error */
 		CHECK_RET(rc, 0);
 		return;
 	}
-	CHECK(k.n == GEMMA_TOKENS);
-	CHECK(k.st.tokens == GEMMA_TOKENS);
+	CHECK(k.n == n_tokens);
+	CHECK(k.st.tokens == n_tokens);
 	/* every step a job: the prompt, then one per generated token (fed back) */
-	CHECK(k.st.jobs == GEMMA_PROMPT + GEMMA_TOKENS);
+	CHECK(k.st.jobs == GEMMA_PROMPT + n_tokens);
 	CHECK(k.st.weight_bytes > 0);
 	CHECK(k.st.device_cycles == 0);
-	rc = gemma_run("sim", false, &sim, &d);
+	rc = gemma_run("sim", config, n_tokens, greedy, false, &sim, &d);
 	if (rc) {
 		printf("  job %s\n", d.msg);
 		CHECK_RET(rc, 0);
@@ -1665,13 +1683,37 @@ static void test_gemma(void)
 	CHECK(sim.st.weight_bytes == k.st.weight_bytes);
 	CHECK(sim.st.dma_bytes == k.st.dma_bytes);
 	if (!cur_failed) {
-		printf("PCCX-BENCH gemma tiny, %d+%zu tokens: /dev/pccx with verify %.2f s, "
-		       "in-process %.2f s; tokens", GEMMA_PROMPT, k.n, k.seconds, sim.seconds);
+		printf("PCCX-BENCH gemma %s, %d+%zu tokens: /dev/pccx with verify %.2f s, "
+		       "in-process %.2f s; tokens", config, GEMMA_PROMPT, k.n, k.seconds,
+		       sim.seconds);
 		for (i = 0; i < k.n; i++)
 			printf(" %d", k.ids[i]);
 		printf("\n");
 	}
 	CHECK(read_long(SIMLINK_PARAM "violations") == v0);
+}
+
+static void test_gemma(void)
+{
+	gemma_decode("tiny", GEMMA_TOKENS, true);
+}
+
+/*
+ * Gemma 3's structure through /dev/pccx: the plain residual, q/k norms, MQA, five local layers
+ * with a 16-row KV ring each and one global layer; 64 tokens wrap the rings four times. The
+ * tokens are sampled: greedy decoding of these synthetic weights repeats the input token
+ * (the embedding dominates the residual and the output is tied to it), while sampled ones
+ * feed a different token most steps.
+ */
+static void test_gemma3(void)
+{
+	gemma_decode("tiny-gemma3", 64, false);
+}
+
+/* Gemma 2's: local and global layers alternating, attention-score and final soft-caps. */
+static void test_gemma2(void)
+{
+	gemma_decode("tiny-gemma2", 64, false);
 }
 
 /* pccx-memory of this process's /dev/pccx file (the one libpccx opened), in KiB; -1 if none. */
@@ -1898,19 +1940,19 @@ static void test_gemma_split(void)
 	CHECK(max > 0);
 	/* below the 2.1 MB of weights and the 640 KiB KV cache of the tiny model: both in pieces */
 	CHECK_RET(write_text(PCCX_PARAM "max_bo_size", "524288"), 0);
-	rc = gemma_run("kernel", true, &k, &d);
+	rc = gemma_run("kernel", "tiny", GEMMA_TOKENS, true, true, &k, &d);
 	if (rc)
 		printf("  split: %s\n", d.msg);
 	CHECK_RET(rc, 0);
 	CHECK(k.n == GEMMA_TOKENS);
-	rc = gemma_run("sim", false, &sim, &d);
+	rc = gemma_run("sim", "tiny", GEMMA_TOKENS, true, false, &sim, &d);
 	CHECK_RET(rc, 0);
 	CHECK(sim.n == k.n && !memcmp(sim.ids, k.ids, k.n * sizeof(k.ids[0])));
 	CHECK(sim.st.weight_bytes == k.st.weight_bytes);
 	/* one GEMV reads more than 4 KiB */
 	CHECK_RET(write_text(PCCX_PARAM "max_bo_size", "4096"), 0);
 	memset(&d, 0, sizeof(d));
-	rc = gemma_run("kernel", false, &k, &d);
+	rc = gemma_run("kernel", "tiny", GEMMA_TOKENS, true, false, &k, &d);
 	CHECK_RET(rc, PCCX_ERR_RANGE);
 	CHECK(strstr(d.msg, "more than the device's largest buffer (4096 bytes)") != NULL);
 	if (rc != PCCX_ERR_RANGE)
@@ -1951,6 +1993,9 @@ static const struct {
 	{ "bench", test_bench },
 	/* tiny Gemma decode through /dev/pccx: logits and KV bit-exact, tokens as in-process */
 	{ "gemma-decode", test_gemma },
+	/* the same for a tiny Gemma 3 and a tiny Gemma 2, 64 tokens each */
+	{ "gemma3-decode", test_gemma3 },
+	{ "gemma2-decode", test_gemma2 },
 	{ "gemma-split-weights", test_gemma_split },
 	{ "gemma-shared-weights", test_gemma_shared },
 	{ "gemma-slow-host", test_gemma_slow_host },
