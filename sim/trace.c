@@ -8,12 +8,14 @@
 #include <string.h>
 
 #include "diag.h"
+#include "fileio.h"
 #include "sim_int.h"
 
 #define MAX_TRACKS 32
 
 struct sim_trace {
 	FILE *f;
+	char *path;
 	bool first;
 	unsigned n_tracks;
 	const char *tracks[MAX_TRACKS];   /* static strings */
@@ -78,12 +80,17 @@ int pccx__sim_trace_open(pccx_sim *s, const char *path, pccx_diag *d)
 			return rc;
 	}
 	t = calloc(1, sizeof(*t));
-	if (!t)
-		return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
-	t->f = fopen(path, "w");
-	if (!t->f) {
+	if (t)
+		t->path = strdup(path);
+	if (!t || !t->path) {
 		free(t);
-		return pccx__fail(d, PCCX_ERR_IO, "%s: cannot open for writing", path);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
+	}
+	rc = pccx__output_open(path, &t->f, d);
+	if (rc) {
+		free(t->path);
+		free(t);
+		return rc;
 	}
 	t->first = true;
 	fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", t->f);
@@ -108,18 +115,16 @@ int pccx__sim_trace_open(pccx_sim *s, const char *path, pccx_diag *d)
 int pccx__sim_trace_close(pccx_sim *s, pccx_diag *d)
 {
 	struct sim_trace *t = s->trace;
-	int bad;
+	int rc;
 
 	if (!t)
 		return 0;
 	fputs("\n]}\n", t->f);
-	bad = ferror(t->f);
-	bad |= fclose(t->f);
+	rc = pccx__output_close(t->f, t->path, false, d);
+	free(t->path);
 	free(t);
 	s->trace = NULL;
-	if (bad)
-		return pccx__fail(d, PCCX_ERR_IO, "trace: write failed");
-	return 0;
+	return rc;
 }
 
 void pccx__sim_trace_free(struct pccx_sim *s)

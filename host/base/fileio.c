@@ -113,16 +113,14 @@ int pccx__write_file_atomic(const char *path, const void *data, size_t len, pccx
 	size_t plen = strlen(path);
 	char *tmp = malloc(plen + 16);
 	const uint8_t *p = data;
-	struct stat st;
 	size_t done = 0;
 	int fd, e;
 
 	if (!tmp)
 		return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", path);
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+	if (pccx__output_dest_check(path, d)) {
 		free(tmp);
-		return pccx__fail(d, PCCX_ERR_IO, "%s: not a regular file (%s)", path,
-				  file_kind(st.st_mode));
+		return PCCX_ERR_IO;
 	}
 	snprintf(tmp, plen + 16, "%s.tmpXXXXXX", path);
 	fd = mkstemp(tmp);
@@ -166,4 +164,64 @@ fail:
 	free(tmp);
 	return pccx__fail(d, PCCX_ERR_IO, "%s: write failed after %zu of %zu bytes: %s", path, done,
 			  len, strerror(e));
+}
+
+int pccx__output_dest_check(const char *path, pccx_diag *d)
+{
+	struct stat st;
+
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+		return pccx__fail(d, PCCX_ERR_IO, "%s: not a regular file (%s)", path,
+				  file_kind(st.st_mode));
+	return PCCX_OK;
+}
+
+int pccx__output_open(const char *path, FILE **f, pccx_diag *d)
+{
+	struct stat st;
+	int fd, e;
+
+	*f = NULL;
+	/* O_NONBLOCK: a FIFO without a reader fails at once (ENXIO) instead of blocking */
+	fd = open(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0666);
+	if (fd < 0) {
+		e = errno;
+		if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+			return pccx__fail(d, PCCX_ERR_IO, "%s: not a regular file (%s)", path,
+					  file_kind(st.st_mode));
+		return pccx__fail(d, PCCX_ERR_IO, "%s: cannot create: %s", path, strerror(e));
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		e = errno;
+		close(fd);
+		if (!S_ISREG(st.st_mode))
+			return pccx__fail(d, PCCX_ERR_IO, "%s: not a regular file (%s)", path,
+					  file_kind(st.st_mode));
+		return pccx__fail(d, PCCX_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
+	}
+	/* only now that it is known to be a regular file is it emptied */
+	if (ftruncate(fd, 0) != 0 || fcntl(fd, F_SETFL, O_WRONLY) != 0 ||
+	    !(*f = fdopen(fd, "w"))) {
+		e = errno;
+		close(fd);
+		return pccx__fail(d, PCCX_ERR_IO, "%s: cannot open for writing: %s", path,
+				  strerror(e));
+	}
+	return PCCX_OK;
+}
+
+int pccx__output_close(FILE *f, const char *path, bool discard, pccx_diag *d)
+{
+	int e = 0;
+
+	errno = 0;
+	if (fflush(f) != 0 || ferror(f))
+		e = errno ? errno : EIO;
+	if (fclose(f) != 0 && !e)
+		e = errno ? errno : EIO;
+	if (e || discard)
+		unlink(path);
+	if (e)
+		return pccx__fail(d, PCCX_ERR_IO, "%s: cannot write: %s", path, strerror(e));
+	return PCCX_OK;
 }

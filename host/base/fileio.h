@@ -3,8 +3,10 @@
 #ifndef PCCX_FILEIO_H
 #define PCCX_FILEIO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include "pccx/status.h"
 
@@ -31,5 +33,27 @@ PCCX_MUST_CHECK int pccx__read_file(const char *path, size_t max_bytes, uint8_t 
  */
 PCCX_MUST_CHECK int pccx__write_file_atomic(const char *path, const void *data, size_t len,
 					    pccx_diag *d);
+
+/*
+ * Refuse an existing destination that is not a regular file, as "PATH: not a regular file
+ * (fifo)": renaming a finished temporary file over it would replace it (as root, /dev/null
+ * itself). Every writer that renames into place checks here first.
+ */
+PCCX_MUST_CHECK int pccx__output_dest_check(const char *path, pccx_diag *d);
+
+/*
+ * Create (or truncate) `path` for an output written as it is produced (a trace, a table, stage
+ * dumps), refusing at once a destination that is not a regular file: a FIFO would block the
+ * run until someone reads it, a device would take the bytes. "PATH: not a regular file
+ * (fifo)". *f is the stream (close-on-exec); finish it with pccx__output_close.
+ */
+PCCX_MUST_CHECK int pccx__output_open(const char *path, FILE **f, pccx_diag *d);
+
+/*
+ * Flush and close an output of pccx__output_open. When writing failed (a full disk, an I/O
+ * error) or `discard` is set (the run failed), the partial file is removed, so no truncated
+ * output is left looking complete; a write failure is reported as "PATH: cannot write: WHY".
+ */
+PCCX_MUST_CHECK int pccx__output_close(FILE *f, const char *path, bool discard, pccx_diag *d);
 
 #endif

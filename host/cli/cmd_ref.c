@@ -18,6 +18,7 @@
 #include "compare.h"
 #include "diag.h"
 #include "exec_ref.h"
+#include "fileio.h"
 #include "gemma_gguf.h"
 #include "pccx_num.h"
 #include "pccx/sampler.h"
@@ -72,7 +73,9 @@ struct ref_run {
 	const struct ref_args *a;
 	struct pccx_cli_ref r;
 	pccx_sampler *smp;
-	FILE *index;
+	FILE *index;		/* --dump-stages: index.tsv */
+	char *index_path;
+	pccx_diag dump_err;	/* why writing a stage file failed */
 	uint32_t pos;
 	int32_t *hist;
 	size_t n_hist, printed;
@@ -100,17 +103,16 @@ static int on_stage(void *user, const char *name, const float *data, uint32_t ro
 {
 	struct ref_run *r = user;
 	uint32_t i, j;
+	int rc;
 
 	if (r->a->dump) {
 		char path[4096];
 		FILE *f;
 
 		snprintf(path, sizeof(path), "%s/p%05u.%s.f32", r->a->dump, r->pos, name);
-		f = fopen(path, "wb");
-		if (!f) {
-			fprintf(stderr, "pccx: ref: %s: %s\n", path, strerror(errno));
-			return PCCX_ERR_IO;
-		}
+		rc = pccx__output_open(path, &f, &r->dump_err);
+		if (rc)
+			return rc;
 		for (i = 0; i < rows; i++) {
 			for (j = 0; j < cols; j++) {
 				uint32_t u = pccx_f32_bits(data[(size_t)i * stride + j]);
@@ -121,10 +123,9 @@ static int on_stage(void *user, const char *name, const float *data, uint32_t ro
 				fputc((int)(u >> 24), f);
 			}
 		}
-		if (fclose(f)) {
-			fprintf(stderr, "pccx: ref: %s: write failed\n", path);
-			return PCCX_ERR_IO;
-		}
+		rc = pccx__output_close(f, path, false, &r->dump_err);
+		if (rc)
+			return rc;
 		fprintf(r->index, "%u\t%s\t%u\t%u\tp%05u.%s.f32\n", r->pos, name, rows, cols,
 			r->pos, name);
 	}
@@ -157,13 +158,17 @@ static int open_dump(struct ref_run *r, pccx_diag *d)
 {
 	const char *dir = r->a->dump;
 	char path[4096];
+	int rc;
 
 	if (mkdir(dir, 0777) && errno != EEXIST)
 		return pccx__fail(d, PCCX_ERR_IO, "ref: %s: %s", dir, strerror(errno));
 	snprintf(path, sizeof(path), "%s/index.tsv", dir);
-	r->index = fopen(path, "w");
-	if (!r->index)
-		return pccx__fail(d, PCCX_ERR_IO, "ref: %s: %s", path, strerror(errno));
+	r->index_path = strdup(path);
+	if (!r->index_path)
+		return pccx__fail(d, PCCX_ERR_NOMEM, "ref: out of memory");
+	rc = pccx__output_open(path, &r->index, d);
+	if (rc)
+		return rc;
 	fprintf(r->index, "pos\tname\trows\tcols\tfile\n");
 	return PCCX_OK;
 }
@@ -254,6 +259,8 @@ static int decode(struct ref_run *r, pccx_diag *d)
 		r->pos = (uint32_t)i;
 		rc = pccx_cli_ref_step(&r->r, r->hist[i], last_prompt, d);
 		steps++;
+		if (rc && r->dump_err.status && d)
+			*d = r->dump_err;
 		if (rc)
 			return rc;
 		if (a->oracle) {
@@ -311,8 +318,9 @@ static int ref(struct ref_run *r, pccx_diag *d)
 
 static void ref_free(struct ref_run *r)
 {
-	if (r->index)
-		fclose(r->index);
+	if (r->index && pccx__output_close(r->index, r->index_path, false, NULL))
+		fprintf(stderr, "pccx: ref: %s: cannot write\n", r->index_path);
+	free(r->index_path);
 	pccx_sampler_destroy(r->smp);
 	pccx_cli_ref_free(&r->r);
 	free(r->hist);

@@ -360,6 +360,9 @@ int pccx__modelfile_write_atomic(const char *path,
 
 	if (!path || !*path)
 		return pccx__fail(d, PCCX_ERR_INVALID, "output path is empty");
+	rc = pccx__output_dest_check(path, d);
+	if (rc)
+		return rc;
 	dcopy = strdup(path);
 	bcopy = strdup(path);
 	if (!dcopy || !bcopy) {
