@@ -2,9 +2,9 @@
 /*
  * Float oracle of the Gemma decode step of every family: FP64 arithmetic on the dequantised
  * weights, written from the models' definitions (Hugging Face GemmaModel, Gemma2Model,
- * Gemma3TextModel and Gemma3nTextModel), independently of the NPU graph. What a family has
- * comes from its facts (family.h) and the per-layer table (layers.h); stage names and shapes
- * match gemma_graph.c. docs/reference.md, "Families".
+ * Gemma3TextModel, Gemma3nTextModel and Gemma4TextModel), independently of the NPU graph.
+ * What a family has comes from its facts (family.h) and the per-layer table (layers.h); stage
+ * names and shapes match gemma_graph.c. docs/reference.md, "Families".
  */
 #include <math.h>
 #include <stdarg.h>
@@ -36,7 +36,7 @@ struct pccx_oracle {
 	double *xs_all, *pred_all;		/* (4, D) streams and predictions */
 	double *xs[NS], *pred[NS];		/* rows of the above */
 	double *e;				/* (D) */
-	double *u;				/* (n_layers, d_ple) */
+	double *u;				/* (n_layers, d_ple) per-layer inputs */
 	double *h, *lr, *o, *al, *t, *f, *tmp, *tmp2;	/* (D) */
 	double *lrank;				/* (laurel_rank) */
 	double *q, *ctx;			/* (n_heads, head_dim), the largest layer's */
@@ -197,15 +197,18 @@ static void router(struct pccx_oracle *o, uint32_t l, const double *x, double m[
 }
 
 /*
- * Rotate-half RoPE of one head at position pos with base theta; the inverse frequencies are
- * divided by `factor` (Hugging Face's "linear" rope_type; 1: none).
+ * Rotate-half RoPE of one head at position pos with base theta: pair i <-> i + hd/2 turns by
+ * pos * theta^(-2i/hd) / factor (Hugging Face's "linear" rope_type; 1: none) for the first
+ * rope_dims/2 pairs; the others have inverse frequency 0 and do not turn (Gemma 4's
+ * "proportional" rope_type: the exponent keeps the whole head's hd).
  */
-static void rope(double *x, uint32_t hd, uint32_t pos, double theta, double factor)
+static void rope(double *x, uint32_t hd, uint32_t rope_dims, uint32_t pos, double theta,
+		 double factor)
 {
 	uint32_t half = hd / 2, i;
 
 	for (i = 0; i < half; i++) {
-		double ph = pos * (pow(theta, -2.0 * i / hd) / factor);
+		double ph = i < rope_dims / 2 ? pos * (pow(theta, -2.0 * i / hd) / factor) : 0.0;
 		double a = x[i], b = x[i + half];
 
 		x[i] = a * cos(ph) - b * sin(ph);
@@ -224,7 +227,8 @@ static void norm_rope(struct pccx_oracle *o, const struct pccx_layer_desc *ly, d
 	for (h = 0; h < heads; h++) {
 		if (ly->norms & norm)
 			rmsnorm(o, x + h * hd, x + h * hd, hd, o->w);
-		rope(x + h * hd, hd, o->pos, ly->theta, o->m->attn[ly->kind].rope_factor);
+		rope(x + h * hd, hd, ly->rope_dims, o->pos, ly->theta,
+		     o->m->attn[ly->kind].rope_factor);
 	}
 }
 
@@ -240,7 +244,11 @@ static void attention(struct pccx_oracle *o, uint32_t l)
 	emit(o, o->q, ly->n_heads, hd, "L%u.attn.q_rope", l);
 	if (ly->kv_write) {
 		matvec(o, lw->attn_k, o->h, o->k);
-		matvec(o, lw->attn_v, o->h, o->v);
+		/* Gemma 4's attention_k_eq_v: v is k's projection, before k's norm and RoPE */
+		if (ly->k_eq_v)
+			memcpy(o->v, o->k, sizeof(double) * nkv * hd);
+		else
+			matvec(o, lw->attn_v, o->h, o->v);
 		norm_rope(o, ly, o->k, nkv, PCCX_NORM_K, lw->vec[PCCX_GEMMA_LV_K_NORM]);
 		for (h = 0; h < nkv && (ly->norms & PCCX_NORM_V); h++)
 			rmsnorm(o, o->v + h * hd, o->v + h * hd, hd, NULL);
@@ -408,15 +416,37 @@ static void layer_altup(struct pccx_oracle *o, uint32_t l)
 }
 
 /*
+ * Gemma 4's per-layer input on the layer's output x (Gemma4TextDecoderLayer):
+ *   x += RMSNorm_postple(W_proj(GELU(W_gate x) * u_l))
+ */
+static void ple_mix(struct pccx_oracle *o, uint32_t l, double *x)
+{
+	const struct pccx_gemma_layer_w *lw = &o->m->w.layer[l];
+	uint32_t D = o->c->d_model, P = o->c->d_ple, i;
+
+	matvec(o, lw->ple_gate, x, o->pleg);
+	for (i = 0; i < P; i++)
+		o->pleg[i] = gelu(o->pleg[i]) * o->u[l * P + i];
+	emit(o, o->pleg, 1, P, "L%u.ple.gate", l);
+	matvec(o, lw->ple_proj, o->pleg, o->tmp);
+	rmsnorm(o, o->tmp, o->tmp, D, wvec(o, lw->vec[PCCX_GEMMA_LV_POST_PLE_NORM]));
+	emit(o, o->tmp, 1, D, "L%u.ple.mix", l);
+	for (i = 0; i < D; i++)
+		x[i] += o->tmp[i];
+}
+
+/*
  * A decoder layer of one residual stream x = o->xs[0] (GemmaDecoderLayer, Gemma2DecoderLayer,
- * Gemma3DecoderLayer), the norms those of the layer's row:
+ * Gemma3DecoderLayer, Gemma4TextDecoderLayer), the norms and pieces those of the layer's row:
  *   h = RMSNorm_in(x); al = x + [RMSNorm_postattn](attention(h));
- *   x = al + [RMSNorm_postffn](FFN([RMSNorm_preffn](al)))
+ *   x = al + [RMSNorm_postffn](FFN([RMSNorm_preffn](al)));
+ *   [x += the per-layer input's mix (ple_mix)]; [x *= layer_scalar]
  * Gemma 1 has only the pre-FFN norm (Hugging Face's post_attention_layernorm, which despite
  * its name normalises the FFN input).
  */
 static void layer_plain(struct pccx_oracle *o, uint32_t l)
 {
+	const struct pccx_layer_desc *ly = &o->m->layers[l];
 	uint32_t D = o->c->d_model, i;
 	double *x = o->xs[0];
 
@@ -435,6 +465,15 @@ static void layer_plain(struct pccx_oracle *o, uint32_t l)
 	for (i = 0; i < D; i++)
 		x[i] = o->al[i] + o->f[i];
 	emit(o, x, 1, D, "L%u.ffn.out", l);
+	if (ly->ple)
+		ple_mix(o, l, x);
+	if (ly->out_scale) {
+		double s = wvec(o, o->m->w.layer[l].vec[PCCX_GEMMA_LV_OUT_SCALE])[0];
+
+		for (i = 0; i < D; i++)
+			x[i] *= s;
+		emit(o, x, 1, D, "L%u.out", l);
+	}
 }
 
 /*
@@ -463,18 +502,25 @@ static void embed(struct pccx_oracle *o, uint32_t token)
 	emit(o, o->e, 1, D, "embed");
 }
 
-/* Gemma 3n's S1 (per-layer inputs u) and S2 (the AltUp streams o->xs) from e and the token. */
-static void inputs_altup(struct pccx_oracle *o, uint32_t token)
+/*
+ * S1, the per-layer inputs u of Gemma 3n and 4 from e and the token:
+ *   u = (RMSNorm_{g_pl}(W_plmp e / sqrt D) per slice + E_pl[tok'] * sqrt P) / sqrt 2,
+ * tok' = tok, or 0 past the PLE table (Gemma 3n). sqrt P is rounded to BF16 where the
+ * family's embedding scales are (Gemma 4: Gemma4TextScaledWordEmbedding casts its scale to
+ * the table's dtype); 1/sqrt D and 1/sqrt 2 are plain floats in Hugging Face's code.
+ */
+static void inputs_ple(struct pccx_oracle *o, uint32_t token)
 {
 	const struct pccx_gemma_config *c = o->c;
 	const struct pccx_gemma_weights *w = &o->m->w;
-	uint32_t D = c->d_model, P = c->d_ple, LP = c->n_layers * P, l, k, i;
-	double target;
+	uint32_t D = c->d_model, P = c->d_ple, LP = c->n_layers * P, l, i;
+	double scale = sqrt((double)P);
 
-	/* S1: u = (RMSNorm_{g_pl}(W_plmp e / sqrt D) per slice + E_pl[tok'] * sqrt P) / sqrt 2 */
+	if (pccx__family(c->family)->embed_scale_bf16)
+		scale = round_bf16(scale);
 	pccx__gemma_row_f32(o->m, w->ple_table, token < c->ple_vocab ? token : 0, o->row);
 	for (i = 0; i < LP; i++)
-		o->tmp2[i] = o->row[i] * sqrt((double)P);
+		o->tmp2[i] = o->row[i] * scale;
 	emit(o, o->tmp2, 1, LP, "ple.inputs");
 	matvec(o, w->ple_model_proj, o->e, o->u);
 	for (i = 0; i < LP; i++)
@@ -486,12 +532,18 @@ static void inputs_altup(struct pccx_oracle *o, uint32_t token)
 	for (i = 0; i < LP; i++)
 		o->u[i] = (o->u[i] + o->tmp2[i]) / sqrt(2.0);
 	emit(o, o->u, 1, LP, "ple.u");
+}
 
-	/* S2: AltUp streams, x_k = W_ap[k] e matched to rms(e) */
+/* Gemma 3n's S2: the AltUp streams o->xs, x_0 = e, x_k = W_ap[k] e matched to rms(e). */
+static void inputs_altup(struct pccx_oracle *o)
+{
+	uint32_t D = o->c->d_model, k;
+	double target;
+
 	memcpy(o->xs[0], o->e, sizeof(double) * D);
 	target = rms(o->e, D);
 	for (k = 1; k < NS; k++) {
-		matvec(o, w->altup_proj[k - 1], o->e, o->xs[k]);
+		matvec(o, o->m->w.altup_proj[k - 1], o->e, o->xs[k]);
 		match_magnitude(o->xs[k], D, target);
 	}
 	emit(o, o->xs_all, NS, D, "altup.streams");
@@ -532,7 +584,8 @@ static void output(struct pccx_oracle *o, double *logits)
 int pccx__oracle_step(struct pccx_oracle *o, uint32_t token, double *logits, pccx_diag *d)
 {
 	const struct pccx_gemma_config *c = o->c;
-	bool altup = pccx__family(c->family)->altup;
+	const struct pccx_family_desc *fam = pccx__family(c->family);
+	bool altup = fam->altup;
 	uint32_t l;
 
 	if (token >= c->vocab)
@@ -543,8 +596,10 @@ int pccx__oracle_step(struct pccx_oracle *o, uint32_t token, double *logits, pcc
 	o->rc = 0;
 
 	embed(o, token);
+	if (fam->ple)
+		inputs_ple(o, token);
 	if (altup)
-		inputs_altup(o, token);
+		inputs_altup(o);
 	else
 		memcpy(o->xs[0], o->e, sizeof(double) * c->d_model);
 	for (l = 0; l < c->n_layers && !o->rc; l++) {
@@ -595,9 +650,6 @@ int pccx__oracle_create(struct pccx_oracle **out, const struct pccx_gemma_model 
 	for (l = 0; l < c->n_layers; l++) {
 		const struct pccx_layer_desc *ly = &m->layers[l];
 
-		if (ly->rope_dims != ly->head_dim)
-			return pccx__fail(d, PCCX_ERR_UNSUPPORTED,
-					  "oracle: layer %u: RoPE of part of a head", l);
 		qmax = ly->q_dim > qmax ? ly->q_dim : qmax;
 		kvmax = ly->kv_dim > kvmax ? ly->kv_dim : kvmax;
 		hd = ly->head_dim > hd ? ly->head_dim : hd;

@@ -139,16 +139,19 @@ has "$T/err" "next-token top-1 agreement "
 
 # ---- every family against its oracle -----------------------------------------------------------
 # 40 positions (the prompt's, then the reference's greedy tokens), past the local window of 16 of
-# tiny-gemma2 and tiny-gemma3, so their KV rings wrap. Bounds per family: every stage's relRMS
-# and cosine (the embedding alone: the same product in both, exact), the logits' cosine, KL and
-# top-1. The measured figures (docs/reference.md, "Oracle agreement per family") pass them with
-# margin; an oracle without the q scale, a post-norm, the q/k norms, the RoPE scaling or the
-# window fails them (tests/unit/test_oracle_families.c also bends the soft-caps).
+# tiny-gemma2, tiny-gemma3 and tiny-gemma4, so their KV rings wrap. Bounds per family: every
+# stage's relRMS and cosine (the embedding alone: the same product in both, exact), the logits'
+# cosine, KL and top-1. The measured figures (docs/reference.md, "Oracle agreement per family")
+# pass them with margin; an oracle without the q scale, a post-norm, the q/k norms, the RoPE
+# scaling or the window fails them, and for Gemma 4 one without k = v, the PLE mix, the layer
+# scalar, the partial RoPE, the global heads' own size or the v norm
+# (tests/unit/test_oracle_families.c also bends the soft-caps).
 #        config       stage rel  stage cos  logit cos  KL mean  KL max  top-1 of 40
 bounds='tiny          0.2        0.99       0.997      0.001    0.003   34
         tiny-gemma    0.08       0.998      0.999      0.0006   0.0015  36
         tiny-gemma2   0.08       0.998      0.999      0.0006   0.0015  36
-        tiny-gemma3   0.08       0.998      0.999      0.0006   0.0015  36'
+        tiny-gemma3   0.08       0.998      0.999      0.0006   0.0015  36
+        tiny-gemma4   0.25       0.975      0.99       0.004    0.012   32'
 while read -r c rel cos lcos klm klx top; do
   want_rc 0 "$pccx" fidelity --config "$c" -n 40 -q --tsv "$T/f-$c.tsv"
   tsv_check "$T/f-$c.tsv" 40
@@ -211,7 +214,7 @@ refused "fidelity: $T/no/x.tsv: No such file or directory" "${fid[@]}" --tsv "$T
 # the unknown name: the message lists the presets --help lists, the tiny shapes of every family
 want_rc 0 "$pccx" fidelity --help
 names=$(sed -n 's/^  --config NAME  *model shape: //p' "$T/out")
-for c in tiny tiny-gemma tiny-gemma2 tiny-gemma3; do
+for c in tiny tiny-gemma tiny-gemma2 tiny-gemma3 tiny-gemma4; do
   [[ ", $names," == *", $c,"* ]] || fail "--help's presets '$names' lack $c"
 done
 refused "config 'nope': unknown (known: $names)" "$pccx" fidelity --config nope

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The FP64 oracle of every family against the bit-exact reference: each stage of each step,
- * teacher-forced on the same tokens past the local window (16 in tiny-gemma2 and tiny-gemma3,
+ * teacher-forced on the same tokens past the local window (16 in tiny-gemma2, 3 and 4,
  * so the reference's KV rings wrap while the oracle masks a full-length cache), and the next
  * token's distribution. The two are written independently (the oracle from Hugging Face's
  * definitions, the reference as NPU ops), so agreement checks both. Besides the tiny shapes,
@@ -23,36 +23,57 @@
 #define POSITIONS 40u
 
 /*
- * Bounds for every stage of every layer and position, and for the logits. Measured over the
- * cases below (docs/reference.md, "Oracle agreement per family"): stages relRMS <= 0.047 and
- * cosine >= 0.9989; logits KL mean <= 0.00024, max <= 0.00041 nats; top-1 40/40 in each. The
- * embedding is the same product in both (the dequantised row times the same scale): measured
- * relRMS 0, where sqrt(D) not rounded to BF16 gives 1.1e-4. A missing q scale, post-norm,
- * q/k norm, RoPE scaling, window or (in the small-cap cases) soft-cap breaks the stage bounds
- * at the first stage it touches.
+ * Bounds for every stage of every layer and position, and for the logits (docs/reference.md,
+ * "Oracle agreement per family"). The embedding is the same product in both (the dequantised
+ * row times the same scale): measured relRMS 0, where sqrt(D) not rounded to BF16 gives 1.1e-4.
  */
-#define STAGE_MIN_COS 0.998
-#define STAGE_MAX_REL 0.08
 #define EMBED_MAX_REL 1e-6
-#define KL_MEAN_MAX 0.001
-#define KL_MAX 0.003
-#define TOP1_MIN_PERCENT 90u
+
+struct bounds {
+	double stage_min_cos, stage_max_rel;
+	double kl_mean_max, kl_max;	/* nats */
+	uint32_t top1_min;		/* of POSITIONS */
+};
+
+/*
+ * Gemma 1, 2, 3, measured over their cases below: stages relRMS <= 0.047 and cosine >=
+ * 0.9989; logits KL mean <= 0.00024, max <= 0.00041 nats; top-1 40/40. A missing q scale,
+ * post-norm, q/k norm, RoPE scaling, window or (in the small-cap cases) soft-cap breaks the
+ * stage bounds at the first stage it touches.
+ */
+static const struct bounds plain = { 0.998, 0.08, 0.001, 0.003, 36 };
+
+/*
+ * Gemma 4, measured: stages relRMS <= 0.186 and cosine >= 0.983 (the 32-wide ple.gate and
+ * its mix; the other stages <= 0.151, >= 0.989), the error growing from ~0.01 in layer 0 as
+ * the PLE and layer-scalar products add W4A8 steps; logits KL mean <= 0.0017, max <= 0.0057
+ * nats; top-1 >= 35/40. An oracle without k = v (v taken after k's norm and RoPE), the PLE
+ * mix, the layer scalar, the partial RoPE, the global heads' own size in the norms and RoPE,
+ * or the v norm breaks the stage bounds (the partial RoPE the least: relRMS 0.28-0.37,
+ * cosine 0.93-0.96 in the global layers' q/k past position 30).
+ */
+static const struct bounds gemma4 = { 0.975, 0.25, 0.004, 0.012, 32 };
 
 struct family_case {
 	const char *preset;
 	float attn_softcap, softcap;	/* < 0: the preset's */
 	uint64_t seed;
+	const struct bounds *b;
 };
 
 static const struct family_case cases[] = {
-	{ "tiny-gemma", -1, -1, 1 },
-	{ "tiny-gemma", -1, -1, 2 },
-	{ "tiny-gemma2", -1, -1, 1 },
-	{ "tiny-gemma2", -1, -1, 2 },
-	{ "tiny-gemma2", 1.0f, 2.0f, 1 },	/* both caps bend everything */
-	{ "tiny-gemma3", -1, -1, 1 },
-	{ "tiny-gemma3", -1, -1, 2 },
-	{ "tiny-gemma3", 1.0f, 2.0f, 1 },	/* the caps a Gemma 3 does not have, as Gemma 2's */
+	{ "tiny-gemma", -1, -1, 1, &plain },
+	{ "tiny-gemma", -1, -1, 2, &plain },
+	{ "tiny-gemma2", -1, -1, 1, &plain },
+	{ "tiny-gemma2", -1, -1, 2, &plain },
+	{ "tiny-gemma2", 1.0f, 2.0f, 1, &plain },	/* both caps bend everything */
+	/* the caps a Gemma 3 or 4 does not have, as Gemma 2's */
+	{ "tiny-gemma3", -1, -1, 1, &plain },
+	{ "tiny-gemma3", -1, -1, 2, &plain },
+	{ "tiny-gemma3", 1.0f, 2.0f, 1, &plain },
+	{ "tiny-gemma4", -1, -1, 1, &gemma4 },
+	{ "tiny-gemma4", -1, -1, 2, &gemma4 },
+	{ "tiny-gemma4", 1.0f, 2.0f, 1, &gemma4 },
 };
 
 struct fam_rig {
@@ -101,22 +122,41 @@ static void rig_close(struct fam_rig *r)
 	free(r->ologits);
 }
 
-/* Every stage of one step within the bounds; the stages of a plain layer all present. */
-static void check_stages(const struct fam_rig *r, const char *what, uint32_t p)
+/*
+ * The stages a step of a one-stream model has: embed, ple.inputs/proj/u where the family has
+ * per-layer inputs, 12 per layer and k_rope and v where it writes KV, ple.gate and ple.mix
+ * where it mixes a per-layer input, out where it has a layer scalar, final.hidden and
+ * final.logits.
+ */
+static size_t stages_of(const struct fam_rig *r)
+{
+	size_t n = 3 + (pccx__family(r->cfg.family)->ple ? 3 : 0);
+	uint32_t l;
+
+	for (l = 0; l < r->cfg.n_layers; l++) {
+		const struct pccx_layer_desc *ly = &r->m->layers[l];
+
+		n += 12 + (ly->kv_write ? 2 : 0) + (ly->ple ? 2 : 0) + (ly->out_scale ? 1 : 0);
+	}
+	return n;
+}
+
+/* Every stage of one step within the bounds; the stages of the model's layers all present. */
+static void check_stages(const struct fam_rig *r, const struct bounds *b, const char *what,
+			 uint32_t p)
 {
 	const struct pccx_stage_stat *st;
 	size_t n, i;
 
 	st = pccx__cmp_results(r->cmp, &n);
-	/* embed, 14 per layer, final.hidden, final.logits */
-	ck_assert_msg(n == 3 + 14 * (size_t)r->cfg.n_layers, "%s pos %u: %zu stages compared",
-		      what, p, n);
+	ck_assert_msg(n == stages_of(r), "%s pos %u: %zu stages compared, not %zu", what, p, n,
+		      stages_of(r));
 	for (i = 0; i < n; i++) {
-		double max_rel = strcmp(st[i].name, "embed") ? STAGE_MAX_REL : EMBED_MAX_REL;
+		double max_rel = strcmp(st[i].name, "embed") ? b->stage_max_rel : EMBED_MAX_REL;
 
-		ck_assert_msg(st[i].cos >= STAGE_MIN_COS && st[i].rel_rms <= max_rel,
+		ck_assert_msg(st[i].cos >= b->stage_min_cos && st[i].rel_rms <= max_rel,
 			      "%s pos %u stage %s: cos %.6f (>= %.3f), relRMS %.3g (<= %.3g)",
-			      what, p, st[i].name, st[i].cos, STAGE_MIN_COS, st[i].rel_rms,
+			      what, p, st[i].name, st[i].cos, b->stage_min_cos, st[i].rel_rms,
 			      max_rel);
 	}
 }
@@ -138,7 +178,7 @@ START_TEST(test_family_against_oracle)
 		pccx__cmp_clear(r.cmp);
 		ck_assert_msg(pccx__gemma_session_step(r.s, tok, r.logits, &d) == 0, "%s", d.msg);
 		ck_assert_msg(pccx__oracle_step(r.o, tok, r.ologits, &d) == 0, "%s", d.msg);
-		check_stages(&r, what, p);
+		check_stages(&r, fc->b, what, p);
 		pccx__logit_compare(r.logits, r.ologits, r.cfg.vocab, &lc);
 		top1 += lc.ref_top1 == lc.oracle_top1;
 		kl_sum += lc.kl;
@@ -146,30 +186,12 @@ START_TEST(test_family_against_oracle)
 		/* teacher-forced: the first tokens fixed, then the reference's choice */
 		tok = p < 5 ? (37u * p + 11u) % r.cfg.vocab : lc.ref_top1;
 	}
-	ck_assert_msg(top1 * 100 >= POSITIONS * TOP1_MIN_PERCENT, "%s: top-1 agreement %u/%u",
-		      what, top1, POSITIONS);
-	ck_assert_msg(kl_sum / POSITIONS <= KL_MEAN_MAX, "%s: KL mean %.3g", what,
+	ck_assert_msg(top1 >= fc->b->top1_min, "%s: top-1 agreement %u/%u", what, top1,
+		      POSITIONS);
+	ck_assert_msg(kl_sum / POSITIONS <= fc->b->kl_mean_max, "%s: KL mean %.3g", what,
 		      kl_sum / POSITIONS);
-	ck_assert_msg(kl_max <= KL_MAX, "%s: KL max %.3g", what, kl_max);
+	ck_assert_msg(kl_max <= fc->b->kl_max, "%s: KL max %.3g", what, kl_max);
 	rig_close(&r);
-}
-END_TEST
-
-/* The oracle refuses a model whose layers rotate part of a head, which it does not compute. */
-START_TEST(test_oracle_refuses_partial_rope)
-{
-	struct pccx_gemma_config cfg;
-	struct pccx_gemma_model *m;
-	struct pccx_oracle *o = NULL;
-	pccx_diag d = { 0 };
-
-	ck_assert_int_eq(pccx__gemma_config_preset("tiny-gemma2", &cfg, &d), 0);
-	ck_assert_msg(pccx__gemma_model_create(&m, &cfg, &d) == 0, "%s", d.msg);
-	m->layers[3].rope_dims = m->layers[3].head_dim / 2;
-	ck_assert_int_eq(pccx__oracle_create(&o, m, 1, &d), PCCX_ERR_UNSUPPORTED);
-	ck_assert_ptr_null(o);
-	ck_assert_str_eq(d.msg, "oracle: layer 3: RoPE of part of a head");
-	pccx__gemma_model_free(m);
 }
 END_TEST
 
@@ -181,7 +203,6 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_loop_test(tc, test_family_against_oracle, 0,
 			    (int)(sizeof(cases) / sizeof(cases[0])));
-	tcase_add_test(tc, test_oracle_refuses_partial_rope);
 	suite_add_tcase(s, tc);
 	return s;
 }
