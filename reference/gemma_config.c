@@ -148,6 +148,18 @@ static const struct pccx_gemma_config presets[] = {
 		.theta_global = 1000000.0f, .rope_partial_global = 0.25f, .k_eq_v = true,
 		.double_wide_mlp = true, .max_ctx = 1024,
 	},
+	{
+		/*
+		 * Gemma 4's mixture of experts as the 26B-A4B lays it out, at a tiny size: every
+		 * layer runs its dense FFN and 2 of 8 experts; k = v in the global layers, no PLE.
+		 */
+		.name = "tiny-gemma4-moe", .family = PCCX_FAMILY_GEMMA4, .n_layers = 6,
+		.d_model = 128, .d_ffn = 128, .n_heads = 4, .n_kv_heads = 2, .head_dim = 32,
+		.head_dim_global = 64, .n_kv_heads_global = 1, .vocab = 512, .window = 16,
+		.global_period = 3, .softcap = 30.0f, .eps = 1e-6f, .theta_local = 10000.0f,
+		.theta_global = 1000000.0f, .rope_partial_global = 0.25f, .k_eq_v = true,
+		.n_experts = 8, .n_experts_used = 2, .d_expert = 64, .max_ctx = 1024,
+	},
 };
 
 #define NPRESETS (sizeof(presets) / sizeof(presets[0]))
@@ -155,7 +167,8 @@ static const struct pccx_gemma_config presets[] = {
 const char *pccx__gemma_config_names(void)
 {
 	return "e4b, e2b, tiny, tiny-vocab, gemma-2b, gemma-2-2b, gemma-3-1b, gemma-3-4b, "
-	       "tiny-gemma, tiny-gemma2, tiny-gemma3, gemma-4-e2b, gemma-4-e4b, tiny-gemma4";
+	       "tiny-gemma, tiny-gemma2, tiny-gemma3, gemma-4-e2b, gemma-4-e4b, tiny-gemma4, "
+	       "tiny-gemma4-moe";
 }
 
 const struct pccx_gemma_config *pccx__gemma_config_at(unsigned i)
@@ -205,7 +218,7 @@ int pccx__gemma_config_check(const struct pccx_gemma_config *c, pccx_diag *d)
 		return BAD("n_heads * head_dim", "must fit a 16-bit shape field");
 	if (c->vocab == 0 || c->vocab > (1u << 24))
 		return BAD("vocab", "must be 1..2^24");
-	if (fam->ple) {
+	if (fam->ple && (fam->altup || c->d_ple)) {
 		if (c->d_ple == 0 || c->d_ple % 32 ||
 		    (uint64_t)c->d_ple * c->n_layers > 65504)
 			return BAD("d_ple",
@@ -213,7 +226,7 @@ int pccx__gemma_config_check(const struct pccx_gemma_config *c, pccx_diag *d)
 		if (c->ple_vocab == 0 || c->ple_vocab > c->vocab)
 			return BAD("ple_vocab", "must be 1..vocab");
 	} else if (c->d_ple || c->ple_vocab) {
-		return BAD("d_ple/ple_vocab", "must be 0 in a family without per-layer embeddings");
+		return BAD("d_ple/ple_vocab", "must be 0 in a model without per-layer embeddings");
 	}
 	if (fam->altup) {
 		if (c->laurel_rank == 0 || c->laurel_rank % 32)
@@ -237,6 +250,16 @@ int pccx__gemma_config_check(const struct pccx_gemma_config *c, pccx_diag *d)
 		return BAD("rope_partial_global", "must be in [0, 1]");
 	if (c->double_wide_mlp && 2ull * c->d_ffn > 65504)
 		return BAD("d_ffn", "doubled (double_wide_mlp) must fit a 16-bit shape field");
+	if (c->n_experts && c->family != PCCX_FAMILY_GEMMA4)
+		return BAD("n_experts", "is Gemma 4's: must be 0 in other families");
+	if (c->n_experts > PCCX_GEMMA_MAX_EXPERTS ||
+	    (c->n_experts && (c->n_experts_used == 0 || c->n_experts_used > c->n_experts ||
+			      c->n_experts_used > PCCX_GEMMA_MAX_EXPERTS_USED ||
+			      c->d_expert == 0 || c->d_expert % 32 || c->d_expert > 65504)) ||
+	    (!c->n_experts && (c->n_experts_used || c->d_expert)))
+		return BAD("n_experts/n_experts_used/d_expert",
+			   "must be 1..256 experts, 1..16 of them used, of a width that is a "
+			   "multiple of 32 (or all 0)");
 	if (c->window == 0 || c->window > 65535 || c->max_ctx == 0 || c->max_ctx > 65535)
 		return BAD("window/max_ctx", "must be 1..65535 (16-bit GEMV K field)");
 	if (c->global_period == 0)

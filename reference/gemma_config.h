@@ -19,6 +19,8 @@
 
 #define PCCX_GEMMA_ALTUP_STREAMS 4u	/* AltUp streams; the graph is written for exactly 4 */
 #define PCCX_GEMMA_MAX_LAYERS 64u
+#define PCCX_GEMMA_MAX_EXPERTS 256u	/* of a mixture-of-experts layer */
+#define PCCX_GEMMA_MAX_EXPERTS_USED 16u	/* chosen per token */
 
 struct pccx_gemma_config {
 	char name[16];
@@ -56,6 +58,14 @@ struct pccx_gemma_config {
 	float rope_partial_global;
 	bool k_eq_v;		/* Gemma 4: a global layer's v is its k projection (no W_v) */
 	bool double_wide_mlp;	/* Gemma 4: KV-sharing layers have an FFN of 2 d_ffn */
+	/*
+	 * Gemma 4's mixture of experts (the 26B-A4B layout; 0 experts: dense): every layer
+	 * runs, beside its dense FFN, n_experts_used of n_experts experts of width d_expert
+	 * chosen by a router
+	 */
+	uint32_t n_experts;
+	uint32_t n_experts_used;
+	uint32_t d_expert;
 	uint32_t max_ctx;	/* positions the KV cache of global layers holds (a run limit) */
 };
 
@@ -65,6 +75,15 @@ struct pccx_gemma_config {
  */
 PCCX_MUST_CHECK int pccx__gemma_config_preset(const char *name, struct pccx_gemma_config *cfg,
 						pccx_diag *d);
+/*
+ * Whether the model has per-layer embeddings: its family may (family.h) and d_ple is set
+ * (Gemma 3n always, Gemma 4's E2B/E4B but not its 26B-A4B).
+ */
+static inline bool pccx__gemma_config_ple(const struct pccx_gemma_config *c)
+{
+	return pccx__family(c->family)->ple && c->d_ple > 0;
+}
+
 /* Comma-separated preset names, for help texts. */
 const char *pccx__gemma_config_names(void);
 /* The i-th preset (NULL past the last), for listings. */

@@ -72,6 +72,8 @@ struct plan_sizes {
 	uint64_t scores;	/* (n_heads / n_kv_heads, max_keys) */
 	uint64_t ffn;		/* W(d_ffn): gate, up */
 	uint64_t lvec;		/* the layer vector block */
+	uint32_t experts;	/* the most experts of a layer (0: no mixture of experts) */
+	uint32_t experts_used;	/* the most a layer chooses */
 };
 
 /* The sizes, or PCCX_ERR_UNSUPPORTED for layers the graph does not run. */
@@ -100,7 +102,9 @@ static int plan_sizes(const struct pccx_gemma_model *m, struct plan_sizes *sz, p
 			return pccx__fail(d, PCCX_ERR_UNSUPPORTED,
 					  "config '%s': layer %u: a sparse_z, q scale or score "
 					  "soft-cap of its own", c->name, l);
-		sz->ffn = MAX(sz->ffn, W(ly->d_ffn));
+		sz->ffn = MAX(sz->ffn, W(MAX(ly->d_ffn, ly->d_expert)));
+		sz->experts = MAX(sz->experts, ly->n_experts);
+		sz->experts_used = MAX(sz->experts_used, ly->n_experts_used);
 		sz->lvec = MAX(sz->lvec, m->w.layer[l].vec_bytes / 16);
 	}
 	return PCCX_OK;
@@ -131,6 +135,7 @@ int pccx__gemma_plan_build(const struct pccx_gemma_model *m, struct pccx_gemma_p
 	}
 	p->embed = take(&next, W(D));
 	p->ple_in = take(&next, W((uint64_t)L * P));
+	p->moe_w = take(&next, W(sz.experts_used));
 	p->in_words = (uint32_t)next - p->in;
 
 	for (t = 0; t < PCCX_ATTN_KINDS; t++) {
@@ -172,6 +177,9 @@ int pccx__gemma_plan_build(const struct pccx_gemma_model *m, struct pccx_gemma_p
 	p->tmp = take(&next, W(D));
 	p->hsum = take(&next, W(D));
 	p->pleg = take(&next, W(P));
+	p->rlog = take(&next, W(sz.experts));
+	p->t2 = take(&next, sz.experts ? W(D) : 0);
+	p->acc = take(&next, sz.experts ? W(D) : 0);
 	p->logits = (uint32_t)scratch;
 	next = MAX(next, scratch + W(c->vocab));
 	if (next > PCCX_L2_WORDS)
@@ -183,6 +191,13 @@ int pccx__gemma_plan_build(const struct pccx_gemma_model *m, struct pccx_gemma_p
 
 	p->in_bytes = (uint64_t)p->in_words * 16;
 	p->out_bytes = (uint64_t)W(c->vocab) * 16;
+	if (sz.experts) {
+		p->out_rlog = p->out_bytes;
+		p->out_spill_al = p->out_rlog + (uint64_t)W(sz.experts) * 16;
+		p->out_spill_f = p->out_spill_al + (uint64_t)W(D) * 16;
+		p->out_spill_u = p->out_spill_f + (uint64_t)W(D) * 16;
+		p->out_bytes = p->out_spill_u + (uint64_t)W((uint64_t)L * P) * 16;
+	}
 	for (l = 0; l < L; l++) {
 		const struct pccx_layer_desc *ly = &m->layers[l];
 
@@ -327,7 +342,7 @@ int pccx__gemma_host_inputs(const struct pccx_gemma_model *m, const struct pccx_
 		put_f32(in, p->embed - base, i, x * scale);
 	}
 
-	if (!pccx__family(c->family)->ple)
+	if (!pccx__gemma_config_ple(c))
 		return PCCX_OK;
 	/* PLE row times sqrt(d_ple); ids beyond the PLE table use row 0 (Hugging Face). */
 	scale = pccx__f32_sqrt((float)c->d_ple);
@@ -354,6 +369,8 @@ struct emit {
 	const struct pccx_gemma_model *m;
 	const struct pccx_gemma_config *c;
 	const struct pccx_gemma_plan *p;
+	const struct pccx_gemma_host *hb;	/* NULL: trace every weight (pccx__gemma_step) */
+	uint32_t pos;
 	bool altup;		/* Gemma 3n's AltUp streams, LAuReL and PLE (family.h) */
 	int32_t last_w;		/* weight tensor of the last matmul issued (-1: KV rows) */
 	int rc;
@@ -586,15 +603,14 @@ static uint32_t stream(struct emit *e, uint32_t set, uint32_t k)
 /* ===================================================================================== */
 /* The stages, in the order of the model.                                                */
 
-/* S0-S2: embedding, per-layer inputs, AltUp expansion into stream set 0. */
-static void forward_inputs(struct emit *e)
+/* What every job of a step loads first: its inputs, the RoPE tables for every head, the
+ * global vectors. */
+static void load_step_inputs(struct emit *e)
 {
-	const struct pccx_gemma_config *c = e->c;
 	const struct pccx_gemma_plan *p = e->p;
 	const struct pccx_gemma_weights *w = &e->m->w;
-	uint32_t D = c->d_model, LP = c->n_layers * c->d_ple, k, i;
+	uint32_t k, i;
 
-	/* the step's inputs, the RoPE tables for every head, the global vectors */
 	load(e, p->in, PCCX_NPU_BUF_IN, 0, p->in_words * EPW);
 	for (k = 0; k < PCCX_ATTN_KINDS; k++) {
 		uint32_t hw = W(e->m->attn[k].head_dim);
@@ -605,8 +621,19 @@ static void forward_inputs(struct emit *e)
 		}
 	}
 	load(e, p->gvec, PCCX_NPU_BUF_WEIGHTS, w->gvec_offset, (uint32_t)(w->gvec_bytes / sizeof(float)));
+}
+
+/* S0-S2: embedding, per-layer inputs, AltUp expansion into stream set 0. */
+static void forward_inputs(struct emit *e)
+{
+	const struct pccx_gemma_config *c = e->c;
+	const struct pccx_gemma_plan *p = e->p;
+	const struct pccx_gemma_weights *w = &e->m->w;
+	uint32_t D = c->d_model, LP = c->n_layers * c->d_ple, k;
+
+	load_step_inputs(e);
 	stage(e, p->embed, 1, D, "embed");
-	if (!pccx__family(c->family)->ple)
+	if (!pccx__gemma_config_ple(c))
 		return;		/* one residual stream: layer 0 reads the embedding */
 	stage(e, p->ple_in, 1, LP, "ple.inputs");
 
@@ -834,6 +861,139 @@ static void forward_ffn_act(struct emit *e, uint32_t l)
 	stage(e, p->gate, 1, F, "L%u.ffn.act", l);
 }
 
+/* Little-endian FP32 at b. */
+static float get_f32(const uint8_t *b)
+{
+	return pccx_f32_from_bits((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+				  (uint32_t)b[3] << 24);
+}
+
+void pccx__gemma_route(const float *logits, const float *expert_scale, uint32_t n, uint32_t k,
+		       uint32_t *idx, float *w)
+{
+	bool taken[PCCX_GEMMA_MAX_EXPERTS] = { false };
+	float p[PCCX_GEMMA_MAX_EXPERTS], mx = logits[0], sum = 0.0f;
+	uint32_t i, j, best;
+
+	for (i = 1; i < n; i++)
+		mx = logits[i] > mx ? logits[i] : mx;
+	for (i = 0; i < n; i++) {
+		p[i] = pccx__f32_exp(logits[i] - mx);
+		sum += p[i];
+	}
+	for (i = 0; i < n; i++)
+		p[i] = p[i] / sum;
+	for (j = 0; j < k; j++) {
+		best = n;
+		for (i = 0; i < n; i++)
+			if (!taken[i] && (best == n || p[i] > p[best]))
+				best = i;
+		taken[best < n ? best : j] = true;
+	}
+	sum = 0.0f;
+	for (i = 0, j = 0; i < n && j < k; i++)
+		if (taken[i]) {
+			idx[j++] = i;
+			sum += p[i];
+		}
+	for (j = 0; j < k; j++)
+		w[j] = p[idx[j]] / sum * expert_scale[idx[j]];
+}
+
+/*
+ * The job ends at the router: its logits and what the rest of the step needs from L2 (al,
+ * the dense FFN's f, the per-layer inputs) go to BUF_OUT; the host chooses the experts and
+ * writes their weights at moe_w in BUF_IN; the next job loads the step's inputs and those
+ * values back (L2 does not persist across jobs). idx receives the chosen experts.
+ */
+static void route(struct emit *e, uint32_t l, uint32_t *idx)
+{
+	const struct pccx_layer_desc *ly = &e->m->layers[l];
+	const struct pccx_gemma_plan *p = e->p;
+	const struct pccx_gemma_layer_w *lw = &e->m->w.layer[l];
+	uint32_t D = e->c->d_model, LP = e->c->n_layers * e->c->d_ple, E = ly->n_experts, i;
+	uint32_t K = ly->n_experts_used;
+	float logits[PCCX_GEMMA_MAX_EXPERTS], scale[PCCX_GEMMA_MAX_EXPERTS];
+	float w[PCCX_GEMMA_MAX_EXPERTS_USED];
+
+	for (i = 0; i < K; i++)
+		idx[i] = i;	/* defined even when the step has failed */
+	store(e, PCCX_NPU_BUF_OUT, p->out_rlog, p->rlog, E);
+	store(e, PCCX_NPU_BUF_OUT, p->out_spill_al, p->al, D);
+	store(e, PCCX_NPU_BUF_OUT, p->out_spill_f, p->f, D);
+	if (LP)
+		store(e, PCCX_NPU_BUF_OUT, p->out_spill_u, p->u, LP);
+	if (!e->rc && e->ops->end)
+		e->rc = e->ops->end(e->ctx);
+	if (e->rc)
+		return;
+	for (i = 0; i < E; i++)
+		logits[i] = get_f32(e->hb->out + p->out_rlog + 4ull * i);
+	pccx__gemma_row_f32(e->m, lw->vec[PCCX_GEMMA_LV_EXPERT_SCALE], 0, scale);
+	pccx__gemma_route(logits, scale, E, K, idx, w);
+	for (i = 0; i < K; i++)
+		put_f32(e->hb->in, p->moe_w - p->in, i, w[i]);
+	if (e->ops->begin)
+		e->rc = e->ops->begin(e->ctx, e->pos);
+	load_step_inputs(e);
+	load(e, p->lvec, PCCX_NPU_BUF_WEIGHTS, lw->vec_offset,
+	     (uint32_t)(lw->vec_bytes / sizeof(float)));
+	load(e, p->al, PCCX_NPU_BUF_OUT, p->out_spill_al, D);
+	load(e, p->f, PCCX_NPU_BUF_OUT, p->out_spill_f, D);
+	if (LP)
+		load(e, p->u, PCCX_NPU_BUF_OUT, p->out_spill_u, LP);
+}
+
+/*
+ * Gemma 4's mixture of experts, beside the dense FFN whose output is in f:
+ *   f = RMSNorm_1(f) + RMSNorm_2(sum_j w_j E_j(RMSNorm_pre2(al))),
+ *   E_e(t) = W_down,e(GELU(W_gate,e t) * W_up,e t), the experts and weights w_j from the
+ *   router: logits = W_r (RMSNorm(al) * scale * D^-1/2), chosen on the host (route).
+ */
+static void forward_moe(struct emit *e, uint32_t l)
+{
+	const struct pccx_layer_desc *ly = &e->m->layers[l];
+	const struct pccx_gemma_plan *p = e->p;
+	const struct pccx_gemma_layer_w *lw = &e->m->w.layer[l];
+	uint32_t D = e->c->d_model, I = ly->d_expert, idx[PCCX_GEMMA_MAX_EXPERTS], n, j;
+
+	rmsnorm(e, p->f, p->f, D, lvec(e, l, PCCX_GEMMA_LV_POST_FFN_NORM_1));
+	stage(e, p->f, 1, D, "L%u.moe.dense", l);
+	rmsnorm(e, p->al, p->tmp, D, NO_WEIGHT);
+	cvo(e, PCCX_CVO_MUL, 0, lvec(e, l, PCCX_GEMMA_LV_ROUTER_SCALE), p->tmp, D);
+	s_const(e, PCCX_GEMMA_C_INV_SQRT_D);
+	cvo(e, PCCX_CVO_SCALE, 0, p->tmp, p->tmp, D);
+	gemv(e, lw->moe_router, p->tmp, p->rlog, false);
+	stage(e, p->rlog, 1, ly->n_experts, "L%u.moe.router", l);
+	if (e->hb) {
+		route(e, l, idx);
+		n = ly->n_experts_used;
+	} else {
+		/* a trace of every weight the step may read */
+		for (n = 0; n < ly->n_experts; n++)
+			idx[n] = n;
+	}
+	rmsnorm(e, p->al, p->t2, D, lvec(e, l, PCCX_GEMMA_LV_PRE_FFN_NORM_2));
+	stage(e, p->t2, 1, D, "L%u.moe.input", l);
+	for (j = 0; j < n; j++) {
+		int32_t g = lw->experts + 3 * (int32_t)idx[j];
+
+		gemv(e, g, p->t2, p->gate, false);
+		gemv(e, g + 1, p->t2, p->up, false);
+		cvo(e, PCCX_CVO_GELU, 0, p->gate, p->gate, I);
+		cvo(e, PCCX_CVO_MUL, 0, p->up, p->gate, I);
+		gemv(e, g + 2, p->gate, p->tmp, false);
+		/* acc (+)= w_j y_j, w_j at element j of the routing weights */
+		cvo(e, PCCX_CVO_LDS, 0, p->moe_w, p->scal + PCCX_GEMMA_S_DUMP,
+		    j % ly->n_experts_used);
+		cvo(e, PCCX_CVO_SCALE, j ? PCCX_CVOF_ACCM : 0, p->tmp, p->acc, D);
+	}
+	stage(e, p->acc, 1, D, "L%u.moe.experts", l);
+	rmsnorm(e, p->acc, p->acc, D, lvec(e, l, PCCX_GEMMA_LV_POST_FFN_NORM_2));
+	cvo(e, PCCX_CVO_ADD, 0, p->acc, p->f, D);
+	stage(e, p->f, 1, D, "L%u.moe.out", l);
+}
+
 /*
  * S3.7: FFN: out = al + RMSNorm_postffn(W_down(GELU(gate') * W_up t)), t = RMSNorm_preffn(al),
  * gate' = W_gate t or its Gaussian top-k.
@@ -874,6 +1034,8 @@ static void forward_ffn(struct emit *e, uint32_t l, uint32_t X, uint32_t P)
 	stage(e, p->gate, 1, F, "L%u.ffn.hidden", l);
 	gemv(e, lw->ffn_down, p->gate, p->f, false);
 	stage(e, p->f, 1, D, "L%u.ffn.down", l);
+	if (ly->n_experts)
+		forward_moe(e, l);
 	if (ly->norms & PCCX_NORM_POST_FFN)
 		rmsnorm(e, p->f, p->f, D, lvec(e, l, PCCX_GEMMA_LV_POST_FFN_NORM));
 	cvo(e, PCCX_CVO_ADD, 0, p->al, p->f, D);
@@ -1060,11 +1222,12 @@ lm_head:
 }
 
 int pccx__gemma_step(const struct pccx_gemma_model *m, const struct pccx_gemma_plan *p,
-		       const struct pccx_npu_ops *ops, void *ctx, uint32_t pos, bool with_logits)
+		       const struct pccx_npu_ops *ops, void *ctx, uint32_t pos, bool with_logits,
+		       const struct pccx_gemma_host *hb)
 {
 	struct emit e = {
-		.ops = ops, .ctx = ctx, .m = m, .c = &m->cfg, .p = p, .last_w = -1,
-		.altup = pccx__family(m->cfg.family)->altup,
+		.ops = ops, .ctx = ctx, .m = m, .c = &m->cfg, .p = p, .last_w = -1, .hb = hb,
+		.pos = pos, .altup = pccx__family(m->cfg.family)->altup,
 	};
 	uint32_t l;
 

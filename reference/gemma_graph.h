@@ -52,6 +52,7 @@ struct pccx_gemma_plan {
 	uint32_t rope_sin[PCCX_ATTN_KINDS];	/* (head_dim) -sin in the first half, +sin after */
 	uint32_t embed;		/* (D) embedding row * sqrt(D) */
 	uint32_t ple_in;	/* (n_layers, d_ple) PLE row * sqrt(d_ple) */
+	uint32_t moe_w;		/* (n_experts_used) routing weights the host writes mid-step */
 	/* the RoPE tables repeated for every query head of the kind (filled by copies) */
 	uint32_t rep_cos[PCCX_ATTN_KINDS];	/* (n_heads, head_dim) */
 	uint32_t rep_sin[PCCX_ATTN_KINDS];	/* (n_heads, head_dim) */
@@ -86,13 +87,26 @@ struct pccx_gemma_plan {
 	uint32_t tmp;		/* (D) */
 	uint32_t hsum;		/* (D) */
 	uint32_t pleg;		/* (d_ple) */
+	uint32_t rlog;		/* (n_experts) router logits */
+	uint32_t t2;		/* (D) the experts' input */
+	uint32_t acc;		/* (D) the experts' weighted sum */
 	uint32_t logits;	/* (vocab) after the last layer, over the layer working set */
 	uint32_t words;		/* L2 words used */
 	uint32_t max_keys;	/* the most KV rows of an attention kind: max(window, max_ctx) */
 	/* host buffers */
 	uint64_t in_bytes;
 	uint64_t kv_bytes;
-	uint64_t out_bytes;	/* vocab FP32 logits, padded to 16 bytes */
+	uint64_t out_bytes;	/* vocab FP32 logits, padded to 16 bytes, then the MoE area */
+	/*
+	 * Mixture of experts (docs/reference.md): at each such layer the step's job ends with
+	 * the router logits and the live activations stored in BUF_OUT after the logits; the
+	 * host chooses the experts, writes their weights at moe_w in BUF_IN, and the next job
+	 * loads everything back.
+	 */
+	uint64_t out_rlog;	/* byte offsets in BUF_OUT: router logits (n_experts) */
+	uint64_t out_spill_al;	/* (D) the attention residual */
+	uint64_t out_spill_f;	/* (D) the dense FFN's normalised output */
+	uint64_t out_spill_u;	/* (n_layers * d_ple) the per-layer inputs, when the model has them */
 	uint64_t kv_off[PCCX_GEMMA_MAX_LAYERS];	/* KV-writing layer: K heads 0..n, V heads 0..n */
 };
 
@@ -111,14 +125,35 @@ PCCX_MUST_CHECK int pccx__gemma_host_inputs(const struct pccx_gemma_model *m,
 					      uint32_t pos, uint8_t *in, pccx_diag *d);
 
 /*
+ * The host memory bound as BUF_IN and BUF_OUT, which the step reads and writes between the
+ * jobs of a mixture-of-experts step (the router logits, the routing weights).
+ */
+struct pccx_gemma_host {
+	uint8_t *in;
+	const uint8_t *out;
+};
+
+/*
  * Emit one decode step at position `pos` (inputs already in BUF_IN). with_logits == false
  * stops after the last layer (prefill of all but the last prompt token). Returns the first
  * non-zero status an op returned. pos must be < max_ctx.
+ *
+ * A step is one job (begin .. end), except in a model with experts, where it ends a job at
+ * each such layer and begins the next once the host has chosen the experts (hb). Without hb
+ * the step is a trace of every weight it may read: one job, every expert of every layer.
  */
 PCCX_MUST_CHECK int pccx__gemma_step(const struct pccx_gemma_model *m,
 				       const struct pccx_gemma_plan *p,
 				       const struct pccx_npu_ops *ops, void *ctx, uint32_t pos,
-				       bool with_logits);
+				       bool with_logits, const struct pccx_gemma_host *hb);
+
+/*
+ * Gemma 4's router on the host (FP32, isa/num): softmax of the n logits, the k largest
+ * probabilities (ties to the lower index), renormalised to sum 1 and multiplied by the
+ * expert's scale. idx[] ascending; w[j] is expert idx[j]'s weight.
+ */
+void pccx__gemma_route(const float *logits, const float *expert_scale, uint32_t n, uint32_t k,
+		       uint32_t *idx, float *w);
 
 /* Keys a layer attends to at pos: min(pos+1, window), pos+1 without a window (global). */
 uint32_t pccx__gemma_n_keys(const struct pccx_layer_desc *layer, uint32_t pos);

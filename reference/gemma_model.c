@@ -121,6 +121,8 @@ static void lay_out(struct layout *L)
 		"attn_norm", "post_attention_norm", "ffn_norm", "post_ffw_norm",
 		"laurel_post_norm", "post_norm", "altup_router_norm", "altup_correct_scale",
 		"attn_q_norm", "attn_k_norm", "layer_output_scale",
+		"post_ffw_norm_1", "pre_ffw_norm_2", "post_ffw_norm_2", "ffn_gate_inp_scale",
+		"ffn_exp_scale",
 	};
 	/* the norm flag a vector belongs to; 0: every layer has it */
 	static const uint32_t lvec_norm[PCCX_GEMMA_LV_COUNT] = {
@@ -131,20 +133,25 @@ static void lay_out(struct layout *L)
 		[PCCX_GEMMA_LV_K_NORM] = PCCX_NORM_K,
 	};
 	const struct pccx_family_desc *fam = pccx__family(c->family);
+	bool altup = fam->altup, ple = pccx__gemma_config_ple(c);
 	/* whether the family has the vectors that are not norms of every layer */
 	const bool lvec_family[PCCX_GEMMA_LV_COUNT] = {
 		[PCCX_GEMMA_LV_LAUREL_NORM] = fam->altup, [PCCX_GEMMA_LV_ROUTER_NORM] = fam->altup,
-		[PCCX_GEMMA_LV_CORRECT_SCALE] = fam->altup, [PCCX_GEMMA_LV_POST_PLE_NORM] = fam->ple,
+		[PCCX_GEMMA_LV_CORRECT_SCALE] = fam->altup, [PCCX_GEMMA_LV_POST_PLE_NORM] = ple,
 		[PCCX_GEMMA_LV_OUT_SCALE] = fam->layer_scale,
+		[PCCX_GEMMA_LV_POST_FFN_NORM_1] = c->n_experts > 0,
+		[PCCX_GEMMA_LV_PRE_FFN_NORM_2] = c->n_experts > 0,
+		[PCCX_GEMMA_LV_POST_FFN_NORM_2] = c->n_experts > 0,
+		[PCCX_GEMMA_LV_ROUTER_SCALE] = c->n_experts > 0,
+		[PCCX_GEMMA_LV_EXPERT_SCALE] = c->n_experts > 0,
 	};
-	bool altup = fam->altup;
 
 	/* Embedding rows ~ N(0, 1/D): after the sqrt(D) scale the embedding has unit RMS. */
 	w->embed = add(L, TENSOR_ALIGN, Q4, c->vocab, D, N, inv_sqrt(D), "token_embd.weight");
 	w->ple_table = w->ple_model_proj = w->ple_proj_norm = -1;
 	for (k = 0; k < 3; k++)
 		w->altup_proj[k] = w->altup_unembd[k] = -1;
-	if (fam->ple) {
+	if (ple) {
 		/* PLE rows ~ N(0, 1/d_ple): after the x sqrt(d_ple) scale they have unit RMS. */
 		w->ple_table = add(L, HOST_ONLY, Q4, c->ple_vocab, c->n_layers * P, N,
 				   inv_sqrt(P), "per_layer_token_embd.weight");
@@ -159,13 +166,13 @@ static void lay_out(struct layout *L)
 			w->altup_unembd[k] = add(L, TENSOR_ALIGN, Q4, D, D, N, inv_sqrt(D),
 						 "altup_unembd_proj.%u.weight", k);
 	}
-	if (fam->ple)
+	if (ple)
 		w->ple_proj_norm = add(L, TENSOR_ALIGN, F32, 1, P, ONE, 0.1f,
 				       "per_layer_proj_norm.weight");
-	w->final_norm = add(L, fam->ple ? 16 : TENSOR_ALIGN, F32, 1, D, ONE, 0.1f,
+	w->final_norm = add(L, ple ? 16 : TENSOR_ALIGN, F32, 1, D, ONE, 0.1f,
 			    "output_norm.weight");
 	if (!L->failed) {
-		w->gvec_offset = m->t[fam->ple ? w->ple_proj_norm : w->final_norm].offset;
+		w->gvec_offset = m->t[ple ? w->ple_proj_norm : w->final_norm].offset;
 		w->gvec_bytes = L->off - w->gvec_offset;
 	}
 
@@ -187,7 +194,9 @@ static void lay_out(struct layout *L)
 
 		for (k = 0; k < PCCX_GEMMA_LV_COUNT; k++) {
 			uint32_t n = k == PCCX_GEMMA_LV_OUT_SCALE ? 1 :
-				     k >= PCCX_GEMMA_LV_Q_NORM ? ly->head_dim : D;
+				     k == PCCX_GEMMA_LV_EXPERT_SCALE ? ly->n_experts :
+				     k == PCCX_GEMMA_LV_Q_NORM || k == PCCX_GEMMA_LV_K_NORM ?
+				     ly->head_dim : D;
 
 			lw->vec[k] = -1;
 			if (lvec_norm[k] ? !(ly->norms & lvec_norm[k]) :
@@ -197,7 +206,8 @@ static void lay_out(struct layout *L)
 				continue;
 			lw->vec[k] = add(L, k ? 16 : TENSOR_ALIGN, F32, 1, n, ONE, 0.1f,
 					 "blk.%u.%s.weight", l, lvec_names[k]);
-			if (!L->failed && k >= PCCX_GEMMA_LV_Q_NORM)
+			if (!L->failed &&
+			    (k == PCCX_GEMMA_LV_Q_NORM || k == PCCX_GEMMA_LV_K_NORM))
 				m->t[lw->vec[k]].centre = qk_centre;
 		}
 		if (!L->failed) {
@@ -245,7 +255,27 @@ static void lay_out(struct layout *L)
 			add(L, TENSOR_ALIGN, Q4, F, D, N, inv_sqrt(D), "blk.%u.ffn_up.weight", l);
 		lw->ffn_down =
 			add(L, TENSOR_ALIGN, Q4, D, F, N, inv_sqrt(F), "blk.%u.ffn_down.weight", l);
-		if (fam->ple) {
+		lw->moe_router = lw->experts = -1;
+		if (ly->n_experts) {
+			/*
+			 * The router's input is RMS-normalised and scaled by D^-1/2, entries ~D^-1/2:
+			 * weights ~ N(0, 1) give expert logits of unit spread.
+			 */
+			lw->moe_router = add(L, TENSOR_ALIGN, F32, ly->n_experts, D, N, 1.0f,
+					     "blk.%u.ffn_gate_inp.weight", l);
+			for (k = 0; k < ly->n_experts; k++) {
+				int32_t g = add(L, TENSOR_ALIGN, Q4, ly->d_expert, D, N, inv_sqrt(D),
+						"blk.%u.ffn_gate_exps.%u.weight", l, k);
+
+				add(L, TENSOR_ALIGN, Q4, ly->d_expert, D, N, inv_sqrt(D),
+				    "blk.%u.ffn_up_exps.%u.weight", l, k);
+				add(L, TENSOR_ALIGN, Q4, D, ly->d_expert, N, inv_sqrt(ly->d_expert),
+				    "blk.%u.ffn_down_exps.%u.weight", l, k);
+				if (k == 0)
+					lw->experts = g;
+			}
+		}
+		if (ple) {
 			lw->ple_gate = add(L, TENSOR_ALIGN, Q4, P, D, N, inv_sqrt(D),
 					   "blk.%u.inp_gate.weight", l);
 			lw->ple_proj = add(L, TENSOR_ALIGN, Q4, D, P, N, inv_sqrt(P),
@@ -349,6 +379,10 @@ uint64_t pccx__gemma_streamed_bytes(const struct pccx_gemma_model *m)
 		b += TB(lw->attn_q) + TB(lw->attn_o) + TB(lw->laurel_l) + TB(lw->laurel_r);
 		b += TB(lw->ffn_gate) + TB(lw->ffn_up) + TB(lw->ffn_down);
 		b += TB(lw->ple_gate) + TB(lw->ple_proj);
+		/* a mixture-of-experts layer reads its router and n_experts_used experts */
+		if (lw->experts >= 0)
+			b += TB(lw->moe_router) + m->layers[l].n_experts_used *
+				(TB(lw->experts) + TB(lw->experts + 1) + TB(lw->experts + 2));
 		if (m->layers[l].kv_write)
 			b += TB(lw->attn_k) + TB(lw->attn_v);
 	}

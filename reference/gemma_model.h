@@ -62,6 +62,12 @@ enum pccx_gemma_lvec {
 	PCCX_GEMMA_LV_Q_NORM,		/* (head_dim) self_attn.q_norm */
 	PCCX_GEMMA_LV_K_NORM,		/* (head_dim) self_attn.k_norm (3n: also in KV-reading layers) */
 	PCCX_GEMMA_LV_OUT_SCALE,	/* (1) layer_scalar (Gemma 4) */
+	/* Gemma 4's mixture of experts */
+	PCCX_GEMMA_LV_POST_FFN_NORM_1,	/* (D) post_feedforward_layernorm_1 of the dense FFN */
+	PCCX_GEMMA_LV_PRE_FFN_NORM_2,	/* (D) pre_feedforward_layernorm_2: the experts' input */
+	PCCX_GEMMA_LV_POST_FFN_NORM_2,	/* (D) post_feedforward_layernorm_2 of their sum */
+	PCCX_GEMMA_LV_ROUTER_SCALE,	/* (D) router.scale */
+	PCCX_GEMMA_LV_EXPERT_SCALE,	/* (n_experts) router.per_expert_scale */
 	PCCX_GEMMA_LV_COUNT
 };
 
@@ -85,6 +91,9 @@ struct pccx_gemma_layer_w {
 	int32_t router;		/* F32 (4, D) altup.modality_router */
 	int32_t pred_coef;	/* F32 (16, 4) altup.prediction_coefs */
 	int32_t corr_coef;	/* F32 (4, 4) altup.correction_coefs */
+	int32_t moe_router;	/* F32 (n_experts, D) router.proj (Gemma 4 MoE) */
+	/* expert e's gate, up (d_expert, D) and down (D, d_expert), Q4: ids experts + 3e + 0..2 */
+	int32_t experts;
 	int32_t vec[PCCX_GEMMA_LV_COUNT];	/* F32 vectors, contiguous */
 	uint64_t vec_offset;	/* byte offset of the layer vector block */
 	uint64_t vec_bytes;	/* its size (multiple of 16) */

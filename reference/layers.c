@@ -85,8 +85,11 @@ int pccx__layers_build(const struct pccx_gemma_config *c,
 			.sparse = sparse,
 			.sparse_z = sparse ? c->sparse_z : 0.0f,
 			.norms = fam->norms,
-			.ple = fam->ple && !fam->altup,
+			.ple = pccx__gemma_config_ple(c) && !fam->altup,
 			.out_scale = fam->layer_scale,
+			.n_experts = c->n_experts,
+			.n_experts_used = c->n_experts_used,
+			.d_expert = c->d_expert,
 		};
 	}
 	return PCCX_OK;

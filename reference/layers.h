@@ -88,6 +88,10 @@ struct pccx_layer_desc {
 	/* the family's residual pieces (family.h), per layer so a layer reads only its row */
 	bool ple;		/* adds the gated projection of its per-layer input (Gemma 4) */
 	bool out_scale;		/* multiplies its output by its learned scalar (Gemma 4) */
+	/* Gemma 4's mixture of experts beside the dense FFN (0 experts: none) */
+	uint32_t n_experts;
+	uint32_t n_experts_used;	/* chosen per token by the router */
+	uint32_t d_expert;		/* width of an expert's gate and up */
 };
 
 /*

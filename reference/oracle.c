@@ -596,7 +596,7 @@ int pccx__oracle_step(struct pccx_oracle *o, uint32_t token, double *logits, pcc
 	o->rc = 0;
 
 	embed(o, token);
-	if (fam->ple)
+	if (pccx__gemma_config_ple(o->c))
 		inputs_ple(o, token);
 	if (altup)
 		inputs_altup(o);

@@ -89,7 +89,8 @@ int pccx__gemma_session_step(struct pccx_gemma_session *s, uint32_t token, float
 	rc = pccx__gemma_host_inputs(s->m, &s->plan, token, s->pos, s->in, d);
 	if (rc)
 		return rc;
-	rc = pccx__gemma_step(s->m, &s->plan, s->ops, s->ctx, s->pos, logits != NULL);
+	rc = pccx__gemma_step(s->m, &s->plan, s->ops, s->ctx, s->pos, logits != NULL,
+			      &(struct pccx_gemma_host){ s->in, s->out });
 	if (rc)
 		return pccx__fail(d, rc, "decode step at position %u: %s", s->pos,
 				  s->ops->error ? s->ops->error(s->ctx) : pccx_strerror(rc));

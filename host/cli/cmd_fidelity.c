@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "compare.h"
 #include "diag.h"
+#include "fileio.h"
 #include "ref_run.h"
 
 #define FID_MAX_TOKENS 4096
@@ -238,10 +239,9 @@ static int fidelity(struct fid_run *f, pccx_diag *d)
 	int rc;
 
 	if (a->tsv) {
-		f->tsv = fopen(a->tsv, "w");
-		if (!f->tsv)
-			return pccx__fail(d, PCCX_ERR_IO, "fidelity: %s: %s", a->tsv,
-					  strerror(errno));
+		rc = pccx__output_open(a->tsv, &f->tsv, d);
+		if (rc)
+			return rc;
 		fprintf(f->tsv, "pos\ttoken\tstage\tkind\tlayer\telements\trel_rms\tcos\tmax_abs"
 				"\tref_top1\toracle_top1\tkl\n");
 	}
@@ -292,8 +292,11 @@ int pccx_cmd_fidelity(int argc, char **argv)
 				     (unsigned long long)a.at, (unsigned long long)a.n - 1);
 	a.m.wseed = a.seed;
 	rc = fidelity(&f, &d);
-	if (f.tsv && fclose(f.tsv) && !rc)
-		rc = pccx__fail(&d, PCCX_ERR_IO, "fidelity: %s: write failed", a.tsv);
+	if (f.tsv) {
+		int wrc = pccx__output_close(f.tsv, a.tsv, false, rc ? NULL : &d);
+
+		rc = rc ? rc : wrc;
+	}
 	if (rc)
 		pccx_cli_fail(rc, &d);
 	pccx_cli_ref_free(&f.r);

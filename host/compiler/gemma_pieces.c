@@ -111,7 +111,8 @@ int pccx__gemma_weight_pieces(const struct pccx_gemma_model *m, uint64_t limit,
 	rc = pccx__gemma_plan_build(m, &plan, d);
 	if (rc)
 		return rc;
-	rc = pccx__gemma_step(m, &plan, &recorder_ops, &rec, 0, true);
+	/* without host buffers the step names every expert of a mixture-of-experts layer */
+	rc = pccx__gemma_step(m, &plan, &recorder_ops, &rec, 0, true, NULL);
 	if (rc) {
 		free(rec.r);
 		return pccx__fail(d, rc, "weight pieces: recording a decode step failed");

@@ -988,9 +988,9 @@ static int submit_job(void *user, struct pccx_compiler *c)
 		s->st.jobs++;
 		s->st.device_cycles += fig.cycles;
 		if (s->generating) {
+			/* a step is one job, or one per mixture-of-experts layer and one more */
 			s->st.decode_weight_bytes += fig.weight_bytes;
 			s->st.decode_cycles += fig.cycles;
-			s->st.decode_steps++;
 		}
 		s->st.weight_bytes += fig.weight_bytes;
 		s->st.dma_bytes += fig.dma_bytes;
@@ -1205,6 +1205,10 @@ static int step(pccx_session *s, int32_t token, bool logits, pccx_diag *d)
 	}
 	s->submit_status = 0;
 	rc = pccx__gemma_session_step(s->dev, (uint32_t)token, logits ? s->logits : NULL, d);
+	if (!rc && s->ver) {
+		rc = pccx__verify_end_step(s->ver, &s->submit_diag);
+		s->submit_status = rc;
+	}
 	if (rc) {
 		/* a failed step is not part of the context: the reference forgets it too */
 		if (s->ref)
@@ -1227,6 +1231,8 @@ static int step(pccx_session *s, int32_t token, bool logits, pccx_diag *d)
 				  token, pos, i, (double)s->logits[i], (double)s->ref_logits[i]);
 	}
 	s->hist[s->n_hist++] = token;
+	if (s->generating)
+		s->st.decode_steps++;
 	return PCCX_OK;
 }
 

@@ -19,6 +19,7 @@ struct pccx_verify {
 	struct ref_stage *st;
 	uint32_t n_st, cap_st;
 	uint32_t token, pos;
+	uint32_t base;		/* reference stages the step's earlier jobs were compared with */
 	int capture_status;
 	/* during a device job */
 	const struct pccx_job_builder *jb;
@@ -98,6 +99,7 @@ void pccx__verify_free(struct pccx_verify *v)
 void pccx__verify_begin_step(struct pccx_verify *v, uint32_t token, uint32_t pos)
 {
 	v->n_st = 0;
+	v->base = 0;
 	v->token = token;
 	v->pos = pos;
 	v->capture_status = 0;
@@ -111,14 +113,14 @@ static void compare_stage(struct pccx_verify *v, uint32_t k)
 	const struct ref_stage *rs;
 	uint32_t r, c;
 
-	if (k >= v->n_st) {
+	if (v->base + k >= v->n_st) {
 		snprintf(v->msg, sizeof(v->msg),
-			 "stage %u '%s' (instruction %u) has no reference counterpart", k, ds->name,
-			 ds->insn);
+			 "stage %u '%s' (instruction %u) has no reference counterpart", v->base + k,
+			 ds->name, ds->insn);
 		v->mismatch = true;
 		return;
 	}
-	rs = &v->st[k];
+	rs = &v->st[v->base + k];
 	if (strcmp(rs->name, ds->name) || rs->rows != ds->rows || rs->cols != ds->cols) {
 		snprintf(v->msg, sizeof(v->msg),
 			 "stage %u is '%s' (%ux%u) on the device but '%s' (%ux%u) in the reference",
@@ -236,9 +238,20 @@ int pccx__verify_device_job(struct pccx_verify *v, struct pccx_sim_backend *b,
 		return pccx__fail(d, PCCX_ERR_MISMATCH, "verify: %s", v->msg);
 	if (rc)
 		return rc;
-	if (v->compared != v->jb->n_stages || v->n_st != v->jb->n_stages)
+	if (v->compared != v->jb->n_stages || v->base + v->jb->n_stages > v->n_st)
 		return pccx__fail(d, PCCX_ERR_MISMATCH,
 				  "verify: token %u: %u of %u device stages compared, the reference "
-				  "has %u", v->token, v->compared, v->jb->n_stages, v->n_st);
+				  "has %u after the step's %u earlier ones", v->token, v->compared,
+				  v->jb->n_stages, v->n_st - v->base, v->base);
+	v->base += v->jb->n_stages;
+	return PCCX_OK;
+}
+
+int pccx__verify_end_step(struct pccx_verify *v, pccx_diag *d)
+{
+	if (v->base != v->n_st)
+		return pccx__fail(d, PCCX_ERR_MISMATCH,
+				  "verify: token %u: the device's jobs compared %u stages, the "
+				  "reference has %u", v->token, v->base, v->n_st);
 	return PCCX_OK;
 }

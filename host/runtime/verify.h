@@ -21,13 +21,17 @@ void pccx__verify_free(struct pccx_verify *v);
 /* A step of (token, pos) begins: forget the previous step's reference stages. */
 void pccx__verify_begin_step(struct pccx_verify *v, uint32_t token, uint32_t pos);
 /*
- * Run the step's job (compiled by c) on the simulator backend and compare each stage as it
- * completes. PCCX_ERR_MISMATCH with the first difference in d; otherwise the submit's status.
+ * Run one of the step's jobs (compiled by c) on the simulator backend and compare each stage
+ * as it completes with the reference's next ones (a step of a mixture-of-experts model is
+ * several jobs). PCCX_ERR_MISMATCH with the first difference in d; otherwise the submit's
+ * status.
  */
 PCCX_MUST_CHECK int pccx__verify_device_job(struct pccx_verify *v, struct pccx_sim_backend *b,
 					    const struct pccx_job_view *job,
 					    const struct pccx_compiler *c,
 					    const struct pccx_sim_backend_opts *opts,
 					    struct pccx_sim_backend_result *res, pccx_diag *d);
+/* The step's jobs are done: PCCX_ERR_MISMATCH unless they covered every reference stage. */
+PCCX_MUST_CHECK int pccx__verify_end_step(struct pccx_verify *v, pccx_diag *d);
 
 #endif

@@ -212,7 +212,7 @@ refused() {
 refused "fidelity: --tokens: id 512 (position 1) is past the vocabulary (512 ids)" \
   "${fid[@]}" --tokens 2,512
 refused "fidelity: 1025 positions exceed the context (1024; see --max-ctx)" "${fid[@]}" -n 1025
-refused "fidelity: $T/no/x.tsv: No such file or directory" "${fid[@]}" --tsv "$T/no/x.tsv"
+refused "$T/no/x.tsv: cannot create: No such file or directory" "${fid[@]}" --tsv "$T/no/x.tsv"
 # the unknown name: the message lists the presets --help lists, the tiny shapes of every family
 want_rc 0 "$pccx" fidelity --help
 names=$(sed -n 's/^  --config NAME  *model shape: //p' "$T/out")

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Input files that are not regular files: every command that reads a file refuses a FIFO, a
+# Files that are not regular files: every command that reads a file refuses a FIFO, a
 # directory, a device or a socket at once, naming the file and what it is, instead of
-# blocking in open() until a writer comes (a FIFO) or reading something else.
+# blocking in open() until a writer comes (a FIFO) or reading something else; every command
+# that writes one (-o, --trace, --tsv, --dump-stages) refuses a FIFO or a device there
+# instead of blocking until a reader comes or writing into it.
 #
 #   bash tests/scripts/cli_inputs.sh BUILD [BUILD...]
 #
@@ -82,6 +84,49 @@ for b in "$@"; do
   { printf 'PCCXJOB\0\1\0\0\0\1\0\0\0\0\0\0\0\0\0\0\0\1\0\0\0\0\0\0\0'; cat "$T/m.bin"
     printf '\1\0\0\0\3\0\0\0\0\1\0\0\0\0\0\0'; } >"$T/buf.job"
   refused fifo "$T/fifo" "$pccx" sim "$T/buf.job" --buf 1="$T/fifo"
+
+  # outputs: whole files (-o) and streams (--trace, --tsv, --dump-stages' files)
+  for kind in fifo "character device"; do
+    case $kind in
+      fifo) f=$T/fifo ;;
+      "character device") f=/dev/null ;;
+    esac
+    refused "$kind" "$f" "$pccx" asm "$T/m.s" -o "$f"
+    refused "$kind" "$f" "$pccx" synth --config tiny -o "$f"
+    refused "$kind" "$f" "$pccx" sim "$T/m.bin" --trace "$f"
+    refused "$kind" "$f" "$pccx" run --config tiny -p hi -n 1 --trace "$f"
+    refused "$kind" "$f" "$pccx" bench --config tiny --tokens 1 --trace "$f"
+    refused "$kind" "$f" "$pccx" fidelity --config tiny -n 2 -q --tsv "$f"
+  done
+  rm -rf "$T/dump"
+  mkdir "$T/dump"
+  mkfifo "$T/dump/index.tsv"
+  refused fifo "$T/dump/index.tsv" "$pccx" ref --config tiny -n 1 -q --dump-stages "$T/dump"
+  rm -f "$T/dump/index.tsv"
+  mkfifo "$T/dump/p00000.embed.f32"
+  refused fifo "$T/dump/p00000.embed.f32" "$pccx" ref --config tiny -n 1 -q \
+    --dump-stages "$T/dump"
+
+  # a full disk: the streamed output fails with the cause and leaves no partial file (where a
+  # small tmpfs can be mounted: root without a container's restrictions)
+  mkdir -p "$T/small"
+  if mount -t tmpfs -o size=64k tmpfs "$T/small" 2>/dev/null; then
+    for out in "--trace $T/small/t.json" "--tsv $T/small/f.tsv"; do
+      checks=$((checks + 1))
+      case $out in
+        --trace*) cmd=("$pccx" run --config tiny -p hi -n 4 $out) ;;
+        *) cmd=("$pccx" fidelity --config tiny -n 16 -q $out) ;;
+      esac
+      timeout 60 "${cmd[@]}" </dev/null >"$T/out" 2>"$T/err"
+      rc=$?
+      [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -qF "No space left on device" "$T/err" ||
+        fail "'${cmd[*]}' on a full disk exited $rc: $(tail -c 300 "$T/err")"
+      [ -z "$(ls -A "$T/small")" ] || fail "'${cmd[*]}' left $(ls "$T/small") on the full disk"
+    done
+    umount "$T/small"
+  else
+    echo "cli_inputs: no tmpfs could be mounted: the full-disk checks did not run"
+  fi
 
   # a directory given as a model to pccx run is a checkpoint directory, not refused as one
   checks=$((checks + 1))

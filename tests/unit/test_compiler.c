@@ -95,7 +95,7 @@ static void check_steps(const char *config, uint32_t n_pos)
 		uint8_t *used;
 		int rc;
 
-		rc = pccx__gemma_step(f.m, &f.plan, pccx__compiler_ops(), &f.c, pos, true);
+		rc = pccx__gemma_step(f.m, &f.plan, pccx__compiler_ops(), &f.c, pos, true, NULL);
 		ck_assert_msg(rc == 0, "pos %u: %s", pos, f.c.err.msg);
 		ck_assert_msg(pccx__compiler_job(&f.c, &job, &d) == 0, "%s", d.msg);
 		ck_assert_uint_gt(job.n_insn, 0);
@@ -150,13 +150,13 @@ START_TEST(job_is_position_dependent)
 	uint64_t s0;
 
 	setup(&f, "tiny");
-	ck_assert_int_eq(pccx__gemma_step(f.m, &f.plan, pccx__compiler_ops(), &f.c, 0, true), 0);
+	ck_assert_int_eq(pccx__gemma_step(f.m, &f.plan, pccx__compiler_ops(), &f.c, 0, true, NULL), 0);
 	ck_assert_int_eq(pccx__compiler_job(&f.c, &j0, &d), 0);
 	ops0 = malloc(j0.n_insn);
 	ck_assert_ptr_nonnull(ops0);
 	n0 = work_opcodes(&j0, ops0);
 	s0 = stream_bytes(&j0);
-	ck_assert_int_eq(pccx__gemma_step(f.m, &f.plan, pccx__compiler_ops(), &f.c, 3, true), 0);
+	ck_assert_int_eq(pccx__gemma_step(f.m, &f.plan, pccx__compiler_ops(), &f.c, 3, true, NULL), 0);
 	ck_assert_int_eq(pccx__compiler_job(&f.c, &j1, &d), 0);
 	ops1 = malloc(j1.n_insn);
 	ck_assert_ptr_nonnull(ops1);
@@ -200,7 +200,7 @@ static void assert_in_pieces(struct fixture *f, const struct pccx_gemma_piece *p
 		struct pccx_job_view job;
 
 		ck_assert_int_eq(pccx__gemma_step(f->m, &f->plan, pccx__compiler_ops(), &f->c, pos,
-						    true), 0);
+						    true, NULL), 0);
 		ck_assert_int_eq(pccx__compiler_job(&f->c, &job, &d), 0);
 		for (i = 0; i < job.n_stream; i++)
 			if (job.stream[i].handle == 100 + buf)

@@ -65,7 +65,8 @@ static int generate(const char *config, bool verify, float temp, uint64_t seed, 
 	return rc;
 }
 
-static void check_config(const char *config)
+/* jobs_per_step: 1, or 1 + the mixture-of-experts layers (one job ends at each router) */
+static void check_config_jobs(const char *config, unsigned jobs_per_step)
 {
 	struct pccx_stats st;
 	struct run r;
@@ -76,10 +77,16 @@ static void check_config(const char *config)
 	ck_assert_uint_eq(r.n, 64);
 	ck_assert_uint_eq(st.tokens, 64);
 	ck_assert_uint_eq(st.prompt_tokens, 5);
-	/* 5 prompt steps + 64 generated steps, each one job on the device */
-	ck_assert_uint_eq(st.jobs, 69);
+	/* 5 prompt steps + 64 generated steps */
+	ck_assert_uint_eq(st.jobs, 69 * jobs_per_step);
+	ck_assert_uint_eq(st.decode_steps, 64);
 	ck_assert_uint_gt(st.device_cycles, 0);
 	ck_assert_uint_gt(st.weight_bytes, 0);
+}
+
+static void check_config(const char *config)
+{
+	check_config_jobs(config, 1);
 }
 
 START_TEST(tiny_64_tokens_bit_exact)
@@ -104,6 +111,13 @@ static const char *const family_configs[] = { "tiny-gemma", "tiny-gemma2", "tiny
 START_TEST(family_64_tokens_bit_exact)
 {
 	check_config(family_configs[_i]);
+}
+END_TEST
+
+/* Gemma 4's mixture of experts: 6 layers, each ending a job at its router (7 per step). */
+START_TEST(moe_64_tokens_bit_exact)
+{
+	check_config_jobs("tiny-gemma4-moe", 7);
 }
 END_TEST
 
@@ -516,6 +530,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, tiny_vocab_64_tokens_bit_exact);
 	tcase_add_loop_test(tc, family_64_tokens_bit_exact, 0,
 			    sizeof(family_configs) / sizeof(family_configs[0]));
+	tcase_add_test(tc, moe_64_tokens_bit_exact);
 	tcase_add_test(tc, deterministic_and_verify_does_not_change_tokens);
 	tcase_add_test(tc, sampler_seed_is_used);
 	tcase_add_test(tc, generate_needs_a_prompt);
