@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * pccx synth: write the synthetic model of a named shape as a GGUF in llama.cpp's layout of
- * its family (gemma, gemma2, gemma3 or gemma3n), or list the shapes.
+ * its family (gemma, gemma2, gemma3, gemma3n or gemma4), or list the shapes.
  *
  *   pccx synth --config tiny-vocab --seed 1 [--tokenizer tokenizer.json] -o model.gguf
  *   pccx synth --list
@@ -38,11 +38,11 @@ static const struct pccx_opt synth_opts[] = {
 static const struct pccx_opt_cmd synth_cmd = {
 	.name = "synth",
 	.usage = "--config NAME [--seed S] [--tokenizer FILE] -o FILE\n--list",
-	.about = "Write seeded synthetic weights of a model shape of any family (Gemma 1, 2, 3\n"
-		 "or 3n) as a GGUF in llama.cpp's layout of the family (architecture gemma,\n"
-		 "gemma2, gemma3 or gemma3n: Q4_0 projections, F32 norms, <arch>.* metadata),\n"
-		 "with the tokenizer embedded when --tokenizer is given. 'pccx ref -m FILE'\n"
-		 "runs it. --list prints the shapes.\n",
+	.about = "Write seeded synthetic weights of a model shape of any family (Gemma 1, 2, 3,\n"
+		 "3n or 4) as a GGUF in llama.cpp's layout of the family (architecture gemma,\n"
+		 "gemma2, gemma3, gemma3n or gemma4: Q4_0 projections, F32 norms, <arch>.*\n"
+		 "metadata), with the tokenizer embedded when --tokenizer is given.\n"
+		 "'pccx ref -m FILE' runs it. --list prints the shapes.\n",
 	.opts = synth_opts,
 };
 

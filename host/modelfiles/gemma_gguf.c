@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Gemma models to and from GGUF: llama.cpp's "gemma3n", "gemma", "gemma2" and "gemma3" names
- * and metadata (docs/model-files.md).
+ * Gemma models to and from GGUF: llama.cpp's "gemma3n", "gemma", "gemma2", "gemma3" and
+ * "gemma4" names and metadata (docs/model-files.md).
  */
 #include <math.h>
 #include <stdio.h>
@@ -318,6 +318,153 @@ static int save_metadata_plain(pccx_gguf_writer *w, const struct pccx_gemma_conf
 	return rc;
 }
 
+/* ---- Gemma 4: llama.cpp's gemma4 -------------------------------------------------------- */
+
+#define ROPE_FREQS "rope_freqs.weight"
+/* the factor llama.cpp's converter writes for the frequencies that do not rotate */
+#define ROPE_FREQ_OFF 1e30f
+
+/* The head size of the global layers (key_length) and their rotating pairs (rope_freqs). */
+static uint32_t g4_head_dim_global(const struct pccx_gemma_config *c)
+{
+	return c->head_dim_global ? c->head_dim_global : c->head_dim;
+}
+
+/*
+ * What llama.cpp's gemma4 loader cannot be told (docs/model-files.md, "Gemma 4 in GGUF"): it
+ * scales q by 1, soft-caps no scores, scales no RoPE linearly and reads a per-layer table row
+ * for every token.
+ */
+static int g4_expressible(const struct pccx_gemma_config *c, pccx_diag *d)
+{
+	const char *why = NULL;
+
+	if (c->query_pre_attn_scalar != 0.0f)
+		why = "query_pre_attn_scalar is set; llama.cpp's gemma4 scales q by 1";
+	else if (c->attn_softcap > 0.0f)
+		why = "llama.cpp's gemma4 does not soft-cap scores";
+	else if (c->rope_factor_global > 0.0f && c->rope_factor_global != 1.0f)
+		why = "llama.cpp's gemma4 would scale the local layers' RoPE too";
+	else if (c->ple_vocab != c->vocab)
+		why = "ple_vocab differs from vocab; llama.cpp's gemma4 reads a per-layer row for "
+		      "every token";
+	if (why)
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "GGUF export: config '%s': %s", c->name,
+				  why);
+	return PCCX_OK;
+}
+
+/*
+ * The per-layer keys of gemma4: the layer pattern (true: sliding), KV heads per layer (an
+ * array only when the global layers have their own count, as the converter writes it) and
+ * FFN widths (an array only with double-wide KV-sharing layers).
+ */
+static int g4_save_layer_keys(pccx_gguf_writer *w, const struct pccx_gemma_config *c,
+			      pccx_diag *d)
+{
+	struct pccx_attn_desc attn[PCCX_ATTN_KINDS];
+	struct pccx_layer_desc ly[PCCX_GEMMA_MAX_LAYERS];
+	bool swa[PCCX_GEMMA_MAX_LAYERS];
+	int32_t kv[PCCX_GEMMA_MAX_LAYERS], ffn[PCCX_GEMMA_MAX_LAYERS];
+	uint32_t l;
+	int rc = pccx__layers_build(c, attn, ly, d);
+
+	if (rc)
+		return rc;
+	for (l = 0; l < c->n_layers; l++) {
+		swa[l] = ly[l].kind == PCCX_ATTN_LOCAL;
+		kv[l] = (int32_t)ly[l].n_kv_heads;
+		ffn[l] = (int32_t)ly[l].d_ffn;
+	}
+	rc = pccx_gguf_writer_set_array(w, "gemma4.attention.sliding_window_pattern",
+					PCCX_GGUF_BOOL, swa, c->n_layers, d);
+	if (!rc && c->n_kv_heads_global)
+		rc = pccx_gguf_writer_set_array(w, "gemma4.attention.head_count_kv",
+						PCCX_GGUF_INT32, kv, c->n_layers, d);
+	else if (!rc)
+		rc = pccx_gguf_writer_set_u32(w, "gemma4.attention.head_count_kv", c->n_kv_heads,
+					      d);
+	if (!rc && c->double_wide_mlp)
+		rc = pccx_gguf_writer_set_array(w, "gemma4.feed_forward_length", PCCX_GGUF_INT32,
+						ffn, c->n_layers, d);
+	else if (!rc)
+		rc = pccx_gguf_writer_set_u32(w, "gemma4.feed_forward_length", c->d_ffn, d);
+	return rc;
+}
+
+/*
+ * The gemma4.* keys llama.cpp's converter writes: the global layers' head size as key_length
+ * (and rope.dimension_count: their partial rotation is rope_freqs.weight), the local one as
+ * key_length_swa.
+ */
+static int save_metadata_4(pccx_gguf_writer *w, const struct pccx_gemma_config *c, pccx_diag *d)
+{
+	uint32_t hdg = g4_head_dim_global(c);
+	char name[64];
+	int rc = g4_expressible(c, d);
+
+	snprintf(name, sizeof(name), "pccx synthetic gemma4 %s", c->name);
+	if (!rc)
+		rc = pccx_gguf_writer_set_str(w, "general.architecture", "gemma4", d);
+	if (!rc)
+		rc = pccx_gguf_writer_set_str(w, "general.name", name, d);
+	if (!rc)	/* llama_ftype MOSTLY_Q4_0: the matrices are Q4_0, the vectors F32 */
+		rc = pccx_gguf_writer_set_u32(w, "general.file_type", 2, d);
+#define U32(k, v) if (!rc) rc = pccx_gguf_writer_set_u32(w, "gemma4." k, (v), d)
+#define F32(k, v) if (!rc) rc = pccx_gguf_writer_set_f32(w, "gemma4." k, (v), d)
+	U32("block_count", c->n_layers);
+	U32("context_length", c->max_ctx);
+	U32("embedding_length", c->d_model);
+	U32("attention.head_count", c->n_heads);
+	F32("attention.layer_norm_rms_epsilon", c->eps);
+	U32("attention.key_length", hdg);
+	U32("attention.value_length", hdg);
+	U32("attention.key_length_swa", c->head_dim);
+	U32("attention.value_length_swa", c->head_dim);
+	F32("rope.freq_base", c->theta_global);
+	F32("rope.freq_base_swa", c->theta_local);
+	U32("rope.dimension_count", hdg);
+	U32("rope.dimension_count_swa", c->head_dim);
+	U32("attention.sliding_window", c->window);
+	U32("attention.shared_kv_layers", c->n_kv_shared);
+	U32("embedding_length_per_layer_input", c->d_ple);
+	/* llama.cpp's default is 30: a model without a cap says 0 */
+	F32("final_logit_softcapping", c->softcap);
+	/* the token count llama.cpp reads for a "no_vocab" tokenizer */
+	U32("vocab_size", c->vocab);
+#undef U32
+#undef F32
+	if (!rc)
+		rc = g4_save_layer_keys(w, c, d);
+	return rc;
+}
+
+/*
+ * rope_freqs.weight, llama.cpp's form of the proportional RoPE of global layers: a factor
+ * per frequency of a global head, 1 for the rope_dims / 2 that rotate, 1e30 (frequency ~0)
+ * for the others. Written when the model has a global layer (llama.cpp requires it then).
+ */
+static int save_rope_freqs(struct save *s, const struct pccx_gemma_model *m, pccx_diag *d)
+{
+	const struct pccx_attn_desc *a = &m->attn[PCCX_ATTN_GLOBAL];
+	uint64_t ne[1] = { a->head_dim / 2 };
+	uint32_t i, l;
+	float *f;
+
+	for (l = 0; l < m->cfg.n_layers && m->layers[l].kind != PCCX_ATTN_GLOBAL; l++)
+		;
+	if (l == m->cfg.n_layers)
+		return PCCX_OK;
+	f = save_buf(s, sizeof(float) * ne[0]);
+	if (!f)
+		return pccx__fail(d, PCCX_ERR_NOMEM, "GGUF export: tensor '" ROPE_FREQS "': out of "
+				  "memory");
+	for (i = 0; i < ne[0]; i++)
+		f[i] = i < a->rope_dims / 2 ? 1.0f : ROPE_FREQ_OFF;
+	return pccx_gguf_writer_add_tensor(s->w, ROPE_FREQS, PCCX_GGML_F32, 1, ne, f,
+					   sizeof(float) * ne[0], d);
+}
+
 /* The families this module writes and reads in llama.cpp's layout besides Gemma 3n. */
 static bool plain_family(enum pccx_family f)
 {
@@ -330,8 +477,10 @@ static int save_metadata(pccx_gguf_writer *w, const struct pccx_gemma_config *c,
 		return save_metadata_3n(w, c, d);
 	if (plain_family(c->family))
 		return save_metadata_plain(w, c, d);
+	if (c->family == PCCX_FAMILY_GEMMA4)
+		return save_metadata_4(w, c, d);
 	return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "GGUF export: config '%s': %s models are not "
-			  "written as GGUF (gemma3n, gemma, gemma2, gemma3 are)", c->name,
+			  "written as GGUF (gemma3n, gemma, gemma2, gemma3, gemma4 are)", c->name,
 			  pccx__family(c->family)->title);
 }
 
@@ -342,7 +491,7 @@ int pccx__gemma_save_gguf(const struct pccx_gemma_model *m, const struct pccx_gg
 	uint32_t t;
 	int rc;
 
-	s.bufs = calloc(m->n_t, sizeof(*s.bufs));
+	s.bufs = calloc(m->n_t + 1, sizeof(*s.bufs));	/* + Gemma 4's rope_freqs */
 	if (!s.bufs)
 		return pccx__fail(d, PCCX_ERR_NOMEM, "GGUF export: out of memory");
 	rc = pccx_gguf_writer_new(&s.w, d);
@@ -352,6 +501,8 @@ int pccx__gemma_save_gguf(const struct pccx_gemma_model *m, const struct pccx_gg
 		rc = keys->add(s.w, keys->arg, m->cfg.vocab, d);
 	else if (!rc)	/* llama.cpp requires the key; "no_vocab" takes the count from vocab_size */
 		rc = pccx_gguf_writer_set_str(s.w, "tokenizer.ggml.model", "no_vocab", d);
+	if (!rc && m->cfg.family == PCCX_FAMILY_GEMMA4)
+		rc = save_rope_freqs(&s, m, d);
 	for (t = 0; !rc && t < m->n_t; t++)
 		rc = (int32_t)t == m->w.ple_table ? save_ple(&s, m, t, d) : save_tensor(&s, m, t, d);
 	if (!rc)
@@ -862,6 +1013,387 @@ static int load_config_plain(const pccx_gguf *g, enum pccx_family f, uint32_t ma
 	return check_token_count(g, pccx__family(f)->arch, c->vocab, d);
 }
 
+/* ---- Gemma 4: llama.cpp's gemma4 -------------------------------------------------------- */
+
+/*
+ * A per-layer key as llama.cpp's get_key_or_arr reads it: one value for every layer, or an
+ * array of one per layer. Values outside 1..max are refused naming the key and layer.
+ */
+static int g4_layer_u32s(const pccx_gguf *g, const char *k, uint32_t n, uint32_t max,
+			 uint32_t *out, pccx_diag *d)
+{
+	const char *name = pccx_gguf_name(g);
+	const pccx_gguf_array *a;
+	char key[96];
+	uint32_t l, v;
+	int rc = plain_key(g, PCCX_FAMILY_GEMMA4, k, key, sizeof(key), true, d);
+
+	if (rc != 1)
+		return rc;
+	if (pccx_gguf_find(g, key)->type != PCCX_GGUF_ARRAY) {
+		rc = pccx_gguf_get_u32(g, key, &v, d);
+		for (l = 0; !rc && l < n; l++)
+			out[l] = v;
+		if (!rc && (v == 0 || v > max))
+			return pccx__fail(d, PCCX_ERR_FORMAT, "%s: key '%s' is %u, not in 1..%u",
+					  name, key, v, max);
+		return rc;
+	}
+	rc = pccx_gguf_get_array(g, key, PCCX_GGUF_TYPE_COUNT, &a, d);
+	if (rc)
+		return rc;
+	if (a->n != n)
+		return pccx__fail(d, PCCX_ERR_FORMAT, "%s: key '%s' has %llu entries for %u layers",
+				  name, key, (unsigned long long)a->n, n);
+	for (l = 0; l < n; l++) {
+		int64_t x;
+
+		if (pccx_gguf_array_i64(a, l, &x) || x < 1 || x > (int64_t)max)
+			return pccx__fail(d, PCCX_ERR_FORMAT, "%s: key '%s': layer %u: not an "
+					  "integer in 1..%u", name, key, l, max);
+		out[l] = (uint32_t)x;
+	}
+	return PCCX_OK;
+}
+
+/*
+ * The layer pattern (gemma4.attention.sliding_window_pattern, one bool per layer, required
+ * by llama.cpp) as global_period; *local receives it per layer.
+ */
+static int g4_pattern(const pccx_gguf *g, struct pccx_gemma_config *c, bool *local,
+		      pccx_diag *d)
+{
+	const char *name = pccx_gguf_name(g), *key = "gemma4.attention.sliding_window_pattern";
+	const pccx_gguf_array *a;
+	unsigned char sw[PCCX_GEMMA_MAX_LAYERS];
+	char k[96];
+	uint32_t l;
+	int rc = plain_key(g, PCCX_FAMILY_GEMMA4, "attention.sliding_window_pattern", k,
+			   sizeof(k), true, d);
+
+	if (rc != 1)
+		return rc;
+	rc = pccx_gguf_get_array(g, key, PCCX_GGUF_BOOL, &a, d);
+	if (rc)
+		return rc;
+	if (a->n != c->n_layers)
+		return pccx__fail(d, PCCX_ERR_FORMAT, "%s: key '%s' has %llu entries for %u layers",
+				  name, key, (unsigned long long)a->n, c->n_layers);
+	for (l = 0; l < c->n_layers; l++)
+		sw[l] = ((const unsigned char *)a->data)[l] != 0;
+	c->global_period = pccx__layers_global_period(sw, c->n_layers, &l);
+	if (l < c->n_layers)
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: key '%s': layer %u is %s, which no "
+				  "period of global layers gives (global_period %u)", name, key, l,
+				  sw[l] ? "sliding" : "global", c->global_period);
+	for (l = 0; l < c->n_layers; l++)
+		local[l] = sw[l];
+	return PCCX_OK;
+}
+
+/*
+ * One value per attention kind from a per-layer key (head_count_kv): every layer of a kind
+ * must have the same, refused naming the key, the layer and the values. kind_v[k] is 0 when
+ * no layer has kind k.
+ */
+static int g4_per_kind(const pccx_gguf *g, const char *key, const uint32_t *v, const bool *local,
+		       uint32_t n, uint32_t kind_v[2], pccx_diag *d)
+{
+	uint32_t l;
+
+	kind_v[0] = kind_v[1] = 0;
+	for (l = 0; l < n; l++) {
+		uint32_t *k = &kind_v[local[l] ? 0 : 1];
+
+		if (*k && *k != v[l])
+			return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: key 'gemma4.%s': layer %u "
+					  "(%s) has %u where an earlier %s layer has %u: one count per "
+					  "kind of layer is supported", pccx_gguf_name(g), key, l,
+					  local[l] ? "sliding" : "global", v[l],
+					  local[l] ? "sliding" : "global", *k);
+		*k = v[l];
+	}
+	return PCCX_OK;
+}
+
+/*
+ * FFN widths: d_ffn in the KV-owning layers, d_ffn or 2 d_ffn (double_wide_mlp) in all the
+ * KV-sharing ones.
+ */
+static int g4_ffn(const pccx_gguf *g, struct pccx_gemma_config *c, pccx_diag *d)
+{
+	uint32_t f[PCCX_GEMMA_MAX_LAYERS], l, first_shared = c->n_layers - c->n_kv_shared;
+	int rc = g4_layer_u32s(g, "feed_forward_length", c->n_layers, 65535, f, d);
+
+	if (rc)
+		return rc;
+	c->d_ffn = f[0];
+	c->double_wide_mlp = c->n_kv_shared && f[first_shared] == 2 * f[0];
+	for (l = 0; l < c->n_layers; l++) {
+		uint32_t want = l >= first_shared && c->double_wide_mlp ? 2 * f[0] : f[0];
+
+		if (f[l] != want)
+			return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: key "
+					  "'gemma4.feed_forward_length': layer %u has %u, expected "
+					  "%u (layer 0's, doubled in the KV-sharing layers %u.. "
+					  "when double-wide)", pccx_gguf_name(g), l, f[l], want,
+					  first_shared);
+	}
+	return PCCX_OK;
+}
+
+/*
+ * The attention shapes: head counts (KV heads per kind), the local head size key_length_swa
+ * and the global one key_length (value lengths equal, RoPE over the whole head as
+ * rope.dimension_count says; the partial rotation is rope_freqs.weight).
+ */
+static int g4_heads(const pccx_gguf *g, struct pccx_gemma_config *c, const bool *local,
+		    pccx_diag *d)
+{
+	static const char *const pairs[3][2] = {
+		{ "attention.value_length", "attention.key_length" },
+		{ "attention.value_length_swa", "attention.key_length_swa" },
+		{ "rope.dimension_count_swa", "attention.key_length_swa" },
+	};
+	const char *name = pccx_gguf_name(g);
+	const pccx_gguf_value *kv;
+	uint32_t v[PCCX_GEMMA_MAX_LAYERS], kinds[2], hd_full, x, i;
+	int rc = g4_layer_u32s(g, "attention.head_count", c->n_layers, 1024, v, d);
+
+	if (!rc)
+		rc = g4_per_kind(g, "attention.head_count", v, local, c->n_layers, kinds, d);
+	if (!rc && kinds[0] && kinds[1] && kinds[0] != kinds[1])
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: key 'gemma4.attention.head_count': "
+				  "%u query heads in sliding layers, %u in global ones: not "
+				  "supported", name, kinds[0], kinds[1]);
+	c->n_heads = v[0];
+	kv = pccx_gguf_find(g, "gemma4.attention.head_count_kv");
+	if (!rc && kv)	/* absent: llama.cpp's default, head_count */
+		rc = g4_layer_u32s(g, "attention.head_count_kv", c->n_layers, 1024, v, d);
+	if (rc)
+		return rc;
+	rc = g4_per_kind(g, "attention.head_count_kv", v, local, c->n_layers, kinds, d);
+	if (rc)
+		return rc;
+	c->n_kv_heads = kinds[0] ? kinds[0] : kinds[1];
+	/* an array (the converter's form for a count of their own) gives the global count */
+	if (kv && kv->type == PCCX_GGUF_ARRAY)
+		c->n_kv_heads_global = kinds[1];
+	/* TensorSharp's key for it, when present, must say the same */
+	if (pccx_gguf_find(g, "gemma4.attention.global_head_count_kv")) {
+		rc = pccx_gguf_get_u32(g, "gemma4.attention.global_head_count_kv", &x, d);
+		if (!rc && kinds[1] && x != kinds[1])
+			return pccx__fail(d, PCCX_ERR_FORMAT, "%s: key "
+					  "'gemma4.attention.global_head_count_kv' is %u, "
+					  "head_count_kv gives the global layers %u", name, x,
+					  kinds[1]);
+	}
+	if (!rc)
+		rc = plain_u32(g, PCCX_FAMILY_GEMMA4, "attention.key_length", false,
+			       c->d_model / c->n_heads, &hd_full, d);
+	if (!rc)
+		rc = plain_u32(g, PCCX_FAMILY_GEMMA4, "attention.key_length_swa", true, 0,
+			       &c->head_dim, d);
+	for (i = 0; !rc && i < 4; i++) {
+		const char *k = i < 3 ? pairs[i][0] : "rope.dimension_count";
+		uint32_t want = i == 0 || i == 3 ? hd_full : c->head_dim;
+		char key[96];
+
+		rc = plain_key(g, PCCX_FAMILY_GEMMA4, k, key, sizeof(key), i == 1, d);
+		if (rc == 1)
+			rc = pccx_gguf_get_u32(g, key, &x, d);
+		else if (!rc)
+			continue;
+		if (!rc && x != want)
+			return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: key '%s' is %u, expected "
+					  "%u (key '%s'): not supported", name, key, x, want,
+					  i < 3 ? pairs[i][1] : "gemma4.attention.key_length");
+	}
+	if (!rc && hd_full != c->head_dim)
+		c->head_dim_global = hd_full;
+	return rc;
+}
+
+/*
+ * rope_freqs.weight: 1 for the frequencies of a global head that rotate, then >= 1e30 (no
+ * rotation) for the others, as llama.cpp's converter writes Hugging Face's proportional RoPE;
+ * the count that rotates is rope_partial_global. Any other factor (a frequency scaled) is
+ * refused naming the tensor and the element.
+ */
+static int g4_rope_freqs(const pccx_gguf *g, struct pccx_gemma_config *c, pccx_diag *d)
+{
+	const char *name = pccx_gguf_name(g);
+	const pccx_gguf_tensor *t;
+	uint32_t half = g4_head_dim_global(c) / 2, i, k;
+	float f[512], p;
+	int rc;
+
+	rc = pccx_gguf_get_tensor(g, ROPE_FREQS, &t, d);
+	if (rc)
+		return rc;
+	if (t->n_dims != 1 || t->ne[0] != half || half > 512)
+		return pccx__fail(d, PCCX_ERR_FORMAT, "%s: tensor '" ROPE_FREQS "' has %llu "
+				  "elements (%u dims), expected %u (half the global head, key "
+				  "'gemma4.attention.key_length')", name,
+				  (unsigned long long)t->n_elems, t->n_dims, half);
+	rc = pccx_gguf_decode_rows(g, t, 0, 1, f, d);
+	if (rc)
+		return rc;
+	for (k = 0; k < half && f[k] == 1.0f; k++)
+		;
+	for (i = k; i < half; i++)
+		if (!(f[i] >= ROPE_FREQ_OFF))
+			return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: tensor '" ROPE_FREQS "': "
+					  "element %u is %g: only 1 (rotating) followed by 1e30 "
+					  "(not rotating) is supported", name, i, (double)f[i]);
+	/* the fraction whose int(p * head_dim / 2) is k, as the layer table computes it */
+	p = (float)k / (float)half;
+	if ((uint32_t)((double)p * half) != k)
+		p = nextafterf(p, 1.0f);
+	c->rope_partial_global = p;
+	/* TensorSharp's key for it, when present, must say the same */
+	if (pccx_gguf_find(g, "gemma4.rope.partial_rotary_factor")) {
+		rc = pccx_gguf_get_f32(g, "gemma4.rope.partial_rotary_factor", &p, d);
+		if (!rc && (uint32_t)((double)p * half) != k)
+			return pccx__fail(d, PCCX_ERR_FORMAT, "%s: key "
+					  "'gemma4.rope.partial_rotary_factor' is %g, tensor '"
+					  ROPE_FREQS "' rotates %u of %u frequencies", name,
+					  (double)p, k, half);
+	}
+	return rc;
+}
+
+/*
+ * k_eq_v from the tensors: the global layers that compute K/V have no attn_v (llama.cpp then
+ * uses K as V), or all have one. A sliding layer without attn_v, or global layers that
+ * differ, are refused naming the tensor.
+ */
+static int g4_k_eq_v(const pccx_gguf *g, struct pccx_gemma_config *c, const bool *local,
+		     pccx_diag *d)
+{
+	uint32_t l, first = UINT32_MAX;
+	char tn[64];
+
+	for (l = 0; l < c->n_layers - c->n_kv_shared; l++) {
+		bool has;
+
+		snprintf(tn, sizeof(tn), "blk.%u.attn_v.weight", l);
+		has = pccx_gguf_find_tensor(g, tn) != NULL;
+		if (local[l] && !has)
+			return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: tensor '%s' is missing: "
+					  "a sliding layer with V = K is not supported",
+					  pccx_gguf_name(g), tn);
+		if (local[l])
+			continue;
+		if (first == UINT32_MAX) {
+			first = l;
+			c->k_eq_v = !has;
+		} else if (c->k_eq_v == has) {
+			return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: tensor '%s' is %s, but "
+					  "blk.%u.attn_v.weight is %s: the global layers must all "
+					  "have V or all use K", pccx_gguf_name(g), tn,
+					  has ? "present" : "missing", first,
+					  has ? "missing" : "present");
+		}
+	}
+	return PCCX_OK;
+}
+
+/* Mixture of experts (Gemma 4 26B A4B) is not supported yet: refused naming what says it. */
+static int g4_dense(const pccx_gguf *g, uint32_t n, pccx_diag *d)
+{
+	uint32_t experts = 0, l;
+	char tn[64];
+	int rc = plain_u32(g, PCCX_FAMILY_GEMMA4, "expert_count", false, 0, &experts, d);
+
+	if (rc)
+		return rc;
+	if (experts)
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: key 'gemma4.expert_count' is %u: "
+				  "mixture-of-experts Gemma 4 is not supported yet",
+				  pccx_gguf_name(g), experts);
+	for (l = 0; l < n; l++) {
+		snprintf(tn, sizeof(tn), "blk.%u.ffn_gate_inp.weight", l);
+		if (pccx_gguf_find_tensor(g, tn))
+			return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: tensor '%s': "
+					  "mixture-of-experts Gemma 4 is not supported yet",
+					  pccx_gguf_name(g), tn);
+	}
+	return PCCX_OK;
+}
+
+/* The configuration of a gemma4 GGUF (llama.cpp's keys, defaults and tensors). */
+static int load_config_4(const pccx_gguf *g, uint32_t max_ctx, struct pccx_gemma_config *c,
+			 pccx_diag *d)
+{
+	const enum pccx_family f = PCCX_FAMILY_GEMMA4;
+	const char *name = pccx_gguf_name(g);
+	const pccx_gguf_tensor *te;
+	bool local[PCCX_GEMMA_MAX_LAYERS];
+	uint32_t ctx;
+	int rc;
+
+	c->family = f;
+	rc = plain_u32(g, f, "block_count", true, 0, &c->n_layers, d);
+	if (!rc && (c->n_layers == 0 || c->n_layers > PCCX_GEMMA_MAX_LAYERS))
+		return pccx__fail(d, PCCX_ERR_INVALID, "%s: key 'gemma4.block_count' is %u: "
+				  "n_layers must be 1..%u", name, c->n_layers,
+				  PCCX_GEMMA_MAX_LAYERS);
+	if (!rc)
+		rc = plain_u32(g, f, "context_length", true, 0, &ctx, d);
+	if (!rc)
+		rc = plain_u32(g, f, "embedding_length", true, 0, &c->d_model, d);
+	if (!rc)
+		rc = g4_dense(g, c->n_layers, d);
+	if (!rc)
+		rc = g4_pattern(g, c, local, d);
+	if (!rc)
+		rc = plain_u32(g, f, "attention.sliding_window", true, 0, &c->window, d);
+	if (!rc)
+		rc = plain_u32(g, f, "attention.shared_kv_layers", false, 0, &c->n_kv_shared, d);
+	if (!rc && c->n_kv_shared >= c->n_layers)
+		return pccx__fail(d, PCCX_ERR_FORMAT, "%s: key 'gemma4.attention.shared_kv_layers' "
+				  "is %u of %u layers", name, c->n_kv_shared, c->n_layers);
+	if (!rc)
+		rc = g4_heads(g, c, local, d);
+	if (!rc)
+		rc = g4_ffn(g, c, d);
+	if (!rc)
+		rc = plain_u32(g, f, "embedding_length_per_layer_input", true, 0, &c->d_ple, d);
+	if (!rc)
+		rc = plain_f32(g, f, "attention.layer_norm_rms_epsilon", true, 0.0f, &c->eps, d);
+	if (!rc)
+		rc = plain_f32(g, f, "rope.freq_base", false, 10000.0f, &c->theta_global, d);
+	if (!rc)
+		rc = plain_f32(g, f, "rope.freq_base_swa", false, 10000.0f, &c->theta_local, d);
+	if (!rc)
+		rc = plain_f32(g, f, "final_logit_softcapping", false, 30.0f, &c->softcap, d);
+	if (!rc && c->global_period <= c->n_layers)
+		rc = g4_rope_freqs(g, c, d);
+	if (!rc)
+		rc = g4_k_eq_v(g, c, local, d);
+	if (rc)
+		return rc;
+	if (pccx_gguf_find_tensor(g, "output.weight"))
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: tensor 'output.weight': an LM head "
+				  "apart from token_embd.weight is not supported", name);
+	te = pccx_gguf_find_tensor(g, "token_embd.weight");
+	if (!te)
+		return pccx__fail(d, PCCX_ERR_NOT_FOUND, "%s: tensor 'token_embd.weight' is "
+				  "missing", name);
+	if (te->n_dims != 2 || te->ne[0] != c->d_model || te->ne[1] == 0 ||
+	    te->ne[1] > (1u << 24))
+		return pccx__fail(d, PCCX_ERR_FORMAT, "%s: tensor 'token_embd.weight' has shape ne "
+				  "{%llu, %llu} (%u dims), expected {%u, vocab}", name,
+				  (unsigned long long)te->ne[0],
+				  (unsigned long long)(te->n_dims > 1 ? te->ne[1] : 1), te->n_dims,
+				  c->d_model);
+	c->vocab = (uint32_t)te->ne[1];
+	c->ple_vocab = c->vocab;	/* llama.cpp reads a per-layer row for every token */
+	c->max_ctx = max_ctx ? max_ctx : 4096;
+	return check_token_count(g, "gemma4", c->vocab, d);
+}
+
 /* The configuration from the <arch>.* metadata and the tensor shapes, checked. */
 static int load_config(const pccx_gguf *g, uint32_t max_ctx, struct pccx_gemma_config *c,
 		       pccx_diag *d)
@@ -876,11 +1408,15 @@ static int load_config(const pccx_gguf *g, uint32_t max_ctx, struct pccx_gemma_c
 	if (rc)
 		return rc;
 	f = pccx__family_from_arch(arch);
-	if (f != PCCX_FAMILY_GEMMA3N && !plain_family(f))
+	if (f != PCCX_FAMILY_GEMMA3N && f != PCCX_FAMILY_GEMMA4 && !plain_family(f))
 		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: general.architecture '%s' is not "
-				  "supported (gemma3n, gemma, gemma2, gemma3)", name, arch);
-	rc = f == PCCX_FAMILY_GEMMA3N ? load_config_3n(g, max_ctx, c, d) :
-					load_config_plain(g, f, max_ctx, c, d);
+				  "supported (gemma3n, gemma, gemma2, gemma3, gemma4)", name, arch);
+	if (f == PCCX_FAMILY_GEMMA3N)
+		rc = load_config_3n(g, max_ctx, c, d);
+	else if (f == PCCX_FAMILY_GEMMA4)
+		rc = load_config_4(g, max_ctx, c, d);
+	else
+		rc = load_config_plain(g, f, max_ctx, c, d);
 	if (rc)
 		return rc;
 	rc = pccx__gemma_config_check(c, d);
@@ -917,6 +1453,30 @@ static int import_q4_0(const pccx_gguf *g, struct pccx_gemma_model *m, uint32_t 
 		       const pccx_gguf_tensor *gt, uint64_t base, pccx_q4_error *err,
 		       const char *name, pccx_diag *d);
 
+/* Gemma 4's blk.N.layer_output_scale, which llama.cpp does not require */
+static bool is_out_scale(const struct pccx_gemma_model *m, uint32_t t)
+{
+	uint32_t l;
+
+	for (l = 0; l < m->cfg.n_layers; l++)
+		if (m->w.layer[l].vec[PCCX_GEMMA_LV_OUT_SCALE] == (int32_t)t)
+			return true;
+	return false;
+}
+
+/* Without it llama.cpp does not scale the layer's output: the scalar is 1. */
+static int no_out_scale(struct pccx_gemma_model *m, uint32_t t)
+{
+	uint32_t one = pccx_f32_bits(1.0f);
+	uint8_t *rec = m->data + m->t[t].offset;
+
+	rec[0] = (uint8_t)one;
+	rec[1] = (uint8_t)(one >> 8);
+	rec[2] = (uint8_t)(one >> 16);
+	rec[3] = (uint8_t)(one >> 24);
+	return PCCX_OK;
+}
+
 static int load_tensor(const pccx_gguf *g, struct pccx_gemma_model *m, uint32_t t, float *row,
 		       pccx_q4_error *err, uint64_t *clipped, pccx_diag *d)
 {
@@ -929,6 +1489,8 @@ static int load_tensor(const pccx_gguf *g, struct pccx_gemma_model *m, uint32_t 
 	int rc;
 
 	gguf_name(T->name, name, sizeof(name), &part);
+	if (!pccx_gguf_find_tensor(g, name) && is_out_scale(m, t))
+		return no_out_scale(m, t);
 	rc = pccx_gguf_get_tensor(g, name, &gt, d);
 	if (rc)
 		return rc;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Gemma models as GGUF files in llama.cpp's layout of their family: "gemma3n" (research note
- * §1.6), "gemma", "gemma2" and "gemma3" (docs/model-files.md, "Gemma 1, 2 and 3 in GGUF").
+ * §1.6), "gemma", "gemma2" and "gemma3" (docs/model-files.md, "Gemma 1, 2 and 3 in GGUF") and
+ * "gemma4" (dense; "Gemma 4 in GGUF": the global layers' partial RoPE as rope_freqs.weight).
  *
  * Save: device Q4 tensors become Q4_0 (lossless: same FP16 scale bits, nibble u = q + 8),
  * F32 vectors F32 (exact; the norms as the effective multiplier, as llama.cpp's converter
@@ -38,7 +39,9 @@ struct pccx_gguf_keys {
  * Gemma 3n's per-layer embedding padded with zero rows to the vocab, and without `keys` the
  * tokenizer key llama.cpp requires set to "no_vocab" with <arch>.vocab_size. A configuration
  * llama.cpp's loader of the family would run differently (a query_pre_attn_scalar it does not
- * derive, Gemma 2 without soft-caps, ...) is refused with PCCX_ERR_UNSUPPORTED.
+ * derive, Gemma 2 without soft-caps, ...) is refused with PCCX_ERR_UNSUPPORTED. Gemma 4's KV
+ * donors are Hugging Face's; llama.cpp, whose shortcut finds other layers for some patterns
+ * (tiny-gemma4's), then stops building the file's KV cache rather than run it differently.
  */
 PCCX_MUST_CHECK int pccx__gemma_save_gguf(const struct pccx_gemma_model *m,
 					    const struct pccx_gguf_keys *keys, const char *path,
@@ -58,7 +61,7 @@ struct pccx_gemma_load_info {
 float pccx__gemma_gguf_q_scalar(const struct pccx_gemma_config *c);
 
 /*
- * Load a gemma3n, gemma, gemma2 or gemma3 GGUF into a new model in device layout. max_ctx: KV
+ * Load a gemma3n, gemma, gemma2, gemma3 or gemma4 GGUF into a new model in device layout. max_ctx: KV
  * positions of global layers (0 = 4096). info (may be NULL) receives what the conversion
  * changed. *file (when file != NULL) receives the open GGUF on success, for the caller to read
  * other keys from (the tokenizer's: pccx__tokenizer_load_gguf); close it with

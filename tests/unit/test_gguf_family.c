@@ -241,6 +241,9 @@ struct edit {
 	const char *cut;	/* tensor cut to its first `rows` rows */
 	uint64_t rows;
 	const char *add;	/* a copy of token_embd.weight under this name */
+	const char *drop_t;	/* a tensor left out */
+	const char *repl;	/* a tensor whose bytes are replaced by repl_data */
+	const void *repl_data;
 };
 
 static void rewrite(const char *src, const char *dst, const struct edit *e)
@@ -271,13 +274,17 @@ static void rewrite(const char *src, const char *dst, const struct edit *e)
 		const pccx_gguf_tensor *t = pccx_gguf_tensor_at(g, i);
 		uint64_t ne[4], nbytes = t->nbytes;
 
+		const void *data = e->repl && !strcmp(t->name, e->repl) ? e->repl_data : t->data;
+
+		if (e->drop_t && !strcmp(t->name, e->drop_t))
+			continue;
 		memcpy(ne, t->ne, sizeof(ne));
 		if (e->cut && !strcmp(t->name, e->cut)) {
 			nbytes = t->nbytes / t->ne[1] * e->rows;
 			ne[1] = e->rows;
 		}
 		ck_assert_msg(pccx_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, ne,
-							  t->data, nbytes, &d) == 0, "%s", d.msg);
+							  data, nbytes, &d) == 0, "%s", d.msg);
 		if (e->add && !strcmp(t->name, "token_embd.weight"))
 			ck_assert_int_eq(pccx_gguf_writer_add_tensor(w, e->add, t->type, t->n_dims,
 								     ne, t->data, nbytes, &d), 0);
@@ -311,7 +318,8 @@ static void decode(struct pccx_gemma_model *m, const uint32_t *toks, uint32_t n,
 
 /* ---- tests -------------------------------------------------------------------------------- */
 
-static const char *const tiny_families[] = { "tiny-gemma", "tiny-gemma2", "tiny-gemma3", "tiny" };
+static const char *const tiny_families[] = { "tiny-gemma", "tiny-gemma2", "tiny-gemma3", "tiny",
+					     "tiny-gemma4" };
 
 /*
  * Every family's tiny model: saved, loaded back identically, and (past the window of the
@@ -570,19 +578,357 @@ START_TEST(save_refusals)
 }
 END_TEST
 
+/* ---- Gemma 4 ------------------------------------------------------------------------------ */
+
+/*
+ * tiny-gemma4 as llama.cpp's gemma4 loader creates its tensors (src/models/gemma4.cpp, ne as
+ * there; written out from the preset's description in docs/reference.md, not from pccx's
+ * tensor table): layers 3 and 7 global (heads of 64, one KV head, no attn_v: V = K), the
+ * others sliding (heads of 32, two KV heads), layers 5-7 sharing KV (no attn_k, attn_k_norm,
+ * attn_v) with a double-wide FFN (512), per-layer inputs of 32, one rope_freqs.
+ */
+static void check_tensors_4(const pccx_gguf *g)
+{
+	static const struct {
+		const char *name;
+		uint64_t ne0, ne1;	/* ne1 0: a vector (F32) */
+	} glob[] = {
+		{ "token_embd.weight", 128, 512 },
+		{ "per_layer_token_embd.weight", 8 * 32, 512 },
+		{ "per_layer_model_proj.weight", 128, 8 * 32 },
+		{ "per_layer_proj_norm.weight", 32, 0 },
+		{ "output_norm.weight", 128, 0 },
+		{ "rope_freqs.weight", 32, 0 },
+	};
+	const pccx_gguf_tensor *t;
+	uint64_t n = 0;
+	uint32_t l;
+	size_t i;
+	char name[96];
+
+	for (i = 0; i < sizeof(glob) / sizeof(glob[0]); i++, n++) {
+		t = pccx_gguf_find_tensor(g, glob[i].name);
+		ck_assert_msg(t != NULL, "tensor '%s' missing", glob[i].name);
+		ck_assert_uint_eq(t->n_dims, glob[i].ne1 ? 2 : 1);
+		ck_assert_uint_eq(t->ne[0], glob[i].ne0);
+		if (glob[i].ne1)
+			ck_assert_uint_eq(t->ne[1], glob[i].ne1);
+		ck_assert_uint_eq(t->type, glob[i].ne1 ? PCCX_GGML_Q4_0 : PCCX_GGML_F32);
+	}
+	ck_assert_ptr_null(pccx_gguf_find_tensor(g, "output.weight"));
+	for (l = 0; l < 8; l++) {
+		bool global = l == 3 || l == 7, kv = l < 5;
+		uint64_t hd = global ? 64 : 32, nkv = global ? 1 : 2, F = l < 5 ? 256 : 512;
+		const struct {
+			const char *name;
+			uint64_t ne0, ne1;
+			bool want;
+		} list[] = {
+			{ "attn_norm", 128, 0, true },
+			{ "attn_q", 128, 4 * hd, true },
+			{ "attn_k", 128, nkv * hd, kv },
+			{ "attn_v", 128, nkv * hd, kv && !global },
+			{ "attn_output", 4 * hd, 128, true },
+			{ "attn_q_norm", hd, 0, true },
+			{ "attn_k_norm", hd, 0, kv },
+			{ "post_attention_norm", 128, 0, true },
+			{ "layer_output_scale", 1, 0, true },
+			{ "ffn_norm", 128, 0, true },
+			{ "ffn_gate", 128, F, true },
+			{ "ffn_up", 128, F, true },
+			{ "ffn_down", F, 128, true },
+			{ "post_ffw_norm", 128, 0, true },
+			{ "inp_gate", 128, 32, true },
+			{ "proj", 32, 128, true },
+			{ "post_norm", 128, 0, true },
+		};
+
+		for (i = 0; i < sizeof(list) / sizeof(list[0]); i++) {
+			snprintf(name, sizeof(name), "blk.%u.%s.weight", l, list[i].name);
+			t = pccx_gguf_find_tensor(g, name);
+			if (!list[i].want) {
+				ck_assert_msg(t == NULL, "'%s' is not a tensor of the layer", name);
+				continue;
+			}
+			n++;
+			ck_assert_msg(t != NULL, "tensor '%s' missing", name);
+			ck_assert_uint_eq(t->n_dims, list[i].ne1 ? 2 : 1);
+			ck_assert_uint_eq(t->ne[0], list[i].ne0);
+			if (list[i].ne1)
+				ck_assert_uint_eq(t->ne[1], list[i].ne1);
+			ck_assert_uint_eq(t->type, list[i].ne1 ? PCCX_GGML_Q4_0 : PCCX_GGML_F32);
+		}
+	}
+	ck_assert_uint_eq(pccx_gguf_n_tensors(g), n);
+	ck_assert_uint_eq(n, 132);
+}
+
+/* An integer array key of `n` entries equal to want[]. */
+static void key_ints(const pccx_gguf *g, const char *key, const int64_t *want, uint32_t n)
+{
+	const pccx_gguf_array *a;
+	pccx_diag d = { 0 };
+	uint32_t i;
+
+	ck_assert_msg(pccx_gguf_get_array(g, key, PCCX_GGUF_TYPE_COUNT, &a, &d) == 0, "%s", d.msg);
+	ck_assert_uint_eq(a->n, n);
+	for (i = 0; i < n; i++) {
+		int64_t v;
+
+		ck_assert_int_eq(pccx_gguf_array_i64(a, i, &v), 0);
+		ck_assert_msg(v == want[i], "%s[%u]: %lld, expected %lld", key, i, (long long)v,
+			      (long long)want[i]);
+	}
+}
+
+/*
+ * tiny-gemma4's keys as llama.cpp's converter writes them (conversion/gemma.py Gemma4Model):
+ * key_length the global head, key_length_swa the local one, rope.dimension_count the whole
+ * global head (rope_freqs turns off 3/4 of its frequencies), per-layer arrays for the pattern,
+ * the KV heads and the FFN widths, no expert count.
+ */
+static void check_keys_4(const pccx_gguf *g)
+{
+	static const int64_t swa[8] = { 1, 1, 1, 0, 1, 1, 1, 0 };
+	static const int64_t kv[8] = { 2, 2, 2, 1, 2, 2, 2, 1 };
+	static const int64_t ffn[8] = { 256, 256, 256, 256, 256, 512, 512, 512 };
+	const pccx_gguf_tensor *t;
+	const float *f;
+	pccx_diag d = { 0 };
+	const pccx_gguf_array *a;
+	uint32_t i;
+
+	key_str(g, "general.architecture", "gemma4");
+	key_u32(g, "gemma4.block_count", 8);
+	key_u32(g, "gemma4.embedding_length", 128);
+	key_u32(g, "gemma4.attention.head_count", 4);
+	key_u32(g, "gemma4.attention.key_length", 64);
+	key_u32(g, "gemma4.attention.value_length", 64);
+	key_u32(g, "gemma4.attention.key_length_swa", 32);
+	key_u32(g, "gemma4.attention.value_length_swa", 32);
+	key_u32(g, "gemma4.rope.dimension_count", 64);
+	key_u32(g, "gemma4.rope.dimension_count_swa", 32);
+	key_u32(g, "gemma4.attention.sliding_window", 16);
+	key_u32(g, "gemma4.attention.shared_kv_layers", 3);
+	key_u32(g, "gemma4.embedding_length_per_layer_input", 32);
+	key_f32(g, "gemma4.rope.freq_base", 1e6f);
+	key_f32(g, "gemma4.rope.freq_base_swa", 1e4f);
+	key_f32(g, "gemma4.final_logit_softcapping", 30.0f);
+	key_f32(g, "gemma4.attention.layer_norm_rms_epsilon", 1e-6f);
+	key_u32(g, "gemma4.vocab_size", 512);
+	ck_assert_msg(pccx_gguf_get_array(g, "gemma4.attention.sliding_window_pattern",
+					  PCCX_GGUF_BOOL, &a, &d) == 0, "%s", d.msg);
+	key_ints(g, "gemma4.attention.sliding_window_pattern", swa, 8);
+	key_ints(g, "gemma4.attention.head_count_kv", kv, 8);
+	key_ints(g, "gemma4.feed_forward_length", ffn, 8);
+	ck_assert_ptr_null(pccx_gguf_find(g, "gemma4.expert_count"));
+	/* proportional RoPE over a quarter: 8 of 32 frequencies rotate */
+	t = pccx_gguf_find_tensor(g, "rope_freqs.weight");
+	ck_assert_ptr_nonnull(t);
+	f = (const float *)(const void *)t->data;
+	for (i = 0; i < 32; i++)
+		ck_assert_float_eq(f[i], i < 8 ? 1.0f : 1e30f);
+}
+
+START_TEST(gemma4_layout)
+{
+	struct pccx_gemma_model *m;
+	pccx_gguf *g;
+	pccx_diag d = { 0 };
+	float row[128];
+	char p[128];
+
+	path_of(p, sizeof(p), "a.gguf");
+	m = save_synth("tiny-gemma4", p);
+	ck_assert_msg(pccx_gguf_open(&g, p, &d) == 0, "%s", d.msg);
+	check_keys_4(g);
+	check_tensors_4(g);
+	/* norms as stored: Gemma 4's RMSNorm multiplies by w, the converter adds nothing */
+	pccx__gemma_row_f32(m, m->w.layer[2].vec[PCCX_GEMMA_LV_POST_FFN_NORM], 0, row);
+	ck_assert(!memcmp(pccx_gguf_find_tensor(g, "blk.2.post_ffw_norm.weight")->data, row,
+			  sizeof(float) * 128));
+	pccx__gemma_row_f32(m, m->w.layer[6].vec[PCCX_GEMMA_LV_OUT_SCALE], 0, row);
+	ck_assert(!memcmp(pccx_gguf_find_tensor(g, "blk.6.layer_output_scale.weight")->data, row,
+			  sizeof(float)));
+	pccx_gguf_close(g);
+	pccx__gemma_model_free(m);
+	cleanup();
+}
+END_TEST
+
+/* Forms the loader accepts besides its own: llama.cpp's defaults, TensorSharp's keys. */
+START_TEST(gemma4_forms_load)
+{
+	struct pccx_gemma_model *m, *l;
+	pccx_diag d = { 0 };
+	char p[128], x[128];
+	struct edit e;
+	float one;
+
+	path_of(p, sizeof(p), "a.gguf");
+	path_of(x, sizeof(x), "x.gguf");
+	m = save_synth("tiny-gemma4", p);
+	/* without layer_output_scale llama.cpp does not scale the layer: 1 */
+	e = (struct edit){ .drop_t = "blk.2.layer_output_scale.weight" };
+	rewrite(p, x, &e);
+	ck_assert_msg(pccx__gemma_load_gguf(&l, x, 0, NULL, NULL, &d) == 0, "%s", d.msg);
+	pccx__gemma_row_f32(l, l->w.layer[2].vec[PCCX_GEMMA_LV_OUT_SCALE], 0, &one);
+	ck_assert_float_eq(one, 1.0f);
+	pccx__gemma_row_f32(m, m->w.layer[2].vec[PCCX_GEMMA_LV_OUT_SCALE], 0, &one);
+	ck_assert_float_ne(one, 1.0f);	/* the synthetic scalar is not 1 */
+	pccx__gemma_model_free(l);
+	/* TensorSharp's keys, agreeing */
+	e = (struct edit){ .set = "gemma4.attention.global_head_count_kv", .v = U32V(1) };
+	rewrite(p, x, &e);
+	ck_assert_msg(pccx__gemma_load_gguf(&l, x, m->cfg.max_ctx, NULL, NULL, &d) == 0, "%s",
+		      d.msg);
+	same_model(m, l);
+	pccx__gemma_model_free(l);
+	e = (struct edit){ .set = "gemma4.rope.partial_rotary_factor", .v = F32V(0.25f) };
+	rewrite(p, x, &e);
+	ck_assert_msg(pccx__gemma_load_gguf(&l, x, m->cfg.max_ctx, NULL, NULL, &d) == 0, "%s",
+		      d.msg);
+	same_model(m, l);
+	pccx__gemma_model_free(l);
+	/* no final_logit_softcapping: llama.cpp's 30 */
+	e = (struct edit){ .drop = "gemma4.final_logit_softcapping" };
+	rewrite(p, x, &e);
+	ck_assert_msg(pccx__gemma_load_gguf(&l, x, m->cfg.max_ctx, NULL, NULL, &d) == 0, "%s",
+		      d.msg);
+	same_model(m, l);
+	pccx__gemma_model_free(l);
+	pccx__gemma_model_free(m);
+	cleanup();
+}
+END_TEST
+
+START_TEST(gemma4_refusals)
+{
+	static const bool odd[8] = { true, false, true, true, true, true, true, false };
+	static const int32_t kv[8] = { 2, 2, 1, 1, 2, 2, 2, 1 };
+	static const int32_t ffn[8] = { 256, 256, 256, 256, 256, 512, 256, 512 };
+	struct pccx_gemma_model *m;
+	pccx_gguf_value arr = { .type = PCCX_GGUF_ARRAY };
+	float freqs[32];
+	char p[128], x[128];
+	struct edit e;
+	uint32_t i;
+
+	path_of(p, sizeof(p), "a.gguf");
+	path_of(x, sizeof(x), "x.gguf");
+	m = save_synth("tiny-gemma4", p);
+	pccx__gemma_model_free(m);
+	/* a layer pattern no period gives */
+	arr.v.arr.elem_type = PCCX_GGUF_BOOL;
+	arr.v.arr.n = 8;
+	arr.v.arr.data = odd;
+	e = (struct edit){ .set = "gemma4.attention.sliding_window_pattern", .v = arr };
+	rewrite(p, x, &e);
+	refused(x, PCCX_ERR_UNSUPPORTED, (const char *const[]){
+			"'gemma4.attention.sliding_window_pattern': layer 3 is sliding",
+			"global_period 2", NULL });
+	/* mixture of experts */
+	e = (struct edit){ .set = "gemma4.expert_count", .v = U32V(128) };
+	rewrite(p, x, &e);
+	refused(x, PCCX_ERR_UNSUPPORTED, (const char *const[]){ "'gemma4.expert_count' is 128",
+			"not supported yet", NULL });
+	e = (struct edit){ .add = "blk.4.ffn_gate_inp.weight" };
+	rewrite(p, x, &e);
+	refused(x, PCCX_ERR_UNSUPPORTED, (const char *const[]){ "'blk.4.ffn_gate_inp.weight'",
+			"not supported yet", NULL });
+	/* KV heads that differ between sliding layers */
+	arr.v.arr.elem_type = PCCX_GGUF_INT32;
+	arr.v.arr.data = kv;
+	e = (struct edit){ .set = "gemma4.attention.head_count_kv", .v = arr };
+	rewrite(p, x, &e);
+	refused(x, PCCX_ERR_UNSUPPORTED, (const char *const[]){
+			"'gemma4.attention.head_count_kv': layer 2 (sliding) has 1", NULL });
+	/* an FFN width only some KV-sharing layers double */
+	arr.v.arr.data = ffn;
+	e = (struct edit){ .set = "gemma4.feed_forward_length", .v = arr };
+	rewrite(p, x, &e);
+	refused(x, PCCX_ERR_UNSUPPORTED, (const char *const[]){
+			"'gemma4.feed_forward_length': layer 6 has 256, expected 512", NULL });
+	/* TensorSharp's global KV count disagreeing with llama.cpp's per-layer one */
+	e = (struct edit){ .set = "gemma4.attention.global_head_count_kv", .v = U32V(2) };
+	rewrite(p, x, &e);
+	refused(x, PCCX_ERR_FORMAT, (const char *const[]){
+			"'gemma4.attention.global_head_count_kv' is 2", NULL });
+	/* RoPE over part of the head by rope.dimension_count (llama.cpp would pair differently) */
+	e = (struct edit){ .set = "gemma4.rope.dimension_count", .v = U32V(16) };
+	rewrite(p, x, &e);
+	refused(x, PCCX_ERR_UNSUPPORTED, (const char *const[]){
+			"'gemma4.rope.dimension_count' is 16, expected 64", NULL });
+	e = (struct edit){ .drop = "gemma4.attention.value_length_swa" };
+	rewrite(p, x, &e);
+	refused(x, PCCX_ERR_NOT_FOUND, (const char *const[]){
+			"'gemma4.attention.value_length_swa' is missing", NULL });
+	/* rope_freqs: scaled frequencies; disagreeing with partial_rotary_factor; missing */
+	for (i = 0; i < 32; i++)
+		freqs[i] = i < 8 ? 1.0f : 1e30f;
+	freqs[3] = 2.0f;
+	e = (struct edit){ .repl = "rope_freqs.weight", .repl_data = freqs };
+	rewrite(p, x, &e);
+	refused(x, PCCX_ERR_UNSUPPORTED, (const char *const[]){ "'rope_freqs.weight': element 3 "
+			"is 2", NULL });
+	e = (struct edit){ .set = "gemma4.rope.partial_rotary_factor", .v = F32V(0.5f) };
+	rewrite(p, x, &e);
+	refused(x, PCCX_ERR_FORMAT, (const char *const[]){ "'gemma4.rope.partial_rotary_factor' "
+			"is 0.5", "rotates 8 of 32", NULL });
+	e = (struct edit){ .drop_t = "rope_freqs.weight" };
+	rewrite(p, x, &e);
+	refused(x, PCCX_ERR_NOT_FOUND, (const char *const[]){ "rope_freqs.weight", NULL });
+	/* V = K in a sliding layer */
+	e = (struct edit){ .drop_t = "blk.1.attn_v.weight" };
+	rewrite(p, x, &e);
+	refused(x, PCCX_ERR_UNSUPPORTED, (const char *const[]){ "'blk.1.attn_v.weight' is "
+			"missing", "sliding layer", NULL });
+	/* an untied LM head */
+	e = (struct edit){ .add = "output.weight" };
+	rewrite(p, x, &e);
+	refused(x, PCCX_ERR_UNSUPPORTED, (const char *const[]){ "'output.weight'", NULL });
+	cleanup();
+}
+END_TEST
+
+/* What llama.cpp's gemma4 cannot be told is not written. */
+START_TEST(gemma4_save_refusals)
+{
+	struct pccx_gemma_model *m = synth("tiny-gemma4");
+	pccx_diag d = { 0 };
+	char p[128];
+
+	path_of(p, sizeof(p), "a.gguf");
+	m->cfg.ple_vocab = 256;
+	ck_assert_int_eq(pccx__gemma_save_gguf(m, NULL, p, &d), PCCX_ERR_UNSUPPORTED);
+	ck_assert_msg(strstr(d.msg, "ple_vocab differs from vocab") != NULL, "%s", d.msg);
+	m->cfg.ple_vocab = 512;
+	m->cfg.query_pre_attn_scalar = 32.0f;
+	ck_assert_int_eq(pccx__gemma_save_gguf(m, NULL, p, &d), PCCX_ERR_UNSUPPORTED);
+	ck_assert_msg(strstr(d.msg, "scales q by 1") != NULL, "%s", d.msg);
+	ck_assert_int_ne(access(p, F_OK), 0);
+	pccx__gemma_model_free(m);
+	cleanup();
+}
+END_TEST
+
 static Suite *family_suite(void)
 {
 	Suite *s = suite_create("gguf_family");
 	TCase *tc = tcase_create("families");
 
 	tcase_set_timeout(tc, 300);
-	tcase_add_loop_test(tc, round_trip_and_decode, 0, 4);
+	tcase_add_loop_test(tc, round_trip_and_decode, 0, 5);
 	tcase_add_loop_test(tc, llama_cpp_layout, 0, 3);
 	tcase_add_test(tc, norms_as_stored);
 	tcase_add_test(tc, converter_forms_load);
 	tcase_add_test(tc, q_scalar_derivation);
 	tcase_add_test(tc, refusals);
 	tcase_add_test(tc, save_refusals);
+	tcase_add_test(tc, gemma4_layout);
+	tcase_add_test(tc, gemma4_forms_load);
+	tcase_add_test(tc, gemma4_refusals);
+	tcase_add_test(tc, gemma4_save_refusals);
 	suite_add_tcase(s, tc);
 	return s;
 }
