@@ -19,8 +19,8 @@ echo "== simulated decode on the cycle simulator, config $cfg"
 "$pccx" bench --config "$cfg" --tokens 2 | tee "$out/sim"
 echo
 # The other families' real shapes (synthetic weights); the quick pass takes their tiny shapes.
-if [ "$cfg" = tiny ]; then families="tiny-gemma tiny-gemma2 tiny-gemma3"
-else families="gemma-2b gemma-2-2b gemma-3-1b gemma-3-4b"; fi
+if [ "$cfg" = tiny ]; then families="tiny-gemma tiny-gemma2 tiny-gemma3 tiny-gemma4 tiny-gemma4-moe"
+else families="gemma-2b gemma-2-2b gemma-3-1b gemma-3-4b gemma-4-e2b gemma-4-e4b"; fi
 for f in $families; do
   echo "== simulated decode on the cycle simulator, config $f"
   "$pccx" bench --config "$f" --tokens 2 | tee "$out/sim-$f"
