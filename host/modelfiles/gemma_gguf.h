@@ -61,10 +61,10 @@ struct pccx_gemma_load_info {
 float pccx__gemma_gguf_q_scalar(const struct pccx_gemma_config *c);
 
 /*
- * Load a gemma3n, gemma, gemma2, gemma3 or gemma4 GGUF into a new model in device layout. max_ctx: KV
- * positions of global layers (0 = 4096). info (may be NULL) receives what the conversion
- * changed. *file (when file != NULL) receives the open GGUF on success, for the caller to read
- * other keys from (the tokenizer's: pccx__tokenizer_load_gguf); close it with
+ * Load a gemma3n, gemma, gemma2, gemma3 or gemma4 GGUF into a new model in device layout.
+ * max_ctx: KV positions of global layers (0 = 4096). info (may be NULL) receives what the
+ * conversion changed. *file (when file != NULL) receives the open GGUF on success, for the
+ * caller to read other keys from (the tokenizer's: pccx__tokenizer_load_gguf); close it with
  * pccx_gguf_close(). On failure it is NULL. An unsupported architecture, a missing key
  * llama.cpp requires, hyper-parameters the device cannot run or a tensor of the wrong shape
  * are refused naming the key or tensor and the value.

@@ -98,7 +98,7 @@ static int map_plain(const pccx_hf_config *h, const struct pccx_hf_family *x, co
 		     struct pccx_gemma_config *c, pccx_diag *d)
 {
 	uint32_t l, n = h->num_hidden_layers;
-	unsigned char sliding[PCCX_HF_MAX_LAYERS];
+	unsigned char sliding[PCCX_HF_MAX_LAYERS] = { 0 };
 
 	c->family = x->family;
 	c->n_layers = n;
@@ -132,6 +132,28 @@ static int map_plain(const pccx_hf_config *h, const struct pccx_hf_family *x, co
 	return PCCX_OK;
 }
 
+/*
+ * Gemma 4: the fields of Gemma 1-3 (map_plain, q scale 1 and no score cap there being 0), the
+ * per-layer inputs, KV sharing and the global layers' own heads, RoPE and k = v.
+ */
+static int map_gemma4(const pccx_hf_config *h, const struct pccx_hf_family *x, const char *file,
+		      struct pccx_gemma_config *c, pccx_diag *d)
+{
+	int rc = map_plain(h, x, file, c, d);
+
+	if (rc)
+		return rc;
+	c->ple_vocab = h->vocab_size_per_layer_input;
+	c->d_ple = h->hidden_size_per_layer_input;
+	c->n_kv_shared = h->num_kv_shared_layers;
+	c->head_dim_global = x->head_dim_global;
+	c->n_kv_heads_global = x->n_kv_heads_global;
+	c->rope_partial_global = (float)x->rope_partial_global;
+	c->k_eq_v = x->k_eq_v;
+	c->double_wide_mlp = x->double_wide_mlp;
+	return PCCX_OK;
+}
+
 static int map_config(const pccx_hf_config *h, const struct pccx_hf_family *x,
 		      const char *file, uint32_t max_ctx, struct pccx_gemma_config *c,
 		      pccx_diag *d)
@@ -152,7 +174,8 @@ static int map_config(const pccx_hf_config *h, const struct pccx_hf_family *x,
 					  "(layer %u: %u, layer 0: %u)",
 					  file, l, h->intermediate_size[l], h->intermediate_size[0]);
 	if (x->family != PCCX_FAMILY_GEMMA3N) {
-		rc = map_plain(h, x, file, c, d);
+		rc = x->family == PCCX_FAMILY_GEMMA4 ? map_gemma4(h, x, file, c, d) :
+						       map_plain(h, x, file, c, d);
 		if (rc)
 			return rc;
 		goto check;
@@ -337,6 +360,11 @@ static int plain_name(const struct pccx_gemma_model *m, const char *prefix, cons
 	uint32_t layer, part;
 	int id;
 
+	/* Gemma 4's layer scalar is a buffer, not a parameter: no ".weight" */
+	if (sscanf(tname, "blk.%u.layer_output_scale.weigh%c", &layer, hf) == 2) {
+		snprintf(buf, size, "%slayers.%u.layer_scalar", prefix, layer);
+		return 0;
+	}
 	if (locate(tname, &id, &layer, &part) ||
 	    pccx_tensor_map_st_name(id, layer, 0, hf, sizeof(hf)) ||
 	    strncmp(hf, ST_3N_PREFIX, strlen(ST_3N_PREFIX)))
@@ -503,9 +531,10 @@ int pccx__gemma_load_safetensors(struct pccx_gemma_model **out, const char *path
 	/* a notice, not a failure: the caller may show it */
 	if (x.vision && skipped && d) {
 		d->status = PCCX_OK;
-		snprintf(d->msg, sizeof(d->msg), "%s: the vision tower and projector (%llu "
-			 "tensors) are not loaded, only the language model", path,
-			 (unsigned long long)skipped);
+		snprintf(d->msg, sizeof(d->msg), "%s: the %s (%llu tensors) are not loaded, only "
+			 "the language model", path, x.family == PCCX_FAMILY_GEMMA4 ?
+			 "vision and audio towers and their projections" :
+			 "vision tower and projector", (unsigned long long)skipped);
 	}
 	*out = m;
 	return PCCX_OK;

@@ -2,14 +2,14 @@
 /*
  * Gemma models of every family from Hugging Face safetensors checkpoints and their config.json
  * (docs/model-files.md §5, §6a): Gemma 3n through its tensor map (model.language_model.*),
- * Gemma 1, 2 and 3 under model.* (or a multimodal Gemma 3's language model prefix).
+ * Gemma 1, 2, 3 and 4 under model.* (or a multimodal model's language model prefix).
  *
  * The configuration comes from config.json (model_type selects the family; the text_config
  * of a multimodal config), the tensors by name; F32/F16/BF16 values are requantised per block
  * of 32 into the device Q4 format (the error is reported) or kept in FP32, norm weights of
- * Gemma 1, 2 and 3 as 1 + w (Hugging Face's RMSNorm multiplier), the AltUp correction
- * coefficients clamped to +-120 as in the GGUF loader. The row placement is shared with it
- * (pccx__gemma_place_rows).
+ * Gemma 1, 2 and 3 as 1 + w (Hugging Face's RMSNorm multiplier; Gemma 4's multiplies by w),
+ * the AltUp correction coefficients clamped to +-120 as in the GGUF loader. The row placement
+ * is shared with it (pccx__gemma_place_rows).
  */
 #ifndef PCCX_GEMMA_ST_H
 #define PCCX_GEMMA_ST_H
@@ -39,8 +39,9 @@ PCCX_MUST_CHECK int pccx__gemma_place_rows(struct pccx_gemma_model *m, uint32_t 
  * KV positions of global layers (0 = 4096). err (may be NULL) receives the requantisation
  * error. Unsupported shapes are refused with a message naming the config field; missing or
  * misshapen tensors with one naming the tensor. The K/V projections and K norm of KV-sharing
- * layers (never read) may be absent: they are left zero. The vision tower of a multimodal
- * Gemma 3 is not read: on success d (when not NULL) then holds a notice (status PCCX_OK).
+ * layers (never read) may be absent: they are left zero (Gemma 4's model has none; they are
+ * not read). The vision tower of a multimodal Gemma 3 and the vision and audio towers of a
+ * Gemma 4 are not read: on success d (when not NULL) then holds a notice (status PCCX_OK).
  */
 PCCX_MUST_CHECK int pccx__gemma_load_safetensors(struct pccx_gemma_model **out,
 						   const char *path,

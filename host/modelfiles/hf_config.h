@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Hugging Face config.json of every family (docs/model-files.md §5): model_type selects the
- * family ("gemma", "gemma2", "gemma3_text", "gemma3" with its text_config; "gemma3n" or none:
- * Gemma 3n as pccx_hf_config_read has always read it). The fields Gemma 3n does not have
+ * family ("gemma", "gemma2", "gemma3_text", "gemma3" with its text_config, "gemma4_text",
+ * "gemma4" with its text_config; "gemma3n" or none: Gemma 3n as pccx_hf_config_read has always
+ * read it). The fields Gemma 3n does not have
  * beside pccx_hf_config's come back here.
  */
 #ifndef PCCX_HF_CONFIG_H
@@ -13,7 +14,10 @@
 
 struct pccx_hf_family {
 	enum pccx_family family;
-	/* model_type "gemma3" with a vision_config: the text model of a multimodal checkpoint */
+	/*
+	 * model_type "gemma3" or "gemma4" with a vision_config (or Gemma 4's audio_config): the
+	 * text model of a multimodal checkpoint
+	 */
 	bool vision;
 	double query_pre_attn_scalar;	/* Gemma 1: head_dim (its q scale); 0 for Gemma 3n */
 	double attn_logit_softcapping;	/* 0: none */
@@ -21,6 +25,14 @@ struct pccx_hf_family {
 	uint32_t max_position_embeddings;
 	/* layer_types or sliding_window_pattern was given (else the family's default pattern) */
 	bool pattern_given;
+	/* Gemma 4: the global layers' head size and KV heads (0: as the sliding ones), their
+	 * proportional RoPE's partial_rotary_factor (1: all), attention_k_eq_v,
+	 * use_double_wide_mlp */
+	uint32_t head_dim_global;
+	uint32_t n_kv_heads_global;
+	double rope_partial_global;
+	bool k_eq_v;
+	bool double_wide_mlp;
 };
 
 /*

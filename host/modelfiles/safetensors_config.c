@@ -590,6 +590,193 @@ static int parse_plain(struct ctx *x, enum pccx_family f, struct pccx_hf_family 
 	return PCCX_OK;
 }
 
+/* ---- Gemma 4 --------------------------------------------------------------------------- */
+
+/* A bool key: absent or null gives `def`. */
+static int opt_bool(struct ctx *x, const char *key, bool def, bool *out)
+{
+	const pccx_json *m = pccx__json_get(x->obj, key);
+
+	*out = def;
+	if (!m || pccx__json_type_of(m) == PCCX_JSON_NULL)
+		return PCCX_OK;
+	if (pccx__json_type_of(m) != PCCX_JSON_BOOL)
+		return pccx__json_expect(x->doc, m, PCCX_JSON_BOOL, x->d);
+	*out = pccx__json_bool(m);
+	return PCCX_OK;
+}
+
+/*
+ * Gemma 4's rope_parameters: {"sliding_attention": {"rope_theta"}, "full_attention":
+ * {"rope_type": "proportional" (or "default"), "partial_rotary_factor", "rope_theta"}}; the
+ * sliding layers' type must be "default". Absent parts keep 10000 / 1000000 / factor 1.
+ */
+static int read_rope_4(struct ctx *x, struct pccx_hf_family *h)
+{
+	const pccx_json *rp = pccx__json_get(x->obj, "rope_parameters");
+	pccx_hf_config *c = x->c;
+	int rc = PCCX_OK;
+
+	c->rope_theta = 1000000.0;
+	c->rope_local_base_freq = 10000.0;
+	h->rope_partial_global = 1.0;
+	if (!rp || pccx__json_type_of(rp) == PCCX_JSON_NULL)
+		return PCCX_OK;
+	if (pccx__json_type_of(rp) != PCCX_JSON_OBJECT)
+		return pccx__json_expect(x->doc, rp, PCCX_JSON_OBJECT, x->d);
+	for (int k = 0; !rc && k < 2; k++) {
+		const pccx_json *p = pccx__json_get(rp, k ? "full_attention" : "sliding_attention");
+		const pccx_json *th, *pf;
+		const char *t;
+		double part = 1.0;
+
+		if (!p)
+			continue;
+		if (pccx__json_type_of(p) != PCCX_JSON_OBJECT)
+			return pccx__json_expect(x->doc, p, PCCX_JSON_OBJECT, x->d);
+		t = pccx__json_str(pccx__json_get(p, "rope_type"), NULL);
+		if (t && strcmp(t, "default") && (!k || strcmp(t, "proportional")))
+			return pccx__json_fail(x->doc, pccx__json_get(p, "rope_type"), x->d,
+					       PCCX_ERR_UNSUPPORTED, "'%.40s' is not supported (%s)",
+					       t, k ? "default or proportional" : "default");
+		th = pccx__json_get(p, "rope_theta");
+		if (th)
+			rc = num_in(x, th, 1.0, 1e12, false,
+				    k ? &c->rope_theta : &c->rope_local_base_freq);
+		pf = pccx__json_get(p, "partial_rotary_factor");
+		if (!rc && pf && pccx__json_type_of(pf) != PCCX_JSON_NULL)
+			rc = num_in(x, pf, 0.0, 1.0, false, &part);
+		if (!rc && k)
+			h->rope_partial_global = part;
+		else if (!rc && part != 1.0)	/* the device turns all of a sliding head */
+			return pccx__json_fail(x->doc, pf, x->d, PCCX_ERR_UNSUPPORTED, "%g: only "
+					       "the global layers rotate part of the head", part);
+	}
+	return rc;
+}
+
+/* The KV-sharing layers: each has an earlier KV-owning layer of its attention type. */
+static int check_sharing(struct ctx *x)
+{
+	pccx_hf_config *c = x->c;
+	uint32_t src[PCCX_HF_MAX_LAYERS], bad;
+
+	if (c->num_kv_shared_layers >= c->num_hidden_layers)
+		return pccx__fail(x->d, PCCX_ERR_FORMAT, "%s: num_kv_shared_layers %" PRIu32
+				  " leaves no layer computing K/V (num_hidden_layers %" PRIu32 ")",
+				  pccx__json_doc_name(x->doc), c->num_kv_shared_layers,
+				  c->num_hidden_layers);
+	bad = pccx__layers_kv_sources(c->layer_is_sliding, c->num_hidden_layers,
+				      c->num_kv_shared_layers, src);
+	if (bad < c->num_hidden_layers)
+		return pccx__fail(x->d, PCCX_ERR_FORMAT, "%s: layer %" PRIu32 " (%s) shares K/V but "
+				  "no layer before %" PRIu32 " has that attention type",
+				  pccx__json_doc_name(x->doc), bad,
+				  c->layer_is_sliding[bad] ? "sliding_attention" : "full_attention",
+				  c->num_hidden_layers - c->num_kv_shared_layers);
+	return PCCX_OK;
+}
+
+/*
+ * The text model of a Gemma 4 config (Gemma4TextConfig, x->obj): the fields every family has,
+ * the per-layer inputs, KV sharing, the global layers' own heads and RoPE, k = v, the
+ * double-wide MLP. A mixture-of-experts model is refused (not supported yet).
+ */
+static int parse_gemma4(struct ctx *x, struct pccx_hf_family *h)
+{
+	pccx_hf_config *c = x->c;
+	const pccx_json *lt;
+	bool moe = false;
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	c->rms_norm_eps = 1e-6;
+	c->sliding_window = 512;
+	c->final_logit_softcapping = 30.0;
+	rc = req_u32(x, "num_hidden_layers", 1, PCCX_HF_MAX_LAYERS, &c->num_hidden_layers);
+	if (!rc)
+		rc = req_u32(x, "hidden_size", 1, 1 << 16, &c->hidden_size);
+	if (!rc)
+		rc = read_intermediate(x);
+	if (!rc)
+		rc = req_u32(x, "num_attention_heads", 1, 1024, &c->num_attention_heads);
+	if (!rc)
+		rc = req_u32(x, "num_key_value_heads", 1, 1024, &c->num_key_value_heads);
+	if (!rc)
+		rc = req_u32(x, "head_dim", 1, 4096, &c->head_dim);
+	if (!rc)
+		rc = req_u32(x, "vocab_size", 1, INT32_MAX, &c->vocab_size);
+	if (!rc)
+		rc = req_u32(x, "hidden_size_per_layer_input", 1, 1 << 16,
+			     &c->hidden_size_per_layer_input);
+	c->vocab_size_per_layer_input = c->vocab_size;
+	if (!rc)
+		rc = opt_u32(x, "vocab_size_per_layer_input", 1, INT32_MAX,
+			     &c->vocab_size_per_layer_input, DEF_VOCAB_PLI);
+	if (!rc)
+		rc = opt_u32(x, "global_head_dim", 1, 4096, &h->head_dim_global, DEF_SOFTCAP);
+	if (!rc)
+		rc = opt_u32(x, "num_global_key_value_heads", 1, 1024, &h->n_kv_heads_global,
+			     DEF_SOFTCAP);
+	if (!rc)
+		rc = opt_u32(x, "sliding_window", 1, INT32_MAX, &c->sliding_window,
+			     DEF_SLIDING_WINDOW);
+	if (!rc)
+		rc = opt_u32(x, "num_kv_shared_layers", 0, PCCX_HF_MAX_LAYERS,
+			     &c->num_kv_shared_layers, DEF_KV_SHARED);
+	if (!rc)
+		rc = opt_num(x, "rms_norm_eps", 0.0, 1.0, true, &c->rms_norm_eps, DEF_RMS_EPS);
+	if (!rc && c->rms_norm_eps <= 0.0)
+		rc = pccx__json_fail(x->doc, pccx__json_get(x->obj, "rms_norm_eps"), x->d,
+				     PCCX_ERR_RANGE, "must be positive");
+	if (!rc)
+		rc = opt_cap(x, "final_logit_softcapping", 30.0, &c->final_logit_softcapping);
+	if (!rc)
+		rc = opt_bool(x, "use_double_wide_mlp", false, &h->double_wide_mlp);
+	if (!rc)
+		rc = opt_bool(x, "attention_k_eq_v", false, &h->k_eq_v);
+	if (!rc)
+		rc = opt_bool(x, "enable_moe_block", false, &moe);
+	if (!rc && moe)
+		return pccx__json_fail(x->doc, pccx__json_get(x->obj, "enable_moe_block"), x->d,
+				       PCCX_ERR_UNSUPPORTED, "true: mixture-of-experts Gemma 4 is "
+				       "not supported yet");
+	if (!rc)
+		rc = read_activation(x);
+	if (!rc)
+		rc = read_rope_4(x, h);
+	if (rc)
+		return rc;
+	/* the pattern has no default worth guessing: the published configs list it */
+	lt = pccx__json_get(x->obj, "layer_types");
+	if (!lt || pccx__json_type_of(lt) == PCCX_JSON_NULL)
+		return pccx__fail(x->d, PCCX_ERR_FORMAT, "%s: layer_types: missing (Gemma 4 "
+				  "configs list each layer's attention type)",
+				  pccx__json_doc_name(x->doc));
+	rc = read_layer_types(x);
+	if (rc)
+		return rc;
+	h->pattern_given = true;
+	c->defaulted = 0;	/* the bits describe Gemma 3n's defaults only */
+	if (c->num_attention_heads % c->num_key_value_heads ||
+	    (h->n_kv_heads_global && c->num_attention_heads % h->n_kv_heads_global))
+		return pccx__fail(x->d, PCCX_ERR_FORMAT, "%s: num_attention_heads %" PRIu32 " is "
+				  "not a multiple of num_key_value_heads %" PRIu32 " (global: %"
+				  PRIu32 ")", pccx__json_doc_name(x->doc), c->num_attention_heads,
+				  c->num_key_value_heads, h->n_kv_heads_global);
+	if (c->head_dim % 2 || h->head_dim_global % 2)
+		return pccx__fail(x->d, PCCX_ERR_FORMAT, "%s: head_dim %" PRIu32 " / global_head_dim"
+				  " %" PRIu32 " is odd (RoPE rotates pairs)",
+				  pccx__json_doc_name(x->doc), c->head_dim, h->head_dim_global);
+	if (c->vocab_size_per_layer_input > c->vocab_size)
+		return pccx__fail(x->d, PCCX_ERR_FORMAT, "%s: vocab_size_per_layer_input %" PRIu32
+				  " exceeds vocab_size %" PRIu32, pccx__json_doc_name(x->doc),
+				  c->vocab_size_per_layer_input, c->vocab_size);
+	for (uint32_t i = c->num_hidden_layers; i < PCCX_HF_MAX_LAYERS; i++)
+		c->intermediate_size[i] = 0;
+	return check_sharing(x);
+}
+
 /*
  * The family of a config.json from model_type: the root's, or for a multimodal Gemma 3
  * ("gemma3") its text_config's model. *obj receives the object the text model's keys are in.
@@ -604,6 +791,7 @@ static int family_of(const pccx_json_doc *doc, const pccx_json *root, enum pccx_
 		{ "gemma", PCCX_FAMILY_GEMMA }, { "gemma2", PCCX_FAMILY_GEMMA2 },
 		{ "gemma3_text", PCCX_FAMILY_GEMMA3 }, { "gemma3", PCCX_FAMILY_GEMMA3 },
 		{ "gemma3n", PCCX_FAMILY_GEMMA3N }, { "gemma3n_text", PCCX_FAMILY_GEMMA3N },
+		{ "gemma4_text", PCCX_FAMILY_GEMMA4 }, { "gemma4", PCCX_FAMILY_GEMMA4 },
 	};
 	const pccx_json *mt = pccx__json_get(root, "model_type");
 	const pccx_json *tc = pccx__json_get(root, "text_config");
@@ -630,20 +818,22 @@ static int family_of(const pccx_json_doc *doc, const pccx_json *root, enum pccx_
 		;
 	if (i == sizeof(types) / sizeof(types[0]))
 		return pccx__json_fail(doc, mt, d, PCCX_ERR_UNSUPPORTED, "'%.40s' is not supported "
-				       "(gemma, gemma2, gemma3_text, gemma3, gemma3n)", s);
+				       "(gemma, gemma2, gemma3_text, gemma3, gemma3n, gemma4_text, "
+				       "gemma4)", s);
 	*f = types[i].f;
 	if (*f == PCCX_FAMILY_GEMMA3N) {
 		*obj = tc ? tc : root;
 		return PCCX_OK;
 	}
-	if (strcmp(s, "gemma3"))
+	if (strcmp(s, "gemma3") && strcmp(s, "gemma4"))
 		return PCCX_OK;
-	/* Gemma3ForConditionalGeneration: the language model's config is text_config */
+	/* Gemma3/4ForConditionalGeneration: the language model's config is text_config */
 	if (!tc)
-		return pccx__json_fail(doc, mt, d, PCCX_ERR_FORMAT, "'gemma3' without a "
-				       "text_config (the language model's keys)");
+		return pccx__json_fail(doc, mt, d, PCCX_ERR_FORMAT, "'%s' without a text_config "
+				       "(the language model's keys)", s);
 	*obj = tc;
-	*vision = pccx__json_get(root, "vision_config") != NULL;
+	*vision = pccx__json_get(root, "vision_config") != NULL ||
+		  pccx__json_get(root, "audio_config") != NULL;
 	return PCCX_OK;
 }
 
@@ -666,6 +856,8 @@ static int parse_doc(const pccx_json_doc *doc, pccx_hf_config *cfg, struct pccx_
 		rc = family_of(doc, root, &h->family, &x.obj, &h->vision, d);
 	if (rc)
 		return rc;
+	if (h->family == PCCX_FAMILY_GEMMA4)
+		return parse_gemma4(&x, h);
 	if (h->family != PCCX_FAMILY_GEMMA3N)
 		return parse_plain(&x, h->family, h);
 	rc = req_u32(&x, "num_hidden_layers", 1, PCCX_HF_MAX_LAYERS, &cfg->num_hidden_layers);

@@ -6,7 +6,8 @@
  * requantisation error, the FP32 tensors bit for bit, logits of a step). The same for the
  * tiny Gemma 1, 2 and 3 presets in each config.json form (text-only, layer_types or
  * sliding_window_pattern, multimodal Gemma 3 with either prefix of its language model), their
- * norms stored as Hugging Face stores them (w, the model computing 1 + w); and the refusals.
+ * norms stored as Hugging Face stores them (w, the model computing 1 + w); tiny-gemma4 from a
+ * gemma4_text or multimodal gemma4 config (norms as w, its towers skipped); and the refusals.
  */
 #include <check.h>
 #include <dirent.h>
@@ -456,20 +457,34 @@ static void hf_plain_name(const char *name, enum pccx_family f, const char *pref
 		{ "post_ffw_norm", "post_feedforward_layernorm" },
 		{ "ffn_gate", "mlp.gate_proj" }, { "ffn_up", "mlp.up_proj" },
 		{ "ffn_down", "mlp.down_proj" },
+		/* Gemma 4 (modeling_gemma4.py) */
+		{ "inp_gate", "per_layer_input_gate" }, { "proj", "per_layer_projection" },
+		{ "post_norm", "post_per_layer_input_norm" },
+	};
+	static const struct {
+		const char *ours, *hf;
+	} glob[] = {
+		{ "token_embd.weight", "embed_tokens.weight" },
+		{ "output_norm.weight", "norm.weight" },
+		{ "per_layer_token_embd.weight", "embed_tokens_per_layer.weight" },
+		{ "per_layer_model_proj.weight", "per_layer_model_projection.weight" },
+		{ "per_layer_proj_norm.weight", "per_layer_projection_norm.weight" },
 	};
 	char key[64];
 	unsigned layer;
 	size_t i;
 
-	if (!strcmp(name, "token_embd.weight")) {
-		snprintf(buf, size, "%sembed_tokens.weight", prefix);
-		return;
-	}
-	if (!strcmp(name, "output_norm.weight")) {
-		snprintf(buf, size, "%snorm.weight", prefix);
-		return;
+	for (i = 0; i < sizeof(glob) / sizeof(glob[0]); i++) {
+		if (!strcmp(name, glob[i].ours)) {
+			snprintf(buf, size, "%s%s", prefix, glob[i].hf);
+			return;
+		}
 	}
 	ck_assert_int_eq(sscanf(name, "blk.%u.%63[a-z_].weight", &layer, key), 2);
+	if (!strcmp(key, "layer_output_scale")) {	/* a buffer: no ".weight" */
+		snprintf(buf, size, "%slayers.%u.layer_scalar", prefix, layer);
+		return;
+	}
 	for (i = 0; i < sizeof(map) / sizeof(map[0]) && strcmp(map[i].ours, key); i++)
 		;
 	ck_assert_uint_lt(i, sizeof(map) / sizeof(map[0]));
@@ -538,7 +553,9 @@ static void write_plain_checkpoint(const struct pccx_gemma_model *m, const char 
 	ck_assert_int_eq(fwrite(hdr, 1, hlen, f), hlen);
 	for (t = 0; t < m->n_t; t++) {
 		const struct pccx_gemma_tensor *T = &m->t[t];
-		bool norm = strstr(T->name, "norm.weight") != NULL;
+		/* Gemma 4's RMSNorm multiplies by w: its norms are stored as they are */
+		bool norm = strstr(T->name, "norm.weight") != NULL &&
+			    m->cfg.family != PCCX_FAMILY_GEMMA4;
 
 		hf_plain_name(T->name, m->cfg.family, prefix, name, sizeof(name));
 		if (skip && !strcmp(name, skip))
@@ -884,6 +901,185 @@ START_TEST(family_pattern_refused)
 }
 END_TEST
 
+/* ---- Gemma 4 ------------------------------------------------------------------------------ */
+
+/*
+ * tiny-gemma4's config.json as Hugging Face writes a Gemma4TextConfig (model_type
+ * "gemma4_text"), or nested in a Gemma4Config ("gemma4") with vision and audio configs;
+ * `extra` adds text-model keys, `types` replaces layer_types (NULL: the model's).
+ */
+static void write_g4_config(const struct pccx_gemma_model *m, bool nest, const char *extra,
+			    const char *types)
+{
+	const struct pccx_gemma_config *c = &m->cfg;
+	char p[256];
+	FILE *f;
+	uint32_t l;
+
+	snprintf(p, sizeof(p), "%s/config.json", tmpdir);
+	f = fopen(p, "w");
+	ck_assert_ptr_nonnull(f);
+	if (nest)
+		fprintf(f, "{\"model_type\": \"gemma4\", \"vision_config\": {\"hidden_size\": 64},\n"
+			   " \"audio_config\": {\"hidden_size\": 64},\n"
+			   " \"text_config\": {\"model_type\": \"gemma4_text\",\n");
+	else
+		fprintf(f, "{\"model_type\": \"gemma4_text\",\n");
+	fprintf(f, "  \"hidden_size\": %u, \"num_hidden_layers\": %u, \"intermediate_size\": %u,\n"
+		   "  \"num_attention_heads\": %u, \"num_key_value_heads\": %u,\n"
+		   "  \"num_global_key_value_heads\": %u, \"head_dim\": %u, \"global_head_dim\": %u,\n"
+		   "  \"vocab_size\": %u, \"vocab_size_per_layer_input\": %u,\n"
+		   "  \"hidden_size_per_layer_input\": %u, \"sliding_window\": %u,\n"
+		   "  \"num_kv_shared_layers\": %u, \"use_double_wide_mlp\": %s,\n"
+		   "  \"attention_k_eq_v\": %s%s,\n"
+		   "  \"final_logit_softcapping\": %.9g, \"rms_norm_eps\": %.9g,\n"
+		   "  \"hidden_activation\": \"gelu_pytorch_tanh\", \"max_position_embeddings\": 131072,\n"
+		   "  \"rope_parameters\": {\"sliding_attention\": {\"rope_type\": \"default\", "
+		   "\"rope_theta\": %.9g},\n    \"full_attention\": {\"rope_type\": \"proportional\", "
+		   "\"partial_rotary_factor\": %.9g, \"rope_theta\": %.9g}}%s,\n  \"layer_types\": ",
+		c->d_model, c->n_layers, c->d_ffn, c->n_heads, c->n_kv_heads, c->n_kv_heads_global,
+		c->head_dim, c->head_dim_global, c->vocab, c->ple_vocab, c->d_ple, c->window,
+		c->n_kv_shared, c->double_wide_mlp ? "true" : "false",
+		c->k_eq_v ? "true" : "false",
+		extra && strstr(extra, "enable_moe_block") ? "" : ", \"enable_moe_block\": false",
+		(double)c->softcap, (double)c->eps,
+		(double)c->theta_local, (double)c->rope_partial_global, (double)c->theta_global,
+		extra ? extra : "");
+	if (types) {
+		fprintf(f, "%s", types);
+	} else {
+		fprintf(f, "[");
+		for (l = 0; l < c->n_layers; l++)
+			fprintf(f, "%s\"%s\"", l ? ", " : "",
+				m->layers[l].kind == PCCX_ATTN_GLOBAL ? "full_attention"
+								       : "sliding_attention");
+		fprintf(f, "]");
+	}
+	fprintf(f, "}%s\n", nest ? "}" : "");
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/*
+ * tiny-gemma4 from a Hugging Face checkpoint: its config.json (root or nested) and tensors
+ * under model. or model.language_model.; the norms stored as w; the vision and audio towers
+ * of the multimodal form skipped with a notice, and the k/v projections Hugging Face may keep
+ * in KV-sharing layers ignored.
+ */
+START_TEST(gemma4_checkpoint)
+{
+	static const struct extra towers[] = {
+		{ "model.vision_tower.encoder.layers.0.mlp.up_proj.weight", 64 },
+		{ "model.audio_tower.layers.0.feed_forward.weight", 64 },
+		{ "model.language_model.layers.6.self_attn.k_proj.weight", 64 },
+	};
+	struct pccx_gemma_model *m = preset("tiny-gemma4"), *l;
+	bool nest = _i == 1;
+	pccx_diag d;
+
+	make_tmpdir();
+	write_g4_config(m, nest, NULL, NULL);
+	write_plain_checkpoint(m, nest ? "model.language_model." : "model.", NULL, NULL,
+			       nest ? towers : NULL, nest ? 3 : 0);
+	l = load_ok(m, &d);
+	same_as_preset(m, l);
+	if (nest)
+		ck_assert_msg(strstr(d.msg, "vision and audio towers and their projections (2 "
+				     "tensors) are not loaded") != NULL, "%s", d.msg);
+	else
+		ck_assert_str_eq(d.msg, "");
+	pccx__gemma_model_free(l);
+	pccx__gemma_model_free(m);
+	rm_tmpdir();
+}
+END_TEST
+
+static void g4_refused(const char *extra, const char *types, const char *skip, int rc,
+		       const char *const *want)
+{
+	struct pccx_gemma_model *m = preset("tiny-gemma4"), *l = NULL;
+	pccx_diag d = { 0 };
+
+	make_tmpdir();
+	write_g4_config(m, false, extra, types);
+	write_plain_checkpoint(m, "model.", skip, NULL, NULL, 0);
+	ck_assert_int_eq(pccx__gemma_load_safetensors(&l, tmpdir, 0, NULL, &d), rc);
+	ck_assert_ptr_null(l);
+	for (; *want; want++)
+		ck_assert_msg(strstr(d.msg, *want) != NULL, "'%s' not in: %s", *want, d.msg);
+	pccx__gemma_model_free(m);
+	rm_tmpdir();
+}
+
+START_TEST(gemma4_refusals)
+{
+	/* mixture of experts */
+	g4_refused(", \"enable_moe_block\": true", NULL, NULL, PCCX_ERR_UNSUPPORTED,
+		   (const char *const[]){ "enable_moe_block", "not supported yet", NULL });
+	/* no layer pattern; one no period gives */
+	g4_refused(NULL, "null", NULL, PCCX_ERR_FORMAT,
+		   (const char *const[]){ "layer_types: missing", NULL });
+	g4_refused(NULL, "[\"sliding_attention\", \"full_attention\", \"sliding_attention\", "
+		   "\"sliding_attention\", \"sliding_attention\", \"sliding_attention\", "
+		   "\"sliding_attention\", \"full_attention\"]", NULL, PCCX_ERR_UNSUPPORTED,
+		   (const char *const[]){ "layer_types: layer 3 is sliding_attention", NULL });
+	/* the layer scalar is required */
+	g4_refused(NULL, NULL, "model.layers.4.layer_scalar", PCCX_ERR_NOT_FOUND,
+		   (const char *const[]){ "'model.layers.4.layer_scalar' "
+		   "(blk.4.layer_output_scale.weight): missing", NULL });
+}
+END_TEST
+
+/* Gemma 4 config.json refusals that name the key. */
+START_TEST(gemma4_config_refusals)
+{
+	static const char *const base =
+		"\"hidden_size\": 128, \"num_hidden_layers\": 2, \"intermediate_size\": 256, "
+		"\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 32, "
+		"\"vocab_size\": 512, \"hidden_size_per_layer_input\": 32, "
+		"\"layer_types\": [\"sliding_attention\", \"full_attention\"]";
+	static const struct {
+		const char *pre, *post, *want[3];
+		int rc;
+	} cases[] = {
+		{ "{\"model_type\": \"gemma4\", \"vision_config\": {}}", "",
+		  { "'gemma4' without a text_config", NULL }, PCCX_ERR_FORMAT },
+		{ "{\"model_type\": \"gemma4_text\", ", ", \"rope_parameters\": "
+		  "{\"full_attention\": {\"rope_type\": \"yarn\"}}}",
+		  { "rope_parameters.full_attention.rope_type", "'yarn' is not supported", NULL },
+		  PCCX_ERR_UNSUPPORTED },
+		{ "{\"model_type\": \"gemma4_text\", ", ", \"rope_parameters\": "
+		  "{\"sliding_attention\": {\"partial_rotary_factor\": 0.5}}}",
+		  { "partial_rotary_factor", "only the global layers", NULL },
+		  PCCX_ERR_UNSUPPORTED },
+		{ "{\"model_type\": \"gemma4_text\", ", ", \"num_global_key_value_heads\": 3}",
+		  { "not a multiple of num_key_value_heads 2 (global: 3)", NULL },
+		  PCCX_ERR_FORMAT },
+		{ "{\"model_type\": \"gemma4_text\", ", ", \"use_double_wide_mlp\": 1}",
+		  { "use_double_wide_mlp", NULL }, PCCX_ERR_FORMAT },
+		{ "{\"model_type\": \"gemma4_text\", \"hidden_size\": 128}", "",
+		  { "num_hidden_layers", NULL }, PCCX_ERR_FORMAT },
+	};
+	pccx_hf_config c;
+	struct pccx_hf_family x;
+	pccx_diag d = { 0 };
+	char json[1024];
+	size_t i, k;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (cases[i].post[0])
+			snprintf(json, sizeof(json), "%s%s%s", cases[i].pre, base, cases[i].post);
+		else
+			snprintf(json, sizeof(json), "%s", cases[i].pre);
+		memset(&d, 0, sizeof(d));
+		ck_assert_int_eq(pccx__hf_config_parse(json, strlen(json), "config.json", &c, &x,
+						       &d), cases[i].rc);
+		for (k = 0; cases[i].want[k]; k++)
+			ck_assert_msg(strstr(d.msg, cases[i].want[k]) != NULL, "'%s' not in: %s",
+				      cases[i].want[k], d.msg);
+	}
+}
+END_TEST
+
 static Suite *st_load_suite(void)
 {
 	Suite *s = suite_create("st_load");
@@ -899,6 +1095,9 @@ static Suite *st_load_suite(void)
 	tcase_add_test(tc, family_refusals);
 	tcase_add_test(tc, family_config_refusals);
 	tcase_add_test(tc, family_pattern_refused);
+	tcase_add_loop_test(tc, gemma4_checkpoint, 0, 2);
+	tcase_add_test(tc, gemma4_refusals);
+	tcase_add_test(tc, gemma4_config_refusals);
 	suite_add_tcase(s, tc);
 	return s;
 }

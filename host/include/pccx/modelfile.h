@@ -448,12 +448,18 @@ typedef struct pccx_hf_config {
 } pccx_hf_config;
 
 /*
- * Read the text part of a Gemma 3n config.json: the object under "text_config" when the
- * root has one (multimodal Gemma3nForConditionalGeneration config), else the root.
- * Required: hidden_size, num_hidden_layers, intermediate_size (a number or one per layer),
- * num_attention_heads, num_key_value_heads, head_dim, vocab_size. The others take the
- * Hugging Face defaults when absent (listed in docs/model-files.md). Every value is
- * checked (ranges, list lengths, consistency); the diag names the file and the field.
+ * Read the text part of a config.json of any family the loaders take: model_type selects it
+ * ("gemma", "gemma2", "gemma3_text", "gemma4_text" with the keys at the root; "gemma3",
+ * "gemma4" with the language model under "text_config"; "gemma3n", "gemma3n_text" or none:
+ * Gemma 3n, under "text_config" when the root has one, as a multimodal
+ * Gemma3nForConditionalGeneration config does). Required: hidden_size, num_hidden_layers,
+ * intermediate_size (a number or one per layer), num_attention_heads, num_key_value_heads,
+ * head_dim, vocab_size (and what the family needs beside: Gemma 4's
+ * hidden_size_per_layer_input and layer_types). The others take the Hugging Face defaults of
+ * the family when absent (listed in docs/model-files.md §5). This structure holds the fields
+ * the families share and Gemma 3n's; the fields only Gemma 1, 2, 3 or 4 have (soft-caps, the
+ * global layers' heads and RoPE, ...) are read by the model loaders (pccx_model_load). Every
+ * value is checked (ranges, list lengths, consistency); the diag names the file and the field.
  */
 PCCX_MUST_CHECK int pccx_hf_config_read(const char *path, pccx_hf_config *cfg, pccx_diag *d);
 PCCX_MUST_CHECK int pccx_hf_config_parse(const void *json, size_t len, const char *name,
