@@ -5,6 +5,8 @@
  * its Jinja source: the JavaScript package's template engine cannot render it). Gemma 1's and
  * Gemma 2's templates write the same turns; they refuse a system turn, which pccx folds into
  * the first user turn as Gemma 3's does (docs/chat.md, "Formats of the model families").
+ * The Gemma 4 format is what Gemma 4's chat_template renders for text turns: a system role of
+ * its own, the thinking switch, reasoning removed from earlier model turns.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -25,12 +27,23 @@ static const struct pccx_chat_format formats[PCCX_CHAT_FAMILIES] = {
 		.stops = { "<end_of_turn>" },
 	},
 	/*
-	 * Gemma 4 writes its turns with <|turn> markers. The change that adds the family fills in
-	 * the pieces from its chat template; until then the format is absent (pccx__chat_format()
-	 * returns NULL) and rendering with it is refused.
+	 * Gemma 4: <|turn>system\n[<|think|>\n]SYSTEM<turn|>\n, then the turns; the template
+	 * strips <|channel>...<channel|> from model turns. Tool declarations, calls and
+	 * responses in the prompt are not written here (docs/chat.md).
 	 */
 	[PCCX_CHAT_GEMMA4] = {
 		.family = "gemma4",
+		.bos = "<bos>",
+		.turn_start = "<|turn>",
+		.role_end = "\n",
+		.turn_end = "<turn|>\n",
+		.model_role = "model",
+		.system_role = "system",
+		.think = "<|think|>\n",
+		.thought_open = "<|channel>",
+		.thought_close = "<channel|>",
+		.stops = { "<turn|>" },
+		.output_events = true,
 	},
 };
 
@@ -54,6 +67,7 @@ static const struct {
 	[PCCX_FAMILY_GEMMA] = { true, PCCX_CHAT_GEMMA },
 	[PCCX_FAMILY_GEMMA2] = { true, PCCX_CHAT_GEMMA },
 	[PCCX_FAMILY_GEMMA3] = { true, PCCX_CHAT_GEMMA },
+	[PCCX_FAMILY_GEMMA4] = { true, PCCX_CHAT_GEMMA4 },
 };
 
 const struct pccx_chat_format *pccx__chat_format_of(enum pccx_family family)
@@ -129,32 +143,60 @@ static int finish(struct sbuf *b, bool nomem, char **out, size_t *len, pccx_diag
 	return 0;
 }
 
-int pccx__chat_render(const struct pccx_chat_format *fmt, const pccx_chat_turn *turns, size_t n,
-		      bool add_generation_prompt, char **out, size_t *len, pccx_diag *d)
+static bool is_model_role(const struct pccx_chat_format *fmt, const char *role)
 {
-	struct sbuf b = { 0 };
-	const char *prefix = NULL;
-	size_t i, first = 0;
+	return !strcmp(role, "assistant") || !strcmp(role, fmt->model_role);
+}
 
-	if (!out || (!turns && n))
-		return pccx__fail(d, PCCX_ERR_INVALID, "chat template: invalid arguments");
-	*out = NULL;
-	if (!fmt)
-		return pccx__fail(d, PCCX_ERR_UNSUPPORTED,
-				  "chat template: the model family's format is not available");
+/*
+ * A turn's content, trimmed; for a model turn in a format with thought markers, without its
+ * reasoning first: of each piece ending at thought_close (or at the end of the content) only
+ * what comes before thought_open is kept, as the Gemma 4 template's strip_thinking does.
+ */
+static int add_content(struct sbuf *b, const struct pccx_chat_format *fmt, bool model,
+		       const char *content)
+{
+	struct sbuf kept = { 0 };
+	const char *p = content;
+	size_t off, len;
+	int rc;
+
+	if (!model || !fmt->thought_open) {
+		py_trim(content, strlen(content), &off, &len);
+		return sbuf_add(b, content + off, len);
+	}
+	for (;;) {
+		const char *close = strstr(p, fmt->thought_close);
+		size_t part = close ? (size_t)(close - p) : strlen(p);
+		const char *open = memmem(p, part, fmt->thought_open, strlen(fmt->thought_open));
+
+		if (sbuf_add(&kept, p, open ? (size_t)(open - p) : part))
+			goto nomem;
+		if (!close)
+			break;
+		p = close + strlen(fmt->thought_close);
+	}
+	py_trim(kept.p ? kept.p : "", kept.n, &off, &len);
+	rc = sbuf_add(b, kept.p + off, len);
+	free(kept.p);
+	return rc;
+nomem:
+	free(kept.p);
+	return -1;
+}
+
+/* Every turn has a role and valid UTF-8 content; the roles alternate from `first` on. */
+static int check_turns(const pccx_chat_turn *turns, size_t n, size_t first, pccx_diag *d)
+{
+	size_t i, bad;
+
 	for (i = 0; i < n; i++) {
-		size_t bad;
-
 		if (!turns[i].role || !turns[i].content)
 			return pccx__fail(d, PCCX_ERR_INVALID, "chat template: turn %zu has no %s",
 					  i, turns[i].role ? "content" : "role");
 		if (!pccx__tok_utf8_valid(turns[i].content, strlen(turns[i].content), &bad))
 			return pccx__fail(d, PCCX_ERR_INVALID, "chat template: turn %zu content is "
 					  "not valid UTF-8 at byte %zu", i, bad);
-	}
-	if (n && !strcmp(turns[0].role, "system")) {
-		prefix = turns[0].content;
-		first = 1;
 	}
 	for (i = first; i < n; i++) {
 		bool is_user = !strcmp(turns[i].role, "user");
@@ -164,27 +206,75 @@ int pccx__chat_render(const struct pccx_chat_format *fmt, const pccx_chat_turn *
 					  "conversation roles must alternate "
 					  "user/assistant/user/assistant/...", i, turns[i].role);
 	}
+	return 0;
+}
+
+/* The system turn of a format with a system role: the think piece, the trimmed content. */
+static int add_system_turn(struct sbuf *b, const struct pccx_chat_format *fmt,
+			   const char *content, bool thinking)
+{
+	return open_turn(b, fmt, fmt->system_role) || (thinking && sbuf_adds(b, fmt->think)) ||
+	       (content && add_content(b, fmt, false, content)) || sbuf_adds(b, fmt->turn_end);
+}
+
+int pccx__chat_render_opts(const struct pccx_chat_format *fmt, const pccx_chat_turn *turns,
+			   size_t n, const struct pccx_chat_opts *o, char **out, size_t *len,
+			   pccx_diag *d)
+{
+	static const struct pccx_chat_opts none = { 0 };
+	struct sbuf b = { 0 };
+	const char *system = NULL;
+	size_t i, first = 0;
+	int rc;
+
+	if (!out || (!turns && n))
+		return pccx__fail(d, PCCX_ERR_INVALID, "chat template: invalid arguments");
+	*out = NULL;
+	if (!o)
+		o = &none;
+	if (!fmt)
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED,
+				  "chat template: the model family's format is not available");
+	if (o->thinking && !fmt->think)
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "chat template: the %s format has no "
+				  "thinking switch", fmt->family);
+	if (n && turns[0].role && !strcmp(turns[0].role, "system")) {
+		system = turns[0].content;
+		first = 1;
+	}
+	rc = check_turns(turns, n, first, d);
+	if (rc)
+		return rc;
 	if (sbuf_adds(&b, fmt->bos))
 		goto nomem;
+	if (fmt->system_role && (system || o->thinking) &&
+	    add_system_turn(&b, fmt, system, o->thinking))
+		goto nomem;
 	for (i = first; i < n; i++) {
-		const char *role = !strcmp(turns[i].role, "assistant") ? fmt->model_role :
-					turns[i].role;
-		size_t off, tl;
+		bool model = is_model_role(fmt, turns[i].role);
 
-		py_trim(turns[i].content, strlen(turns[i].content), &off, &tl);
-		if (open_turn(&b, fmt, role))
+		if (open_turn(&b, fmt, model ? fmt->model_role : turns[i].role))
 			goto nomem;
-		if (i == first && prefix &&
-		    (sbuf_adds(&b, prefix) || sbuf_adds(&b, fmt->system_sep)))
+		/* a format without a system role: the content goes in front of the first turn */
+		if (i == first && system && !fmt->system_role &&
+		    (sbuf_adds(&b, system) || sbuf_adds(&b, fmt->system_sep)))
 			goto nomem;
-		if (sbuf_add(&b, turns[i].content + off, tl) || sbuf_adds(&b, fmt->turn_end))
+		if (add_content(&b, fmt, model, turns[i].content) || sbuf_adds(&b, fmt->turn_end))
 			goto nomem;
 	}
-	if (add_generation_prompt && open_turn(&b, fmt, fmt->model_role))
+	if (o->add_generation_prompt && open_turn(&b, fmt, fmt->model_role))
 		goto nomem;
 	return finish(&b, false, out, len, d);
 nomem:
 	return finish(&b, true, out, len, d);
+}
+
+int pccx__chat_render(const struct pccx_chat_format *fmt, const pccx_chat_turn *turns, size_t n,
+		      bool add_generation_prompt, char **out, size_t *len, pccx_diag *d)
+{
+	struct pccx_chat_opts o = { .add_generation_prompt = add_generation_prompt };
+
+	return pccx__chat_render_opts(fmt, turns, n, &o, out, len, d);
 }
 
 int pccx__chat_render_turn(const struct pccx_chat_format *fmt, const char *role,
@@ -192,7 +282,7 @@ int pccx__chat_render_turn(const struct pccx_chat_format *fmt, const char *role,
 {
 	struct sbuf b = { 0 };
 	bool user, model, nomem;
-	size_t off, tl, bad;
+	size_t bad;
 
 	if (!out || !role || !content)
 		return pccx__fail(d, PCCX_ERR_INVALID, "chat turn: invalid arguments");
@@ -208,9 +298,8 @@ int pccx__chat_render_turn(const struct pccx_chat_format *fmt, const char *role,
 	if (!pccx__tok_utf8_valid(content, strlen(content), &bad))
 		return pccx__fail(d, PCCX_ERR_INVALID, "chat turn: the content is not valid UTF-8 "
 				  "at byte %zu", bad);
-	py_trim(content, strlen(content), &off, &tl);
 	nomem = (user && ((first && sbuf_adds(&b, fmt->bos)) || open_turn(&b, fmt, "user"))) ||
-		sbuf_add(&b, content + off, tl) || sbuf_adds(&b, fmt->turn_end) ||
+		add_content(&b, fmt, model, content) || sbuf_adds(&b, fmt->turn_end) ||
 		(user && open_turn(&b, fmt, fmt->model_role));
 	return finish(&b, nomem, out, len, d);
 }

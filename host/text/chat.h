@@ -8,6 +8,7 @@
 #ifndef PCCX_CHAT_H
 #define PCCX_CHAT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,7 +19,7 @@ struct pccx_session;
 
 enum pccx_chat_family {
 	PCCX_CHAT_GEMMA,	/* Gemma 1, 2, 3 and 3n: <start_of_turn>ROLE\n...<end_of_turn>\n */
-	PCCX_CHAT_GEMMA4,	/* Gemma 4: the <|turn> format, not filled in yet */
+	PCCX_CHAT_GEMMA4,	/* Gemma 4: <|turn>ROLE\n...<turn|>\n, a system role of its own */
 	PCCX_CHAT_FAMILIES
 };
 
@@ -28,9 +29,13 @@ enum pccx_chat_family {
  * A conversation is written as
  *   bos, then per turn: turn_start ROLE role_end CONTENT turn_end,
  * then with a generation prompt: turn_start model_role role_end.
- * CONTENT is trimmed of surrounding whitespace; the role "assistant" is written model_role; a
- * leading "system" turn is not a turn of its own: its content and system_sep go in front of the
- * first remaining turn's content.
+ * CONTENT is trimmed of surrounding whitespace; the role "assistant" is written model_role.
+ * A leading "system" turn: with a system_role, a turn of its own in that role, its content
+ * trimmed (and the think piece in front of it when thinking is asked for; a system turn is
+ * then written even without system content); without one, not a turn of its own: its content,
+ * untrimmed, and system_sep go in front of the first remaining turn's content.
+ * With thought markers, a model turn's content loses its reasoning channels before it is
+ * trimmed: of each piece ending at thought_close (or at the end), what follows thought_open.
  */
 struct pccx_chat_format {
 	const char *family;		/* for messages */
@@ -41,9 +46,23 @@ struct pccx_chat_format {
 	const char *bos;
 	const char *turn_start, *role_end, *turn_end;
 	const char *model_role;
-	const char *system_sep;
+	const char *system_sep;		/* without a system_role */
+	const char *system_role;	/* NULL: the system turn is folded into the first user turn */
+	const char *think;		/* NULL: no thinking switch */
+	const char *thought_open, *thought_close;	/* NULL: model turns are kept whole */
 	/* Pieces that end the model's turn besides the tokenizer's EOS; NULL after the last. */
 	const char *stops[PCCX_CHAT_MAX_STOPS];
+	/*
+	 * The model frames reasoning and tool calls in the text it generates: its output is
+	 * read as events (pccx/output.h) rather than as plain text.
+	 */
+	bool output_events;
+};
+
+/* How pccx__chat_render_opts writes a conversation. */
+struct pccx_chat_opts {
+	bool add_generation_prompt;	/* open the model's turn at the end */
+	bool thinking;			/* ask for reasoning (formats with a think piece only) */
 };
 
 /* The format of `family`; NULL when that family's format is not filled in yet. */
@@ -69,6 +88,14 @@ PCCX_MUST_CHECK int pccx__chat_render(const struct pccx_chat_format *fmt,
 				      const pccx_chat_turn *turns, size_t n,
 				      bool add_generation_prompt, char **out, size_t *len,
 				      pccx_diag *d);
+/*
+ * The same with options (NULL: no generation prompt, no thinking). Thinking asked of a format
+ * without a think piece is PCCX_ERR_UNSUPPORTED.
+ */
+PCCX_MUST_CHECK int pccx__chat_render_opts(const struct pccx_chat_format *fmt,
+					   const pccx_chat_turn *turns, size_t n,
+					   const struct pccx_chat_opts *o, char **out, size_t *len,
+					   pccx_diag *d);
 
 /*
  * One turn of a conversation written turn by turn, so that the pieces put together are what

@@ -8,7 +8,7 @@
 #   - /save, then /load in a new process: the next reply is the same;
 #   - refusals that keep the conversation: a malformed file, another model's file, a directory
 #     or FIFO given to /save or /load, a full context; EOF (Ctrl-D, a pipe's end) ends with 0;
-#   - every model family (the tiny configs of Gemma 3n, 1, 2 and 3): `run --chat` without a
+#   - every model family (the tiny configs of Gemma 3n, 1, 2, 3 and 4): `run --chat` without a
 #     tokenizer, `chat` refused without one; with a 512-id tokenizer, what `run --chat` prefills
 #     and the turns `chat` saves are the ids of the turn written out from the chat templates.
 # Nothing waits on time: every step waits for a marker (prompt, stats line, message).
@@ -218,16 +218,18 @@ has "$T/err" "/reset starts a new conversation"
 checks=$((checks + 1))
 [ "$(grep -c '^stats: ' "$T/err")" = 1 ] || fail "a turn that does not fit was run: $(cat "$T/err")"
 
-# --- every family: Gemma 3n (tiny), Gemma 1, 2 and 3 (tiny-gemma, tiny-gemma2, tiny-gemma3) ------
-# A tokenizer of the tiny models' 512 ids: Gemma's special tokens, byte fallback for the text
-# ("h" is <0x68>, id 4 + 0x68), and fillers up to 512.
+# --- every family: Gemma 3n (tiny), Gemma 1, 2, 3 and 4 (tiny-gemma, ..., tiny-gemma4) ----------
+# A tokenizer of the tiny models' 512 ids: Gemma's and Gemma 4's turn tokens, byte fallback for
+# the text ("h" is <0x68>, id 4 + 0x68), and fillers up to 512.
 python3 - "$T/tok512.json" <<'PY'
 import json, sys
 vocab = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3}
 vocab.update({"<0x%02X>" % b: 4 + b for b in range(256)})
-vocab.update({"\u2581": 260, "<start_of_turn>": 261, "<end_of_turn>": 262})
-vocab.update({"w%d" % i: i for i in range(263, 512)})
-special = ["<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>"]
+vocab.update({"\u2581": 260, "<start_of_turn>": 261, "<end_of_turn>": 262, "<|turn>": 263,
+              "<turn|>": 264})
+vocab.update({"w%d" % i: i for i in range(265, 512)})
+special = ["<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>", "<|turn>",
+           "<turn|>"]
 space = {"String": "\u2581"}
 json.dump({"version": "1.0",
            "added_tokens": [{"id": vocab[t], "content": t, "special": True} for t in special],
@@ -249,9 +251,16 @@ print(" ".join(map(str, json.load(open(sys.argv[1]))["turns"][int(sys.argv[2])][
 }
 # The Gemma chat templates (tokenizer_config.json of Gemma 1, 2, 3 and 3n) write a first user
 # turn, its content trimmed, and the generation prompt so; a reply ends with the end of turn.
-user_turn=$'<bos><start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\n'
-end_turn=$'<end_of_turn>\n'
-for c in tiny tiny-gemma tiny-gemma2 tiny-gemma3; do
+# Gemma 4's writes them with its own turn tokens.
+for c in tiny tiny-gemma tiny-gemma2 tiny-gemma3 tiny-gemma4; do
+  case $c in
+    tiny-gemma4)
+      user_turn=$'<bos><|turn>user\nhi<turn|>\n<|turn>model\n'
+      end_turn=$'<turn|>\n' ;;
+    *)
+      user_turn=$'<bos><start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\n'
+      end_turn=$'<end_of_turn>\n' ;;
+  esac
   # no tokenizer: the prompt is one id per byte and --chat has no format to write it in
   want_rc 0 "$pccx" run --config "$c" --chat -p hi -n 8
   has "$T/err" "prompt: 2 tokens (no tokenizer: one per byte, without the chat format)"

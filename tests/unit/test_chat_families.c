@@ -4,8 +4,10 @@
  * system turn rendered in each family's format against the text written out here from that
  * family's chat_template (Hugging Face tokenizer_config.json: Gemma 3 and 3n fold the system
  * content and a blank line into the first user turn; Gemma 1 and 2 raise on a system turn,
- * and pccx folds it as Gemma 3 does), the stop ids each format gives, and the format a loaded
- * model of each family tokenizes its turns in.
+ * and pccx folds it as Gemma 3 does; Gemma 4 writes a system turn of its own, with <|think|>
+ * at its top when thinking is asked for, and drops reasoning from earlier model turns), the
+ * stop ids each format gives, and the format a loaded model of each family tokenizes its
+ * turns in.
  */
 #include <check.h>
 #include <stdio.h>
@@ -31,6 +33,10 @@ static const struct {
 	enum pccx_family family;
 	const char *with_system;	/* conv rendered with the generation prompt */
 	const char *without_system;	/* conv[1..3] rendered without it */
+	const char *gen_prompt;		/* the generation prompt */
+	const char *hi_turn;		/* "  hi\n" as the first user turn, with the generation prompt */
+	const char *ok_turn;		/* " ok " as the model's turn */
+	const char *stop;		/* the end of turn */
 } want[] = {
 	{
 		/* Gemma 3n's template is Gemma 3's: the system content, untrimmed, then "\n\n" */
@@ -41,6 +47,10 @@ static const struct {
 		"<bos><start_of_turn>user\nWhat is red?<end_of_turn>\n"
 		"<start_of_turn>model\nA colour.<end_of_turn>\n"
 		"<start_of_turn>user\nAnd blue?<end_of_turn>\n",
+		"<start_of_turn>model\n",
+		"<bos><start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\n",
+		"ok<end_of_turn>\n",
+		"<end_of_turn>",
 	},
 	{
 		/* Gemma 1: its template raises on the system turn; pccx folds it as Gemma 3 does */
@@ -51,6 +61,10 @@ static const struct {
 		"<bos><start_of_turn>user\nWhat is red?<end_of_turn>\n"
 		"<start_of_turn>model\nA colour.<end_of_turn>\n"
 		"<start_of_turn>user\nAnd blue?<end_of_turn>\n",
+		"<start_of_turn>model\n",
+		"<bos><start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\n",
+		"ok<end_of_turn>\n",
+		"<end_of_turn>",
 	},
 	{
 		/* Gemma 2: the template of Gemma 1 */
@@ -61,6 +75,10 @@ static const struct {
 		"<bos><start_of_turn>user\nWhat is red?<end_of_turn>\n"
 		"<start_of_turn>model\nA colour.<end_of_turn>\n"
 		"<start_of_turn>user\nAnd blue?<end_of_turn>\n",
+		"<start_of_turn>model\n",
+		"<bos><start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\n",
+		"ok<end_of_turn>\n",
+		"<end_of_turn>",
 	},
 	{
 		PCCX_FAMILY_GEMMA3,
@@ -70,10 +88,42 @@ static const struct {
 		"<bos><start_of_turn>user\nWhat is red?<end_of_turn>\n"
 		"<start_of_turn>model\nA colour.<end_of_turn>\n"
 		"<start_of_turn>user\nAnd blue?<end_of_turn>\n",
+		"<start_of_turn>model\n",
+		"<bos><start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\n",
+		"ok<end_of_turn>\n",
+		"<end_of_turn>",
+	},
+	{
+		/*
+		 * Gemma 4: the system turn is its own, its content trimmed; the model's turns are
+		 * trimmed, reasoning channels removed (the check below)
+		 */
+		PCCX_FAMILY_GEMMA4,
+		"<bos><|turn>system\nAnswer in one word.<turn|>\n"
+		"<|turn>user\nWhat is red?<turn|>\n"
+		"<|turn>model\nA colour.<turn|>\n"
+		"<|turn>user\nAnd blue?<turn|>\n<|turn>model\n",
+		"<bos><|turn>user\nWhat is red?<turn|>\n"
+		"<|turn>model\nA colour.<turn|>\n"
+		"<|turn>user\nAnd blue?<turn|>\n",
+		"<|turn>model\n",
+		"<bos><|turn>user\nhi<turn|>\n<|turn>model\n",
+		"ok<turn|>\n",
+		"<turn|>",
 	},
 };
 
 #define NWANT (sizeof(want) / sizeof(want[0]))
+
+static const __typeof__(want[0]) *want_of(enum pccx_family family)
+{
+	size_t i;
+
+	for (i = 0; i < NWANT && want[i].family != family; i++)
+		;
+	ck_assert_msg(i < NWANT, "%s: no expected rendering", pccx__family(family)->title);
+	return &want[i];
+}
 
 /*
  * The families above have a format; a family with a format has its expected rendering above
@@ -144,21 +194,115 @@ START_TEST(turns_put_together_per_family)
 			free(s);
 		}
 		/* the last user turn opened the model's reply: the generation prompt */
-		ck_assert_uint_eq(strlen(all), strlen(want[i].with_system) -
-				  strlen(" Answer in one word. \n\n"));
 		ck_assert_msg(!strncmp(all, want[i].without_system,
 				       strlen(want[i].without_system)), "%s",
 			      pccx__family(want[i].family)->title);
-		ck_assert_str_eq(all + strlen(want[i].without_system), "<start_of_turn>model\n");
+		ck_assert_str_eq(all + strlen(want[i].without_system), want[i].gen_prompt);
+		/* and the rendering with a system turn ends so too */
+		ck_assert_str_eq(want[i].with_system + strlen(want[i].with_system) -
+				 strlen(want[i].gen_prompt), want[i].gen_prompt);
+	}
+}
+END_TEST
+
+/* render `turns` in Gemma 4's format and compare with `expect` */
+static void expect_gemma4(const pccx_chat_turn *turns, size_t n, bool thinking,
+			  const char *expect)
+{
+	struct pccx_chat_opts o = { .add_generation_prompt = true, .thinking = thinking };
+	char *s = NULL;
+	size_t len = 0;
+	pccx_diag d = { 0 };
+
+	ck_assert_msg(pccx__chat_render_opts(pccx__chat_format_of(PCCX_FAMILY_GEMMA4), turns, n,
+					     &o, &s, &len, &d) == 0, "%s", d.msg);
+	ck_assert_msg(!strcmp(s, expect), "rendered\n%s\nwant\n%s", s, expect);
+	ck_assert_uint_eq(len, strlen(expect));
+	free(s);
+}
+
+/*
+ * Gemma 4's thinking switch: <|think|> and a newline at the top of the system turn, which is
+ * then written without system content too; a format without the switch refuses it.
+ */
+START_TEST(gemma4_thinking)
+{
+	struct pccx_chat_opts o = { .add_generation_prompt = true, .thinking = true };
+	char *s = NULL;
+	pccx_diag d = { 0 };
+
+	expect_gemma4(conv, 4, true,
+		      "<bos><|turn>system\n<|think|>\nAnswer in one word.<turn|>\n"
+		      "<|turn>user\nWhat is red?<turn|>\n<|turn>model\nA colour.<turn|>\n"
+		      "<|turn>user\nAnd blue?<turn|>\n<|turn>model\n");
+	expect_gemma4(conv + 1, 1, true,
+		      "<bos><|turn>system\n<|think|>\n<turn|>\n"
+		      "<|turn>user\nWhat is red?<turn|>\n<|turn>model\n");
+	expect_gemma4(conv + 1, 1, false, "<bos><|turn>user\nWhat is red?<turn|>\n<|turn>model\n");
+	/* an empty system content still makes the turn, as the template writes it */
+	expect_gemma4((const pccx_chat_turn[]){ { "system", " " }, { "user", "x" } }, 2, false,
+		      "<bos><|turn>system\n<turn|>\n<|turn>user\nx<turn|>\n<|turn>model\n");
+	ck_assert_int_eq(pccx__chat_render_opts(pccx__chat_format_of(PCCX_FAMILY_GEMMA3), conv, 4,
+						&o, &s, NULL, &d), PCCX_ERR_UNSUPPORTED);
+	ck_assert_ptr_null(s);
+	ck_assert_msg(strstr(d.msg, "gemma format has no thinking switch"), "%s", d.msg);
+}
+END_TEST
+
+/*
+ * Earlier model turns lose their reasoning as the template's strip_thinking has it: of each
+ * piece up to <channel|>, what precedes <|channel>; then the content is trimmed. Gemma 3's
+ * format keeps the bytes.
+ */
+START_TEST(gemma4_strips_reasoning)
+{
+	static const char *const model[][2] = {
+		{ " <|channel>thought\nred is a colour<channel|>Red.<|channel>x<channel|> Yes ",
+		  "Red. Yes" },
+		{ "A<|channel>thought\nnever closed", "A" },
+		{ "B<channel|>C", "BC" },
+		{ "<|channel>thought\nonly reasoning<channel|>", "" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(model) / sizeof(model[0]); i++) {
+		const pccx_chat_turn turns[] = { { "user", "Q" }, { "assistant", model[i][0] },
+						 { "user", "R" } };
+		char expect[256], *s = NULL;
+		size_t len = 0;
+		pccx_diag d = { 0 };
+
+		snprintf(expect, sizeof(expect), "<bos><|turn>user\nQ<turn|>\n<|turn>model\n%s"
+			 "<turn|>\n<|turn>user\nR<turn|>\n<|turn>model\n", model[i][1]);
+		expect_gemma4(turns, 3, false, expect);
+		/* turn by turn, a model turn's content is written the same way */
+		ck_assert_int_eq(pccx__chat_render_turn(pccx__chat_format_of(PCCX_FAMILY_GEMMA4),
+							"model", model[i][0], false, &s, &len,
+							&d), 0);
+		snprintf(expect, sizeof(expect), "%s<turn|>\n", model[i][1]);
+		ck_assert_str_eq(s, expect);
+		free(s);
+	}
+	{
+		const pccx_chat_turn turns[] = { { "user", "Q" }, { "assistant", model[0][0] } };
+		char *s = NULL;
+		pccx_diag d = { 0 };
+
+		ck_assert_int_eq(pccx__chat_render(pccx__chat_format_of(PCCX_FAMILY_GEMMA3), turns, 2,
+						   false, &s, NULL, &d), 0);
+		ck_assert_str_eq(s, "<bos><start_of_turn>user\nQ<end_of_turn>\n<start_of_turn>model\n"
+				 "<|channel>thought\nred is a colour<channel|>Red.<|channel>x"
+				 "<channel|> Yes<end_of_turn>\n");
+		free(s);
 	}
 }
 END_TEST
 
 /* ---- with a tokenizer: stop ids, and the turns of a loaded model --------------------------- */
 
-enum { T_EOS = 1, T_BOS = 2, T_BYTE0 = 4, T_SP = 260, T_SOT, T_EOT, T_N };
+enum { T_EOS = 1, T_BOS = 2, T_BYTE0 = 4, T_SP = 260, T_SOT, T_EOT, T_SOT4, T_EOT4, T_N };
 
-/* A byte-fallback tokenizer.json with Gemma's special tokens at ids of its own. */
+/* A byte-fallback tokenizer.json with Gemma's and Gemma 4's turn tokens at ids of its own. */
 static char *tiny_tokenizer_json(void)
 {
 	size_t cap = 16384, n = 0, i;
@@ -171,7 +315,9 @@ static char *tiny_tokenizer_json(void)
 		"{\"id\": %d, \"content\": \"<bos>\", \"special\": true},"
 		"{\"id\": 3, \"content\": \"<unk>\", \"special\": true},"
 		"{\"id\": %d, \"content\": \"<start_of_turn>\", \"special\": true},"
-		"{\"id\": %d, \"content\": \"<end_of_turn>\", \"special\": true}],"
+		"{\"id\": %d, \"content\": \"<end_of_turn>\", \"special\": true},"
+		"{\"id\": %d, \"content\": \"<|turn>\", \"special\": true},"
+		"{\"id\": %d, \"content\": \"<turn|>\", \"special\": true}],"
 		"\"normalizer\": {\"type\": \"Replace\", \"pattern\": {\"String\": \" \"},"
 		" \"content\": \"\\u2581\"},"
 		"\"pre_tokenizer\": null, \"post_processor\": null,"
@@ -180,13 +326,14 @@ static char *tiny_tokenizer_json(void)
 		" \"content\": \" \"}, {\"type\": \"ByteFallback\"}, {\"type\": \"Fuse\"}]},"
 		"\"model\": {\"type\": \"BPE\", \"dropout\": null, \"unk_token\": \"<unk>\","
 		" \"byte_fallback\": true, \"fuse_unk\": true, \"vocab\": {\"<pad>\": 0,"
-		" \"<eos>\": %d, \"<bos>\": %d, \"<unk>\": 3", T_EOS, T_BOS, T_SOT, T_EOT, T_EOS,
-		T_BOS);
+		" \"<eos>\": %d, \"<bos>\": %d, \"<unk>\": 3", T_EOS, T_BOS, T_SOT, T_EOT, T_SOT4,
+		T_EOT4, T_EOS, T_BOS);
 	for (i = 0; i < 256; i++)
 		n += (size_t)snprintf(p + n, cap - n, ", \"<0x%02X>\": %zu", (unsigned)i,
 				      T_BYTE0 + i);
 	n += (size_t)snprintf(p + n, cap - n, ", \"\\u2581\": %d, \"<start_of_turn>\": %d,"
-			      " \"<end_of_turn>\": %d}, \"merges\": []}}", T_SP, T_SOT, T_EOT);
+			      " \"<end_of_turn>\": %d, \"<|turn>\": %d, \"<turn|>\": %d},"
+			      " \"merges\": []}}", T_SP, T_SOT, T_EOT, T_SOT4, T_EOT4);
 	ck_assert_uint_lt(n, cap);
 	return p;
 }
@@ -204,10 +351,10 @@ START_TEST(stop_ids_per_family)
 	for (i = 0; i < NWANT; i++) {
 		const struct pccx_chat_format *fmt = pccx__chat_format_of(want[i].family);
 
-		/* the tokenizer's EOS and <end_of_turn> */
+		/* the tokenizer's EOS and the format's end of turn */
 		ck_assert_uint_eq(pccx__chat_stop_ids(fmt, tk, ids), 2);
 		ck_assert_int_eq(ids[0], T_EOS);
-		ck_assert_int_eq(ids[1], T_EOT);
+		ck_assert_int_eq(ids[1], !strcmp(want[i].stop, "<turn|>") ? T_EOT4 : T_EOT);
 	}
 	pccx_tokenizer_free(tk);
 	free(json);
@@ -266,13 +413,13 @@ START_TEST(loaded_model_per_family)
 			      d.msg);
 		ck_assert_ptr_eq(pccx__session_chat_format(s), pccx__chat_format_of(cfg->family));
 		ck_assert_int_eq(pccx_session_tokenize(s, "  hi\n", true, &ids, &n, &d), 0);
-		expect_ids(pccx_session_tokenizer(s), ids, n,
-			   "<bos><start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\n",
+		expect_ids(pccx_session_tokenizer(s), ids, n, want_of(cfg->family)->hi_turn,
 			   cfg->name);
 		free(ids);
 		ck_assert_int_eq(pccx_session_tokenize_turn(s, "model", " ok ", false, &ids, &n, &d),
 				 0);
-		expect_ids(pccx_session_tokenizer(s), ids, n, "ok<end_of_turn>\n", cfg->name);
+		expect_ids(pccx_session_tokenizer(s), ids, n, want_of(cfg->family)->ok_turn,
+			   cfg->name);
 		free(ids);
 		pccx_session_free(s);
 		pccx_model_free(model);
@@ -294,6 +441,8 @@ static Suite *chat_families_suite(void)
 	tcase_add_test(tc, families_with_a_format_are_checked);
 	tcase_add_test(tc, system_turn_per_family);
 	tcase_add_test(tc, turns_put_together_per_family);
+	tcase_add_test(tc, gemma4_thinking);
+	tcase_add_test(tc, gemma4_strips_reasoning);
 	tcase_add_test(tc, stop_ids_per_family);
 	tcase_add_test(tc, loaded_model_per_family);
 	tcase_set_timeout(tc, 60);
