@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * pccx ref: run the bit-exact reference of the Gemma 3n decoder on the host.
+ * pccx ref: run the bit-exact reference of a Gemma decoder (any family) on the host.
  *
  *   pccx ref --config tiny --seed 1 -p "Hello" -n 32 [--oracle] [--dump-stages DIR]
  *
@@ -60,8 +60,9 @@ static const struct pccx_opt ref_opts[] = {
 static const struct pccx_opt_cmd ref_cmd = {
 	.name = "ref",
 	.usage = "(--config NAME | -m MODEL) [options]",
-	.about = "Decode with the bit-exact reference of the Gemma 3n NPU pipeline and stream\n"
-		 "the generated text to stdout.\n",
+	.about = "Decode with the bit-exact reference of the NPU pipeline (any Gemma family:\n"
+		 "a preset, or -m with any family's GGUF or Hugging Face checkpoint) and\n"
+		 "stream the generated text to stdout.\n",
 	.opts = ref_opts,
 	.more_title = "sampler (docs/sampling.md; seeded by --seed)",
 	.more = pccx_cli_sampler_opts,

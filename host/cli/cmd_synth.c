@@ -7,6 +7,7 @@
  *   pccx synth --list
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "cli.h"
 #include "diag.h"
@@ -81,12 +82,15 @@ static void list_configs(FILE *f)
 {
 	const struct pccx_gemma_config *c;
 	unsigned i;
+	int w = 0;
 
+	for (i = 0; (c = pccx__gemma_config_at(i)); i++)	/* the name column's width */
+		w = (int)strlen(c->name) > w ? (int)strlen(c->name) : w;
 	for (i = 0; (c = pccx__gemma_config_at(i)); i++) {
 		const struct pccx_family_desc *fd = pccx__family(c->family);
 
-		fprintf(f, "%-12s %-8s %s, %u layers, D %u, FFN %u, %u q / %u kv heads of %u, "
-			"vocab %u, ", c->name, fd->arch, fd->title, c->n_layers, c->d_model,
+		fprintf(f, "%-*s %-8s %s, %u layers, D %u, FFN %u, %u q / %u kv heads of %u, "
+			"vocab %u, ", w, c->name, fd->arch, fd->title, c->n_layers, c->d_model,
 			c->d_ffn, c->n_heads, c->n_kv_heads, c->head_dim, c->vocab);
 		if (c->global_period == 1)
 			fprintf(f, "every layer global\n");

@@ -53,6 +53,12 @@ static int load_file(struct pccx_cli_ref *r, pccx_diag *d)
 	}
 	if (rc)
 		return rc;
+	/* the checkpoint loader's notice (a multimodal model's towers not read), status OK */
+	if (d && !d->status && d->msg[0]) {
+		if (!a->quiet)
+			fprintf(stderr, "pccx %s: notice: %s\n", r->cmd, d->msg);
+		d->msg[0] = 0;
+	}
 	r->cfg = r->m->cfg;
 	if (!a->quiet)
 		fprintf(stderr,

@@ -34,9 +34,10 @@ struct pccx_cli_ref_args {
 	PCCX_OPT("config", 0, PCCX_OPT_STR, PCCX_AT(T, f.config, const char *), "NAME",          \
 		 "model shape", .values = pccx__gemma_config_names),                          \
 	PCCX_OPT(NULL, 'm', PCCX_OPT_PATH, PCCX_AT(T, f.model, const char *), "MODEL",           \
-		 "a Gemma 3n GGUF (llama.cpp layout) or a Hugging Face checkpoint\n"             \
-		 "(directory, *.safetensors, index .json); Q4_0 loads losslessly,\n"             \
-		 "other types are requantised and the error reported"),                          \
+		 "a GGUF of any family in llama.cpp's layout (gemma, gemma2, gemma3,\n"          \
+		 "gemma3n, gemma4) or a Hugging Face checkpoint of any family (directory,\n"     \
+		 "*.safetensors, index .json); Q4_0 loads losslessly, other types are\n"         \
+		 "requantised and the error reported"),                                          \
 	PCCX_OPT(NULL, 'p', PCCX_OPT_STR, PCCX_AT(T, f.prompt, const char *), "TEXT",            \
 		 "prompt (default \"Hello\")", .seen_at = PCCX_AT(T, f.have_prompt, bool) + 1),   \
 	PCCX_OPT("tokenizer", 0, PCCX_OPT_PATH, PCCX_AT(T, f.tokenizer, const char *), "FILE",   \

@@ -333,13 +333,15 @@ static uint32_t g4_head_dim_global(const struct pccx_gemma_config *c)
 /*
  * What llama.cpp's gemma4 loader cannot be told (docs/model-files.md, "Gemma 4 in GGUF"): it
  * scales q by 1, soft-caps no scores, scales no RoPE linearly and reads a per-layer table row
- * for every token.
+ * for every token. Experts are not written (their layout here is not done yet).
  */
 static int g4_expressible(const struct pccx_gemma_config *c, pccx_diag *d)
 {
 	const char *why = NULL;
 
-	if (c->query_pre_attn_scalar != 0.0f)
+	if (c->n_experts)
+		why = "mixture-of-experts Gemma 4 is not written as GGUF yet";
+	else if (c->query_pre_attn_scalar != 0.0f)
 		why = "query_pre_attn_scalar is set; llama.cpp's gemma4 scales q by 1";
 	else if (c->attn_softcap > 0.0f)
 		why = "llama.cpp's gemma4 does not soft-cap scores";
@@ -1118,26 +1120,34 @@ static int g4_per_kind(const pccx_gguf *g, const char *key, const uint32_t *v, c
 
 /*
  * FFN widths: d_ffn in the KV-owning layers, d_ffn or 2 d_ffn (double_wide_mlp) in all the
- * KV-sharing ones.
+ * KV-sharing ones (the layers the table builder's pccx__layers_kv_sources has reading another
+ * layer's cache).
  */
-static int g4_ffn(const pccx_gguf *g, struct pccx_gemma_config *c, pccx_diag *d)
+static int g4_ffn(const pccx_gguf *g, struct pccx_gemma_config *c, const bool *local,
+		  pccx_diag *d)
 {
-	uint32_t f[PCCX_GEMMA_MAX_LAYERS], l, first_shared = c->n_layers - c->n_kv_shared;
+	uint32_t f[PCCX_GEMMA_MAX_LAYERS], src[PCCX_GEMMA_MAX_LAYERS], l, wide = 0;
 	int rc = g4_layer_u32s(g, "feed_forward_length", c->n_layers, 65535, f, d);
 
 	if (rc)
 		return rc;
+	if (pccx__layers_kv_sources(local, c->n_layers, c->n_kv_shared, src) != c->n_layers)
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: key "
+				  "'gemma4.attention.shared_kv_layers' is %u: a KV-sharing layer "
+				  "has no earlier layer of its kind", pccx_gguf_name(g),
+				  c->n_kv_shared);
 	c->d_ffn = f[0];
-	c->double_wide_mlp = c->n_kv_shared && f[first_shared] == 2 * f[0];
+	for (l = 0; l < c->n_layers && !wide; l++)
+		wide = src[l] != l ? f[l] : 0;
+	c->double_wide_mlp = wide == 2 * f[0];
 	for (l = 0; l < c->n_layers; l++) {
-		uint32_t want = l >= first_shared && c->double_wide_mlp ? 2 * f[0] : f[0];
+		uint32_t want = src[l] != l && c->double_wide_mlp ? 2 * f[0] : f[0];
 
 		if (f[l] != want)
 			return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: key "
 					  "'gemma4.feed_forward_length': layer %u has %u, expected "
-					  "%u (layer 0's, doubled in the KV-sharing layers %u.. "
-					  "when double-wide)", pccx_gguf_name(g), l, f[l], want,
-					  first_shared);
+					  "%u (layer 0's, doubled in every KV-sharing layer when "
+					  "double-wide)", pccx_gguf_name(g), l, f[l], want);
 	}
 	return PCCX_OK;
 }
@@ -1357,7 +1367,7 @@ static int load_config_4(const pccx_gguf *g, uint32_t max_ctx, struct pccx_gemma
 	if (!rc)
 		rc = g4_heads(g, c, local, d);
 	if (!rc)
-		rc = g4_ffn(g, c, d);
+		rc = g4_ffn(g, c, local, d);
 	if (!rc)
 		rc = plain_u32(g, f, "embedding_length_per_layer_input", true, 0, &c->d_ple, d);
 	if (!rc)

@@ -415,6 +415,13 @@ int pccx_model_load(pccx_device *dev, const struct pccx_model_opts *opts, pccx_m
 		model->tok = embedded;
 		if (opts->progress)
 			opts->progress(opts->user, "loading", 1, 1);
+		/*
+		 * A checkpoint loader's notice (towers of a multimodal model not read) is left in
+		 * the diag with status PCCX_OK; the progress callback shows it once, as a stage of
+		 * its own with done == total == 0.
+		 */
+		if (opts->progress && d && !d->status && d->msg[0])
+			opts->progress(opts->user, d->msg, 0, 0);
 	} else {
 		rc = pccx__gemma_config_preset(opts->synth_config ? opts->synth_config : "tiny", &cfg,
 						 d);

@@ -908,6 +908,14 @@ START_TEST(gemma4_save_refusals)
 	ck_assert_msg(strstr(d.msg, "scales q by 1") != NULL, "%s", d.msg);
 	ck_assert_int_ne(access(p, F_OK), 0);
 	pccx__gemma_model_free(m);
+	/* experts */
+	m = synth("tiny-gemma4-moe");
+	ck_assert_uint_gt(m->cfg.n_experts, 0);
+	ck_assert_int_eq(pccx__gemma_save_gguf(m, NULL, p, &d), PCCX_ERR_UNSUPPORTED);
+	ck_assert_msg(strstr(d.msg, "mixture-of-experts Gemma 4 is not written as GGUF yet") !=
+		      NULL, "%s", d.msg);
+	ck_assert_int_ne(access(p, F_OK), 0);
+	pccx__gemma_model_free(m);
 	cleanup();
 }
 END_TEST

@@ -627,8 +627,11 @@ static void write_plain_config(const struct pccx_gemma_model *m, const struct pl
 			   " \"attn_logit_softcapping\": null,\n  \"rope_scaling\": %s",
 			(double)c->theta_local, c->rope_factor_global > 0 ?
 			"{\"rope_type\": \"linear\", \"factor\": 8.0}" : "null");
-	if (pc->pattern)
-		fprintf(f, ",\n  \"sliding_window_pattern\": %u", c->global_period);
+	if (pc->pattern) {
+		unsigned period = c->global_period;
+
+		fprintf(f, ",\n  \"sliding_window_pattern\": %u", period);
+	}
 	if (pc->layer_types) {
 		fprintf(f, ",\n  \"layer_types\": [");
 		for (l = 0; l < c->n_layers; l++)
