@@ -1716,6 +1716,15 @@ static void test_gemma2(void)
 	gemma_decode("tiny-gemma2", 64, false);
 }
 
+/*
+ * Gemma 4 dense: per-layer inputs (PLE), the last layers reading the KV of earlier ones (KV
+ * donors), k = v on global layers, a head size per layer kind; sampled as Gemma 3's.
+ */
+static void test_gemma4(void)
+{
+	gemma_decode("tiny-gemma4", 64, false);
+}
+
 /* pccx-memory of this process's /dev/pccx file (the one libpccx opened), in KiB; -1 if none. */
 static long pccx_fd_memory_kib(void)
 {
@@ -1993,9 +2002,10 @@ static const struct {
 	{ "bench", test_bench },
 	/* tiny Gemma decode through /dev/pccx: logits and KV bit-exact, tokens as in-process */
 	{ "gemma-decode", test_gemma },
-	/* the same for a tiny Gemma 3 and a tiny Gemma 2, 64 tokens each */
+	/* the same for a tiny Gemma 3, 2 and 4, 64 tokens each */
 	{ "gemma3-decode", test_gemma3 },
 	{ "gemma2-decode", test_gemma2 },
+	{ "gemma4-decode", test_gemma4 },
 	{ "gemma-split-weights", test_gemma_split },
 	{ "gemma-shared-weights", test_gemma_shared },
 	{ "gemma-slow-host", test_gemma_slow_host },
