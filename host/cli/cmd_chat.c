@@ -30,6 +30,7 @@ static const struct pccx_opt chat_opts[] = {
 	PCCX_OPT(NULL, 'n', PCCX_OPT_UINT, A(n, uint64_t), "N",
 		 "tokens a reply has at most (default 256)", .min = 1, .max = 1000000),
 	PCCX_CLI_GEN_OPTS(struct chat_args, g),
+	PCCX_CLI_SHOW_OPTS(struct chat_args, g),
 	{ 0 }
 };
 #undef A
@@ -63,6 +64,7 @@ struct chat {
 	struct pccx_cli_chat_conv conv;	/* the turns in the context */
 	char model_id[512];
 	bool broken;			/* a step failed for good: /reset or /load to go on */
+	struct pccx_cli_show show;	/* how replies are printed (gen_show.h) */
 	/* the line reader */
 	char *buf;
 	size_t len, cap;
@@ -176,6 +178,7 @@ struct reply {
 	size_t n_ids, cap_ids;
 	bool stopped;		/* Ctrl-C */
 	bool nomem;
+	struct pccx_cli_show *show;
 };
 
 static int on_token(void *user, int32_t token, const char *piece, size_t len)
@@ -212,7 +215,11 @@ static int on_token(void *user, int32_t token, const char *piece, size_t len)
 	memcpy(r->text + r->len, piece, len);
 	r->len += len;
 	r->text[r->len] = '\0';
-	pccx_cli_gen_print_token(true, token, piece, len);
+	/* the display fails only when out of memory */
+	if (pccx_cli_show_piece(r->show, token, piece, len, NULL)) {
+		r->nomem = true;
+		return 1;
+	}
 	return 0;
 }
 
@@ -287,6 +294,7 @@ static void user_turn(struct chat *c, const char *text)
 		goto out;
 	}
 	after_prefill = context_used(s);
+	r.show = &c->show;
 	rc = pccx_session_generate(s, &c->sc, limit, on_token, &r, &d);
 	if (rc) {
 		pccx_diag d2 = { 0 };
@@ -296,6 +304,8 @@ static void user_turn(struct chat *c, const char *text)
 		if (pccx_session_generate(s, &c->sc, 0, NULL, NULL, &d2))
 			c->broken = true;
 	}
+	if (pccx_cli_show_end(&c->show, NULL))
+		r.nomem = true;
 	putchar('\n');
 	fflush(stdout);
 	if (r.stopped)
@@ -533,6 +543,8 @@ int pccx_cmd_chat(int argc, char **argv)
 	if (!rc && !pccx_session_tokenizer(c.cs.s))
 		rc = pccx__fail(&d, PCCX_ERR_INVALID, "pccx chat needs a tokenizer (the chat format "
 				"is written in its tokens): give --tokenizer FILE");
+	if (!rc)
+		rc = pccx_cli_gen_show(&a.g, c.cs.s, "pccx chat", &c.show, &d);
 	if (rc)
 		goto out;
 	model_identity(&c);
@@ -571,6 +583,7 @@ int pccx_cmd_chat(int argc, char **argv)
 	if (!rc)
 		rc = pccx_device_flush(c.cs.dev, &d);
 out:
+	pccx_cli_show_free(&c.show);
 	pccx_cli_chat_clear(&c.conv);
 	free(c.buf);
 	pccx_cli_session_close(&c.cs);

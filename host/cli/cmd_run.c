@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
-/* pccx run: generate text with Gemma 3n on the NPU (the simulated device by default). */
+/*
+ * pccx run: generate text with a Gemma model on the NPU (the simulated device by default); a
+ * Gemma 4 model's reasoning and tool calls are printed as events (gen_show.h).
+ */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +22,7 @@ struct run_args {
 #define A(f, type) PCCX_AT(struct run_args, f, type)
 static const struct pccx_opt run_opts[] = {
 	PCCX_CLI_GEN_OPTS(struct run_args, g),
+	PCCX_CLI_SHOW_OPTS(struct run_args, g),
 	PCCX_OPT(NULL, 'p', PCCX_OPT_STR, A(prompt, const char *), "PROMPT", "the prompt",
 		 .flags = PCCX_OPT_REQUIRED),
 	PCCX_OPT(NULL, 'n', PCCX_OPT_UINT, A(n, uint64_t), "N",
@@ -40,10 +44,19 @@ static const struct pccx_opt_cmd run_cmd = {
 	.more_at = offsetof(struct run_args, g.sc),
 };
 
+/* A display failure (out of memory in the parser) stops the generation, its diag kept. */
+struct shown {
+	struct pccx_cli_show sh;
+	pccx_diag d;
+	int rc;
+};
+
 static int on_token(void *user, int32_t token, const char *piece, size_t len)
 {
-	pccx_cli_gen_print_token(*(bool *)user, token, piece, len);
-	return 0;
+	struct shown *o = user;
+
+	o->rc = pccx_cli_show_piece(&o->sh, token, piece, len, &o->d);
+	return o->rc;
 }
 
 static void print_stats(const struct pccx_cli_session *cs, bool verified)
@@ -61,10 +74,11 @@ int pccx_cmd_run(int argc, char **argv)
 	struct run_args a = { .n = 32 };
 	struct pccx_cli_session cs;
 	pccx_diag d = { 0 };
+	struct shown o = { 0 };
 	int32_t *ids = NULL;
 	size_t n_ids = 0;
 	bool has_tok;
-	int rc;
+	int rc, end;
 
 	pccx_cli_gen_defaults(&a.g);
 	rc = pccx_opt_parse(&run_cmd, argc, argv, &a);
@@ -86,15 +100,26 @@ int pccx_cmd_run(int argc, char **argv)
 	fprintf(stderr, "prompt: %zu tokens%s%s\n", n_ids,
 		a.chat && !has_tok ? " (no tokenizer: one per byte, without the chat format)" : "",
 		a.g.sopt.verify ? " (verifying every stage)" : "");
-	rc = pccx_session_prefill(cs.s, ids, n_ids, &d);
+	rc = pccx_cli_gen_show(&a.g, cs.s, "pccx run", &o.sh, &d);
 	if (!rc)
-		rc = pccx_session_generate(cs.s, &a.g.sc, a.n, on_token, &has_tok, &d);
+		rc = pccx_session_prefill(cs.s, ids, n_ids, &d);
+	if (!rc)
+		rc = pccx_session_generate(cs.s, &a.g.sc, a.n, on_token, &o, &d);
+	/* the display's failure stopped the generation */
+	if (!rc && o.rc) {
+		rc = o.rc;
+		d = o.d;
+	}
+	end = pccx_cli_show_end(&o.sh, rc ? &o.d : &d);
+	if (!rc)
+		rc = end;
 	putchar('\n');
 	fflush(stdout);
 	if (!rc)
 		rc = pccx_device_flush(cs.dev, &d);
 	print_stats(&cs, a.g.sopt.verify && !rc);
 out:
+	pccx_cli_show_free(&o.sh);
 	free(ids);
 	pccx_cli_session_close(&cs);
 	return rc ? pccx_cli_fail(rc, &d) : 0;

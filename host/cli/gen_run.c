@@ -3,7 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "chat.h"
 #include "gen_run.h"
 
 static void progress(void *user, const char *stage, uint64_t done, uint64_t total)
@@ -63,13 +65,23 @@ int pccx_cli_gen_ids(pccx_session *s, const char *text, bool chat, int32_t **ids
 	return PCCX_OK;
 }
 
-void pccx_cli_gen_print_token(bool has_tokenizer, int32_t token, const char *piece, size_t len)
+int pccx_cli_gen_show(const struct pccx_cli_gen_args *g, pccx_session *s, const char *who,
+		      struct pccx_cli_show *sh, pccx_diag *d)
 {
-	if (has_tokenizer)
-		fwrite(piece, 1, len, stdout);
-	else
-		printf("[%d]", token);
-	fflush(stdout);
+	const struct pccx_chat_format *fmt = pccx__session_chat_format(s);
+	const pccx_tokenizer *tk = pccx_session_tokenizer(s);
+	int32_t stops[PCCX_CHAT_MAX_STOPS + 1];
+	struct pccx_cli_show_opts o = {
+		.events = fmt && fmt->output_events,
+		.ids = !tk,
+		.hide_thinking = g->hide_thinking,
+		.faint = isatty(STDOUT_FILENO),
+		.tk = tk,
+		.stops = stops,
+		.n_stops = pccx__chat_stop_ids(fmt, tk, stops),
+	};
+
+	return pccx_cli_show_init(sh, &o, stdout, stderr, who, d);
 }
 
 void pccx_cli_gen_print_stats(const struct pccx_stats *st, const struct pccx_device_info *info,

@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "gemma_config.h"
+#include "gen_show.h"
 #include "pccx/pccx.h"
 
 /* The device, model, session and sampler settings of both commands. */
@@ -21,6 +22,7 @@ struct pccx_cli_gen_args {
 	struct pccx_model_opts mopt;
 	struct pccx_session_opts sopt;
 	uint64_t max_ctx;
+	bool hide_thinking;
 	pccx_sampler_config sc;
 };
 
@@ -52,6 +54,12 @@ struct pccx_cli_gen_args {
 		 "positions the context may hold (default: all of the model's KV cache)",       \
 		 .min = 1, .max = 65535)
 
+/* The option of the commands that print the model's output (run, chat): gen_show.h. */
+#define PCCX_CLI_SHOW_OPTS(T, f)                                                                \
+	PCCX_OPT("hide-thinking", 0, PCCX_OPT_FLAG, PCCX_AT(T, f.hide_thinking, bool), NULL,     \
+		 "leave the model's reasoning out (Gemma 4); it is printed dimmed at a\n"       \
+		 "terminal, plain otherwise")
+
 /* The defaults: struct sizes, weight seed 1, the progress bar, the sampler's defaults. */
 void pccx_cli_gen_defaults(struct pccx_cli_gen_args *g);
 /*
@@ -66,8 +74,13 @@ PCCX_MUST_CHECK int pccx_cli_gen_open(const struct pccx_cli_gen_args *g,
 /* The text's ids: the model's tokenizer (chat: the chat template), else one id per byte. */
 PCCX_MUST_CHECK int pccx_cli_gen_ids(pccx_session *s, const char *text, bool chat, int32_t **ids,
 				     size_t *n, pccx_diag *d);
-/* Print a generated token to stdout: its text, or "[id]" when the model has no tokenizer. */
-void pccx_cli_gen_print_token(bool has_tokenizer, int32_t token, const char *piece, size_t len);
+/*
+ * How the session's output is printed to stdout (gen_show.h): as events when its model's chat
+ * format frames reasoning and tool calls, the reasoning dimmed when stdout is a terminal; as
+ * "[id]" without a tokenizer; else piece by piece. Messages name `who`.
+ */
+PCCX_MUST_CHECK int pccx_cli_gen_show(const struct pccx_cli_gen_args *g, pccx_session *s,
+				      const char *who, struct pccx_cli_show *sh, pccx_diag *d);
 /*
  * The statistics line on stderr ("stats: N tokens generated, N prompt tokens, host ...") for
  * the figures in st (a session's, or the difference of two, see pccx_cli_gen_stats_since).
