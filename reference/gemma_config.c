@@ -137,13 +137,14 @@ static const struct pccx_gemma_config presets[] = {
 		/*
 		 * Gemma 4 with every piece the real shapes have and the ones they may: global
 		 * layers 3 and 7 with heads of 64 and one KV head (k = v), local heads of 32 with
-		 * two, KV donors 4 (local) and 3 (global) for layers 5-7, double-wide FFN there,
-		 * PLE.
+		 * two, KV donors 2 (local) and 3 (global) for layers 4-7, double-wide FFN there,
+		 * PLE. The last KV owner is global and the one before it local, as in E2B and
+		 * E4B (llama.cpp's gemma4 assumes it when it maps the donors).
 		 */
 		.name = "tiny-gemma4", .family = PCCX_FAMILY_GEMMA4, .n_layers = 8,
 		.d_model = 128, .d_ffn = 256, .n_heads = 4, .n_kv_heads = 2, .head_dim = 32,
 		.head_dim_global = 64, .n_kv_heads_global = 1, .vocab = 512, .ple_vocab = 512,
-		.d_ple = 32, .window = 16, .global_period = 4, .n_kv_shared = 3,
+		.d_ple = 32, .window = 16, .global_period = 4, .n_kv_shared = 4,
 		.softcap = 30.0f, .eps = 1e-6f, .theta_local = 10000.0f,
 		.theta_global = 1000000.0f, .rope_partial_global = 0.25f, .k_eq_v = true,
 		.double_wide_mlp = true, .max_ctx = 1024,

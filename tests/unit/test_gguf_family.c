@@ -617,8 +617,8 @@ static void check_tensors_4(const pccx_gguf *g)
 	}
 	ck_assert_ptr_null(pccx_gguf_find_tensor(g, "output.weight"));
 	for (l = 0; l < 8; l++) {
-		bool global = l == 3 || l == 7, kv = l < 5;
-		uint64_t hd = global ? 64 : 32, nkv = global ? 1 : 2, F = l < 5 ? 256 : 512;
+		bool global = l == 3 || l == 7, kv = l < 4;
+		uint64_t hd = global ? 64 : 32, nkv = global ? 1 : 2, F = l < 4 ? 256 : 512;
 		const struct {
 			const char *name;
 			uint64_t ne0, ne1;
@@ -660,7 +660,7 @@ static void check_tensors_4(const pccx_gguf *g)
 		}
 	}
 	ck_assert_uint_eq(pccx_gguf_n_tensors(g), n);
-	ck_assert_uint_eq(n, 132);
+	ck_assert_uint_eq(n, 129);
 }
 
 /* An integer array key of `n` entries equal to want[]. */
@@ -691,7 +691,7 @@ static void check_keys_4(const pccx_gguf *g)
 {
 	static const int64_t swa[8] = { 1, 1, 1, 0, 1, 1, 1, 0 };
 	static const int64_t kv[8] = { 2, 2, 2, 1, 2, 2, 2, 1 };
-	static const int64_t ffn[8] = { 256, 256, 256, 256, 256, 512, 512, 512 };
+	static const int64_t ffn[8] = { 256, 256, 256, 256, 512, 512, 512, 512 };
 	const pccx_gguf_tensor *t;
 	const float *f;
 	pccx_diag d = { 0 };
@@ -709,7 +709,7 @@ static void check_keys_4(const pccx_gguf *g)
 	key_u32(g, "gemma4.rope.dimension_count", 64);
 	key_u32(g, "gemma4.rope.dimension_count_swa", 32);
 	key_u32(g, "gemma4.attention.sliding_window", 16);
-	key_u32(g, "gemma4.attention.shared_kv_layers", 3);
+	key_u32(g, "gemma4.attention.shared_kv_layers", 4);
 	key_u32(g, "gemma4.embedding_length_per_layer_input", 32);
 	key_f32(g, "gemma4.rope.freq_base", 1e6f);
 	key_f32(g, "gemma4.rope.freq_base_swa", 1e4f);
@@ -806,7 +806,7 @@ START_TEST(gemma4_refusals)
 {
 	static const bool odd[8] = { true, false, true, true, true, true, true, false };
 	static const int32_t kv[8] = { 2, 2, 1, 1, 2, 2, 2, 1 };
-	static const int32_t ffn[8] = { 256, 256, 256, 256, 256, 512, 256, 512 };
+	static const int32_t ffn[8] = { 256, 256, 256, 256, 512, 512, 256, 512 };
 	struct pccx_gemma_model *m;
 	pccx_gguf_value arr = { .type = PCCX_GGUF_ARRAY };
 	float freqs[32];
