@@ -228,6 +228,8 @@ int pccx_output_parser_feed(pccx_output_parser *p, const char *bytes, size_t len
 {
 	if (p->rc)
 		return p->rc;
+	if (!len)
+		return PCCX_OK;	/* nothing new: no state changes (and no NULL buffer to copy to) */
 	if (len > p->cap - p->n) {
 		size_t cap = p->n + len < 256 ? 256 : p->n + len;
 		char *nb = realloc(p->buf, cap);
