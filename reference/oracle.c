@@ -2,7 +2,8 @@
 /*
  * Float oracle of the Gemma decode step of every family: FP64 arithmetic on the dequantised
  * weights, written from the models' definitions (Hugging Face GemmaModel, Gemma2Model,
- * Gemma3TextModel, Gemma3nTextModel and Gemma4TextModel), independently of the NPU graph.
+ * Gemma3TextModel, Gemma3nTextModel and Gemma4TextModel, dense or with its mixture of
+ * experts), independently of the NPU graph.
  * What a family has comes from its facts (family.h) and the per-layer table (layers.h); stage
  * names and shapes match gemma_graph.c. docs/reference.md, "Families".
  */
@@ -17,6 +18,7 @@
 #include "pool.h"
 
 #define NS PCCX_GEMMA_ALTUP_STREAMS
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
 
 struct pccx_oracle {
 	const struct pccx_gemma_model *m;
@@ -42,9 +44,11 @@ struct pccx_oracle {
 	double *q, *ctx;			/* (n_heads, head_dim), the largest layer's */
 	double *k, *v;				/* (n_kv_heads, head_dim), the largest */
 	double *scores;				/* (max_ctx) */
-	double *gate, *up;			/* (d_ffn), the largest */
+	double *gate, *up;			/* (max(d_ffn, d_expert)), the largest */
+	double *t2, *acc, *y;			/* (D) the experts' input, sum, one's output */
+	double *rlog, *probs;			/* (n_experts) router logits, probabilities */
 	double *pleg;				/* (d_ple) */
-	double *w;				/* (max(D, head_dim, d_ple)) a weight vector */
+	double *w;				/* (max(D, head_dim, d_ple, n_experts)) */
 	double *logits;				/* (vocab) */
 };
 
@@ -436,10 +440,94 @@ static void ple_mix(struct pccx_oracle *o, uint32_t l, double *x)
 }
 
 /*
+ * Gemma 4's router (Gemma4TextRouter) on the attention block's output x1 = o->al:
+ *   logits = W_r (RMSNorm(x1) * scale * D^-1/2), RMSNorm without weight; p = softmax(logits);
+ * the k experts of the largest p (ties to the lower index), their p renormalised to sum 1 and
+ * times the per-expert scale: weights w. All in FP64, as the oracle's other sums: the device
+ * chooses in FP32 from its own (W4A8) logits, so where two experts nearly tie the choices may
+ * differ; the oracle keeps its own (docs/reference.md, "Families").
+ */
+static void moe_route(struct pccx_oracle *o, uint32_t l, uint32_t *idx, double *w)
+{
+	const struct pccx_layer_desc *ly = &o->m->layers[l];
+	const struct pccx_gemma_layer_w *lw = &o->m->w.layer[l];
+	uint32_t D = o->c->d_model, E = ly->n_experts, K = ly->n_experts_used, i, j;
+	bool taken[PCCX_GEMMA_MAX_EXPERTS] = { false };
+	double mx, sum = 0.0;
+
+	rmsnorm(o, o->al, o->tmp, D, NULL);
+	wvec(o, lw->vec[PCCX_GEMMA_LV_ROUTER_SCALE]);
+	for (i = 0; i < D; i++)
+		o->tmp[i] *= o->w[i] / sqrt((double)D);
+	matvec(o, lw->moe_router, o->tmp, o->rlog);
+	emit(o, o->rlog, 1, E, "L%u.moe.router", l);
+	for (i = 1, mx = o->rlog[0]; i < E; i++)
+		mx = o->rlog[i] > mx ? o->rlog[i] : mx;
+	for (i = 0; i < E; i++) {
+		o->probs[i] = exp(o->rlog[i] - mx);
+		sum += o->probs[i];
+	}
+	for (i = 0; i < E; i++)
+		o->probs[i] /= sum;
+	for (j = 0, sum = 0.0; j < K; j++) {
+		uint32_t best = E;
+
+		for (i = 0; i < E; i++)
+			if (!taken[i] && (best == E || o->probs[i] > o->probs[best]))
+				best = i;
+		taken[best] = true;
+		idx[j] = best;
+		sum += o->probs[best];
+	}
+	wvec(o, lw->vec[PCCX_GEMMA_LV_EXPERT_SCALE]);
+	for (j = 0; j < K; j++)
+		w[j] = o->probs[idx[j]] / sum * o->w[idx[j]];
+}
+
+/*
+ * Gemma 4's mixture of experts beside the dense FFN (Gemma4TextDecoderLayer with
+ * enable_moe_block; the experts' activation is hidden_activation, GELU_tanh, as the dense
+ * MLP's), on o->f = the dense FFN's W_down output and x1 = o->al:
+ *   f = RMSNorm_post1(f) + RMSNorm_post2(sum_j w_j E_j(RMSNorm_pre2(x1))),
+ *   E_e(t) = W_down,e(GELU(W_gate,e t) * W_up,e t)
+ * (the layer's post-FFN norm and residual follow in layer_plain).
+ */
+static void moe(struct pccx_oracle *o, uint32_t l)
+{
+	const struct pccx_layer_desc *ly = &o->m->layers[l];
+	const struct pccx_gemma_layer_w *lw = &o->m->w.layer[l];
+	uint32_t D = o->c->d_model, I = ly->d_expert, idx[PCCX_GEMMA_MAX_EXPERTS_USED], i, j;
+	double w[PCCX_GEMMA_MAX_EXPERTS_USED];
+
+	rmsnorm(o, o->f, o->f, D, wvec(o, lw->vec[PCCX_GEMMA_LV_POST_FFN_NORM_1]));
+	emit(o, o->f, 1, D, "L%u.moe.dense", l);
+	moe_route(o, l, idx, w);
+	rmsnorm(o, o->al, o->t2, D, wvec(o, lw->vec[PCCX_GEMMA_LV_PRE_FFN_NORM_2]));
+	emit(o, o->t2, 1, D, "L%u.moe.input", l);
+	memset(o->acc, 0, sizeof(double) * D);
+	for (j = 0; j < ly->n_experts_used; j++) {
+		int32_t g = lw->experts + 3 * (int32_t)idx[j];
+
+		matvec(o, g, o->t2, o->gate);
+		matvec(o, g + 1, o->t2, o->up);
+		for (i = 0; i < I; i++)
+			o->gate[i] = gelu(o->gate[i]) * o->up[i];
+		matvec(o, g + 2, o->gate, o->y);
+		for (i = 0; i < D; i++)
+			o->acc[i] += w[j] * o->y[i];
+	}
+	emit(o, o->acc, 1, D, "L%u.moe.experts", l);
+	rmsnorm(o, o->acc, o->acc, D, wvec(o, lw->vec[PCCX_GEMMA_LV_POST_FFN_NORM_2]));
+	for (i = 0; i < D; i++)
+		o->f[i] += o->acc[i];
+	emit(o, o->f, 1, D, "L%u.moe.out", l);
+}
+
+/*
  * A decoder layer of one residual stream x = o->xs[0] (GemmaDecoderLayer, Gemma2DecoderLayer,
  * Gemma3DecoderLayer, Gemma4TextDecoderLayer), the norms and pieces those of the layer's row:
  *   h = RMSNorm_in(x); al = x + [RMSNorm_postattn](attention(h));
- *   x = al + [RMSNorm_postffn](FFN([RMSNorm_preffn](al)));
+ *   x = al + [RMSNorm_postffn](FFN([RMSNorm_preffn](al)) [with the experts' (moe)]);
  *   [x += the per-layer input's mix (ple_mix)]; [x *= layer_scalar]
  * Gemma 1 has only the pre-FFN norm (Hugging Face's post_attention_layernorm, which despite
  * its name normalises the FFN input).
@@ -461,6 +549,8 @@ static void layer_plain(struct pccx_oracle *o, uint32_t l)
 	layer_norm(o, l, PCCX_NORM_PRE_FFN, PCCX_GEMMA_LV_FFN_NORM, o->al, o->t);
 	emit(o, o->t, 1, D, "L%u.ffn.norm", l);
 	ffn(o, l);
+	if (ly->n_experts)
+		moe(o, l);
 	layer_norm(o, l, PCCX_NORM_POST_FFN, PCCX_GEMMA_LV_POST_FFN_NORM, o->f, o->f);
 	for (i = 0; i < D; i++)
 		x[i] = o->al[i] + o->f[i];
@@ -642,7 +732,7 @@ int pccx__oracle_create(struct pccx_oracle **out, const struct pccx_gemma_model 
 {
 	const struct pccx_gemma_config *c = &m->cfg;
 	uint32_t D = c->d_model, LP = c->n_layers * c->d_ple, l, k, maxc;
-	uint32_t hd = 0, F = 0, qmax = 0, kvmax = 0;	/* the largest of any layer */
+	uint32_t hd = 0, F = 0, qmax = 0, kvmax = 0, E = 0;	/* the largest of any layer */
 	struct pccx_oracle *o;
 	int fail = 0, rc;
 
@@ -654,6 +744,8 @@ int pccx__oracle_create(struct pccx_oracle **out, const struct pccx_gemma_model 
 		kvmax = ly->kv_dim > kvmax ? ly->kv_dim : kvmax;
 		hd = ly->head_dim > hd ? ly->head_dim : hd;
 		F = ly->d_ffn > F ? ly->d_ffn : F;
+		F = ly->d_expert > F ? ly->d_expert : F;
+		E = ly->n_experts > E ? ly->n_experts : E;
 	}
 	o = calloc(1, sizeof(*o));
 	if (!o)
@@ -663,6 +755,7 @@ int pccx__oracle_create(struct pccx_oracle **out, const struct pccx_gemma_model 
 	maxc = D > LP ? D : LP;
 	maxc = maxc > F ? maxc : F;
 	maxc = maxc > qmax ? maxc : qmax;
+	maxc = maxc > E ? maxc : E;
 	o->maxc = maxc;
 	rc = pccx__pool_create(&o->pool, n_threads ? n_threads : pccx__pool_ncpu(), d);
 	if (rc) {
@@ -705,8 +798,13 @@ int pccx__oracle_create(struct pccx_oracle **out, const struct pccx_gemma_model 
 	o->scores = dalloc(c->max_ctx, &fail);
 	o->gate = dalloc(F, &fail);
 	o->up = dalloc(F, &fail);
+	o->t2 = dalloc(D, &fail);
+	o->acc = dalloc(D, &fail);
+	o->y = dalloc(D, &fail);
+	o->rlog = dalloc(E, &fail);
+	o->probs = dalloc(E, &fail);
 	o->pleg = dalloc(c->d_ple, &fail);
-	o->w = dalloc(D > hd ? (D > c->d_ple ? D : c->d_ple) : hd, &fail);
+	o->w = dalloc(MAX(MAX(D, hd), MAX(c->d_ple, E)), &fail);
 	o->logits = dalloc(c->vocab, &fail);
 	if (fail) {
 		pccx__oracle_free(o);
@@ -751,6 +849,11 @@ void pccx__oracle_free(struct pccx_oracle *o)
 	free(o->scores);
 	free(o->gate);
 	free(o->up);
+	free(o->t2);
+	free(o->acc);
+	free(o->y);
+	free(o->rlog);
+	free(o->probs);
 	free(o->pleg);
 	free(o->w);
 	free(o->logits);

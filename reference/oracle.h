@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The float oracle: Hugging Face's text decoder of the model's family (Gemma 1, 2, 3, 3n and
- * 4 dense; family.h, docs/reference.md "Families"; for Gemma 3n the research note
- * model-sim-anchors §1.3) in FP64 on the dequantised weights, with none of the NPU's
+ * 4, dense or with experts; family.h, docs/reference.md "Families"; for Gemma 3n the research
+ * note model-sim-anchors §1.3) in FP64 on the dequantised weights, with none of the NPU's
  * numerics: no activation quantisation, no BF16 rounding (but the BF16 embedding scales the
  * checkpoints have), libm transcendentals, an explicit sliding-window mask over a
- * full-length KV cache, the scores scaled as Hugging Face scales them. It emits the same stage
+ * full-length KV cache, the scores scaled as Hugging Face scales them, the experts chosen by
+ * its own FP64 router (where two nearly tie, not always the device's choice). It emits the same stage
  * names and shapes as the NPU graph, so the two can be compared stage by stage (compare.h).
  */
 #ifndef PCCX_ORACLE_H
