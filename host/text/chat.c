@@ -13,6 +13,7 @@
 
 #include "chat.h"
 #include "diag.h"
+#include "json.h"
 #include "tokenizer_int.h"
 
 static const struct pccx_chat_format formats[PCCX_CHAT_FAMILIES] = {
@@ -28,8 +29,8 @@ static const struct pccx_chat_format formats[PCCX_CHAT_FAMILIES] = {
 	},
 	/*
 	 * Gemma 4: <|turn>system\n[<|think|>\n]SYSTEM<turn|>\n, then the turns; the template
-	 * strips <|channel>...<channel|> from model turns. Tool declarations, calls and
-	 * responses in the prompt are not written here (docs/chat.md).
+	 * strips <|channel>...<channel|> from model turns; tool declarations follow the system
+	 * content. Tool calls and responses in earlier turns are not written (docs/chat.md).
 	 */
 	[PCCX_CHAT_GEMMA4] = {
 		.family = "gemma4",
@@ -42,6 +43,9 @@ static const struct pccx_chat_format formats[PCCX_CHAT_FAMILIES] = {
 		.think = "<|think|>\n",
 		.thought_open = "<|channel>",
 		.thought_close = "<channel|>",
+		.tool_open = "<|tool>",
+		.tool_close = "<tool|>",
+		.quote = "<|\"|>",
 		.stops = { "<turn|>" },
 		.output_events = true,
 	},
@@ -209,12 +213,24 @@ static int check_turns(const pccx_chat_turn *turns, size_t n, size_t first, pccx
 	return 0;
 }
 
-/* The system turn of a format with a system role: the think piece, the trimmed content. */
+/*
+ * The system turn of a format with a system role: the think piece, the trimmed content, the
+ * tool declarations. 1: out of memory; else 0 or a status.
+ */
 static int add_system_turn(struct sbuf *b, const struct pccx_chat_format *fmt,
-			   const char *content, bool thinking)
+			   const char *content, const struct pccx_chat_opts *o, pccx_diag *d)
 {
-	return open_turn(b, fmt, fmt->system_role) || (thinking && sbuf_adds(b, fmt->think)) ||
-	       (content && add_content(b, fmt, false, content)) || sbuf_adds(b, fmt->turn_end);
+	int rc;
+
+	if (open_turn(b, fmt, fmt->system_role) || (o->thinking && sbuf_adds(b, fmt->think)) ||
+	    (content && add_content(b, fmt, false, content)))
+		return 1;
+	if (o->tools) {
+		rc = pccx__chat_put_tools(b, fmt, o->tools_doc, o->tools, d);
+		if (rc)
+			return rc;
+	}
+	return sbuf_adds(b, fmt->turn_end) ? 1 : 0;
 }
 
 int pccx__chat_render_opts(const struct pccx_chat_format *fmt, const pccx_chat_turn *turns,
@@ -222,6 +238,7 @@ int pccx__chat_render_opts(const struct pccx_chat_format *fmt, const pccx_chat_t
 			   pccx_diag *d)
 {
 	static const struct pccx_chat_opts none = { 0 };
+	struct pccx_chat_opts oo;
 	struct sbuf b = { 0 };
 	const char *system = NULL;
 	size_t i, first = 0;
@@ -238,6 +255,16 @@ int pccx__chat_render_opts(const struct pccx_chat_format *fmt, const pccx_chat_t
 	if (o->thinking && !fmt->think)
 		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "chat template: the %s format has no "
 				  "thinking switch", fmt->family);
+	/* the template tests `tools` for truth: an empty list is no tools */
+	if (o->tools && pccx__json_type_of(o->tools) == PCCX_JSON_ARRAY &&
+	    !pccx__json_count(o->tools)) {
+		oo = *o;
+		oo.tools = NULL;
+		o = &oo;
+	}
+	if (o->tools && !fmt->tool_open)
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "chat template: the %s format has no "
+				  "place for tool declarations", fmt->family);
 	if (n && turns[0].role && !strcmp(turns[0].role, "system")) {
 		system = turns[0].content;
 		first = 1;
@@ -247,9 +274,15 @@ int pccx__chat_render_opts(const struct pccx_chat_format *fmt, const pccx_chat_t
 		return rc;
 	if (sbuf_adds(&b, fmt->bos))
 		goto nomem;
-	if (fmt->system_role && (system || o->thinking) &&
-	    add_system_turn(&b, fmt, system, o->thinking))
-		goto nomem;
+	if (fmt->system_role && (system || o->thinking || o->tools)) {
+		rc = add_system_turn(&b, fmt, system, o, d);
+		if (rc == 1)
+			goto nomem;
+		if (rc) {
+			free(b.p);
+			return rc;
+		}
+	}
 	for (i = first; i < n; i++) {
 		bool model = is_model_role(fmt, turns[i].role);
 

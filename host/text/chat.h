@@ -16,6 +16,9 @@
 #include "pccx/tokenizer.h"
 
 struct pccx_session;
+struct pccx_json_doc;
+struct pccx_json;
+struct sbuf;
 
 enum pccx_chat_family {
 	PCCX_CHAT_GEMMA,	/* Gemma 1, 2, 3 and 3n: <start_of_turn>ROLE\n...<end_of_turn>\n */
@@ -31,8 +34,9 @@ enum pccx_chat_family {
  * then with a generation prompt: turn_start model_role role_end.
  * CONTENT is trimmed of surrounding whitespace; the role "assistant" is written model_role.
  * A leading "system" turn: with a system_role, a turn of its own in that role, its content
- * trimmed (and the think piece in front of it when thinking is asked for; a system turn is
- * then written even without system content); without one, not a turn of its own: its content,
+ * trimmed (and the think piece in front of it when thinking is asked for, the tool
+ * declarations after it when tools are given; a system turn is then written even without
+ * system content); without one, not a turn of its own: its content,
  * untrimmed, and system_sep go in front of the first remaining turn's content.
  * With thought markers, a model turn's content loses its reasoning channels before it is
  * trimmed: of each piece ending at thought_close (or at the end), what follows thought_open.
@@ -50,6 +54,12 @@ struct pccx_chat_format {
 	const char *system_role;	/* NULL: the system turn is folded into the first user turn */
 	const char *think;		/* NULL: no thinking switch */
 	const char *thought_open, *thought_close;	/* NULL: model turns are kept whole */
+	/*
+	 * Tool declarations in the system turn, after its content (Gemma 4's grammar,
+	 * chat_tools.c): tool_open declaration:NAME{...} tool_close per tool, strings between
+	 * quote pieces. NULL: the format has no place for tools.
+	 */
+	const char *tool_open, *tool_close, *quote;
 	/* Pieces that end the model's turn besides the tokenizer's EOS; NULL after the last. */
 	const char *stops[PCCX_CHAT_MAX_STOPS];
 	/*
@@ -63,6 +73,13 @@ struct pccx_chat_format {
 struct pccx_chat_opts {
 	bool add_generation_prompt;	/* open the model's turn at the end */
 	bool thinking;			/* ask for reasoning (formats with a think piece only) */
+	/*
+	 * NULL, or a JSON array of tools in OpenAI's form ({"type": "function", "function":
+	 * {"name", "description", "parameters"}}) to declare (formats with tool pieces only);
+	 * tools_doc is the document it belongs to, which names it in messages.
+	 */
+	const struct pccx_json_doc *tools_doc;
+	const struct pccx_json *tools;
 };
 
 /* The format of `family`; NULL when that family's format is not filled in yet. */
@@ -96,6 +113,14 @@ PCCX_MUST_CHECK int pccx__chat_render_opts(const struct pccx_chat_format *fmt,
 					   const pccx_chat_turn *turns, size_t n,
 					   const struct pccx_chat_opts *o, char **out, size_t *len,
 					   pccx_diag *d);
+
+/*
+ * Append the declarations of `tools` (see struct pccx_chat_opts) in fmt's grammar to b.
+ * PCCX_ERR_INVALID naming the JSON path of what the template would not write well.
+ */
+PCCX_MUST_CHECK int pccx__chat_put_tools(struct sbuf *b, const struct pccx_chat_format *fmt,
+					 const struct pccx_json_doc *doc,
+					 const struct pccx_json *tools, pccx_diag *d);
 
 /*
  * One turn of a conversation written turn by turn, so that the pieces put together are what
