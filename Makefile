@@ -146,9 +146,14 @@ $(CLI): $(call obj,$(CLI_SRC)) $(LIBS)
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(call obj,$(TSUP_SRC)) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) $< $(call obj,$(TSUP_SRC)) $(LINKLIBS) $(CHECK_LIBS) $(LDLIBS) -o $@
+	$(Q)$(CC) $(LDFLAGS) $< $(call obj,$(TSUP_SRC)) $(filter $(BUILD)/obj/host/cli/%.o,$^) \
+		$(LINKLIBS) $(CHECK_LIBS) $(LDLIBS) -o $@
 
 $(call obj,$(TSUP_SRC)): CFLAGS += $(CHECK_CFLAGS) -Itests/unit
+
+# Unit tests of CLI code link the CLI sources they test (the CLI is not a library).
+$(BUILD)/tests/test_gen_show: $(call obj,host/cli/gen_show.c)
+$(BUILD)/obj/tests/unit/test_gen_show.o: CFLAGS += -Ihost/cli
 
 # ---------------------------------------------------------------------------
 # test: everything, plain and under ASan+UBSan; the last line is "N passed, N failed".

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What pccx run and pccx chat print of a generated stream (host/cli/gen_show.c, compiled in
- * here: the command line's objects are not in the libraries the tests link). Scripted streams
+ * What pccx run and pccx chat print of a generated stream (host/cli/gen_show.c, linked in
+ * by the Makefile: the command line's objects are not in the libraries). Scripted streams
  * of pieces, with the markers split across pieces, against the output written out by hand:
  * text as it comes, reasoning dimmed with SGR 2 ... SGR 22, plain, or left out, a tool call as
  * one JSON line, a call that does not parse on the error stream with its reason; without
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../host/cli/gen_show.c"
+#include "gen_show.h"
 
 #define Q "<|\"|>"
 #define FAINT "\033[2m"
