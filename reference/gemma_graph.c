@@ -1051,12 +1051,29 @@ static void correct_stream(struct emit *e, uint32_t P, uint32_t k)
 	cvo(e, PCCX_CVO_SCALE, PCCX_CVOF_ACCM, p->innov, stream(e, P, k), e->c->d_model);
 }
 
+/*
+ * The per-layer input branch after its gate's GEMV (plan.pleg = W_gate x):
+ *   tmp = RMSNorm_post(W_proj(GELU(pleg) * u_l))   (Gemma 3n and 4)
+ */
+static void ple_finish(struct emit *e, uint32_t l)
+{
+	const struct pccx_gemma_plan *p = e->p;
+	uint32_t D = e->c->d_model, dp = e->c->d_ple;
+
+	cvo(e, PCCX_CVO_GELU, 0, p->pleg, p->pleg, dp);
+	cvo(e, PCCX_CVO_MUL, 0, p->u + l * W(dp), p->pleg, dp);
+	stage(e, p->pleg, 1, dp, "L%u.ple.gate", l);
+	gemv(e, e->m->w.layer[l].ple_proj, p->pleg, p->tmp, false);
+	rmsnorm(e, p->tmp, p->tmp, D, lvec(e, l, PCCX_GEMMA_LV_POST_PLE_NORM));
+	stage(e, p->tmp, 1, D, "L%u.ple.mix", l);
+}
+
 /* S3.8-9: AltUp correct with the layer output, then the PLE mix into streams 1..3. */
 static void forward_altup_correct(struct emit *e, uint32_t l, uint32_t P, uint32_t out)
 {
 	const struct pccx_gemma_plan *p = e->p;
 	const struct pccx_gemma_layer_w *lw = &e->m->w.layer[l];
-	uint32_t D = e->c->d_model, dp = e->c->d_ple, k;
+	uint32_t D = e->c->d_model, k;
 
 	/* w = W_corr tanh(router(out)) + 1 */
 	router(e, l, out);
@@ -1076,12 +1093,7 @@ static void forward_altup_correct(struct emit *e, uint32_t l, uint32_t P, uint32
 	behind(e, lw->ple_gate);	/* model: streams 1..3 are corrected with stream 0 */
 	for (k = 1; k < NSTREAM; k++)
 		correct_stream(e, P, k);
-	cvo(e, PCCX_CVO_GELU, 0, p->pleg, p->pleg, dp);
-	cvo(e, PCCX_CVO_MUL, 0, p->u + l * W(dp), p->pleg, dp);
-	stage(e, p->pleg, 1, dp, "L%u.ple.gate", l);
-	gemv(e, lw->ple_proj, p->pleg, p->tmp, false);
-	rmsnorm(e, p->tmp, p->tmp, D, lvec(e, l, PCCX_GEMMA_LV_POST_PLE_NORM));
-	stage(e, p->tmp, 1, D, "L%u.ple.mix", l);
+	ple_finish(e, l);
 	for (k = 1; k < NSTREAM; k++)
 		cvo(e, PCCX_CVO_ADD, 0, p->tmp, stream(e, P, k), D);
 	stage(e, p->xs[P], NSTREAM, D, "L%u.out", l);
@@ -1094,17 +1106,10 @@ static void forward_altup_correct(struct emit *e, uint32_t l, uint32_t P, uint32
 static void forward_ple_mix(struct emit *e, uint32_t l)
 {
 	const struct pccx_gemma_plan *p = e->p;
-	const struct pccx_gemma_layer_w *lw = &e->m->w.layer[l];
-	uint32_t D = e->c->d_model, dp = e->c->d_ple;
 
-	gemv(e, lw->ple_gate, p->f, p->pleg, false);
-	cvo(e, PCCX_CVO_GELU, 0, p->pleg, p->pleg, dp);
-	cvo(e, PCCX_CVO_MUL, 0, p->u + l * W(dp), p->pleg, dp);
-	stage(e, p->pleg, 1, dp, "L%u.ple.gate", l);
-	gemv(e, lw->ple_proj, p->pleg, p->tmp, false);
-	rmsnorm(e, p->tmp, p->tmp, D, lvec(e, l, PCCX_GEMMA_LV_POST_PLE_NORM));
-	stage(e, p->tmp, 1, D, "L%u.ple.mix", l);
-	cvo(e, PCCX_CVO_ADD, 0, p->tmp, p->f, D);
+	gemv(e, e->m->w.layer[l].ple_gate, p->f, p->pleg, false);
+	ple_finish(e, l);
+	cvo(e, PCCX_CVO_ADD, 0, p->tmp, p->f, e->c->d_model);
 }
 
 /*
