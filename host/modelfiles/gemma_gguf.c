@@ -43,6 +43,65 @@ static void gguf_name(const char *name, char *out, size_t size, uint32_t *part)
 	snprintf(out, size, "%s", name);
 }
 
+/*
+ * Gemma 4's experts: llama.cpp keeps a layer's experts in 3-D tensors (ne {D, 2 d_expert, E}
+ * blk.N.ffn_gate_up_exps, expert e's gate rows then its up rows, as the converter writes
+ * Hugging Face's gate_up_proj; or ffn_gate_exps and ffn_up_exps of ne {D, d_expert, E}; and
+ * ffn_down_exps of ne {d_expert, D, E}), the router's scale as blk.N.ffn_gate_inp.scale and
+ * the per-expert scale as blk.N.ffn_down_exps.scale; ours are one tensor per expert.
+ */
+enum moe_part { MOE_NONE, MOE_GATE, MOE_UP, MOE_DOWN, MOE_ROUTER_SCALE, MOE_EXPERT_SCALE };
+
+/* Which part of a layer's experts model tensor t is (*layer, *expert receive where). */
+static enum moe_part moe_part(const struct pccx_gemma_model *m, uint32_t t, uint32_t *layer,
+			      uint32_t *expert)
+{
+	uint32_t l;
+
+	for (l = 0; l < m->cfg.n_layers; l++) {
+		const struct pccx_gemma_layer_w *lw = &m->w.layer[l];
+		int64_t k = (int64_t)t - lw->experts;
+
+		if (lw->experts < 0)
+			continue;
+		*layer = l;
+		*expert = 0;
+		if (k >= 0 && k < 3 * (int64_t)m->layers[l].n_experts) {
+			*expert = (uint32_t)(k / 3);
+			return (enum moe_part)(MOE_GATE + k % 3);
+		}
+		if (lw->vec[PCCX_GEMMA_LV_ROUTER_SCALE] == (int32_t)t)
+			return MOE_ROUTER_SCALE;
+		if (lw->vec[PCCX_GEMMA_LV_EXPERT_SCALE] == (int32_t)t)
+			return MOE_EXPERT_SCALE;
+	}
+	return MOE_NONE;
+}
+
+/*
+ * The GGUF name of tensor t and how many of ours the GGUF tensor stacks (1, or 3 for the AltUp
+ * projections); the experts' vectors under llama.cpp's names.
+ */
+static uint32_t tensor_gguf_name(const struct pccx_gemma_model *m, uint32_t t, char *out,
+				 size_t size, uint32_t *part)
+{
+	uint32_t l, e;
+
+	switch (moe_part(m, t, &l, &e)) {
+	case MOE_ROUTER_SCALE:
+		*part = 0;
+		snprintf(out, size, "blk.%u.ffn_gate_inp.scale", l);
+		return 1;
+	case MOE_EXPERT_SCALE:
+		*part = 0;
+		snprintf(out, size, "blk.%u.ffn_down_exps.scale", l);
+		return 1;
+	default:
+		gguf_name(m->t[t].name, out, size, part);
+		return strcmp(out, m->t[t].name) ? 3 : 1;
+	}
+}
+
 /* Raw 4-bit field i of a packed nibble array. */
 static unsigned nib_raw(const uint8_t *p, unsigned i)
 {
@@ -95,16 +154,14 @@ static int save_tensor(struct save *s, const struct pccx_gemma_model *m, uint32_
 {
 	const struct pccx_gemma_tensor *T = &m->t[t];
 	char name[PCCX_GEMMA_NAME_MAX];
-	uint32_t part, parts = 1, p, r;
+	uint32_t part, parts, p, r;
 	uint64_t ne[3], row_out, nbytes;
 	uint8_t *buf;
 	bool q4 = T->fmt == PCCX_WFMT_Q4;
 
-	gguf_name(T->name, name, sizeof(name), &part);
+	parts = tensor_gguf_name(m, t, name, sizeof(name), &part);
 	if (part)
 		return PCCX_OK;	/* written with part 0 */
-	if (strcmp(name, T->name))
-		parts = 3;
 	row_out = q4 ? (uint64_t)T->cols / 32 * Q4_0_BLOCK_BYTES : (uint64_t)T->cols * 4;
 	nbytes = row_out * T->rows * parts;
 	buf = save_buf(s, nbytes);
@@ -132,6 +189,52 @@ static int save_tensor(struct save *s, const struct pccx_gemma_model *m, uint32_
 	return pccx_gguf_writer_add_tensor(s->w, name, q4 ? PCCX_GGML_Q4_0 : PCCX_GGML_F32,
 					   parts > 1 ? 3 : (T->rows == 1 ? 1 : 2), ne, buf, nbytes,
 					   d);
+}
+
+/*
+ * One 3-D tensor of layer l's experts: `name` of ne {cols, per * rows, E}, expert e's block
+ * its tensors experts + 3e + k for the `per` k from k0 (gate and up fused, or down), each
+ * written as Q4_0 rows.
+ */
+static int save_exps(struct save *s, const struct pccx_gemma_model *m, uint32_t l,
+		     const char *name, uint32_t k0, uint32_t per, pccx_diag *d)
+{
+	const struct pccx_gemma_tensor *T = &m->t[m->w.layer[l].experts + k0];
+	uint32_t E = m->layers[l].n_experts, e, k, r;
+	uint64_t ne[3], row_out = (uint64_t)T->cols / 32 * Q4_0_BLOCK_BYTES, nbytes;
+	uint8_t *buf, *o;
+
+	nbytes = row_out * T->rows * per * E;
+	buf = save_buf(s, nbytes);
+	if (!buf)
+		return pccx__fail(d, PCCX_ERR_NOMEM, "GGUF export: tensor '%s': out of memory",
+				  name);
+	o = buf;
+	for (e = 0; e < E; e++) {
+		for (k = k0; k < k0 + per; k++) {
+			int32_t t = m->w.layer[l].experts + (int32_t)(3 * e + k);
+
+			for (r = 0; r < T->rows; r++, o += row_out)
+				row_to_q4_0(pccx_gemma_row(m, t, r), T->cols, o);
+		}
+	}
+	ne[0] = T->cols;
+	ne[1] = (uint64_t)T->rows * per;
+	ne[2] = E;
+	return pccx_gguf_writer_add_tensor(s->w, name, PCCX_GGML_Q4_0, 3, ne, buf, nbytes, d);
+}
+
+/* Layer l's experts as the converter writes them: gate and up fused, down. */
+static int save_experts(struct save *s, const struct pccx_gemma_model *m, uint32_t l,
+			pccx_diag *d)
+{
+	char name[64];
+	int rc;
+
+	snprintf(name, sizeof(name), "blk.%u.ffn_gate_up_exps.weight", l);
+	rc = save_exps(s, m, l, name, 0, 2, d);
+	snprintf(name, sizeof(name), "blk.%u.ffn_down_exps.weight", l);
+	return rc ? rc : save_exps(s, m, l, name, 2, 1, d);
 }
 
 /*
@@ -333,21 +436,19 @@ static uint32_t g4_head_dim_global(const struct pccx_gemma_config *c)
 /*
  * What llama.cpp's gemma4 loader cannot be told (docs/model-files.md, "Gemma 4 in GGUF"): it
  * scales q by 1, soft-caps no scores, scales no RoPE linearly and reads a per-layer table row
- * for every token. Experts are not written (their layout here is not done yet).
+ * for every token.
  */
 static int g4_expressible(const struct pccx_gemma_config *c, pccx_diag *d)
 {
 	const char *why = NULL;
 
-	if (c->n_experts)
-		why = "mixture-of-experts Gemma 4 is not written as GGUF yet";
-	else if (c->query_pre_attn_scalar != 0.0f)
+	if (c->query_pre_attn_scalar != 0.0f)
 		why = "query_pre_attn_scalar is set; llama.cpp's gemma4 scales q by 1";
 	else if (c->attn_softcap > 0.0f)
 		why = "llama.cpp's gemma4 does not soft-cap scores";
 	else if (c->rope_factor_global > 0.0f && c->rope_factor_global != 1.0f)
 		why = "llama.cpp's gemma4 would scale the local layers' RoPE too";
-	else if (c->ple_vocab != c->vocab)
+	else if (c->d_ple && c->ple_vocab != c->vocab)
 		why = "ple_vocab differs from vocab; llama.cpp's gemma4 reads a per-layer row for "
 		      "every token";
 	if (why)
@@ -434,6 +535,11 @@ static int save_metadata_4(pccx_gguf_writer *w, const struct pccx_gemma_config *
 	F32("final_logit_softcapping", c->softcap);
 	/* the token count llama.cpp reads for a "no_vocab" tokenizer */
 	U32("vocab_size", c->vocab);
+	if (c->n_experts) {
+		U32("expert_count", c->n_experts);
+		U32("expert_used_count", c->n_experts_used);
+		U32("expert_feed_forward_length", c->d_expert);
+	}
 #undef U32
 #undef F32
 	if (!rc)
@@ -505,8 +611,19 @@ int pccx__gemma_save_gguf(const struct pccx_gemma_model *m, const struct pccx_gg
 		rc = pccx_gguf_writer_set_str(s.w, "tokenizer.ggml.model", "no_vocab", d);
 	if (!rc && m->cfg.family == PCCX_FAMILY_GEMMA4)
 		rc = save_rope_freqs(&s, m, d);
-	for (t = 0; !rc && t < m->n_t; t++)
-		rc = (int32_t)t == m->w.ple_table ? save_ple(&s, m, t, d) : save_tensor(&s, m, t, d);
+	for (t = 0; !rc && t < m->n_t; t++) {
+		uint32_t l, e;
+		enum moe_part p = moe_part(m, t, &l, &e);
+
+		if (p == MOE_GATE && e == 0)
+			rc = save_experts(&s, m, l, d);
+		else if (p == MOE_GATE || p == MOE_UP || p == MOE_DOWN)
+			continue;	/* written with the layer's first */
+		else if ((int32_t)t == m->w.ple_table)
+			rc = save_ple(&s, m, t, d);
+		else
+			rc = save_tensor(&s, m, t, d);
+	}
 	if (!rc)
 		rc = pccx_gguf_writer_write(s.w, path, d);
 	pccx_gguf_writer_free(s.w);
@@ -1309,27 +1426,71 @@ static int g4_k_eq_v(const pccx_gguf *g, struct pccx_gemma_config *c, const bool
 	return PCCX_OK;
 }
 
-/* Mixture of experts (Gemma 4 26B A4B) is not supported yet: refused naming what says it. */
-static int g4_dense(const pccx_gguf *g, uint32_t n, pccx_diag *d)
+/* One value for every layer of a per-layer key (llama.cpp's get_key_or_arr), or refused. */
+static int g4_uniform(const pccx_gguf *g, const char *k, uint32_t n, uint32_t max,
+		      uint32_t *out, pccx_diag *d)
 {
+	uint32_t v[PCCX_GEMMA_MAX_LAYERS], l;
+	int rc = g4_layer_u32s(g, k, n, max, v, d);
+
+	for (l = 1; !rc && l < n; l++)
+		if (v[l] != v[0])
+			return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: key 'gemma4.%s': layer %u "
+					  "has %u, layer 0 %u: one value for every layer is "
+					  "supported", pccx_gguf_name(g), k, l, v[l], v[0]);
+	*out = v[0];
+	return rc;
+}
+
+/*
+ * Mixture of experts (the 26B-A4B): gemma4.expert_count experts in every layer (a layer has
+ * them when it has blk.N.ffn_gate_inp.weight, as llama.cpp decides), expert_used_count of
+ * them chosen, each expert_feed_forward_length wide. Refusals name the key or tensor.
+ */
+static int g4_experts(const pccx_gguf *g, struct pccx_gemma_config *c, pccx_diag *d)
+{
+	const char *name = pccx_gguf_name(g);
 	uint32_t experts = 0, l;
 	char tn[64];
 	int rc = plain_u32(g, PCCX_FAMILY_GEMMA4, "expert_count", false, 0, &experts, d);
 
-	if (rc)
-		return rc;
-	if (experts)
-		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: key 'gemma4.expert_count' is %u: "
-				  "mixture-of-experts Gemma 4 is not supported yet",
-				  pccx_gguf_name(g), experts);
-	for (l = 0; l < n; l++) {
+	for (l = 0; !rc && l < c->n_layers; l++) {
 		snprintf(tn, sizeof(tn), "blk.%u.ffn_gate_inp.weight", l);
-		if (pccx_gguf_find_tensor(g, tn))
-			return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: tensor '%s': "
-					  "mixture-of-experts Gemma 4 is not supported yet",
-					  pccx_gguf_name(g), tn);
+		if (!experts && pccx_gguf_find_tensor(g, tn))
+			return pccx__fail(d, PCCX_ERR_FORMAT, "%s: tensor '%s' is present but key "
+					  "'gemma4.expert_count' is %s", name, tn,
+					  pccx_gguf_find(g, "gemma4.expert_count") ? "0" :
+					  "missing");
+		if (experts && !pccx_gguf_find_tensor(g, tn))
+			return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: tensor '%s' is missing: "
+					  "key 'gemma4.expert_count' is %u and a layer without "
+					  "experts among layers with them is not supported", name,
+					  tn, experts);
 	}
-	return PCCX_OK;
+	if (rc || !experts)
+		return rc;
+	if (experts > PCCX_GEMMA_MAX_EXPERTS)
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: key 'gemma4.expert_count' is %u: "
+				  "at most %u experts are supported", name, experts,
+				  PCCX_GEMMA_MAX_EXPERTS);
+	c->n_experts = experts;
+	rc = g4_uniform(g, "expert_used_count", c->n_layers, 65535, &c->n_experts_used, d);
+	if (!rc && c->n_experts_used > experts)
+		return pccx__fail(d, PCCX_ERR_FORMAT, "%s: key 'gemma4.expert_used_count' is %u, "
+				  "more than key 'gemma4.expert_count' (%u)", name,
+				  c->n_experts_used, experts);
+	if (!rc && c->n_experts_used > PCCX_GEMMA_MAX_EXPERTS_USED)
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: key 'gemma4.expert_used_count' is "
+				  "%u: at most %u experts per token are supported", name,
+				  c->n_experts_used, PCCX_GEMMA_MAX_EXPERTS_USED);
+	if (!rc)
+		rc = g4_uniform(g, "expert_feed_forward_length", c->n_layers, 65535,
+				&c->d_expert, d);
+	if (!rc && c->d_expert % 32)
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: key "
+				  "'gemma4.expert_feed_forward_length' is %u: a multiple of 32 is "
+				  "supported", name, c->d_expert);
+	return rc;
 }
 
 /* The configuration of a gemma4 GGUF (llama.cpp's keys, defaults and tensors). */
@@ -1354,7 +1515,7 @@ static int load_config_4(const pccx_gguf *g, uint32_t max_ctx, struct pccx_gemma
 	if (!rc)
 		rc = plain_u32(g, f, "embedding_length", true, 0, &c->d_model, d);
 	if (!rc)
-		rc = g4_dense(g, c->n_layers, d);
+		rc = g4_experts(g, c, d);
 	if (!rc)
 		rc = g4_pattern(g, c, local, d);
 	if (!rc)
@@ -1399,7 +1560,8 @@ static int load_config_4(const pccx_gguf *g, uint32_t max_ctx, struct pccx_gemma
 				  (unsigned long long)(te->n_dims > 1 ? te->ne[1] : 1), te->n_dims,
 				  c->d_model);
 	c->vocab = (uint32_t)te->ne[1];
-	c->ple_vocab = c->vocab;	/* llama.cpp reads a per-layer row for every token */
+	/* llama.cpp reads a per-layer row for every token (when the model has them) */
+	c->ple_vocab = c->d_ple ? c->vocab : 0;
 	c->max_ctx = max_ctx ? max_ctx : 4096;
 	return check_token_count(g, "gemma4", c->vocab, d);
 }
@@ -1463,28 +1625,120 @@ static int import_q4_0(const pccx_gguf *g, struct pccx_gemma_model *m, uint32_t 
 		       const pccx_gguf_tensor *gt, uint64_t base, pccx_q4_error *err,
 		       const char *name, pccx_diag *d);
 
-/* Gemma 4's blk.N.layer_output_scale, which llama.cpp does not require */
-static bool is_out_scale(const struct pccx_gemma_model *m, uint32_t t)
+/*
+ * Tensors llama.cpp does not require: Gemma 4's blk.N.layer_output_scale and the experts'
+ * blk.N.ffn_down_exps.scale.
+ */
+static bool optional_vec(const struct pccx_gemma_model *m, uint32_t t)
 {
 	uint32_t l;
 
 	for (l = 0; l < m->cfg.n_layers; l++)
-		if (m->w.layer[l].vec[PCCX_GEMMA_LV_OUT_SCALE] == (int32_t)t)
+		if (m->w.layer[l].vec[PCCX_GEMMA_LV_OUT_SCALE] == (int32_t)t ||
+		    m->w.layer[l].vec[PCCX_GEMMA_LV_EXPERT_SCALE] == (int32_t)t)
 			return true;
 	return false;
 }
 
-/* Without it llama.cpp does not scale the layer's output: the scalar is 1. */
-static int no_out_scale(struct pccx_gemma_model *m, uint32_t t)
+/* Without them llama.cpp does not scale the layer's output nor the experts': all 1. */
+static int ones(struct pccx_gemma_model *m, uint32_t t)
 {
-	uint32_t one = pccx_f32_bits(1.0f);
+	uint32_t one = pccx_f32_bits(1.0f), i;
 	uint8_t *rec = m->data + m->t[t].offset;
 
-	rec[0] = (uint8_t)one;
-	rec[1] = (uint8_t)(one >> 8);
-	rec[2] = (uint8_t)(one >> 16);
-	rec[3] = (uint8_t)(one >> 24);
+	for (i = 0; i < m->t[t].cols; i++, rec += 4) {
+		rec[0] = (uint8_t)one;
+		rec[1] = (uint8_t)(one >> 8);
+		rec[2] = (uint8_t)(one >> 16);
+		rec[3] = (uint8_t)(one >> 24);
+	}
 	return PCCX_OK;
+}
+
+/* gt has shape ne want[0..nd), or the failure names the tensor and both shapes. */
+static int check_shape(const pccx_gguf *g, const pccx_gguf_tensor *gt, const char *name,
+		       const uint64_t *want, uint32_t nd, pccx_diag *d)
+{
+	uint64_t n = 1;
+	bool ok = gt->n_dims == nd || (nd == 1 && gt->n_dims == 2 && gt->ne[1] == 1);
+	uint32_t r;
+
+	for (r = 0; r < nd; r++) {
+		n *= want[r];
+		ok = ok && gt->ne[r] == want[r];
+	}
+	if (ok && gt->n_elems == n)
+		return PCCX_OK;
+	{
+		char w[64], h[64];
+
+		fmt_ne(want, nd, w, sizeof(w));
+		fmt_ne(gt->ne, gt->n_dims, h, sizeof(h));
+		return pccx__fail(d, PCCX_ERR_FORMAT, "%s: tensor '%s' has shape ne %s, expected "
+				  "ne %s", pccx_gguf_name(g), name, h, w);
+	}
+}
+
+/*
+ * Rows [base, base + rows of t) of gt into model tensor t: Q4_0 imported losslessly, other
+ * types decoded and requantised; what was read is released from the mapping after (without
+ * this the mapped file would stay resident beside the device-layout copy).
+ */
+static int import_rows(const pccx_gguf *g, struct pccx_gemma_model *m, uint32_t t,
+		       const pccx_gguf_tensor *gt, uint64_t base, const char *name, float *row,
+		       pccx_q4_error *err, uint64_t *clipped, pccx_diag *d)
+{
+	const struct pccx_gemma_tensor *T = &m->t[t];
+	uint64_t row_bytes = gt->nbytes / (gt->n_elems / gt->ne[0]);
+	int rc;
+
+	if (T->fmt != PCCX_WFMT_Q4 || gt->type != PCCX_GGML_Q4_0)
+		rc = pccx__gemma_place_rows(m, t, gguf_row, g, gt, base, row, err, clipped, name,
+					      d);
+	else
+		rc = import_q4_0(g, m, t, gt, base, err, name, d);
+	if (!rc)
+		pccx__gguf_release(g, gt->data + base * row_bytes, row_bytes * T->rows);
+	return rc;
+}
+
+/*
+ * Expert e of layer l's gate, up or down (part p) from llama.cpp's 3-D tensors: gate and up
+ * from ffn_gate_up_exps when the file has it (expert e's gate rows, then its up rows), else
+ * from ffn_gate_exps and ffn_up_exps; down from ffn_down_exps.
+ */
+static int load_expert(const pccx_gguf *g, struct pccx_gemma_model *m, uint32_t t, uint32_t l,
+		       uint32_t e, enum moe_part p, float *row, pccx_q4_error *err,
+		       uint64_t *clipped, pccx_diag *d)
+{
+	const struct pccx_layer_desc *ly = &m->layers[l];
+	uint64_t D = m->cfg.d_model, I = ly->d_expert, want[3], base;
+	const pccx_gguf_tensor *gt;
+	char name[64];
+	int rc;
+
+	snprintf(name, sizeof(name), "blk.%u.ffn_gate_up_exps.weight", l);
+	if (p == MOE_DOWN) {
+		snprintf(name, sizeof(name), "blk.%u.ffn_down_exps.weight", l);
+		want[0] = I;
+		want[1] = D;
+		base = e * D;
+	} else if (pccx_gguf_find_tensor(g, name)) {
+		want[0] = D;
+		want[1] = 2 * I;
+		base = e * 2 * I + (p == MOE_UP ? I : 0);
+	} else {
+		snprintf(name, sizeof(name), "blk.%u.ffn_%s_exps.weight", l,
+			 p == MOE_GATE ? "gate" : "up");
+		want[0] = D;
+		want[1] = I;
+		base = e * I;
+	}
+	want[2] = ly->n_experts;
+	rc = pccx_gguf_get_tensor(g, name, &gt, d);
+	if (!rc)
+		rc = check_shape(g, gt, name, want, 3, d);
+	return rc ? rc : import_rows(g, m, t, gt, base, name, row, err, clipped, d);
 }
 
 static int load_tensor(const pccx_gguf *g, struct pccx_gemma_model *m, uint32_t t, float *row,
@@ -1493,14 +1747,16 @@ static int load_tensor(const pccx_gguf *g, struct pccx_gemma_model *m, uint32_t 
 	const struct pccx_gemma_tensor *T = &m->t[t];
 	const pccx_gguf_tensor *gt;
 	char name[PCCX_GEMMA_NAME_MAX];
-	uint32_t part, r, nd;
-	uint64_t base, want[3];
-	bool shape_ok;
+	uint32_t part, parts, nd, l, e;
+	uint64_t want[3];
+	enum moe_part p = moe_part(m, t, &l, &e);
 	int rc;
 
-	gguf_name(T->name, name, sizeof(name), &part);
-	if (!pccx_gguf_find_tensor(g, name) && is_out_scale(m, t))
-		return no_out_scale(m, t);
+	if (p == MOE_GATE || p == MOE_UP || p == MOE_DOWN)
+		return load_expert(g, m, t, l, e, p, row, err, clipped, d);
+	parts = tensor_gguf_name(m, t, name, sizeof(name), &part);
+	if (!pccx_gguf_find_tensor(g, name) && optional_vec(m, t))
+		return ones(m, t);
 	rc = pccx_gguf_get_tensor(g, name, &gt, d);
 	if (rc)
 		return rc;
@@ -1509,30 +1765,10 @@ static int load_tensor(const pccx_gguf *g, struct pccx_gemma_model *m, uint32_t 
 	want[0] = T->cols;
 	want[1] = (int32_t)t == m->w.ple_table ? m->cfg.vocab : T->rows;
 	want[2] = 3;
-	nd = strcmp(name, T->name) ? 3 : want[1] == 1 ? 1 : 2;
-	shape_ok = gt->n_elems == want[0] * want[1] * (nd == 3 ? 3 : 1);
-	for (r = 0; r < nd; r++)
-		shape_ok = shape_ok && gt->ne[r] == want[r];
-	if (!shape_ok) {
-		char w[64], h[64];
-
-		fmt_ne(want, nd, w, sizeof(w));
-		fmt_ne(gt->ne, gt->n_dims, h, sizeof(h));
-		return pccx__fail(d, PCCX_ERR_FORMAT, "%s: tensor '%s' has shape ne %s, expected "
-				  "ne %s", pccx_gguf_name(g), name, h, w);
-	}
-	base = (uint64_t)part * T->rows;
-	if (T->fmt != PCCX_WFMT_Q4 || gt->type != PCCX_GGML_Q4_0)
-		rc = pccx__gemma_place_rows(m, t, gguf_row, g, gt, base, row, err, clipped, name,
-					      d);
-	else
-		rc = import_q4_0(g, m, t, gt, base, err, name, d);
-	/* what this tensor (or this part of a stacked one) read from the file is done with:
-	 * without this the mapped file would stay resident beside the device-layout copy */
-	if (!rc)
-		pccx__gguf_release(g, gt->data + gt->nbytes / (nd == 3 ? 3 : 1) * part,
-				   gt->nbytes / (nd == 3 ? 3 : 1));
-	return rc;
+	nd = parts == 3 ? 3 : want[1] == 1 ? 1 : 2;
+	rc = check_shape(g, gt, name, want, nd, d);
+	return rc ? rc : import_rows(g, m, t, gt, (uint64_t)part * T->rows, name, row, err,
+				     clipped, d);
 }
 
 /* Q4_0 rows into the device layout, losslessly (docs/numerics.md §4.1). */

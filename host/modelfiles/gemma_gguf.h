@@ -2,7 +2,8 @@
 /*
  * Gemma models as GGUF files in llama.cpp's layout of their family: "gemma3n" (research note
  * §1.6), "gemma", "gemma2" and "gemma3" (docs/model-files.md, "Gemma 1, 2 and 3 in GGUF") and
- * "gemma4" (dense; "Gemma 4 in GGUF": the global layers' partial RoPE as rope_freqs.weight).
+ * "gemma4" ("Gemma 4 in GGUF": the global layers' partial RoPE as rope_freqs.weight; the
+ * experts of a mixture-of-experts model as llama.cpp's 3-D tensors, cut per expert on load).
  *
  * Save: device Q4 tensors become Q4_0 (lossless: same FP16 scale bits, nibble u = q + 8),
  * F32 vectors F32 (exact; the norms as the effective multiplier, as llama.cpp's converter

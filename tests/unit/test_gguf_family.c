@@ -244,7 +244,48 @@ struct edit {
 	const char *drop_t;	/* a tensor left out */
 	const char *repl;	/* a tensor whose bytes are replaced by repl_data */
 	const void *repl_data;
+	const char *split;	/* a ffn_gate_up_exps written as ffn_gate_exps, ffn_up_exps */
+	const char *f32;	/* a tensor written as F32 (its values decoded) */
+	const pccx_gguf_tensor *ne_of;	/* with repl: repl_data has this tensor's type and ne */
 };
+
+/*
+ * llama.cpp's other form of a layer's experts: ffn_gate_exps and ffn_up_exps of ne {D, I, E},
+ * expert e's rows of each the first and second halves of its block in ffn_gate_up_exps.
+ */
+static void add_split(pccx_gguf_writer *w, const pccx_gguf_tensor *t, void **keep)
+{
+	uint64_t ne[3] = { t->ne[0], t->ne[1] / 2, t->ne[2] };
+	uint64_t half = t->nbytes / t->ne[2] / 2, e;
+	pccx_diag d = { 0 };
+	char name[96];
+	int k;
+
+	for (k = 0; k < 2; k++) {
+		uint8_t *buf = malloc(half * t->ne[2]);
+
+		ck_assert_ptr_nonnull(buf);
+		for (e = 0; e < t->ne[2]; e++)
+			memcpy(buf + e * half, t->data + (2 * e + (uint64_t)k) * half, half);
+		snprintf(name, sizeof(name), "%.*s%s_exps.weight",
+			 (int)(strstr(t->name, "gate_up") - t->name), t->name, k ? "up" : "gate");
+		ck_assert_msg(pccx_gguf_writer_add_tensor(w, name, t->type, 3, ne, buf,
+							  half * t->ne[2], &d) == 0, "%s", d.msg);
+		keep[k] = buf;
+	}
+}
+
+/* Tensor t's values as F32 (the caller frees them). */
+static float *as_f32(const pccx_gguf *g, const pccx_gguf_tensor *t)
+{
+	float *f = malloc(sizeof(float) * t->n_elems);
+	pccx_diag d = { 0 };
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_msg(pccx_gguf_decode_rows(g, t, 0, t->n_elems / t->ne[0], f, &d) == 0, "%s",
+		      d.msg);
+	return f;
+}
 
 static void rewrite(const char *src, const char *dst, const struct edit *e)
 {
@@ -252,6 +293,7 @@ static void rewrite(const char *src, const char *dst, const struct edit *e)
 	pccx_gguf_writer *w;
 	pccx_diag d = { 0 };
 	bool set_done = false;
+	void *keep[3] = { NULL, NULL, NULL };
 	uint64_t i;
 
 	ck_assert_msg(pccx_gguf_open(&g, src, &d) == 0, "%s", d.msg);
@@ -278,7 +320,25 @@ static void rewrite(const char *src, const char *dst, const struct edit *e)
 
 		if (e->drop_t && !strcmp(t->name, e->drop_t))
 			continue;
+		if (e->split && !strcmp(t->name, e->split)) {
+			add_split(w, t, keep);
+			continue;
+		}
 		memcpy(ne, t->ne, sizeof(ne));
+		if (e->f32 && !strcmp(t->name, e->f32)) {
+			keep[2] = as_f32(g, t);
+			ck_assert_int_eq(pccx_gguf_writer_add_tensor(w, t->name, PCCX_GGML_F32,
+								     t->n_dims, ne, keep[2],
+								     4 * t->n_elems, &d), 0);
+			continue;
+		}
+		if (data == e->repl_data && e->ne_of) {
+			memcpy(ne, e->ne_of->ne, sizeof(ne));
+			ck_assert_int_eq(pccx_gguf_writer_add_tensor(w, t->name, e->ne_of->type,
+								     e->ne_of->n_dims, ne, data,
+								     e->ne_of->nbytes, &d), 0);
+			continue;
+		}
 		if (e->cut && !strcmp(t->name, e->cut)) {
 			nbytes = t->nbytes / t->ne[1] * e->rows;
 			ne[1] = e->rows;
@@ -292,6 +352,8 @@ static void rewrite(const char *src, const char *dst, const struct edit *e)
 	ck_assert_msg(pccx_gguf_writer_write(w, dst, &d) == 0, "%s", d.msg);
 	pccx_gguf_writer_free(w);
 	pccx_gguf_close(g);
+	for (i = 0; i < 3; i++)
+		free(keep[i]);
 }
 
 #define U32V(x) { .type = PCCX_GGUF_UINT32, .v.u = (x) }
@@ -319,7 +381,7 @@ static void decode(struct pccx_gemma_model *m, const uint32_t *toks, uint32_t n,
 /* ---- tests -------------------------------------------------------------------------------- */
 
 static const char *const tiny_families[] = { "tiny-gemma", "tiny-gemma2", "tiny-gemma3", "tiny",
-					     "tiny-gemma4" };
+					     "tiny-gemma4", "tiny-gemma4-moe" };
 
 /*
  * Every family's tiny model: saved, loaded back identically, and (past the window of the
@@ -827,15 +889,15 @@ START_TEST(gemma4_refusals)
 	refused(x, PCCX_ERR_UNSUPPORTED, (const char *const[]){
 			"'gemma4.attention.sliding_window_pattern': layer 3 is sliding",
 			"global_period 2", NULL });
-	/* mixture of experts */
+	/* experts said by the key but not by the tensors, and the other way round */
 	e = (struct edit){ .set = "gemma4.expert_count", .v = U32V(128) };
 	rewrite(p, x, &e);
-	refused(x, PCCX_ERR_UNSUPPORTED, (const char *const[]){ "'gemma4.expert_count' is 128",
-			"not supported yet", NULL });
+	refused(x, PCCX_ERR_UNSUPPORTED, (const char *const[]){ "'blk.0.ffn_gate_inp.weight' is "
+			"missing", "'gemma4.expert_count' is 128", NULL });
 	e = (struct edit){ .add = "blk.4.ffn_gate_inp.weight" };
 	rewrite(p, x, &e);
-	refused(x, PCCX_ERR_UNSUPPORTED, (const char *const[]){ "'blk.4.ffn_gate_inp.weight'",
-			"not supported yet", NULL });
+	refused(x, PCCX_ERR_FORMAT, (const char *const[]){ "'blk.4.ffn_gate_inp.weight' is "
+			"present", "'gemma4.expert_count' is missing", NULL });
 	/* KV heads that differ between sliding layers */
 	arr.v.arr.elem_type = PCCX_GGUF_INT32;
 	arr.v.arr.data = kv;
@@ -908,14 +970,295 @@ START_TEST(gemma4_save_refusals)
 	ck_assert_msg(strstr(d.msg, "scales q by 1") != NULL, "%s", d.msg);
 	ck_assert_int_ne(access(p, F_OK), 0);
 	pccx__gemma_model_free(m);
-	/* experts */
-	m = synth("tiny-gemma4-moe");
-	ck_assert_uint_gt(m->cfg.n_experts, 0);
-	ck_assert_int_eq(pccx__gemma_save_gguf(m, NULL, p, &d), PCCX_ERR_UNSUPPORTED);
-	ck_assert_msg(strstr(d.msg, "mixture-of-experts Gemma 4 is not written as GGUF yet") !=
-		      NULL, "%s", d.msg);
-	ck_assert_int_ne(access(p, F_OK), 0);
+	cleanup();
+}
+END_TEST
+
+/* ---- Gemma 4 with experts ----------------------------------------------------------------- */
+
+/*
+ * tiny-gemma4-moe as llama.cpp's gemma4 loader creates its tensors (src/models/gemma4.cpp, ne
+ * as there; written out from the preset's description in docs/reference.md): 6 layers, 2 and
+ * 5 global (heads of 64, one KV head, no attn_v), the others sliding (heads of 32, two KV
+ * heads), no KV sharing, no per-layer inputs; in every layer the router ffn_gate_inp {D,
+ * n_expert} with its scale {D}, the norms pre_ffw_norm_2, post_ffw_norm_1, post_ffw_norm_2,
+ * the 8 experts of width 64 as ffn_gate_up_exps {D, 2 * 64, 8} (the converter's form of
+ * gate_up_proj) and ffn_down_exps {64, D, 8} with the per-expert scale {8} (the converter's
+ * router.per_expert_scale).
+ */
+static void check_tensors_moe(const pccx_gguf *g)
+{
+	static const struct {
+		const char *name;
+		uint64_t ne0, ne1;	/* ne1 0: a vector (F32) */
+	} glob[] = {
+		{ "token_embd.weight", 128, 512 },
+		{ "output_norm.weight", 128, 0 },
+		{ "rope_freqs.weight", 32, 0 },
+	};
+	const pccx_gguf_tensor *t;
+	uint64_t n = 0;
+	uint32_t l;
+	size_t i;
+	char name[96];
+
+	for (i = 0; i < sizeof(glob) / sizeof(glob[0]); i++, n++) {
+		t = pccx_gguf_find_tensor(g, glob[i].name);
+		ck_assert_msg(t != NULL, "tensor '%s' missing", glob[i].name);
+		ck_assert_uint_eq(t->n_dims, glob[i].ne1 ? 2 : 1);
+		ck_assert_uint_eq(t->ne[0], glob[i].ne0);
+	}
+	ck_assert_ptr_null(pccx_gguf_find_tensor(g, "per_layer_token_embd.weight"));
+	for (l = 0; l < 6; l++) {
+		bool global = l == 2 || l == 5;
+		uint64_t hd = global ? 64 : 32, nkv = global ? 1 : 2;
+		const struct {
+			const char *name;
+			uint64_t ne0, ne1, ne2;	/* ne1 0: a vector */
+			uint32_t type;
+			bool want;
+		} list[] = {
+			{ "attn_norm.weight", 128, 0, 0, PCCX_GGML_F32, true },
+			{ "attn_q.weight", 128, 4 * hd, 0, PCCX_GGML_Q4_0, true },
+			{ "attn_k.weight", 128, nkv * hd, 0, PCCX_GGML_Q4_0, true },
+			{ "attn_v.weight", 128, nkv * hd, 0, PCCX_GGML_Q4_0, !global },
+			{ "attn_output.weight", 4 * hd, 128, 0, PCCX_GGML_Q4_0, true },
+			{ "attn_q_norm.weight", hd, 0, 0, PCCX_GGML_F32, true },
+			{ "attn_k_norm.weight", hd, 0, 0, PCCX_GGML_F32, true },
+			{ "post_attention_norm.weight", 128, 0, 0, PCCX_GGML_F32, true },
+			{ "layer_output_scale.weight", 1, 0, 0, PCCX_GGML_F32, true },
+			{ "ffn_norm.weight", 128, 0, 0, PCCX_GGML_F32, true },
+			{ "ffn_gate.weight", 128, 128, 0, PCCX_GGML_Q4_0, true },
+			{ "ffn_up.weight", 128, 128, 0, PCCX_GGML_Q4_0, true },
+			{ "ffn_down.weight", 128, 128, 0, PCCX_GGML_Q4_0, true },
+			{ "post_ffw_norm.weight", 128, 0, 0, PCCX_GGML_F32, true },
+			{ "ffn_gate_inp.weight", 128, 8, 0, PCCX_GGML_F32, true },
+			{ "ffn_gate_inp.scale", 128, 0, 0, PCCX_GGML_F32, true },
+			{ "pre_ffw_norm_2.weight", 128, 0, 0, PCCX_GGML_F32, true },
+			{ "post_ffw_norm_1.weight", 128, 0, 0, PCCX_GGML_F32, true },
+			{ "post_ffw_norm_2.weight", 128, 0, 0, PCCX_GGML_F32, true },
+			{ "ffn_gate_up_exps.weight", 128, 128, 8, PCCX_GGML_Q4_0, true },
+			{ "ffn_down_exps.weight", 64, 128, 8, PCCX_GGML_Q4_0, true },
+			{ "ffn_down_exps.scale", 8, 0, 0, PCCX_GGML_F32, true },
+			{ "ffn_gate_exps.weight", 0, 0, 0, 0, false },
+			{ "ffn_up_exps.weight", 0, 0, 0, 0, false },
+		};
+
+		for (i = 0; i < sizeof(list) / sizeof(list[0]); i++) {
+			snprintf(name, sizeof(name), "blk.%u.%s", l, list[i].name);
+			t = pccx_gguf_find_tensor(g, name);
+			if (!list[i].want) {
+				ck_assert_msg(t == NULL, "'%s' is not a tensor of the layer", name);
+				continue;
+			}
+			n++;
+			ck_assert_msg(t != NULL, "tensor '%s' missing", name);
+			ck_assert_uint_eq(t->n_dims, list[i].ne2 ? 3 : list[i].ne1 ? 2 : 1);
+			ck_assert_uint_eq(t->ne[0], list[i].ne0);
+			if (list[i].ne1)
+				ck_assert_uint_eq(t->ne[1], list[i].ne1);
+			if (list[i].ne2)
+				ck_assert_uint_eq(t->ne[2], list[i].ne2);
+			ck_assert_msg(t->type == list[i].type, "%s: type %u", name, t->type);
+		}
+	}
+	ck_assert_uint_eq(pccx_gguf_n_tensors(g), n);
+	ck_assert_uint_eq(n, 133);
+}
+
+/* tiny-gemma4-moe's keys as the converter writes them (conversion/base.py, gemma.py). */
+static void check_keys_moe(const pccx_gguf *g)
+{
+	static const int64_t swa[6] = { 1, 1, 0, 1, 1, 0 };
+	static const int64_t kv[6] = { 2, 2, 1, 2, 2, 1 };
+
+	key_str(g, "general.architecture", "gemma4");
+	key_u32(g, "gemma4.block_count", 6);
+	key_u32(g, "gemma4.expert_count", 8);
+	key_u32(g, "gemma4.expert_used_count", 2);
+	key_u32(g, "gemma4.expert_feed_forward_length", 64);
+	key_u32(g, "gemma4.feed_forward_length", 128);
+	key_u32(g, "gemma4.embedding_length_per_layer_input", 0);
+	key_u32(g, "gemma4.attention.shared_kv_layers", 0);
+	key_u32(g, "gemma4.attention.key_length", 64);
+	key_u32(g, "gemma4.attention.key_length_swa", 32);
+	key_ints(g, "gemma4.attention.sliding_window_pattern", swa, 6);
+	key_ints(g, "gemma4.attention.head_count_kv", kv, 6);
+}
+
+START_TEST(moe_layout)
+{
+	struct pccx_gemma_model *m;
+	const struct pccx_gemma_layer_w *lw;
+	const pccx_gguf_tensor *t;
+	pccx_gguf *g;
+	pccx_diag d = { 0 };
+	float row[128];
+	char p[128];
+	uint64_t rb;
+
+	path_of(p, sizeof(p), "a.gguf");
+	m = save_synth("tiny-gemma4-moe", p);
+	ck_assert_msg(pccx_gguf_open(&g, p, &d) == 0, "%s", d.msg);
+	check_keys_moe(g);
+	check_tensors_moe(g);
+	lw = &m->w.layer[4];
+	/* the scales as they are: the router's and expert 0..7's */
+	pccx__gemma_row_f32(m, lw->vec[PCCX_GEMMA_LV_ROUTER_SCALE], 0, row);
+	ck_assert(!memcmp(pccx_gguf_find_tensor(g, "blk.4.ffn_gate_inp.scale")->data, row,
+			  sizeof(float) * 128));
+	pccx__gemma_row_f32(m, lw->vec[PCCX_GEMMA_LV_EXPERT_SCALE], 0, row);
+	ck_assert(!memcmp(pccx_gguf_find_tensor(g, "blk.4.ffn_down_exps.scale")->data, row,
+			  sizeof(float) * 8));
+	/* router row 5 is expert 5's logit weights */
+	pccx__gemma_row_f32(m, lw->moe_router, 5, row);
+	t = pccx_gguf_find_tensor(g, "blk.4.ffn_gate_inp.weight");
+	ck_assert(!memcmp(t->data + 5 * 128 * 4, row, sizeof(float) * 128));
+	/* expert 3's up: rows 64..127 of its block of 128 in gate_up; its down: block 3 */
+	t = pccx_gguf_find_tensor(g, "blk.4.ffn_gate_up_exps.weight");
+	rb = 128 / 32 * 18;
+	{
+		float want[128], got[128];
+
+		pccx__gemma_row_f32(m, lw->experts + 3 * 3 + 1, 10, want);
+		ck_assert_int_eq(pccx_gguf_decode_rows(g, t, 3 * 128 + 64 + 10, 1, got, &d), 0);
+		ck_assert(!memcmp(want, got, sizeof(want)));
+		pccx__gemma_row_f32(m, lw->experts + 3 * 3, 10, want);
+		ck_assert_int_eq(pccx_gguf_decode_rows(g, t, 3 * 128 + 10, 1, got, &d), 0);
+		ck_assert(!memcmp(want, got, sizeof(want)));
+		t = pccx_gguf_find_tensor(g, "blk.4.ffn_down_exps.weight");
+		pccx__gemma_row_f32(m, lw->experts + 3 * 3 + 2, 100, want);
+		ck_assert_int_eq(pccx_gguf_decode_rows(g, t, 3 * 128 + 100, 1, got, &d), 0);
+		ck_assert(!memcmp(want, got, sizeof(float) * 64));
+	}
+	ck_assert_uint_eq(t->nbytes, 8ull * 128 * (64 / 32 * 18));
+	ck_assert_uint_eq(pccx_gguf_find_tensor(g, "blk.4.ffn_gate_up_exps.weight")->nbytes,
+			  8ull * 128 * rb);
+	pccx_gguf_close(g);
 	pccx__gemma_model_free(m);
+	cleanup();
+}
+END_TEST
+
+/*
+ * llama.cpp's other forms: gate and up in tensors of their own; no per-expert scale (1);
+ * experts in another type (requantised, the error reported).
+ */
+START_TEST(moe_forms_load)
+{
+	struct pccx_gemma_model *m, *l;
+	struct pccx_gemma_load_info info;
+	pccx_diag d = { 0 };
+	char p[128], x[128];
+	struct edit e;
+	float s[8];
+	uint32_t i;
+
+	path_of(p, sizeof(p), "a.gguf");
+	path_of(x, sizeof(x), "x.gguf");
+	m = save_synth("tiny-gemma4-moe", p);
+	e = (struct edit){ .split = "blk.1.ffn_gate_up_exps.weight" };
+	rewrite(p, x, &e);
+	ck_assert_msg(pccx__gemma_load_gguf(&l, x, m->cfg.max_ctx, &info, NULL, &d) == 0, "%s",
+		      d.msg);
+	same_model(m, l);
+	ck_assert(info.q4.lossless);
+	pccx__gemma_model_free(l);
+	e = (struct edit){ .drop_t = "blk.3.ffn_down_exps.scale" };
+	rewrite(p, x, &e);
+	ck_assert_msg(pccx__gemma_load_gguf(&l, x, 0, NULL, NULL, &d) == 0, "%s", d.msg);
+	pccx__gemma_row_f32(l, l->w.layer[3].vec[PCCX_GEMMA_LV_EXPERT_SCALE], 0, s);
+	for (i = 0; i < 8; i++)
+		ck_assert_float_eq(s[i], 1.0f);
+	pccx__gemma_row_f32(m, m->w.layer[3].vec[PCCX_GEMMA_LV_EXPERT_SCALE], 0, s);
+	ck_assert_float_ne(s[0], 1.0f);	/* the synthetic scale is not 1 */
+	pccx__gemma_model_free(l);
+	e = (struct edit){ .f32 = "blk.2.ffn_down_exps.weight" };
+	rewrite(p, x, &e);
+	ck_assert_msg(pccx__gemma_load_gguf(&l, x, m->cfg.max_ctx, &info, NULL, &d) == 0, "%s",
+		      d.msg);
+	ck_assert(!info.q4.lossless);
+	ck_assert_double_lt(pccx_q4_error_rel_rms(&info.q4), 0.15);
+	ck_assert_double_gt(info.q4.sum_sq_err, 0.0);
+	pccx__gemma_model_free(l);
+	pccx__gemma_model_free(m);
+	cleanup();
+}
+END_TEST
+
+START_TEST(moe_refusals)
+{
+	struct pccx_gemma_model *m;
+	pccx_gguf *g;
+	pccx_gguf_tensor wrong;
+	pccx_diag d = { 0 };
+	char p[128], x[128];
+	struct edit e;
+
+	path_of(p, sizeof(p), "a.gguf");
+	path_of(x, sizeof(x), "x.gguf");
+	m = save_synth("tiny-gemma4-moe", p);
+	pccx__gemma_model_free(m);
+	e = (struct edit){ .set = "gemma4.expert_used_count", .v = U32V(9) };
+	rewrite(p, x, &e);
+	refused(x, PCCX_ERR_FORMAT, (const char *const[]){ "'gemma4.expert_used_count' is 9, "
+			"more than key 'gemma4.expert_count' (8)", NULL });
+	e = (struct edit){ .drop = "gemma4.expert_used_count" };
+	rewrite(p, x, &e);
+	refused(x, PCCX_ERR_NOT_FOUND, (const char *const[]){ "'gemma4.expert_used_count' is "
+			"missing", NULL });
+	e = (struct edit){ .drop = "gemma4.expert_feed_forward_length" };
+	rewrite(p, x, &e);
+	refused(x, PCCX_ERR_NOT_FOUND, (const char *const[]){
+			"'gemma4.expert_feed_forward_length' is missing", NULL });
+	e = (struct edit){ .set = "gemma4.expert_count", .v = U32V(512) };
+	rewrite(p, x, &e);
+	refused(x, PCCX_ERR_UNSUPPORTED, (const char *const[]){ "'gemma4.expert_count' is 512",
+			NULL });
+	e = (struct edit){ .set = "gemma4.expert_count", .v = U32V(0) };
+	rewrite(p, x, &e);
+	refused(x, PCCX_ERR_FORMAT, (const char *const[]){ "'blk.0.ffn_gate_inp.weight' is "
+			"present", "'gemma4.expert_count' is 0", NULL });
+	/* a width the experts' tensors do not have */
+	e = (struct edit){ .set = "gemma4.expert_feed_forward_length", .v = U32V(32) };
+	rewrite(p, x, &e);
+	refused(x, PCCX_ERR_FORMAT, (const char *const[]){ "'blk.0.ffn_gate_up_exps.weight' has "
+			"shape ne {128, 128, 8}, expected ne {128, 64, 8}", NULL });
+	/* the down experts with gate_up's shape */
+	ck_assert_msg(pccx_gguf_open(&g, p, &d) == 0, "%s", d.msg);
+	wrong = *pccx_gguf_find_tensor(g, "blk.1.ffn_gate_up_exps.weight");
+	e = (struct edit){ .repl = "blk.1.ffn_down_exps.weight", .repl_data = wrong.data,
+			   .ne_of = &wrong };
+	rewrite(p, x, &e);
+	pccx_gguf_close(g);
+	refused(x, PCCX_ERR_FORMAT, (const char *const[]){ "'blk.1.ffn_down_exps.weight' has "
+			"shape ne {128, 128, 8}, expected ne {64, 128, 8}", NULL });
+	/* a required tensor missing: the router's scale, an expert tensor, a norm */
+	e = (struct edit){ .drop_t = "blk.2.ffn_gate_inp.scale" };
+	rewrite(p, x, &e);
+	refused(x, PCCX_ERR_NOT_FOUND, (const char *const[]){ "blk.2.ffn_gate_inp.scale", NULL });
+	e = (struct edit){ .drop_t = "blk.5.ffn_down_exps.weight" };
+	rewrite(p, x, &e);
+	refused(x, PCCX_ERR_NOT_FOUND, (const char *const[]){ "blk.5.ffn_down_exps.weight",
+			NULL });
+	e = (struct edit){ .drop_t = "blk.0.ffn_gate_up_exps.weight" };
+	rewrite(p, x, &e);
+	refused(x, PCCX_ERR_NOT_FOUND, (const char *const[]){ "blk.0.ffn_gate_exps.weight",
+			NULL });
+	e = (struct edit){ .drop_t = "blk.3.post_ffw_norm_1.weight" };
+	rewrite(p, x, &e);
+	refused(x, PCCX_ERR_NOT_FOUND, (const char *const[]){ "blk.3.post_ffw_norm_1.weight",
+			NULL });
+	/* one layer without experts */
+	e = (struct edit){ .drop_t = "blk.4.ffn_gate_inp.weight" };
+	rewrite(p, x, &e);
+	refused(x, PCCX_ERR_UNSUPPORTED, (const char *const[]){ "'blk.4.ffn_gate_inp.weight' is "
+			"missing", "a layer without experts", NULL });
+	/* the router with the wrong expert count */
+	e = (struct edit){ .cut = "blk.1.ffn_gate_inp.weight", .rows = 4 };
+	rewrite(p, x, &e);
+	refused(x, PCCX_ERR_FORMAT, (const char *const[]){ "'blk.1.ffn_gate_inp.weight' has "
+			"shape ne {128, 4}, expected ne {128, 8}", NULL });
 	cleanup();
 }
 END_TEST
@@ -926,7 +1269,7 @@ static Suite *family_suite(void)
 	TCase *tc = tcase_create("families");
 
 	tcase_set_timeout(tc, 300);
-	tcase_add_loop_test(tc, round_trip_and_decode, 0, 5);
+	tcase_add_loop_test(tc, round_trip_and_decode, 0, 6);
 	tcase_add_loop_test(tc, llama_cpp_layout, 0, 3);
 	tcase_add_test(tc, norms_as_stored);
 	tcase_add_test(tc, converter_forms_load);
@@ -937,6 +1280,9 @@ static Suite *family_suite(void)
 	tcase_add_test(tc, gemma4_forms_load);
 	tcase_add_test(tc, gemma4_refusals);
 	tcase_add_test(tc, gemma4_save_refusals);
+	tcase_add_test(tc, moe_layout);
+	tcase_add_test(tc, moe_forms_load);
+	tcase_add_test(tc, moe_refusals);
 	suite_add_tcase(s, tc);
 	return s;
 }
