@@ -267,7 +267,7 @@ static void user_turn(struct chat *c, const char *text)
 			"conversation, /load FILE restores one\n");
 		return;
 	}
-	rc = pccx_session_tokenize_turn(s, "user", text, c->conv.n == 0, &ids, &n_ids, &d);
+	rc = pccx_cli_gen_user_turn(s, text, c->conv.n == 0, c->a->g.think, &ids, &n_ids, &d);
 	if (!rc)
 		rc = pccx_session_tokenize_turn(s, "model", "", false, &close, &n_close, &d);
 	if (rc) {
@@ -423,7 +423,10 @@ static void cmd_load(struct chat *c, const char *path)
 	for (i = 0; !rc && i < conv.n; i++) {
 		struct pccx_cli_chat_turn *t = &conv.turns[i];
 
-		if (!t->ids)
+		if (!t->ids && !strcmp(t->role, "user"))
+			rc = pccx_cli_gen_user_turn(s, t->text, i == 0, c->a->g.think, &t->ids,
+						    &t->n_ids, &d);
+		else if (!t->ids)
 			rc = pccx_session_tokenize_turn(s, t->role, t->text, i == 0, &t->ids,
 							&t->n_ids, &d);
 		total += t->n_ids;

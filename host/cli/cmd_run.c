@@ -89,7 +89,7 @@ int pccx_cmd_run(int argc, char **argv)
 
 	rc = pccx_cli_gen_open(&a.g, &cs, &d);
 	if (!rc)
-		rc = pccx_cli_gen_ids(cs.s, a.prompt, a.chat, &ids, &n_ids, &d);
+		rc = pccx_cli_gen_ids(cs.s, a.prompt, a.chat, a.g.think, &ids, &n_ids, &d);
 	if (rc || !n_ids) {
 		/* no tokens is reported, but has always ended the command with 0 */
 		if (!rc)

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "chat.h"
+#include "diag.h"
 #include "gen_run.h"
 
 static void progress(void *user, const char *stage, uint64_t done, uint64_t total)
@@ -46,14 +47,51 @@ int pccx_cli_gen_check(const struct pccx_opt_cmd *c, struct pccx_cli_gen_args *g
 int pccx_cli_gen_open(const struct pccx_cli_gen_args *g, struct pccx_cli_session *cs,
 		      pccx_diag *d)
 {
-	return pccx_cli_session_open(&g->dopt, &g->mopt, &g->sopt, cs, d);
+	const struct pccx_chat_format *fmt;
+	int rc;
+
+	rc = pccx_cli_session_open(&g->dopt, &g->mopt, &g->sopt, cs, d);
+	if (rc || !g->think)
+		return rc;
+	fmt = pccx__session_chat_format(cs->s);
+	if (!pccx_session_tokenizer(cs->s))
+		rc = pccx__fail(d, PCCX_ERR_INVALID, "--think: the model has no tokenizer to write "
+				"the thinking switch with (give --tokenizer FILE)");
+	else if (!fmt || !fmt->think)
+		rc = pccx__fail(d, PCCX_ERR_UNSUPPORTED, "--think: the %s chat format has no "
+				"thinking switch (Gemma 4's has)", fmt ? fmt->family : "model's");
+	if (rc)
+		pccx_cli_session_close(cs);
+	return rc;
 }
 
-int pccx_cli_gen_ids(pccx_session *s, const char *text, bool chat, int32_t **ids, size_t *n,
-		     pccx_diag *d)
+/* One user turn that opens the conversation, with the thinking switch. */
+static int think_turn(pccx_session *s, const char *text, int32_t **ids, size_t *n,
+		      pccx_diag *d)
+{
+	pccx_chat_turn turn = { "user", text };
+	struct pccx_chat_options o = { .struct_size = sizeof(o), .thinking = true };
+
+	return pccx_session_tokenize_chat(s, &turn, 1, &o, ids, n, d);
+}
+
+int pccx_cli_gen_user_turn(pccx_session *s, const char *text, bool first, bool think,
+			   int32_t **ids, size_t *n, pccx_diag *d)
+{
+	if (first && think)
+		return think_turn(s, text, ids, n, d);
+	return pccx_session_tokenize_turn(s, "user", text, first, ids, n, d);
+}
+
+int pccx_cli_gen_ids(pccx_session *s, const char *text, bool chat, bool think, int32_t **ids,
+		     size_t *n, pccx_diag *d)
 {
 	size_t i;
 
+	if (think)
+		return chat ? think_turn(s, text, ids, n, d) :
+		       pccx__fail(d, PCCX_ERR_INVALID, "--think asks for the chat format: give "
+				  "--chat too");
 	if (pccx_session_tokenizer(s))
 		return pccx_session_tokenize(s, text, chat, ids, n, d);
 	*n = strlen(text);

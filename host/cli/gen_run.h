@@ -23,6 +23,7 @@ struct pccx_cli_gen_args {
 	struct pccx_session_opts sopt;
 	uint64_t max_ctx;
 	bool hide_thinking;
+	bool think;			/* --think: ask the model to reason (Gemma 4) */
 	pccx_sampler_config sc;
 };
 
@@ -58,7 +59,10 @@ struct pccx_cli_gen_args {
 #define PCCX_CLI_SHOW_OPTS(T, f)                                                                \
 	PCCX_OPT("hide-thinking", 0, PCCX_OPT_FLAG, PCCX_AT(T, f.hide_thinking, bool), NULL,     \
 		 "leave the model's reasoning out (Gemma 4); it is printed dimmed at a\n"       \
-		 "terminal, plain otherwise")
+		 "terminal, plain otherwise"),                                                   \
+	PCCX_OPT("think", 0, PCCX_OPT_FLAG, PCCX_AT(T, f.think, bool), NULL,                     \
+		 "ask the model to reason before it answers: <|think|> in the system turn\n"     \
+		 "(Gemma 4; other families refuse it)")
 
 /* The defaults: struct sizes, weight seed 1, the progress bar, the sampler's defaults. */
 void pccx_cli_gen_defaults(struct pccx_cli_gen_args *g);
@@ -67,13 +71,25 @@ void pccx_cli_gen_defaults(struct pccx_cli_gen_args *g);
  * status after reporting the problem.
  */
 int pccx_cli_gen_check(const struct pccx_opt_cmd *c, struct pccx_cli_gen_args *g);
-/* Open the device, load the model, make the session. */
+/*
+ * Open the device, load the model, make the session. With --think the model needs a tokenizer
+ * and a chat format with a thinking switch.
+ */
 PCCX_MUST_CHECK int pccx_cli_gen_open(const struct pccx_cli_gen_args *g,
 				      struct pccx_cli_session *cs, pccx_diag *d);
 
-/* The text's ids: the model's tokenizer (chat: the chat template), else one id per byte. */
-PCCX_MUST_CHECK int pccx_cli_gen_ids(pccx_session *s, const char *text, bool chat, int32_t **ids,
-				     size_t *n, pccx_diag *d);
+/*
+ * The text's ids: the model's tokenizer (chat: the chat template, with the thinking switch
+ * when `think`), else one id per byte.
+ */
+PCCX_MUST_CHECK int pccx_cli_gen_ids(pccx_session *s, const char *text, bool chat, bool think,
+				     int32_t **ids, size_t *n, pccx_diag *d);
+/*
+ * A user turn of pccx chat in the chat format with its generation prompt: the first (the BOS,
+ * and the system turn with the thinking switch when `think`) or a later one.
+ */
+PCCX_MUST_CHECK int pccx_cli_gen_user_turn(pccx_session *s, const char *text, bool first,
+					   bool think, int32_t **ids, size_t *n, pccx_diag *d);
 /*
  * How the session's output is printed to stdout (gen_show.h): as events when its model's chat
  * format frames reasoning and tool calls, the reasoning dimmed when stdout is a terminal; as

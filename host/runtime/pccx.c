@@ -33,6 +33,7 @@
 #include "gemma_gguf.h"
 #include "gemma_pieces.h"
 #include "gemma_st.h"
+#include "json.h"
 #include "pccx/pccx.h"
 #include "pccx/tokenizer.h"
 #include "pccx_num.h"
@@ -1133,6 +1134,59 @@ int pccx_session_tokenize_turn(pccx_session *s, const char *role, const char *co
 	if (!rc)
 		rc = pccx_tokenizer_encode(s->model->tok, rendered, len, 0, ids, n, d);
 	free(rendered);
+	return rc;
+}
+
+/* The options a caller's struct_size covers; the rest stay zero. */
+static int chat_options(const struct pccx_chat_options *o, struct pccx_chat_options *out,
+			pccx_diag *d)
+{
+	memset(out, 0, sizeof(*out));
+	if (!o)
+		return 0;
+	if (o->struct_size < sizeof(size_t))
+		return pccx__fail(d, PCCX_ERR_INVALID, "chat options: struct_size %zu too small "
+				  "(set it to sizeof(struct pccx_chat_options))", o->struct_size);
+	memcpy(out, o, o->struct_size < sizeof(*out) ? o->struct_size : sizeof(*out));
+	return 0;
+}
+
+int pccx_session_tokenize_chat(pccx_session *s, const pccx_chat_turn *turns, size_t n,
+			       const struct pccx_chat_options *o, int32_t **ids, size_t *n_ids,
+			       pccx_diag *d)
+{
+	struct pccx_chat_opts ro = { .add_generation_prompt = true };
+	struct pccx_chat_options co;
+	pccx_json_doc *doc = NULL;
+	char *rendered = NULL;
+	size_t len;
+	int rc;
+
+	if (!s || (!turns && n) || !ids || !n_ids)
+		return pccx__fail(d, PCCX_ERR_INVALID, "tokenize chat: a NULL argument");
+	*ids = NULL;
+	*n_ids = 0;
+	if (!n || strcmp(turns[n - 1].role ? turns[n - 1].role : "", "user"))
+		return pccx__fail(d, PCCX_ERR_INVALID, "tokenize chat: the last turn must be the "
+				  "user's (the generation prompt opens the reply to it)");
+	rc = chat_options(o, &co, d);
+	if (rc)
+		return rc;
+	if (!s->model->tok)
+		return pccx__fail(d, PCCX_ERR_INVALID, "the model has no tokenizer");
+	ro.thinking = co.thinking;
+	if (co.tools) {
+		rc = pccx__json_parse(co.tools, strlen(co.tools), "tools", NULL, &doc, d);
+		if (rc)
+			return rc == PCCX_ERR_NOMEM ? rc : PCCX_ERR_INVALID;
+		ro.tools_doc = doc;
+		ro.tools = pccx__json_root(doc);
+	}
+	rc = pccx__chat_render_opts(s->model->chat, turns, n, &ro, &rendered, &len, d);
+	if (!rc)
+		rc = pccx_tokenizer_encode(s->model->tok, rendered, len, 0, ids, n_ids, d);
+	free(rendered);
+	pccx__json_free(doc);
 	return rc;
 }
 

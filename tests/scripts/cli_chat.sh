@@ -219,17 +219,18 @@ checks=$((checks + 1))
 [ "$(grep -c '^stats: ' "$T/err")" = 1 ] || fail "a turn that does not fit was run: $(cat "$T/err")"
 
 # --- every family: Gemma 3n (tiny), Gemma 1, 2, 3 and 4 (tiny-gemma, ..., tiny-gemma4) ----------
-# A tokenizer of the tiny models' 512 ids: Gemma's and Gemma 4's turn tokens, byte fallback for
-# the text ("h" is <0x68>, id 4 + 0x68), and fillers up to 512.
+# A tokenizer of the tiny models' 512 ids: Gemma's and Gemma 4's turn tokens, Gemma 4's thinking
+# switch and tool pieces, byte fallback for the text ("h" is <0x68>, id 4 + 0x68), and fillers
+# up to 512.
 python3 - "$T/tok512.json" <<'PY'
 import json, sys
 vocab = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3}
 vocab.update({"<0x%02X>" % b: 4 + b for b in range(256)})
 vocab.update({"\u2581": 260, "<start_of_turn>": 261, "<end_of_turn>": 262, "<|turn>": 263,
-              "<turn|>": 264})
-vocab.update({"w%d" % i: i for i in range(265, 512)})
+              "<turn|>": 264, "<|think|>": 265, "<|tool>": 266, "<tool|>": 267, "<|\"|>": 268})
+vocab.update({"w%d" % i: i for i in range(269, 512)})
 special = ["<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>", "<|turn>",
-           "<turn|>"]
+           "<turn|>", "<|think|>", "<|tool>", "<tool|>", "<|\"|>"]
 space = {"String": "\u2581"}
 json.dump({"version": "1.0",
            "added_tokens": [{"id": vocab[t], "content": t, "special": True} for t in special],
@@ -293,6 +294,38 @@ EOF
          "'$(ids_of "$end_turn")'" ;;
   esac
 done
+
+# --- the thinking switch: Gemma 4's template writes <|think|> atop a system turn ---------------
+think_turn=$'<bos><|turn>system\n<|think|>\n<turn|>\n<|turn>user\nhi<turn|>\n<|turn>model\n'
+want_rc 0 "$pccx" run --config tiny-gemma4 --tokenizer "$T/tok512.json" --chat --think -p " hi " \
+  -n 4 --temp 0
+checks=$((checks + 1))
+[ "$(prompt_tokens "$T/err")" = "$(ids_of "$think_turn" | wc -w)" ] ||
+  fail "run --chat --think: '$(grep prompt "$T/err")'; the template's turn is" \
+    "$(ids_of "$think_turn" | wc -w) tokens"
+want_rc 0 "$pccx" chat --config tiny-gemma4 --tokenizer "$T/tok512.json" --think --temp 0 -n 4 <<EOF
+hi
+again
+/save $T/think.json
+EOF
+checks=$((checks + 1))
+[ "$(saved_ids "$T/think.json" 0)" = "$(ids_of "$think_turn")" ] ||
+  fail "chat --think: the first turn is '$(saved_ids "$T/think.json" 0)'," \
+    "the template's '$(ids_of "$think_turn")'"
+# only the first turn carries the system turn
+checks=$((checks + 1))
+[ "$(saved_ids "$T/think.json" 2)" = "$(ids_of $'<|turn>user\nagain<turn|>\n<|turn>model\n')" ] ||
+  fail "chat --think: the second turn is '$(saved_ids "$T/think.json" 2)'"
+for c in tiny tiny-gemma3; do
+  want_fail "$pccx" run --config "$c" --tokenizer "$T/tok512.json" --chat --think -p hi -n 1
+  has "$T/err" "--think: the gemma chat format has no thinking switch"
+  want_fail "$pccx" chat --config "$c" --tokenizer "$T/tok512.json" --think </dev/null
+  has "$T/err" "--think: the gemma chat format has no thinking switch"
+done
+want_fail "$pccx" run --config tiny-gemma4 --tokenizer "$T/tok512.json" --think -p hi -n 1
+has "$T/err" "--think asks for the chat format: give --chat too"
+want_fail "$pccx" run --config tiny-gemma4 --chat --think -p hi -n 1
+has "$T/err" "--think: the model has no tokenizer"
 
 # --- a bad option ---------------------------------------------------------------------------------
 want_rc 2 "$pccx" chat </dev/null

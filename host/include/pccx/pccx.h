@@ -146,6 +146,30 @@ PCCX_MUST_CHECK int pccx_session_tokenize(pccx_session *s, const char *text, boo
 PCCX_MUST_CHECK int pccx_session_tokenize_turn(pccx_session *s, const char *role,
 					       const char *content, bool first, int32_t **ids,
 					       size_t *n, pccx_diag *d);
+struct pccx_chat_turn;	/* pccx/tokenizer.h */
+
+/* How pccx_session_tokenize_chat writes a conversation (all zero: the template's defaults). */
+struct pccx_chat_options {
+	size_t struct_size;	/* sizeof(struct pccx_chat_options): lets the struct grow */
+	bool thinking;		/* ask for reasoning (Gemma 4: <|think|> atop the system turn) */
+	/*
+	 * NULL, or a JSON array of tools in OpenAI's form, [{"type": "function", "function":
+	 * {"name", "description", "parameters"}}], declared in the system turn (Gemma 4).
+	 */
+	const char *tools;
+};
+
+/*
+ * Tokenize a conversation (turns of role "system" (first only), "user", "model"/"assistant",
+ * alternating from "user" and ending with "user") in the model family's chat format, with the
+ * generation prompt that opens the model's reply, as the family's chat_template writes it with
+ * the options `o` (NULL: none). Thinking or tools asked of a family whose format has no place
+ * for them is PCCX_ERR_UNSUPPORTED; tools that are not valid JSON or that the template would
+ * not write well are PCCX_ERR_INVALID, the message naming where. *ids is malloc'd (free() it).
+ */
+PCCX_MUST_CHECK int pccx_session_tokenize_chat(pccx_session *s,
+					       const struct pccx_chat_turn *turns, size_t n, const struct pccx_chat_options *o,
+					       int32_t **ids, size_t *n_ids, pccx_diag *d);
 /*
  * The context's extent: *used positions hold tokens (prefilled, and generated ones fed
  * back), of at most *max (the session's max_context). A step beyond *max fails with
