@@ -23,6 +23,8 @@ install -m 0644 "$build/lib/$so" "$lib/$so"
 ln -sfn "$so" "$lib/$soname"
 ln -sfn "$soname" "$lib/libpccx.so"
 install -m 0644 host/include/pccx/*.h "$root/include/pccx/"
+# the driver's UAPI, for programs that talk to /dev/pccx themselves (pccx(4))
+install -m 0644 driver/include/uapi/pccx.h "$root/include/pccx/uapi.h"
 sed -e "s|@PREFIX@|$prefix|" -e "s|@LIBDIR@|$libdir|" scripts/pccx.pc.in >"$lib/pkgconfig/pccx.pc"
 # the manual pages, pccx(1), libpccx(3) and pccx(4), each under its section
 for page in "$build"/man/*.[0-9]; do

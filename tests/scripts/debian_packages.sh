@@ -146,6 +146,7 @@ stray=$(grep -vE '/$|^/usr/lib/[^/]+/libpccx\.so\.|^/usr/share/doc/' "$T/$lib.li
 [ -z "$stray" ] || fail "$lib holds more than the library: $stray"
 # libpccx-dev: headers, static libraries, the link for -lpccx, pccx.pc, libpccx(3), the example
 for h in host/include/pccx/*.h; do has_path libpccx-dev "/usr/include/pccx/${h##*/}"; done
+has_path libpccx-dev "/usr/include/pccx/uapi\.h"
 for a in libpccx libpccx_sim libpccx_ref libpccx_base libpccx_isa libpccx_num; do
   has_path libpccx-dev "/usr/lib/$ma/$a\.a"
 done
