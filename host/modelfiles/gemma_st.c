@@ -151,6 +151,11 @@ static int map_gemma4(const pccx_hf_config *h, const struct pccx_hf_family *x, c
 	c->rope_partial_global = (float)x->rope_partial_global;
 	c->k_eq_v = x->k_eq_v;
 	c->double_wide_mlp = x->double_wide_mlp;
+	c->n_experts = x->n_experts;
+	c->n_experts_used = x->n_experts_used;
+	c->d_expert = x->d_expert;
+	if (!c->d_ple)	/* no per-layer inputs (the 26B A4B): no table either */
+		c->ple_vocab = 0;
 	return PCCX_OK;
 }
 
@@ -396,6 +401,118 @@ static bool is_norm(const char *name)
 	return n >= 11 && !strcmp(name + n - 11, "norm.weight");
 }
 
+/*
+ * Where model tensor t is in a Gemma 4 checkpoint with experts (Gemma4TextRouter,
+ * Gemma4TextExperts): the tensor's name, its shape and the first row of t in it. Expert e's
+ * gate and up are rows 2·I·e and 2·I·e + I of experts.gate_up_proj (E, 2I, D) (the first half
+ * is the gate, as MixtralExperts splits it), its down rows D·e of experts.down_proj (E, D, I);
+ * the router's proj, scale (D) and per_expert_scale (E), and the three norms of the experts'
+ * branch are tensors of their own. *last: no later model tensor reads this tensor.
+ */
+struct moe_src {
+	char name[192];
+	uint32_t nd;
+	uint64_t shape[3];
+	uint64_t base;
+	bool last;
+};
+
+static bool moe_src(const struct pccx_gemma_model *m, const char *prefix, uint32_t t,
+		    struct moe_src *o)
+{
+	static const struct {
+		enum pccx_gemma_lvec v;
+		const char *hf;
+	} vecs[] = {
+		{ PCCX_GEMMA_LV_ROUTER_SCALE, "router.scale" },
+		{ PCCX_GEMMA_LV_EXPERT_SCALE, "router.per_expert_scale" },
+		{ PCCX_GEMMA_LV_POST_FFN_NORM_1, "post_feedforward_layernorm_1.weight" },
+		{ PCCX_GEMMA_LV_PRE_FFN_NORM_2, "pre_feedforward_layernorm_2.weight" },
+		{ PCCX_GEMMA_LV_POST_FFN_NORM_2, "post_feedforward_layernorm_2.weight" },
+	};
+	uint32_t l, i;
+
+	for (l = 0; l < m->cfg.n_layers; l++) {
+		const struct pccx_gemma_layer_w *lw = &m->w.layer[l];
+		uint64_t E = m->layers[l].n_experts, I = m->layers[l].d_expert, D = m->cfg.d_model;
+		int64_t k = (int64_t)t - lw->experts;
+		const char *hf = NULL;
+
+		if (lw->experts < 0)
+			continue;
+		o->base = 0;
+		o->last = true;
+		if (k >= 0 && k < 3 * (int64_t)E) {
+			uint64_t e = (uint64_t)k / 3, part = (uint64_t)k % 3;
+
+			o->nd = 3;
+			o->shape[0] = E;
+			o->shape[1] = part < 2 ? 2 * I : D;
+			o->shape[2] = part < 2 ? D : I;
+			o->base = part < 2 ? e * 2 * I + part * I : e * D;
+			o->last = e == E - 1 && part != 0;
+			snprintf(o->name, sizeof(o->name), "%slayers.%u.experts.%s", prefix, l,
+				 part < 2 ? "gate_up_proj" : "down_proj");
+			return true;
+		}
+		if ((int32_t)t == lw->moe_router) {
+			o->nd = 2;
+			o->shape[0] = E;
+			o->shape[1] = D;
+			hf = "router.proj.weight";
+		}
+		for (i = 0; !hf && i < sizeof(vecs) / sizeof(vecs[0]); i++) {
+			if (lw->vec[vecs[i].v] != (int32_t)t)
+				continue;
+			o->nd = 1;
+			o->shape[0] = vecs[i].v == PCCX_GEMMA_LV_EXPERT_SCALE ? E : D;
+			hf = vecs[i].hf;
+		}
+		if (hf) {
+			snprintf(o->name, sizeof(o->name), "%slayers.%u.%s", prefix, l, hf);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* One tensor (or one expert's part of one) of a Gemma 4 checkpoint's experts into t. */
+static int load_moe_tensor(const pccx_safetensors *st, struct pccx_gemma_model *m, uint32_t t,
+			   const struct moe_src *o, float *row, pccx_q4_error *err, pccx_diag *d)
+{
+	const pccx_st_tensor *s;
+	bool ok;
+	uint32_t i;
+	int rc = pccx_st_get_tensor(st, o->name, &s, d);
+
+	if (rc == PCCX_ERR_NOT_FOUND)
+		return pccx__fail(d, rc, "%s: tensor '%s' (%s): missing", pccx_st_name(st), o->name,
+				  m->t[t].name);
+	if (rc)
+		return rc;
+	ok = s->n_dims == o->nd;
+	for (i = 0; ok && i < o->nd; i++)
+		ok = s->shape[i] == o->shape[i];
+	if (!ok) {
+		char got[64], want[64];
+		size_t a = 0, b = 0;
+
+		for (i = 0; i < s->n_dims && a < sizeof(got); i++)
+			a += (size_t)snprintf(got + a, sizeof(got) - a, "%s%llu", i ? ", " : "",
+					      (unsigned long long)s->shape[i]);
+		for (i = 0; i < o->nd && b < sizeof(want); i++)
+			b += (size_t)snprintf(want + b, sizeof(want) - b, "%s%llu", i ? ", " : "",
+					      (unsigned long long)o->shape[i]);
+		return pccx__fail(d, PCCX_ERR_FORMAT, "%s: tensor '%s': shape [%s], expected [%s]",
+				  s->file, o->name, got, want);
+	}
+	/* a fused tensor's rows are placed per expert: as one (E * rows, cols) matrix */
+	rc = pccx__gemma_place_rows(m, t, st_row, st, s, o->base, row, err, NULL, o->name, d);
+	if (!rc && o->last)
+		pccx__st_release(st, s);
+	return rc;
+}
+
 /* One tensor of a Gemma 1, 2 or 3 checkpoint into model tensor t. */
 static int load_plain_tensor(const pccx_safetensors *st, const char *prefix,
 			     struct pccx_gemma_model *m, uint32_t t, float *row,
@@ -460,8 +577,14 @@ static int load_plain(const pccx_safetensors *st, bool vision, struct pccx_gemma
 	row = malloc(sizeof(float) * (maxc ? maxc : 1));
 	if (!row)
 		return pccx__fail(d, PCCX_ERR_NOMEM, "%s: out of memory", pccx_st_name(st));
-	for (t = 0; !rc && t < m->n_t; t++)
-		rc = load_plain_tensor(st, prefix, m, t, row, err, d);
+	for (t = 0; !rc && t < m->n_t; t++) {
+		struct moe_src o;
+
+		if (moe_src(m, prefix, t, &o))
+			rc = load_moe_tensor(st, m, t, &o, row, err, d);
+		else
+			rc = load_plain_tensor(st, prefix, m, t, row, err, d);
+	}
 	free(row);
 	return rc;
 }

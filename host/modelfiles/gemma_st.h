@@ -8,8 +8,9 @@
  * of a multimodal config), the tensors by name; F32/F16/BF16 values are requantised per block
  * of 32 into the device Q4 format (the error is reported) or kept in FP32, norm weights of
  * Gemma 1, 2 and 3 as 1 + w (Hugging Face's RMSNorm multiplier; Gemma 4's multiplies by w),
- * the AltUp correction coefficients clamped to +-120 as in the GGUF loader. The row placement
- * is shared with it (pccx__gemma_place_rows).
+ * the AltUp correction coefficients clamped to +-120 as in the GGUF loader; Gemma 4's experts
+ * cut per expert out of experts.gate_up_proj and experts.down_proj. The row placement is
+ * shared with it (pccx__gemma_place_rows).
  */
 #ifndef PCCX_GEMMA_ST_H
 #define PCCX_GEMMA_ST_H

@@ -33,6 +33,11 @@ struct pccx_hf_family {
 	double rope_partial_global;
 	bool k_eq_v;
 	bool double_wide_mlp;
+	/* Gemma 4 with enable_moe_block: num_experts, top_k_experts, moe_intermediate_size (0:
+	 * dense) */
+	uint32_t n_experts;
+	uint32_t n_experts_used;
+	uint32_t d_expert;
 };
 
 /*

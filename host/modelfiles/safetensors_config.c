@@ -678,15 +678,55 @@ static int check_sharing(struct ctx *x)
 }
 
 /*
+ * enable_moe_block true (the 26B A4B): num_experts experts of width moe_intermediate_size in
+ * every layer, top_k_experts of them used, each required and checked against the others.
+ */
+static int read_experts(struct ctx *x, struct pccx_hf_family *h)
+{
+	bool moe = false;
+	int rc = opt_bool(x, "enable_moe_block", false, &moe);
+
+	h->n_experts = h->n_experts_used = h->d_expert = 0;
+	if (rc || !moe)
+		return rc;
+	rc = req_u32(x, "num_experts", 1, PCCX_GEMMA_MAX_EXPERTS, &h->n_experts);
+	if (!rc)
+		rc = req_u32(x, "top_k_experts", 1, PCCX_GEMMA_MAX_EXPERTS_USED,
+			     &h->n_experts_used);
+	if (!rc && h->n_experts_used > h->n_experts)
+		return pccx__json_fail(x->doc, pccx__json_get(x->obj, "top_k_experts"), x->d,
+				       PCCX_ERR_FORMAT, "%" PRIu32 ": more than num_experts %"
+				       PRIu32, h->n_experts_used, h->n_experts);
+	if (!rc)
+		rc = req_u32(x, "moe_intermediate_size", 1, 65504, &h->d_expert);
+	if (!rc && h->d_expert % 32)
+		return pccx__json_fail(x->doc, pccx__json_get(x->obj, "moe_intermediate_size"),
+				       x->d, PCCX_ERR_UNSUPPORTED, "%" PRIu32 ": a multiple of 32 "
+				       "is supported", h->d_expert);
+	return rc;
+}
+
+/* hidden_size_per_layer_input: required; 0 or null: no per-layer inputs (the 26B A4B). */
+static int read_ple_width(struct ctx *x)
+{
+	const pccx_json *m = pccx__json_get(x->obj, "hidden_size_per_layer_input");
+
+	x->c->hidden_size_per_layer_input = 0;
+	if (m && pccx__json_type_of(m) == PCCX_JSON_NULL)
+		return PCCX_OK;
+	return req_u32(x, "hidden_size_per_layer_input", 0, 1 << 16,
+		       &x->c->hidden_size_per_layer_input);
+}
+
+/*
  * The text model of a Gemma 4 config (Gemma4TextConfig, x->obj): the fields every family has,
  * the per-layer inputs, KV sharing, the global layers' own heads and RoPE, k = v, the
- * double-wide MLP. A mixture-of-experts model is refused (not supported yet).
+ * double-wide MLP, the experts.
  */
 static int parse_gemma4(struct ctx *x, struct pccx_hf_family *h)
 {
 	pccx_hf_config *c = x->c;
 	const pccx_json *lt;
-	bool moe = false;
 	int rc;
 
 	memset(c, 0, sizeof(*c));
@@ -707,8 +747,7 @@ static int parse_gemma4(struct ctx *x, struct pccx_hf_family *h)
 	if (!rc)
 		rc = req_u32(x, "vocab_size", 1, INT32_MAX, &c->vocab_size);
 	if (!rc)
-		rc = req_u32(x, "hidden_size_per_layer_input", 1, 1 << 16,
-			     &c->hidden_size_per_layer_input);
+		rc = read_ple_width(x);
 	c->vocab_size_per_layer_input = c->vocab_size;
 	if (!rc)
 		rc = opt_u32(x, "vocab_size_per_layer_input", 1, INT32_MAX,
@@ -736,11 +775,7 @@ static int parse_gemma4(struct ctx *x, struct pccx_hf_family *h)
 	if (!rc)
 		rc = opt_bool(x, "attention_k_eq_v", false, &h->k_eq_v);
 	if (!rc)
-		rc = opt_bool(x, "enable_moe_block", false, &moe);
-	if (!rc && moe)
-		return pccx__json_fail(x->doc, pccx__json_get(x->obj, "enable_moe_block"), x->d,
-				       PCCX_ERR_UNSUPPORTED, "true: mixture-of-experts Gemma 4 is "
-				       "not supported yet");
+		rc = read_experts(x, h);
 	if (!rc)
 		rc = read_activation(x);
 	if (!rc)

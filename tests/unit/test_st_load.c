@@ -7,7 +7,8 @@
  * tiny Gemma 1, 2 and 3 presets in each config.json form (text-only, layer_types or
  * sliding_window_pattern, multimodal Gemma 3 with either prefix of its language model), their
  * norms stored as Hugging Face stores them (w, the model computing 1 + w); tiny-gemma4 from a
- * gemma4_text or multimodal gemma4 config (norms as w, its towers skipped); and the refusals.
+ * gemma4_text or multimodal gemma4 config (norms as w, its towers skipped); tiny-gemma4-moe
+ * with its experts as Hugging Face fuses them; and the refusals.
  */
 #include <check.h>
 #include <dirent.h>
@@ -460,6 +461,11 @@ static void hf_plain_name(const char *name, enum pccx_family f, const char *pref
 		/* Gemma 4 (modeling_gemma4.py) */
 		{ "inp_gate", "per_layer_input_gate" }, { "proj", "per_layer_projection" },
 		{ "post_norm", "post_per_layer_input_norm" },
+		/* Gemma 4's experts (Gemma4TextDecoderLayer, Gemma4TextRouter) */
+		{ "ffn_gate_inp", "router.proj" },
+		{ "post_ffw_norm_1", "post_feedforward_layernorm_1" },
+		{ "pre_ffw_norm_2", "pre_feedforward_layernorm_2" },
+		{ "post_ffw_norm_2", "post_feedforward_layernorm_2" },
 	};
 	static const struct {
 		const char *ours, *hf;
@@ -480,9 +486,15 @@ static void hf_plain_name(const char *name, enum pccx_family f, const char *pref
 			return;
 		}
 	}
-	ck_assert_int_eq(sscanf(name, "blk.%u.%63[a-z_].weight", &layer, key), 2);
+	ck_assert_int_eq(sscanf(name, "blk.%u.%63[a-z_0-9].weight", &layer, key), 2);
 	if (!strcmp(key, "layer_output_scale")) {	/* a buffer: no ".weight" */
 		snprintf(buf, size, "%slayers.%u.layer_scalar", prefix, layer);
+		return;
+	}
+	/* the router's parameters of its own: no ".weight" */
+	if (!strcmp(key, "ffn_gate_inp_scale") || !strcmp(key, "ffn_exp_scale")) {
+		snprintf(buf, size, "%slayers.%u.router.%s", prefix, layer,
+			 key[4] == 'g' ? "scale" : "per_expert_scale");
 		return;
 	}
 	for (i = 0; i < sizeof(map) / sizeof(map[0]) && strcmp(map[i].ours, key); i++)
@@ -499,6 +511,102 @@ struct extra {
 	uint32_t n;
 };
 
+/* One tensor of a checkpoint: rows of model tensors, in order. */
+struct hf_out {
+	char name[160];
+	uint32_t nd;
+	uint64_t shape[3];
+	int32_t src[2 * 256];	/* model tensors whose rows it holds, in order */
+	uint32_t n_src;
+	bool norm;		/* stored as w with the model computing 1 + w */
+};
+
+/* The model tensor named `name` (written out from the model's naming, blk.N.<what>.weight). */
+static int32_t tensor_named(const struct pccx_gemma_model *m, const char *name)
+{
+	uint32_t t;
+
+	for (t = 0; t < m->n_t; t++)
+		if (!strcmp(m->t[t].name, name))
+			return (int32_t)t;
+	return -1;
+}
+
+/*
+ * Gemma 4's experts as Hugging Face's Gemma4TextExperts holds them (modeling_gemma4.py):
+ * experts.gate_up_proj (E, 2I, D), each expert's gate rows then its up rows, and
+ * experts.down_proj (E, D, I); written when `name` is a layer's first expert gate.
+ */
+static uint32_t hf_experts(const struct pccx_gemma_model *m, const char *name, const char *prefix,
+			   struct hf_out *o)
+{
+	unsigned layer, e;
+	char k[96];
+	int32_t t;
+
+	if (sscanf(name, "blk.%u.ffn_%31[a-z_].%u.weight", &layer, k, &e) != 3 ||
+	    (strcmp(k, "gate_exps") && strcmp(k, "up_exps") && strcmp(k, "down_exps")))
+		return 0;
+	if (strcmp(k, "gate_exps") || e)
+		return UINT32_MAX;	/* another expert tensor: in the first's */
+	for (e = 0; e < 2; e++) {
+		memset(&o[e], 0, sizeof(o[e]));
+		snprintf(o[e].name, sizeof(o[e].name), "%slayers.%u.experts.%s", prefix, layer,
+			 e ? "down_proj" : "gate_up_proj");
+	}
+	for (e = 0;; e++) {
+		snprintf(k, sizeof(k), "blk.%u.ffn_gate_exps.%u.weight", layer, e);
+		t = tensor_named(m, k);
+		if (t < 0)
+			break;
+		o[0].src[o[0].n_src++] = t;
+		snprintf(k, sizeof(k), "blk.%u.ffn_up_exps.%u.weight", layer, e);
+		o[0].src[o[0].n_src++] = tensor_named(m, k);
+		snprintf(k, sizeof(k), "blk.%u.ffn_down_exps.%u.weight", layer, e);
+		o[1].src[o[1].n_src++] = tensor_named(m, k);
+	}
+	ck_assert_uint_gt(e, 0);
+	o[0].nd = o[1].nd = 3;
+	o[0].shape[0] = o[1].shape[0] = e;
+	o[0].shape[1] = 2 * m->t[o[0].src[0]].rows;
+	o[0].shape[2] = m->t[o[0].src[0]].cols;
+	o[1].shape[1] = m->t[o[1].src[0]].rows;
+	o[1].shape[2] = m->t[o[1].src[0]].cols;
+	return 2;
+}
+
+/*
+ * The checkpoint's tensors for m: each under Hugging Face's name, one model tensor each
+ * (a vector [cols], a matrix [rows, cols]) but Gemma 4's experts (hf_experts).
+ */
+static uint32_t hf_outs(const struct pccx_gemma_model *m, const char *prefix, struct hf_out *o)
+{
+	uint32_t t, n = 0, k;
+
+	for (t = 0; t < m->n_t; t++) {
+		const struct pccx_gemma_tensor *T = &m->t[t];
+
+		k = hf_experts(m, T->name, prefix, o + n);
+		if (k == UINT32_MAX)
+			continue;
+		if (k) {
+			n += k;
+			continue;
+		}
+		memset(&o[n], 0, sizeof(o[n]));
+		hf_plain_name(T->name, m->cfg.family, prefix, o[n].name, sizeof(o[n].name));
+		o[n].nd = T->rows == 1 ? 1 : 2;
+		o[n].shape[0] = T->rows == 1 ? T->cols : T->rows;
+		o[n].shape[1] = T->cols;
+		o[n].src[o[n].n_src++] = (int32_t)t;
+		/* Gemma 4's RMSNorm multiplies by w: its norms are stored as they are */
+		o[n].norm = strstr(T->name, "norm.weight") != NULL &&
+			    m->cfg.family != PCCX_FAMILY_GEMMA4;
+		n++;
+	}
+	return n;
+}
+
 /*
  * Every tensor of m as F32 under Hugging Face's names, the norms as Hugging Face stores them
  * (w with the model computing 1 + w: the multiplier minus 1, exact for multipliers in
@@ -509,31 +617,32 @@ static void write_plain_checkpoint(const struct pccx_gemma_model *m, const char 
 				   size_t n_extra)
 {
 	size_t hcap = 1 << 20, hlen = 0;
-	char *hdr = malloc(hcap), name[160], p[256];
-	uint64_t off = 0, n8;
+	char *hdr = malloc(hcap), p[256];
+	uint64_t off = 0, n8, elems, cut_n;
 	float *row = malloc(sizeof(float) * 65536);
-	uint32_t t, r, i, rows;
+	struct hf_out *o = malloc(sizeof(*o) * m->n_t);
+	uint32_t n, k, j, r, i, d;
 	FILE *f;
 
-	ck_assert(hdr && row);
+	ck_assert(hdr && row && o);
+	n = hf_outs(m, prefix, o);
 	hlen += (size_t)snprintf(hdr, hcap, "{\"__metadata__\":{\"format\":\"pt\"}");
-	for (t = 0; t < m->n_t; t++) {
-		const struct pccx_gemma_tensor *T = &m->t[t];
-
-		hf_plain_name(T->name, m->cfg.family, prefix, name, sizeof(name));
-		if (skip && !strcmp(name, skip))
+	for (k = 0; k < n; k++) {
+		if (skip && !strcmp(o[k].name, skip))
 			continue;
-		rows = cut && !strcmp(name, cut) ? T->rows - 32 : T->rows;
-		if (T->rows == 1)
-			hlen += (size_t)snprintf(hdr + hlen, hcap - hlen, ",\"%s\":{\"dtype\":"
-						 "\"F32\",\"shape\":[%u],", name, T->cols);
-		else
-			hlen += (size_t)snprintf(hdr + hlen, hcap - hlen, ",\"%s\":{\"dtype\":"
-						 "\"F32\",\"shape\":[%u,%u],", name, rows, T->cols);
-		hlen += (size_t)snprintf(hdr + hlen, hcap - hlen, "\"data_offsets\":[%llu,%llu]}",
+		if (cut && !strcmp(o[k].name, cut))
+			o[k].shape[0] -= 32;
+		hlen += (size_t)snprintf(hdr + hlen, hcap - hlen, ",\"%s\":{\"dtype\":\"F32\","
+					 "\"shape\":[", o[k].name);
+		for (elems = 1, d = 0; d < o[k].nd; d++) {
+			elems *= o[k].shape[d];
+			hlen += (size_t)snprintf(hdr + hlen, hcap - hlen, "%s%llu", d ? "," : "",
+						 (unsigned long long)o[k].shape[d]);
+		}
+		hlen += (size_t)snprintf(hdr + hlen, hcap - hlen, "],\"data_offsets\":[%llu,%llu]}",
 					 (unsigned long long)off,
-					 (unsigned long long)(off + 4ull * rows * T->cols));
-		off += 4ull * rows * T->cols;
+					 (unsigned long long)(off + 4 * elems));
+		off += 4 * elems;
 	}
 	for (i = 0; i < n_extra; i++) {
 		hlen += (size_t)snprintf(hdr + hlen, hcap - hlen, ",\"%s\":{\"dtype\":\"F32\","
@@ -551,23 +660,21 @@ static void write_plain_checkpoint(const struct pccx_gemma_model *m, const char 
 	n8 = hlen;	/* little-endian host */
 	ck_assert_int_eq(fwrite(&n8, 8, 1, f), 1);
 	ck_assert_int_eq(fwrite(hdr, 1, hlen, f), hlen);
-	for (t = 0; t < m->n_t; t++) {
-		const struct pccx_gemma_tensor *T = &m->t[t];
-		/* Gemma 4's RMSNorm multiplies by w: its norms are stored as they are */
-		bool norm = strstr(T->name, "norm.weight") != NULL &&
-			    m->cfg.family != PCCX_FAMILY_GEMMA4;
-
-		hf_plain_name(T->name, m->cfg.family, prefix, name, sizeof(name));
-		if (skip && !strcmp(name, skip))
+	for (k = 0; k < n; k++) {
+		if (skip && !strcmp(o[k].name, skip))
 			continue;
-		rows = cut && !strcmp(name, cut) ? T->rows - 32 : T->rows;
-		for (r = 0; r < rows; r++) {
-			pccx__gemma_row_f32(m, (int32_t)t, r, row);
-			for (i = 0; norm && i < T->cols; i++) {
-				ck_assert(row[i] >= 0.5f && row[i] <= 2.0f);
-				row[i] -= 1.0f;
+		cut_n = cut && !strcmp(o[k].name, cut) ? 32 : 0;
+		for (j = 0; j < o[k].n_src; j++) {
+			const struct pccx_gemma_tensor *T = &m->t[o[k].src[j]];
+
+			for (r = 0; r < T->rows - cut_n; r++) {
+				pccx__gemma_row_f32(m, o[k].src[j], r, row);
+				for (i = 0; o[k].norm && i < T->cols; i++) {
+					ck_assert(row[i] >= 0.5f && row[i] <= 2.0f);
+					row[i] -= 1.0f;
+				}
+				ck_assert_int_eq(fwrite(row, 4, T->cols, f), T->cols);
 			}
-			ck_assert_int_eq(fwrite(row, 4, T->cols, f), T->cols);
 		}
 	}
 	memset(row, 0, sizeof(float) * 65536);
@@ -576,6 +683,7 @@ static void write_plain_checkpoint(const struct pccx_gemma_model *m, const char 
 	ck_assert_int_eq(fclose(f), 0);
 	free(hdr);
 	free(row);
+	free(o);
 }
 
 /* How the config.json of a test is written. */
@@ -915,10 +1023,19 @@ static void write_g4_config(const struct pccx_gemma_model *m, bool nest, const c
 			    const char *types)
 {
 	const struct pccx_gemma_config *c = &m->cfg;
-	char p[256];
+	char p[256], moe[160];
 	FILE *f;
 	uint32_t l;
 
+	/* the experts as Gemma4TextConfig says them (the 26B A4B's keys) */
+	if (c->n_experts)
+		snprintf(moe, sizeof(moe), ", \"enable_moe_block\": true, \"num_experts\": %u,\n"
+			 "  \"top_k_experts\": %u, \"moe_intermediate_size\": %u", c->n_experts,
+			 c->n_experts_used, c->d_expert);
+	else if (extra && strstr(extra, "enable_moe_block"))
+		moe[0] = 0;
+	else
+		snprintf(moe, sizeof(moe), ", \"enable_moe_block\": false");
 	snprintf(p, sizeof(p), "%s/config.json", tmpdir);
 	f = fopen(p, "w");
 	ck_assert_ptr_nonnull(f);
@@ -941,10 +1058,9 @@ static void write_g4_config(const struct pccx_gemma_model *m, bool nest, const c
 		   "\"rope_theta\": %.9g},\n    \"full_attention\": {\"rope_type\": \"proportional\", "
 		   "\"partial_rotary_factor\": %.9g, \"rope_theta\": %.9g}}%s,\n  \"layer_types\": ",
 		c->d_model, c->n_layers, c->d_ffn, c->n_heads, c->n_kv_heads, c->n_kv_heads_global,
-		c->head_dim, c->head_dim_global, c->vocab, c->ple_vocab, c->d_ple, c->window,
-		c->n_kv_shared, c->double_wide_mlp ? "true" : "false",
-		c->k_eq_v ? "true" : "false",
-		extra && strstr(extra, "enable_moe_block") ? "" : ", \"enable_moe_block\": false",
+		c->head_dim, c->head_dim_global, c->vocab, c->d_ple ? c->ple_vocab : c->vocab,
+		c->d_ple, c->window, c->n_kv_shared, c->double_wide_mlp ? "true" : "false",
+		c->k_eq_v ? "true" : "false", moe,
 		(double)c->softcap, (double)c->eps,
 		(double)c->theta_local, (double)c->rope_partial_global, (double)c->theta_global,
 		extra ? extra : "");
@@ -1015,9 +1131,9 @@ static void g4_refused(const char *extra, const char *types, const char *skip, i
 
 START_TEST(gemma4_refusals)
 {
-	/* mixture of experts */
-	g4_refused(", \"enable_moe_block\": true", NULL, NULL, PCCX_ERR_UNSUPPORTED,
-		   (const char *const[]){ "enable_moe_block", "not supported yet", NULL });
+	/* experts without their count */
+	g4_refused(", \"enable_moe_block\": true", NULL, NULL, PCCX_ERR_FORMAT,
+		   (const char *const[]){ "num_experts", NULL });
 	/* no layer pattern; one no period gives */
 	g4_refused(NULL, "null", NULL, PCCX_ERR_FORMAT,
 		   (const char *const[]){ "layer_types: missing", NULL });
@@ -1029,6 +1145,85 @@ START_TEST(gemma4_refusals)
 	g4_refused(NULL, NULL, "model.layers.4.layer_scalar", PCCX_ERR_NOT_FOUND,
 		   (const char *const[]){ "'model.layers.4.layer_scalar' "
 		   "(blk.4.layer_output_scale.weight): missing", NULL });
+}
+END_TEST
+
+/*
+ * tiny-gemma4-moe from a Hugging Face checkpoint (enable_moe_block, no per-layer inputs): the
+ * preset's configuration, every FP32 tensor (router, its scales, the norms) bit for bit, the
+ * experts cut from gate_up_proj and down_proj requantised within the usual error; a
+ * per-layer input width of null reads as 0 too.
+ */
+START_TEST(gemma4_moe_checkpoint)
+{
+	struct pccx_gemma_model *m = preset("tiny-gemma4-moe"), *l;
+	pccx_diag d;
+
+	ck_assert_uint_eq(m->cfg.n_experts, 8);
+	ck_assert_uint_eq(m->cfg.d_ple, 0);
+	make_tmpdir();
+	write_g4_config(m, _i == 1, NULL, NULL);
+	write_plain_checkpoint(m, _i == 1 ? "model.language_model." : "model.", NULL, NULL,
+			       NULL, 0);
+	l = load_ok(m, &d);
+	same_as_preset(m, l);
+	pccx__gemma_model_free(l);
+	pccx__gemma_model_free(m);
+	rm_tmpdir();
+}
+END_TEST
+
+/*
+ * A tiny-gemma4-moe checkpoint refused: its config.json saying num_experts, top_k_experts,
+ * moe_intermediate_size (`ov`, 0: the preset's) over the preset's tensors but `skip`.
+ */
+static void moe_refused(const uint32_t ov[3], const char *skip, int rc, const char *const *want)
+{
+	struct pccx_gemma_model *m = preset("tiny-gemma4-moe"), *l = NULL;
+	pccx_diag d = { 0 };
+
+	make_tmpdir();
+	write_plain_checkpoint(m, "model.", skip, NULL, NULL, 0);
+	m->cfg.n_experts = ov[0] ? ov[0] : m->cfg.n_experts;
+	m->cfg.n_experts_used = ov[1] ? ov[1] : m->cfg.n_experts_used;
+	m->cfg.d_expert = ov[2] ? ov[2] : m->cfg.d_expert;
+	write_g4_config(m, false, NULL, NULL);
+	ck_assert_int_eq(pccx__gemma_load_safetensors(&l, tmpdir, 0, NULL, &d), rc);
+	ck_assert_ptr_null(l);
+	for (; *want; want++)
+		ck_assert_msg(strstr(d.msg, *want) != NULL, "'%s' not in: %s", *want, d.msg);
+	pccx__gemma_model_free(m);
+	rm_tmpdir();
+}
+
+START_TEST(gemma4_moe_refusals)
+{
+	static const uint32_t keep[3] = { 0, 0, 0 };
+
+	moe_refused((const uint32_t[3]){ 0, 9, 0 }, NULL, PCCX_ERR_FORMAT,
+		    (const char *const[]){ "top_k_experts", "9: more than num_experts 8", NULL });
+	moe_refused((const uint32_t[3]){ 0, 0, 48 }, NULL, PCCX_ERR_UNSUPPORTED,
+		    (const char *const[]){ "moe_intermediate_size", "48: a multiple of 32", NULL });
+	moe_refused((const uint32_t[3]){ 300, 0, 0 }, NULL, PCCX_ERR_RANGE,
+		    (const char *const[]){ "num_experts", NULL });
+	/* the experts narrower than the tensors: gate_up_proj is named with both shapes */
+	moe_refused((const uint32_t[3]){ 0, 0, 32 }, NULL, PCCX_ERR_FORMAT,
+		    (const char *const[]){ "'model.layers.0.experts.gate_up_proj': shape "
+		    "[8, 128, 128], expected [8, 64, 128]", NULL });
+	/* fewer experts than the checkpoint has: its first tensor with experts is named */
+	moe_refused((const uint32_t[3]){ 4, 0, 0 }, NULL, PCCX_ERR_FORMAT,
+		    (const char *const[]){ "'model.layers.0.router.per_expert_scale': shape [8], "
+		    "expected [4]", NULL });
+	moe_refused(keep, "model.layers.3.router.scale", PCCX_ERR_NOT_FOUND,
+		    (const char *const[]){ "'model.layers.3.router.scale' "
+		    "(blk.3.ffn_gate_inp_scale.weight): missing", NULL });
+	moe_refused(keep, "model.layers.1.experts.down_proj", PCCX_ERR_NOT_FOUND,
+		    (const char *const[]){ "'model.layers.1.experts.down_proj'", "missing", NULL });
+	moe_refused(keep, "model.layers.0.post_feedforward_layernorm_2.weight", PCCX_ERR_NOT_FOUND,
+		    (const char *const[]){ "'model.layers.0.post_feedforward_layernorm_2.weight'",
+		    NULL });
+	moe_refused(keep, "model.layers.5.router.per_expert_scale", PCCX_ERR_NOT_FOUND,
+		    (const char *const[]){ "'model.layers.5.router.per_expert_scale'", NULL });
 }
 END_TEST
 
@@ -1100,6 +1295,8 @@ static Suite *st_load_suite(void)
 	tcase_add_test(tc, family_pattern_refused);
 	tcase_add_loop_test(tc, gemma4_checkpoint, 0, 2);
 	tcase_add_test(tc, gemma4_refusals);
+	tcase_add_loop_test(tc, gemma4_moe_checkpoint, 0, 2);
+	tcase_add_test(tc, gemma4_moe_refusals);
 	tcase_add_test(tc, gemma4_config_refusals);
 	suite_add_tcase(s, tc);
 	return s;
