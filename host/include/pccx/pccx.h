@@ -69,7 +69,12 @@ PCCX_MUST_CHECK int pccx_device_info(pccx_device *dev, struct pccx_device_info *
 
 /* ---- models -------------------------------------------------------------------- */
 
-/* Called while a model loads: stage ("reading", "converting", "uploading"), done of total. */
+/*
+ * Called while a model loads: stage "loading" (a model file) or "synthesising" (a preset),
+ * done of total. A loader's notice (the towers of a multimodal checkpoint not read) comes once
+ * as a stage of its own, the notice's text, with done == total == 0; it also stays in the
+ * load's diag, whose status is PCCX_OK.
+ */
 typedef void (*pccx_progress_fn)(void *user, const char *stage, uint64_t done, uint64_t total);
 
 struct pccx_model_opts {
