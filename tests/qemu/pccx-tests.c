@@ -1650,9 +1650,11 @@ static int gemma_run(const char *backend, const char *config, size_t n_tokens, b
 
 /*
  * `config` decoded through /dev/pccx with verify (logits and KV rows bit-exact with the
- * reference at every step), then in-process: the same tokens and byte counts.
+ * reference at every job), then in-process: the same tokens and byte counts. A step is
+ * jobs_per_step jobs: 1, or 1 + the mixture-of-experts layers (a job ends at each router).
  */
-static void gemma_decode(const char *config, size_t n_tokens, bool greedy)
+static void gemma_decode_jobs(const char *config, size_t n_tokens, bool greedy,
+			      unsigned jobs_per_step)
 {
 	long v0 = read_long(SIMLINK_PARAM "violations");
 	struct gemma_run k, sim;
@@ -1668,8 +1670,8 @@ static void gemma_decode(const char *config, size_t n_tokens, bool greedy)
 	}
 	CHECK(k.n == n_tokens);
 	CHECK(k.st.tokens == n_tokens);
-	/* every step a job: the prompt, then one per generated token (fed back) */
-	CHECK(k.st.jobs == GEMMA_PROMPT + n_tokens);
+	/* every step: the prompt, then one per generated token (fed back) */
+	CHECK(k.st.jobs == (GEMMA_PROMPT + n_tokens) * jobs_per_step);
 	CHECK(k.st.weight_bytes > 0);
 	CHECK(k.st.device_cycles == 0);
 	rc = gemma_run("sim", config, n_tokens, greedy, false, &sim, &d);
@@ -1691,6 +1693,11 @@ static void gemma_decode(const char *config, size_t n_tokens, bool greedy)
 		printf("\n");
 	}
 	CHECK(read_long(SIMLINK_PARAM "violations") == v0);
+}
+
+static void gemma_decode(const char *config, size_t n_tokens, bool greedy)
+{
+	gemma_decode_jobs(config, n_tokens, greedy, 1);
 }
 
 static void test_gemma(void)
@@ -1723,6 +1730,15 @@ static void test_gemma2(void)
 static void test_gemma4(void)
 {
 	gemma_decode("tiny-gemma4", 64, false);
+}
+
+/*
+ * Gemma 4's mixture of experts: each of the 6 layers ends a job at its router and the host
+ * chooses the experts the next job streams, through /dev/pccx as in process (7 jobs a step).
+ */
+static void test_gemma4_moe(void)
+{
+	gemma_decode_jobs("tiny-gemma4-moe", GEMMA_TOKENS, false, 7);
 }
 
 /* pccx-memory of this process's /dev/pccx file (the one libpccx opened), in KiB; -1 if none. */
@@ -2006,6 +2022,7 @@ static const struct {
 	{ "gemma3-decode", test_gemma3 },
 	{ "gemma2-decode", test_gemma2 },
 	{ "gemma4-decode", test_gemma4 },
+	{ "gemma4-moe-decode", test_gemma4_moe },
 	{ "gemma-split-weights", test_gemma_split },
 	{ "gemma-shared-weights", test_gemma_shared },
 	{ "gemma-slow-host", test_gemma_slow_host },
