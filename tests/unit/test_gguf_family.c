@@ -246,7 +246,7 @@ struct edit {
 	const void *repl_data;
 	const char *split;	/* a ffn_gate_up_exps written as ffn_gate_exps, ffn_up_exps */
 	const char *f32;	/* a tensor written as F32 (its values decoded) */
-	const pccx_gguf_tensor *ne_of;	/* with repl: repl_data has this tensor's type and ne */
+	const pccx_gguf_tensor *ne_of;	/* with repl: the type and ne of repl_data */
 };
 
 /*
