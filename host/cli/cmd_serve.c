@@ -25,6 +25,7 @@
 #include "gen_run.h"
 #include "json.h"
 #include "json_out.h"
+#include "pccx/output.h"
 #include "pccx/tokenizer.h"
 
 #define MAX_STOPS	4
@@ -100,6 +101,10 @@ struct job {
 	pccx_json_doc *doc;		/* the turns' strings point into it */
 	pccx_chat_turn *turns;
 	size_t n_turns;
+	const pccx_json *tools;		/* the request's tools (NULL: none) */
+	bool thinking;			/* chat_template_kwargs.enable_thinking */
+	char *prompt;			/* the conversation in the chat format */
+	size_t prompt_len;
 	pccx_sampler_config sc;
 	size_t max_tokens;
 	bool stream;
@@ -136,6 +141,9 @@ struct server {
 	/* the device and model: the worker's (and main's before and after it runs) */
 	struct pccx_cli_session cs;
 	bool has_tok;
+	const pccx_tokenizer *tk;		/* the model's (NULL: none) */
+	const struct pccx_chat_format *fmt;	/* the model family's chat format */
+	bool events;			/* its output is read as events (Gemma 4) */
 	int32_t stop_ids[PCCX_CHAT_MAX_STOPS + 1];
 	size_t n_stop_ids;
 	/* read-only once serving */
@@ -169,6 +177,7 @@ static void job_put(struct job *job)
 		return;
 	pccx__json_free(job->doc);
 	free(job->turns);
+	free(job->prompt);
 	pccx__json_out_free(&job->text);
 	free(job);
 }
@@ -225,6 +234,29 @@ struct gen_ctx {
 	struct job *job;
 };
 
+/*
+ * The text of a token as the output parser reads it: a special token (a marker: <|channel>,
+ * <|tool_call>, <|"|> ...) that does not end the reply is its piece, which the session's
+ * decoding without special tokens leaves out (as pccx run prints it, gen_show.c).
+ */
+static const char *marker(const struct server *srv, int32_t token, const char *piece,
+			  size_t *len)
+{
+	const pccx_tokenizer *tk = srv->tk;
+	int type;
+	size_t i;
+
+	if (!tk)
+		return piece;
+	type = pccx_tokenizer_type(tk, token);
+	if (type != PCCX_TOKEN_CONTROL && type != PCCX_TOKEN_USER_DEFINED)
+		return piece;
+	for (i = 0; i < srv->n_stop_ids; i++)
+		if (srv->stop_ids[i] == token)
+			return piece;
+	return pccx_tokenizer_piece(tk, token, len);
+}
+
 static int on_token(void *user, int32_t token, const char *piece, size_t len)
 {
 	struct gen_ctx *g = user;
@@ -237,6 +269,8 @@ static int on_token(void *user, int32_t token, const char *piece, size_t len)
 	from = job->text.n;
 	job->completion_tokens++;
 	job->last_token = token;
+	if (srv->events)
+		piece = marker(srv, token, piece, &len);
 	if (srv->has_tok)
 		pccx__json_out_raw(&job->text, piece, len);
 	else
@@ -275,17 +309,12 @@ static int prompt_ids(pccx_session *s, const struct job *job, int32_t **ids, siz
 		      pccx_diag *d)
 {
 	const pccx_tokenizer *tk = pccx_session_tokenizer(s);
-	char *text = NULL;
-	size_t len, i;
-	int rc;
+	const char *text = job->prompt;
+	size_t len = job->prompt_len, i;
+	int rc = 0;
 
 	*ids = NULL;
 	*n = 0;
-	/* the chat format of the model's family, as the runtime's own turns are written */
-	rc = pccx__chat_render(pccx__session_chat_format(s), job->turns, job->n_turns, true,
-			       &text, &len, d);
-	if (rc)
-		return rc;
 	if (tk) {
 		/* the text starts with the BOS as text: no other BOS */
 		rc = pccx_tokenizer_encode(tk, text, len, 0, ids, n, d);
@@ -298,7 +327,6 @@ static int prompt_ids(pccx_session *s, const struct job *job, int32_t **ids, siz
 		if (!rc)
 			*n = len;
 	}
-	free(text);
 	return rc;
 }
 
@@ -332,7 +360,7 @@ static void run_job(struct server *srv, struct job *job)
 	pthread_mutex_lock(&srv->mu);
 	if (rc) {
 		job_set_error(job, rc == PCCX_ERR_NOMEM ? 500 : 400, rc == PCCX_ERR_NOMEM ?
-			      "server_error" : "invalid_request_error", "messages: %s",
+			      "server_error" : "invalid_request_error", "prompt: %s",
 			      d.msg[0] ? d.msg : pccx_strerror(rc));
 		goto done;
 	}
@@ -444,7 +472,8 @@ static void *worker(void *arg)
 
 static const char *const known_fields[] = {
 	"model", "messages", "max_tokens", "temperature", "top_p", "top_k", "min_p",
-	"repetition_penalty", "seed", "stop", "stream", NULL
+	"repetition_penalty", "seed", "stop", "stream", "tools", "tool_choice",
+	"chat_template_kwargs", NULL
 };
 
 /* A number member (absent or null: *out untouched). */
@@ -563,6 +592,60 @@ static int read_messages(const pccx_json_doc *doc, const pccx_json *root, struct
 }
 
 /*
+ * tools (an array, checked as its declarations are written), tool_choice ("auto" only) and
+ * chat_template_kwargs ({"enable_thinking": bool}, as vLLM and llama.cpp's server take it).
+ */
+static int read_chat_options(const pccx_json_doc *doc, const pccx_json *root, struct job *job,
+			     pccx_diag *d)
+{
+	const pccx_json *v = pccx__json_get(root, "tools");
+	const pccx_json *kw = pccx__json_get(root, "chat_template_kwargs");
+	const char *choice = NULL;
+	size_t i;
+	int rc;
+
+	if (v && pccx__json_type_of(v) != PCCX_JSON_NULL) {
+		if (pccx__json_type_of(v) != PCCX_JSON_ARRAY)
+			return pccx__json_fail(doc, v, d, PCCX_ERR_FORMAT, "expected an array of "
+					       "tools");
+		job->tools = v;
+	}
+	rc = pccx__json_opt_string(doc, root, "tool_choice", &choice, NULL, d);
+	if (rc)
+		return rc;
+	if (choice && strcmp(choice, "auto"))
+		return pccx__json_fail(doc, pccx__json_get(root, "tool_choice"), d, PCCX_ERR_FORMAT,
+				       "\"%.32s\": only \"auto\" is taken (the model chooses)",
+				       choice);
+	if (!kw || pccx__json_type_of(kw) == PCCX_JSON_NULL)
+		return 0;
+	if (pccx__json_type_of(kw) != PCCX_JSON_OBJECT)
+		return pccx__json_fail(doc, kw, d, PCCX_ERR_FORMAT, "expected an object");
+	for (i = 0; i < pccx__json_count(kw); i++) {
+		const char *key = pccx__json_key(pccx__json_at(kw, i), NULL);
+
+		if (strcmp(key, "enable_thinking"))
+			return pccx__json_fail(doc, kw, d, PCCX_ERR_FORMAT, "unknown key \"%.64s\" "
+					       "(enable_thinking is taken)", key);
+	}
+	return pccx__json_opt_bool(doc, kw, "enable_thinking", &job->thinking, d);
+}
+
+/* The conversation in the model family's chat format, with the tools and thinking asked for. */
+static int render_prompt(const struct server *srv, struct job *job, pccx_diag *d)
+{
+	struct pccx_chat_opts o = {
+		.add_generation_prompt = true,
+		.thinking = job->thinking,
+		.tools_doc = job->doc,
+		.tools = job->tools,
+	};
+
+	return pccx__chat_render_opts(srv->fmt, job->turns, job->n_turns, &o, &job->prompt,
+				      &job->prompt_len, d);
+}
+
+/*
  * Parse and check a request body into a new job. Returns 0, or the HTTP status of the refusal
  * with its message in d.
  */
@@ -645,6 +728,10 @@ static int read_request(struct server *srv, const char *body, size_t n, struct j
 		rc = pccx__json_opt_bool(job->doc, root, "stream", &job->stream, d);
 	if (!rc)
 		rc = read_stops(job->doc, root, job, d);
+	if (!rc)
+		rc = read_chat_options(job->doc, root, job, d);
+	if (!rc)
+		rc = render_prompt(srv, job, d);
 	if (!rc && pccx_sampler_config_check(&job->sc, d))
 		rc = PCCX_ERR_INVALID;
 	if (rc)
@@ -669,6 +756,10 @@ struct conn {
 	size_t out_off;
 	size_t sent;			/* bytes of the job's text sent as deltas */
 	int phase;			/* 0: the role chunk is next, 1: text, 2: all written */
+	/* a model whose output is read as events: its parser, and the calls streamed */
+	pccx_output_parser *parser;
+	struct pccx_json_out call;	/* one call's tool_calls entry */
+	size_t n_calls;
 };
 
 static enum MHD_Result send_json(struct MHD_Connection *mc, unsigned status,
@@ -724,9 +815,100 @@ static enum MHD_Result send_error(struct MHD_Connection *mc, unsigned status, co
 	return ret;
 }
 
-static const char *finish_reason(const struct job *job)
+/* Why the reply ended; a reply with tool calls that the model ended calls them. */
+static const char *finish_reason(const struct job *job, size_t n_calls)
 {
-	return job->end == END_NONE || job->end == END_STOP ? "stop" : "length";
+	if (job->end == END_NONE || job->end == END_STOP)
+		return n_calls ? "tool_calls" : "stop";
+	return "length";
+}
+
+/*
+ * The reply of a model whose output is read as events (Gemma 4), in OpenAI's fields: the
+ * answer's text as content, reasoning as reasoning_content, each call a tool_calls entry (a
+ * call that does not parse stays in the content as generated: nothing is lost).
+ */
+struct reply {
+	struct pccx_json_out content, reasoning;
+	struct pccx_json_out *calls;	/* the tool_calls entries written so far */
+	size_t n_calls;
+	unsigned long long id;
+	bool index;			/* a stream's entries have their index */
+};
+
+static void call_json(struct reply *r, const pccx_output_event *ev)
+{
+	if (r->n_calls && !r->index)
+		PCCX_JSON_OUT_LIT(r->calls, ",");
+	PCCX_JSON_OUT_LIT(r->calls, "{");
+	if (r->index)
+		pccx__json_out_printf(r->calls, "\"index\":%zu,", r->n_calls);
+	pccx__json_out_printf(r->calls, "\"id\":\"call_%llu_%zu\",\"type\":\"function\","
+			     "\"function\":{\"name\":", r->id, r->n_calls);
+	pccx__json_out_str(r->calls, ev->name, strlen(ev->name));
+	PCCX_JSON_OUT_LIT(r->calls, ",\"arguments\":");
+	pccx__json_out_str(r->calls, ev->text, ev->len);
+	PCCX_JSON_OUT_LIT(r->calls, "}}");
+	r->n_calls++;
+}
+
+static int on_reply_event(void *user, const pccx_output_event *ev)
+{
+	struct reply *r = user;
+
+	switch (ev->kind) {
+	case PCCX_OUTPUT_THINKING:
+		pccx__json_out_raw(&r->reasoning, ev->text, ev->len);
+		break;
+	case PCCX_OUTPUT_TOOL_CALL:
+		call_json(r, ev);
+		break;
+	case PCCX_OUTPUT_TEXT:
+	case PCCX_OUTPUT_BAD_TOOL_CALL:
+		pccx__json_out_raw(&r->content, ev->text, ev->len);
+		break;
+	}
+	return r->content.oom || r->reasoning.oom || r->calls->oom ? PCCX_ERR_NOMEM : 0;
+}
+
+static void reply_free(struct reply *r)
+{
+	pccx__json_out_free(&r->content);
+	pccx__json_out_free(&r->reasoning);
+}
+
+/* The whole reply's message: content (null when only calls), reasoning_content, tool_calls. */
+static void events_message(struct pccx_json_out *j, const struct job *job, size_t *n_calls)
+{
+	struct pccx_json_out calls = { 0 };
+	struct reply r = { .calls = &calls, .id = job->id };
+	pccx_output_parser *p = NULL;
+	pccx_diag d = { 0 };
+
+	if (pccx_output_parser_create(&p, on_reply_event, &r, &d) ||
+	    pccx_output_parser_feed(p, job->text.p ? job->text.p : "", job->text.n, &d) ||
+	    pccx_output_parser_finish(p, &d))
+		j->oom = true;
+	pccx_output_parser_free(p);
+	PCCX_JSON_OUT_LIT(j, "\"content\":");
+	if (!r.content.n && r.n_calls)
+		PCCX_JSON_OUT_LIT(j, "null");
+	else
+		pccx__json_out_str(j, r.content.p ? r.content.p : "", r.content.n);
+	if (r.reasoning.n) {
+		PCCX_JSON_OUT_LIT(j, ",\"reasoning_content\":");
+		pccx__json_out_str(j, r.reasoning.p, r.reasoning.n);
+	}
+	if (r.n_calls) {
+		PCCX_JSON_OUT_LIT(j, ",\"tool_calls\":[");
+		pccx__json_out_raw(j, calls.p, calls.n);
+		PCCX_JSON_OUT_LIT(j, "]");
+	}
+	if (r.content.oom || r.reasoning.oom || calls.oom)
+		j->oom = true;
+	*n_calls = r.n_calls;
+	reply_free(&r);
+	pccx__json_out_free(&calls);
 }
 
 static void head_json(struct pccx_json_out *j, const struct server *srv, const struct job *job,
@@ -747,16 +929,26 @@ static void usage_json(struct pccx_json_out *j, const struct job *job)
 static void completion_json(struct pccx_json_out *j, const struct server *srv,
 			    const struct job *job)
 {
+	size_t n_calls = 0;
+
 	head_json(j, srv, job, "chat.completion");
-	PCCX_JSON_OUT_LIT(j, ",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
-			  "\"content\":");
-	pccx__json_out_str(j, job->text.p ? job->text.p : "", job->text.n);
-	pccx__json_out_printf(j, "},\"finish_reason\":\"%s\"}],", finish_reason(job));
+	PCCX_JSON_OUT_LIT(j, ",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",");
+	if (srv->events) {
+		events_message(j, job, &n_calls);
+	} else {
+		PCCX_JSON_OUT_LIT(j, "\"content\":");
+		pccx__json_out_str(j, job->text.p ? job->text.p : "", job->text.n);
+	}
+	pccx__json_out_printf(j, "},\"finish_reason\":\"%s\"}],", finish_reason(job, n_calls));
 	usage_json(j, job);
 	PCCX_JSON_OUT_LIT(j, "}");
 }
 
-/* One event of a stream: a chunk whose delta has the role (first) or text, or the last one. */
+/*
+ * One event of a stream: a chunk whose delta has the role (kind 0), text (1), reasoning (3) or
+ * tool_calls entries (4: `text` is the array's JSON), or the last one (2: n is the number of
+ * tool calls made).
+ */
 static void chunk_event(struct pccx_json_out *j, const struct server *srv, const struct job *job,
 			int kind, const char *text, size_t n)
 {
@@ -766,16 +958,67 @@ static void chunk_event(struct pccx_json_out *j, const struct server *srv, const
 	if (kind == 0) {
 		PCCX_JSON_OUT_LIT(j, "\"role\":\"assistant\",\"content\":\"\"},"
 				  "\"finish_reason\":null}]}");
-	} else if (kind == 1) {
-		PCCX_JSON_OUT_LIT(j, "\"content\":");
+	} else if (kind == 1 || kind == 3) {
+		if (kind == 1)
+			PCCX_JSON_OUT_LIT(j, "\"content\":");
+		else
+			PCCX_JSON_OUT_LIT(j, "\"reasoning_content\":");
 		pccx__json_out_str(j, text, n);
 		PCCX_JSON_OUT_LIT(j, "},\"finish_reason\":null}]}");
+	} else if (kind == 4) {
+		PCCX_JSON_OUT_LIT(j, "\"tool_calls\":[");
+		pccx__json_out_raw(j, text, n);
+		PCCX_JSON_OUT_LIT(j, "]},\"finish_reason\":null}]}");
 	} else {
-		pccx__json_out_printf(j, "},\"finish_reason\":\"%s\"}],", finish_reason(job));
+		pccx__json_out_printf(j, "},\"finish_reason\":\"%s\"}],", finish_reason(job, n));
 		usage_json(j, job);
 		PCCX_JSON_OUT_LIT(j, "}");
 	}
 	PCCX_JSON_OUT_LIT(j, "\n\n");
+}
+
+/* A stream's event: each becomes a chunk of its own as it comes. */
+static int on_stream_event(void *user, const pccx_output_event *ev)
+{
+	struct conn *c = user;
+	struct reply r = { .calls = &c->call, .n_calls = c->n_calls, .id = c->job->id,
+			   .index = true };
+
+	switch (ev->kind) {
+	case PCCX_OUTPUT_THINKING:
+		chunk_event(&c->out, c->srv, c->job, 3, ev->text, ev->len);
+		break;
+	case PCCX_OUTPUT_TOOL_CALL:
+		c->call.n = 0;
+		call_json(&r, ev);
+		c->n_calls = r.n_calls;
+		chunk_event(&c->out, c->srv, c->job, 4, c->call.p, c->call.n);
+		break;
+	case PCCX_OUTPUT_TEXT:
+	case PCCX_OUTPUT_BAD_TOOL_CALL:
+		chunk_event(&c->out, c->srv, c->job, 1, ev->text, ev->len);
+		break;
+	}
+	return c->out.oom || c->call.oom ? PCCX_ERR_NOMEM : 0;
+}
+
+/* New text of a stream: as it is (other families), or through the parser into events. */
+static void stream_text(struct conn *c, const char *text, size_t n, bool last)
+{
+	pccx_diag d = { 0 };
+
+	if (!c->srv->events) {
+		if (n)
+			chunk_event(&c->out, c->srv, c->job, 1, text, n);
+		return;
+	}
+	if (!c->parser && pccx_output_parser_create(&c->parser, on_stream_event, c, &d)) {
+		c->out.oom = true;
+		return;
+	}
+	if (pccx_output_parser_feed(c->parser, text, n, &d) ||
+	    (last && pccx_output_parser_finish(c->parser, &d)))
+		c->out.oom = true;
 }
 
 /* Whether the client has closed its side of the connection (or it broke). */
@@ -836,15 +1079,16 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 			avail = pccx__utf8_whole(job->text.p, avail);
 		}
 		if (avail > c->sent) {
-			chunk_event(&c->out, srv, job, 1, job->text.p + c->sent, avail - c->sent);
+			stream_text(c, job->text.p + c->sent, avail - c->sent, false);
 			c->sent = avail;
 		} else if (job->state == JOB_DONE) {
+			stream_text(c, "", 0, true);	/* what the parser held back */
 			if (job->end == END_ERROR) {
 				PCCX_JSON_OUT_LIT(&c->out, "data: ");
 				error_json(&c->out, job->err_type, job->err);
 				PCCX_JSON_OUT_LIT(&c->out, "\n\n");
 			} else {
-				chunk_event(&c->out, srv, job, 2, NULL, 0);
+				chunk_event(&c->out, srv, job, 2, NULL, c->n_calls);
 			}
 			PCCX_JSON_OUT_LIT(&c->out, "data: [DONE]\n\n");
 			c->phase = 2;
@@ -1094,6 +1338,8 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
 	}
 	pccx__json_out_free(&c->body);
 	pccx__json_out_free(&c->out);
+	pccx__json_out_free(&c->call);
+	pccx_output_parser_free(c->parser);
 	free(c);
 	*con_cls = NULL;
 }
@@ -1198,7 +1444,10 @@ int pccx_cmd_serve(int argc, char **argv)
 			pccx_cli_session_close(&srv.cs);
 			return pccx_cli_fail(rc, &d);
 		}
-		srv.has_tok = pccx_session_tokenizer(probe) != NULL;
+		srv.tk = pccx_session_tokenizer(probe);
+		srv.has_tok = srv.tk != NULL;
+		srv.fmt = pccx__session_chat_format(probe);
+		srv.events = srv.has_tok && srv.fmt && srv.fmt->output_events;
 		srv.n_stop_ids = pccx__chat_stop_ids(pccx__session_chat_format(probe),
 						     pccx_session_tokenizer(probe), srv.stop_ids);
 		pccx_session_free(probe);

@@ -285,7 +285,8 @@ static int put_items(struct tw *w, const pccx_json *items, int depth)
 static int put_schema(struct tw *w, const pccx_json *v, int depth)
 {
 	const pccx_json *desc = pccx__json_get(v, "description"), *type = pccx__json_get(v, "type");
-	const pccx_json *props = pccx__json_get(v, "properties"), *req = pccx__json_get(v, "required");
+	const pccx_json *props = pccx__json_get(v, "properties");
+	const pccx_json *req = pccx__json_get(v, "required");
 	const pccx_json *nullable = pccx__json_get(v, "nullable");
 	const char *t = "", *s;
 	size_t tn = 0, n, i;
@@ -393,7 +394,8 @@ static int put_properties(struct tw *w, const pccx_json *props, int depth)
 /* ,parameters:{properties:{...},required:[...],type:<|"|>OBJECT<|"|>} */
 static int put_parameters(struct tw *w, const pccx_json *p)
 {
-	const pccx_json *props = pccx__json_get(p, "properties"), *req = pccx__json_get(p, "required");
+	const pccx_json *props = pccx__json_get(p, "properties");
+	const pccx_json *req = pccx__json_get(p, "required");
 	const pccx_json *type = pccx__json_get(p, "type");
 	const char *t;
 	size_t n;

