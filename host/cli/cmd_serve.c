@@ -23,6 +23,7 @@
 #include "cli.h"
 #include "diag.h"
 #include "gen_run.h"
+#include "gen_show.h"
 #include "json.h"
 #include "json_out.h"
 #include "pccx/output.h"
@@ -242,19 +243,10 @@ struct gen_ctx {
 static const char *marker(const struct server *srv, int32_t token, const char *piece,
 			  size_t *len)
 {
-	const pccx_tokenizer *tk = srv->tk;
-	int type;
-	size_t i;
+	const char *m = srv->tk ? pccx_cli_marker(srv->tk, srv->stop_ids, srv->n_stop_ids,
+						  token, len) : NULL;
 
-	if (!tk)
-		return piece;
-	type = pccx_tokenizer_type(tk, token);
-	if (type != PCCX_TOKEN_CONTROL && type != PCCX_TOKEN_USER_DEFINED)
-		return piece;
-	for (i = 0; i < srv->n_stop_ids; i++)
-		if (srv->stop_ids[i] == token)
-			return piece;
-	return pccx_tokenizer_piece(tk, token, len);
+	return m ? m : piece;
 }
 
 static int on_token(void *user, int32_t token, const char *piece, size_t len)

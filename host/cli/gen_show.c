@@ -109,18 +109,23 @@ int pccx_cli_show_init(struct pccx_cli_show *sh, const struct pccx_cli_show_opts
 	return pccx_output_parser_create(&sh->parser, on_event, sh, d);
 }
 
-/* A special token (a marker) that does not end the reply: its text is what the parser reads. */
-static const char *marker(const struct pccx_cli_show *sh, int32_t token, size_t *len)
+const char *pccx_cli_marker(const pccx_tokenizer *tk, const int32_t *stops, size_t n_stops,
+			    int32_t token, size_t *len)
 {
-	int type = pccx_tokenizer_type(sh->tk, token);
+	int type = pccx_tokenizer_type(tk, token);
 	size_t i;
 
 	if (type != PCCX_TOKEN_CONTROL && type != PCCX_TOKEN_USER_DEFINED)
 		return NULL;
-	for (i = 0; i < sh->n_stops; i++)
-		if (sh->stops[i] == token)
+	for (i = 0; i < n_stops; i++)
+		if (stops[i] == token)
 			return NULL;
-	return pccx_tokenizer_piece(sh->tk, token, len);
+	return pccx_tokenizer_piece(tk, token, len);
+}
+
+static const char *marker(const struct pccx_cli_show *sh, int32_t token, size_t *len)
+{
+	return pccx_cli_marker(sh->tk, sh->stops, sh->n_stops, token, len);
 }
 
 int pccx_cli_show_piece(struct pccx_cli_show *sh, int32_t token, const char *piece, size_t len,

@@ -47,6 +47,15 @@ struct pccx_cli_show_opts {
 };
 
 /* Print to out and err, messages naming `who`. */
+/*
+ * The text the output parser reads for `token`: a special token (a marker: <|channel>,
+ * <|tool_call>, <|"|> ...) that is not one of the stops is its own piece, which the session's
+ * decoding without special tokens leaves out; NULL for any other token (its decoded piece
+ * stands). Shared by pccx run/chat and pccx serve.
+ */
+const char *pccx_cli_marker(const pccx_tokenizer *tk, const int32_t *stops, size_t n_stops,
+			    int32_t token, size_t *len);
+
 PCCX_MUST_CHECK int pccx_cli_show_init(struct pccx_cli_show *sh,
 				       const struct pccx_cli_show_opts *o, FILE *out, FILE *err,
 				       const char *who, pccx_diag *d);
