@@ -30,7 +30,7 @@ static const struct pccx_chat_format formats[PCCX_CHAT_FAMILIES] = {
 	/*
 	 * Gemma 4: <|turn>system\n[<|think|>\n]SYSTEM<turn|>\n, then the turns; the template
 	 * strips <|channel>...<channel|> from model turns; tool declarations follow the system
-	 * content. Tool calls and responses in earlier turns are not written (docs/chat.md).
+	 * content; earlier tool calls and their results stay in the model's turn (docs/chat.md).
 	 */
 	[PCCX_CHAT_GEMMA4] = {
 		.family = "gemma4",
@@ -46,7 +46,12 @@ static const struct pccx_chat_format formats[PCCX_CHAT_FAMILIES] = {
 		.tool_open = "<|tool>",
 		.tool_close = "<tool|>",
 		.quote = "<|\"|>",
-		.stops = { "<turn|>" },
+		.call_open = "<|tool_call>",
+		.call_close = "<tool_call|>",
+		.response_open = "<|tool_response>",
+		.response_close = "<tool_response|>",
+		/* after a call the template hands over at <|tool_response>: the client's result */
+		.stops = { "<turn|>", "<|tool_response>" },
 		.output_events = true,
 	},
 };
@@ -189,10 +194,101 @@ nomem:
 	return -1;
 }
 
-/* Every turn has a role and valid UTF-8 content; the roles alternate from `first` on. */
-static int check_turns(const pccx_chat_turn *turns, size_t n, size_t first, pccx_diag *d)
+static bool is_tool(const struct pccx_chat_format *fmt, const pccx_chat_turn *t)
 {
+	return fmt->call_open && !strcmp(t->role, "tool");
+}
+
+/* The message of turn i as the client sent it, or NULL. */
+static const pccx_json *turn_msg(const struct pccx_chat_opts *o, size_t i)
+{
+	return o->msgs ? o->msgs[i] : NULL;
+}
+
+/* The tool calls of turn i: a non-empty array (the template tests them for truth), or NULL. */
+static const pccx_json *turn_calls(const struct pccx_chat_opts *o, size_t i)
+{
+	const pccx_json *m = turn_msg(o, i), *c = m ? pccx__json_get(m, "tool_calls") : NULL;
+
+	if (!c || pccx__json_type_of(c) == PCCX_JSON_NULL)
+		return NULL;
+	if (pccx__json_type_of(c) == PCCX_JSON_ARRAY && !pccx__json_count(c))
+		return NULL;
+	return c;
+}
+
+/* Fail naming turn i's message (its JSON path when it has one). */
+static int turn_fail(const struct pccx_chat_opts *o, size_t i, pccx_diag *d, const char *why)
+{
+	if (turn_msg(o, i))
+		return pccx__json_fail(o->msgs_doc, turn_msg(o, i), d, PCCX_ERR_INVALID, "%s", why);
+	return pccx__fail(d, PCCX_ERR_INVALID, "chat template: turn %zu: %s", i, why);
+}
+
+/*
+ * Tool calls and results where the template writes them well: a model turn's calls are
+ * followed by their results (tool turns), and those by the model's answer; with content besides
+ * the calls the template closes the turn after the results, and then a user turn must follow.
+ * A tool turn anywhere else the template would drop.
+ */
+static int check_tool_turns(const struct pccx_chat_format *fmt, const pccx_chat_turn *turns,
+			    size_t n, size_t first, const struct pccx_chat_opts *o, pccx_diag *d)
+{
+	size_t i, j;
+
+	for (i = first; i < n; i++) {
+		bool model = is_model_role(fmt, turns[i].role);
+
+		if (!fmt->call_open && o->msgs && !strcmp(turns[i].role, "tool"))
+			return turn_fail(o, i, d, "the format has no place for tool results");
+		if (is_tool(fmt, &turns[i])) {
+			if (!o->msgs)
+				return turn_fail(o, i, d, "a tool result needs its message (the call "
+						 "it answers names the tool)");
+			if (i == first || (!is_tool(fmt, &turns[i - 1]) &&
+					   !(is_model_role(fmt, turns[i - 1].role) &&
+					     turn_calls(o, i - 1))))
+				return turn_fail(o, i, d, "a tool result follows the assistant "
+						 "message whose tool_calls it answers (the template "
+						 "writes it nowhere else)");
+			continue;
+		}
+		if (!turn_calls(o, i))
+			continue;
+		if (!model || !fmt->call_open)
+			return turn_fail(o, i, d, !model ? "tool_calls are the assistant's" :
+					 "this format has no place for tool calls");
+		for (j = i + 1; j < n && is_tool(fmt, &turns[j]); j++)
+			;
+		if (j == i + 1)
+			return turn_fail(o, i, d, "tool calls need their results: tool messages "
+					 "after them (the template leaves <|tool_response> open)");
+		if (turns[i].content[0] && j < n && strcmp(turns[j].role, "user"))
+			return turn_fail(o, i, d, "with content besides its tool calls the template "
+					 "closes the model's turn after the results: a user message "
+					 "follows them, not the model's");
+		if (turns[i].content[0] && j == n)
+			return turn_fail(o, i, d, "with content besides its tool calls the template "
+					 "closes the model's turn after the results and opens no "
+					 "other: send the content in a later assistant message");
+		if (!turns[i].content[0] && j < n && !is_model_role(fmt, turns[j].role))
+			return turn_fail(o, i, d, "the template leaves the model's turn open after "
+					 "the tool results: the model's answer (an assistant "
+					 "message) follows them, not a user message");
+	}
+	return 0;
+}
+
+/*
+ * Every turn has a role and valid UTF-8 content; the roles alternate from `first` on (tool
+ * turns aside; the model's answer after tool results continues the turn that called).
+ */
+static int check_turns(const struct pccx_chat_format *fmt, const pccx_chat_turn *turns,
+		       size_t n, size_t first, const struct pccx_chat_opts *o, pccx_diag *d)
+{
+	bool want_user = true;
 	size_t i, bad;
+	int rc;
 
 	for (i = 0; i < n; i++) {
 		if (!turns[i].role || !turns[i].content)
@@ -202,13 +298,20 @@ static int check_turns(const pccx_chat_turn *turns, size_t n, size_t first, pccx
 			return pccx__fail(d, PCCX_ERR_INVALID, "chat template: turn %zu content is "
 					  "not valid UTF-8 at byte %zu", i, bad);
 	}
+	rc = check_tool_turns(fmt, turns, n, first, o, d);
+	if (rc)
+		return rc;
 	for (i = first; i < n; i++) {
 		bool is_user = !strcmp(turns[i].role, "user");
 
-		if (is_user != ((i - first) % 2 == 0))
+		if (is_tool(fmt, &turns[i]) ||
+		    (i > first && !is_user && is_tool(fmt, &turns[i - 1])))
+			continue;
+		if (is_user != want_user)
 			return pccx__fail(d, PCCX_ERR_INVALID, "chat template: turn %zu (\"%s\"): "
 					  "conversation roles must alternate "
 					  "user/assistant/user/assistant/...", i, turns[i].role);
+		want_user = !is_user;
 	}
 	return 0;
 }
@@ -233,6 +336,78 @@ static int add_system_turn(struct sbuf *b, const struct pccx_chat_format *fmt,
 	return sbuf_adds(b, fmt->turn_end) ? 1 : 0;
 }
 
+/*
+ * The name of the function tool turn t answers: that of the call of `calls` whose id is its
+ * tool_call_id (the last such, as the template's loop leaves it), else its own "name".
+ */
+static int result_name(const struct pccx_chat_opts *o, size_t t, const pccx_json *calls,
+		       const char **name, size_t *len, pccx_diag *d)
+{
+	const pccx_json *m = turn_msg(o, t), *id = pccx__json_get(m, "tool_call_id");
+	const pccx_json *nm = pccx__json_get(m, "name");
+	const char *want = NULL, *s;
+	size_t i, n, wn = 0;
+
+	*name = NULL;
+	if (id && pccx__json_type_of(id) == PCCX_JSON_STRING)
+		want = pccx__json_str(id, &wn);
+	for (i = 0; want && i < pccx__json_count(calls); i++) {
+		const pccx_json *c = pccx__json_at(calls, i), *cid = pccx__json_get(c, "id");
+
+		if (!cid || pccx__json_type_of(cid) != PCCX_JSON_STRING)
+			continue;
+		s = pccx__json_str(cid, &n);
+		if (n == wn && !memcmp(s, want, n))	/* put_calls checked the call's name */
+			*name = pccx__json_str(pccx__json_get(pccx__json_get(c, "function"),
+							      "name"), len);
+	}
+	if (*name)
+		return 0;
+	if (nm && pccx__json_type_of(nm) == PCCX_JSON_STRING && *pccx__json_str(nm, len)) {
+		*name = pccx__json_str(nm, len);
+		return 0;
+	}
+	return turn_fail(o, t, d, "a tool result names its call: a tool_call_id that is the id "
+			 "of one of the calls before it, or the function's name");
+}
+
+/*
+ * A model turn's reasoning (when it answers the last user turn), its calls and the results of
+ * the tool turns after it, as the template writes them. 1: out of memory; else 0 or a status.
+ */
+static int add_calls(struct sbuf *b, const struct pccx_chat_format *fmt,
+		     const pccx_chat_turn *turns, size_t n, size_t i, size_t last_user,
+		     const struct pccx_chat_opts *o, pccx_diag *d)
+{
+	const pccx_json *calls = turn_calls(o, i), *m = turn_msg(o, i);
+	const pccx_json *r = pccx__json_get(m, "reasoning");
+	const char *name;
+	size_t j, len;
+	int rc;
+
+	/* message.get('reasoning') or message.get('reasoning_content') */
+	if (!r || pccx__json_type_of(r) != PCCX_JSON_STRING || !*pccx__json_str(r, NULL))
+		r = pccx__json_get(m, "reasoning_content");
+	if (r && pccx__json_type_of(r) == PCCX_JSON_STRING && *pccx__json_str(r, &len) &&
+	    i > last_user) {
+		if (sbuf_adds(b, fmt->thought_open) || sbuf_adds(b, "thought\n") ||
+		    sbuf_add(b, pccx__json_str(r, NULL), len) || sbuf_adds(b, "\n") ||
+		    sbuf_adds(b, fmt->thought_close))
+			return 1;
+	}
+	rc = pccx__chat_put_calls(b, fmt, o->msgs_doc, calls, d);
+	if (rc)
+		return rc;
+	for (j = i + 1; j < n && is_tool(fmt, &turns[j]); j++) {
+		rc = result_name(o, j, calls, &name, &len, d);
+		if (rc)
+			return rc;
+		if (pccx__chat_put_response(b, fmt, name, len, turns[j].content))
+			return 1;
+	}
+	return 0;
+}
+
 int pccx__chat_render_opts(const struct pccx_chat_format *fmt, const pccx_chat_turn *turns,
 			   size_t n, const struct pccx_chat_opts *o, char **out, size_t *len,
 			   pccx_diag *d)
@@ -241,7 +416,8 @@ int pccx__chat_render_opts(const struct pccx_chat_format *fmt, const pccx_chat_t
 	struct pccx_chat_opts oo;
 	struct sbuf b = { 0 };
 	const char *system = NULL;
-	size_t i, first = 0;
+	size_t i, first = 0, last_user = 0;
+	bool open = false;	/* the last model turn left open after tool results */
 	int rc;
 
 	if (!out || (!turns && n))
@@ -269,9 +445,12 @@ int pccx__chat_render_opts(const struct pccx_chat_format *fmt, const pccx_chat_t
 		system = turns[0].content;
 		first = 1;
 	}
-	rc = check_turns(turns, n, first, d);
+	rc = check_turns(fmt, turns, n, first, o, d);
 	if (rc)
 		return rc;
+	for (i = first; i < n; i++)
+		if (!strcmp(turns[i].role, "user"))
+			last_user = i;
 	if (sbuf_adds(&b, fmt->bos))
 		goto nomem;
 	if (fmt->system_role && (system || o->thinking || o->tools)) {
@@ -285,17 +464,35 @@ int pccx__chat_render_opts(const struct pccx_chat_format *fmt, const pccx_chat_t
 	}
 	for (i = first; i < n; i++) {
 		bool model = is_model_role(fmt, turns[i].role);
+		bool calls = model && turn_calls(o, i);
 
-		if (open_turn(&b, fmt, model ? fmt->model_role : turns[i].role))
+		if (is_tool(fmt, &turns[i]))
+			continue;	/* written with the calls it answers */
+		/* the answer after tool results goes on in the turn that called */
+		if (!open && open_turn(&b, fmt, model ? fmt->model_role : turns[i].role))
 			goto nomem;
 		/* a format without a system role: the content goes in front of the first turn */
 		if (i == first && system && !fmt->system_role &&
 		    (sbuf_adds(&b, system) || sbuf_adds(&b, fmt->system_sep)))
 			goto nomem;
-		if (add_content(&b, fmt, model, turns[i].content) || sbuf_adds(&b, fmt->turn_end))
+		if (calls) {
+			rc = add_calls(&b, fmt, turns, n, i, last_user, o, d);
+			if (rc == 1)
+				goto nomem;
+			if (rc) {
+				free(b.p);
+				return rc;
+			}
+		}
+		if (add_content(&b, fmt, model, turns[i].content))
+			goto nomem;
+		/* after results without content the template leaves the turn open */
+		open = calls && !turns[i].content[0];
+		if (!open && sbuf_adds(&b, fmt->turn_end))
 			goto nomem;
 	}
-	if (o->add_generation_prompt && open_turn(&b, fmt, fmt->model_role))
+	/* after tool results the model answers in its open turn: no generation prompt */
+	if (o->add_generation_prompt && !open && open_turn(&b, fmt, fmt->model_role))
 		goto nomem;
 	return finish(&b, false, out, len, d);
 nomem:

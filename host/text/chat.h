@@ -60,6 +60,13 @@ struct pccx_chat_format {
 	 * quote pieces. NULL: the format has no place for tools.
 	 */
 	const char *tool_open, *tool_close, *quote;
+	/*
+	 * Earlier tool calls and their results in a model turn (chat_tools.c):
+	 * call_open call:NAME{ARGS} call_close per call, then per result
+	 * response_open response:NAME{value:quote RESULT quote} response_close.
+	 * NULL: the format has no place for them.
+	 */
+	const char *call_open, *call_close, *response_open, *response_close;
 	/* Pieces that end the model's turn besides the tokenizer's EOS; NULL after the last. */
 	const char *stops[PCCX_CHAT_MAX_STOPS];
 	/*
@@ -80,6 +87,16 @@ struct pccx_chat_opts {
 	 */
 	const struct pccx_json_doc *tools_doc;
 	const struct pccx_json *tools;
+	/*
+	 * NULL, or one entry per turn: the turn's message as an OpenAI-style client sent it (an
+	 * object, or NULL), of the document msgs_doc, which names it in messages. The renderer
+	 * reads a model turn's "tool_calls" ([{"id", "type": "function", "function": {"name",
+	 * "arguments": an object or a JSON string of one}}]) and "reasoning_content" (or
+	 * "reasoning"), and a "tool" turn's "tool_call_id" and "name", from it; the turns'
+	 * contents stay in the turns. Formats with call pieces only.
+	 */
+	const struct pccx_json_doc *msgs_doc;
+	const struct pccx_json *const *msgs;
 };
 
 /* The format of `family`; NULL when that family's format is not filled in yet. */
@@ -121,6 +138,19 @@ PCCX_MUST_CHECK int pccx__chat_render_opts(const struct pccx_chat_format *fmt,
 PCCX_MUST_CHECK int pccx__chat_put_tools(struct sbuf *b, const struct pccx_chat_format *fmt,
 					 const struct pccx_json_doc *doc,
 					 const struct pccx_json *tools, pccx_diag *d);
+
+/*
+ * Append the calls of `calls` (a model turn's tool_calls, see struct pccx_chat_opts) in fmt's
+ * grammar to b: call_open call:NAME{key:VALUE,...} call_close each, keys bare and in dictsort
+ * order, values as the declarations' values are written. PCCX_ERR_INVALID naming the JSON path.
+ */
+PCCX_MUST_CHECK int pccx__chat_put_calls(struct sbuf *b, const struct pccx_chat_format *fmt,
+					 const struct pccx_json_doc *doc,
+					 const struct pccx_json *calls, pccx_diag *d);
+
+/* Append one tool result: response_open response:NAME{value:quote RESULT quote} response_close */
+int pccx__chat_put_response(struct sbuf *b, const struct pccx_chat_format *fmt,
+			    const char *name, size_t name_len, const char *result);
 
 /*
  * One turn of a conversation written turn by turn, so that the pieces put together are what

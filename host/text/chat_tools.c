@@ -9,6 +9,8 @@
  * JSON-schema types upper-cased, strings between the format's quote pieces. What the template
  * would write malformed (parameters without a type, an object schema whose extra keys it takes
  * for properties) or writes the Python way (floats) is refused rather than guessed.
+ * Earlier tool calls of a model turn and the results sent back are written here too, by the
+ * same value writer (format_argument), with bare keys as the template writes arguments.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +28,7 @@ struct tw {
 	const pccx_json_doc *doc;
 	pccx_diag *d;
 	bool nomem;
+	bool bare_keys;		/* format_argument's escape_keys=False: a call's arguments */
 };
 
 static void put(struct tw *w, const char *s, size_t n)
@@ -105,7 +108,10 @@ static int sorted(struct tw *w, const pccx_json *obj, const pccx_json ***out)
 
 static int put_arg(struct tw *w, const pccx_json *v, int depth);
 
-/* The template's format_argument(v) with escape_keys: strings and keys quoted, `None`. */
+/*
+ * The template's format_argument(v): strings quoted, keys quoted (escape_keys, declarations)
+ * or bare (a call's arguments), `None`.
+ */
 static int put_arg(struct tw *w, const pccx_json *v, int depth)
 {
 	const pccx_json **m;
@@ -156,7 +162,10 @@ static int put_arg(struct tw *w, const pccx_json *v, int depth)
 		s = pccx__json_key(m[i], &n);
 		if (i)
 			puts_(w, ",");
-		put_quoted(w, s, n);
+		if (w->bare_keys)
+			put(w, s, n);
+		else
+			put_quoted(w, s, n);
 		puts_(w, ":");
 		rc = put_arg(w, m[i], depth + 1);
 	}
@@ -475,7 +484,7 @@ static int put_tool(struct tw *w, const pccx_json *tool)
 int pccx__chat_put_tools(struct sbuf *b, const struct pccx_chat_format *fmt,
 			 const pccx_json_doc *doc, const pccx_json *tools, pccx_diag *d)
 {
-	struct tw w = { b, fmt, doc, d, false };
+	struct tw w = { b, fmt, doc, d, false, false };
 	size_t i;
 	int rc = 0;
 
@@ -486,4 +495,133 @@ int pccx__chat_put_tools(struct sbuf *b, const struct pccx_chat_format *fmt,
 	if (!rc && w.nomem)
 		rc = pccx__fail(d, PCCX_ERR_NOMEM, "tool declarations: out of memory");
 	return rc;
+}
+
+/*
+ * A call's arguments as the template writes a mapping: key:format_argument(value,
+ * escape_keys=False) in dictsort order, comma-separated, inside the call's braces.
+ */
+static int put_call_args(struct tw *w, const pccx_json *args)
+{
+	const pccx_json **m;
+	size_t i, n;
+	int rc;
+
+	rc = sorted(w, args, &m);
+	for (i = 0; !rc && i < pccx__json_count(args); i++) {
+		const char *key = pccx__json_key(m[i], &n);
+
+		if (i)
+			puts_(w, ",");
+		put(w, key, n);
+		puts_(w, ":");
+		rc = put_arg(w, m[i], 1);
+	}
+	free(m);
+	return rc;
+}
+
+/*
+ * Arguments sent as a JSON string (OpenAI's form): the object it holds, written as the
+ * template writes a mapping. The template would write the string itself between the call's
+ * braces (JSON where Gemma 4's grammar is expected), so it is parsed, as servers do before
+ * they render; a string that is not a JSON object is refused.
+ */
+static int put_call_args_text(struct tw *w, const pccx_json *v)
+{
+	char path[192], name[256];
+	struct tw sub = *w;
+	pccx_json_doc *doc;
+	const char *s;
+	size_t n;
+	int rc;
+
+	s = pccx__json_str(v, &n);
+	snprintf(name, sizeof(name), "%s: %s", pccx__json_doc_name(w->doc),
+		 pccx__json_path(w->doc, v, path, sizeof(path)));
+	rc = pccx__json_parse(s, n, name, NULL, &doc, w->d);
+	if (rc)
+		return PCCX_ERR_INVALID;
+	sub.doc = doc;
+	if (pccx__json_type_of(pccx__json_root(doc)) != PCCX_JSON_OBJECT)
+		rc = bad(w, v, "the arguments are a JSON object (or a string holding one)");
+	else
+		rc = put_call_args(&sub, pccx__json_root(doc));
+	w->nomem |= sub.nomem;
+	pccx__json_free(doc);
+	return rc;
+}
+
+/* call_open call:NAME{ARGS} call_close */
+static int put_call(struct tw *w, const pccx_json *call)
+{
+	const pccx_json *type, *fn, *name, *args;
+	const char *s;
+	size_t n;
+	int rc = 0;
+
+	if (pccx__json_type_of(call) != PCCX_JSON_OBJECT)
+		return bad(w, call, "a tool call is an object {\"id\", \"type\": \"function\", "
+			   "\"function\": {\"name\", \"arguments\"}}");
+	type = pccx__json_get(call, "type");
+	if (type && (pccx__json_type_of(type) != PCCX_JSON_STRING ||
+		     strcmp(pccx__json_str(type, NULL), "function")))
+		return bad(w, type, "the only tool call type is \"function\"");
+	fn = pccx__json_get(call, "function");
+	if (!fn || pccx__json_type_of(fn) != PCCX_JSON_OBJECT)
+		return bad(w, fn ? fn : call, "a tool call needs \"function\": an object with name "
+			   "and arguments");
+	name = pccx__json_get(fn, "name");
+	if (!name || pccx__json_type_of(name) != PCCX_JSON_STRING || !truthy(name))
+		return bad(w, name ? name : fn, "a function needs a \"name\" (a non-empty string)");
+	args = pccx__json_get(fn, "arguments");
+	puts_(w, w->fmt->call_open);
+	puts_(w, "call:");
+	s = pccx__json_str(name, &n);
+	put(w, s, n);
+	puts_(w, "{");
+	switch (args ? pccx__json_type_of(args) : PCCX_JSON_NULL) {
+	case PCCX_JSON_NULL:
+		break;		/* the template writes no arguments: call:NAME{} */
+	case PCCX_JSON_OBJECT:
+		rc = put_call_args(w, args);
+		break;
+	case PCCX_JSON_STRING:
+		rc = put_call_args_text(w, args);
+		break;
+	default:
+		return bad(w, args, "the arguments are a JSON object (or a string holding one)");
+	}
+	puts_(w, "}");
+	puts_(w, w->fmt->call_close);
+	return rc;
+}
+
+int pccx__chat_put_calls(struct sbuf *b, const struct pccx_chat_format *fmt,
+			 const pccx_json_doc *doc, const pccx_json *calls, pccx_diag *d)
+{
+	struct tw w = { b, fmt, doc, d, false, true };
+	size_t i;
+	int rc = 0;
+
+	if (pccx__json_type_of(calls) != PCCX_JSON_ARRAY)
+		return bad(&w, calls, "expected an array of tool calls");
+	for (i = 0; !rc && i < pccx__json_count(calls); i++)
+		rc = put_call(&w, pccx__json_at(calls, i));
+	if (!rc && w.nomem)
+		rc = pccx__fail(d, PCCX_ERR_NOMEM, "tool calls: out of memory");
+	return rc;
+}
+
+/*
+ * format_tool_response_block(name, result) for a result that is a string (the content of an
+ * OpenAI tool message): written as the template writes a value that is not a mapping, untrimmed.
+ */
+int pccx__chat_put_response(struct sbuf *b, const struct pccx_chat_format *fmt,
+			    const char *name, size_t name_len, const char *result)
+{
+	return sbuf_adds(b, fmt->response_open) || sbuf_adds(b, "response:") ||
+	       sbuf_add(b, name, name_len) || sbuf_adds(b, "{value:") ||
+	       sbuf_adds(b, fmt->quote) || sbuf_adds(b, result) || sbuf_adds(b, fmt->quote) ||
+	       sbuf_adds(b, "}") || sbuf_adds(b, fmt->response_close);
 }
