@@ -101,6 +101,7 @@ struct job {
 	/* the request; read-only once queued */
 	pccx_json_doc *doc;		/* the turns' strings point into it */
 	pccx_chat_turn *turns;
+	const pccx_json **msgs;		/* each turn's message, for its tool fields */
 	size_t n_turns;
 	const pccx_json *tools;		/* the request's tools (NULL: none) */
 	bool thinking;			/* chat_template_kwargs.enable_thinking */
@@ -178,6 +179,7 @@ static void job_put(struct job *job)
 		return;
 	pccx__json_free(job->doc);
 	free(job->turns);
+	free(job->msgs);
 	free(job->prompt);
 	pccx__json_out_free(&job->text);
 	free(job);
@@ -525,11 +527,75 @@ static int read_stops(const pccx_json_doc *doc, const pccx_json *root, struct jo
 	return 0;
 }
 
+/* The fields a message of each role may have (the renderer checks tool_calls' entries). */
+static bool message_field(const char *role, const char *key)
+{
+	if (!strcmp(key, "role") || !strcmp(key, "content"))
+		return true;
+	if (!strcmp(role, "assistant"))
+		return !strcmp(key, "tool_calls") || !strcmp(key, "reasoning_content");
+	if (!strcmp(role, "tool"))
+		return !strcmp(key, "tool_call_id") || !strcmp(key, "name");
+	return false;
+}
+
+/*
+ * One message: a known role, its known fields, content a string (null or absent for an
+ * assistant's message with tool_calls), tool_call_id and name strings.
+ */
+static int read_message(const pccx_json_doc *doc, const pccx_json *m, size_t i,
+			pccx_chat_turn *turn, pccx_diag *d)
+{
+	const pccx_json *c, *v;
+	const char *role, *content = "", *s;
+	size_t k, len = 0;
+
+	if (pccx__json_expect(doc, m, PCCX_JSON_OBJECT, d) ||
+	    pccx__json_get_string(doc, m, "role", &role, NULL, d))
+		return PCCX_ERR_FORMAT;
+	if (strcmp(role, "system") && strcmp(role, "user") && strcmp(role, "assistant") &&
+	    strcmp(role, "tool"))
+		return pccx__json_fail(doc, pccx__json_get(m, "role"), d, PCCX_ERR_FORMAT,
+				       "unknown role \"%.64s\": system, user, assistant or tool",
+				       role);
+	for (k = 0; k < pccx__json_count(m); k++) {
+		const char *key = pccx__json_key(pccx__json_at(m, k), NULL);
+
+		if (!message_field(role, key))
+			return pccx__json_fail(doc, m, d, PCCX_ERR_FORMAT, "unknown field "
+					       "\"%.64s\" (a message has role and content; an "
+					       "assistant's also tool_calls and reasoning_content, a "
+					       "tool's tool_call_id and name)", key);
+	}
+	if (!strcmp(role, "system") && i)
+		return pccx__json_fail(doc, pccx__json_get(m, "role"), d, PCCX_ERR_FORMAT,
+				       "a system message may only come first");
+	v = pccx__json_get(m, "tool_calls");
+	c = pccx__json_get(m, "content");
+	if (v && pccx__json_type_of(v) != PCCX_JSON_NULL &&
+	    pccx__json_expect(doc, v, PCCX_JSON_ARRAY, d))
+		return PCCX_ERR_FORMAT;
+	/* the content of a message that only calls tools may be null or absent */
+	if ((!v || !pccx__json_count(v) || (c && pccx__json_type_of(c) != PCCX_JSON_NULL)) &&
+	    pccx__json_get_string(doc, m, "content", &content, &len, d))
+		return PCCX_ERR_FORMAT;
+	if (memchr(content, '\0', len))
+		return pccx__json_fail(doc, c, d, PCCX_ERR_FORMAT, "contains a NUL character");
+	if (pccx__json_opt_string(doc, m, "reasoning_content", &s, NULL, d) ||
+	    pccx__json_opt_string(doc, m, "tool_call_id", &s, NULL, d) ||
+	    pccx__json_opt_string(doc, m, "name", &s, NULL, d))
+		return PCCX_ERR_FORMAT;
+	turn->role = role;
+	turn->content = content;
+	return 0;
+}
+
 static int read_messages(const pccx_json_doc *doc, const pccx_json *root, struct job *job,
 			 pccx_diag *d)
 {
 	const pccx_json *msgs;
-	size_t i, n, k;
+	const char *last;
+	size_t i, n;
 	int rc;
 
 	rc = pccx__json_get_member(doc, root, "messages", PCCX_JSON_ARRAY, &msgs, d);
@@ -543,43 +609,21 @@ static int read_messages(const pccx_json_doc *doc, const pccx_json *root, struct
 		return pccx__json_fail(doc, msgs, d, PCCX_ERR_RANGE, "%zu messages; at most %d", n,
 				       MAX_MESSAGES);
 	job->turns = calloc(n, sizeof(*job->turns));
-	if (!job->turns)
+	job->msgs = calloc(n, sizeof(*job->msgs));
+	if (!job->turns || !job->msgs)
 		return pccx__fail(d, PCCX_ERR_NOMEM, "out of memory");
 	for (i = 0; i < n; i++) {
-		const pccx_json *m = pccx__json_at(msgs, i);
-		const char *role, *content;
-		size_t len;
-
-		if (pccx__json_expect(doc, m, PCCX_JSON_OBJECT, d))
-			return PCCX_ERR_FORMAT;
-		for (k = 0; k < pccx__json_count(m); k++) {
-			const char *key = pccx__json_key(pccx__json_at(m, k), NULL);
-
-			if (strcmp(key, "role") && strcmp(key, "content"))
-				return pccx__json_fail(doc, m, d, PCCX_ERR_FORMAT, "unknown field "
-						       "\"%.64s\" (a message has role and content)",
-						       key);
-		}
-		if (pccx__json_get_string(doc, m, "role", &role, NULL, d) ||
-		    pccx__json_get_string(doc, m, "content", &content, &len, d))
-			return PCCX_ERR_FORMAT;
-		if (strcmp(role, "system") && strcmp(role, "user") && strcmp(role, "assistant"))
-			return pccx__json_fail(doc, pccx__json_get(m, "role"), d, PCCX_ERR_FORMAT,
-					       "unknown role \"%.64s\": system, user or assistant",
-					       role);
-		if (!strcmp(role, "system") && i)
-			return pccx__json_fail(doc, pccx__json_get(m, "role"), d, PCCX_ERR_FORMAT,
-					       "a system message may only come first");
-		if (memchr(content, '\0', len))
-			return pccx__json_fail(doc, pccx__json_get(m, "content"), d, PCCX_ERR_FORMAT,
-					       "contains a NUL character");
-		job->turns[i].role = role;
-		job->turns[i].content = content;
+		job->msgs[i] = pccx__json_at(msgs, i);
+		rc = read_message(doc, job->msgs[i], i, &job->turns[i], d);
+		if (rc)
+			return rc;
 	}
 	job->n_turns = n;
-	if (strcmp(job->turns[n - 1].role, "user"))
+	last = job->turns[n - 1].role;
+	if (strcmp(last, "user") && strcmp(last, "tool"))
 		return pccx__json_fail(doc, pccx__json_at(msgs, n - 1), d, PCCX_ERR_FORMAT,
-				       "the last message must be the user's: the model replies to it");
+				       "the last message must be the user's, or a tool's result: "
+				       "the model replies to it");
 	return 0;
 }
 
@@ -631,6 +675,8 @@ static int render_prompt(const struct server *srv, struct job *job, pccx_diag *d
 		.thinking = job->thinking,
 		.tools_doc = job->doc,
 		.tools = job->tools,
+		.msgs_doc = job->doc,
+		.msgs = job->msgs,
 	};
 
 	return pccx__chat_render_opts(srv->fmt, job->turns, job->n_turns, &o, &job->prompt,

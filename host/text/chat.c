@@ -6,7 +6,8 @@
  * Gemma 2's templates write the same turns; they refuse a system turn, which pccx folds into
  * the first user turn as Gemma 3's does (docs/chat.md, "Formats of the model families").
  * The Gemma 4 format is what Gemma 4's chat_template renders for text turns: a system role of
- * its own, the thinking switch, reasoning removed from earlier model turns.
+ * its own, the thinking switch, reasoning removed from earlier model turns, earlier tool calls
+ * and their results in the model's turn.
  */
 #include <stdlib.h>
 #include <string.h>

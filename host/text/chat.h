@@ -40,6 +40,10 @@ enum pccx_chat_family {
  * untrimmed, and system_sep go in front of the first remaining turn's content.
  * With thought markers, a model turn's content loses its reasoning channels before it is
  * trimmed: of each piece ending at thought_close (or at the end), what follows thought_open.
+ * With call pieces, a model turn's tool calls (struct pccx_chat_opts.msgs) are written after
+ * turn_start and before its content, then the results of the "tool" turns after it; without
+ * content the turn is left open after them (no turn_end, no generation prompt) and the next
+ * model turn goes on in it (docs/chat.md, "Tool calls and results").
  */
 struct pccx_chat_format {
 	const char *family;		/* for messages */

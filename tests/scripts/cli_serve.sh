@@ -13,7 +13,8 @@
 # the Gemma tokenizer (.cache, as the suite fetches it) the same on tiny-vocab against pccx run
 # --chat. On tiny-gemma4: the prompt of a request with tools and thinking is as many tokens as
 # Gemma 4's chat_template written out; reasoning comes back as reasoning_content, the same in a
-# stream; refusals of tools and thinking. Nothing waits on a clock: every wait polls for the state it needs. Run it with an
+# stream; a request with the model's tool call and the tool's result is as many tokens as the
+# template writes for it; refusals of tools, tool calls and results, and thinking. Nothing waits on a clock: every wait polls for the state it needs. Run it with an
 # ASan+UBSan build too: a sanitizer report or a leak makes the server's exit status non-zero.
 set -u
 # The hostile requests below write to sockets the server may already have closed (it is free
@@ -333,7 +334,8 @@ import json, sys
 vocab = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3}
 vocab.update({"<0x%02X>" % b: 4 + b for b in range(256)})
 marks = ["<start_of_turn>", "<end_of_turn>", "<|turn>", "<turn|>", "<|think|>", "<|tool>",
-         "<tool|>", "<|\"|>", "<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>"]
+         "<tool|>", "<|\"|>", "<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>",
+         "<|tool_response>", "<tool_response|>"]
 vocab["\u2581"] = 260
 vocab.update({m: 261 + i for i, m in enumerate(marks)})
 vocab.update({"w%d" % i: i for i in range(261 + len(marks), 512)})
@@ -384,7 +386,35 @@ assert got["content"] == msg["message"]["content"], (got, msg)
 assert got["reasoning_content"] == msg["message"].get("reasoning_content", ""), (got, msg)
 assert chunks[-1]["choices"][0]["finish_reason"] == msg["finish_reason"]
 PY
+# an agent's exchange: the model's call (its id as the server writes ids) and the result sent
+# back are written in the model's turn, which stays open for the answer (no generation prompt);
+# then the answer closes it and a user turn follows
+call='{"role":"assistant","content":null,"tool_calls":[{"id":"call_1_0","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]}'
+result='{"role":"tool","tool_call_id":"call_1_0","content":"15 C"}'
+msg_agent="\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"},$call,$result"
+g4_call=$'<|turn>model\n<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|><|tool_response>response:get_weather{value:<|"|>15 C<|"|>}<tool_response|>'
+g4_decl=$'<bos><|turn>system\n<|tool>declaration:get_weather{description:<|"|>Get the weather<|"|>,parameters:{properties:{city:{description:<|"|>City<|"|>,type:<|"|>STRING<|"|>}},required:[<|"|>city<|"|>],type:<|"|>OBJECT<|"|>}}<tool|><turn|>\n<|turn>user\nHi<turn|>\n'
+post "{$msg_agent],$tools,\"max_tokens\":1}"
+check [ "$code" = 200 ]
+check [ "$(js "$T/resp" 'j["usage"]["prompt_tokens"]')" = "$(n_ids "$g4_decl$g4_call")" ]
+post "{$msg_agent,{\"role\":\"assistant\",\"content\":\"Mild.\"},{\"role\":\"user\",\"content\":\"Thanks\"}],$tools,\"max_tokens\":1}"
+check [ "$code" = 200 ]
+check [ "$(js "$T/resp" 'j["usage"]["prompt_tokens"]')" = "$(n_ids "$g4_decl$g4_call"$'Mild.<turn|>\n<|turn>user\nThanks<turn|>\n<|turn>model\n')" ]
 # refusals: what a request asks that the template has no place for, or cannot write
+post "{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"},$result]}"
+want 400 "messages[1]: a tool result follows the assistant message whose tool_calls it answers"
+post "{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"},$call]}"
+want 400 "the last message must be the user's, or a tool's result"
+post "{$msg_agent,{\"role\":\"user\",\"content\":\"Hi\"}]}"
+want 400 "messages[1]: the template leaves the model's turn open after the tool results"
+post "{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"},$call,{\"role\":\"tool\",\"tool_call_id\":\"call_9\",\"content\":\"x\"}]}"
+want 400 "messages[2]: a tool result names its call"
+post "{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"},{\"role\":\"assistant\",\"tool_calls\":{}},$result]}"
+want 400 "messages[1].tool_calls: expected array"
+post "{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"},{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"a\",\"function\":{\"name\":\"f\",\"arguments\":\"{oops\"}}]},$result]}"
+want 400 "messages[1].tool_calls[0].function.arguments"
+post "{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"},$call,{\"role\":\"tool\",\"tool_call_id\":\"call_1_0\",\"content\":\"x\",\"id\":1}]}"
+want 400 'unknown field "id"'
 post "{$msg_hello,\"tools\":{}}"; want 400 "tools: expected an array of tools"
 post "{$msg_hello,\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":{\"properties\":{}}}}]}"
 want 400 'tools[0].function.parameters: parameters need a "type"'
@@ -396,6 +426,7 @@ stop "$pid" TERM gemma4
 start g3 --config tiny-gemma3 --tokenizer "$T/tok4.json" --max-tokens 8 || cli_done
 post "{$msg_hello,$tools}"; want 400 "the gemma format has no place for tool declarations"
 post "{$msg_hello,$think}"; want 400 "the gemma format has no thinking switch"
+post "{$msg_agent]}"; want 400 "messages[1]: this format has no place for tool calls"
 post "{$msg_hello,\"tools\":[],\"chat_template_kwargs\":{\"enable_thinking\":false},\"max_tokens\":2}"
 check [ "$code" = 200 ]
 stop "$pid" TERM g3

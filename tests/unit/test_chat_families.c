@@ -300,7 +300,7 @@ END_TEST
 
 /* ---- with a tokenizer: stop ids, and the turns of a loaded model --------------------------- */
 
-enum { T_EOS = 1, T_BOS = 2, T_BYTE0 = 4, T_SP = 260, T_SOT, T_EOT, T_SOT4, T_EOT4, T_N };
+enum { T_EOS = 1, T_BOS = 2, T_BYTE0 = 4, T_SP = 260, T_SOT, T_EOT, T_SOT4, T_EOT4, T_TR4, T_N };
 
 /* A byte-fallback tokenizer.json with Gemma's and Gemma 4's turn tokens at ids of its own. */
 static char *tiny_tokenizer_json(void)
@@ -317,7 +317,8 @@ static char *tiny_tokenizer_json(void)
 		"{\"id\": %d, \"content\": \"<start_of_turn>\", \"special\": true},"
 		"{\"id\": %d, \"content\": \"<end_of_turn>\", \"special\": true},"
 		"{\"id\": %d, \"content\": \"<|turn>\", \"special\": true},"
-		"{\"id\": %d, \"content\": \"<turn|>\", \"special\": true}],"
+		"{\"id\": %d, \"content\": \"<turn|>\", \"special\": true},"
+		"{\"id\": %d, \"content\": \"<|tool_response>\", \"special\": true}],"
 		"\"normalizer\": {\"type\": \"Replace\", \"pattern\": {\"String\": \" \"},"
 		" \"content\": \"\\u2581\"},"
 		"\"pre_tokenizer\": null, \"post_processor\": null,"
@@ -327,13 +328,14 @@ static char *tiny_tokenizer_json(void)
 		"\"model\": {\"type\": \"BPE\", \"dropout\": null, \"unk_token\": \"<unk>\","
 		" \"byte_fallback\": true, \"fuse_unk\": true, \"vocab\": {\"<pad>\": 0,"
 		" \"<eos>\": %d, \"<bos>\": %d, \"<unk>\": 3", T_EOS, T_BOS, T_SOT, T_EOT, T_SOT4,
-		T_EOT4, T_EOS, T_BOS);
+		T_EOT4, T_TR4, T_EOS, T_BOS);
 	for (i = 0; i < 256; i++)
 		n += (size_t)snprintf(p + n, cap - n, ", \"<0x%02X>\": %zu", (unsigned)i,
 				      T_BYTE0 + i);
 	n += (size_t)snprintf(p + n, cap - n, ", \"\\u2581\": %d, \"<start_of_turn>\": %d,"
-			      " \"<end_of_turn>\": %d, \"<|turn>\": %d, \"<turn|>\": %d},"
-			      " \"merges\": []}}", T_SP, T_SOT, T_EOT, T_SOT4, T_EOT4);
+			      " \"<end_of_turn>\": %d, \"<|turn>\": %d, \"<turn|>\": %d,"
+			      " \"<|tool_response>\": %d}, \"merges\": []}}", T_SP, T_SOT, T_EOT,
+			      T_SOT4, T_EOT4, T_TR4);
 	ck_assert_uint_lt(n, cap);
 	return p;
 }
@@ -351,10 +353,17 @@ START_TEST(stop_ids_per_family)
 	for (i = 0; i < NWANT; i++) {
 		const struct pccx_chat_format *fmt = pccx__chat_format_of(want[i].family);
 
-		/* the tokenizer's EOS and the format's end of turn */
-		ck_assert_uint_eq(pccx__chat_stop_ids(fmt, tk, ids), 2);
+		bool g4 = !strcmp(want[i].stop, "<turn|>");
+
+		/*
+		 * the tokenizer's EOS and the format's end of turn; Gemma 4's turn also ends at
+		 * <|tool_response>, where the template hands a call over to its result
+		 */
+		ck_assert_uint_eq(pccx__chat_stop_ids(fmt, tk, ids), g4 ? 3 : 2);
 		ck_assert_int_eq(ids[0], T_EOS);
-		ck_assert_int_eq(ids[1], !strcmp(want[i].stop, "<turn|>") ? T_EOT4 : T_EOT);
+		ck_assert_int_eq(ids[1], g4 ? T_EOT4 : T_EOT);
+		if (g4)
+			ck_assert_int_eq(ids[2], T_TR4);
 	}
 	pccx_tokenizer_free(tk);
 	free(json);
