@@ -238,23 +238,19 @@ static int check_tool_turns(const struct pccx_chat_format *fmt, const pccx_chat_
 	size_t i, j;
 
 	for (i = first; i < n; i++) {
-		bool model = is_model_role(fmt, turns[i].role);
+		bool model = is_model_role(fmt, turns[i].role), said = turns[i].content[0];
 
 		if (!fmt->call_open && o->msgs && !strcmp(turns[i].role, "tool"))
 			return turn_fail(o, i, d, "the format has no place for tool results");
-		if (is_tool(fmt, &turns[i])) {
-			if (!o->msgs)
-				return turn_fail(o, i, d, "a tool result needs its message (the call "
-						 "it answers names the tool)");
-			if (i == first || (!is_tool(fmt, &turns[i - 1]) &&
-					   !(is_model_role(fmt, turns[i - 1].role) &&
-					     turn_calls(o, i - 1))))
-				return turn_fail(o, i, d, "a tool result follows the assistant "
-						 "message whose tool_calls it answers (the template "
-						 "writes it nowhere else)");
-			continue;
-		}
-		if (!turn_calls(o, i))
+		if (is_tool(fmt, &turns[i]) && !o->msgs)
+			return turn_fail(o, i, d, "a tool result needs its message (the call it "
+					 "answers names the tool)");
+		if (is_tool(fmt, &turns[i]) && (i == first || !(is_tool(fmt, &turns[i - 1]) ||
+							     turn_calls(o, i - 1))))
+			return turn_fail(o, i, d, "a tool result follows the assistant message "
+					 "whose tool_calls it answers (the template writes it "
+					 "nowhere else)");
+		if (is_tool(fmt, &turns[i]) || !turn_calls(o, i))
 			continue;
 		if (!model || !fmt->call_open)
 			return turn_fail(o, i, d, !model ? "tool_calls are the assistant's" :
@@ -264,18 +260,19 @@ static int check_tool_turns(const struct pccx_chat_format *fmt, const pccx_chat_
 		if (j == i + 1)
 			return turn_fail(o, i, d, "tool calls need their results: tool messages "
 					 "after them (the template leaves <|tool_response> open)");
-		if (turns[i].content[0] && j < n && strcmp(turns[j].role, "user"))
-			return turn_fail(o, i, d, "with content besides its tool calls the template "
-					 "closes the model's turn after the results: a user message "
-					 "follows them, not the model's");
-		if (turns[i].content[0] && j == n)
-			return turn_fail(o, i, d, "with content besides its tool calls the template "
-					 "closes the model's turn after the results and opens no "
-					 "other: send the content in a later assistant message");
-		if (!turns[i].content[0] && j < n && !is_model_role(fmt, turns[j].role))
-			return turn_fail(o, i, d, "the template leaves the model's turn open after "
-					 "the tool results: the model's answer (an assistant "
-					 "message) follows them, not a user message");
+		if (said && j < n && strcmp(turns[j].role, "user"))
+			return turn_fail(o, i, d, "with content besides its tool calls the "
+					 "template closes the model's turn after the results: a "
+					 "user message follows them, not the model's");
+		if (said && j == n)
+			return turn_fail(o, i, d, "with content besides its tool calls the "
+					 "template closes the model's turn after the results and "
+					 "opens no other: send the content in a later assistant "
+					 "message");
+		if (!said && j < n && !is_model_role(fmt, turns[j].role))
+			return turn_fail(o, i, d, "the template leaves the model's turn open "
+					 "after the tool results: the model's answer (an "
+					 "assistant message) follows them, not a user message");
 	}
 	return 0;
 }
