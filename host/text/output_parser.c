@@ -125,13 +125,21 @@ static int stream(pccx_output_parser *p, pccx_output_kind kind, const char *name
 	return -1;
 }
 
-/* The first len bytes of buf as a call that did not parse, and why. */
+/*
+ * The first len bytes of buf as a call that did not parse, and why: copied with a NUL after
+ * them (the bytes themselves may hold NULs, so not strndup).
+ */
 static void bad_call(pccx_output_parser *p, size_t len, const char *why)
 {
-	char *raw = strndup(p->buf, len);
+	char *raw = malloc(len + 1);
 
-	if (!raw && !p->rc)
-		p->rc = PCCX_ERR_NOMEM;
+	if (!raw) {
+		if (!p->rc)
+			p->rc = PCCX_ERR_NOMEM;
+		return;
+	}
+	memcpy(raw, p->buf, len);
+	raw[len] = '\0';
 	event(p, PCCX_OUTPUT_BAD_TOOL_CALL, raw, len, NULL, why);
 	free(raw);
 }

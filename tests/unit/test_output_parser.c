@@ -232,6 +232,24 @@ START_TEST(hostile_calls_are_bounded)
 }
 END_TEST
 
+/* A call that does not parse keeps every byte, NULs included, and a NUL after them. */
+START_TEST(bad_call_keeps_nul_bytes)
+{
+	struct got g = { 0 };
+	pccx_output_parser *p;
+	static const char s[] = "<|tool_call>a\0b";
+
+	ck_assert_int_eq(pccx_output_parser_create(&p, on_event, &g, NULL), 0);
+	ck_assert_int_eq(pccx_output_parser_feed(p, s, sizeof(s) - 1, NULL), 0);
+	ck_assert_int_eq(pccx_output_parser_finish(p, NULL), 0);
+	ck_assert_int_eq(g.n, 1);
+	ck_assert_int_eq(g.kind[0], B);
+	ck_assert(!memcmp(g.text[0], "a\0b", 4));
+	got_free(&g);
+	pccx_output_parser_free(p);
+}
+END_TEST
+
 /* A callback's non-zero return stops the parser and is returned from then on. */
 START_TEST(callback_stops_the_parser)
 {
@@ -264,6 +282,7 @@ int main(void)
 	tcase_add_loop_test(tc, byte_by_byte, 0, n);
 	tcase_add_test(tc, hostile_calls_are_bounded);
 	tcase_add_test(tc, callback_stops_the_parser);
+	tcase_add_test(tc, bad_call_keeps_nul_bytes);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
