@@ -2,7 +2,8 @@
 /*
  * libFuzzer target for the safetensors side. The first byte selects what the rest is:
  *   0 (and anything else): a safetensors image, opened from memory and walked;
- *   1: a config.json, read as a Gemma 3n text config;
+ *   1: a config.json of any family (model_type gemma, gemma2, gemma3(_text), gemma3n,
+ *      gemma4(_text)), read as the loader reads it;
  *   2: a model.safetensors.index.json, parsed (no shard is opened).
  * Every input must be accepted or refused with a message naming the input, never crash
  * or read outside it; accepted files must satisfy the documented invariants.
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hf_config.h"
 #include "pccx/modelfile.h"
 #include "safetensors.h"
 
@@ -64,10 +66,21 @@ static void fuzz_image(const uint8_t *p, size_t n)
 static void fuzz_config(const uint8_t *p, size_t n)
 {
 	pccx_hf_config c;
+	struct pccx_hf_family x;
 	pccx_diag d;
 
-	if (pccx_hf_config_parse(p, n, "fuzz.json", &c, &d) != 0) {
+	if (pccx__hf_config_parse(p, n, "fuzz.json", &c, &x, &d) != 0) {
 		check_msg(&d, "fuzz.json");
+		return;
+	}
+	if ((unsigned)x.family >= PCCX_FAMILIES)
+		__builtin_trap();
+	if (x.family != PCCX_FAMILY_GEMMA3N) {
+		/* the other families' values, as the loader goes on to use them */
+		if (c.num_hidden_layers == 0 || c.num_hidden_layers > PCCX_HF_MAX_LAYERS ||
+		    (x.n_experts && (x.n_experts_used == 0 || x.n_experts_used > x.n_experts)) ||
+		    (x.n_kv_heads_global && c.num_attention_heads % x.n_kv_heads_global))
+			__builtin_trap();
 		return;
 	}
 	if (c.num_hidden_layers == 0 || c.num_hidden_layers > PCCX_HF_MAX_LAYERS ||
