@@ -1157,21 +1157,25 @@ int pccx_session_tokenize_chat(pccx_session *s, const pccx_chat_turn *turns, siz
 {
 	struct pccx_chat_opts ro = { .add_generation_prompt = true };
 	struct pccx_chat_options co;
-	pccx_json_doc *doc = NULL;
+	pccx_json_doc *doc = NULL, *mdoc = NULL;
+	const pccx_json **msgs = NULL;
+	const char *last;
 	char *rendered = NULL;
-	size_t len;
+	size_t len, i;
 	int rc;
 
 	if (!s || (!turns && n) || !ids || !n_ids)
 		return pccx__fail(d, PCCX_ERR_INVALID, "tokenize chat: a NULL argument");
 	*ids = NULL;
 	*n_ids = 0;
-	if (!n || strcmp(turns[n - 1].role ? turns[n - 1].role : "", "user"))
-		return pccx__fail(d, PCCX_ERR_INVALID, "tokenize chat: the last turn must be the "
-				  "user's (the generation prompt opens the reply to it)");
 	rc = chat_options(o, &co, d);
 	if (rc)
 		return rc;
+	last = n && turns[n - 1].role ? turns[n - 1].role : "";
+	if (strcmp(last, "user") && (!co.messages || strcmp(last, "tool")))
+		return pccx__fail(d, PCCX_ERR_INVALID, "tokenize chat: the last turn must be the "
+				  "user's%s (the generation prompt opens the reply to it)",
+				  co.messages ? " or a tool's result" : "");
 	if (!s->model->tok)
 		return pccx__fail(d, PCCX_ERR_INVALID, "the model has no tokenizer");
 	ro.thinking = co.thinking;
@@ -1182,10 +1186,40 @@ int pccx_session_tokenize_chat(pccx_session *s, const pccx_chat_turn *turns, siz
 		ro.tools_doc = doc;
 		ro.tools = pccx__json_root(doc);
 	}
+	if (co.messages) {
+		const pccx_json *arr;
+
+		rc = pccx__json_parse(co.messages, strlen(co.messages), "messages", NULL, &mdoc, d);
+		if (rc) {
+			rc = rc == PCCX_ERR_NOMEM ? rc : PCCX_ERR_INVALID;
+			goto out;
+		}
+		arr = pccx__json_root(mdoc);
+		if (pccx__json_type_of(arr) != PCCX_JSON_ARRAY || pccx__json_count(arr) != n) {
+			rc = pccx__fail(d, PCCX_ERR_INVALID, "messages: an array of one entry per "
+					"turn (%zu) expected", n);
+			goto out;
+		}
+		msgs = calloc(n, sizeof(*msgs));
+		if (!msgs) {
+			rc = pccx__fail(d, PCCX_ERR_NOMEM, "tokenize chat: out of memory");
+			goto out;
+		}
+		for (i = 0; i < n; i++) {
+			const pccx_json *m = pccx__json_at(arr, i);
+
+			msgs[i] = pccx__json_type_of(m) == PCCX_JSON_OBJECT ? m : NULL;
+		}
+		ro.msgs_doc = mdoc;
+		ro.msgs = msgs;
+	}
 	rc = pccx__chat_render_opts(s->model->chat, turns, n, &ro, &rendered, &len, d);
 	if (!rc)
 		rc = pccx_tokenizer_encode(s->model->tok, rendered, len, 0, ids, n_ids, d);
+out:
 	free(rendered);
+	free(msgs);
+	pccx__json_free(mdoc);
 	pccx__json_free(doc);
 	return rc;
 }

@@ -18,6 +18,7 @@
 #include "chat.h"
 #include "family.h"
 #include "gemma_config.h"
+#include "json.h"
 #include "pccx/pccx.h"
 #include "pccx/tokenizer.h"
 
@@ -442,6 +443,81 @@ START_TEST(loaded_model_per_family)
 }
 END_TEST
 
+/*
+ * Gemma 4's agent loop through the public API: a call in a model turn and its result as the
+ * last turn, their tool fields passed as messages (pccx_chat_options.messages), tokenize as
+ * the renderer writes them (test_chat_tools checks that text against the template); without
+ * messages a last tool turn is refused, and so are messages that do not match the turns.
+ */
+START_TEST(gemma4_agent_loop_through_the_api)
+{
+	char path[] = "/tmp/pccx-chat-families-XXXXXX";
+	char *json = tiny_tokenizer_json(), *text = NULL;
+	static const char msgs[] = "[{\"role\": \"user\"}, {\"role\": \"assistant\", "
+		"\"content\": null, \"tool_calls\": [{\"id\": \"c1\", \"type\": \"function\", "
+		"\"function\": {\"name\": \"get_weather\", \"arguments\": "
+		"\"{\\\"city\\\": \\\"Paris\\\"}\"}}]}, {\"role\": \"tool\", "
+		"\"tool_call_id\": \"c1\", \"content\": \"sunny\"}]";
+	const pccx_chat_turn turns[] = {
+		{ "user", "Weather in Paris?" }, { "assistant", "" }, { "tool", "sunny" },
+	};
+	struct pccx_device_opts dopt = { sizeof(dopt), NULL, NULL, NULL, NULL };
+	struct pccx_model_opts mopt = { sizeof(mopt), NULL, "tiny-gemma4", 1, path, NULL, NULL };
+	struct pccx_session_opts sopt = { sizeof(sopt), 0, false };
+	struct pccx_chat_options o = { .struct_size = sizeof(o), .messages = msgs };
+	struct pccx_chat_opts ro = { .add_generation_prompt = true };
+	const pccx_json *m[3];
+	pccx_json_doc *doc = NULL;
+	pccx_device *dev = NULL;
+	pccx_model *model = NULL;
+	pccx_session *s = NULL;
+	pccx_diag d = { 0 };
+	int32_t *ids = NULL;
+	size_t n = 0, len, i;
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, json, strlen(json)), (ssize_t)strlen(json));
+	close(fd);
+	ck_assert_msg(pccx_device_open(&dopt, &dev, &d) == 0 &&
+		      pccx_model_load(dev, &mopt, &model, &d) == 0 &&
+		      pccx_session_create(model, &sopt, &s, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx_session_tokenize_chat(s, turns, 3, &o, &ids, &n, &d) == 0, "%s",
+		      d.msg);
+	/* the same text the renderer writes from the same messages */
+	ck_assert_int_eq(pccx__json_parse(msgs, strlen(msgs), "m", NULL, &doc, &d), 0);
+	for (i = 0; i < 3; i++)
+		m[i] = pccx__json_at(pccx__json_root(doc), i);
+	ro.msgs_doc = doc;
+	ro.msgs = m;
+	ck_assert_msg(pccx__chat_render_opts(pccx__chat_format_of(PCCX_FAMILY_GEMMA4), turns, 3,
+					     &ro, &text, &len, &d) == 0, "%s", d.msg);
+	ck_assert_ptr_nonnull(strstr(text, "<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>}"
+				     "<tool_call|><|tool_response>response:get_weather{value:"
+				     "<|\"|>sunny<|\"|>}<tool_response|>"));
+	expect_ids(pccx_session_tokenizer(s), ids, n, text, "agent loop");
+	free(ids);
+	free(text);
+	pccx__json_free(doc);
+	/* refusals */
+	o.messages = NULL;
+	ck_assert_int_eq(pccx_session_tokenize_chat(s, turns, 3, &o, &ids, &n, &d),
+			 PCCX_ERR_INVALID);
+	o.messages = "[{}, {}]";
+	ck_assert_int_eq(pccx_session_tokenize_chat(s, turns, 3, &o, &ids, &n, &d),
+			 PCCX_ERR_INVALID);
+	ck_assert_ptr_nonnull(strstr(d.msg, "one entry per turn"));
+	o.messages = "[{";
+	ck_assert_int_eq(pccx_session_tokenize_chat(s, turns, 3, &o, &ids, &n, &d),
+			 PCCX_ERR_INVALID);
+	pccx_session_free(s);
+	pccx_model_free(model);
+	pccx_device_close(dev);
+	unlink(path);
+	free(json);
+}
+END_TEST
+
 static Suite *chat_families_suite(void)
 {
 	Suite *s = suite_create("chat_families");
@@ -454,6 +530,7 @@ static Suite *chat_families_suite(void)
 	tcase_add_test(tc, gemma4_strips_reasoning);
 	tcase_add_test(tc, stop_ids_per_family);
 	tcase_add_test(tc, loaded_model_per_family);
+	tcase_add_test(tc, gemma4_agent_loop_through_the_api);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;

@@ -162,11 +162,20 @@ struct pccx_chat_options {
 	 * {"name", "description", "parameters"}}], declared in the system turn (Gemma 4).
 	 */
 	const char *tools;
+	/*
+	 * NULL, or a JSON array with one entry per turn: the turn's message as an OpenAI-style
+	 * client sends it (an object, or null), from which a model turn's "tool_calls" and
+	 * "reasoning_content" and a "tool" turn's "tool_call_id" / "name" are read (Gemma 4's
+	 * agent loop: docs/chat.md, "Tool calls and results"). The turns' contents stay in the
+	 * turns. With it the last turn may also be a "tool" turn (the model answers its result).
+	 */
+	const char *messages;
 };
 
 /*
  * Tokenize a conversation (turns of role "system" (first only), "user", "model"/"assistant",
- * alternating from "user" and ending with "user") in the model family's chat format, with the
+ * alternating from "user" and ending with "user"; with o->messages also "tool" turns, as the
+ * last one too) in the model family's chat format, with the
  * generation prompt that opens the model's reply, as the family's chat_template writes it with
  * the options `o` (NULL: none). Thinking or tools asked of a family whose format has no place
  * for them is PCCX_ERR_UNSUPPORTED; tools that are not valid JSON or that the template would
