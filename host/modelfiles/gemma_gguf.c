@@ -743,6 +743,33 @@ static int token_count(const pccx_gguf *g, const char *arch, uint64_t *n, char *
 }
 
 /*
+ * The vocabulary from token_embd.weight's rows, {d_model, vocab}: it is also the LM head
+ * (llama.cpp may duplicate it as output.weight; a separate one is not run).
+ */
+static int tied_vocab(const pccx_gguf *g, const char *name, struct pccx_gemma_config *c,
+		      pccx_diag *d)
+{
+	const pccx_gguf_tensor *te;
+
+	if (pccx_gguf_find_tensor(g, "output.weight"))
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: tensor 'output.weight': an LM head "
+				  "apart from token_embd.weight is not supported", name);
+	te = pccx_gguf_find_tensor(g, "token_embd.weight");
+	if (!te)
+		return pccx__fail(d, PCCX_ERR_NOT_FOUND, "%s: tensor 'token_embd.weight' is "
+				  "missing", name);
+	if (te->n_dims != 2 || te->ne[0] != c->d_model || te->ne[1] == 0 ||
+	    te->ne[1] > (1u << 24))
+		return pccx__fail(d, PCCX_ERR_FORMAT, "%s: tensor 'token_embd.weight' has shape ne "
+				  "{%llu, %llu} (%u dims), expected {%u, vocab}", name,
+				  (unsigned long long)te->ne[0],
+				  (unsigned long long)(te->n_dims > 1 ? te->ne[1] : 1), te->n_dims,
+				  c->d_model);
+	c->vocab = (uint32_t)te->ne[1];
+	return PCCX_OK;
+}
+
+/*
  * The token count against token_embd's `vocab` rows, as llama.cpp checks it: the tokenizer's
  * count and <arch>.vocab_size (when present) say the same.
  */
@@ -1065,7 +1092,6 @@ static int load_config_plain(const pccx_gguf *g, enum pccx_family f, uint32_t ma
 			     struct pccx_gemma_config *c, pccx_diag *d)
 {
 	const char *name = pccx_gguf_name(g);
-	const pccx_gguf_tensor *te;
 	char key[96];
 	uint32_t ctx = 0, v_len = 0;
 	int rc;
@@ -1112,22 +1138,9 @@ static int load_config_plain(const pccx_gguf *g, enum pccx_family f, uint32_t ma
 				  "%g (logits): llama.cpp divides by them, they must be > 0", name,
 				  (double)c->attn_softcap, (double)c->softcap);
 	c->query_pre_attn_scalar = pccx__gemma_gguf_q_scalar(c);
-	/* the LM head is token_embd (llama.cpp duplicates it); a separate one is not run */
-	if (pccx_gguf_find_tensor(g, "output.weight"))
-		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: tensor 'output.weight': an LM head "
-				  "apart from token_embd.weight is not supported", name);
-	te = pccx_gguf_find_tensor(g, "token_embd.weight");
-	if (!te)
-		return pccx__fail(d, PCCX_ERR_NOT_FOUND, "%s: tensor 'token_embd.weight' is "
-				  "missing", name);
-	if (te->n_dims != 2 || te->ne[0] != c->d_model || te->ne[1] == 0 ||
-	    te->ne[1] > (1u << 24))
-		return pccx__fail(d, PCCX_ERR_FORMAT, "%s: tensor 'token_embd.weight' has shape ne "
-				  "{%llu, %llu} (%u dims), expected {%u, vocab}", name,
-				  (unsigned long long)te->ne[0],
-				  (unsigned long long)(te->n_dims > 1 ? te->ne[1] : 1), te->n_dims,
-				  c->d_model);
-	c->vocab = (uint32_t)te->ne[1];
+	rc = tied_vocab(g, name, c, d);
+	if (rc)
+		return rc;
 	c->max_ctx = max_ctx ? max_ctx : 4096;
 	return check_token_count(g, pccx__family(f)->arch, c->vocab, d);
 }
@@ -1499,7 +1512,6 @@ static int load_config_4(const pccx_gguf *g, uint32_t max_ctx, struct pccx_gemma
 {
 	const enum pccx_family f = PCCX_FAMILY_GEMMA4;
 	const char *name = pccx_gguf_name(g);
-	const pccx_gguf_tensor *te;
 	bool local[PCCX_GEMMA_MAX_LAYERS];
 	uint32_t ctx;
 	int rc;
@@ -1545,21 +1557,9 @@ static int load_config_4(const pccx_gguf *g, uint32_t max_ctx, struct pccx_gemma
 		rc = g4_k_eq_v(g, c, local, d);
 	if (rc)
 		return rc;
-	if (pccx_gguf_find_tensor(g, "output.weight"))
-		return pccx__fail(d, PCCX_ERR_UNSUPPORTED, "%s: tensor 'output.weight': an LM head "
-				  "apart from token_embd.weight is not supported", name);
-	te = pccx_gguf_find_tensor(g, "token_embd.weight");
-	if (!te)
-		return pccx__fail(d, PCCX_ERR_NOT_FOUND, "%s: tensor 'token_embd.weight' is "
-				  "missing", name);
-	if (te->n_dims != 2 || te->ne[0] != c->d_model || te->ne[1] == 0 ||
-	    te->ne[1] > (1u << 24))
-		return pccx__fail(d, PCCX_ERR_FORMAT, "%s: tensor 'token_embd.weight' has shape ne "
-				  "{%llu, %llu} (%u dims), expected {%u, vocab}", name,
-				  (unsigned long long)te->ne[0],
-				  (unsigned long long)(te->n_dims > 1 ? te->ne[1] : 1), te->n_dims,
-				  c->d_model);
-	c->vocab = (uint32_t)te->ne[1];
+	rc = tied_vocab(g, name, c, d);
+	if (rc)
+		return rc;
 	/* llama.cpp reads a per-layer row for every token (when the model has them) */
 	c->ple_vocab = c->d_ple ? c->vocab : 0;
 	c->max_ctx = max_ctx ? max_ctx : 4096;
