@@ -151,6 +151,31 @@ static int read_intermediate(struct ctx *x)
 	return PCCX_OK;
 }
 
+/*
+ * The keys every family's text config must give (Gemma 1-4; Gemma 3n reads its own with its
+ * defaults): layers, width, FFN width(s), heads, KV heads, head size, vocabulary.
+ */
+static int read_shape(struct ctx *x)
+{
+	pccx_hf_config *c = x->c;
+	int rc;
+
+	rc = req_u32(x, "num_hidden_layers", 1, PCCX_HF_MAX_LAYERS, &c->num_hidden_layers);
+	if (!rc)
+		rc = req_u32(x, "hidden_size", 1, 1 << 16, &c->hidden_size);
+	if (!rc)
+		rc = read_intermediate(x);
+	if (!rc)
+		rc = req_u32(x, "num_attention_heads", 1, 1024, &c->num_attention_heads);
+	if (!rc)
+		rc = req_u32(x, "num_key_value_heads", 1, 1024, &c->num_key_value_heads);
+	if (!rc)
+		rc = req_u32(x, "head_dim", 1, 4096, &c->head_dim);
+	if (!rc)
+		rc = req_u32(x, "vocab_size", 1, INT32_MAX, &c->vocab_size);
+	return rc;
+}
+
 static int read_layer_types(struct ctx *x)
 {
 	const pccx_json *m = pccx__json_get(x->obj, "layer_types");
@@ -533,19 +558,7 @@ static int parse_plain(struct ctx *x, enum pccx_family f, struct pccx_hf_family 
 
 	memset(c, 0, sizeof(*c));
 	c->rms_norm_eps = 1e-6;
-	rc = req_u32(x, "num_hidden_layers", 1, PCCX_HF_MAX_LAYERS, &c->num_hidden_layers);
-	if (!rc)
-		rc = req_u32(x, "hidden_size", 1, 1 << 16, &c->hidden_size);
-	if (!rc)
-		rc = read_intermediate(x);
-	if (!rc)
-		rc = req_u32(x, "num_attention_heads", 1, 1024, &c->num_attention_heads);
-	if (!rc)
-		rc = req_u32(x, "num_key_value_heads", 1, 1024, &c->num_key_value_heads);
-	if (!rc)
-		rc = req_u32(x, "head_dim", 1, 4096, &c->head_dim);
-	if (!rc)
-		rc = req_u32(x, "vocab_size", 1, INT32_MAX, &c->vocab_size);
+	rc = read_shape(x);
 	if (!rc)
 		rc = opt_num(x, "rms_norm_eps", 0.0, 1.0, true, &c->rms_norm_eps, DEF_RMS_EPS);
 	if (!rc && c->rms_norm_eps <= 0.0)
@@ -733,19 +746,7 @@ static int parse_gemma4(struct ctx *x, struct pccx_hf_family *h)
 	c->rms_norm_eps = 1e-6;
 	c->sliding_window = 512;
 	c->final_logit_softcapping = 30.0;
-	rc = req_u32(x, "num_hidden_layers", 1, PCCX_HF_MAX_LAYERS, &c->num_hidden_layers);
-	if (!rc)
-		rc = req_u32(x, "hidden_size", 1, 1 << 16, &c->hidden_size);
-	if (!rc)
-		rc = read_intermediate(x);
-	if (!rc)
-		rc = req_u32(x, "num_attention_heads", 1, 1024, &c->num_attention_heads);
-	if (!rc)
-		rc = req_u32(x, "num_key_value_heads", 1, 1024, &c->num_key_value_heads);
-	if (!rc)
-		rc = req_u32(x, "head_dim", 1, 4096, &c->head_dim);
-	if (!rc)
-		rc = req_u32(x, "vocab_size", 1, INT32_MAX, &c->vocab_size);
+	rc = read_shape(x);
 	if (!rc)
 		rc = read_ple_width(x);
 	c->vocab_size_per_layer_input = c->vocab_size;
