@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# The bare-metal AArch64 firmware under qemu-system-aarch64 -M virt -cpu cortex-a53
+# (docs/firmware.md): build both images, the host unit tests of its board code (cmocka) and the
+# device trees; boot the QEMU test image (the cycle simulator behind its register accessor)
+# with the pccx,npu-v002 node and check what it discovered and its self-test job; boot it with
+# broken device trees (no node, a reg of the wrong length, a reg too small, a truncated blob,
+# a malformed one, none at all) and check each gives its message and a clean exit with the
+# configuration status.
+#
+#   bash tests/scripts/firmware_qemu.sh BUILD
+set -u
+cd "$(dirname "$0")/../.."
+root=$PWD
+build=${1:-build}
+case $build in /*) ;; *) build=$root/$build ;; esac
+fw=$build/fw
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok   $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL $1${2:+: $2}"; }
+finish() {
+  echo "firmware_qemu: $pass passed, $fail failed"
+  [ "$fail" -eq 0 ]
+  exit $?
+}
+
+for tool in aarch64-linux-gnu-gcc qemu-system-aarch64 dtc; do
+  if ! command -v "$tool" >/dev/null; then
+    echo "firmware_qemu: $tool not found" \
+         "(Debian: gcc-aarch64-linux-gnu, qemu-system-arm, device-tree-compiler)"
+    exit 77
+  fi
+done
+
+if make --no-print-directory -C firmware/baremetal BUILD="$build" -j2 all dtbs \
+  >"$build/fw-build.log" 2>&1; then
+  ok "both images and the device trees build warning-free"
+else
+  bad "build" "$(tail -n 30 "$build/fw-build.log")"
+  finish
+fi
+if make --no-print-directory -C firmware/baremetal BUILD="$build" check \
+  >"$build/fw-check.log" 2>&1; then
+  ok "host unit tests (cmocka): $(grep -c 'PASSED' "$build/fw-check.log") programs passed"
+else
+  bad "host unit tests (cmocka)" "$(tail -n 40 "$build/fw-check.log")"
+fi
+
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+qemu=(qemu-system-aarch64 -machine virt -cpu cortex-a53 -m 1024 -nodefaults -no-user-config
+      -display none -no-reboot)
+
+# boot NAME STATUS KERNEL QEMU-ARGS...: run it with the serial port on a file; $log is the
+# console (CR dropped); fails unless QEMU exits with STATUS.
+boot() {
+  local name=$1 want=$2 kernel=$3 st
+  shift 3
+  log=$T/$name.log
+  timeout 120 "${qemu[@]}" -serial "file:$T/$name.raw" -kernel "$kernel" "$@" \
+    </dev/null >"$T/$name.qemu" 2>&1
+  st=$?
+  tr -d '\r' <"$T/$name.raw" >"$log"
+  if [ "$st" -ne "$want" ]; then
+    bad "$name" "QEMU exit status $st, expected $want:" \
+        "$(tail -n 5 "$log" "$T/$name.qemu")"
+    return 1
+  fi
+  return 0
+}
+
+# expect NAME LINE...: each fixed LINE must be a line of $log
+expect() {
+  local name=$1 l
+  shift
+  for l in "$@"; do
+    if ! grep -qxF -- "$l" "$log"; then
+      bad "$name" "no line '$l' in: $(cat "$log")"
+      return 1
+    fi
+  done
+  ok "$name"
+}
+
+img=$fw/pccx-fw-qemu.bin
+dtb=$fw/dtb
+# Expected values come from the device tree source, not from the firmware.
+nodev=" (QEMU has no pccx device)"
+e=pccx-fw:\ error:\ npu@a0000000
+if boot discovery 0 "$img" -semihosting -dtb "$dtb/virt-pccx.dtb" -append "semihosting"; then
+  expect "discovery: node, registers, interrupt, DMA region, UART; self-test job" \
+    "pccx-fw: NPU npu@a0000000: registers 0xa0000000+0x7000" \
+    "pccx-fw: NPU interrupt: SPI 100 (GIC INTID 132, flags 0x4); completion is polled" \
+    "pccx-fw: registers: the cycle simulator built into this image$nodev" \
+    "pccx-fw: exit status 0"
+  grep -q '^pccx-fw: RAM 0x40000000+0x40000000, UART pl011@9000000 at 0x9000000$' "$log" ||
+    bad "discovery: RAM and UART" "$(cat "$log")"
+  grep -q '^pccx-fw: DMA pool 0x70000000+0x10000000 (pccx-pool@70000000, 32-bit DMA), heap ' \
+    "$log" || bad "discovery: DMA pool" "$(cat "$log")"
+  grep -q '^pccx-fw: device ID 0x504343580200' "$log" ||
+    bad "discovery: the ID register holds PCCX 2.0" "$(cat "$log")"
+  grep -q '^pccx-fw: self-test: host -> L2 -> host copy bit-exact, 3 instructions retired' \
+    "$log" || bad "self-test job" "$(cat "$log")"
+fi
+
+# broken device trees: status 1 (PCCX_BM_EXIT_CONFIG) through semihosting
+if boot no-node 1 "$img" -semihosting -dtb "$dtb/virt.dtb" -append semihosting; then
+  expect "no pccx node: message and clean exit" \
+    'pccx-fw: error: no enabled node compatible with "pccx,npu-v002" in the device tree'
+fi
+if boot bad-reg 1 "$img" -semihosting -dtb "$dtb/virt-badreg.dtb" -append semihosting; then
+  expect "reg of the wrong length: message and clean exit" \
+    "$e: reg is 12 bytes, expected a multiple of 16 (2 address + 2 size cells)"
+fi
+if boot small-reg 1 "$img" -semihosting -dtb "$dtb/virt-smallreg.dtb" -append semihosting; then
+  expect "reg smaller than the registers: message and clean exit" \
+    "$e: reg size 0x1000 is smaller than the 0x7000 bytes of the registers"
+fi
+# QEMU itself refuses a truncated -dtb: the blob is loaded beside the image and named by
+# pccx.fdt=ADDR[,LEN] in the good tree's boot arguments.
+tsz=$(stat -c %s "$dtb/virt-trunc.dtb")
+full=$(( $(od -An -tu1 -j4 -N4 "$dtb/virt-trunc.dtb" | awk '{print ($1*256+$2)*65536+$3*256+$4}') ))
+if boot truncated 1 "$img" -semihosting -dtb "$dtb/virt-pccx.dtb" \
+  -device loader,file="$dtb/virt-trunc.dtb",addr=0x60000000,force-raw=on \
+  -append "semihosting pccx.fdt=0x60000000,$tsz"; then
+  expect "truncated blob: message and clean exit" \
+    "pccx-fw: error: device tree: truncated: the header says $full bytes, $tsz are there"
+fi
+if boot malformed 1 "$img" -semihosting -dtb "$dtb/virt-pccx.dtb" \
+  -device loader,file="$dtb/virt-trunc.dtb",addr=0x60000000,force-raw=on \
+  -append "semihosting pccx.fdt=0x60000000"; then
+  expect "blob cut short in memory (no length given): message and clean exit" \
+    "pccx-fw: error: device tree: malformed (FDT_ERR_BADSTRUCTURE)"
+fi
+# An ELF is entered with x0 = 0: no device tree at all; semihosting is tried regardless.
+if boot no-tree 1 "$fw/pccx-fw-qemu.elf" -semihosting; then
+  expect "no device tree: message and clean exit" \
+    "pccx-fw: error: no device tree (the boot loader passed address 0)"
+fi
+# Without -semihosting the HLT is undefined: the firmware falls back to PSCI SYSTEM_OFF,
+# which QEMU reports as 0; the status is on the console.
+if boot psci-exit 0 "$img" -dtb "$dtb/virt.dtb" -append semihosting; then
+  expect "no semihosting: PSCI power-off after the message" "pccx-fw: exit status 1"
+fi
+
+finish
