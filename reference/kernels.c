@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
-/* Q4 GEMV host kernels: the reference rows kernel, dispatch and threading. */
+/* Q4 GEMV/GEMM host kernels: the reference kernels, CPU features, dispatch and threading. */
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
 #include "kernels.h"
 #include "pccx_num.h"
 
-static uint64_t scale_bytes(uint32_t k)
+uint64_t pccx__kern_scale_bytes(uint32_t k)
 {
 	return (uint64_t)((k / 32 + 7) / 8) * 16;
 }
@@ -39,7 +39,7 @@ void pccx__kern_act_prepare(struct pccx_kern_act *a)
 void pccx__kern_q4_rows_ref(const uint8_t *w, uint64_t row_bytes, uint32_t n,
 			    const struct pccx_kern_act *a, float *y)
 {
-	uint64_t sb = scale_bytes(a->k);
+	uint64_t sb = pccx__kern_scale_bytes(a->k);
 	uint32_t r;
 
 	for (r = 0; r < n; r++) {
@@ -50,43 +50,103 @@ void pccx__kern_q4_rows_ref(const uint8_t *w, uint64_t row_bytes, uint32_t n,
 	}
 }
 
-bool pccx__kern_have_avx2(void)
+void pccx__kern_q4_gemm_rows_ref(const uint8_t *w, uint64_t row_bytes, uint32_t n,
+				 const struct pccx_kern_act *a, uint32_t m, float *y, size_t ldy)
 {
+	uint32_t i;
+
+	for (i = 0; i < m; i++)
+		pccx__kern_q4_rows_ref(w, row_bytes, n, &a[i], y + i * ldy);
+}
+
+float pccx__kern_q4_row_finish(const uint8_t *rec, uint64_t sb, const struct pccx_kern_act *a,
+			       uint32_t b, float acc)
+{
+	const uint16_t *sc = (const uint16_t *)(const void *)rec;
+	uint32_t j;
+
+	for (; b < a->k / 32; b++) {
+		const uint8_t *nib = rec + sb + 16 * b;
+		const int8_t *x = a->q8 + 32 * b;
+		int32_t dot = 0;
+		float t;
+
+		for (j = 0; j < 16; j++)
+			dot += (((nib[j] & 15) ^ 8) - 8) * x[2 * j] +
+			       (((nib[j] >> 4) ^ 8) - 8) * x[2 * j + 1];
+		t = pccx__fp16_to_f32(sc[b]) * a->sx[b];
+		acc = acc + (float)dot * t;
+	}
+	return pccx_f32_canon(acc);
+}
+
+/* ---- CPU features, read once (the answer cannot change; a race only repeats the work) ---- */
+
+enum { FEAT_AVX2 = 1, FEAT_AVXVNNI = 2, FEAT_AVX512 = 4, FEAT_KNOWN = 8 };
+
+static unsigned detect(void)
+{
+	unsigned f = 0;
 #if defined(__x86_64__) || defined(__i386__)
 	unsigned a, b, c, dx;
 
 	/* F16C is CPUID.1:ECX[29]; read it directly (clang 14 does not accept "f16c" in
-	 * __builtin_cpu_supports) */
+	 * __builtin_cpu_supports); AVX-VNNI is CPUID.(7,1):EAX[4] (gcc 12 has no name for it) */
 	__builtin_cpu_init();
-	if (!__get_cpuid(1, &a, &b, &c, &dx))
-		return false;
-	return __builtin_cpu_supports("avx2") && (c & (1u << 29));
-#else
-	return false;
+	if (!__get_cpuid(1, &a, &b, &c, &dx) || !(c & (1u << 29)) ||
+	    !__builtin_cpu_supports("avx2"))
+		return 0;
+	f |= FEAT_AVX2;
+	if (__get_cpuid_count(7, 1, &a, &b, &c, &dx) && (a & (1u << 4)))
+		f |= FEAT_AVXVNNI;
+	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+	    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))
+		f |= FEAT_AVX512;
 #endif
+	return f;
+}
+
+static unsigned features(void)
+{
+	static unsigned cached;
+	unsigned f = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+
+	if (!f) {
+		f = detect() | FEAT_KNOWN;
+		__atomic_store_n(&cached, f, __ATOMIC_RELAXED);
+	}
+	return f;
+}
+
+bool pccx__kern_have_avx2(void)
+{
+	return features() & FEAT_AVX2;
+}
+
+bool pccx__kern_have_avxvnni(void)
+{
+	return features() & FEAT_AVXVNNI;
 }
 
 bool pccx__kern_have_avx512(void)
 {
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_cpu_init();
-	return pccx__kern_have_avx2() && __builtin_cpu_supports("avx512f") &&
-	       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-	       __builtin_cpu_supports("avx512vnni");
-#else
-	return false;
-#endif
+	return features() & FEAT_AVX512;
 }
 
 bool pccx__kern_supported(enum pccx_kern_impl impl)
 {
 	switch (impl) {
+	case PCCX_KERN_AUTO:
+	case PCCX_KERN_REF:
+		return true;
 	case PCCX_KERN_AVX2:
 		return pccx__kern_have_avx2();
+	case PCCX_KERN_AVXVNNI:
+		return pccx__kern_have_avxvnni();
 	case PCCX_KERN_AVX512:
 		return pccx__kern_have_avx512();
 	default:
-		return true;
+		return false;
 	}
 }
 
@@ -94,6 +154,7 @@ enum pccx_kern_impl pccx__kern_resolve(enum pccx_kern_impl impl)
 {
 	if (impl == PCCX_KERN_AUTO || !pccx__kern_supported(impl))
 		return pccx__kern_have_avx512() ? PCCX_KERN_AVX512
+		       : pccx__kern_have_avxvnni() ? PCCX_KERN_AVXVNNI
 		       : pccx__kern_have_avx2() ? PCCX_KERN_AVX2 : PCCX_KERN_REF;
 	return impl;
 }
@@ -109,47 +170,99 @@ const char *pccx__kern_name(enum pccx_kern_impl impl)
 		return "avx2";
 	case PCCX_KERN_AVX512:
 		return "avx512vnni";
+	case PCCX_KERN_AVXVNNI:
+		return "avxvnni";
+	default:
+		return "?";
 	}
-	return "?";
 }
 
-struct gemv_job {
+/* ---- threading: contiguous parts of 16 rows (the widest kernel's group) ---- */
+
+struct kern_job {
 	enum pccx_kern_impl impl;
 	const uint8_t *w;
 	uint64_t row_bytes;
-	uint32_t n;
+	uint32_t n, m;
 	const struct pccx_kern_act *a;
 	float *y;
+	size_t ldy;
 };
 
-static void gemv_part(void *ctx, unsigned part, unsigned nparts)
-{
-	struct gemv_job *j = ctx;
-	unsigned long long lo, hi;
+typedef void (*rows_fn)(const uint8_t *, uint64_t, uint32_t, const struct pccx_kern_act *,
+			float *);
+typedef void (*gemm_fn)(const uint8_t *, uint64_t, uint32_t, const struct pccx_kern_act *,
+			uint32_t, float *, size_t);
 
-	pccx__pool_split(j->n, 8, part, nparts, &lo, &hi);
-	if (lo >= hi)
-		return;
-	if (j->impl == PCCX_KERN_AVX512)
-		pccx__kern_q4_rows_avx512(j->w + lo * j->row_bytes, j->row_bytes,
-					  (uint32_t)(hi - lo), j->a, j->y + lo);
-	else if (j->impl == PCCX_KERN_AVX2)
-		pccx__kern_q4_rows_avx2(j->w + lo * j->row_bytes, j->row_bytes, (uint32_t)(hi - lo),
-					j->a, j->y + lo);
-	else
-		pccx__kern_q4_rows_ref(j->w + lo * j->row_bytes, j->row_bytes, (uint32_t)(hi - lo),
-				       j->a, j->y + lo);
+static rows_fn rows_of(enum pccx_kern_impl impl)
+{
+	switch (impl) {
+	case PCCX_KERN_AVX512:
+		return pccx__kern_q4_rows_avx512;
+	case PCCX_KERN_AVXVNNI:
+		return pccx__kern_q4_rows_avxvnni;
+	case PCCX_KERN_AVX2:
+		return pccx__kern_q4_rows_avx2;
+	default:
+		return pccx__kern_q4_rows_ref;
+	}
 }
 
-/* Below this many weights a second thread costs more than it saves. */
-#define MT_MIN_WEIGHTS (1u << 18)
+static gemm_fn gemm_of(enum pccx_kern_impl impl)
+{
+	switch (impl) {
+	case PCCX_KERN_AVX512:
+		return pccx__kern_q4_gemm_rows_avx512;
+	case PCCX_KERN_AVXVNNI:
+		return pccx__kern_q4_gemm_rows_avxvnni;
+	case PCCX_KERN_AVX2:
+		return pccx__kern_q4_gemm_rows_avx2;
+	default:
+		return pccx__kern_q4_gemm_rows_ref;
+	}
+}
+
+static void job_part(void *ctx, unsigned part, unsigned nparts)
+{
+	const struct kern_job *j = ctx;
+	unsigned long long lo, hi;
+	const uint8_t *w;
+
+	pccx__pool_split(j->n, 16, part, nparts, &lo, &hi);
+	if (lo >= hi)
+		return;
+	w = j->w + lo * j->row_bytes;
+	if (j->m == 1)
+		rows_of(j->impl)(w, j->row_bytes, (uint32_t)(hi - lo), j->a, j->y + lo);
+	else
+		gemm_of(j->impl)(w, j->row_bytes, (uint32_t)(hi - lo), j->a, j->m, j->y + lo,
+				 j->ldy);
+}
+
+/* Below this many weight-activation products a second thread costs more than it saves. */
+#define MT_MIN_MACS (1u << 18)
+
+static void run(struct pccx_pool *pool, struct kern_job *j)
+{
+	if ((uint64_t)j->n * j->a->k * j->m < MT_MIN_MACS)
+		pool = NULL;
+	pccx__pool_run(pool, job_part, j);
+}
 
 void pccx__kern_q4_gemv(struct pccx_pool *pool, enum pccx_kern_impl impl, const uint8_t *w,
 			uint64_t row_bytes, uint32_t n, const struct pccx_kern_act *a, float *y)
 {
-	struct gemv_job j = { pccx__kern_resolve(impl), w, row_bytes, n, a, y };
+	struct kern_job j = { pccx__kern_resolve(impl), w, row_bytes, n, 1, a, y, 0 };
 
-	if ((uint64_t)n * a->k < MT_MIN_WEIGHTS)
-		pool = NULL;
-	pccx__pool_run(pool, gemv_part, &j);
+	run(pool, &j);
+}
+
+void pccx__kern_q4_gemm(struct pccx_pool *pool, enum pccx_kern_impl impl, const uint8_t *w,
+			uint64_t row_bytes, uint32_t n, const struct pccx_kern_act *a, uint32_t m,
+			float *y, size_t ldy)
+{
+	struct kern_job j = { pccx__kern_resolve(impl), w, row_bytes, n, m, a, y, ldy };
+
+	if (m)
+		run(pool, &j);
 }

@@ -1,34 +1,42 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Host kernels for the heavy matmuls of the reference: Q4 (W4A8) rows dotted with one
- * quantised activation, for the 16384 x 2048 FFN matrices and the 262,400-row LM head.
+ * Host kernels for the heavy matmuls of the reference: Q4 (W4A8) rows dotted with quantised
+ * activations, for the 16384 x 2048 FFN matrices and the 262,400-row LM head.
  *
- *   _ref   the definition: y[r] = pccx__q4_row_dot(row r) from isa/num, row by row;
- *   _avx2  2 rows at a time, 8 blocks of a row per step: the int32 block dots with AVX2
- *          integer ops (exact, so any order), the block products t = d * sx and
- *          c = (float)dot * t as vector lanes (each lane the scalar IEEE operation), then per
- *          row acc = acc + c block by block in order, the same FP32 operations as _ref.
- *   _avx512  the same with the int32 block dots from AVX-512 VNNI (vpdpbusd on four blocks
- *          at once).
- * Both give the same bits for every input (tests compare them with memcmp). Rows are
- * independent, so splitting them across threads cannot change a result either.
+ * GEMV (one activation row), y[r] = dot of weight row r with the activation:
+ *   _ref     the definition: y[r] = pccx__q4_row_dot(row r) from isa/num, row by row;
+ *   _avx2    8 rows at a time, one row per vector lane ("vertical"): the int32 block dots with
+ *            AVX2 integer ops (exact, so any order), reduced and transposed so that a vector
+ *            holds one block of the 8 rows, then per block t = d * sx, c = (float)dot * t and
+ *            acc = acc + c as vector lanes: every lane is one row's scalar IEEE operation, in
+ *            the contract's block order;
+ *   _avxvnni the same with the int32 dots from AVX-VNNI (vpdpbusd on 256-bit vectors);
+ *   _avx512  the same on 16 rows, int32 dots from AVX-512 VNNI.
+ * GEMM (m activation rows), y[i][r] = dot of weight row r with activation row i, the bits of m
+ * GEMVs: each (i, r) keeps its own in-order FP32 chain; the vectorised kernels read each
+ * weight block once for all m rows.
+ * Every variant gives the bits of _ref for every input (tests compare them with memcmp). Rows
+ * are independent, so splitting them across threads cannot change a result either.
  */
 #ifndef PCCX_GEMMA_KERNELS_H
 #define PCCX_GEMMA_KERNELS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "pool.h"
 
 enum pccx_kern_impl {
-	PCCX_KERN_AUTO,	/* the widest the CPU runs: AVX-512 VNNI, else AVX2, else _ref */
+	PCCX_KERN_AUTO,	/* the widest the CPU runs: AVX-512 VNNI, AVX-VNNI, AVX2, else _ref */
 	PCCX_KERN_REF,
 	PCCX_KERN_AVX2,
 	PCCX_KERN_AVX512,
+	PCCX_KERN_AVXVNNI,
+	PCCX_KERN_NIMPL	/* not a kernel: the count */
 };
 
-/* A quantised activation vector, with the AVX2 kernel's extra layout. */
+/* A quantised activation vector, with the vector kernels' extra layout. */
 struct pccx_kern_act {
 	uint32_t k;		/* elements, a multiple of 32 */
 	const int8_t *q8;	/* (k) INT8 activations */
@@ -39,8 +47,11 @@ struct pccx_kern_act {
 	int32_t *xsum;		/* (k/32) sum of each block's activations */
 };
 
-/* Fill a->xp and a->xsum from a->q8 (needed by the AVX2 kernel only). */
+/* Fill a->xp and a->xsum from a->q8 (needed by the vector kernels). */
 void pccx__kern_act_prepare(struct pccx_kern_act *a);
+
+/* Bytes of the FP16 scale beats at the start of a stored Q4 row of k elements. */
+uint64_t pccx__kern_scale_bytes(uint32_t k);
 
 /*
  * y[i] = dot of stored row r0 + i (records of row_bytes at w, device Q4 layout: FP16
@@ -50,21 +61,85 @@ void pccx__kern_q4_rows_ref(const uint8_t *w, uint64_t row_bytes, uint32_t n,
 			    const struct pccx_kern_act *a, float *y);
 void pccx__kern_q4_rows_avx2(const uint8_t *w, uint64_t row_bytes, uint32_t n,
 			     const struct pccx_kern_act *a, float *y);
+void pccx__kern_q4_rows_avxvnni(const uint8_t *w, uint64_t row_bytes, uint32_t n,
+				const struct pccx_kern_act *a, float *y);
 void pccx__kern_q4_rows_avx512(const uint8_t *w, uint64_t row_bytes, uint32_t n,
 			       const struct pccx_kern_act *a, float *y);
 
-/* True when the CPU runs the AVX2 kernel (AVX2 and F16C). */
+/*
+ * GEMM: y[i * ldy + j] = dot of stored row j with activation a[i], for i in [0, m) and
+ * j in [0, n); every a[i] has the same k. The bits of m calls of the rows kernel.
+ */
+void pccx__kern_q4_gemm_rows_ref(const uint8_t *w, uint64_t row_bytes, uint32_t n,
+				 const struct pccx_kern_act *a, uint32_t m, float *y, size_t ldy);
+void pccx__kern_q4_gemm_rows_avx2(const uint8_t *w, uint64_t row_bytes, uint32_t n,
+				  const struct pccx_kern_act *a, uint32_t m, float *y,
+				  size_t ldy);
+void pccx__kern_q4_gemm_rows_avxvnni(const uint8_t *w, uint64_t row_bytes, uint32_t n,
+				     const struct pccx_kern_act *a, uint32_t m, float *y,
+				     size_t ldy);
+void pccx__kern_q4_gemm_rows_avx512(const uint8_t *w, uint64_t row_bytes, uint32_t n,
+				    const struct pccx_kern_act *a, uint32_t m, float *y,
+				    size_t ldy);
+
+/*
+ * Blocks [b, k/32) of one stored row (scales at rec, nibbles at rec + sb) against a, one at a
+ * time, continuing acc exactly as pccx__q4_row_dot does; the canonical result.
+ */
+float pccx__kern_q4_row_finish(const uint8_t *rec, uint64_t sb, const struct pccx_kern_act *a,
+			       uint32_t b, float acc);
+
+/*
+ * Software prefetch of the next row group while one is read: a group's rows are read side by
+ * side, which hardware prefetchers follow poorly, but they lie in one contiguous range, which
+ * pccx__kern_pf_step fetches in order, `step` bytes (whole lines) per call.
+ */
+struct pccx_kern_pf {
+	const char *at, *end;
+	uint64_t step;
+};
+
+static inline void pccx__kern_pf_step(struct pccx_kern_pf *f)
+{
+	const char *e = f->at + f->step < f->end ? f->at + f->step : f->end;
+
+	for (; f->at < e; f->at += 64)
+		__builtin_prefetch(f->at, 0, 3);
+}
+
+/* Prefetch of rows [r0 + g, r0 + 2g) of n, for a group of g rows read in `steps` calls. */
+static inline struct pccx_kern_pf pccx__kern_pf_group(const uint8_t *w, uint64_t row_bytes,
+						      uint32_t n, uint32_t r0, uint32_t g,
+						      uint32_t steps)
+{
+	struct pccx_kern_pf f;
+	uint64_t gb = (uint64_t)g * row_bytes;
+
+	f.at = (const char *)w + (uint64_t)(r0 + g < n ? r0 + g : n) * row_bytes;
+	f.end = (const char *)w + (uint64_t)n * row_bytes;
+	f.step = (gb / (steps ? steps : 1) + 63) / 64 * 64;
+	return f;
+}
+
+/* True when the CPU runs the AVX2 kernel (AVX2 and F16C). Cached after the first call. */
 bool pccx__kern_have_avx2(void);
+/* True when the CPU runs the AVX-VNNI kernel (AVX2, F16C and AVX-VNNI). */
+bool pccx__kern_have_avxvnni(void);
 /* True when the CPU runs the AVX-512 kernel (AVX-512 F, BW, VL and VNNI, and F16C). */
 bool pccx__kern_have_avx512(void);
-/* True when this CPU runs `impl` (AUTO and REF always). */
+/* True when this CPU runs `impl` (AUTO and REF always; false for values out of range). */
 bool pccx__kern_supported(enum pccx_kern_impl impl);
 /* AUTO resolved to what will run. */
 enum pccx_kern_impl pccx__kern_resolve(enum pccx_kern_impl impl);
+/* The kernel's name, "?" for values out of range. */
 const char *pccx__kern_name(enum pccx_kern_impl impl);
 
 /* All n rows, split across the pool's threads (pool may be NULL). */
 void pccx__kern_q4_gemv(struct pccx_pool *pool, enum pccx_kern_impl impl, const uint8_t *w,
 			uint64_t row_bytes, uint32_t n, const struct pccx_kern_act *a, float *y);
+/* The GEMM of m activation rows, output rows split across the pool's threads. */
+void pccx__kern_q4_gemm(struct pccx_pool *pool, enum pccx_kern_impl impl, const uint8_t *w,
+			uint64_t row_bytes, uint32_t n, const struct pccx_kern_act *a, uint32_t m,
+			float *y, size_t ldy);
 
 #endif /* PCCX_GEMMA_KERNELS_H */

@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * x86 Q4 rows kernels, AVX2 and AVX-512 VNNI, which differ only in how they get the int32 block
- * sums. Each row is read sequentially (interleaving several rows' streams
- * halves the memory bandwidth on the machines measured). Eight blocks at a time: their int32
- * dots (exact, computed as (q + 8) * x with vpmaddubsw, minus 8 * sum(x)), two blocks per
- * 256-bit load of nibbles, t = d * sx and c = (float)dot * t as vector lanes (each lane one
- * IEEE operation, exactly the scalar ones), then acc = acc + c block by block in order, as
- * pccx__q4_row_dot does. Two rows are done together so that their dependent add chains
- * overlap.
+ * x86 Q4 GEMV kernels on 256-bit vectors, AVX2 and AVX-VNNI, which differ only in how they get
+ * the int32 block sums: 8 rows at a time, one row per vector lane. Per pair of blocks, each
+ * row's sums ((q + 8) * x: vpmaddubsw + vpmaddwd, or vpdpbusd; minus 8 * sum(x): exact), four
+ * partial sums per block, are reduced and transposed so that one vector holds one block of the
+ * 8 rows; the rows' FP16 scales are transposed alike (converted exactly with F16C). Then per
+ * block, in order: t = d * sx, c = (float)dot * t, acc = acc + c, each lane exactly the
+ * scalar IEEE operations of pccx__q4_row_dot.
  */
 #include "kernels.h"
 #include "pccx_num.h"
@@ -15,177 +14,202 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
-#define TARGET __attribute__((target("avx2,f16c")))
-#ifndef PF_AHEAD
-#define PF_AHEAD 2048	/* bytes of software prefetch distance */
-#endif
+#define T256 __attribute__((target("avx2,f16c")))
+#define TVNNI __attribute__((target("avx2,f16c,avxvnni")))
+#define G 8	/* rows per group: the lanes of a vector */
 
-/*
- * Partial sums of two consecutive blocks A, B of one row: their 32 nibble bytes and their
- * activations as pccx__kern_act_prepare lays them out (xe: [A even | B even], xo: [A odd |
- * B odd]). Lanes 0-3 sum to block A's (q + 8) * x, lanes 4-7 to block B's.
- */
-TARGET static __m256i pair_part(const uint8_t *nib, const int8_t *xe_p, const int8_t *xo_p)
+/* The nibbles of two blocks, in both nibbles q + 8 (stored q & 15; (q & 15) ^ 8 = q + 8). */
+T256 static void nibbles(const uint8_t *nib, __m256i *lo, __m256i *hi)
 {
-	const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
-	/* two's complement nibble q stored as q & 15; (q & 15) ^ 8 = q + 8, in both nibbles */
+	const __m256i m4 = _mm256_set1_epi8(0x0F);
 	__m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)nib),
 				     _mm256_set1_epi8((char)0x88));
-	__m256i lo = _mm256_and_si256(v, m4);
-	__m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-	__m256i xe = _mm256_loadu_si256((const __m256i *)(const void *)xe_p);
-	__m256i xo = _mm256_loadu_si256((const __m256i *)(const void *)xo_p);
-	/* int16 lanes: two products each, |sum of four| <= 4 * 15 * 127: no saturation */
-	__m256i s = _mm256_add_epi16(_mm256_maddubs_epi16(lo, xe), _mm256_maddubs_epi16(hi, xo));
 
-	return _mm256_madd_epi16(s, ones);
+	*lo = _mm256_and_si256(v, m4);
+	*hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
 }
 
 /*
- * The eight block sums of partial-sum vectors p0..p3, each holding two consecutive blocks
- * (lanes 0-3 the first, 4-7 the second), in block order.
+ * Partial sums of two consecutive blocks A, B of one row against activations laid out by
+ * pccx__kern_act_prepare (xe: [A even | B even], xo: [A odd | B odd]): lanes 0-3 sum to
+ * block A's (q + 8) * x, lanes 4-7 to block B's.
  */
-TARGET static __m256i sums8(__m256i p0, __m256i p1, __m256i p2, __m256i p3)
+T256 static __m256i pair_avx2(const uint8_t *nib, __m256i xe, __m256i xo)
 {
-	/* within 128-bit lanes: low = blocks 0 2 4 6, high = blocks 1 3 5 7 */
-	__m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));
+	__m256i lo, hi, s;
 
-	return _mm256_permutevar8x32_epi32(h, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+	nibbles(nib, &lo, &hi);
+	/* int16 lanes: two products each, |sum of four| <= 4 * 15 * 127: no saturation */
+	s = _mm256_add_epi16(_mm256_maddubs_epi16(lo, xe), _mm256_maddubs_epi16(hi, xo));
+	return _mm256_madd_epi16(s, _mm256_set1_epi16(1));
 }
 
-/* The (q + 8) * x sums of blocks b .. b+7 of one row, AVX2. */
-TARGET static __m256i dots8_avx2(const uint8_t *nib, const int8_t *xp)
+TVNNI static __m256i pair_vnni(const uint8_t *nib, __m256i xe, __m256i xo)
 {
-	/* xp: two groups of four blocks, each their evens then their odds */
-	return sums8(pair_part(nib, xp, xp + 64), pair_part(nib + 32, xp + 32, xp + 96),
-		     pair_part(nib + 64, xp + 128, xp + 192), pair_part(nib + 96, xp + 160, xp + 224));
+	__m256i lo, hi;
+
+	nibbles(nib, &lo, &hi);
+	return _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), lo, xe),
+				       hi, xo);
 }
 
-/* c_b = (float)dot_b * (fp16(d_b) * sx_b) for blocks b .. b+7 of one row, from raw sums. */
-TARGET static void finish8(const uint8_t *rec, const struct pccx_kern_act *a, uint32_t b,
-			   __m256i dot, float c[8])
+/*
+ * p[r] = the pair sums of row r (r < 8) -> d[0] lane r = block A's sum of row r, d[1] block
+ * B's: pairs of rows interleaved and added, then pairs of pairs, then the 128-bit halves
+ * exchanged. Integer adds: exact.
+ */
+T256 static void reduce8(const __m256i p[G], __m256i d[2])
 {
-	__m256i xs = _mm256_loadu_si256((const __m256i *)(const void *)(a->xsum + b));
-	__m128i hs = _mm_loadu_si128((const __m128i *)(const void *)(rec + 2 * b));
-	__m256 d = _mm256_cvtph_ps(hs);					/* exact */
-	__m256 t = _mm256_mul_ps(d, _mm256_loadu_ps(a->sx + b));	/* t = d * sx */
+	__m256i a[4], q0, q1;
+	unsigned i;
 
-	dot = _mm256_sub_epi32(dot, _mm256_slli_epi32(xs, 3));
-	/* (float)dot is exact: |dot| <= 32 * 8 * 127 */
-	_mm256_storeu_ps(c, _mm256_mul_ps(_mm256_cvtepi32_ps(dot), t));
+	for (i = 0; i < 4; i++)
+		a[i] = _mm256_add_epi32(_mm256_unpacklo_epi32(p[2 * i], p[2 * i + 1]),
+					_mm256_unpackhi_epi32(p[2 * i], p[2 * i + 1]));
+	q0 = _mm256_add_epi32(_mm256_unpacklo_epi64(a[0], a[1]), _mm256_unpackhi_epi64(a[0], a[1]));
+	q1 = _mm256_add_epi32(_mm256_unpacklo_epi64(a[2], a[3]), _mm256_unpackhi_epi64(a[2], a[3]));
+	d[0] = _mm256_permute2x128_si256(q0, q1, 0x20);
+	d[1] = _mm256_permute2x128_si256(q0, q1, 0x31);
 }
 
-/* Blocks [b, nb) of one row one at a time, continuing acc, exactly as pccx__q4_row_dot. */
-static float tail(const uint8_t *rec, uint64_t sb, const struct pccx_kern_act *a, uint32_t b,
-		  float acc)
+/*
+ * The FP16 scales of blocks b .. b+7 of 8 rows as eight vectors, d[i] lane r = row r's scale
+ * of block b + i in FP32 (exact): an 8 x 8 transpose of 16-bit words.
+ */
+T256 static void scales8x8(const uint8_t *const rec[G], uint32_t b, __m256 d[8])
 {
-	const uint16_t *sc = (const uint16_t *)(const void *)rec;
-	uint32_t j;
+	__m128i x[8], t[8], u[8];
+	unsigned i;
 
-	for (; b < a->k / 32; b++) {
-		const uint8_t *nib = rec + sb + 16 * b;
-		const int8_t *x = a->q8 + 32 * b;
-		int32_t dot = 0;
-		float t;
+	for (i = 0; i < 8; i++)
+		x[i] = _mm_loadu_si128((const __m128i *)(const void *)(rec[i] + 2 * b));
+	for (i = 0; i < 4; i++) {
+		t[2 * i] = _mm_unpacklo_epi16(x[2 * i], x[2 * i + 1]);
+		t[2 * i + 1] = _mm_unpackhi_epi16(x[2 * i], x[2 * i + 1]);
+	}
+	/* u[4h + j]: rows 4h .. 4h+3, blocks 2j, 2j+1 */
+	for (i = 0; i < 2; i++) {
+		u[4 * i] = _mm_unpacklo_epi32(t[4 * i], t[4 * i + 2]);
+		u[4 * i + 1] = _mm_unpackhi_epi32(t[4 * i], t[4 * i + 2]);
+		u[4 * i + 2] = _mm_unpacklo_epi32(t[4 * i + 1], t[4 * i + 3]);
+		u[4 * i + 3] = _mm_unpackhi_epi32(t[4 * i + 1], t[4 * i + 3]);
+	}
+	for (i = 0; i < 4; i++) {
+		d[2 * i] = _mm256_cvtph_ps(_mm_unpacklo_epi64(u[i], u[4 + i]));
+		d[2 * i + 1] = _mm256_cvtph_ps(_mm_unpackhi_epi64(u[i], u[4 + i]));
+	}
+}
 
-		for (j = 0; j < 16; j++)
-			dot += (((nib[j] & 15) ^ 8) - 8) * x[2 * j] +
-			       (((nib[j] >> 4) ^ 8) - 8) * x[2 * j + 1];
-		t = pccx__fp16_to_f32(sc[b]) * a->sx[b];
-		acc = acc + (float)dot * t;
+/* acc = acc + c_b for blocks b, b+1 in order, c_b = (float)(dot_b - 8 sum x_b) * (d_b * sx_b). */
+T256 static __m256 accumulate2(__m256 acc, const __m256i dot[2], const __m256 d[2],
+			       const struct pccx_kern_act *a, uint32_t b)
+{
+	unsigned i;
+
+	for (i = 0; i < 2; i++) {
+		__m256i s = _mm256_sub_epi32(dot[i], _mm256_set1_epi32(8 * a->xsum[b + i]));
+		__m256 t = _mm256_mul_ps(d[i], _mm256_set1_ps(a->sx[b + i]));
+
+		/* (float)s is exact: |s| <= 32 * 8 * 127 */
+		acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(s), t));
 	}
 	return acc;
 }
 
-#define NR 2	/* rows done together, so that their dependent add chains overlap */
-
 /*
- * NR rows of the kernel whose block sums come from DOTS8, under target TGT: eight blocks of
- * each row per step, then acc = acc + c block by block in order, per row.
+ * Rows rec[0 .. nr) (nr <= 8; lanes past nr repeat a row and are not stored) with the pair
+ * sums of PAIR: blocks in steps of eight (scales) and pairs (sums), the rest one at a time.
  */
-#define ROWS_FN(name, TGT, DOTS8)                                                              \
-	TGT static void name(const uint8_t *w, uint64_t rb, uint64_t sb,                      \
-			     const struct pccx_kern_act *a, float *y)                         \
-	{                                                                                    \
-		uint32_t nb = a->k / 32, b, i, r;                                            \
-		float acc[NR] = { 0.0f }, c[NR][8];                                          \
-                                                                                             \
-		for (b = 0; b + 8 <= nb; b += 8) {                                           \
-			for (r = 0; r < NR; r++) {                                           \
-				const uint8_t *rec = w + r * rb;                             \
-                                                                                             \
-				/* a few blocks ahead in each row (and on into the next) */  \
-				_mm_prefetch((const char *)rec + sb + 16 * b + PF_AHEAD,     \
-					     _MM_HINT_T0);                                   \
-				_mm_prefetch((const char *)rec + sb + 16 * b + PF_AHEAD + 64, \
-					     _MM_HINT_T0);                                   \
-				finish8(rec, a, b, DOTS8(rec + sb + 16 * b, a->xp + 32 * b),  \
-					c[r]);                                               \
-			}                                                                    \
-			for (i = 0; i < 8; i++)                                              \
-				for (r = 0; r < NR; r++)                                     \
-					acc[r] = acc[r] + c[r][i];                           \
-		}                                                                            \
-		for (r = 0; r < NR; r++)                                                     \
-			y[r] = pccx_f32_canon(tail(w + r * rb, sb, a, b, acc[r]));           \
+#define GROUP_FN(name, TGT, PAIR)                                                             \
+	TGT static void name(const uint8_t *const rec[G], uint32_t nr, uint64_t sb,          \
+			     const struct pccx_kern_act *a, struct pccx_kern_pf *f, float *y) \
+	{                                                                                   \
+		uint32_t nb = a->k / 32, b, h, r;                                             \
+		__m256 acc = _mm256_setzero_ps(), d[8];                                     \
+		__m256i p[G], dot[2];                                                       \
+		float v[G];                                                                 \
+                                                                                            \
+		for (b = 0; b + 4 <= nb; b += 4) {                                          \
+			/* scale beats are whole: eight scales can be read at b % 8 == 0 */ \
+			if (b % 8 == 0)                                                     \
+				scales8x8(rec, b, d);                                       \
+			pccx__kern_pf_step(f);                                              \
+			for (h = 0; h < 4; h += 2) {                                        \
+				const int8_t *xq = a->xp + 32 * b + 16 * h;                  \
+				__m256i xe = _mm256_loadu_si256(                            \
+					(const __m256i *)(const void *)xq);                 \
+				__m256i xo = _mm256_loadu_si256(                            \
+					(const __m256i *)(const void *)(xq + 64));          \
+                                                                                            \
+				for (r = 0; r < G; r++) {                                   \
+					const uint8_t *nib = rec[r] + sb + 16 * (b + h);    \
+                                                                                            \
+					p[r] = PAIR(nib, xe, xo);                           \
+				}                                                           \
+				reduce8(p, dot);                                            \
+				acc = accumulate2(acc, dot, d + (b + h) % 8, a, b + h);     \
+			}                                                                   \
+		}                                                                           \
+		_mm256_storeu_ps(v, acc);                                                   \
+		for (r = 0; r < nr; r++)                                                    \
+			y[r] = pccx__kern_q4_row_finish(rec[r], sb, a, b, v[r]);            \
 	}
 
-ROWS_FN(rows_avx2, TARGET, dots8_avx2)
+GROUP_FN(group_avx2, T256, pair_avx2)
+GROUP_FN(group_vnni, TVNNI, pair_vnni)
 
-/* All n rows: NR at a time, the rest with _ref (the same bits). */
-static void rows_all(void (*rows)(const uint8_t *, uint64_t, uint64_t,
-				  const struct pccx_kern_act *, float *),
-		     const uint8_t *w, uint64_t row_bytes, uint32_t n,
+typedef void (*group_fn)(const uint8_t *const rec[G], uint32_t nr, uint64_t sb,
+			 const struct pccx_kern_act *a, struct pccx_kern_pf *f, float *y);
+
+/* All n rows, G at a time (the last group's missing rows repeat its last row). */
+static void rows_all(group_fn group, const uint8_t *w, uint64_t row_bytes, uint32_t n,
 		     const struct pccx_kern_act *a, float *y)
 {
-	uint64_t sb = (uint64_t)((a->k / 32 + 7) / 8) * 16;
-	uint32_t r = 0;
+	uint64_t sb = pccx__kern_scale_bytes(a->k);
+	const uint8_t *rec[G];
+	uint32_t r0, r, nr;
 
-	for (; r + NR <= n; r += NR)
-		rows(w + r * row_bytes, row_bytes, sb, a, y + r);
-	if (r < n)
-		pccx__kern_q4_rows_ref(w + r * row_bytes, row_bytes, n - r, a, y + r);
+	for (r0 = 0; r0 < n; r0 += G) {
+		/* one share of the next group per step of four blocks */
+		struct pccx_kern_pf f = pccx__kern_pf_group(w, row_bytes, n, r0, G, a->k / 128);
+
+		nr = n - r0 < G ? n - r0 : G;
+		for (r = 0; r < G; r++)
+			rec[r] = w + (uint64_t)(r0 + (r < nr ? r : nr - 1)) * row_bytes;
+		group(rec, nr, sb, a, &f, y + r0);
+	}
 }
 
 void pccx__kern_q4_rows_avx2(const uint8_t *w, uint64_t row_bytes, uint32_t n,
 			     const struct pccx_kern_act *a, float *y)
 {
-	rows_all(rows_avx2, w, row_bytes, n, a, y);
+	rows_all(group_avx2, w, row_bytes, n, a, y);
 }
 
-/* ---- AVX-512 VNNI: vpdpbusd takes four blocks' 128 unsigned nibbles times activations ---- */
-
-#define TARGET512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,f16c")))
-
-/* Sums of four consecutive blocks, int32 lanes 4i .. 4i+3 for block i. */
-TARGET512 static __m512i quad_part(const uint8_t *nib, const int8_t *xq)
+void pccx__kern_q4_rows_avxvnni(const uint8_t *w, uint64_t row_bytes, uint32_t n,
+				const struct pccx_kern_act *a, float *y)
 {
-	const __m512i m4 = _mm512_set1_epi8(0x0F);
-	__m512i v = _mm512_xor_si512(_mm512_loadu_si512((const void *)nib),
-				     _mm512_set1_epi8((char)0x88));	/* q + 8 in both nibbles */
-	__m512i lo = _mm512_and_si512(v, m4);
-	__m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-	__m512i acc = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo,
-					  _mm512_loadu_si512((const void *)xq));
-
-	return _mm512_dpbusd_epi32(acc, hi, _mm512_loadu_si512((const void *)(xq + 64)));
+	rows_all(group_vnni, w, row_bytes, n, a, y);
 }
 
-/* The (q + 8) * x sums of blocks b .. b+7 of one row, AVX-512 VNNI. */
-TARGET512 static __m256i dots8_avx512(const uint8_t *nib, const int8_t *xp)
+void pccx__kern_q4_gemm_rows_avx2(const uint8_t *w, uint64_t row_bytes, uint32_t n,
+				  const struct pccx_kern_act *a, uint32_t m, float *y,
+				  size_t ldy)
 {
-	__m512i q0 = quad_part(nib, xp), q1 = quad_part(nib + 64, xp + 128);
+	uint32_t i;
 
-	return sums8(_mm512_castsi512_si256(q0), _mm512_extracti64x4_epi64(q0, 1),
-		     _mm512_castsi512_si256(q1), _mm512_extracti64x4_epi64(q1, 1));
+	for (i = 0; i < m; i++)
+		pccx__kern_q4_rows_avx2(w, row_bytes, n, &a[i], y + i * ldy);
 }
 
-ROWS_FN(rows_avx512, TARGET512, dots8_avx512)
-
-void pccx__kern_q4_rows_avx512(const uint8_t *w, uint64_t row_bytes, uint32_t n,
-			       const struct pccx_kern_act *a, float *y)
+void pccx__kern_q4_gemm_rows_avxvnni(const uint8_t *w, uint64_t row_bytes, uint32_t n,
+				     const struct pccx_kern_act *a, uint32_t m, float *y,
+				     size_t ldy)
 {
-	rows_all(rows_avx512, w, row_bytes, n, a, y);
+	uint32_t i;
+
+	for (i = 0; i < m; i++)
+		pccx__kern_q4_rows_avxvnni(w, row_bytes, n, &a[i], y + i * ldy);
 }
 
 #else
@@ -196,10 +220,24 @@ void pccx__kern_q4_rows_avx2(const uint8_t *w, uint64_t row_bytes, uint32_t n,
 	pccx__kern_q4_rows_ref(w, row_bytes, n, a, y);
 }
 
-void pccx__kern_q4_rows_avx512(const uint8_t *w, uint64_t row_bytes, uint32_t n,
-			       const struct pccx_kern_act *a, float *y)
+void pccx__kern_q4_rows_avxvnni(const uint8_t *w, uint64_t row_bytes, uint32_t n,
+				const struct pccx_kern_act *a, float *y)
 {
 	pccx__kern_q4_rows_ref(w, row_bytes, n, a, y);
+}
+
+void pccx__kern_q4_gemm_rows_avx2(const uint8_t *w, uint64_t row_bytes, uint32_t n,
+				  const struct pccx_kern_act *a, uint32_t m, float *y,
+				  size_t ldy)
+{
+	pccx__kern_q4_gemm_rows_ref(w, row_bytes, n, a, m, y, ldy);
+}
+
+void pccx__kern_q4_gemm_rows_avxvnni(const uint8_t *w, uint64_t row_bytes, uint32_t n,
+				     const struct pccx_kern_act *a, uint32_t m, float *y,
+				     size_t ldy)
+{
+	pccx__kern_q4_gemm_rows_ref(w, row_bytes, n, a, m, y, ldy);
 }
 
 #endif

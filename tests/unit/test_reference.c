@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * The Gemma 3n reference: configs, the reference NPU's op semantics, the host kernels
- * (_ref vs AVX2, thread counts), determinism, KV sharing, the sliding window, and every
+ * The Gemma 3n reference: configs, the reference NPU's op semantics (the host kernels are
+ * tested in test_kernels.c), determinism, KV sharing, the sliding window, and every
  * stage of the tiny configs against the FP64 oracle within the bounds of docs/reference.md.
  */
 #include <check.h>
@@ -264,152 +264,13 @@ START_TEST(test_plan_e4b_fits)
 END_TEST
 
 /* ===================================================================================== */
-/* Host kernels.                                                                         */
-
-struct kcase {
-	uint32_t n, k;
-	uint64_t rb;
-	uint8_t *w;
-	int8_t *q8, *xp;
-	float *sx;
-	int32_t *xsum;
-	struct pccx_kern_act a;
-};
+/* A pseudo-random sequence for test data.                                              */
 
 static uint64_t lcg(uint64_t *s)
 {
 	*s = *s * 6364136223846793005ull + 1442695040888963407ull;
 	return *s >> 33;
 }
-
-static void kcase_make(struct kcase *c, uint32_t n, uint32_t k, uint64_t *s, bool wild)
-{
-	uint32_t i, b, r;
-
-	c->n = n;
-	c->k = k;
-	c->rb = (uint64_t)((k / 32 + 7) / 8) * 16 + k / 2;
-	c->w = malloc(c->rb * n);
-	c->q8 = malloc(k);
-	c->xp = malloc(k);
-	c->sx = malloc(sizeof(float) * (k / 32));
-	c->xsum = malloc(sizeof(int32_t) * (k / 32));
-	for (i = 0; i < c->rb * n; i++)
-		c->w[i] = (uint8_t)lcg(s);
-	if (!wild) {
-		/* finite scales in a realistic range */
-		for (r = 0; r < n; r++)
-			for (b = 0; b < k / 32; b++) {
-				uint16_t h = pccx__f32_to_fp16((float)(lcg(s) % 1000) / 30000.0f);
-
-				memcpy(c->w + r * c->rb + 2 * b, &h, 2);
-			}
-	}
-	for (i = 0; i < k; i++)
-		c->q8[i] = (int8_t)((int)(lcg(s) % 255) - 127);
-	for (i = 0; i < k / 32; i++)
-		c->sx[i] = (float)(lcg(s) % 100000) / 1e6f;
-	c->a = (struct pccx_kern_act){ k, c->q8, c->sx, c->xp, c->xsum };
-	pccx__kern_act_prepare(&c->a);
-}
-
-static void kcase_free(struct kcase *c)
-{
-	free(c->w);
-	free(c->q8);
-	free(c->xp);
-	free(c->sx);
-	free(c->xsum);
-}
-
-START_TEST(test_kernel_ref_is_the_numerics_row_dot)
-{
-	uint64_t s = 7;
-	struct kcase c;
-	uint32_t r;
-	float *y;
-
-	kcase_make(&c, 9, 2048, &s, false);
-	y = malloc(sizeof(float) * c.n);
-	pccx__kern_q4_rows_ref(c.w, c.rb, c.n, &c.a, y);
-	for (r = 0; r < c.n; r++) {
-		const uint8_t *rec = c.w + r * c.rb;
-		float e = pccx__q4_row_dot(rec + 128, (const uint16_t *)(const void *)rec, c.q8,
-					   c.sx, c.k);
-
-		ck_assert_uint_eq(pccx_f32_bits(y[r]), pccx_f32_bits(e));
-	}
-	free(y);
-	kcase_free(&c);
-}
-END_TEST
-
-START_TEST(test_kernel_avx2_bit_identical)
-{
-	uint64_t s = 12345;
-	unsigned it;
-
-	if (!pccx__kern_have_avx2())
-		return;	/* nothing to compare on this CPU */
-	for (it = 0; it < 400; it++) {
-		uint32_t k = 32 * (1 + (uint32_t)(lcg(&s) % 96)), n = 1 + (uint32_t)(lcg(&s) % 37);
-		struct kcase c;
-		float *y1, *y2;
-
-		if (it % 50 == 0)
-			k = 2048, n = 257;
-		/* every third case: raw bytes as scales (NaN, Inf) */
-		kcase_make(&c, n, k, &s, it % 3 == 0);
-		y1 = malloc(sizeof(float) * n);
-		y2 = malloc(sizeof(float) * n);
-		pccx__kern_q4_rows_ref(c.w, c.rb, n, &c.a, y1);
-		pccx__kern_q4_rows_avx2(c.w, c.rb, n, &c.a, y2);
-		ck_assert_msg(!memcmp(y1, y2, sizeof(float) * n), "k %u n %u differ", k, n);
-		if (pccx__kern_have_avx512()) {
-			memset(y2, 0, sizeof(float) * n);
-			pccx__kern_q4_rows_avx512(c.w, c.rb, n, &c.a, y2);
-			ck_assert_msg(!memcmp(y1, y2, sizeof(float) * n), "avx512: k %u n %u differ",
-				      k, n);
-		}
-		free(y1);
-		free(y2);
-		kcase_free(&c);
-	}
-}
-END_TEST
-
-START_TEST(test_kernel_threads_bit_identical)
-{
-	static const unsigned threads[] = { 1, 2, 3, 5 };
-	uint64_t s = 99;
-	struct kcase c;
-	float *y0, *y;
-	unsigned t, impl;
-
-	kcase_make(&c, 4099, 512, &s, false);	/* rows not a multiple of 8 or of the threads */
-	y0 = malloc(sizeof(float) * c.n);
-	y = malloc(sizeof(float) * c.n);
-	pccx__kern_q4_rows_ref(c.w, c.rb, c.n, &c.a, y0);
-	for (impl = PCCX_KERN_REF; impl <= PCCX_KERN_AVX512; impl++) {
-		if (!pccx__kern_supported((enum pccx_kern_impl)impl))
-			continue;
-		for (t = 0; t < sizeof(threads) / sizeof(threads[0]); t++) {
-			struct pccx_pool *p;
-			pccx_diag d;
-
-			ck_assert_int_eq(pccx__pool_create(&p, threads[t], &d), 0);
-			memset(y, 0, sizeof(float) * c.n);
-			pccx__kern_q4_gemv(p, (enum pccx_kern_impl)impl, c.w, c.rb, c.n, &c.a, y);
-			ck_assert_msg(!memcmp(y0, y, sizeof(float) * c.n), "%s, %u threads",
-				      pccx__kern_name(impl), threads[t]);
-			pccx__pool_destroy(p);
-		}
-	}
-	free(y0);
-	free(y);
-	kcase_free(&c);
-}
-END_TEST
 
 /* ===================================================================================== */
 /* The reference NPU's op semantics.                                                     */
@@ -1391,12 +1252,6 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_layer_pattern_period);
 	tcase_add_test(tc, test_config_check_rejects);
 	tcase_add_test(tc, test_plan_e4b_fits);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("kernels");
-	tcase_add_test(tc, test_kernel_ref_is_the_numerics_row_dot);
-	tcase_add_test(tc, test_kernel_avx2_bit_identical);
-	tcase_add_test(tc, test_kernel_threads_bit_identical);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("exec");

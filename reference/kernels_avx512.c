@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: MIT
+/*
+ * x86 Q4 GEMV kernel on AVX-512 VNNI: 16 rows at a time, one row per vector lane. Per step of
+ * eight blocks: each row's int32 block dots (vpdpbusd on q + 8 against the activations,
+ * minus 8 * sum(x): exact), four partial sums per block, are reduced and transposed so that
+ * one vector holds one block of the 16 rows; the rows' FP16 scales are transposed alike (and
+ * converted exactly with F16C). Then per block, in order: t = d * sx, c = (float)dot * t,
+ * acc = acc + c, each lane exactly the scalar IEEE operations of pccx__q4_row_dot. No
+ * horizontal FP work is done, and the 16 rows' add chains advance in one instruction.
+ */
+#include "kernels.h"
+#include "pccx_num.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+#define T512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,f16c")))
+#define G 16	/* rows per group: the lanes of a vector */
+
+/* vpermt2w selections of the scale transpose (see scales16x8) */
+static const uint16_t idx1[2][32] = {
+	{ 0, 8, 16, 24, 32, 40, 48, 56, 1, 9, 17, 25, 33, 41, 49, 57,
+	  2, 10, 18, 26, 34, 42, 50, 58, 3, 11, 19, 27, 35, 43, 51, 59 },
+	{ 4, 12, 20, 28, 36, 44, 52, 60, 5, 13, 21, 29, 37, 45, 53, 61,
+	  6, 14, 22, 30, 38, 46, 54, 62, 7, 15, 23, 31, 39, 47, 55, 63 },
+};
+static const uint16_t idx2[2][32] = {
+	{ 0, 1, 2, 3, 4, 5, 6, 7, 32, 33, 34, 35, 36, 37, 38, 39,
+	  8, 9, 10, 11, 12, 13, 14, 15, 40, 41, 42, 43, 44, 45, 46, 47 },
+	{ 16, 17, 18, 19, 20, 21, 22, 23, 48, 49, 50, 51, 52, 53, 54, 55,
+	  24, 25, 26, 27, 28, 29, 30, 31, 56, 57, 58, 59, 60, 61, 62, 63 },
+};
+
+/*
+ * The FP16 scales of blocks b .. b+7 of 16 rows as eight vectors, d[i] lane r = row r's
+ * scale of block b + i in FP32 (exact). Four rows per 512-bit vector ([row][block] words),
+ * then two rounds of vpermt2w: [block 0-3 | 4-7][row 0-7 | 8-15], then [block][row].
+ */
+T512 static void scales16x8(const uint8_t *const rec[G], uint32_t b, __m512 d[8])
+{
+	__m512i z[4], u[4];
+	unsigned g, p;
+
+	for (g = 0; g < 4; g++) {
+		const uint8_t *const *r4 = rec + 4 * g;
+		__m512i v = _mm512_castsi128_si512(
+			_mm_loadu_si128((const __m128i *)(const void *)(r4[0] + 2 * b)));
+
+		v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(const void *)
+							 (r4[1] + 2 * b)), 1);
+		v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(const void *)
+							 (r4[2] + 2 * b)), 2);
+		z[g] = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(const void *)
+							    (r4[3] + 2 * b)), 3);
+	}
+	for (p = 0; p < 2; p++) {
+		__m512i ix = _mm512_loadu_si512((const void *)idx1[p]);
+
+		u[p] = _mm512_permutex2var_epi16(z[0], ix, z[1]);	/* rows 0-7 */
+		u[2 + p] = _mm512_permutex2var_epi16(z[2], ix, z[3]);	/* rows 8-15 */
+	}
+	for (p = 0; p < 4; p++) {
+		__m512i o = _mm512_permutex2var_epi16(
+			u[p / 2], _mm512_loadu_si512((const void *)idx2[p % 2]), u[2 + p / 2]);
+
+		d[2 * p] = _mm512_cvtph_ps(_mm512_castsi512_si256(o));
+		d[2 * p + 1] = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(o, 1));
+	}
+}
+
+/* Four blocks of one row: int32 lanes 4i .. 4i+3 sum to block i's (q + 8) * x. */
+T512 static __m512i quad(const uint8_t *nib, __m512i xe, __m512i xo)
+{
+	const __m512i m4 = _mm512_set1_epi8(0x0F);
+	/* two's complement nibble q stored as q & 15; (q & 15) ^ 8 = q + 8, in both nibbles */
+	__m512i v = _mm512_xor_si512(_mm512_loadu_si512((const void *)nib),
+				     _mm512_set1_epi8((char)0x88));
+	__m512i lo = _mm512_and_si512(v, m4);
+	__m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+
+	return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, xe), hi, xo);
+}
+
+/*
+ * p[r] = quad() of row r (r < 16) -> d[i] lane r = block i's sum of row r: pairs of rows
+ * interleaved and added (lanes [r.p0+p2, r'.p0+p2, r.p1+p3, r'.p1+p3] per block), then pairs
+ * of pairs ([r0 r1 r2 r3] per block), then the 128-bit lanes transposed. Integer adds: exact.
+ */
+T512 static void reduce16(const __m512i p[G], __m512i d[4])
+{
+	__m512i a[8], q[4], t0, t1, t2, t3;
+	unsigned i;
+
+	for (i = 0; i < 8; i++)
+		a[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(p[2 * i], p[2 * i + 1]),
+					_mm512_unpackhi_epi32(p[2 * i], p[2 * i + 1]));
+	for (i = 0; i < 4; i++)
+		q[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(a[2 * i], a[2 * i + 1]),
+					_mm512_unpackhi_epi64(a[2 * i], a[2 * i + 1]));
+	t0 = _mm512_shuffle_i32x4(q[0], q[1], 0x44);
+	t1 = _mm512_shuffle_i32x4(q[2], q[3], 0x44);
+	t2 = _mm512_shuffle_i32x4(q[0], q[1], 0xEE);
+	t3 = _mm512_shuffle_i32x4(q[2], q[3], 0xEE);
+	d[0] = _mm512_shuffle_i32x4(t0, t1, 0x88);
+	d[1] = _mm512_shuffle_i32x4(t0, t1, 0xDD);
+	d[2] = _mm512_shuffle_i32x4(t2, t3, 0x88);
+	d[3] = _mm512_shuffle_i32x4(t2, t3, 0xDD);
+}
+
+/* The (q + 8) * x sums of blocks b .. b+3 of the 16 rows, d[i] lane r for block b + i. */
+T512 static void dots16x4(const uint8_t *const rec[G], uint64_t sb, const int8_t *xp, uint32_t b,
+			  __m512i d[4])
+{
+	__m512i xe = _mm512_loadu_si512((const void *)(xp + 32 * b));
+	__m512i xo = _mm512_loadu_si512((const void *)(xp + 32 * b + 64));
+	__m512i p[G];
+	unsigned r;
+
+	for (r = 0; r < G; r++)
+		p[r] = quad(rec[r] + sb + 16 * b, xe, xo);
+	reduce16(p, d);
+}
+
+/* acc = acc + c_b for blocks b .. b+3 in order, c_b = (float)(dot_b - 8 sum x_b) * (d_b * sx_b). */
+T512 static __m512 accumulate4(__m512 acc, const __m512i dot[4], const __m512 d[4],
+			       const struct pccx_kern_act *a, uint32_t b)
+{
+	unsigned i;
+
+	for (i = 0; i < 4; i++) {
+		__m512i s = _mm512_sub_epi32(dot[i], _mm512_set1_epi32(8 * a->xsum[b + i]));
+		__m512 t = _mm512_mul_ps(d[i], _mm512_set1_ps(a->sx[b + i]));
+
+		/* (float)s is exact: |s| <= 32 * 8 * 127 */
+		acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_cvtepi32_ps(s), t));
+	}
+	return acc;
+}
+
+/* Rows rec[0 .. nr) (nr <= 16; the lanes past nr repeat a row and are not stored). */
+T512 static void group16(const uint8_t *const rec[G], uint32_t nr, uint64_t sb,
+			 const struct pccx_kern_act *a, struct pccx_kern_pf *f, float *y)
+{
+	uint32_t nb = a->k / 32, b, r;
+	__m512 acc = _mm512_setzero_ps(), d[8];
+	__m512i dot[4];
+	float v[G];
+
+	for (b = 0; b + 8 <= nb; b += 8) {
+		scales16x8(rec, b, d);
+		pccx__kern_pf_step(f);
+		dots16x4(rec, sb, a->xp, b, dot);
+		acc = accumulate4(acc, dot, d, a, b);
+		pccx__kern_pf_step(f);
+		dots16x4(rec, sb, a->xp, b + 4, dot);
+		acc = accumulate4(acc, dot, d + 4, a, b + 4);
+	}
+	if (b + 4 <= nb) {
+		/* the scale beats are whole 16-byte beats: eight scales are there to read */
+		scales16x8(rec, b, d);
+		dots16x4(rec, sb, a->xp, b, dot);
+		acc = accumulate4(acc, dot, d, a, b);
+		b += 4;
+	}
+	_mm512_storeu_ps(v, acc);
+	for (r = 0; r < nr; r++)
+		y[r] = pccx__kern_q4_row_finish(rec[r], sb, a, b, v[r]);
+}
+
+void pccx__kern_q4_rows_avx512(const uint8_t *w, uint64_t row_bytes, uint32_t n,
+			       const struct pccx_kern_act *a, float *y)
+{
+	uint64_t sb = pccx__kern_scale_bytes(a->k);
+	const uint8_t *rec[G];
+	uint32_t r0, r, nr;
+
+	for (r0 = 0; r0 < n; r0 += G) {
+		/* one share of the next group per step of four blocks */
+		struct pccx_kern_pf f = pccx__kern_pf_group(w, row_bytes, n, r0, G, a->k / 128);
+
+		nr = n - r0 < G ? n - r0 : G;
+		for (r = 0; r < G; r++)
+			rec[r] = w + (uint64_t)(r0 + (r < nr ? r : nr - 1)) * row_bytes;
+		group16(rec, nr, sb, a, &f, y + r0);
+	}
+}
+
+void pccx__kern_q4_gemm_rows_avx512(const uint8_t *w, uint64_t row_bytes, uint32_t n,
+				    const struct pccx_kern_act *a, uint32_t m, float *y,
+				    size_t ldy)
+{
+	uint32_t i;
+
+	for (i = 0; i < m; i++)
+		pccx__kern_q4_rows_avx512(w, row_bytes, n, &a[i], y + i * ldy);
+}
+
+#else
+
+void pccx__kern_q4_rows_avx512(const uint8_t *w, uint64_t row_bytes, uint32_t n,
+			       const struct pccx_kern_act *a, float *y)
+{
+	pccx__kern_q4_rows_ref(w, row_bytes, n, a, y);
+}
+
+void pccx__kern_q4_gemm_rows_avx512(const uint8_t *w, uint64_t row_bytes, uint32_t n,
+				    const struct pccx_kern_act *a, uint32_t m, float *y,
+				    size_t ldy)
+{
+	pccx__kern_q4_gemm_rows_ref(w, row_bytes, n, a, m, y, ldy);
+}
+
+#endif

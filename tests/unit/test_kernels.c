@@ -1,0 +1,405 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The reference's Q4 host kernels: _ref is isa/num's row dot; every vector variant the CPU
+ * runs gives _ref's bytes (GEMV on random shapes, partial row groups and blocks left over,
+ * NaN/Inf scales; GEMM against m GEMVs); thread counts do not change a byte; the reference
+ * NPU's Q4 GEMM (m > 1) gives the bits of m rows of isa/num dots through the output stage.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec_ref.h"
+#include "kernels.h"
+#include "pccx_num.h"
+
+static uint64_t lcg(uint64_t *s)
+{
+	*s = *s * 6364136223846793005ull + 1442695040888963407ull;
+	return *s >> 33;
+}
+
+/* ---- a weight matrix and m quantised activation rows ---- */
+
+struct kcase {
+	uint32_t n, k, m;
+	uint64_t rb;
+	uint8_t *w;
+	int8_t *q8, *xp;
+	float *sx;
+	int32_t *xsum;
+	struct pccx_kern_act *a;	/* (m) */
+};
+
+/*
+ * wild: raw bytes as weight scales (NaN, Inf, subnormals) and some activation blocks with a
+ * NaN or infinite scale.
+ */
+static void kcase_make(struct kcase *c, uint32_t n, uint32_t k, uint32_t m, uint64_t *s,
+		       bool wild)
+{
+	uint32_t nb = k / 32;
+	uint64_t i;
+	uint32_t b, r;
+
+	c->n = n;
+	c->k = k;
+	c->m = m;
+	c->rb = pccx__kern_scale_bytes(k) + k / 2;
+	c->w = malloc(c->rb * n);
+	c->q8 = malloc((size_t)k * m);
+	c->xp = malloc((size_t)k * m);
+	c->sx = malloc(sizeof(float) * nb * m);
+	c->xsum = malloc(sizeof(int32_t) * nb * m);
+	c->a = malloc(sizeof(*c->a) * m);
+	ck_assert(c->w && c->q8 && c->xp && c->sx && c->xsum && c->a);
+	for (i = 0; i < c->rb * n; i++)
+		c->w[i] = (uint8_t)lcg(s);
+	if (!wild) {
+		/* finite scales in a realistic range */
+		for (r = 0; r < n; r++)
+			for (b = 0; b < nb; b++) {
+				uint16_t h = pccx__f32_to_fp16((float)(lcg(s) % 1000) / 30000.0f);
+
+				memcpy(c->w + r * c->rb + 2 * b, &h, 2);
+			}
+	}
+	for (i = 0; i < (uint64_t)k * m; i++)
+		c->q8[i] = (int8_t)((int)(lcg(s) % 255) - 127);
+	for (i = 0; i < (uint64_t)nb * m; i++) {
+		c->sx[i] = (float)(lcg(s) % 100000) / 1e6f;
+		if (wild && lcg(s) % 17 == 0)
+			c->sx[i] = lcg(s) % 2 ? NAN : -INFINITY;
+	}
+	for (r = 0; r < m; r++) {
+		c->a[r] = (struct pccx_kern_act){ k, c->q8 + (size_t)k * r, c->sx + (size_t)nb * r,
+						  c->xp + (size_t)k * r, c->xsum + (size_t)nb * r };
+		pccx__kern_act_prepare(&c->a[r]);
+	}
+}
+
+static void kcase_free(struct kcase *c)
+{
+	free(c->w);
+	free(c->q8);
+	free(c->xp);
+	free(c->sx);
+	free(c->xsum);
+	free(c->a);
+}
+
+/* The vector variants (every one but AUTO and REF). */
+static const enum pccx_kern_impl vec_impls[] = { PCCX_KERN_AVX2, PCCX_KERN_AVXVNNI,
+						 PCCX_KERN_AVX512 };
+#define NVEC (sizeof(vec_impls) / sizeof(vec_impls[0]))
+
+static void rows(enum pccx_kern_impl impl, const struct kcase *c, const struct pccx_kern_act *a,
+		 float *y)
+{
+	switch (impl) {
+	case PCCX_KERN_AVX2:
+		pccx__kern_q4_rows_avx2(c->w, c->rb, c->n, a, y);
+		break;
+	case PCCX_KERN_AVXVNNI:
+		pccx__kern_q4_rows_avxvnni(c->w, c->rb, c->n, a, y);
+		break;
+	case PCCX_KERN_AVX512:
+		pccx__kern_q4_rows_avx512(c->w, c->rb, c->n, a, y);
+		break;
+	default:
+		pccx__kern_q4_rows_ref(c->w, c->rb, c->n, a, y);
+	}
+}
+
+static void gemm(enum pccx_kern_impl impl, const struct kcase *c, float *y, size_t ldy)
+{
+	switch (impl) {
+	case PCCX_KERN_AVX2:
+		pccx__kern_q4_gemm_rows_avx2(c->w, c->rb, c->n, c->a, c->m, y, ldy);
+		break;
+	case PCCX_KERN_AVXVNNI:
+		pccx__kern_q4_gemm_rows_avxvnni(c->w, c->rb, c->n, c->a, c->m, y, ldy);
+		break;
+	case PCCX_KERN_AVX512:
+		pccx__kern_q4_gemm_rows_avx512(c->w, c->rb, c->n, c->a, c->m, y, ldy);
+		break;
+	default:
+		pccx__kern_q4_gemm_rows_ref(c->w, c->rb, c->n, c->a, c->m, y, ldy);
+	}
+}
+
+START_TEST(test_ref_is_the_numerics_row_dot)
+{
+	uint64_t s = 7;
+	struct kcase c;
+	uint32_t r;
+	float *y;
+
+	kcase_make(&c, 9, 2048, 1, &s, false);
+	y = malloc(sizeof(float) * c.n);
+	pccx__kern_q4_rows_ref(c.w, c.rb, c.n, c.a, y);
+	for (r = 0; r < c.n; r++) {
+		const uint8_t *rec = c.w + r * c.rb;
+		float e = pccx__q4_row_dot(rec + 128, (const uint16_t *)(const void *)rec, c.q8,
+					   c.sx, c.k);
+
+		ck_assert_uint_eq(pccx_f32_bits(y[r]), pccx_f32_bits(e));
+	}
+	free(y);
+	kcase_free(&c);
+}
+END_TEST
+
+/* Every vector GEMV the CPU runs against _ref, byte for byte. */
+START_TEST(test_rows_bit_identical)
+{
+	uint64_t s = 12345;
+	unsigned it, v, tested = 0;
+
+	for (it = 0; it < 400; it++) {
+		/* k: any number of blocks (groups of four and eight and what is left of them);
+		 * n: partial row groups of every size */
+		uint32_t k = 32 * (1 + (uint32_t)(lcg(&s) % 96)), n = 1 + (uint32_t)(lcg(&s) % 37);
+		struct kcase c;
+		float *y1, *y2;
+
+		if (it % 50 == 0)
+			k = 2048, n = 257;
+		if (it % 100 == 1)
+			k = 16384, n = 19;
+		kcase_make(&c, n, k, 1, &s, it % 3 == 0);
+		y1 = malloc(sizeof(float) * n);
+		y2 = malloc(sizeof(float) * n);
+		pccx__kern_q4_rows_ref(c.w, c.rb, n, c.a, y1);
+		for (v = 0; v < NVEC; v++) {
+			if (!pccx__kern_supported(vec_impls[v]))
+				continue;
+			memset(y2, 0xA5, sizeof(float) * n);
+			rows(vec_impls[v], &c, c.a, y2);
+			ck_assert_msg(!memcmp(y1, y2, sizeof(float) * n), "%s: k %u n %u differ",
+				      pccx__kern_name(vec_impls[v]), k, n);
+			tested++;
+		}
+		free(y1);
+		free(y2);
+		kcase_free(&c);
+	}
+	if (!tested)
+		fprintf(stderr, "test_kernels: this CPU runs no vector kernel; _ref only\n");
+}
+END_TEST
+
+/* GEMM of m rows: the bytes of m GEMVs with _ref, for every variant the CPU runs. */
+START_TEST(test_gemm_is_m_gemvs)
+{
+	static const uint32_t ms[] = { 1, 2, 3, 16, 64 };
+	static const uint32_t ks[] = { 32, 96, 160, 2048, 16384 };
+	static const uint32_t ns[] = { 1, 37, 45 };
+	uint64_t s = 4242;
+	unsigned mi, ki, v, case_no = 0;
+
+	for (mi = 0; mi < sizeof(ms) / sizeof(ms[0]); mi++)
+		for (ki = 0; ki < sizeof(ks) / sizeof(ks[0]); ki++) {
+			uint32_t m = ms[mi], k = ks[ki], i;
+			/* odd n; few rows at k 16384, m 64 for _ref's time */
+			uint32_t n = k == 16384 && m == 64 ? 17 : ns[case_no % 3];
+			size_t ldy = n + 3;	/* rows of y apart */
+			struct kcase c;
+			float *e, *y;
+
+			kcase_make(&c, n, k, m, &s, case_no++ % 2 == 1);
+			e = malloc(sizeof(float) * ldy * m);
+			y = malloc(sizeof(float) * ldy * m);
+			memset(e, 0x5A, sizeof(float) * ldy * m);
+			for (i = 0; i < m; i++)
+				pccx__kern_q4_rows_ref(c.w, c.rb, n, &c.a[i], e + i * ldy);
+			for (v = 0; v <= NVEC; v++) {
+				enum pccx_kern_impl impl = v < NVEC ? vec_impls[v] : PCCX_KERN_REF;
+
+				if (!pccx__kern_supported(impl))
+					continue;
+				memset(y, 0x5A, sizeof(float) * ldy * m);
+				gemm(impl, &c, y, ldy);
+				ck_assert_msg(!memcmp(e, y, sizeof(float) * ldy * m),
+					      "%s: m %u k %u n %u differ", pccx__kern_name(impl),
+					      m, k, n);
+			}
+			free(e);
+			free(y);
+			kcase_free(&c);
+		}
+}
+END_TEST
+
+/* Splitting rows across threads changes no byte, for the GEMV and the GEMM. */
+START_TEST(test_threads_bit_identical)
+{
+	static const unsigned threads[] = { 1, 2, 3, 5 };
+	uint64_t s = 99;
+	struct kcase c;
+	float *y0, *y;
+	unsigned t, impl;
+	uint32_t i;
+
+	/* rows not a multiple of 16 or of the threads */
+	kcase_make(&c, 4099, 512, 3, &s, false);
+	y0 = malloc(sizeof(float) * c.n * c.m);
+	y = malloc(sizeof(float) * c.n * c.m);
+	for (i = 0; i < c.m; i++)
+		pccx__kern_q4_rows_ref(c.w, c.rb, c.n, &c.a[i], y0 + (size_t)i * c.n);
+	for (impl = PCCX_KERN_AUTO; impl < PCCX_KERN_NIMPL; impl++) {
+		if (!pccx__kern_supported((enum pccx_kern_impl)impl))
+			continue;
+		for (t = 0; t < sizeof(threads) / sizeof(threads[0]); t++) {
+			struct pccx_pool *p;
+			pccx_diag d;
+
+			ck_assert_int_eq(pccx__pool_create(&p, threads[t], &d), 0);
+			memset(y, 0, sizeof(float) * c.n * c.m);
+			pccx__kern_q4_gemv(p, (enum pccx_kern_impl)impl, c.w, c.rb, c.n, c.a, y);
+			ck_assert_msg(!memcmp(y0, y, sizeof(float) * c.n), "gemv %s, %u threads",
+				      pccx__kern_name(impl), threads[t]);
+			memset(y, 0, sizeof(float) * c.n * c.m);
+			pccx__kern_q4_gemm(p, (enum pccx_kern_impl)impl, c.w, c.rb, c.n, c.a, c.m,
+					   y, c.n);
+			ck_assert_msg(!memcmp(y0, y, sizeof(float) * c.n * c.m),
+				      "gemm %s, %u threads", pccx__kern_name(impl), threads[t]);
+			pccx__pool_destroy(p);
+		}
+	}
+	free(y0);
+	free(y);
+	kcase_free(&c);
+}
+END_TEST
+
+START_TEST(test_names_and_support)
+{
+	unsigned impl;
+
+	ck_assert(pccx__kern_supported(PCCX_KERN_AUTO) && pccx__kern_supported(PCCX_KERN_REF));
+	ck_assert(!pccx__kern_supported(PCCX_KERN_NIMPL));
+	ck_assert_str_eq(pccx__kern_name(PCCX_KERN_NIMPL), "?");
+	for (impl = PCCX_KERN_AUTO; impl < PCCX_KERN_NIMPL; impl++) {
+		enum pccx_kern_impl r = pccx__kern_resolve((enum pccx_kern_impl)impl);
+
+		ck_assert_str_ne(pccx__kern_name((enum pccx_kern_impl)impl), "?");
+		ck_assert(r != PCCX_KERN_AUTO && pccx__kern_supported(r));
+	}
+	/* AVX-512 VNNI and AVX-VNNI imply AVX2 */
+	ck_assert(!pccx__kern_have_avx512() || pccx__kern_have_avx2());
+	ck_assert(!pccx__kern_have_avxvnni() || pccx__kern_have_avx2());
+}
+END_TEST
+
+/* ---- the reference NPU's Q4 GEMM: op_matmul with m > 1 ---- */
+
+#define EL(l2, w, i) ((l2)[(size_t)PCCX_L2_ELEMS_PER_WORD * (w) + (i)])
+
+/* m rows of x at word src (k each), n outputs per row at word dst, accm / findemax as given. */
+static void exec_gemm_case(enum pccx_kern_impl impl, unsigned threads, uint32_t m, uint32_t n,
+			   uint32_t k, uint64_t seed)
+{
+	uint64_t rb = pccx__kern_scale_bytes(k) + k / 2, s = seed, i;
+	uint32_t src = 16, xs = pccx_words_for(k), ys = pccx_words_for(n);
+	uint32_t dst = src + m * xs + 8, r, j, pass;
+	const struct pccx_npu_ops *ops = pccx__ref_exec_ops();
+	struct pccx_npu_matmul mm = { .dst = dst, .src = src, .n = n, .k = k, .m = m,
+				      .fmt = PCCX_WFMT_Q4,
+				      .w = { PCCX_NPU_BUF_WEIGHTS, 0, -1, 0 } };
+	struct pccx_ref_exec *x;
+	uint8_t *w = aligned_alloc(16, (rb * n + 15) / 16 * 16);
+	int8_t *q8 = malloc(k);
+	float *sx = malloc(sizeof(float) * (k / 32)), *old = malloc(sizeof(float) * n * m), *l2;
+	float smax = -INFINITY;
+	pccx_diag d;
+
+	ck_assert(w && q8 && sx && old);
+	ck_assert_int_eq(pccx__ref_exec_create(&x, threads, impl, &d), 0);
+	l2 = pccx__ref_exec_l2(x);
+	for (i = 0; i < rb * n; i++)
+		w[i] = (uint8_t)lcg(&s);
+	for (r = 0; r < n; r++)
+		for (j = 0; j < k / 32; j++) {
+			uint16_t h = pccx__f32_to_fp16((float)(lcg(&s) % 2000) / 40000.0f - 0.025f);
+
+			memcpy(w + r * rb + 2 * j, &h, 2);
+		}
+	ck_assert_int_eq(ops->bind(x, PCCX_NPU_BUF_WEIGHTS, w, rb * n, false), 0);
+	for (r = 0; r < m; r++)
+		for (j = 0; j < k; j++)
+			EL(l2, src + r * xs, j) = (float)((int)(lcg(&s) % 2001) - 1000) / 97.0f;
+	for (pass = 0; pass < 2; pass++) {
+		/* pass 1: accm and findemax over the outputs of pass 0 */
+		mm.accm = mm.findemax = pass == 1;
+		for (r = 0; r < m; r++)
+			memcpy(old + r * n, &EL(l2, dst + r * ys, 0), sizeof(float) * n);
+		ck_assert_int_eq(ops->matmul(x, &mm), 0);
+		for (r = 0; r < m; r++) {
+			pccx__q8_quantize(&EL(l2, src + r * xs, 0), k, q8, sx);
+			for (j = 0; j < n; j++) {
+				const uint8_t *rec = w + j * rb;
+				const uint16_t *sc = (const uint16_t *)(const void *)rec;
+				float e = pccx__out_store(
+					pccx__q4_row_dot(rec + pccx__kern_scale_bytes(k), sc, q8,
+							 sx, k),
+					mm.accm, old[r * n + j]);
+
+				ck_assert_msg(pccx_f32_bits(EL(l2, dst + r * ys, j)) ==
+						      pccx_f32_bits(e),
+					      "%s m %u n %u k %u: row %u out %u",
+					      pccx__kern_name(impl), m, n, k, r, j);
+				smax = e > smax ? e : smax;
+			}
+		}
+	}
+	ck_assert_float_eq(pccx__ref_exec_sreg(x), smax);
+	pccx__ref_exec_free(x);
+	free(w);
+	free(q8);
+	free(sx);
+	free(old);
+}
+
+START_TEST(test_exec_q4_gemm)
+{
+	unsigned impl;
+
+	for (impl = PCCX_KERN_AUTO; impl < PCCX_KERN_NIMPL; impl++) {
+		if (!pccx__kern_supported((enum pccx_kern_impl)impl))
+			continue;
+		exec_gemm_case((enum pccx_kern_impl)impl, 1, 3, 37, 256, 11 + impl);
+		exec_gemm_case((enum pccx_kern_impl)impl, 2, 16, 70, 2048, 23 + impl);
+	}
+	exec_gemm_case(PCCX_KERN_AUTO, 2, 64, 33, 512, 5);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("kernels");
+	TCase *tc = tcase_create("q4");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_ref_is_the_numerics_row_dot);
+	tcase_add_test(tc, test_rows_bit_identical);
+	tcase_add_test(tc, test_gemm_is_m_gemvs);
+	tcase_add_test(tc, test_threads_bit_identical);
+	tcase_add_test(tc, test_names_and_support);
+	tcase_add_test(tc, test_exec_q4_gemm);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
