@@ -237,3 +237,44 @@ $(BUILD)/man/%: man/%.in man/expand.sh man/help2roff.awk scripts/pccx.pc.in
 	$(call say,MAN,$@)
 	$(Q)man/expand.sh $(CLI) $< >$@.tmp || { rm -f $@.tmp; exit 1; }; mv $@.tmp $@
 # ---- END man ----
+
+# ---- BEGIN link: the host link (docs/link.md): firmware/core, the hosted board, cmocka ----
+# firmware/core is the board runtime's freestanding core (libpccx_fw.a); libpccx.a carries its
+# wire code (link_wire.c) for the link backends. pccx-board is the core and the cycle simulator
+# serving the protocol on a Unix socket. The board side's unit tests are cmocka programs
+# tests/cmocka/test_*.c -> BUILD/cmocka/test_* (scripts/run-tests.sh counts their tests).
+CFLAGS        += -Ifirmware/core -Ifirmware/hosted
+FW_SRC        := $(wildcard firmware/core/*.c)
+HOSTED_SRC    := $(filter-out firmware/hosted/main.c,$(wildcard firmware/hosted/*.c))
+LIB_FW        := $(BUILD)/lib/libpccx_fw.a
+BOARD         := $(BUILD)/bin/pccx-board
+CMOCKA_SRC    := $(wildcard tests/cmocka/test_*.c)
+CMOCKA_TESTS  := $(patsubst tests/cmocka/%.c,$(BUILD)/cmocka/%,$(CMOCKA_SRC))
+CMOCKA_CFLAGS := $(shell pkg-config --cflags cmocka 2>/dev/null)
+CMOCKA_LIBS   := $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
+ifeq ($(NO_TESTS),1)
+CMOCKA_TESTS  :=
+endif
+$(call obj,$(FW_SRC)): CFLAGS += -ffreestanding -DPCCX_FREESTANDING
+$(eval $(call mklib,$(LIB_FW),$(FW_SRC)))
+$(LIB_FW): | $(BUILD)/obj/.empty.o
+$(LIB_HOST): $(call obj,firmware/core/link_wire.c)
+all: $(BOARD) $(CMOCKA_TESTS)
+$(BOARD): $(call obj,firmware/hosted/main.c $(HOSTED_SRC)) $(LIB_FW) $(LIBS)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) $(call obj,firmware/hosted/main.c $(HOSTED_SRC)) $(LIB_FW) \
+		$(LINKLIBS) $(LDLIBS) -o $@
+$(BUILD)/obj/tests/cmocka/%.o: tests/cmocka/%.c
+	@mkdir -p $(dir $@)
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CFLAGS) $(CMOCKA_CFLAGS) -c $< -o $@
+$(BUILD)/cmocka/%: $(BUILD)/obj/tests/cmocka/%.o $(call obj,$(HOSTED_SRC)) $(LIB_FW) $(LIBS)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) $< $(call obj,$(HOSTED_SRC)) $(LIB_FW) $(LINKLIBS) $(CMOCKA_LIBS) \
+		$(LDLIBS) -o $@
+# the serial backend against the hosted board, in process (tests/unit/test_link.c)
+$(BUILD)/tests/test_link: $(call obj,$(HOSTED_SRC)) $(LIB_FW)
+$(BUILD)/tests/test_link: LINKLIBS := $(call obj,$(HOSTED_SRC)) $(LIB_FW) $(LIBS)
+# ---- END link ----

@@ -170,6 +170,12 @@ int pccx__fw_server_init(struct pccx_fw_server *s, const struct pccx_fw_server_c
 void pccx__fw_server_feed(struct pccx_fw_server *s, const uint8_t *in, size_t n, uint64_t now_ms);
 /* Run the active job, answer a WAIT that is due, drop a frame stopped past the idle timeout. */
 void pccx__fw_server_poll(struct pccx_fw_server *s, uint64_t now_ms);
+/*
+ * The stream was re-established (a socket reconnected, a USB gadget bound again): drop a
+ * partial frame and a pending WAIT, whose asker is gone. Buffers and the job stay until the
+ * next owner's RESET (docs/link.md).
+ */
+void pccx__fw_server_reconnected(struct pccx_fw_server *s);
 /* How long the port may block in its read: 0 while a job runs, else a few ms. */
 uint32_t pccx__fw_server_read_timeout(const struct pccx_fw_server *s);
 
@@ -224,7 +230,8 @@ struct pccx_fw_regs {
 	struct pccx_fw_region region;
 	struct pccx_engine_ctx e;
 	bool running;
-	uint64_t timeout_ns, last_progress, last_change_ns, start_ns;
+	uint64_t timeout_ns, last_progress, last_change_ns;
+	uint64_t last_retired;          /* RETIRED at the last timeout check */
 	uint64_t start_cycles;
 	uint64_t resets;
 };

@@ -111,6 +111,9 @@ enum pccx_link_err {
 #define PCCX_LINK_FAULT_RESET     11u
 #define PCCX_LINK_FAULT_WEDGED    14u
 
+/* RESET flags. */
+#define PCCX_LINK_RESET_FREE_ALL  0x1u          /* also free every buffer: a new owner */
+
 /* INFO flags. */
 #define PCCX_LINK_INFO_SIMULATED  0x1u
 #define PCCX_LINK_INFO_WEDGED     0x2u

@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "backend_kernel.h"
+#include "backend_link.h"
 #include "backend_sim.h"
 #include "chat.h"
 #include "compiler.h"
@@ -49,6 +50,7 @@ struct pccx_device {
 	const struct backend *be;
 	struct pccx_sim_backend *sim_be;        /* backend "sim" */
 	struct pccx_kernel_backend *kernel_be;  /* backend "kernel" */
+	struct pccx_link_backend *link_be;      /* backend "serial": a board over a link */
 	char trace_path[256];
 	struct pccx_sim_backend_opts sim_opts;    /* sim: per-job options (a slow host, pccx_testing.h) */
 	bool inject;                       /* sim: arm an error before job number inject_job */
@@ -153,7 +155,7 @@ static double now_seconds(void)
 
 /* ---- devices --------------------------------------------------------------------------- */
 
-static const struct backend backends[2];
+static const struct backend backends[3];
 
 /* The KV260's nominal DDR peak: the figure the kernel backend reports (the driver has none). */
 static uint64_t nominal_ddr_bytes_per_s(void)
@@ -220,6 +222,59 @@ static int sim_info(pccx_device *dev, struct pccx_device_info *info)
 	return PCCX_OK;
 }
 
+/*
+ * The kernel backend's buffer and job calls, on /dev/pccx or on a board over a link: the
+ * link backend has the same interface (backend_link.h), so both share the session logic
+ * below (bind_kernel, run_kernel, verify through the logits and KV rows).
+ */
+static int kb_info(pccx_device *dev, struct pccx_info *info)
+{
+	return dev->link_be ? pccx__link_backend_info(dev->link_be, info)
+			    : pccx__kernel_backend_info(dev->kernel_be, info);
+}
+
+static int kb_alloc(pccx_device *dev, uint64_t size, uint32_t access, uint32_t *handle,
+		    pccx_diag *d)
+{
+	return dev->link_be ? pccx__link_backend_buf_alloc(dev->link_be, size, access, handle, d)
+			    : pccx__kernel_backend_buf_alloc(dev->kernel_be, size, access, handle,
+							     d);
+}
+
+static void *kb_map(pccx_device *dev, uint32_t handle, uint64_t *size)
+{
+	return dev->link_be ? pccx__link_backend_buf_map(dev->link_be, handle, size)
+			    : pccx__kernel_backend_buf_map(dev->kernel_be, handle, size);
+}
+
+static int kb_submit_wait(pccx_device *dev, const struct pccx_job_view *job,
+			  const struct pccx_kernel_backend_opts *o,
+			  struct pccx_kernel_backend_result *res, pccx_diag *d)
+{
+	return dev->link_be ? pccx__link_backend_submit_wait(dev->link_be, job, o, res, d)
+			    : pccx__kernel_backend_submit_wait(dev->kernel_be, job, o, res, d);
+}
+
+static int serial_open(pccx_device *dev, const struct pccx_device_opts *opts, pccx_diag *d)
+{
+	struct pccx_link_transport t;
+	int rc;
+
+	if (opts && (opts->dtb || opts->trace_path))
+		return pccx__fail(d, PCCX_ERR_INVALID,
+				  "backend 'serial': %s is for the sim backend only",
+				  opts->dtb ? "a device tree" : "a trace");
+	rc = pccx__serial_transport_open(opts ? opts->path : NULL, &t, d);
+	if (rc)
+		return rc;
+	return pccx__link_backend_create(&t, opts->path, &dev->link_be, d);
+}
+
+static void serial_close(pccx_device *dev)
+{
+	pccx__link_backend_destroy(dev->link_be);
+}
+
 static int kernel_open(pccx_device *dev, const struct pccx_device_opts *opts, pccx_diag *d)
 {
 	if (opts && (opts->dtb || opts->trace_path))
@@ -246,7 +301,7 @@ static int kernel_info(pccx_device *dev, struct pccx_device_info *info)
 {
 	struct pccx_info ki;
 
-	if (pccx__kernel_backend_info(dev->kernel_be, &ki))
+	if (kb_info(dev, &ki))
 		return PCCX_ERR_IO;
 	info->hw_version = (uint32_t)ki.hw_id;
 	info->features = (uint32_t)ki.features;
@@ -273,10 +328,12 @@ int pccx_device_open(const struct pccx_device_opts *opts, pccx_device **out, pcc
 	for (i = 0; i < sizeof(backends) / sizeof(backends[0]); i++)
 		if (!strcmp(backend, backends[i].name))
 			be = &backends[i];
+	if (!strcmp(backend, "usb"))
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED,
+				  "backend 'usb' (a board over USB, docs/link.md) is not built yet");
 	if (!be)
-		return pccx__fail(d, PCCX_ERR_NOT_FOUND,
-				  "backend '%s' is not available (this build has: sim, kernel)",
-				  backend);
+		return pccx__fail(d, PCCX_ERR_NOT_FOUND, "backend '%s' is not available (this build "
+				  "has: sim, kernel, serial)", backend);
 	dev = calloc(1, sizeof(*dev));
 	if (!dev)
 		return pccx__fail(d, PCCX_ERR_NOMEM, "device: out of memory");
@@ -460,9 +517,10 @@ fail:
 }
 
 /* A BO no longer needed; a failure leaves it to the close of the device. */
-static void kbuf_release(struct pccx_kernel_backend *kernel_be, uint32_t handle)
+static void kbuf_release(pccx_device *dev, uint32_t handle)
 {
-	int rc = pccx__kernel_backend_buf_free(kernel_be, handle);
+	int rc = dev->link_be ? pccx__link_backend_buf_free(dev->link_be, handle)
+			      : pccx__kernel_backend_buf_free(dev->kernel_be, handle);
 
 	(void)rc;
 }
@@ -472,7 +530,7 @@ static void kernel_weights_free(pccx_model *model)
 	size_t i;
 
 	for (i = 0; i < model->kw.n; i++)
-		kbuf_release(model->dev->kernel_be, model->kw.pieces[i].handle);
+		kbuf_release(model->dev, model->kw.pieces[i].handle);
 	free(model->kw.pieces);
 	memset(&model->kw, 0, sizeof(model->kw));
 }
@@ -511,7 +569,7 @@ static int kernel_weights(pccx_session *s, const uint8_t *base, uint32_t *handle
 {
 	pccx_model *model = s->model;
 	struct kweights *kw = &model->kw;
-	struct pccx_kernel_backend *kernel_be = model->dev->kernel_be;
+	pccx_device *kdev = model->dev;
 	struct pccx_gemma_piece *pc;
 	struct pccx_info info;
 	size_t n, i;
@@ -521,7 +579,7 @@ static int kernel_weights(pccx_session *s, const uint8_t *base, uint32_t *handle
 		*handle = kw->handle;
 		return PCCX_OK;
 	}
-	rc = pccx__kernel_backend_info(kernel_be, &info);
+	rc = kb_info(kdev, &info);
 	if (rc)
 		return pccx__fail(&s->submit_diag, rc, "kernel backend: GET_INFO failed");
 	rc = pccx__gemma_weight_pieces(model->m, info.max_bo_size ? info.max_bo_size : UINT64_MAX,
@@ -537,14 +595,14 @@ static int kernel_weights(pccx_session *s, const uint8_t *base, uint32_t *handle
 		struct pccx_wpiece *k = &kw->pieces[i];
 		uint8_t *map;
 
-		rc = pccx__kernel_backend_buf_alloc(kernel_be, pc[i].bytes, PCCX_BUF_DEV_READ, &k->handle,
+		rc = kb_alloc(kdev, pc[i].bytes, PCCX_BUF_DEV_READ, &k->handle,
 						    &s->submit_diag);
 		if (rc)
 			break;
 		kw->n = i + 1;
 		k->offset = pc[i].offset;
 		k->bytes = pc[i].bytes;
-		map = pccx__kernel_backend_buf_map(kernel_be, k->handle, NULL);
+		map = kb_map(kdev, k->handle, NULL);
 		if (!map)
 			rc = pccx__fail(&s->submit_diag, PCCX_ERR_IO,
 					"kernel backend: weight piece %zu has no mapping", i);
@@ -569,7 +627,7 @@ static void kbuf_pieces_free(pccx_session *s, struct kbuf *k)
 	size_t i;
 
 	for (i = 0; i < k->n_pieces; i++)
-		kbuf_release(s->model->dev->kernel_be, k->pieces[i].handle);
+		kbuf_release(s->model->dev, k->pieces[i].handle);
 	free(k->pieces);
 	free(k->piece_map);
 	k->pieces = NULL;
@@ -585,7 +643,7 @@ static void kbuf_pieces_free(pccx_session *s, struct kbuf *k)
  */
 static int kernel_kv_pieces(pccx_session *s, void *base, uint64_t size, uint32_t *handle)
 {
-	struct pccx_kernel_backend *kernel_be = s->model->dev->kernel_be;
+	pccx_device *kdev = s->model->dev;
 	struct kbuf *k = &s->kbuf[PCCX_NPU_BUF_KV];
 	struct pccx_gemma_piece *pc = NULL;
 	struct pccx_gemma_plan plan;
@@ -593,7 +651,7 @@ static int kernel_kv_pieces(pccx_session *s, void *base, uint64_t size, uint32_t
 	size_t n = 0, i;
 	int rc;
 
-	rc = pccx__kernel_backend_info(kernel_be, &info);
+	rc = kb_info(kdev, &info);
 	if (rc)
 		return pccx__fail(&s->submit_diag, rc, "kernel backend: GET_INFO failed");
 	if (!info.max_bo_size || size <= info.max_bo_size)
@@ -620,15 +678,14 @@ static int kernel_kv_pieces(pccx_session *s, void *base, uint64_t size, uint32_t
 	for (i = 0; !rc && i < n; i++) {
 		struct pccx_wpiece *w = &k->pieces[i];
 
-		rc = pccx__kernel_backend_buf_alloc(kernel_be, pc[i].bytes,
-						    PCCX_BUF_DEV_READ | PCCX_BUF_DEV_WRITE,
-						    &w->handle, &s->submit_diag);
+		rc = kb_alloc(kdev, pc[i].bytes, PCCX_BUF_DEV_READ | PCCX_BUF_DEV_WRITE,
+			      &w->handle, &s->submit_diag);
 		if (rc)
 			break;
 		k->n_pieces = i + 1;
 		w->offset = pc[i].offset;
 		w->bytes = pc[i].bytes;
-		k->piece_map[i] = pccx__kernel_backend_buf_map(kernel_be, w->handle, NULL);
+		k->piece_map[i] = kb_map(kdev, w->handle, NULL);
 		if (!k->piece_map[i])
 			rc = pccx__fail(&s->submit_diag, PCCX_ERR_IO,
 					"kernel backend: KV piece %zu has no mapping", i);
@@ -672,7 +729,7 @@ static const uint8_t *kbuf_at(const struct kbuf *k, uint64_t off, uint64_t len)
 static int bind_kernel(pccx_session *s, uint32_t buf, void *base, uint64_t size,
 		       bool dev_write, uint32_t *handle)
 {
-	struct pccx_kernel_backend *kernel_be = s->model->dev->kernel_be;
+	pccx_device *kdev = s->model->dev;
 	uint32_t access = PCCX_BUF_DEV_READ | (dev_write ? PCCX_BUF_DEV_WRITE : 0);
 	struct kbuf *k;
 	int rc;
@@ -688,12 +745,12 @@ static int bind_kernel(pccx_session *s, uint32_t buf, void *base, uint64_t size,
 			return rc;
 	}
 	k = &s->kbuf[buf];
-	rc = pccx__kernel_backend_buf_alloc(kernel_be, size ? size : 16, access, &k->handle, &s->submit_diag);
+	rc = kb_alloc(kdev, size ? size : 16, access, &k->handle, &s->submit_diag);
 	if (rc)
 		return rc;
-	k->map = pccx__kernel_backend_buf_map(kernel_be, k->handle, NULL);
+	k->map = kb_map(kdev, k->handle, NULL);
 	if (!k->map) {
-		kbuf_release(kernel_be, k->handle);
+		kbuf_release(kdev, k->handle);
 		return pccx__fail(&s->submit_diag, PCCX_ERR_IO, "kernel backend: buffer %u has no "
 				  "mapping", buf);
 	}
@@ -716,7 +773,7 @@ static void unbind_kernel(pccx_session *s)
 		if (k->n_pieces)
 			kbuf_pieces_free(s, k);
 		else if (k->bound)
-			kbuf_release(s->model->dev->kernel_be, k->handle);
+			kbuf_release(s->model->dev, k->handle);
 	}
 	memset(s->kbuf, 0, sizeof(s->kbuf));
 	pccx__wpieces_out_free(&s->kjob);
@@ -932,7 +989,7 @@ static int run_kernel(pccx_session *s, const struct pccx_compiler *c,
 			return rc;
 		job = &split_kv;
 	}
-	rc = pccx__kernel_backend_submit_wait(s->model->dev->kernel_be, job, &o, &res, &s->submit_diag);
+	rc = kb_submit_wait(s->model->dev, job, &o, &res, &s->submit_diag);
 	if (rc)
 		return rc;
 	for (i = 0; i < job->n_dma; i++) {
@@ -956,7 +1013,7 @@ static double kernel_device_seconds(const pccx_session *s, double *ddr_bytes_per
 	return s->kdev_seconds;
 }
 
-static const struct backend backends[2] = {
+static const struct backend backends[3] = {
 	{
 		.name = "sim",
 		.open = sim_open,
@@ -972,6 +1029,18 @@ static const struct backend backends[2] = {
 		.name = "kernel",
 		.open = kernel_open,
 		.close = kernel_close,
+		.flush = kernel_flush,
+		.info = kernel_info,
+		.bind = bind_kernel,
+		.unbind = unbind_kernel,
+		.run = run_kernel,
+		.device_seconds = kernel_device_seconds,
+	},
+	{
+		/* a board over a tty or a Unix socket: the kernel backend's logic, over the link */
+		.name = "serial",
+		.open = serial_open,
+		.close = serial_close,
 		.flush = kernel_flush,
 		.info = kernel_info,
 		.bind = bind_kernel,
