@@ -13,7 +13,9 @@
 #include "gguf.h"
 #include "ggml_types.h"
 #include "gemma_st.h"
+#include "modelfile_util.h"
 #include "pccx_num.h"
+#include "q4_0_rows.h"
 
 #define ARCH "gemma3n"
 /* pccx's key for the rows of the per-layer table that are used (llama.cpp does not read it) */
@@ -1777,30 +1779,23 @@ static int import_q4_0(const pccx_gguf *g, struct pccx_gemma_model *m, uint32_t 
 		       const char *name, pccx_diag *d)
 {
 	const struct pccx_gemma_tensor *T = &m->t[t];
+	uint64_t src_row = (uint64_t)T->cols / 32 * Q4_0_BLOCK_BYTES;
 	uint32_t r, b;
 
 	for (r = 0; r < T->rows; r++) {
 		uint8_t *rec = m->data + T->offset + (uint64_t)r * T->row_bytes;
-		const uint8_t *src = gt->data + (base + r) * (T->cols / 32) * Q4_0_BLOCK_BYTES;
-		uint8_t *nib = rec + pccx_gemma_q4_scale_bytes(T->cols);
 
-		for (b = 0; b < T->cols / 32; b++) {
-			uint16_t h;
+		b = pccx__q4_0_row_import(gt->data + (base + r) * src_row, T->cols, rec);
+		if (b < T->cols / 32) {
+			char what[sizeof(d->msg)];
 
-			pccx__q4_from_ggml_q4_0(src + Q4_0_BLOCK_BYTES * b, &h, nib + 16 * b);
-			if (!pccx_q4_0_scale_finite(h)) {
-				char what[sizeof(d->msg)];
-
-				snprintf(what, sizeof(what), "%s: tensor '%s'", pccx_gguf_name(g),
-					 name);
-				return pccx__q4_0_refuse(d, what, (int64_t)(base + r), b, h);
-			}
-			rec[2 * b] = (uint8_t)h;
-			rec[2 * b + 1] = (uint8_t)(h >> 8);
+			snprintf(what, sizeof(what), "%s: tensor '%s'", pccx_gguf_name(g), name);
+			return pccx__q4_0_refuse(d, what, (int64_t)(base + r), b,
+						 pccx_modelfile_le16(rec + 2 * b));
 		}
-		if (err)
-			err->n += T->cols;
 	}
+	if (err)
+		err->n += (uint64_t)T->rows * T->cols;
 	return PCCX_OK;
 }
 
