@@ -13,7 +13,6 @@
 #include "pccx_num.h"
 
 #define L2_ELEMS ((size_t)PCCX_L2_WORDS * PCCX_L2_ELEMS_PER_WORD)
-#define MAX_DIM 65536u
 
 enum { OP_MATMUL, OP_CVO, OP_COPY, OP_LOAD, OP_STORE, OP_STAGE, OP_BEGIN, OP_END };
 
@@ -33,12 +32,13 @@ struct pccx_ref_exec {
 	void *stage_user;
 	struct pccx_ref_counters cnt;
 	pccx_diag err;
-	/* scratch */
-	int8_t *q8;			/* (MAX_DIM) */
-	int8_t *xp;			/* (MAX_DIM) */
-	float *sx;			/* (MAX_DIM / 32) */
-	int32_t *xsum;			/* (MAX_DIM / 32) */
-	float *y;			/* (MAX_DIM) */
+	/* scratch of a matmul: x and y lie in L2, so m * k and m * n are at most L2_ELEMS */
+	int8_t *q8;			/* (L2_ELEMS) the m rows of x quantised */
+	int8_t *xp;			/* (L2_ELEMS) */
+	float *sx;			/* (L2_ELEMS / 32) */
+	int32_t *xsum;			/* (L2_ELEMS / 32) */
+	struct pccx_kern_act *act;	/* (L2_ELEMS / 32) one per row of x */
+	float *y;			/* (L2_ELEMS) y[r * n + i] */
 };
 
 static struct pccx_ref_exec *X(void *ctx)
@@ -156,6 +156,58 @@ static int op_end(void *ctx)
 	return PCCX_OK;
 }
 
+/*
+ * Q4: every row of x quantised, then all m rows against W at once (pccx__kern_q4_gemm reads each
+ * weight block once for all rows, with the bits of m GEMVs); y[r * n + i].
+ */
+static void matmul_q4(struct pccx_ref_exec *x, const struct pccx_npu_matmul *mm,
+		      const uint8_t *w, uint64_t rb)
+{
+	uint32_t nb = mm->k / 32, r;
+
+	for (r = 0; r < mm->m; r++) {
+		struct pccx_kern_act *a = &x->act[r];
+
+		*a = (struct pccx_kern_act){ mm->k, x->q8 + (size_t)r * mm->k,
+					     x->sx + (size_t)r * nb, x->xp + (size_t)r * mm->k,
+					     x->xsum + (size_t)r * nb };
+		pccx__q8_quantize(word(x, mm->src + r * pccx_words_for(mm->k)), mm->k,
+				  x->q8 + (size_t)r * mm->k, x->sx + (size_t)r * nb);
+		pccx__kern_act_prepare(a);
+	}
+	if (mm->m == 1)
+		pccx__kern_q4_gemv(x->pool, x->impl, w, rb, mm->n, x->act, x->y);
+	else
+		pccx__kern_q4_gemm(x->pool, x->impl, w, rb, mm->n, x->act, mm->m, x->y, mm->n);
+}
+
+/* F32 / F32T: row r of x against W, y[0 .. n). */
+static int matmul_f32_row(struct pccx_ref_exec *x, const struct pccx_npu_matmul *mm,
+			  const uint8_t *w, uint64_t rb, const float *xin, float *y)
+{
+	uint32_t i;
+
+	if (mm->fmt == PCCX_WFMT_F32) {
+		/* host buffers are 16-byte aligned and rows multiples of 16 bytes */
+		for (i = 0; i < mm->n; i++)
+			y[i] = pccx__f32_row_dot((const float *)(const void *)(w + i * rb), xin,
+						 mm->k);
+	} else if (rb == (uint64_t)mm->n * sizeof(float)) {
+		pccx__f32_colsum((const float *)(const void *)w, xin, mm->k, mm->n, y);
+	} else {
+		/* rows padded to 16 bytes: repack to (K, N) for the primitive */
+		float *t = malloc((size_t)mm->k * mm->n * sizeof(float));
+
+		if (!t)
+			return pccx__fail(&x->err, PCCX_ERR_NOMEM, "f32t: out of memory");
+		for (i = 0; i < mm->k; i++)
+			memcpy(t + (size_t)i * mm->n, w + i * rb, (size_t)mm->n * sizeof(float));
+		pccx__f32_colsum(t, xin, mm->k, mm->n, y);
+		free(t);
+	}
+	return PCCX_OK;
+}
+
 /* GEMV/GEMM y[m][n] = x[m][:] . W[n][:] (Q4, F32) or x[m][:] . W[:][n] (F32T). */
 static int op_matmul(void *ctx, const struct pccx_npu_matmul *mm)
 {
@@ -191,6 +243,7 @@ static int op_matmul(void *ctx, const struct pccx_npu_matmul *mm)
 	rc = check_insn(x, mm->m == 1 ? "gemv" : "gemm", &in, &st);
 	if (rc)
 		return rc;
+	/* the effects check kept x and y inside L2: m * k and m * n fit the scratch */
 	rb = pccx__wstream_row_bytes(&ws);
 	bytes = (uint64_t)pccx__wstream_rows(&ws) * rb;
 	rc = check_host(x, "matmul weights", mm->w.buf, mm->w.offset, bytes, false);
@@ -199,46 +252,20 @@ static int op_matmul(void *ctx, const struct pccx_npu_matmul *mm)
 	w = x->buf[mm->w.buf].base + mm->w.offset;
 	x->cnt.stream_bytes += bytes;
 
+	if (mm->fmt == PCCX_WFMT_Q4)
+		matmul_q4(x, mm, w, rb);
 	for (r = 0; r < mm->m; r++) {
-		const float *xin = word(x, mm->src + r * pccx_words_for(mm->k));
 		float *out = word(x, mm->dst + r * pccx_words_for(mm->n));
+		float *y = x->y + (mm->fmt == PCCX_WFMT_Q4 ? (size_t)r * mm->n : 0);
 
-		switch (mm->fmt) {
-		case PCCX_WFMT_Q4: {
-			struct pccx_kern_act a = { mm->k, x->q8, x->sx, x->xp, x->xsum };
-
-			pccx__q8_quantize(xin, mm->k, x->q8, x->sx);
-			pccx__kern_act_prepare(&a);
-			pccx__kern_q4_gemv(x->pool, x->impl, w, rb, mm->n, &a, x->y);
-			break;
-		}
-		case PCCX_WFMT_F32:
-			/* host buffers are 16-byte aligned and rows multiples of 16 bytes */
-			for (i = 0; i < mm->n; i++)
-				x->y[i] = pccx__f32_row_dot(
-					(const float *)(const void *)(w + i * rb), xin, mm->k);
-			break;
-		case PCCX_WFMT_F32T:
-			if (rb == (uint64_t)mm->n * sizeof(float)) {
-				pccx__f32_colsum((const float *)(const void *)w, xin, mm->k,
-						 mm->n, x->y);
-			} else {
-				/* rows padded to 16 bytes: repack to (K, N) for the primitive */
-				float *t = malloc((size_t)mm->k * mm->n * sizeof(float));
-
-				if (!t)
-					return pccx__fail(&x->err, PCCX_ERR_NOMEM,
-							  "f32t: out of memory");
-				for (i = 0; i < mm->k; i++)
-					memcpy(t + (size_t)i * mm->n, w + i * rb,
-					       (size_t)mm->n * sizeof(float));
-				pccx__f32_colsum(t, xin, mm->k, mm->n, x->y);
-				free(t);
-			}
-			break;
+		if (mm->fmt != PCCX_WFMT_Q4) {
+			rc = matmul_f32_row(x, mm, w, rb,
+					    word(x, mm->src + r * pccx_words_for(mm->k)), y);
+			if (rc)
+				return rc;
 		}
 		for (i = 0; i < mm->n; i++)
-			out[i] = pccx__out_store(x->y[i], mm->accm, out[i]);
+			out[i] = pccx__out_store(y[i], mm->accm, out[i]);
 		if (mm->findemax) {
 			float rmax = pccx__sfu_reduce(PCCX_SFU_MAX, 0, 0.0f, out, mm->n);
 
@@ -493,12 +520,13 @@ int pccx__ref_exec_create(struct pccx_ref_exec **out, unsigned n_threads, enum p
 	if (!x)
 		return pccx__fail(d, PCCX_ERR_NOMEM, "reference NPU: out of memory");
 	x->l2 = calloc(L2_ELEMS, sizeof(float));
-	x->q8 = malloc(MAX_DIM);
-	x->xp = malloc(MAX_DIM);
-	x->sx = malloc(MAX_DIM / 32 * sizeof(float));
-	x->xsum = malloc(MAX_DIM / 32 * sizeof(int32_t));
-	x->y = malloc(MAX_DIM * sizeof(float));
-	if (!x->l2 || !x->q8 || !x->xp || !x->sx || !x->xsum || !x->y) {
+	x->q8 = malloc(L2_ELEMS);
+	x->xp = malloc(L2_ELEMS);
+	x->sx = malloc(L2_ELEMS / 32 * sizeof(float));
+	x->xsum = malloc(L2_ELEMS / 32 * sizeof(int32_t));
+	x->act = malloc(L2_ELEMS / 32 * sizeof(*x->act));
+	x->y = malloc(L2_ELEMS * sizeof(float));
+	if (!x->l2 || !x->q8 || !x->xp || !x->sx || !x->xsum || !x->act || !x->y) {
 		pccx__ref_exec_free(x);
 		return pccx__fail(d, PCCX_ERR_NOMEM, "reference NPU: out of memory");
 	}
@@ -527,6 +555,7 @@ void pccx__ref_exec_free(struct pccx_ref_exec *x)
 	free(x->xp);
 	free(x->sx);
 	free(x->xsum);
+	free(x->act);
 	free(x->y);
 	free(x);
 }

@@ -86,9 +86,21 @@ T512 static __m512i quad(const uint8_t *nib, __m512i xe, __m512i xo)
  * interleaved and added (lanes [r.p0+p2, r'.p0+p2, r.p1+p3, r'.p1+p3] per block), then pairs
  * of pairs ([r0 r1 r2 r3] per block), then the 128-bit lanes transposed. Integer adds: exact.
  */
+/* d[i] = lane i of q0, q1, q2, q3 (a 4 x 4 transpose of 128-bit lanes). */
+T512 static void lanes4x4(__m512i q0, __m512i q1, __m512i q2, __m512i q3, __m512i d[4])
+{
+	__m512i t0 = _mm512_shuffle_i32x4(q0, q1, 0x44), t1 = _mm512_shuffle_i32x4(q2, q3, 0x44);
+	__m512i t2 = _mm512_shuffle_i32x4(q0, q1, 0xEE), t3 = _mm512_shuffle_i32x4(q2, q3, 0xEE);
+
+	d[0] = _mm512_shuffle_i32x4(t0, t1, 0x88);
+	d[1] = _mm512_shuffle_i32x4(t0, t1, 0xDD);
+	d[2] = _mm512_shuffle_i32x4(t2, t3, 0x88);
+	d[3] = _mm512_shuffle_i32x4(t2, t3, 0xDD);
+}
+
 T512 static void reduce16(const __m512i p[G], __m512i d[4])
 {
-	__m512i a[8], q[4], t0, t1, t2, t3;
+	__m512i a[8], q[4];
 	unsigned i;
 
 	for (i = 0; i < 8; i++)
@@ -97,14 +109,7 @@ T512 static void reduce16(const __m512i p[G], __m512i d[4])
 	for (i = 0; i < 4; i++)
 		q[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(a[2 * i], a[2 * i + 1]),
 					_mm512_unpackhi_epi64(a[2 * i], a[2 * i + 1]));
-	t0 = _mm512_shuffle_i32x4(q[0], q[1], 0x44);
-	t1 = _mm512_shuffle_i32x4(q[2], q[3], 0x44);
-	t2 = _mm512_shuffle_i32x4(q[0], q[1], 0xEE);
-	t3 = _mm512_shuffle_i32x4(q[2], q[3], 0xEE);
-	d[0] = _mm512_shuffle_i32x4(t0, t1, 0x88);
-	d[1] = _mm512_shuffle_i32x4(t0, t1, 0xDD);
-	d[2] = _mm512_shuffle_i32x4(t2, t3, 0x88);
-	d[3] = _mm512_shuffle_i32x4(t2, t3, 0xDD);
+	lanes4x4(q[0], q[1], q[2], q[3], d);
 }
 
 /* The (q + 8) * x sums of blocks b .. b+3 of the 16 rows, d[i] lane r for block b + i. */
@@ -185,14 +190,138 @@ void pccx__kern_q4_rows_avx512(const uint8_t *w, uint64_t row_bytes, uint32_t n,
 	}
 }
 
+/* ---- GEMM: the weights of a row group transposed once, used by every activation row ---- */
+
+#define MB 64	/* activation rows per pass over a row group */
+
+/*
+ * Blocks b .. b+3 of 16 rows, transposed: wt[8 i + g] lane r = the q + 8 values of the low
+ * nibbles of bytes 4g .. 4g+3 of row r's block b + i (its even elements 8g, 8g+2, 8g+4, 8g+6),
+ * wt[8 i + 4 + g] those of the high nibbles (the odd elements). A 16 x 16 transpose of the
+ * rows' 32-bit words: pairs of rows interleaved, pairs of pairs, then the 128-bit lanes.
+ */
+T512 static void weights16x4(const uint8_t *const rec[G], uint64_t sb, uint32_t b, __m512i wt[32])
+{
+	const __m512i m4 = _mm512_set1_epi8(0x0F), x88 = _mm512_set1_epi8((char)0x88);
+	__m512i v[G], a[G], q[G], o[4];
+	unsigned r, g, i;
+
+	for (r = 0; r < G; r++)
+		v[r] = _mm512_loadu_si512((const void *)(rec[r] + sb + 16 * b));
+	/* a[2k], a[2k+1]: words 0 1, 2 3 of rows 2k, 2k+1 interleaved (per block) */
+	for (r = 0; r < G; r += 2) {
+		a[r] = _mm512_unpacklo_epi32(v[r], v[r + 1]);
+		a[r + 1] = _mm512_unpackhi_epi32(v[r], v[r + 1]);
+	}
+	/* q[4h + g]: word g of rows 4h .. 4h+3 (per block) */
+	for (r = 0; r < G; r += 4) {
+		q[r] = _mm512_unpacklo_epi64(a[r], a[r + 2]);
+		q[r + 1] = _mm512_unpackhi_epi64(a[r], a[r + 2]);
+		q[r + 2] = _mm512_unpacklo_epi64(a[r + 1], a[r + 3]);
+		q[r + 3] = _mm512_unpackhi_epi64(a[r + 1], a[r + 3]);
+	}
+	for (g = 0; g < 4; g++) {
+		lanes4x4(q[g], q[4 + g], q[8 + g], q[12 + g], o);
+		for (i = 0; i < 4; i++) {
+			__m512i t = _mm512_xor_si512(o[i], x88);	/* q + 8 in both nibbles */
+
+			wt[8 * i + g] = _mm512_and_si512(t, m4);
+			wt[8 * i + 4 + g] = _mm512_and_si512(_mm512_srli_epi16(t, 4), m4);
+		}
+	}
+}
+
+/* Four activation bytes broadcast to every 32-bit lane. */
+T512 static __m512i bcast4(const int8_t *p)
+{
+	int32_t v;
+
+	__builtin_memcpy(&v, p, 4);
+	return _mm512_set1_epi32(v);
+}
+
+/*
+ * acc[j] = acc[j] + c for block b of every activation row j < m, one lane per weight row:
+ * the block's dot from eight vpdpbusd (four words of even elements, four of odd ones, in two
+ * chains),
+ * c = (float)(dot - 8 sum x) * (d * sx), as accumulate4 does for one row.
+ */
+T512 static void gemm_block(const __m512i *w, __m512 d, const struct pccx_kern_act *a,
+			    uint32_t m, uint32_t b, __m512 *acc)
+{
+	const uint32_t off = 32 * (b & ~3u) + 16 * (b & 3u);
+	/* the block's weights stay in registers for all m rows */
+	const __m512i w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
+	const __m512i w4 = w[4], w5 = w[5], w6 = w[6], w7 = w[7];
+	uint32_t j;
+
+	for (j = 0; j < m; j++) {
+		const int8_t *xe = a[j].xp + off, *xo = xe + 64;
+		__m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w0, bcast4(xe));
+		__m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w4, bcast4(xo));
+		__m512 t = _mm512_mul_ps(d, _mm512_set1_ps(a[j].sx[b]));
+		__m512i s;
+
+		s0 = _mm512_dpbusd_epi32(s0, w1, bcast4(xe + 4));
+		s1 = _mm512_dpbusd_epi32(s1, w5, bcast4(xo + 4));
+		s0 = _mm512_dpbusd_epi32(s0, w2, bcast4(xe + 8));
+		s1 = _mm512_dpbusd_epi32(s1, w6, bcast4(xo + 8));
+		s0 = _mm512_dpbusd_epi32(s0, w3, bcast4(xe + 12));
+		s1 = _mm512_dpbusd_epi32(s1, w7, bcast4(xo + 12));
+		s = _mm512_sub_epi32(_mm512_add_epi32(s0, s1), _mm512_set1_epi32(8 * a[j].xsum[b]));
+		acc[j] = _mm512_add_ps(acc[j], _mm512_mul_ps(_mm512_cvtepi32_ps(s), t));
+	}
+}
+
+/* Rows rec[0 .. nr) against activation rows a[0 .. m), m <= MB; y[j * ldy + r]. */
+T512 static void gemm_group16(const uint8_t *const rec[G], uint32_t nr, uint64_t sb,
+			      const struct pccx_kern_act *a, uint32_t m, struct pccx_kern_pf *f,
+			      float *y, size_t ldy)
+{
+	uint32_t nb = a->k / 32, b, i, j, r;
+	__m512 acc[MB], d[8];
+	__m512i wt[32];
+	float v[G];
+
+	for (j = 0; j < m; j++)
+		acc[j] = _mm512_setzero_ps();
+	for (b = 0; b + 4 <= nb; b += 4) {
+		/* the scale beats are whole 16-byte beats: eight scales are there to read */
+		if (b % 8 == 0)
+			scales16x8(rec, b, d);
+		pccx__kern_pf_step(f);
+		weights16x4(rec, sb, b, wt);
+		for (i = 0; i < 4; i++)
+			gemm_block(wt + 8 * i, d[(b + i) % 8], a, m, b + i, acc);
+	}
+	for (j = 0; j < m; j++) {
+		_mm512_storeu_ps(v, acc[j]);
+		for (r = 0; r < nr; r++)
+			y[j * ldy + r] = pccx__kern_q4_row_finish(rec[r], sb, &a[j], b, v[r]);
+	}
+}
+
 void pccx__kern_q4_gemm_rows_avx512(const uint8_t *w, uint64_t row_bytes, uint32_t n,
 				    const struct pccx_kern_act *a, uint32_t m, float *y,
 				    size_t ldy)
 {
-	uint32_t i;
+	uint64_t sb = pccx__kern_scale_bytes(a->k);
+	const uint8_t *rec[G];
+	uint32_t r0, r, nr, j0, mb;
 
-	for (i = 0; i < m; i++)
-		pccx__kern_q4_rows_avx512(w, row_bytes, n, &a[i], y + i * ldy);
+	for (r0 = 0; r0 < n; r0 += G) {
+		nr = n - r0 < G ? n - r0 : G;
+		for (r = 0; r < G; r++)
+			rec[r] = w + (uint64_t)(r0 + (r < nr ? r : nr - 1)) * row_bytes;
+		for (j0 = 0; j0 < m; j0 += MB) {
+			/* one share of the next group per step of four blocks */
+			struct pccx_kern_pf f = pccx__kern_pf_group(w, row_bytes, n, r0, G,
+								    a->k / 128);
+
+			mb = m - j0 < MB ? m - j0 : MB;
+			gemm_group16(rec, nr, sb, a + j0, mb, &f, y + j0 * ldy + r0, ldy);
+		}
+	}
 }
 
 #else
