@@ -2,7 +2,8 @@
 # The kernel-driver test stage: build pccx.ko and pccx_simlink.ko against Debian's headers
 # (x86-64 with W=1, warnings are failures; arm64 cross-built), build the static guest programs,
 # boot Debian's own kernel in QEMU (TCG, never KVM) with a small initramfs, run the guest
-# tests against the cycle simulator, then boot arm64 `virt` with a pccx,npu-v002 node in
+# tests against the cycle simulator and the USB path's (a gadget on dummy_hcd in the same
+# guest: tests/qemu/usb-link.c, docs/usb.md), then boot arm64 `virt` with a pccx,npu-v002 node in
 # its device tree to check the OF probe path. Prints "N passed, N failed"; exits non-zero
 # on any failure.
 #
@@ -17,7 +18,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
 build=${1:-build}
-out=$root/$build/qemu
+case $build in /*) out=$build/qemu ;; *) out=$root/$build/qemu ;; esac   # BUILD may be absolute
 cache=$root/.cache/qemu
 arches=${PCCX_QEMU_ARCH:-amd64 arm64}
 mkdir -p "$out" "$cache"
@@ -75,6 +76,7 @@ build_user() {
   # extra guest programs (x86 boot only): the same flags and libraries as pccx-tests
   rm -rf "$out/bin-$arch/extra"
   [ "$arch" = amd64 ] || return 0
+  build_usb "$cc" "$ub" "${libs[@]}" || return 1
   mkdir -p "$out/bin-$arch/extra"
   local src name
   for src in $(extra_sources); do
@@ -84,6 +86,47 @@ build_user() {
     fi
     "$cc" "${cflags[@]}" -Itests/qemu "$src" "${libs[@]}" \
         -o "$out/bin-$arch/extra/$name" || { echo "extra guest program $src: build failed"; return 1; }
+  done
+}
+
+# The USB path (x86 boot only, docs/usb.md): the host side usb-link linked dynamically,
+# because Debian's libusb needs libudev, which has no static library (the initramfs gets the
+# loader and the libraries it names, see usb_libs).
+build_usb() {   # build_usb CC USERBUILD LIBS...
+  local cc=$1; shift 2
+  "$cc" -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -ffp-contract=off \
+      -Ihost/include -Ihost/base -Ihost/runtime -Ifirmware/linux -Ifirmware/core -Iisa \
+      -Idriver/include tests/qemu/usb-link.c firmware/linux/ffs.c firmware/linux/gadget.c \
+      "$@" -o "$out/bin-amd64/usb-link"
+}
+
+# usb_libs DIR: the dynamic loader and every library usb-link and libusb need, at their paths
+# (libpccx opens libusb-1.0.so.0 itself, so ldd of usb-link alone does not name it).
+usb_libs() {
+  local d=$1 libusb lib
+  libusb=$(ldconfig -p | awk '/libusb-1.0.so.0 .*x86-64/ {print $NF; exit}')
+  [ -n "$libusb" ] || { echo "no libusb-1.0.so.0 (install libusb-1.0-0)"; return 1; }
+  for lib in $( (ldd "$out/bin-amd64/usb-link"; ldd "$libusb"; echo "$libusb") |
+                grep -o '/[^ ]*' | sort -u); do
+    mkdir -p "$d$(dirname "$lib")"
+    cp -L "$lib" "$d$lib"
+  done
+}
+
+# The gadget side of the kernel, in load order: dummy_hcd is the UDC and, on the same guest,
+# the host controller the gadget is plugged into (test-recipes B).
+USB_MODULES="usb-common usbcore udc-core dummy_hcd configfs libcomposite usb_f_fs"
+usb_modules() {   # usb_modules DIR KROOT
+  local d=$1 kroot=$2 m f
+  mkdir -p "$d/lib/usb"
+  for m in $USB_MODULES; do
+    f=$(find "$kroot/lib/modules" -name "$m.ko*" | head -n 1)
+    [ -n "$f" ] || { echo "no $m.ko in $kroot"; return 1; }
+    case "$f" in
+      *.ko.xz) xz -dc "$f" >"$d/lib/usb/$m.ko" ;;
+      *.ko.zst) zstd -qdc "$f" >"$d/lib/usb/$m.ko" ;;
+      *) cp "$f" "$d/lib/usb/$m.ko" ;;
+    esac
   done
 }
 
@@ -127,6 +170,10 @@ initramfs() {   # initramfs ARCH
   cp "$out/bin-$arch/pccx-simd" "$out/bin-$arch/pccx-tests" "$d/bin/"
   if [ -d "$out/bin-$arch/extra" ]; then cp -r "$out/bin-$arch/extra" "$d/bin/"; fi
   cp "$out/driver-$arch/pccx.ko" "$out/driver-$arch/pccx_simlink.ko" "$d/lib/"
+  if [ "$arch" = amd64 ]; then
+    cp "$out/bin-$arch/usb-link" "$d/bin/"
+    usb_libs "$d" && usb_modules "$d" "$kroot" || return 1
+  fi
   (cd "$d" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) | gzip -1 >"$out/initramfs-$arch.cpio.gz"
 }
 
@@ -157,13 +204,13 @@ if [[ " $arches " == *" amd64 "* ]]; then
   kdir=/usr/src/linux-headers-$abi-amd64
   if build_modules amd64 "$kdir"; then ok "[amd64] modules build warning-free (W=1)"; else bad "[amd64] modules"; finish; fi
   if build_user amd64 gcc; then ok "[amd64] guest programs"; else bad "[amd64] guest programs"; finish; fi
-  initramfs amd64
+  if initramfs amd64; then :; else bad "[amd64] initramfs" "the USB libraries or modules"; finish; fi
   log=$out/serial-amd64.log
   params="fd_quota=8388608 global_quota=12582912 max_bo_size=4194304"
   append="console=ttyS0 panic=-1 oops=panic loglevel=4 pccx.modparams=\"$params\""
   [ -n "${PCCX_QEMU_TESTS:-}" ] && append+=" pccx.tests=$PCCX_QEMU_TESTS"
   t0=$(date +%s)
-  timeout 300 qemu-system-x86_64 -machine q35,accel=tcg -cpu max -m 512 -smp 1 \
+  timeout 480 qemu-system-x86_64 -machine q35,accel=tcg -cpu max -m 512 -smp 1 \
     -nodefaults -no-user-config -display none -serial stdio -no-reboot \
     -device isa-debug-exit,iobase=0xf4,iosize=0x04 \
     -kernel "$kroot/boot/vmlinuz-$abi-amd64" -initrd "$out/initramfs-amd64.cpio.gz" \

@@ -2,7 +2,7 @@
 /*
  * /init of the driver-test initramfs: mount the pseudo file systems, load
  * pccx_simlink.ko, start the simulator daemon, load pccx.ko, run the guest
- * tests, unload both modules (the remove paths are tested too), scan the
+ * tests and the USB path's, unload both modules (the remove paths are tested too), scan the
  * kernel log for warnings, oopses and leak reports, print the verdict and
  * power off, telling QEMU the result through isa-debug-exit on x86.
  *
@@ -188,6 +188,44 @@ static void run_extras(void)
 	}
 }
 
+/*
+ * The USB path (docs/usb.md): the gadget modules in order (dummy_hcd is both the UDC and the
+ * host controller it is plugged into), configfs mounted, then /bin/usb-link, which prints its
+ * own PCCX-TEST lines and starts pccx-boardd itself. Runs when pccx.tests is empty or names
+ * "usb".
+ */
+static void run_usb(const char *tests)
+{
+	static const char *const mods[] = { "usb-common", "usbcore", "udc-core", "dummy_hcd",
+					    "configfs", "libcomposite", "usb_f_fs" };
+	char path[128], why[256];
+	char *argv[3] = { "/bin/usb-link", (char *)tests, NULL };
+	unsigned int i;
+	int r = 0;
+
+	if (access("/bin/usb-link", X_OK) || (tests[0] && !strstr(tests, "usb")))
+		return;
+	for (i = 0; !r && i < sizeof(mods) / sizeof(mods[0]); i++) {
+		snprintf(path, sizeof(path), "/lib/usb/%s.ko", mods[i]);
+		r = load_module(path, "");
+		if (r == -EEXIST)
+			r = 0;
+		snprintf(why, sizeof(why), "%s: %s", mods[i], strerror(-r));
+	}
+	if (!r && mount("configfs", "/sys/kernel/config", "configfs", 0, NULL) && errno != EBUSY) {
+		r = -errno;
+		snprintf(why, sizeof(why), "mount configfs: %s", strerror(errno));
+	}
+	result(!r, "usb-modules", why);
+	if (r)
+		return;
+	r = run(argv, 300);
+	snprintf(why, sizeof(why), "usb-link exited with %d%s", r, r == -2 ? " (timed out)" : "");
+	result(r == 0 || r == 1, "usb-link-finished", why);
+	if (r == 1)
+		failed++;	/* its own FAIL lines are counted by the harness */
+}
+
 /* Scan the kernel log; print it between markers so the harness keeps it. */
 static void check_kernel_log(void)
 {
@@ -305,6 +343,8 @@ int main(void)
 
 	if (probed)
 		run_extras();
+	if (probed)
+		run_usb(tests);
 
 	r = unload_module("pccx");
 	snprintf(why, sizeof(why), "delete_module: %s", strerror(-r));
