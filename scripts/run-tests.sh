@@ -4,6 +4,7 @@
 #   scripts/run-tests.sh BUILD [BUILD...]
 #
 # For each build directory: every Check program BUILD/tests/test_* (each Check test
+# case counts) and every cmocka program BUILD/cmocka/test_* (each cmocka test
 # case counts), then every script tests/scripts/*.sh, run once with the first build
 # directory as $1 (each script counts as one test: exit 0 passes; exit 77 skips and is
 # reported as a skip, never as a pass). Exit status 1 if anything failed.
@@ -37,6 +38,28 @@ run_check_prog() {
   rm -f "$log"
 }
 
+# A cmocka program (tests/cmocka: the board side): each test counts; its summary lines are
+# "[  PASSED  ] N test(s)." and "[  FAILED  ] N test(s), listed below:".
+run_cmocka_prog() {
+  local t=$1 name=$2 log rc good bad
+  log=$(mktemp)
+  timeout 1200 "$t" >"$log" 2>&1
+  rc=$?
+  good=$(sed -n -E 's/^\[  PASSED  \] ([0-9]+) test.*/\1/p' "$log" | tail -n 1)
+  bad=$(sed -n -E 's/^\[  FAILED  \] ([0-9]+) test.*/\1/p' "$log" | tail -n 1)
+  good=${good:-0}; bad=${bad:-0}
+  # no summary (a crash), or a failing exit without a counted failure: one failure
+  if [ $rc -ne 0 ] && [ $bad -eq 0 ]; then bad=1; fi
+  if [ $good -eq 0 ] && [ $bad -eq 0 ]; then bad=1; fi
+  total_pass=$((total_pass + good)); total_fail=$((total_fail + bad))
+  if [ $bad -ne 0 ]; then
+    failed+=("$name"); echo "FAIL $name (exit $rc)"; sed -e 's/^/    /' "$log" | tail -n 60
+  else
+    echo "ok   $name: $good passed"
+  fi
+  rm -f "$log"
+}
+
 first=${1:-build}
 # The tokenizer test compares against the real JS tokenizer: fetch it (npm) and compute the
 # oracle ids once; a missing oracle then fails the test instead of skipping it.
@@ -51,6 +74,10 @@ for build in "$@"; do
   for t in "$build"/tests/test_*; do
     [ -x "$t" ] || continue
     run_check_prog "$t" "$build/${t##*/}"
+  done
+  for t in "$build"/cmocka/test_*; do
+    [ -x "$t" ] || continue
+    run_cmocka_prog "$t" "$build/cmocka/${t##*/}"
   done
 done
 

@@ -122,7 +122,13 @@ int pccx__fw_on_submit(struct pccx_fw_server *s, const struct pccx_fw_req *r,
 	s->job_buf = handle;
 	if (s->cfg.exec->start(s->cfg.exec_ctx, &job, timeout_ms ? timeout_ms :
 			       s->cfg.job_timeout_ms, &s->outcome)) {
-		/* the device would not take it: the job is over, WAIT reports why */
+		/* the device would not take it: the job is over, WAIT reports why (an executor
+		 * that gave no final status is reported as a device that was not ready) */
+		if (s->outcome.status < PCCX_LINK_JOB_FAULT ||
+		    s->outcome.status > PCCX_LINK_JOB_ABORTED) {
+			s->outcome.status = PCCX_LINK_JOB_FAULT;
+			s->outcome.hw_error = PCCX_LINK_FAULT_BUSY << PCCX_LINK_FAULT_SHIFT;
+		}
 		s->job_final = true;
 		s->st.jobs_done++;
 	}
