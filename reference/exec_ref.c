@@ -171,8 +171,8 @@ static void matmul_q4(struct pccx_ref_exec *x, const struct pccx_npu_matmul *mm,
 		*a = (struct pccx_kern_act){ mm->k, x->q8 + (size_t)r * mm->k,
 					     x->sx + (size_t)r * nb, x->xp + (size_t)r * mm->k,
 					     x->xsum + (size_t)r * nb };
-		pccx__q8_quantize(word(x, mm->src + r * pccx_words_for(mm->k)), mm->k,
-				  x->q8 + (size_t)r * mm->k, x->sx + (size_t)r * nb);
+		pccx__kern_q8_quantize(word(x, mm->src + r * pccx_words_for(mm->k)), mm->k,
+				       x->q8 + (size_t)r * mm->k, x->sx + (size_t)r * nb);
 		pccx__kern_act_prepare(a);
 	}
 	if (mm->m == 1)
@@ -340,10 +340,16 @@ static void vec_part(void *ctx, unsigned part, unsigned nparts)
 
 	pccx__pool_split(j->n, 64, part, nparts, &lo, &hi);
 	if (lo < hi)
-		pccx__sfu_vector(j->fn, j->flags, j->S, j->src + lo, j->dst + lo, (size_t)(hi - lo));
+		pccx__kern_sfu_vector(j->fn, j->flags, j->S, j->src + lo, j->dst + lo,
+				      (size_t)(hi - lo));
 }
 
-#define MT_MIN_ELEMS 8192u
+/*
+ * Shortest vectors split across the threads: the cheap functions (one or two IEEE operations,
+ * vectorised) are bound by memory, where a second thread gains less than waking it costs.
+ */
+#define MT_MIN_ELEMS 2048u
+#define MT_MIN_ELEMS_CHEAP (1u << 18)
 
 static int op_cvo(void *ctx, const struct pccx_npu_cvo *op)
 {
@@ -385,8 +391,9 @@ static int op_cvo(void *ctx, const struct pccx_npu_cvo *op)
 		scalar_out(x, op->dst, pccx__sfu_reduce(fn, f, x->S, word(x, op->src), op->len));
 	} else {
 		struct vec_job j = { fn, f, x->S, word(x, op->src), word(x, op->dst), op->len };
+		uint32_t mt = pccx__kern_sfu_cheap(fn) ? MT_MIN_ELEMS_CHEAP : MT_MIN_ELEMS;
 
-		pccx__pool_run(op->len >= MT_MIN_ELEMS ? x->pool : NULL, vec_part, &j);
+		pccx__pool_run(op->len >= mt ? x->pool : NULL, vec_part, &j);
 	}
 	return PCCX_OK;
 }

@@ -141,8 +141,6 @@ bool pccx__kern_supported(enum pccx_kern_impl impl)
 		return true;
 	case PCCX_KERN_AVX2:
 		return pccx__kern_have_avx2();
-	case PCCX_KERN_AVXVNNI:
-		return pccx__kern_have_avxvnni();
 	case PCCX_KERN_AVX512:
 		return pccx__kern_have_avx512();
 	default:
@@ -154,7 +152,6 @@ enum pccx_kern_impl pccx__kern_resolve(enum pccx_kern_impl impl)
 {
 	if (impl == PCCX_KERN_AUTO || !pccx__kern_supported(impl))
 		return pccx__kern_have_avx512() ? PCCX_KERN_AVX512
-		       : pccx__kern_have_avxvnni() ? PCCX_KERN_AVXVNNI
 		       : pccx__kern_have_avx2() ? PCCX_KERN_AVX2 : PCCX_KERN_REF;
 	return impl;
 }
@@ -170,8 +167,6 @@ const char *pccx__kern_name(enum pccx_kern_impl impl)
 		return "avx2";
 	case PCCX_KERN_AVX512:
 		return "avx512vnni";
-	case PCCX_KERN_AVXVNNI:
-		return "avxvnni";
 	default:
 		return "?";
 	}
@@ -199,10 +194,9 @@ static rows_fn rows_of(enum pccx_kern_impl impl)
 	switch (impl) {
 	case PCCX_KERN_AVX512:
 		return pccx__kern_q4_rows_avx512;
-	case PCCX_KERN_AVXVNNI:
-		return pccx__kern_q4_rows_avxvnni;
 	case PCCX_KERN_AVX2:
-		return pccx__kern_q4_rows_avx2;
+		return pccx__kern_have_avxvnni() ? pccx__kern_q4_rows_avxvnni
+						 : pccx__kern_q4_rows_avx2;
 	default:
 		return pccx__kern_q4_rows_ref;
 	}
@@ -213,10 +207,9 @@ static gemm_fn gemm_of(enum pccx_kern_impl impl)
 	switch (impl) {
 	case PCCX_KERN_AVX512:
 		return pccx__kern_q4_gemm_rows_avx512;
-	case PCCX_KERN_AVXVNNI:
-		return pccx__kern_q4_gemm_rows_avxvnni;
 	case PCCX_KERN_AVX2:
-		return pccx__kern_q4_gemm_rows_avx2;
+		return pccx__kern_have_avxvnni() ? pccx__kern_q4_gemm_rows_avxvnni
+						 : pccx__kern_q4_gemm_rows_avx2;
 	default:
 		return pccx__kern_q4_gemm_rows_ref;
 	}

@@ -25,14 +25,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pccx_num.h"
 #include "pool.h"
 
 enum pccx_kern_impl {
-	PCCX_KERN_AUTO,	/* the widest the CPU runs: AVX-512 VNNI, AVX-VNNI, AVX2, else _ref */
+	PCCX_KERN_AUTO,	/* the widest the CPU runs: AVX-512 VNNI, else AVX2, else _ref */
 	PCCX_KERN_REF,
-	PCCX_KERN_AVX2,
+	PCCX_KERN_AVX2,	/* the 256-bit kernels: _avxvnni where the CPU has AVX-VNNI, else _avx2 */
 	PCCX_KERN_AVX512,
-	PCCX_KERN_AVXVNNI,
 	PCCX_KERN_NIMPL	/* not a kernel: the count */
 };
 
@@ -121,9 +121,20 @@ static inline struct pccx_kern_pf pccx__kern_pf_group(const uint8_t *w, uint64_t
 	return f;
 }
 
+/* pccx__q8_quantize's bits, with AVX2 where the CPU has it. */
+void pccx__kern_q8_quantize(const float *x, size_t k, int8_t *q, float *sx);
+
+/*
+ * The SFU's element-wise functions over n elements: the bits of pccx__sfu_vector; MUL, ADD and
+ * SCALE (pccx__kern_sfu_cheap) vectorised, the others passed to it.
+ */
+void pccx__kern_sfu_vector(enum pccx_sfu_fn fn, unsigned flags, float S, const float *src,
+			   float *dst, size_t n);
+bool pccx__kern_sfu_cheap(enum pccx_sfu_fn fn);
+
 /* True when the CPU runs the AVX2 kernel (AVX2 and F16C). Cached after the first call. */
 bool pccx__kern_have_avx2(void);
-/* True when the CPU runs the AVX-VNNI kernel (AVX2, F16C and AVX-VNNI). */
+/* True when the CPU runs the _avxvnni kernels (AVX2, F16C and AVX-VNNI). */
 bool pccx__kern_have_avxvnni(void);
 /* True when the CPU runs the AVX-512 kernel (AVX-512 F, BW, VL and VNNI, and F16C). */
 bool pccx__kern_have_avx512(void);

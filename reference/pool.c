@@ -1,5 +1,10 @@
 // SPDX-License-Identifier: MIT
-/* Fork-join thread pool: a generation counter under one mutex, two condition variables. */
+/*
+ * Fork-join thread pool: a generation counter and a count of pending parts, read with atomics
+ * so that the threads spin a while before they sleep on a condition variable (waking a sleeping
+ * thread costs more than a short matmul; a decode step runs hundreds of them). Every change a
+ * sleeper waits for is made under the mutex, so no wake-up is lost.
+ */
 #include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -8,12 +13,12 @@
 #include "pool.h"
 
 struct pccx_pool {
-	pthread_mutex_t lock;	/* protects everything below */
+	pthread_mutex_t lock;	/* held to change gen, stop, or to sleep */
 	pthread_cond_t go;	/* generation advanced or stopping */
 	pthread_cond_t done;	/* pending reached 0 */
-	unsigned long long gen;
-	unsigned pending;
-	int stop;
+	unsigned long long gen;	/* atomic: the run being done */
+	unsigned pending;	/* atomic: workers' parts of the run not done yet */
+	int stop;		/* atomic */
 	pccx_pool_fn fn;
 	void *ctx;
 	unsigned n;		/* parts = threads, the caller included */
@@ -26,6 +31,43 @@ struct worker_arg {
 	unsigned part;
 };
 
+/* Spins of a waiting thread before it sleeps: some tens of microseconds. */
+#define SPINS 4000
+
+static void relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#else
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+static unsigned long long gen_now(struct pccx_pool *p)
+{
+	return __atomic_load_n(&p->gen, __ATOMIC_ACQUIRE);
+}
+
+static int stopping(struct pccx_pool *p)
+{
+	return __atomic_load_n(&p->stop, __ATOMIC_ACQUIRE);
+}
+
+/* Wait until a run after `seen` is published or the pool stops. */
+static void wait_run(struct pccx_pool *p, unsigned long long seen)
+{
+	unsigned i;
+
+	for (i = 0; i < SPINS && gen_now(p) == seen && !stopping(p); i++)
+		relax();
+	if (gen_now(p) != seen || stopping(p))
+		return;
+	pthread_mutex_lock(&p->lock);
+	while (!stopping(p) && gen_now(p) == seen)
+		pthread_cond_wait(&p->go, &p->lock);
+	pthread_mutex_unlock(&p->lock);
+}
+
 static void *worker(void *arg)
 {
 	struct worker_arg *wa = arg;
@@ -34,20 +76,18 @@ static void *worker(void *arg)
 	unsigned long long seen = 0;
 
 	free(wa);
-	pthread_mutex_lock(&p->lock);
 	for (;;) {
-		while (!p->stop && p->gen == seen)
-			pthread_cond_wait(&p->go, &p->lock);
-		if (p->stop)
+		wait_run(p, seen);
+		if (stopping(p))
 			break;
-		seen = p->gen;
-		pthread_mutex_unlock(&p->lock);
+		seen = gen_now(p);
 		p->fn(p->ctx, part, p->n);
-		pthread_mutex_lock(&p->lock);
-		if (--p->pending == 0)
+		if (__atomic_sub_fetch(&p->pending, 1, __ATOMIC_ACQ_REL) == 0) {
+			pthread_mutex_lock(&p->lock);
 			pthread_cond_signal(&p->done);
+			pthread_mutex_unlock(&p->lock);
+		}
 	}
-	pthread_mutex_unlock(&p->lock);
 	return NULL;
 }
 
@@ -102,7 +142,7 @@ void pccx__pool_destroy(struct pccx_pool *p)
 	if (!p)
 		return;
 	pthread_mutex_lock(&p->lock);
-	p->stop = 1;
+	__atomic_store_n(&p->stop, 1, __ATOMIC_RELEASE);
 	pthread_cond_broadcast(&p->go);
 	pthread_mutex_unlock(&p->lock);
 	for (i = 0; i < p->started; i++)
@@ -121,20 +161,27 @@ unsigned pccx__pool_threads(const struct pccx_pool *p)
 
 void pccx__pool_run(struct pccx_pool *p, pccx_pool_fn fn, void *ctx)
 {
+	unsigned i;
+
 	if (!p || p->n == 1) {
 		fn(ctx, 0, 1);
 		return;
 	}
-	pthread_mutex_lock(&p->lock);
+	/* fn, ctx and pending are published by the release store of gen */
 	p->fn = fn;
 	p->ctx = ctx;
-	p->pending = p->n - 1;
-	p->gen++;
+	__atomic_store_n(&p->pending, p->n - 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&p->lock);
+	__atomic_store_n(&p->gen, gen_now(p) + 1, __ATOMIC_RELEASE);
 	pthread_cond_broadcast(&p->go);
 	pthread_mutex_unlock(&p->lock);
 	fn(ctx, 0, p->n);
+	for (i = 0; i < SPINS && __atomic_load_n(&p->pending, __ATOMIC_ACQUIRE); i++)
+		relax();
+	if (!__atomic_load_n(&p->pending, __ATOMIC_ACQUIRE))
+		return;
 	pthread_mutex_lock(&p->lock);
-	while (p->pending)
+	while (__atomic_load_n(&p->pending, __ATOMIC_ACQUIRE))
 		pthread_cond_wait(&p->done, &p->lock);
 	pthread_mutex_unlock(&p->lock);
 }

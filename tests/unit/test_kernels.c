@@ -3,7 +3,8 @@
  * The reference's Q4 host kernels: _ref is isa/num's row dot; every vector variant the CPU
  * runs gives _ref's bytes (GEMV on random shapes, partial row groups and blocks left over,
  * NaN/Inf scales; GEMM against m GEMVs); thread counts do not change a byte; the reference
- * NPU's Q4 GEMM (m > 1) gives the bits of m rows of isa/num dots through the output stage.
+ * NPU's Q4 GEMM (m > 1) gives the bits of m rows of isa/num dots through the output stage;
+ * the vectorised element-wise SFU functions give pccx__sfu_vector's bits.
  */
 #include <check.h>
 #include <math.h>
@@ -90,44 +91,30 @@ static void kcase_free(struct kcase *c)
 	free(c->a);
 }
 
-/* The vector variants (every one but AUTO and REF). */
-static const enum pccx_kern_impl vec_impls[] = { PCCX_KERN_AVX2, PCCX_KERN_AVXVNNI,
-						 PCCX_KERN_AVX512 };
-#define NVEC (sizeof(vec_impls) / sizeof(vec_impls[0]))
+typedef void (*rows_fn)(const uint8_t *, uint64_t, uint32_t, const struct pccx_kern_act *,
+			float *);
+typedef void (*gemm_fn)(const uint8_t *, uint64_t, uint32_t, const struct pccx_kern_act *,
+			uint32_t, float *, size_t);
 
-static void rows(enum pccx_kern_impl impl, const struct kcase *c, const struct pccx_kern_act *a,
-		 float *y)
-{
-	switch (impl) {
-	case PCCX_KERN_AVX2:
-		pccx__kern_q4_rows_avx2(c->w, c->rb, c->n, a, y);
-		break;
-	case PCCX_KERN_AVXVNNI:
-		pccx__kern_q4_rows_avxvnni(c->w, c->rb, c->n, a, y);
-		break;
-	case PCCX_KERN_AVX512:
-		pccx__kern_q4_rows_avx512(c->w, c->rb, c->n, a, y);
-		break;
-	default:
-		pccx__kern_q4_rows_ref(c->w, c->rb, c->n, a, y);
-	}
-}
+/* The vector variants: the _avx2 and _avxvnni kernels both serve PCCX_KERN_AVX2. */
+static const struct variant {
+	const char *name;
+	bool (*have)(void);
+	rows_fn rows;
+	gemm_fn gemm;
+} vec[] = {
+	{ "avx2", pccx__kern_have_avx2, pccx__kern_q4_rows_avx2, pccx__kern_q4_gemm_rows_avx2 },
+	{ "avxvnni", pccx__kern_have_avxvnni, pccx__kern_q4_rows_avxvnni,
+	  pccx__kern_q4_gemm_rows_avxvnni },
+	{ "avx512vnni", pccx__kern_have_avx512, pccx__kern_q4_rows_avx512,
+	  pccx__kern_q4_gemm_rows_avx512 },
+	{ "ref", NULL, pccx__kern_q4_rows_ref, pccx__kern_q4_gemm_rows_ref },
+};
+#define NVEC (sizeof(vec) / sizeof(vec[0]))
 
-static void gemm(enum pccx_kern_impl impl, const struct kcase *c, float *y, size_t ldy)
+static bool runs(const struct variant *v)
 {
-	switch (impl) {
-	case PCCX_KERN_AVX2:
-		pccx__kern_q4_gemm_rows_avx2(c->w, c->rb, c->n, c->a, c->m, y, ldy);
-		break;
-	case PCCX_KERN_AVXVNNI:
-		pccx__kern_q4_gemm_rows_avxvnni(c->w, c->rb, c->n, c->a, c->m, y, ldy);
-		break;
-	case PCCX_KERN_AVX512:
-		pccx__kern_q4_gemm_rows_avx512(c->w, c->rb, c->n, c->a, c->m, y, ldy);
-		break;
-	default:
-		pccx__kern_q4_gemm_rows_ref(c->w, c->rb, c->n, c->a, c->m, y, ldy);
-	}
+	return !v->have || v->have();
 }
 
 START_TEST(test_ref_is_the_numerics_row_dot)
@@ -173,13 +160,13 @@ START_TEST(test_rows_bit_identical)
 		y1 = malloc(sizeof(float) * n);
 		y2 = malloc(sizeof(float) * n);
 		pccx__kern_q4_rows_ref(c.w, c.rb, n, c.a, y1);
-		for (v = 0; v < NVEC; v++) {
-			if (!pccx__kern_supported(vec_impls[v]))
+		for (v = 0; v + 1 < NVEC; v++) {
+			if (!runs(&vec[v]))
 				continue;
 			memset(y2, 0xA5, sizeof(float) * n);
-			rows(vec_impls[v], &c, c.a, y2);
+			vec[v].rows(c.w, c.rb, n, c.a, y2);
 			ck_assert_msg(!memcmp(y1, y2, sizeof(float) * n), "%s: k %u n %u differ",
-				      pccx__kern_name(vec_impls[v]), k, n);
+				      vec[v].name, k, n);
 			tested++;
 		}
 		free(y1);
@@ -215,16 +202,13 @@ START_TEST(test_gemm_is_m_gemvs)
 			memset(e, 0x5A, sizeof(float) * ldy * m);
 			for (i = 0; i < m; i++)
 				pccx__kern_q4_rows_ref(c.w, c.rb, n, &c.a[i], e + i * ldy);
-			for (v = 0; v <= NVEC; v++) {
-				enum pccx_kern_impl impl = v < NVEC ? vec_impls[v] : PCCX_KERN_REF;
-
-				if (!pccx__kern_supported(impl))
+			for (v = 0; v < NVEC; v++) {
+				if (!runs(&vec[v]))
 					continue;
 				memset(y, 0x5A, sizeof(float) * ldy * m);
-				gemm(impl, &c, y, ldy);
+				vec[v].gemm(c.w, c.rb, n, c.a, m, y, ldy);
 				ck_assert_msg(!memcmp(e, y, sizeof(float) * ldy * m),
-					      "%s: m %u k %u n %u differ", pccx__kern_name(impl),
-					      m, k, n);
+					      "%s: m %u k %u n %u differ", vec[v].name, m, k, n);
 			}
 			free(e);
 			free(y);
@@ -291,6 +275,94 @@ START_TEST(test_names_and_support)
 	/* AVX-512 VNNI and AVX-VNNI imply AVX2 */
 	ck_assert(!pccx__kern_have_avx512() || pccx__kern_have_avx2());
 	ck_assert(!pccx__kern_have_avxvnni() || pccx__kern_have_avx2());
+}
+END_TEST
+
+/* ---- element-wise SFU functions ---- */
+
+/* Random floats with a share of NaNs (any payload and sign), infinities, zeros, subnormals. */
+static float wild_float(uint64_t *s)
+{
+	static const uint32_t special[] = { 0x7FC00000u, 0xFFC00000u, 0x7F800001u, 0xFFA12345u,
+					    0x7F800000u, 0xFF800000u, 0x00000000u, 0x80000000u,
+					    0x00000001u, 0x807FFFFFu, 0x7F7FFFFFu, 0x3F800000u };
+	uint32_t u = (uint32_t)lcg(s);
+
+	if (u % 5 == 0)
+		return pccx_f32_from_bits(special[(u / 5) % 12]);
+	return (float)((int)(lcg(s) % 20001) - 10000) / (float)(1 + lcg(s) % 997);
+}
+
+/* One function, flag set, S and length on random data, apart and in place. */
+static void sfu_case(unsigned fn, unsigned flags, float S, size_t n, uint64_t *s)
+{
+	float src[200], d0[200], e[200], y[200];
+	size_t i;
+
+	for (i = 0; i < 200; i++) {
+		src[i] = wild_float(s);
+		d0[i] = wild_float(s);
+	}
+	memcpy(e, d0, sizeof(e));
+	memcpy(y, d0, sizeof(y));
+	pccx__sfu_vector(fn, flags, S, src, e, n);
+	pccx__kern_sfu_vector(fn, flags, S, src, y, n);
+	ck_assert_msg(!memcmp(e, y, sizeof(e)), "fn %u flags %#x n %zu", fn, flags, n);
+	memcpy(e, d0, sizeof(e));
+	memcpy(y, d0, sizeof(y));
+	pccx__sfu_vector(fn, flags, S, e, e, n);
+	pccx__kern_sfu_vector(fn, flags, S, y, y, n);
+	ck_assert_msg(!memcmp(e, y, sizeof(e)), "in place: fn %u flags %#x n %zu", fn, flags, n);
+}
+
+/* pccx__kern_sfu_vector gives pccx__sfu_vector's bytes: every function and flag set. */
+START_TEST(test_sfu_vector_bit_identical)
+{
+	static const size_t lens[] = { 0, 1, 63, 64, 65, 200 };
+	uint64_t s = 77;
+	unsigned fn, flags, li, it;
+
+	for (fn = 0; fn < PCCX_SFU_NFN; fn++)
+		for (flags = 0; flags <= PCCX_SFU_F_ALL; flags++)
+			for (li = 0; li < sizeof(lens) / sizeof(lens[0]); li++)
+				for (it = 0; it < 2; it++)
+					sfu_case(fn, flags, it ? wild_float(&s) : 1.5f, lens[li],
+						 &s);
+}
+END_TEST
+
+/* pccx__kern_q8_quantize gives pccx__q8_quantize's bytes. */
+START_TEST(test_q8_quantize_bit_identical)
+{
+	enum { K = 32 * 64 };
+	static float x[K];
+	static int8_t q0[K], q1[K];
+	float s0[K / 32], s1[K / 32];
+	uint64_t s = 31;
+	unsigned it, b, i;
+
+	for (it = 0; it < 200; it++) {
+		for (b = 0; b < K / 32; b++) {
+			/* per block: plain values of one magnitude, or wild ones, or zeros */
+			unsigned kind = (unsigned)(lcg(&s) % 8);
+			float scale = (float)(1 + lcg(&s) % 1000) / (float)(1 + lcg(&s) % 100000);
+
+			for (i = 0; i < 32; i++) {
+				float v = (float)((int)(lcg(&s) % 20001) - 10000) * scale;
+
+				x[32 * b + i] = kind == 0 ? wild_float(&s)
+					      : kind == 1 ? (lcg(&s) % 2 ? 0.0f : -0.0f)
+					      : kind == 2 ? v * 1e-40f	/* subnormal products */
+					      : v;
+			}
+		}
+		memset(q1, 0x55, sizeof(q1));
+		memset(s1, 0x55, sizeof(s1));
+		pccx__q8_quantize(x, K, q0, s0);
+		pccx__kern_q8_quantize(x, K, q1, s1);
+		ck_assert(!memcmp(q0, q1, sizeof(q0)));
+		ck_assert(!memcmp(s0, s1, sizeof(s0)));
+	}
 }
 END_TEST
 
@@ -389,6 +461,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_threads_bit_identical);
 	tcase_add_test(tc, test_names_and_support);
 	tcase_add_test(tc, test_exec_q4_gemm);
+	tcase_add_test(tc, test_sfu_vector_bit_identical);
+	tcase_add_test(tc, test_q8_quantize_bit_identical);
 	suite_add_tcase(s, tc);
 	return s;
 }
