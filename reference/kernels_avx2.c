@@ -63,6 +63,7 @@ T256 static void reduce8(const __m256i p[G], __m256i d[2])
 	__m256i a[4], q0, q1;
 	unsigned i;
 
+	#pragma GCC unroll 16
 	for (i = 0; i < 4; i++)
 		a[i] = _mm256_add_epi32(_mm256_unpacklo_epi32(p[2 * i], p[2 * i + 1]),
 					_mm256_unpackhi_epi32(p[2 * i], p[2 * i + 1]));
@@ -81,19 +82,23 @@ T256 static void scales8x8(const uint8_t *const rec[G], uint32_t b, __m256 d[8])
 	__m128i x[8], t[8], u[8];
 	unsigned i;
 
+	#pragma GCC unroll 16
 	for (i = 0; i < 8; i++)
 		x[i] = _mm_loadu_si128((const __m128i *)(const void *)(rec[i] + 2 * b));
+	#pragma GCC unroll 16
 	for (i = 0; i < 4; i++) {
 		t[2 * i] = _mm_unpacklo_epi16(x[2 * i], x[2 * i + 1]);
 		t[2 * i + 1] = _mm_unpackhi_epi16(x[2 * i], x[2 * i + 1]);
 	}
 	/* u[4h + j]: rows 4h .. 4h+3, blocks 2j, 2j+1 */
+	#pragma GCC unroll 16
 	for (i = 0; i < 2; i++) {
 		u[4 * i] = _mm_unpacklo_epi32(t[4 * i], t[4 * i + 2]);
 		u[4 * i + 1] = _mm_unpackhi_epi32(t[4 * i], t[4 * i + 2]);
 		u[4 * i + 2] = _mm_unpacklo_epi32(t[4 * i + 1], t[4 * i + 3]);
 		u[4 * i + 3] = _mm_unpackhi_epi32(t[4 * i + 1], t[4 * i + 3]);
 	}
+	#pragma GCC unroll 16
 	for (i = 0; i < 4; i++) {
 		d[2 * i] = _mm256_cvtph_ps(_mm_unpacklo_epi64(u[i], u[4 + i]));
 		d[2 * i + 1] = _mm256_cvtph_ps(_mm_unpackhi_epi64(u[i], u[4 + i]));
@@ -106,6 +111,7 @@ T256 static __m256 accumulate2(__m256 acc, const __m256i dot[2], const __m256 d[
 {
 	unsigned i;
 
+	#pragma GCC unroll 16
 	for (i = 0; i < 2; i++) {
 		__m256i s = _mm256_sub_epi32(dot[i], _mm256_set1_epi32(8 * a->xsum[b + i]));
 		__m256 t = _mm256_mul_ps(d[i], _mm256_set1_ps(a->sx[b + i]));
@@ -141,6 +147,7 @@ T256 static __m256 accumulate2(__m256 acc, const __m256i dot[2], const __m256 d[
 				__m256i xo = _mm256_loadu_si256(                            \
 					(const __m256i *)(const void *)(xq + 64));          \
                                                                                             \
+				_Pragma("GCC unroll 8")                                     \
 				for (r = 0; r < G; r++) {                                   \
 					const uint8_t *nib = rec[r] + sb + 16 * (b + h);    \
                                                                                             \
@@ -192,24 +199,190 @@ void pccx__kern_q4_rows_avxvnni(const uint8_t *w, uint64_t row_bytes, uint32_t n
 	rows_all(group_vnni, w, row_bytes, n, a, y);
 }
 
+/* ---- GEMM: the weights of a row group transposed once, used by every activation row ---- */
+
+#define MB 64	/* activation rows per pass over a row group */
+
+/*
+ * Blocks b .. b+3 of 8 rows, transposed: wt[8 i + g] lane r = the q + 8 values of the low
+ * nibbles of bytes 4g .. 4g+3 of row r's block b + i (its even elements 8g .. 8g+6),
+ * wt[8 i + 4 + g] those of the high nibbles (the odd elements): per pair of blocks an 8 x 8
+ * transpose of the rows' 32-bit words.
+ */
+T256 static void weights8x4(const uint8_t *const rec[G], uint64_t sb, uint32_t b, __m256i wt[32])
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0F), x88 = _mm256_set1_epi8((char)0x88);
+	__m256i v[G], a[G], q[G];
+	unsigned h, r, g;
+
+	for (h = 0; h < 2; h++) {
+#pragma GCC unroll 8
+		for (r = 0; r < G; r++)
+			v[r] = _mm256_loadu_si256((const __m256i *)(const void *)
+						  (rec[r] + sb + 16 * (b + 2 * h)));
+#pragma GCC unroll 8
+		for (r = 0; r < G; r += 2) {
+			a[r] = _mm256_unpacklo_epi32(v[r], v[r + 1]);
+			a[r + 1] = _mm256_unpackhi_epi32(v[r], v[r + 1]);
+		}
+		/* q[4k + g]: word g of rows 4k .. 4k+3, per block */
+#pragma GCC unroll 8
+		for (r = 0; r < G; r += 4) {
+			q[r] = _mm256_unpacklo_epi64(a[r], a[r + 2]);
+			q[r + 1] = _mm256_unpackhi_epi64(a[r], a[r + 2]);
+			q[r + 2] = _mm256_unpacklo_epi64(a[r + 1], a[r + 3]);
+			q[r + 3] = _mm256_unpackhi_epi64(a[r + 1], a[r + 3]);
+		}
+#pragma GCC unroll 4
+		for (g = 0; g < 4; g++) {
+			__m256i lo = _mm256_permute2x128_si256(q[g], q[4 + g], 0x20);
+			__m256i hi = _mm256_permute2x128_si256(q[g], q[4 + g], 0x31);
+			__m256i *w0 = wt + 16 * h, *w1 = wt + 16 * h + 8;
+
+			lo = _mm256_xor_si256(lo, x88);	/* q + 8 in both nibbles */
+			hi = _mm256_xor_si256(hi, x88);
+			w0[g] = _mm256_and_si256(lo, m4);
+			w0[4 + g] = _mm256_and_si256(_mm256_srli_epi16(lo, 4), m4);
+			w1[g] = _mm256_and_si256(hi, m4);
+			w1[4 + g] = _mm256_and_si256(_mm256_srli_epi16(hi, 4), m4);
+		}
+	}
+}
+
+/* Four activation bytes broadcast to every 32-bit lane. */
+T256 static __m256i bcast4(const int8_t *p)
+{
+	int32_t v;
+
+	__builtin_memcpy(&v, p, 4);
+	return _mm256_set1_epi32(v);
+}
+
+/*
+ * One block's (q + 8) * x sum per row lane, AVX2: vpmaddubsw gives two products per int16
+ * lane (|.| <= 2 * 15 * 127); the eight of a block add up to at most 30,480 in magnitude, so the
+ * int16 sums are exact; vpmaddwd then adds each row's two int16 lanes.
+ */
+T256 static __m256i gdot_avx2(const __m256i w[8], const int8_t *xe, const int8_t *xo)
+{
+	__m256i s0 = _mm256_add_epi16(_mm256_maddubs_epi16(w[0], bcast4(xe)),
+				      _mm256_maddubs_epi16(w[4], bcast4(xo)));
+	__m256i s1 = _mm256_add_epi16(_mm256_maddubs_epi16(w[1], bcast4(xe + 4)),
+				      _mm256_maddubs_epi16(w[5], bcast4(xo + 4)));
+	__m256i s2 = _mm256_add_epi16(_mm256_maddubs_epi16(w[2], bcast4(xe + 8)),
+				      _mm256_maddubs_epi16(w[6], bcast4(xo + 8)));
+	__m256i s3 = _mm256_add_epi16(_mm256_maddubs_epi16(w[3], bcast4(xe + 12)),
+				      _mm256_maddubs_epi16(w[7], bcast4(xo + 12)));
+
+	return _mm256_madd_epi16(_mm256_add_epi16(_mm256_add_epi16(s0, s1),
+						  _mm256_add_epi16(s2, s3)),
+				 _mm256_set1_epi16(1));
+}
+
+TVNNI static __m256i gdot_vnni(const __m256i w[8], const int8_t *xe, const int8_t *xo)
+{
+	__m256i s0 = _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), w[0], bcast4(xe));
+	__m256i s1 = _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), w[4], bcast4(xo));
+
+	s0 = _mm256_dpbusd_avx_epi32(s0, w[1], bcast4(xe + 4));
+	s1 = _mm256_dpbusd_avx_epi32(s1, w[5], bcast4(xo + 4));
+	s0 = _mm256_dpbusd_avx_epi32(s0, w[2], bcast4(xe + 8));
+	s1 = _mm256_dpbusd_avx_epi32(s1, w[6], bcast4(xo + 8));
+	s0 = _mm256_dpbusd_avx_epi32(s0, w[3], bcast4(xe + 12));
+	s1 = _mm256_dpbusd_avx_epi32(s1, w[7], bcast4(xo + 12));
+	return _mm256_add_epi32(s0, s1);
+}
+
+/*
+ * Rows rec[0 .. nr) against activation rows a[0 .. m), m <= MB, y[j * ldy + r], with the
+ * block dots of GDOT: per block and activation row, c = (float)(dot - 8 sum x) * (d * sx)
+ * and acc = acc + c in the row's own vector of 8 chains.
+ */
+#define GEMM_FN(name, TGT, GDOT)                                                             \
+	TGT static void name(const uint8_t *const rec[G], uint32_t nr, uint64_t sb,          \
+			     const struct pccx_kern_act *a, uint32_t m,                      \
+			     struct pccx_kern_pf *f, float *y, size_t ldy)                   \
+	{                                                                                   \
+		uint32_t nb = a->k / 32, b, i, j, r;                                        \
+		__m256 acc[MB], d[8];                                                       \
+		__m256i wt[32];                                                             \
+		float v[G];                                                                 \
+                                                                                            \
+		for (j = 0; j < m; j++)                                                     \
+			acc[j] = _mm256_setzero_ps();                                       \
+		for (b = 0; b + 4 <= nb; b += 4) {                                          \
+			/* scale beats are whole: eight scales can be read at b % 8 == 0 */ \
+			if (b % 8 == 0)                                                     \
+				scales8x8(rec, b, d);                                       \
+			pccx__kern_pf_step(f);                                              \
+			weights8x4(rec, sb, b, wt);                                         \
+			for (i = 0; i < 4; i++) {                                           \
+				const uint32_t off = 32 * b + 16 * i, bi = b + i;           \
+				const __m256 db = d[bi % 8];                                \
+                                                                                            \
+				for (j = 0; j < m; j++) {                                   \
+					const int8_t *xe = a[j].xp + off;                   \
+					__m256i s = GDOT(wt + 8 * i, xe, xe + 64);          \
+					__m256 t = _mm256_mul_ps(db,                        \
+						_mm256_set1_ps(a[j].sx[bi]));               \
+                                                                                            \
+					s = _mm256_sub_epi32(s,                             \
+						_mm256_set1_epi32(8 * a[j].xsum[bi]));      \
+					acc[j] = _mm256_add_ps(acc[j], _mm256_mul_ps(       \
+						_mm256_cvtepi32_ps(s), t));                 \
+				}                                                           \
+			}                                                                   \
+		}                                                                           \
+		for (j = 0; j < m; j++) {                                                   \
+			_mm256_storeu_ps(v, acc[j]);                                        \
+			for (r = 0; r < nr; r++)                                            \
+				y[j * ldy + r] = pccx__kern_q4_row_finish(rec[r], sb, &a[j], \
+									  b, v[r]);  \
+		}                                                                           \
+	}
+
+GEMM_FN(gemm_group_avx2, T256, gdot_avx2)
+GEMM_FN(gemm_group_vnni, TVNNI, gdot_vnni)
+
+typedef void (*gemm_group_fn)(const uint8_t *const rec[G], uint32_t nr, uint64_t sb,
+			      const struct pccx_kern_act *a, uint32_t m, struct pccx_kern_pf *f,
+			      float *y, size_t ldy);
+
+/* All n rows, G at a time, against the m activation rows, MB at a time. */
+static void gemm_all(gemm_group_fn group, const uint8_t *w, uint64_t row_bytes, uint32_t n,
+		     const struct pccx_kern_act *a, uint32_t m, float *y, size_t ldy)
+{
+	uint64_t sb = pccx__kern_scale_bytes(a->k);
+	const uint8_t *rec[G];
+	uint32_t r0, r, nr, j0, mb;
+
+	for (r0 = 0; r0 < n; r0 += G) {
+		nr = n - r0 < G ? n - r0 : G;
+		for (r = 0; r < G; r++)
+			rec[r] = w + (uint64_t)(r0 + (r < nr ? r : nr - 1)) * row_bytes;
+		for (j0 = 0; j0 < m; j0 += MB) {
+			/* one share of the next group per step of four blocks */
+			struct pccx_kern_pf f = pccx__kern_pf_group(w, row_bytes, n, r0, G,
+								    a->k / 128);
+
+			mb = m - j0 < MB ? m - j0 : MB;
+			group(rec, nr, sb, a + j0, mb, &f, y + j0 * ldy + r0, ldy);
+		}
+	}
+}
+
 void pccx__kern_q4_gemm_rows_avx2(const uint8_t *w, uint64_t row_bytes, uint32_t n,
 				  const struct pccx_kern_act *a, uint32_t m, float *y,
 				  size_t ldy)
 {
-	uint32_t i;
-
-	for (i = 0; i < m; i++)
-		pccx__kern_q4_rows_avx2(w, row_bytes, n, &a[i], y + i * ldy);
+	gemm_all(gemm_group_avx2, w, row_bytes, n, a, m, y, ldy);
 }
 
 void pccx__kern_q4_gemm_rows_avxvnni(const uint8_t *w, uint64_t row_bytes, uint32_t n,
 				     const struct pccx_kern_act *a, uint32_t m, float *y,
 				     size_t ldy)
 {
-	uint32_t i;
-
-	for (i = 0; i < m; i++)
-		pccx__kern_q4_rows_avxvnni(w, row_bytes, n, &a[i], y + i * ldy);
+	gemm_all(gemm_group_vnni, w, row_bytes, n, a, m, y, ldy);
 }
 
 #else

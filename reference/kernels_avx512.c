@@ -41,6 +41,7 @@ T512 static void scales16x8(const uint8_t *const rec[G], uint32_t b, __m512 d[8]
 	__m512i z[4], u[4];
 	unsigned g, p;
 
+	#pragma GCC unroll 16
 	for (g = 0; g < 4; g++) {
 		const uint8_t *const *r4 = rec + 4 * g;
 		__m512i v = _mm512_castsi128_si512(
@@ -53,12 +54,14 @@ T512 static void scales16x8(const uint8_t *const rec[G], uint32_t b, __m512 d[8]
 		z[g] = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(const void *)
 							    (r4[3] + 2 * b)), 3);
 	}
+	#pragma GCC unroll 16
 	for (p = 0; p < 2; p++) {
 		__m512i ix = _mm512_loadu_si512((const void *)idx1[p]);
 
 		u[p] = _mm512_permutex2var_epi16(z[0], ix, z[1]);	/* rows 0-7 */
 		u[2 + p] = _mm512_permutex2var_epi16(z[2], ix, z[3]);	/* rows 8-15 */
 	}
+	#pragma GCC unroll 16
 	for (p = 0; p < 4; p++) {
 		__m512i o = _mm512_permutex2var_epi16(
 			u[p / 2], _mm512_loadu_si512((const void *)idx2[p % 2]), u[2 + p / 2]);
@@ -103,9 +106,11 @@ T512 static void reduce16(const __m512i p[G], __m512i d[4])
 	__m512i a[8], q[4];
 	unsigned i;
 
+	#pragma GCC unroll 16
 	for (i = 0; i < 8; i++)
 		a[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(p[2 * i], p[2 * i + 1]),
 					_mm512_unpackhi_epi32(p[2 * i], p[2 * i + 1]));
+	#pragma GCC unroll 16
 	for (i = 0; i < 4; i++)
 		q[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(a[2 * i], a[2 * i + 1]),
 					_mm512_unpackhi_epi64(a[2 * i], a[2 * i + 1]));
@@ -121,6 +126,7 @@ T512 static void dots16x4(const uint8_t *const rec[G], uint64_t sb, const int8_t
 	__m512i p[G];
 	unsigned r;
 
+	#pragma GCC unroll 16
 	for (r = 0; r < G; r++)
 		p[r] = quad(rec[r] + sb + 16 * b, xe, xo);
 	reduce16(p, d);
@@ -132,6 +138,7 @@ T512 static __m512 accumulate4(__m512 acc, const __m512i dot[4], const __m512 d[
 {
 	unsigned i;
 
+	#pragma GCC unroll 16
 	for (i = 0; i < 4; i++) {
 		__m512i s = _mm512_sub_epi32(dot[i], _mm512_set1_epi32(8 * a->xsum[b + i]));
 		__m512 t = _mm512_mul_ps(d[i], _mm512_set1_ps(a->sx[b + i]));
@@ -206,22 +213,27 @@ T512 static void weights16x4(const uint8_t *const rec[G], uint64_t sb, uint32_t 
 	__m512i v[G], a[G], q[G], o[4];
 	unsigned r, g, i;
 
+	#pragma GCC unroll 16
 	for (r = 0; r < G; r++)
 		v[r] = _mm512_loadu_si512((const void *)(rec[r] + sb + 16 * b));
 	/* a[2k], a[2k+1]: words 0 1, 2 3 of rows 2k, 2k+1 interleaved (per block) */
+	#pragma GCC unroll 16
 	for (r = 0; r < G; r += 2) {
 		a[r] = _mm512_unpacklo_epi32(v[r], v[r + 1]);
 		a[r + 1] = _mm512_unpackhi_epi32(v[r], v[r + 1]);
 	}
 	/* q[4h + g]: word g of rows 4h .. 4h+3 (per block) */
+	#pragma GCC unroll 16
 	for (r = 0; r < G; r += 4) {
 		q[r] = _mm512_unpacklo_epi64(a[r], a[r + 2]);
 		q[r + 1] = _mm512_unpackhi_epi64(a[r], a[r + 2]);
 		q[r + 2] = _mm512_unpacklo_epi64(a[r + 1], a[r + 3]);
 		q[r + 3] = _mm512_unpackhi_epi64(a[r + 1], a[r + 3]);
 	}
+	#pragma GCC unroll 16
 	for (g = 0; g < 4; g++) {
 		lanes4x4(q[g], q[4 + g], q[8 + g], q[12 + g], o);
+		#pragma GCC unroll 16
 		for (i = 0; i < 4; i++) {
 			__m512i t = _mm512_xor_si512(o[i], x88);	/* q + 8 in both nibbles */
 
