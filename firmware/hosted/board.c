@@ -5,6 +5,7 @@
  * them to the core once, and loops: read with the server's timeout, feed, poll.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +32,47 @@ struct pccx_hosted_board {
 	struct pccx_fw_server srv;
 	int fd;                          /* the connection being served */
 	bool sock;
+	/* the corrupt_job knob: the executor is the register executor seen through corrupt_ops */
+	uint64_t corrupt_job, jobs;
+	struct pccx_job_view job;
 };
+
+/* ---- the corrupt_job knob: the register executor, with wrong bytes after one job -------- */
+
+static struct pccx_hosted_board *of_regs(void *ctx)
+{
+	return (struct pccx_hosted_board *)((char *)ctx - offsetof(struct pccx_hosted_board, regs));
+}
+
+static int c_start(void *ctx, const struct pccx_job_view *job, uint32_t timeout_ms,
+		   struct pccx_fw_outcome *out)
+{
+	of_regs(ctx)->job = *job;
+	return pccx__fw_regs_exec.start(ctx, job, timeout_ms, out);
+}
+
+static uint32_t c_poll(void *ctx, struct pccx_fw_outcome *out)
+{
+	struct pccx_hosted_board *b = of_regs(ctx);
+	uint32_t st = pccx__fw_regs_exec.poll(ctx, out);
+	uint32_t i;
+
+	if (st == PCCX_LINK_JOB_RUNNING || ++b->jobs != b->corrupt_job)
+		return st;
+	/* the last range the job wrote (a decode step's logits) */
+	for (i = b->job.n_dma; i--;) {
+		const struct pccx_dma_desc *dd = &b->job.dma[i];
+		const struct pccx_fw_span *sp = pccx__fw_region_find(&b->regs.region, dd->handle);
+		static const uint8_t flt_max[4] = { 0xff, 0xff, 0x7f, 0x7f };
+
+		if (dd->flags != PCCX_DMA_FROM_DEVICE || !sp || dd->offset + 4 > sp->size)
+			continue;
+		memcpy(b->regs.region.cpu + sp->off + dd->offset, flt_max, 4);
+		break;
+	}
+	return st;
+}
+
 
 static int board_write(void *ctx, const void *buf, size_t n)
 {
@@ -95,6 +136,15 @@ static int setup(struct pccx_hosted_board *b, const struct pccx_hosted_board_opt
 				  pccx__engine_fail_name(r));
 	sc.exec = &pccx__fw_regs_exec;
 	sc.exec_ctx = &b->regs;
+	b->corrupt_job = o ? o->corrupt_job : 0;
+	if (b->corrupt_job) {
+		static struct pccx_fw_exec_ops ops;
+
+		ops = pccx__fw_regs_exec;
+		ops.start = c_start;
+		ops.poll = c_poll;
+		sc.exec = &ops;
+	}
 	sc.write = board_write;
 	sc.write_ctx = b;
 	sc.rx = b->rx;

@@ -17,6 +17,10 @@ struct pccx_hosted_board_opts {
 	uint32_t max_payload;           /* 0: 256 KiB */
 	uint32_t max_bufs;              /* 0: 256 */
 	const char *name;               /* 0: "hosted-sim" */
+	/* a test knob: when job number corrupt_job (from 1) completes, the first FP32 element
+	 * of the last range it wrote to host memory (a decode step's logits) becomes FLT_MAX
+	 * (0: never) - a board whose results are wrong, for the tests of what notices it */
+	uint64_t corrupt_job;
 };
 
 struct pccx_hosted_board;

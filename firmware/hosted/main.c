@@ -4,9 +4,11 @@
  * libpccx's `serial` backend on a machine without a board:
  *
  *   pccx-board --listen PATH [--once] [--region-mib N] [--max-payload BYTES]
+ *              [--corrupt-job N]
  *
  * Connections are served one at a time; the board (its buffers, its device) outlives them,
  * as a real board outlives its host's processes. --once: exit when the first one closes.
+ * --corrupt-job N (tests): job N's results are made wrong (board.h), to show they are noticed.
  */
 #include <errno.h>
 #include <signal.h>
@@ -30,7 +32,7 @@ static void on_signal(int sig)
 static int usage(void)
 {
 	fprintf(stderr, "usage: pccx-board --listen PATH [--once] [--region-mib N] "
-		"[--max-payload BYTES]\n");
+		"[--max-payload BYTES] [--corrupt-job N]\n");
 	return 2;
 }
 
@@ -89,6 +91,10 @@ int main(int argc, char **argv)
 			if (parse_u64(argv[++i], "--region-mib", &v) || !v || v > 65536)
 				return usage();
 			o.region_bytes = v << 20;
+		} else if (!strcmp(argv[i], "--corrupt-job") && i + 1 < argc) {
+			if (parse_u64(argv[++i], "--corrupt-job", &v))
+				return usage();
+			o.corrupt_job = v;
 		} else if (!strcmp(argv[i], "--max-payload") && i + 1 < argc) {
 			if (parse_u64(argv[++i], "--max-payload", &v) || v > UINT32_MAX)
 				return usage();

@@ -76,6 +76,7 @@ int pccx_cmd_bench_sim(int argc, char **argv);
 int pccx_cmd_run(int argc, char **argv);
 int pccx_cmd_chat(int argc, char **argv);
 int pccx_cmd_info(int argc, char **argv);
+int pccx_cmd_check(int argc, char **argv);
 int pccx_cmd_serve(int argc, char **argv);
 
 #endif

@@ -14,6 +14,8 @@ static const struct pccx_cmd commands[] = {
 	{ "tokenize", "tokenize text with a tokenizer.json: pccx tokenize --tokenizer F TEXT",
 	  pccx_cmd_tokenize },
 	{ "info", "device ID, features and figures: pccx info [--backend kernel]", pccx_cmd_info },
+	{ "check", "one job on every path (sim, kernel, a board): where they differ, latency",
+	  pccx_cmd_check },
 	{ "run", "generate text on the NPU (simulated by default): pccx run -m MODEL -p TEXT",
 	  pccx_cmd_run },
 	{ "serve", "an HTTP server for the model, OpenAI-style chat completions: pccx serve -m MODEL",
