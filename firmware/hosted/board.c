@@ -5,6 +5,7 @@
  * them to the core once, and loops: read with the server's timeout, feed, poll.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -74,6 +75,10 @@ static uint32_t c_poll(void *ctx, struct pccx_fw_outcome *out)
 }
 
 
+/*
+ * The descriptor is non-blocking: a host that stops reading its replies makes the write fail
+ * after 5 s (the reply is lost, counted by the server), it does not stop the board.
+ */
 static int board_write(void *ctx, const void *buf, size_t n)
 {
 	struct pccx_hosted_board *b = ctx;
@@ -84,6 +89,13 @@ static int board_write(void *ctx, const void *buf, size_t n)
 
 		if (w < 0 && errno == EINTR)
 			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			struct pollfd pf = { .fd = b->fd, .events = POLLOUT };
+
+			if (poll(&pf, 1, 5000) <= 0)
+				return -1;
+			continue;
+		}
 		if (w <= 0)
 			return -1;
 		p += w;
@@ -205,6 +217,8 @@ int pccx__hosted_board_serve(struct pccx_hosted_board *b, int fd, volatile int *
 
 	b->fd = fd;
 	b->sock = !fstat(fd, &sb) && S_ISSOCK(sb.st_mode);
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK))
+		return -1;
 	pccx__fw_server_reconnected(&b->srv);
 	while (!stop || !*stop) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };

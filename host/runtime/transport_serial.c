@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * The serial transport (backend_link.h): a tty set raw, or a Unix stream socket (QEMU's
- * `-serial unix:PATH,server`, the hosted test board). Reads wait with poll(); writes loop until
- * every byte is out; a peer that went away is a negative return, never SIGPIPE.
+ * `-serial unix:PATH,server`, the hosted test board). The descriptor is non-blocking: reads
+ * wait with poll(); writes loop until every byte is out, failing when the other end takes none
+ * for 10 s (a board that stopped reading must not hang the host); a peer that went away is a
+ * negative return, never SIGPIPE.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -81,8 +83,12 @@ static void fd_close(void *ctx)
 
 static int wrap(int fd, bool sock, struct pccx_link_transport *t)
 {
-	struct fd_link *l = calloc(1, sizeof(*l));
+	struct fd_link *l;
+	int fl = fcntl(fd, F_GETFL);
 
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK))
+		return -1;
+	l = calloc(1, sizeof(*l));
 	if (!l)
 		return -1;
 	l->fd = fd;
