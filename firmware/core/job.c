@@ -70,11 +70,24 @@ static int validate(struct pccx_fw_server *s, const struct pccx_job_view *job,
 		    struct pccx_fw_refusal *why)
 {
 	struct pccx_vresult vr;
+	struct pccx_vlimits lim;
 	int err;
 
+	/* the L2 bound is the device's (a configured simulator may have another size) */
+	if (!s->l2_words) {
+		struct pccx_fw_dev_info di;
+
+		__builtin_memset(&di, 0, sizeof(di));
+		if (s->cfg.exec->info(s->cfg.exec_ctx, &di) || !di.l2_words)
+			return pccx__fw_refuse(why, PCCX_LINK_E_DEVICE, 0, 0,
+					       "the device's L2 size cannot be read");
+		s->l2_words = di.l2_words;
+	}
+	pccx__vlimits_default(&lim);
+	lim.l2_words = s->l2_words;
 	__builtin_memset(&vr, 0, sizeof(vr));
 	/* the reply is built afterwards: the tx buffer is the validator's scratch until then */
-	err = pccx__validate(job, lookup, s, NULL, s->cfg.tx, &vr);
+	err = pccx__validate(job, lookup, s, &lim, s->cfg.tx, &vr);
 	if (!err)
 		return 0;
 	pccx__fw_refuse(why, PCCX_LINK_E_VALIDATE, vr.expected, vr.actual, "job refused");

@@ -159,6 +159,8 @@ struct pccx_fw_server {
 	uint32_t wait_seq;
 	uint64_t wait_deadline_ms;
 	bool wedged;                    /* a reset failed: jobs refused until a RESET works */
+	uint32_t l2_words;              /* the device's, read at the first SUBMIT: the validator's
+					 * L2 bound */
 	/* the validator's bitmap is the tx buffer: a job names at most 8 * (buf_size - 1) host
 	 * DMA descriptors (JOB error otherwise) */
 	struct pccx_fw_stats st;

@@ -17,11 +17,13 @@
 
 static uint8_t arena[8][4096] __attribute__((aligned(64)));
 static uint32_t arena_handle[8];
+static uint32_t mock_l2 = 114688;
 
 static int m_info(void *ctx, struct pccx_fw_dev_info *out)
 {
 	(void)ctx;
 	out->hw_id = 0x5043435802000001ull;
+	out->l2_words = mock_l2;
 	out->max_buf_size = sizeof(arena[0]);
 	out->flags = PCCX_LINK_INFO_SIMULATED;
 	return 0;
@@ -93,6 +95,7 @@ static int setup(void **state)
 {
 	(void)state;
 	memset(arena_handle, 0, sizeof(arena_handle));
+	mock_l2 = 114688;
 	t_link_init(&L, &mock_ops, NULL, 4);
 	return 0;
 }
@@ -288,6 +291,21 @@ static void job_images_are_checked(void **state)
 	info_still_answers();
 }
 
+/* The validator's L2 bound is the device's: the copy reaches L2 words 10 and 11. */
+static void jobs_are_checked_against_the_devices_l2(void **state)
+{
+	uint32_t in, out, len, h;
+
+	(void)state;
+	mock_l2 = 11;
+	h = job_buffers(&in, &out, &len);
+	submit(h, 0, len);
+	assert_int_equal(t_err(&L), PCCX_LINK_E_VALIDATE);
+	assert_int_equal(pccx__le32_get(L.payload + 8), PCCX_ISA_E_L2_RANGE);
+	assert_int_equal(pccx__le32_get(L.payload + 12), PCCX_VW_INSN);
+	assert_int_equal(pccx__le32_get(L.payload + 16), 1);
+}
+
 static void one_job_deferred_wait_and_reaping(void **state)
 {
 	uint32_t in, out, len, h = job_buffers(&in, &out, &len), id;
@@ -419,6 +437,7 @@ int main(void)
 		cmocka_unit_test_setup(info_reports_versions_limits_and_name, setup),
 		cmocka_unit_test_setup(buffer_fields_are_checked, setup),
 		cmocka_unit_test_setup(job_images_are_checked, setup),
+		cmocka_unit_test_setup(jobs_are_checked_against_the_devices_l2, setup),
 		cmocka_unit_test_setup(one_job_deferred_wait_and_reaping, setup),
 		cmocka_unit_test_setup(a_failed_reset_wedges_until_one_works, setup),
 		cmocka_unit_test_setup(a_start_refused_by_the_device_is_a_final_outcome, setup),
