@@ -10,6 +10,7 @@
 
 #include "diag.h"
 #include "gemma_gguf.h"
+#include "gemma_gguf_import.h"
 #include "gguf.h"
 #include "ggml_types.h"
 #include "gemma_st.h"
@@ -1617,16 +1618,6 @@ static void fmt_ne(const uint64_t *ne, uint32_t n, char *out, size_t size)
 		snprintf(out + len, size - len, "}");
 }
 
-static int gguf_row(const void *src, const void *tensor, uint64_t row, float *dst, pccx_diag *d)
-{
-	return pccx_gguf_decode_rows(src, tensor, row, 1, dst, d);
-}
-
-/* Fill tensor t of the model from its GGUF tensor. */
-static int import_q4_0(const pccx_gguf *g, struct pccx_gemma_model *m, uint32_t t,
-		       const pccx_gguf_tensor *gt, uint64_t base, pccx_q4_error *err,
-		       const char *name, pccx_diag *d);
-
 /*
  * Tensors llama.cpp does not require: Gemma 4's blk.N.layer_output_scale and the experts'
  * blk.N.ffn_down_exps.scale.
@@ -1683,25 +1674,15 @@ static int check_shape(const pccx_gguf *g, const pccx_gguf_tensor *gt, const cha
 
 /*
  * Rows [base, base + rows of t) of gt into model tensor t: Q4_0 imported losslessly, other
- * types decoded and requantised; what was read is released from the mapping after (without
- * this the mapped file would stay resident beside the device-layout copy).
+ * types decoded and requantised, read through the importer's windows (gemma_gguf_import.c).
  */
-static int import_rows(const pccx_gguf *g, struct pccx_gemma_model *m, uint32_t t,
+static int import_rows(struct pccx_gguf_import *im, struct pccx_gemma_model *m, uint32_t t,
 		       const pccx_gguf_tensor *gt, uint64_t base, const char *name, float *row,
 		       pccx_q4_error *err, uint64_t *clipped, pccx_diag *d)
 {
-	const struct pccx_gemma_tensor *T = &m->t[t];
-	uint64_t row_bytes = gt->nbytes / (gt->n_elems / gt->ne[0]);
-	int rc;
-
-	if (T->fmt != PCCX_WFMT_Q4 || gt->type != PCCX_GGML_Q4_0)
-		rc = pccx__gemma_place_rows(m, t, gguf_row, g, gt, base, row, err, clipped, name,
-					      d);
-	else
-		rc = import_q4_0(g, m, t, gt, base, err, name, d);
-	if (!rc)
-		pccx__gguf_release(g, gt->data + base * row_bytes, row_bytes * T->rows);
-	return rc;
+	if (m->t[t].fmt == PCCX_WFMT_Q4 && gt->type == PCCX_GGML_Q4_0)
+		return pccx__gguf_import_q4_0(im, m, t, gt, base, name, err, d);
+	return pccx__gguf_import_decoded(im, m, t, gt, base, name, row, err, clipped, d);
 }
 
 /*
@@ -1709,9 +1690,10 @@ static int import_rows(const pccx_gguf *g, struct pccx_gemma_model *m, uint32_t 
  * from ffn_gate_up_exps when the file has it (expert e's gate rows, then its up rows), else
  * from ffn_gate_exps and ffn_up_exps; down from ffn_down_exps.
  */
-static int load_expert(const pccx_gguf *g, struct pccx_gemma_model *m, uint32_t t, uint32_t l,
-		       uint32_t e, enum moe_part p, float *row, pccx_q4_error *err,
-		       uint64_t *clipped, pccx_diag *d)
+static int load_expert(const pccx_gguf *g, struct pccx_gguf_import *im,
+		       struct pccx_gemma_model *m, uint32_t t, uint32_t l, uint32_t e,
+		       enum moe_part p, float *row, pccx_q4_error *err, uint64_t *clipped,
+		       pccx_diag *d)
 {
 	const struct pccx_layer_desc *ly = &m->layers[l];
 	uint64_t D = m->cfg.d_model, I = ly->d_expert, want[3], base;
@@ -1740,11 +1722,12 @@ static int load_expert(const pccx_gguf *g, struct pccx_gemma_model *m, uint32_t 
 	rc = pccx_gguf_get_tensor(g, name, &gt, d);
 	if (!rc)
 		rc = check_shape(g, gt, name, want, 3, d);
-	return rc ? rc : import_rows(g, m, t, gt, base, name, row, err, clipped, d);
+	return rc ? rc : import_rows(im, m, t, gt, base, name, row, err, clipped, d);
 }
 
-static int load_tensor(const pccx_gguf *g, struct pccx_gemma_model *m, uint32_t t, float *row,
-		       pccx_q4_error *err, uint64_t *clipped, pccx_diag *d)
+static int load_tensor(const pccx_gguf *g, struct pccx_gguf_import *im,
+		       struct pccx_gemma_model *m, uint32_t t, float *row, pccx_q4_error *err,
+		       uint64_t *clipped, pccx_diag *d)
 {
 	const struct pccx_gemma_tensor *T = &m->t[t];
 	const pccx_gguf_tensor *gt;
@@ -1755,7 +1738,7 @@ static int load_tensor(const pccx_gguf *g, struct pccx_gemma_model *m, uint32_t 
 	int rc;
 
 	if (p == MOE_GATE || p == MOE_UP || p == MOE_DOWN)
-		return load_expert(g, m, t, l, e, p, row, err, clipped, d);
+		return load_expert(g, im, m, t, l, e, p, row, err, clipped, d);
 	parts = tensor_gguf_name(m, t, name, sizeof(name), &part);
 	if (!pccx_gguf_find_tensor(g, name) && optional_vec(m, t))
 		return ones(m, t);
@@ -1769,34 +1752,8 @@ static int load_tensor(const pccx_gguf *g, struct pccx_gemma_model *m, uint32_t 
 	want[2] = 3;
 	nd = parts == 3 ? 3 : want[1] == 1 ? 1 : 2;
 	rc = check_shape(g, gt, name, want, nd, d);
-	return rc ? rc : import_rows(g, m, t, gt, (uint64_t)part * T->rows, name, row, err,
+	return rc ? rc : import_rows(im, m, t, gt, (uint64_t)part * T->rows, name, row, err,
 				     clipped, d);
-}
-
-/* Q4_0 rows into the device layout, losslessly (docs/numerics.md §4.1). */
-static int import_q4_0(const pccx_gguf *g, struct pccx_gemma_model *m, uint32_t t,
-		       const pccx_gguf_tensor *gt, uint64_t base, pccx_q4_error *err,
-		       const char *name, pccx_diag *d)
-{
-	const struct pccx_gemma_tensor *T = &m->t[t];
-	uint64_t src_row = (uint64_t)T->cols / 32 * Q4_0_BLOCK_BYTES;
-	uint32_t r, b;
-
-	for (r = 0; r < T->rows; r++) {
-		uint8_t *rec = m->data + T->offset + (uint64_t)r * T->row_bytes;
-
-		b = pccx__q4_0_row_import(gt->data + (base + r) * src_row, T->cols, rec);
-		if (b < T->cols / 32) {
-			char what[sizeof(d->msg)];
-
-			snprintf(what, sizeof(what), "%s: tensor '%s'", pccx_gguf_name(g), name);
-			return pccx__q4_0_refuse(d, what, (int64_t)(base + r), b,
-						 pccx_modelfile_le16(rec + 2 * b));
-		}
-	}
-	if (err)
-		err->n += (uint64_t)T->rows * T->cols;
-	return PCCX_OK;
 }
 
 int pccx__gemma_load_gguf(struct pccx_gemma_model **out, const char *path, uint32_t max_ctx,
@@ -1805,6 +1762,7 @@ int pccx__gemma_load_gguf(struct pccx_gemma_model **out, const char *path, uint3
 	struct pccx_gemma_load_info local;
 	struct pccx_gemma_config cfg;
 	struct pccx_gemma_model *m = NULL;
+	struct pccx_gguf_import *im = NULL;
 	pccx_gguf *g = NULL;
 	float *row = NULL;
 	uint32_t t, maxc = 0;
@@ -1822,6 +1780,8 @@ int pccx__gemma_load_gguf(struct pccx_gemma_model **out, const char *path, uint3
 		rc = load_config(g, max_ctx, &cfg, d);
 	if (!rc)
 		rc = pccx__gemma_model_create(&m, &cfg, d);
+	if (!rc)
+		rc = pccx__gguf_import_create(&im, g, d);
 	if (rc)
 		goto out;
 	for (t = 0; t < m->n_t; t++)
@@ -1832,8 +1792,9 @@ int pccx__gemma_load_gguf(struct pccx_gemma_model **out, const char *path, uint3
 		goto out;
 	}
 	for (t = 0; !rc && t < m->n_t; t++)
-		rc = load_tensor(g, m, t, row, &info->q4, &info->clipped, d);
+		rc = load_tensor(g, im, m, t, row, &info->q4, &info->clipped, d);
 out:
+	pccx__gguf_import_free(im);
 	free(row);
 	if (!rc && file)
 		*file = g;	/* the caller reads its own keys from it (e.g. the tokenizer) */

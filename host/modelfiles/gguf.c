@@ -1255,8 +1255,8 @@ int pccx_gguf_tensor_to_q4(const pccx_gguf *g, const pccx_gguf_tensor *t, uint8_
 			      what, d);
 }
 
-void pccx__gguf_release(const pccx_gguf *g, const void *p, uint64_t len)
+int pccx__gguf_read(const pccx_gguf *g, const uint8_t *p, size_t len, uint8_t *buf,
+		    const uint8_t **out, pccx_diag *d)
 {
-	if (g)
-		pccx__modelfile_release(&g->map, p, len);
+	return pccx__modelfile_read(&g->map, g->name, p, len, buf, out, d);
 }

@@ -3,6 +3,7 @@
 #ifndef PCCX_GGUF_INTERNAL_H
 #define PCCX_GGUF_INTERNAL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "pccx/modelfile.h"
@@ -22,9 +23,12 @@ uint32_t pccx__gguf_scalar_size(uint32_t type);
 const char *pccx__gguf_name_problem(const char *s, uint64_t len, uint64_t max);
 
 /*
- * A loader is done with [p, p + len) of the file's tensor data: its pages leave the resident
- * set (pccx__modelfile_release); reading them again still works.
+ * [p, p + len) of the file's tensor data (p from a pccx_gguf_tensor's data) for a loader
+ * converting it: read into buf with pread from a file, in place (*out = p) from memory. The
+ * tensor data thus never becomes resident through the mapping, and a read error or a file that
+ * shrank is an error naming the file (pccx__modelfile_read). Threads may read at once.
  */
-void pccx__gguf_release(const pccx_gguf *g, const void *p, uint64_t len);
+PCCX_MUST_CHECK int pccx__gguf_read(const pccx_gguf *g, const uint8_t *p, size_t len,
+				    uint8_t *buf, const uint8_t **out, pccx_diag *d);
 
 #endif /* PCCX_GGUF_INTERNAL_H */

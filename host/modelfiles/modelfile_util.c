@@ -22,6 +22,7 @@ int pccx__modelfile_map_file(const char *path, pccx_modelfile_map *m, pccx_diag 
 	m->data = NULL;
 	m->size = 0;
 	m->mapping = NULL;
+	m->fd = -1;
 	rc = pccx__open_regular(path, PCCX_ERR_NOT_FOUND, &fd, &st, d);
 	if (rc)
 		return rc;
@@ -44,10 +45,36 @@ int pccx__modelfile_map_file(const char *path, pccx_modelfile_map *m, pccx_diag 
 				  "%s: cannot map: %s",
 				  path, strerror(e));
 	}
-	close(fd);
 	m->data = p;
 	m->size = (size_t)st.st_size;
 	m->mapping = p;
+	m->fd = fd;
+	return PCCX_OK;
+}
+
+int pccx__modelfile_read(const pccx_modelfile_map *m, const char *name, const uint8_t *p,
+			 size_t len, uint8_t *buf, const uint8_t **out, pccx_diag *d)
+{
+	uint64_t off = (uint64_t)(p - m->data);
+	size_t done = 0;
+	ssize_t n;
+
+	*out = p;
+	if (!m->mapping)
+		return PCCX_OK;
+	while (done < len) {
+		n = pread(m->fd, buf + done, len - done, (off_t)(off + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)	/* 0: the file shrank since it was opened */
+			return pccx__fail(d, PCCX_ERR_IO,
+					  "%s: cannot read %zu bytes at offset %llu: %s", name,
+					  len - done, (unsigned long long)(off + done), n ?
+					  strerror(errno) :
+					  "the file ends there (it shrank since it was opened)");
+		done += (size_t)n;
+	}
+	*out = buf;
 	return PCCX_OK;
 }
 
@@ -69,11 +96,14 @@ void pccx__modelfile_release(const pccx_modelfile_map *m, const void *p, uint64_
 
 void pccx__modelfile_unmap(pccx_modelfile_map *m)
 {
-	if (m->mapping)
+	if (m->mapping) {
 		munmap(m->mapping, m->size);
+		close(m->fd);
+	}
 	m->data = NULL;
 	m->size = 0;
 	m->mapping = NULL;
+	m->fd = -1;
 }
 
 /* ------------------------------------------------------------------------------------- */

@@ -18,11 +18,22 @@ typedef struct pccx_modelfile_map {
 	const uint8_t *data;
 	size_t size;
 	void *mapping;		/* non-NULL when we own an mmap of `size` bytes */
+	int fd;			/* the file, open while mapped (pccx__modelfile_read) */
 } pccx_modelfile_map;
 
 /* Map `path` read-only. An empty file gives data == NULL, size == 0 and succeeds. */
 PCCX_MUST_CHECK int pccx__modelfile_map_file(const char *path, pccx_modelfile_map *m, pccx_diag *d);
 void pccx__modelfile_unmap(pccx_modelfile_map *m);
+/*
+ * Bytes [p, p + len) of the view (p inside it) for a loader converting them. A mapped file's
+ * bytes are read into buf (len bytes) with pread, *out = buf: they never enter the resident
+ * set through the mapping, and a read that fails or comes short (the file shrank since it was
+ * mapped) is an error naming `name` and the offset, where touching the mapping would raise
+ * SIGBUS. A caller's buffer is not copied: *out = p.
+ */
+PCCX_MUST_CHECK int pccx__modelfile_read(const pccx_modelfile_map *m, const char *name,
+					 const uint8_t *p, size_t len, uint8_t *buf,
+					 const uint8_t **out, pccx_diag *d);
 /*
  * Hand the pages of [p, p + len) inside the mapping back to the kernel once a loader has
  * converted them: the mapping stays valid (a later read faults them in again from the file),

@@ -1,14 +1,25 @@
 // SPDX-License-Identifier: MIT
 /*
- * Loading a GGUF fast: the whole-row Q4_0 import (every variant the machine has) gives the
- * bytes of the block-by-block lossless import (pccx__q4_from_ggml_q4_0) and finds the first
- * block whose scale is Inf or NaN.
+ * Loading a GGUF fast and without a second copy of the weights: the whole-row Q4_0 import
+ * (every variant the machine has) gives the bytes of the block-by-block lossless import
+ * (pccx__q4_from_ggml_q4_0) and finds the first block whose scale is Inf or NaN. The loader
+ * reads tensor data with pread through bounded windows, never through the file's mapping (the
+ * mapping's resident pages after a load are the header's), splits Q4_0 rows between threads
+ * with every byte as written and the first bad row in row order refused, and a file that
+ * shrinks under it is an error naming it.
  */
 #include <check.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "gemma_gguf.h"
+#include "gemma_model.h"
+#include "gguf.h"
+#include "pccx/modelfile.h"
 #include "pccx_num.h"
 #include "q4_0_rows.h"
 
@@ -151,6 +162,245 @@ START_TEST(row_import_first_nonfinite)
 }
 END_TEST
 
+/* ---- the loader ---------------------------------------------------------------------------- */
+
+/* tiny-vocab: token_embd (262400 rows, 18.9 MB) is split between threads, many windows each */
+static struct pccx_gemma_model *save_model(char *path)
+{
+	struct pccx_gemma_model *m;
+	struct pccx_gemma_config cfg;
+	pccx_diag d = { 0 };
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(pccx__gemma_config_preset("tiny-vocab", &cfg, &d), 0);
+	ck_assert_msg(pccx__gemma_model_create(&m, &cfg, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma_synth(m, 3, 1, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma_save_gguf(m, NULL, path, &d) == 0, "%s", d.msg);
+	return m;
+}
+
+/* Overwrite `len` bytes at `off` of the file; the old bytes into `old` (may be NULL). */
+static void poke(const char *path, uint64_t off, const void *now, void *old, size_t len)
+{
+	FILE *f = fopen(path, "r+b");
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fseek(f, (long)off, SEEK_SET), 0);
+	if (old)
+		ck_assert_uint_eq(fread(old, 1, len, f), len);
+	ck_assert_int_eq(fseek(f, (long)off, SEEK_SET), 0);
+	ck_assert_uint_eq(fwrite(now, 1, len, f), len);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/* File offset of the scale of block `block` of row `row` of Q4_0 tensor `name`. */
+static uint64_t scale_offset(const char *path, const char *name, uint64_t row, uint64_t block)
+{
+	const pccx_gguf_tensor *t;
+	pccx_gguf *g;
+	pccx_diag d = { 0 };
+	uint64_t off;
+
+	ck_assert_msg(pccx_gguf_open(&g, path, &d) == 0, "%s", d.msg);
+	t = pccx_gguf_find_tensor(g, name);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_uint_eq(t->type, PCCX_GGML_Q4_0);
+	ck_assert_uint_lt(row, t->n_elems / t->ne[0]);
+	off = pccx_gguf_data_offset(g) + t->offset + (row * (t->ne[0] / 32) + block) * 18;
+	pccx_gguf_close(g);
+	return off;
+}
+
+/* Resident bytes of the mapping holding address p (/proc/self/smaps), or -1. */
+static long long mapping_rss(const void *p)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	unsigned long lo, hi, a = (unsigned long)p;
+	long long kb, rss = -1;
+	bool in = false;
+	char line[512];
+
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f)) {
+		/* a mapping's line starts "lo-hi perms"; its fields ("Rss:  8 kB") follow */
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2)
+			in = a >= lo && a < hi;
+		else if (in && sscanf(line, "Rss: %lld kB", &kb) == 1)
+			rss = kb * 1024;
+	}
+	fclose(f);
+	return rss;
+}
+
+/*
+ * Every byte of the model as written, through the threads' windows; the file's mapping (kept
+ * open for the caller's keys) holds no more resident pages than the header and the kernel's
+ * fault-around of it, where reading the tensors through it makes them all resident.
+ */
+START_TEST(load_reads_through_windows)
+{
+	char path[] = "/tmp/pccx-loadmem-XXXXXX";
+	struct pccx_gemma_model *m = save_model(path), *l = NULL;
+	const pccx_gguf_tensor *t;
+	pccx_gguf *g = NULL;
+	pccx_diag d = { 0 };
+	long long before, after;
+	uint64_t i, sum = 0;
+
+	ck_assert_msg(pccx__gemma_load_gguf(&l, path, m->cfg.max_ctx, NULL, &g, &d) == 0, "%s",
+		      d.msg);
+	ck_assert_uint_eq(l->size, m->size);
+	ck_assert(!memcmp(l->data, m->data, m->size));
+	t = pccx_gguf_find_tensor(g, "token_embd.weight");
+	ck_assert_ptr_nonnull(t);
+	ck_assert_uint_gt(t->nbytes, 16u << 20);
+	before = mapping_rss(t->data);
+	ck_assert_int_ge(before, 0);
+	ck_assert_int_lt(before, (long long)pccx_gguf_data_offset(g) + (1 << 20));
+	for (i = 0; i < t->nbytes; i += 4096)
+		sum += t->data[i];
+	after = mapping_rss(t->data);
+	ck_assert_msg(after >= before + (long long)t->nbytes - (1 << 20), "%lld -> %lld (%llu)",
+		      before, after, (unsigned long long)sum);
+	pccx_gguf_close(g);
+	pccx__gemma_model_free(l);
+	pccx__gemma_model_free(m);
+	unlink(path);
+}
+END_TEST
+
+/* VmRSS or VmHWM of /proc/self/status, in bytes. */
+static long long status_bytes(const char *key)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	long long kb = -1;
+	char line[256];
+	size_t n = strlen(key);
+
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, n) && line[n] == ':')
+			ck_assert_int_eq(sscanf(line + n + 1, "%lld", &kb), 1);
+	fclose(f);
+	ck_assert_int_ge(kb, 0);
+	return kb * 1024;
+}
+
+/*
+ * The peak of a load is the device-layout model and a few MiB, not the model and a tensor of
+ * the file (per_layer_token_embd: 47 MB of the 68 MB file) nor the model and the file. The
+ * peak is reset first (clear_refs 5), so what the test did before does not count.
+ */
+START_TEST(load_peak_is_the_model)
+{
+	char path[] = "/tmp/pccx-loadmem-XXXXXX";
+	struct pccx_gemma_model *m = save_model(path), *l = NULL;
+	uint64_t size = m->size;
+	long long rss0, peak;
+	pccx_diag d = { 0 };
+	FILE *f;
+
+	pccx__gemma_model_free(m);
+	f = fopen("/proc/self/clear_refs", "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_ge(fputs("5", f), 0);
+	ck_assert_int_eq(fclose(f), 0);
+	rss0 = status_bytes("VmRSS");
+	ck_assert_int_le(status_bytes("VmHWM"), rss0 + (1 << 20));
+	ck_assert_msg(pccx__gemma_load_gguf(&l, path, 0, NULL, NULL, &d) == 0, "%s", d.msg);
+	peak = status_bytes("VmHWM") - rss0;
+	ck_assert_msg(peak >= (long long)size * 9 / 10 && peak <= (long long)size + (8 << 20),
+		      "peak %lld bytes over the %llu of the model", peak,
+		      (unsigned long long)size);
+	pccx__gemma_model_free(l);
+	unlink(path);
+}
+END_TEST
+
+/*
+ * Bad scales in both threads' shares of token_embd: the first row in row order is refused,
+ * as a load on one thread would; alone, the later one is.
+ */
+START_TEST(load_refuses_first_bad_row)
+{
+	char path[] = "/tmp/pccx-loadmem-XXXXXX";
+	struct pccx_gemma_model *m = save_model(path), *l = NULL;
+	const uint8_t nan[2] = { 0x00, 0x7E }, inf[2] = { 0x00, 0x7C };
+	uint64_t early = scale_offset(path, "token_embd.weight", 1000, 2);
+	uint64_t late = scale_offset(path, "token_embd.weight", 250000, 3);
+	uint8_t was_early[2], was_late[2];
+	pccx_diag d = { 0 };
+	char want[512];
+
+	poke(path, late, inf, was_late, 2);
+	poke(path, early, nan, was_early, 2);
+	ck_assert_int_eq(pccx__gemma_load_gguf(&l, path, 0, NULL, NULL, &d), PCCX_ERR_RANGE);
+	ck_assert_ptr_null(l);
+	snprintf(want, sizeof(want), "%s: tensor 'token_embd.weight': row 1000, block 2 (elements "
+		 "64..95 of the row) holds Inf or NaN, its FP16 scale is 0x7e00", path);
+	ck_assert_str_eq(d.msg, want);
+	poke(path, early, was_early, NULL, 2);
+	ck_assert_int_eq(pccx__gemma_load_gguf(&l, path, 0, NULL, NULL, &d), PCCX_ERR_RANGE);
+	snprintf(want, sizeof(want), "%s: tensor 'token_embd.weight': row 250000, block 3 "
+		 "(elements 96..127 of the row) holds Inf or NaN, its FP16 scale is 0x7c00", path);
+	ck_assert_str_eq(d.msg, want);
+	poke(path, late, was_late, NULL, 2);
+	ck_assert_msg(pccx__gemma_load_gguf(&l, path, 0, NULL, NULL, &d) == 0, "%s", d.msg);
+	ck_assert(!memcmp(l->data, m->data, m->size));
+	pccx__gemma_model_free(l);
+	pccx__gemma_model_free(m);
+	unlink(path);
+}
+END_TEST
+
+/*
+ * A file that shrinks after it was opened: its tensor data past the new end is an error naming
+ * the file and the offset (through the mapping it would be SIGBUS). From memory, no copy.
+ */
+START_TEST(read_of_shrunk_file)
+{
+	char path[] = "/tmp/pccx-loadmem-XXXXXX";
+	struct pccx_gemma_model *m = save_model(path);
+	const pccx_gguf_tensor *t, *tm;
+	const uint8_t *p, *base;
+	uint8_t buf[4096];
+	pccx_gguf *g, *gm;
+	struct stat st;
+	pccx_diag d = { 0 };
+	uint64_t off;
+	char want[512];
+
+	ck_assert_msg(pccx_gguf_open(&g, path, &d) == 0, "%s", d.msg);
+	t = pccx_gguf_find_tensor(g, "token_embd.weight");
+	ck_assert_ptr_nonnull(t);
+	ck_assert_int_eq(pccx__gguf_read(g, t->data + 4096, sizeof(buf), buf, &p, &d), 0);
+	ck_assert_ptr_eq(p, buf);
+	ck_assert(!memcmp(buf, t->data + 4096, sizeof(buf)));
+	/* the same file from memory (its mapping): the bytes where they are */
+	base = t->data - pccx_gguf_data_offset(g) - t->offset;
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_msg(pccx_gguf_open_mem(&gm, base, (size_t)st.st_size, "mem", &d) == 0, "%s",
+		      d.msg);
+	tm = pccx_gguf_find_tensor(gm, "token_embd.weight");
+	ck_assert_ptr_nonnull(tm);
+	ck_assert_int_eq(pccx__gguf_read(gm, tm->data + 4096, sizeof(buf), buf, &p, &d), 0);
+	ck_assert_ptr_eq(p, tm->data + 4096);
+	pccx_gguf_close(gm);
+	off = pccx_gguf_data_offset(g) + t->offset;
+	ck_assert_int_eq(truncate(path, (off_t)(off + 8192)), 0);
+	ck_assert_int_eq(pccx__gguf_read(g, t->data + 6144, sizeof(buf), buf, &p, &d),
+			 PCCX_ERR_IO);
+	snprintf(want, sizeof(want), "%s: cannot read 2048 bytes at offset %llu: the file ends "
+		 "there (it shrank since it was opened)", path, (unsigned long long)(off + 8192));
+	ck_assert_str_eq(d.msg, want);
+	pccx_gguf_close(g);
+	pccx__gemma_model_free(m);
+	unlink(path);
+}
+END_TEST
+
 static Suite *load_mem_suite(void)
 {
 	Suite *s = suite_create("gguf_load_mem");
@@ -159,6 +409,14 @@ static Suite *load_mem_suite(void)
 	tcase_add_test(tc, row_import_matches_block_import);
 	tcase_add_test(tc, row_import_every_nibble);
 	tcase_add_test(tc, row_import_first_nonfinite);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("load");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, load_reads_through_windows);
+	tcase_add_test(tc, load_peak_is_the_model);
+	tcase_add_test(tc, load_refuses_first_bad_row);
+	tcase_add_test(tc, read_of_shrunk_file);
 	suite_add_tcase(s, tc);
 	return s;
 }
