@@ -156,3 +156,22 @@ int pccx__encode(const struct pccx_insn *in, uint64_t *w, struct pccx_isa_fault 
 	*w = word;
 	return PCCX_ISA_E_OK;
 }
+
+void pccx__cvo_insn(struct pccx_insn *in, unsigned func, uint32_t src, uint32_t dst,
+		    uint32_t len, uint32_t flags)
+{
+	unsigned i;
+
+	for (i = 0; i < PCCX_NFIELDS; i++)
+		in->f[i] = 0;
+	in->opcode = PCCX_OP_CVO;
+	in->f[PCCX_FID_D_func] = func;
+	in->f[PCCX_FID_D_src] = src;
+	in->f[PCCX_FID_D_dst] = dst;
+	in->f[PCCX_FID_D_len] = len;
+	in->f[PCCX_FID_D_sub_emax] = !!(flags & PCCX_CVOF_SUB);
+	in->f[PCCX_FID_D_recip_scale] = !!(flags & PCCX_CVOF_RECIP);
+	in->f[PCCX_FID_D_accm] = !!(flags & PCCX_CVOF_ACCM);
+	in->f[PCCX_FID_D_sreg] = !!(flags & PCCX_CVOF_SREG);
+	in->f[PCCX_FID_D_relu] = !!(flags & PCCX_CVOF_RELU);
+}

@@ -201,6 +201,13 @@ int pccx__decode(uint64_t w, struct pccx_insn *out, struct pccx_isa_fault *fault
  */
 int pccx__encode(const struct pccx_insn *in, uint64_t *w, struct pccx_isa_fault *fault);
 
+/*
+ * The CVO instruction (async clear) of a vector/scalar SFU op: func, L2 src/dst words, len
+ * and the PCCX_CVOF_* flags (pccx_isa_table.h) as its fields.
+ */
+void pccx__cvo_insn(struct pccx_insn *in, unsigned func, uint32_t src, uint32_t dst,
+		    uint32_t len, uint32_t flags);
+
 /* Field-id lookup by layout and assembly name; -1 when none. */
 int pccx__field_find(enum pccx_layout layout, const char *name, size_t len);
 

@@ -47,16 +47,29 @@
  * made them collide (row misses cost the LM head 38 % of its time in the simulator).
  */
 #define GEMV_CHUNK 16384u
-/* W_up is issued in this many GEMVs (forward_ffn). */
+/* W_up is issued in this many GEMVs (forward_ffn), unless the plan says otherwise. */
 #define UP_PIECES 4u
 
 /* ===================================================================================== */
 /* The L2 plan and the host buffers.                                                     */
 
-static uint32_t take(uint64_t *next, uint64_t words)
+/* Note a region of the plan (gemma_graph.h); more than the array holds fails the plan. */
+static void add_region(struct pccx_gemma_plan *p, uint64_t base, uint64_t words)
+{
+	if (!words)
+		return;
+	if (p->n_regions < PCCX_GEMMA_PLAN_REGIONS) {
+		p->region[p->n_regions] = (uint32_t)base;
+		p->region_words[p->n_regions] = (uint32_t)words;
+	}
+	p->n_regions++;
+}
+
+static uint32_t take(struct pccx_gemma_plan *p, uint64_t *next, uint64_t words)
 {
 	uint32_t a = (uint32_t)*next;
 
+	add_region(p, *next, words);
 	*next += words;
 	return a;
 }
@@ -126,62 +139,69 @@ int pccx__gemma_plan_build(const struct pccx_gemma_model *m, struct pccx_gemma_p
 	p->max_keys = sz.max_keys;
 
 	/* The image of BUF_IN, in the order the host writes it. */
-	p->in = take(&next, 0);
-	p->consts = take(&next, PCCX_GEMMA_NCONST);
-	p->ones = take(&next, 1);
+	p->in = take(p, &next, 0);
+	p->consts = take(p, &next, PCCX_GEMMA_NCONST);
+	p->ones = take(p, &next, 1);
 	for (t = 0; t < PCCX_ATTN_KINDS; t++) {
-		p->rope_cos[t] = take(&next, W(m->attn[t].head_dim));
-		p->rope_sin[t] = take(&next, W(m->attn[t].head_dim));
+		p->rope_cos[t] = take(p, &next, W(m->attn[t].head_dim));
+		p->rope_sin[t] = take(p, &next, W(m->attn[t].head_dim));
 	}
-	p->embed = take(&next, W(D));
-	p->ple_in = take(&next, W((uint64_t)L * P));
-	p->moe_w = take(&next, W(sz.experts_used));
+	p->embed = take(p, &next, W(D));
+	p->ple_in = take(p, &next, W((uint64_t)L * P));
+	p->moe_w = take(p, &next, W(sz.experts_used));
 	p->in_words = (uint32_t)next - p->in;
+	/* one region: a single load brings the whole image in */
+	p->n_regions = 0;
+	add_region(p, p->in, p->in_words);
 
 	for (t = 0; t < PCCX_ATTN_KINDS; t++) {
 		uint64_t words = (uint64_t)m->attn[t].n_heads * W(m->attn[t].head_dim);
 
-		p->rep_cos[t] = take(&next, words);
-		p->rep_sin[t] = take(&next, words);
+		p->rep_cos[t] = take(p, &next, words);
+		p->rep_sin[t] = take(p, &next, words);
 	}
-	p->gvec = take(&next, m->w.gvec_bytes / 16);
-	p->lvec = take(&next, sz.lvec);
-	p->xs[0] = take(&next, NSTREAM * W(D));
-	p->xs[1] = take(&next, NSTREAM * W(D));
-	p->u = take(&next, W((uint64_t)L * P));
-	p->h = take(&next, W(D));
-	p->lr = take(&next, W(D));
-	p->rm = take(&next, 1);
-	p->coefs = take(&next, W(NSTREAM * NSTREAM));
-	p->corr = take(&next, 1);
-	p->scal = take(&next, PCCX_GEMMA_NSCAL);
+	p->gvec = take(p, &next, m->w.gvec_bytes / 16);
+	p->lvec = take(p, &next, sz.lvec);
+	p->xs[0] = take(p, &next, NSTREAM * W(D));
+	p->xs[1] = take(p, &next, NSTREAM * W(D));
+	p->u = take(p, &next, W((uint64_t)L * P));
+	p->h = take(p, &next, W(D));
+	p->lr = take(p, &next, W(D));
+	p->rm = take(p, &next, 1);
+	p->coefs = take(p, &next, W(NSTREAM * NSTREAM));
+	p->corr = take(p, &next, 1);
+	p->scal = take(p, &next, PCCX_GEMMA_NSCAL);
 	/*
 	 * The working set of a layer. The LM head runs after the last layer and reads only h, so
 	 * its logits reuse these words: L2 holds the larger of the two, not their sum.
 	 */
 	scratch = next;
-	p->lrank = take(&next, W(c->laurel_rank));
-	p->q = take(&next, sz.q);
-	p->k = take(&next, sz.kv);
-	p->v = take(&next, sz.kv);
-	p->swap = take(&next, sz.q);
-	p->scores = take(&next, sz.scores);
-	p->ctx = take(&next, sz.q);
-	p->o = take(&next, W(D));
-	p->al = take(&next, W(D));
-	p->t = take(&next, W(D));
-	p->gate = take(&next, sz.ffn);
-	p->up = take(&next, sz.ffn);
-	p->f = take(&next, W(D));
-	p->innov = take(&next, W(D));
-	p->tmp = take(&next, W(D));
-	p->hsum = take(&next, W(D));
-	p->pleg = take(&next, W(P));
-	p->rlog = take(&next, W(sz.experts));
-	p->t2 = take(&next, sz.experts ? W(D) : 0);
-	p->acc = take(&next, sz.experts ? W(D) : 0);
+	p->lrank = take(p, &next, W(c->laurel_rank));
+	p->q = take(p, &next, sz.q);
+	p->k = take(p, &next, sz.kv);
+	p->v = take(p, &next, sz.kv);
+	p->swap = take(p, &next, sz.q);
+	p->scores = take(p, &next, sz.scores);
+	p->ctx = take(p, &next, sz.q);
+	p->o = take(p, &next, W(D));
+	p->al = take(p, &next, W(D));
+	p->t = take(p, &next, W(D));
+	p->gate = take(p, &next, sz.ffn);
+	p->up = take(p, &next, sz.ffn);
+	p->f = take(p, &next, W(D));
+	p->innov = take(p, &next, W(D));
+	p->tmp = take(p, &next, W(D));
+	p->hsum = take(p, &next, W(D));
+	p->pleg = take(p, &next, W(P));
+	p->rlog = take(p, &next, W(sz.experts));
+	p->t2 = take(p, &next, sz.experts ? W(D) : 0);
+	p->acc = take(p, &next, sz.experts ? W(D) : 0);
 	p->logits = (uint32_t)scratch;
 	next = MAX(next, scratch + W(c->vocab));
+	if (p->n_regions > PCCX_GEMMA_PLAN_REGIONS)
+		return pccx__fail(d, PCCX_ERR_INTERNAL, "plan: %u regions, room for %u",
+				  p->n_regions, PCCX_GEMMA_PLAN_REGIONS);
+	p->up_pieces = UP_PIECES;
 	if (next > PCCX_L2_WORDS)
 		return pccx__fail(
 			d, PCCX_ERR_RANGE,
@@ -1016,8 +1036,8 @@ static void forward_ffn(struct emit *e, uint32_t l, uint32_t X, uint32_t P)
 		forward_altup_predict(e, X, P, 1, NSTREAM);
 		stage(e, p->xs[P], NSTREAM, D, "L%u.altup.pred", l);
 	}
-	/* W_up in UP_PIECES GEMVs, so that only the last piece's product waits for its stream */
-	piece = ((F + UP_PIECES - 1) / UP_PIECES + 7) & ~7u;
+	/* W_up in up_pieces GEMVs, so that only the last piece's product waits for its stream */
+	piece = ((F + p->up_pieces - 1) / p->up_pieces + 7) & ~7u;
 	gemv_rows(e, lw->ffn_up, 0, piece < F ? piece : F, p->t, p->up, false);
 	behind(e, lw->ffn_up);	/* model: the activation comes before W_up */
 	stage(e, p->gate, 1, F, "L%u.ffn.gate", l);

@@ -36,6 +36,9 @@ enum pccx_gemma_scal {
 	PCCX_GEMMA_NSCAL
 };
 
+/* Regions a plan has at most (gemma_graph.c checks). */
+#define PCCX_GEMMA_PLAN_REGIONS 64u
+
 /*
  * Every L2 address of the step (words). Shapes (rows, cols) in elements; a row of cols
  * elements takes ceil(cols/4) words. Nothing persists in L2 between steps: every step loads
@@ -92,6 +95,16 @@ struct pccx_gemma_plan {
 	uint32_t acc;		/* (D) the experts' weighted sum */
 	uint32_t logits;	/* (vocab) after the last layer, over the layer working set */
 	uint32_t words;		/* L2 words used */
+	/*
+	 * The regions of L2 the step uses, in address order: the BUF_IN image as one, then each
+	 * buffer after it that has words (the logits, which reuse the layer working set, are not
+	 * one). Every L2 range an op of a step without logits names lies inside one region; a
+	 * prompt in chunks (gemma_chunk.h) gives every token of the chunk its own copy of each.
+	 */
+	uint32_t n_regions;
+	uint32_t region[PCCX_GEMMA_PLAN_REGIONS];	/* first word */
+	uint32_t region_words[PCCX_GEMMA_PLAN_REGIONS];
+	uint32_t up_pieces;	/* GEMVs W_up is issued in: 4 in a decode step, 1 in a chunk */
 	uint32_t max_keys;	/* the most KV rows of an attention kind: max(window, max_ctx) */
 	/* host buffers */
 	uint64_t in_bytes;

@@ -35,7 +35,10 @@ int pccx__gemma_session_create(struct pccx_gemma_session **out,
 		free(s);
 		return rc;
 	}
-	s->in = calloc(1, s->plan.in_bytes);
+	/* room for the inputs of a prompt chunk as large as L2 takes (gemma_chunk.h) */
+	s->in_rows = pccx__gemma_chunk_rows_max(m, &s->plan);
+	s->in_rows = s->in_rows ? s->in_rows : 1;
+	s->in = calloc(s->in_rows, s->plan.in_bytes);
 	s->out = calloc(1, s->plan.out_bytes);
 	s->kv = map_zero(s->plan.kv_bytes);
 	if (!s->in || !s->out || !s->kv) {
@@ -49,7 +52,7 @@ int pccx__gemma_session_create(struct pccx_gemma_session **out,
 	if (!rc)
 		rc = ops->bind(ctx, PCCX_NPU_BUF_KV, s->kv, s->plan.kv_bytes, true);
 	if (!rc)
-		rc = ops->bind(ctx, PCCX_NPU_BUF_IN, s->in, s->plan.in_bytes, false);
+		rc = ops->bind(ctx, PCCX_NPU_BUF_IN, s->in, s->in_rows * s->plan.in_bytes, false);
 	if (!rc)
 		rc = ops->bind(ctx, PCCX_NPU_BUF_OUT, s->out, s->plan.out_bytes, true);
 	if (rc) {
@@ -103,5 +106,28 @@ int pccx__gemma_session_step(struct pccx_gemma_session *s, uint32_t token, float
 							(uint32_t)b[4 * i + 3] << 24);
 	}
 	s->pos++;
+	return PCCX_OK;
+}
+
+int pccx__gemma_session_chunk(struct pccx_gemma_session *s, struct pccx_gemma_chunk *ck,
+			      const uint32_t *tokens, uint32_t rows, pccx_diag *d)
+{
+	const struct pccx_gemma_config *c = &s->m->cfg;
+	int rc;
+
+	if (rows > s->in_rows || rows > ck->rows || ck->p != &s->plan)
+		return pccx__fail(d, PCCX_ERR_INVALID,
+				  "prompt chunk of %u tokens: the session holds inputs for %u, the "
+				  "chunk %u (or it is another session's)", rows, s->in_rows, ck->rows);
+	if (rows > c->max_ctx - s->pos)
+		return pccx__fail(d, PCCX_ERR_RANGE,
+				  "context full: %u positions (max_ctx), %u used, %u in the chunk",
+				  c->max_ctx, s->pos, rows);
+	rc = pccx__gemma_chunk_inputs(ck, tokens, rows, s->pos, s->in, d);
+	if (!rc)
+		rc = pccx__gemma_chunk_step(ck, s->ops, s->ctx, s->pos, rows, d);
+	if (rc)
+		return rc;
+	s->pos += rows;
 	return PCCX_OK;
 }

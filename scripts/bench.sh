@@ -15,8 +15,11 @@ trap 'rm -rf "$out"' EXIT
 echo "== host sampler (262,400 logits)"
 "$pccx" bench --sampler | tee "$out/sampler"
 echo
-echo "== simulated decode on the cycle simulator, config $cfg"
-"$pccx" bench --config "$cfg" --tokens 2 | tee "$out/sim"
+# the prompt runs in chunks of several tokens per job (docs/prefill.md); PCCX_BENCH_PROMPT
+# sets its length
+prompt=${PCCX_BENCH_PROMPT:-256}
+echo "== simulated prompt ($prompt tokens) and decode on the cycle simulator, config $cfg"
+"$pccx" bench --config "$cfg" --tokens 2 --prompt "$prompt" | tee "$out/sim"
 echo
 # The other families' real shapes (synthetic weights); the quick pass takes their tiny shapes.
 if [ "$cfg" = tiny ]; then families="tiny-gemma tiny-gemma2 tiny-gemma3 tiny-gemma4 tiny-gemma4-moe"
@@ -27,7 +30,7 @@ for f in $families; do
   echo
 done
 echo "== host reference decode, config $cfg, 2 threads"
-"$pccx" bench --ref --config "$cfg" -n 4 --prefill 4 --threads 2 | tee "$out/ref"
+"$pccx" bench --ref --config "$cfg" -n 4 --prefill 64 --batch 64 --threads 2 | tee "$out/ref"
 echo
 echo "== the same model loaded from a GGUF file (peak RSS of the load)"
 "$pccx" synth --config "$cfg" -o "$out/model.gguf" >/dev/null
@@ -57,11 +60,14 @@ for f in $families; do
   emit "sim_decode_$f" "$(num "$out/sim-$f" '/^simulated decode:/ {print $3}')" tok/s
   emit "sim_ddr_ceiling_$f" "$(num "$out/sim-$f" '/= .*% of the/ {for (i = 1; i <= NF; i++) if ($i ~ /%$/) {sub(/%/, "", $i); print $i; exit}}')" %
 done
+emit "sim_prefill_${cfg}_${prompt}_tokens" "$(num "$out/sim" '/^simulated prefill:/ {print $3}')" tok/s
+emit "sim_first_token_${cfg}_${prompt}_tokens" "$(num "$out/sim" '/^simulated prefill:/ {for (i = 1; i <= NF; i++) if ($i == "after") print $(i+1)}')" ms
 sim_s=$(num "$out/sim" '/^host: / {print $2}')
 emit "sim_host_s_per_token_${cfg}" "$sim_s" s
 ref_tps=$(num "$out/ref" '$1 == "decode" {print $2}')
 emit "ref_decode_${cfg}_2threads" "$ref_tps" tok/s
-emit "ref_prefill_${cfg}_2threads" "$(num "$out/ref" '$1 == "prefill" {print $5}')" tok/s
+emit "ref_prefill_${cfg}_2threads" "$(num "$out/ref" '$1 == "prefill" && $2 == "(no" {print $5}')" tok/s
+emit "ref_prefill_batched_${cfg}_2threads" "$(num "$out/ref" '$1 == "prefill" && $2 == "batched" {print $3}')" tok/s
 emit "ref_peak_rss_${cfg}" "$(num "$out/ref" '/peak RSS/ {print $3}')" MB
 emit "gguf_load_peak_rss_${cfg}" "$(num "$out/gguf" '/peak RSS/ {print $3}')" MB
 ratio=""

@@ -47,6 +47,13 @@ PCCX_MUST_CHECK int pccx_cli_session_open(const struct pccx_device_opts *dopt,
 void pccx_cli_session_close(struct pccx_cli_session *cs);
 /* Simulated decode rate: generation steps per second of device time at the modelled clock. */
 double pccx_cli_decode_tok_s(const struct pccx_stats *st, const struct pccx_device_info *info);
+/*
+ * Simulated prompt figures: the device time of every job that was not a generation step (the
+ * prompt's chunks and steps, the last with the logits of the first token), and the prompt
+ * tokens per second of it. 0 when the backend counts no cycles.
+ */
+double pccx_cli_first_token_s(const struct pccx_stats *st, const struct pccx_device_info *info);
+double pccx_cli_prompt_tok_s(const struct pccx_stats *st, const struct pccx_device_info *info);
 
 /* The preset `name`, with max_ctx KV positions of global layers unless max_ctx is 0. */
 PCCX_MUST_CHECK int pccx_cli_config(const char *name, uint64_t max_ctx,

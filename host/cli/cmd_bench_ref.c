@@ -10,13 +10,14 @@
 
 #include "cli.h"
 #include "diag.h"
+#include "batch_prefill.h"
 #include "exec_ref.h"
 #include "session.h"
 #include "gemma_gguf.h"
 
 struct bench_args {
 	const char *config, *model;
-	uint64_t n, prefill, seed, threads, max_ctx;
+	uint64_t n, prefill, batch, seed, threads, max_ctx;
 	enum pccx_kern_impl kernel;
 };
 
@@ -29,7 +30,11 @@ static const struct pccx_opt bench_opts[] = {
 	PCCX_OPT(NULL, 'n', PCCX_OPT_UINT, A(n, uint64_t), "TOKENS",
 		 "decode steps timed (default 8), after one warm-up step", .max = 100000),
 	PCCX_OPT("prefill", 0, PCCX_OPT_UINT, A(prefill, uint64_t), "N",
-		 "also time N steps without the LM head (default 0)", .max = 100000),
+		 "also time N prompt tokens, token by token and batched (default 0)",
+		 .max = 100000),
+	PCCX_OPT("batch", 0, PCCX_OPT_UINT, A(batch, uint64_t), "ROWS",
+		 "prompt tokens per batch of the batched prefill (default 64)", .min = 1,
+		 .max = PCCX_BATCH_MAX_ROWS),
 	PCCX_OPT("seed", 0, PCCX_OPT_UINT, A(seed, uint64_t), "S", "weights seed (default 1)"),
 	PCCX_OPT("threads", 0, PCCX_OPT_UINT, A(threads, uint64_t), "N",
 		 "host threads (default 0: all CPUs)", .max = 256),
@@ -56,11 +61,51 @@ struct bench_run {
 	struct pccx_gemma_model *m;
 	struct pccx_ref_exec *x;
 	struct pccx_gemma_session *s;
-	double t_synth, t_dec, t_pre;
+	double t_synth, t_dec, t_pre, t_batch;
+	struct pccx_batch_prefill_stats bst;	/* of the batched prefill */
+	bool batched;				/* the model allows it (no experts) */
 	uint64_t ops, stream_bytes;	/* of the timed decode steps */
 };
 
-/* One warm-up step, `prefill` steps without logits, n timed greedy decode steps. */
+/*
+ * The same `prefill` prompt tokens again, batched, at the next positions. A model with
+ * experts is prefilled token by token only (batch_prefill.h says why).
+ */
+static int prefill_batched(const struct bench_args *a, struct bench_run *r, uint32_t tok,
+			   pccx_diag *d)
+{
+	struct pccx_batch_prefill *b;
+	uint32_t *toks, i;
+	double t0;
+	int rc;
+
+	rc = pccx__batch_prefill_create(&b, r->s, (uint32_t)a->batch, (unsigned)a->threads,
+					a->kernel, d);
+	if (rc == PCCX_ERR_UNSUPPORTED)
+		return PCCX_OK;
+	if (rc)
+		return rc;
+	toks = malloc(sizeof(*toks) * a->prefill);
+	if (!toks) {
+		pccx__batch_prefill_free(b);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "bench --ref: out of memory");
+	}
+	for (i = 0; i < a->prefill; i++)
+		toks[i] = tok;
+	t0 = pccx_cli_now();
+	rc = pccx__batch_prefill_run(b, toks, (uint32_t)a->prefill, d);
+	r->t_batch = pccx_cli_now() - t0;
+	pccx__batch_prefill_stats(b, &r->bst);
+	r->batched = true;
+	free(toks);
+	pccx__batch_prefill_free(b);
+	return rc;
+}
+
+/*
+ * One warm-up step, `prefill` steps without logits, the same prompt batched, n timed greedy
+ * decode steps.
+ */
 static int decode(const struct bench_args *a, struct bench_run *r, pccx_diag *d)
 {
 	const struct pccx_ref_counters *cnt;
@@ -78,6 +123,8 @@ static int decode(const struct bench_args *a, struct bench_run *r, pccx_diag *d)
 		rc = pccx__gemma_session_step(r->s, tok, NULL, d);
 		r->t_pre += pccx_cli_now() - t0;
 	}
+	if (!rc && a->prefill)
+		rc = prefill_batched(a, r, tok, d);
 	pccx__ref_exec_reset_counters(r->x);
 	cnt = pccx__ref_exec_counters(r->x);
 	for (i = 0; !rc && i < a->n; i++) {
@@ -116,14 +163,18 @@ static void print_figures(const struct bench_args *a, const struct bench_run *r)
 	       "tokens)\n",
 	       n / r->t_dec, 1e3 * r->t_dec / n, (double)r->stream_bytes / r->t_dec / 1e9, n);
 	if (prefill)
-		printf("  prefill (no LM head)      %10.3f tok/s  (%llu tokens)\n",
+		printf("  prefill (no LM head)      %10.3f tok/s  (%llu tokens, token by token)\n",
 		       prefill / r->t_pre, prefill);
+	if (prefill && r->batched)
+		printf("  prefill batched           %10.3f tok/s  (%llu tokens, %llu per batch, "
+		       "%.1f MB of weights read per token)\n", prefill / r->t_batch, prefill,
+		       (unsigned long long)a->batch, (double)r->bst.weight_bytes / prefill / 1e6);
 	printf("  peak RSS                  %10.1f MB\n", ru.ru_maxrss / 1024.0);
 }
 
 int pccx_cmd_bench_ref(int argc, char **argv)
 {
-	struct bench_args a = { .config = "e4b", .n = 8, .seed = 1 };
+	struct bench_args a = { .config = "e4b", .n = 8, .batch = 64, .seed = 1 };
 	struct bench_run r = { 0 };
 	struct pccx_gemma_config cfg;
 	pccx_diag d = { 0 };
@@ -146,9 +197,9 @@ int pccx_cmd_bench_ref(int argc, char **argv)
 		if (rc)
 			return pccx_cli_fail(rc, &d);
 	}
-	if (a.n + a.prefill + 1 > cfg.max_ctx) {
+	if (a.n + 2 * a.prefill + 1 > cfg.max_ctx) {
 		fprintf(stderr, "pccx: bench --ref: %llu steps exceed the context %u\n",
-			(unsigned long long)(a.n + a.prefill + 1), cfg.max_ctx);
+			(unsigned long long)(a.n + 2 * a.prefill + 1), cfg.max_ctx);
 		pccx__gemma_model_free(r.m);
 		return 2;
 	}

@@ -9,13 +9,14 @@
 #include <stdlib.h>
 
 #include "cli.h"
+#include "diag.h"
 #include "gemma_config.h"
 #include "pccx/pccx.h"
 
 struct bench_args {
 	struct pccx_device_opts dopt;
 	struct pccx_model_opts mopt;
-	uint64_t tokens;
+	uint64_t tokens, prompt;
 };
 
 #define A(f, type) PCCX_AT(struct bench_args, f, type)
@@ -24,6 +25,9 @@ static const struct pccx_opt bench_opts[] = {
 		 "model shape (default e4b)", .values = pccx__gemma_config_names),
 	PCCX_OPT("tokens", 0, PCCX_OPT_UINT, A(tokens, uint64_t), "N",
 		 "tokens decoded (default 2)", .min = 1, .max = 100000),
+	PCCX_OPT("prompt", 0, PCCX_OPT_UINT, A(prompt, uint64_t), "N",
+		 "prompt tokens before decoding (default 1); their prefill is timed too",
+		 .min = 1, .max = 65535),
 	PCCX_OPT("seed", 0, PCCX_OPT_UINT, A(mopt.synth_seed, uint64_t), "S",
 		 "seed of the synthetic weights (default 1)"),
 	PCCX_OPT("dtb", 0, PCCX_OPT_PATH, A(dopt.dtb, const char *), "FILE",
@@ -36,10 +40,12 @@ static const struct pccx_opt bench_opts[] = {
 
 static const struct pccx_opt_cmd bench_cmd = {
 	.name = "bench",
-	.usage = "[--sim] --config NAME [--tokens N] [--seed S] [--dtb F] [--trace F.json]",
-	.about = "Simulate greedy decode of N tokens of a synthetic model of the named shape on\n"
-		 "the cycle simulator and print simulated tok/s, DDR bandwidth against the\n"
-		 "ceiling, the stage breakdown and host seconds per simulated token.\n",
+	.usage = "[--sim] --config NAME [--tokens N] [--prompt N] [--seed S] [--dtb F]\n"
+		 "             [--trace F.json]",
+	.about = "Simulate a prompt and greedy decode of N tokens of a synthetic model of the named\n"
+		 "shape on the cycle simulator and print simulated prefill and decode tok/s, the\n"
+		 "time to the first token, DDR bandwidth against the ceiling, the stage breakdown\n"
+		 "and host seconds per simulated token.\n",
 	.opts = bench_opts,
 };
 
@@ -52,20 +58,34 @@ static void progress(void *user, const char *stage, uint64_t done, uint64_t tota
 
 /* What the figures are made of. */
 struct bench_run {
-	double t_load, t_gen;
+	double t_load, t_pre, t_gen;
 	struct pccx_stats st;
 	struct pccx_device_info info;
 	struct pccx_stage_time *prof;
 	size_t n_prof;
 };
 
-/* Load, decode one BOS and `tokens` greedy tokens, collect the figures. */
+/* The prompt: BOS, then ids spread over the vocabulary (the figures do not depend on them). */
+static int32_t *prompt_ids(uint64_t n, uint32_t vocab)
+{
+	int32_t *ids = malloc(n * sizeof(*ids));
+	uint64_t i;
+
+	if (!ids)
+		return NULL;
+	ids[0] = 2;
+	for (i = 1; i < n; i++)
+		ids[i] = (int32_t)(3 + (i * 7919) % (vocab - 3));
+	return ids;
+}
+
+/* Load, prefill the prompt, decode `tokens` greedy tokens, collect the figures. */
 static int bench(struct bench_args *a, struct bench_run *r, pccx_diag *d)
 {
-	struct pccx_session_opts sopt = { sizeof(sopt), 0, false };
+	struct pccx_session_opts sopt = { .struct_size = sizeof(sopt), .verify = false };
 	struct pccx_cli_session cs;
 	pccx_sampler_config scfg;
-	int32_t bos = 2;
+	int32_t *ids = NULL;
 	double t0;
 	int rc;
 
@@ -76,8 +96,19 @@ static int bench(struct bench_args *a, struct bench_run *r, pccx_diag *d)
 	t0 = pccx_cli_now();
 	rc = pccx_cli_session_open(&a->dopt, &a->mopt, &sopt, &cs, d);
 	r->t_load = pccx_cli_now() - t0;
+	if (!rc) {
+		struct pccx_gemma_config cfg;
+
+		rc = pccx__gemma_config_preset(a->mopt.synth_config, &cfg, d);
+		ids = rc ? NULL : prompt_ids(a->prompt, cfg.vocab);
+		if (!rc && !ids)
+			rc = pccx__fail(d, PCCX_ERR_NOMEM, "bench: out of memory");
+	}
+	t0 = pccx_cli_now();
 	if (!rc)
-		rc = pccx_session_prefill(cs.s, &bos, 1, d);
+		rc = pccx_session_prefill(cs.s, ids, a->prompt, d);
+	r->t_pre = pccx_cli_now() - t0;
+	free(ids);
 	t0 = pccx_cli_now();
 	if (!rc)
 		rc = pccx_session_generate(cs.s, &scfg, a->tokens, NULL, NULL, d);
@@ -114,6 +145,11 @@ static void print_figures(const char *config, const struct bench_run *r)
 	       (double)r->info.ddr_bytes_per_s / 1e9);
 	printf("host: %.2f s per simulated token\n",
 	       st->decode_steps ? r->t_gen / (double)st->decode_steps : 0.0);
+	if (st->prompt_tokens)
+		printf("simulated prefill: %.3f tok/s (%llu prompt tokens, first token after %.2f ms; "
+		       "host %.2f s)\n", pccx_cli_prompt_tok_s(st, &r->info),
+		       (unsigned long long)st->prompt_tokens,
+		       1e3 * pccx_cli_first_token_s(st, &r->info), r->t_pre);
 }
 
 static void print_profile(const struct pccx_stage_time *prof, size_t n)
@@ -137,6 +173,7 @@ int pccx_cmd_bench_sim(int argc, char **argv)
 		.dopt = { sizeof(a.dopt), NULL, NULL, NULL, NULL },
 		.mopt = { sizeof(a.mopt), NULL, "e4b", 1, NULL, progress, NULL },
 		.tokens = 2,
+		.prompt = 1,
 	};
 	struct bench_run r = { 0 };
 	pccx_diag d = { 0 };

@@ -105,7 +105,8 @@ static int collect(void *user, int32_t token, const char *piece, size_t len)
 static void run_path(const struct check_args *a, struct path *p)
 {
 	struct pccx_device_opts dopt = { sizeof(dopt), p->backend, p->path, NULL, NULL };
-	struct pccx_session_opts sopt = { sizeof(sopt), 0, !a->no_verify };
+	struct pccx_session_opts sopt = { .struct_size = sizeof(sopt),
+					  .verify = !a->no_verify };
 	struct pccx_cli_session cs;
 	pccx_sampler_config sc;
 	int32_t *ids = NULL;

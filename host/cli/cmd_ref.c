@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "batch_prefill.h"
 #include "cli.h"
 #include "compare.h"
 #include "diag.h"
@@ -29,7 +30,7 @@
 struct ref_args {
 	struct pccx_cli_ref_args m;
 	const char *dump, *save;
-	uint64_t seed, n;
+	uint64_t seed, n, batch;
 	bool have_wseed, oracle, ignore_eos;
 	pccx_sampler_config sc;
 };
@@ -45,6 +46,9 @@ static const struct pccx_opt ref_opts[] = {
 		 "seed of the synthetic weights only", .seen_at = A(have_wseed, bool) + 1),
 	PCCX_OPT(NULL, 'n', PCCX_OPT_UINT, A(n, uint64_t), "N", "tokens to generate (default 16)",
 		 .max = 1000000),
+	PCCX_OPT("batch", 0, PCCX_OPT_UINT, A(batch, uint64_t), "ROWS",
+		 "prompt tokens per batch (default 64; 0: token by token); the\n"
+		 "weights are read once per batch, with the bits of token by token", .max = 256),
 	PCCX_OPT("ignore-eos", 0, PCCX_OPT_FLAG, A(ignore_eos, bool), NULL,
 		 "keep going after the end-of-sequence id"),
 	PCCX_OPT("oracle", 0, PCCX_OPT_FLAG, A(oracle, bool), NULL,
@@ -245,15 +249,63 @@ static int sample_next(struct ref_run *r, int32_t *next, pccx_diag *d)
 	return PCCX_OK;
 }
 
+/*
+ * The prompt but its last token in batches (batch_prefill.h), when nothing needs the stages
+ * of each step (--oracle, --dump-stages). Returns the tokens prefilled; a model the batcher
+ * refuses is prefilled token by token, with a notice.
+ */
+static int prefill(struct ref_run *r, size_t *done, pccx_diag *d)
+{
+	const struct ref_args *a = r->a;
+	struct pccx_batch_prefill *b;
+	uint32_t n = (uint32_t)r->r.n_ids - 1, i, *toks;
+	double t0 = pccx_cli_now();
+	int rc;
+
+	*done = 0;
+	if (!a->batch || a->oracle || a->dump || n == 0)
+		return PCCX_OK;
+	rc = pccx__batch_prefill_create(&b, r->r.s, (uint32_t)a->batch, (unsigned)a->m.threads,
+					a->m.kernel, d);
+	if (rc == PCCX_ERR_UNSUPPORTED) {
+		if (!a->m.quiet)
+			fprintf(stderr, "pccx ref: prompt token by token: %s\n", d->msg);
+		return PCCX_OK;
+	}
+	if (rc)
+		return rc;
+	toks = malloc(sizeof(*toks) * n);
+	if (!toks) {
+		pccx__batch_prefill_free(b);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "ref: out of memory");
+	}
+	for (i = 0; i < n; i++)
+		toks[i] = (uint32_t)r->hist[i];
+	rc = pccx__batch_prefill_run(b, toks, n, d);
+	free(toks);
+	pccx__batch_prefill_free(b);
+	if (rc)
+		return rc;
+	t0 = pccx_cli_now() - t0;
+	if (!a->m.quiet)
+		fprintf(stderr, "pccx ref: prompt: %u tokens in %.2f s (%.2f tok/s, %u per batch)\n",
+			n, t0, n / (t0 > 0 ? t0 : 1), (unsigned)a->batch);
+	*done = n;
+	return PCCX_OK;
+}
+
 /* Every prompt token, then each generated token but the last (nothing follows it). */
 static int decode(struct ref_run *r, pccx_diag *d)
 {
 	const struct ref_args *a = r->a;
 	uint32_t steps = 0;
 	size_t i;
-	int rc = PCCX_OK;
+	int rc;
 
-	for (i = 0; i < r->r.n_ids + (a->n ? a->n - 1 : 0); i++) {
+	rc = prefill(r, &i, d);
+	if (rc)
+		return rc;
+	for (; i < r->r.n_ids + (a->n ? a->n - 1 : 0); i++) {
 		bool last_prompt = i + 1 >= r->r.n_ids;
 		int32_t next;
 
@@ -329,7 +381,7 @@ static void ref_free(struct ref_run *r)
 
 int pccx_cmd_ref(int argc, char **argv)
 {
-	struct ref_args a = { .m.prompt = "Hello", .seed = 1, .n = 16 };
+	struct ref_args a = { .m.prompt = "Hello", .seed = 1, .n = 16, .batch = 64 };
 	struct ref_run r = { .a = &a, .r = { .cmd = "ref", .a = &a.m } };
 	pccx_diag d = { 0 };
 	int rc;

@@ -107,6 +107,21 @@ double pccx_cli_decode_tok_s(const struct pccx_stats *st, const struct pccx_devi
 	return (double)st->decode_steps * (double)info->core_hz / (double)st->decode_cycles;
 }
 
+/* Device time of the jobs that were not generation steps: the prompt, its last step included. */
+double pccx_cli_first_token_s(const struct pccx_stats *st, const struct pccx_device_info *info)
+{
+	if (!info->core_hz || st->device_cycles < st->decode_cycles)
+		return 0.0;
+	return (double)(st->device_cycles - st->decode_cycles) / (double)info->core_hz;
+}
+
+double pccx_cli_prompt_tok_s(const struct pccx_stats *st, const struct pccx_device_info *info)
+{
+	double s = pccx_cli_first_token_s(st, info);
+
+	return s > 0 ? (double)st->prompt_tokens / s : 0.0;
+}
+
 int pccx_cli_config(const char *name, uint64_t max_ctx, struct pccx_gemma_config *cfg,
 		    pccx_diag *d)
 {

@@ -215,16 +215,7 @@ void pccx__job_builder_cvo(struct pccx_job_builder *jb, unsigned func, uint32_t 
 {
 	struct pccx_insn in;
 
-	insn_init(&in, PCCX_OP_CVO);
-	in.f[PCCX_FID_D_func] = func;
-	in.f[PCCX_FID_D_src] = src;
-	in.f[PCCX_FID_D_dst] = dst;
-	in.f[PCCX_FID_D_len] = len;
-	in.f[PCCX_FID_D_sub_emax] = !!(flags & PCCX_CVOF_SUB);
-	in.f[PCCX_FID_D_recip_scale] = !!(flags & PCCX_CVOF_RECIP);
-	in.f[PCCX_FID_D_accm] = !!(flags & PCCX_CVOF_ACCM);
-	in.f[PCCX_FID_D_sreg] = !!(flags & PCCX_CVOF_SREG);
-	in.f[PCCX_FID_D_relu] = !!(flags & PCCX_CVOF_RELU);
+	pccx__cvo_insn(&in, func, src, dst, len, flags);
 	in.f[PCCX_FID_D_async] = jb->async;
 	emit(jb, &in);
 }

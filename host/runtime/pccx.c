@@ -87,6 +87,9 @@ struct pccx_session {
 	struct pccx_ref_exec *rx;          /* verify: the reference executor */
 	struct pccx_gemma_session *ref;      /* verify: the reference session */
 	struct pccx_verify *ver;
+	/* prompt chunks (gemma_chunk.h) on the device and the reference; NULL: token by token */
+	struct pccx_gemma_chunk *chunk_dev, *chunk_ref;
+	uint32_t *chunk_toks;              /* (chunk rows) the tokens of the chunk being run */
 	pccx_sampler *smp;
 	float *logits, *ref_logits;
 	int32_t *hist;
@@ -1076,6 +1079,33 @@ static int submit_job(void *user, struct pccx_compiler *c)
 	return rc;
 }
 
+/*
+ * Prompt chunks: as many tokens per job as L2 holds (or opts->prompt_chunk, when its
+ * struct_size covers it), on the device and on the reference that verifies it. A model that
+ * cannot run in chunks (experts), or a chunk of one, prefills token by token.
+ */
+static int chunk_setup(pccx_session *s, const struct pccx_session_opts *opts, pccx_diag *d)
+{
+	const struct pccx_gemma_model *m = s->model->m;
+	uint32_t rows = s->dev->in_rows;
+	int rc;
+
+	if (opts && opts->struct_size >= offsetof(struct pccx_session_opts, prompt_chunk) +
+					  sizeof(opts->prompt_chunk) && opts->prompt_chunk)
+		rows = opts->prompt_chunk < rows ? opts->prompt_chunk : rows;
+	if (rows < 2)
+		return PCCX_OK;
+	rc = pccx__gemma_chunk_create(&s->chunk_dev, m, &s->dev->plan, rows, d);
+	if (!rc && s->ref)
+		rc = pccx__gemma_chunk_create(&s->chunk_ref, m, &s->ref->plan, rows, d);
+	if (rc)
+		return rc;
+	s->chunk_toks = malloc(rows * sizeof(*s->chunk_toks));
+	if (!s->chunk_toks)
+		return pccx__fail(d, PCCX_ERR_NOMEM, "session: out of memory");
+	return PCCX_OK;
+}
+
 int pccx_session_create(pccx_model *model, const struct pccx_session_opts *opts,
 			pccx_session **out, pccx_diag *d)
 {
@@ -1122,6 +1152,9 @@ int pccx_session_create(pccx_model *model, const struct pccx_session_opts *opts,
 			rc = pccx__fail(d, rc, "session: %s", s->submit_diag.msg);
 		goto fail;
 	}
+	rc = chunk_setup(s, opts, d);
+	if (rc)
+		goto fail;
 	pccx_sampler_config_default(&scfg);
 	rc = pccx_sampler_create(&s->smp, &scfg, vocab, d);
 	if (rc)
@@ -1144,6 +1177,9 @@ void pccx_session_free(pccx_session *s)
 		pccx__gemma_session_free(s->ref);
 	if (s->ver)
 		pccx__verify_free(s->ver);
+	pccx__gemma_chunk_free(s->chunk_dev);
+	pccx__gemma_chunk_free(s->chunk_ref);
+	free(s->chunk_toks);
 	if (s->rx)
 		pccx__ref_exec_free(s->rx);
 	if (s->smp)
@@ -1327,10 +1363,14 @@ int pccx_session_stats(const pccx_session *s, struct pccx_stats *st)
 }
 
 /* Room for one more history token, taken before a step so that a step never fails after it ran. */
-static int reserve_history(pccx_session *s, pccx_diag *d)
+/* Room for n more tokens of history. */
+static int reserve_history(pccx_session *s, size_t n, pccx_diag *d)
 {
-	if (s->n_hist == s->cap_hist) {
+	if (s->n_hist + n > s->cap_hist) {
 		size_t cap = s->cap_hist ? 2 * s->cap_hist : 256;
+
+		while (cap < s->n_hist + n)
+			cap *= 2;
 		int32_t *h = realloc(s->hist, cap * sizeof(*h));
 
 		if (!h)
@@ -1354,7 +1394,7 @@ static int step(pccx_session *s, int32_t token, bool logits, pccx_diag *d)
 	if (pos >= s->max_ctx)
 		return pccx__fail(d, PCCX_ERR_RANGE, "context full: %u positions (max_context)",
 				  s->max_ctx);
-	rc = reserve_history(s, d);
+	rc = reserve_history(s, 1, d);
 	if (rc)
 		return rc;
 	s->token = (uint32_t)token;
@@ -1400,11 +1440,61 @@ static int step(pccx_session *s, int32_t token, bool logits, pccx_diag *d)
 	return PCCX_OK;
 }
 
+/*
+ * Tokens ids[0..k) (2 <= k <= the chunk's rows) at the next positions as one prompt chunk on
+ * both sessions, without logits: what k steps without logits give, one job on the device.
+ */
+static int chunk(pccx_session *s, const int32_t *ids, uint32_t k, pccx_diag *d)
+{
+	size_t vocab = s->model->m->cfg.vocab;
+	uint32_t pos = s->dev->pos, i;
+	int rc;
+
+	for (i = 0; i < k; i++) {
+		if (ids[i] < 0 || (size_t)ids[i] >= vocab)
+			return pccx__fail(d, PCCX_ERR_RANGE, "token %d outside the vocabulary of %zu",
+					  ids[i], vocab);
+		s->chunk_toks[i] = (uint32_t)ids[i];
+	}
+	if (k > s->max_ctx - pos)
+		return pccx__fail(d, PCCX_ERR_RANGE, "context full: %u positions (max_context)",
+				  s->max_ctx);
+	rc = reserve_history(s, k, d);
+	if (rc)
+		return rc;
+	s->token = (uint32_t)ids[0];
+	if (s->ref) {
+		if (s->ver)
+			pccx__verify_begin_step(s->ver, (uint32_t)ids[0], pos);
+		rc = pccx__gemma_session_chunk(s->ref, s->chunk_ref, s->chunk_toks, k, d);
+		if (rc)
+			return rc;
+	}
+	s->submit_status = 0;
+	rc = pccx__gemma_session_chunk(s->dev, s->chunk_dev, s->chunk_toks, k, d);
+	if (!rc && s->ver) {
+		rc = pccx__verify_end_step(s->ver, &s->submit_diag);
+		s->submit_status = rc;
+	}
+	if (rc) {
+		/* not part of the context: the positions are filled again by the next steps */
+		s->dev->pos = pos;
+		if (s->ref)
+			s->ref->pos = pos;
+		if (s->submit_status && s->submit_diag.msg[0] && d)
+			*d = s->submit_diag;
+		return s->submit_status ? s->submit_status : rc;
+	}
+	memcpy(s->hist + s->n_hist, ids, k * sizeof(*ids));
+	s->n_hist += k;
+	return PCCX_OK;
+}
+
 int pccx_session_prefill(pccx_session *s, const int32_t *ids, size_t n, pccx_diag *d)
 {
 	double t0 = now_seconds();
 	uint32_t pos0;
-	size_t i, hist0;
+	size_t i, k, hist0;
 	int rc = PCCX_OK;
 
 	if (!s || (n && !ids))
@@ -1415,9 +1505,17 @@ int pccx_session_prefill(pccx_session *s, const int32_t *ids, size_t n, pccx_dia
 				  "call generate to retry it first");
 	pos0 = s->dev->pos;
 	hist0 = s->n_hist;
-	/* only the last prompt token needs the LM head: its logits give the first sample */
-	for (i = 0; i < n && !rc; i++)
-		rc = step(s, ids[i], i + 1 == n, d);
+	/*
+	 * Only the last prompt token needs the LM head: its logits give the first sample. The
+	 * tokens before it go in chunks when the session has them (one weight pass per chunk).
+	 */
+	for (i = 0; i + 1 < n && !rc; i += k) {
+		k = s->chunk_dev ? s->chunk_dev->rows : 1;
+		k = n - 1 - i < k ? n - 1 - i : k;
+		rc = k > 1 ? chunk(s, ids + i, (uint32_t)k, d) : step(s, ids[i], false, d);
+	}
+	if (!rc && n)
+		rc = step(s, ids[n - 1], true, d);
 	if (rc) {
 		/* all or nothing: the positions this call filled are forgotten (their KV rows are
 		 * written again by the next steps), so the session is as it was (step() drops

@@ -1621,7 +1621,7 @@ static int gemma_run(const char *backend, const char *config, size_t n_tokens, b
 {
 	struct pccx_device_opts dopt = { sizeof(dopt), backend, NULL, NULL, NULL };
 	struct pccx_model_opts mopt = { sizeof(mopt), NULL, config, 7, NULL, NULL, NULL };
-	struct pccx_session_opts sopt = { sizeof(sopt), 0, verify };
+	struct pccx_session_opts sopt = { .struct_size = sizeof(sopt), .verify = verify };
 	static const int32_t prompt[GEMMA_PROMPT] = { 2 };
 	pccx_device *dev = NULL;
 	pccx_model *model = NULL;
@@ -1770,7 +1770,7 @@ static void test_gemma_shared(void)
 {
 	struct pccx_device_opts dopt = { sizeof(dopt), "kernel", NULL, NULL, NULL };
 	struct pccx_model_opts mopt = { sizeof(mopt), NULL, "tiny", 7, NULL, NULL, NULL };
-	struct pccx_session_opts sopt = { sizeof(sopt), 0, false };
+	struct pccx_session_opts sopt = { .struct_size = sizeof(sopt), .verify = false };
 	static const int32_t prompt[1] = { 2 };
 	struct gemma_run a, b;
 	pccx_device *dev = NULL;
@@ -1837,7 +1837,7 @@ static int gemma_open(const char *backend, bool verify, struct gemma_ctx *g, pcc
 {
 	struct pccx_device_opts dopt = { sizeof(dopt), backend, NULL, NULL, NULL };
 	struct pccx_model_opts mopt = { sizeof(mopt), NULL, "tiny", 7, NULL, NULL, NULL };
-	struct pccx_session_opts sopt = { sizeof(sopt), 0, verify };
+	struct pccx_session_opts sopt = { .struct_size = sizeof(sopt), .verify = verify };
 	static const int32_t prompt[GEMMA_PROMPT] = { 2 };
 	int rc;
 

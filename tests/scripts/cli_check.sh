@@ -31,13 +31,14 @@ checks=$((checks + 1))
 grep -qE '^serial +verified +17 ' "$T/out" || fail "no verified serial row: $(cat "$T/out")"
 wait
 
-# the prompt is 19 byte ids: job 22 is the third decode step's, whose logits sample token 3
-start_board --corrupt-job 22
+# the prompt is 19 byte ids, two jobs (its first 18 tokens are one chunk, docs/prefill.md): job 5
+# is the third decode step's, whose logits sample token 3
+start_board --corrupt-job 5
 want_rc 1 "$pccx" check --no-kernel --serial "$T/b.sock"
 has "$T/err" "pccx check: serial: verify: token"
 has "$T/err" "(position 21): logits differ first at element 0: device 3.40282e+38"
 wait
-start_board --corrupt-job 22
+start_board --corrupt-job 5
 want_rc 1 "$pccx" check --no-kernel --no-verify --serial "$T/b.sock"
 has "$T/out" "paths differ: sim and serial first at decode step 3: token"
 checks=$((checks + 1))

@@ -405,7 +405,7 @@ START_TEST(loaded_model_per_family)
 		struct pccx_device_opts dopt = { sizeof(dopt), NULL, NULL, NULL, NULL };
 		struct pccx_model_opts mopt = { sizeof(mopt), NULL, cfg->name, 1, path, NULL,
 						NULL };
-		struct pccx_session_opts sopt = { sizeof(sopt), 0, false };
+		struct pccx_session_opts sopt = { .struct_size = sizeof(sopt), .verify = false };
 		pccx_device *dev = NULL;
 		pccx_model *model = NULL;
 		pccx_session *s = NULL;
@@ -463,7 +463,7 @@ START_TEST(gemma4_agent_loop_through_the_api)
 	};
 	struct pccx_device_opts dopt = { sizeof(dopt), NULL, NULL, NULL, NULL };
 	struct pccx_model_opts mopt = { sizeof(mopt), NULL, "tiny-gemma4", 1, path, NULL, NULL };
-	struct pccx_session_opts sopt = { sizeof(sopt), 0, false };
+	struct pccx_session_opts sopt = { .struct_size = sizeof(sopt), .verify = false };
 	struct pccx_chat_options o = { .struct_size = sizeof(o), .messages = msgs };
 	struct pccx_chat_opts ro = { .add_generation_prompt = true };
 	const pccx_json *m[3];

@@ -29,14 +29,21 @@ static int collect(void *user, int32_t token, const char *piece, size_t len)
 	return 0;
 }
 
-/* Prefill a fixed prompt and generate n tokens; returns the status of the first failure. */
-static int generate(const char *config, bool verify, float temp, uint64_t seed, size_t n,
-		    struct run *out, struct pccx_stats *st, pccx_diag *d)
+/*
+ * Prefill a prompt (n_prompt tokens of a fixed sequence; 0: the 5-token one) in chunks of
+ * prompt_chunk tokens (0: as L2 holds) and generate n tokens; returns the status of the first
+ * failure.
+ */
+static int generate_with(const char *config, bool verify, float temp, uint64_t seed, size_t n,
+			 size_t n_prompt, uint32_t prompt_chunk, struct run *out,
+			 struct pccx_stats *st, pccx_diag *d)
 {
 	struct pccx_device_opts dopt = { sizeof(dopt), NULL, NULL, NULL, NULL };
 	struct pccx_model_opts mopt = { sizeof(mopt), NULL, config, 7, NULL, NULL, NULL };
-	struct pccx_session_opts sopt = { sizeof(sopt), 0, verify };
-	static const int32_t prompt[] = { 2, 17, 42, 99, 3 };
+	struct pccx_session_opts sopt = { .struct_size = sizeof(sopt), .verify = verify,
+					  .prompt_chunk = prompt_chunk };
+	static const int32_t five[] = { 2, 17, 42, 99, 3 };
+	int32_t prompt[64];
 	pccx_sampler_config scfg;
 	pccx_device *dev = NULL;
 	pccx_model *model = NULL;
@@ -53,8 +60,18 @@ static int generate(const char *config, bool verify, float temp, uint64_t seed, 
 		rc = pccx_model_load(dev, &mopt, &model, d);
 	if (!rc)
 		rc = pccx_session_create(model, &sopt, &s, d);
+	if (!n_prompt) {
+		n_prompt = sizeof(five) / sizeof(five[0]);
+		memcpy(prompt, five, sizeof(five));
+	} else {
+		size_t i;
+
+		ck_assert_uint_le(n_prompt, sizeof(prompt) / sizeof(prompt[0]));
+		for (i = 0; i < n_prompt; i++)
+			prompt[i] = (int32_t)(2 + (29 * i + 7) % 200);
+	}
 	if (!rc)
-		rc = pccx_session_prefill(s, prompt, sizeof(prompt) / sizeof(prompt[0]), d);
+		rc = pccx_session_prefill(s, prompt, n_prompt, d);
 	if (!rc)
 		rc = pccx_session_generate(s, &scfg, n, collect, out, d);
 	if (!rc && st)
@@ -65,8 +82,18 @@ static int generate(const char *config, bool verify, float temp, uint64_t seed, 
 	return rc;
 }
 
-/* jobs_per_step: 1, or 1 + the mixture-of-experts layers (one job ends at each router) */
-static void check_config_jobs(const char *config, unsigned jobs_per_step)
+static int generate(const char *config, bool verify, float temp, uint64_t seed, size_t n,
+		    struct run *out, struct pccx_stats *st, pccx_diag *d)
+{
+	return generate_with(config, verify, temp, seed, n, 0, 0, out, st, d);
+}
+
+/*
+ * jobs_per_step: 1, or 1 + the mixture-of-experts layers (one job ends at each router);
+ * prompt_jobs: the prompt's (one chunk for the first four tokens and a step for the last, or
+ * a step per token where there are no chunks).
+ */
+static void check_config_jobs(const char *config, unsigned jobs_per_step, unsigned prompt_jobs)
 {
 	struct pccx_stats st;
 	struct run r;
@@ -77,8 +104,7 @@ static void check_config_jobs(const char *config, unsigned jobs_per_step)
 	ck_assert_uint_eq(r.n, 64);
 	ck_assert_uint_eq(st.tokens, 64);
 	ck_assert_uint_eq(st.prompt_tokens, 5);
-	/* 5 prompt steps + 64 generated steps */
-	ck_assert_uint_eq(st.jobs, 69 * jobs_per_step);
+	ck_assert_uint_eq(st.jobs, prompt_jobs + 64 * jobs_per_step);
 	ck_assert_uint_eq(st.decode_steps, 64);
 	ck_assert_uint_gt(st.device_cycles, 0);
 	ck_assert_uint_gt(st.weight_bytes, 0);
@@ -86,7 +112,7 @@ static void check_config_jobs(const char *config, unsigned jobs_per_step)
 
 static void check_config(const char *config)
 {
-	check_config_jobs(config, 1);
+	check_config_jobs(config, 1, 2);
 }
 
 START_TEST(tiny_64_tokens_bit_exact)
@@ -114,10 +140,44 @@ START_TEST(family_64_tokens_bit_exact)
 }
 END_TEST
 
-/* Gemma 4's mixture of experts: 6 layers, each ending a job at its router (7 per step). */
+/*
+ * Gemma 4's mixture of experts: 6 layers, each ending a job at its router (7 per step); its
+ * prompt runs token by token (gemma_chunk.h).
+ */
 START_TEST(moe_64_tokens_bit_exact)
 {
-	check_config_jobs("tiny-gemma4-moe", 7);
+	check_config_jobs("tiny-gemma4-moe", 7, 5 * 7);
+}
+END_TEST
+
+/*
+ * A prompt in chunks gives what one step per token gives: a 37-token prompt (past the
+ * 16-key window of the local layers) in chunks of 5 and of all L2 holds, then 24 sampled
+ * tokens, the same as with one step per token, every stage verified; fewer jobs and fewer
+ * weight bytes streamed for the prompt.
+ */
+static const char *const chunk_configs[] = { "tiny", "tiny-gemma", "tiny-gemma2", "tiny-gemma3",
+						"tiny-gemma4" };
+
+START_TEST(prompt_chunks_same_tokens)
+{
+	const char *config = chunk_configs[_i / 2];
+	uint32_t rows = _i % 2 ? 0 : 5;
+	struct pccx_stats st1, stc;
+	struct run one, chunked;
+	pccx_diag d = { 0 };
+
+	ck_assert_msg(generate_with(config, false, 0.9f, 3, 24, 37, 1, &one, &st1, &d) == 0, "%s",
+		      d.msg);
+	ck_assert_msg(generate_with(config, true, 0.9f, 3, 24, 37, rows, &chunked, &stc, &d) == 0,
+		      "%s: %s", config, d.msg);
+	ck_assert_uint_eq(chunked.n, 24);
+	ck_assert_mem_eq(one.toks, chunked.toks, sizeof(one.toks));
+	ck_assert_uint_eq(st1.jobs, 37 + 24);
+	ck_assert_uint_lt(stc.jobs, st1.jobs);
+	ck_assert_uint_lt(stc.weight_bytes - stc.decode_weight_bytes,
+			  st1.weight_bytes - st1.decode_weight_bytes);
+	ck_assert_uint_eq(stc.decode_weight_bytes, st1.decode_weight_bytes);
 }
 END_TEST
 
@@ -186,7 +246,7 @@ static void faulty_open(struct faulty *f, bool verify)
 {
 	struct pccx_device_opts dopt = { sizeof(dopt), NULL, NULL, NULL, NULL };
 	struct pccx_model_opts mopt = { sizeof(mopt), NULL, "tiny", 7, NULL, NULL, NULL };
-	struct pccx_session_opts sopt = { sizeof(sopt), 0, verify };
+	struct pccx_session_opts sopt = { .struct_size = sizeof(sopt), .verify = verify };
 	pccx_diag d = { 0 };
 
 	ck_assert_msg(pccx_device_open(&dopt, &f->dev, &d) == 0, "%s", d.msg);
@@ -241,7 +301,8 @@ START_TEST(device_fault_every_session_path)
 		uint32_t insn;
 		bool in_prefill;
 	} at[] = {
-		{ 0, 0, true }, { 2, 700, true }, { 4, 1600, true },   /* prefill steps */
+		/* prefill: its first four tokens are one chunk, the last a step */
+		{ 0, 0, true }, { 0, 5000, true }, { 1, 1600, true },
 		{ 0, 0, false }, { 3, 1200, false },                   /* generate steps */
 	};
 	unsigned which = (unsigned)_i % 5;
@@ -330,7 +391,8 @@ static int conv_open(struct conv *c, const char *config, const char *tokenizer,
 {
 	struct pccx_device_opts dopt = { sizeof(dopt), NULL, NULL, NULL, NULL };
 	struct pccx_model_opts mopt = { sizeof(mopt), NULL, config, 3, tokenizer, NULL, NULL };
-	struct pccx_session_opts sopt = { sizeof(sopt), max_context, false };
+	struct pccx_session_opts sopt = { .struct_size = sizeof(sopt),
+					  .max_context = max_context };
 	int rc;
 
 	memset(c, 0, sizeof(*c));
@@ -531,6 +593,8 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, family_64_tokens_bit_exact, 0,
 			    sizeof(family_configs) / sizeof(family_configs[0]));
 	tcase_add_test(tc, moe_64_tokens_bit_exact);
+	tcase_add_loop_test(tc, prompt_chunks_same_tokens, 0,
+			    2 * sizeof(chunk_configs) / sizeof(chunk_configs[0]));
 	tcase_add_test(tc, deterministic_and_verify_does_not_change_tokens);
 	tcase_add_test(tc, sampler_seed_is_used);
 	tcase_add_test(tc, generate_needs_a_prompt);

@@ -107,6 +107,8 @@ struct pccx_session_opts {
 	uint32_t max_context;     /* positions the context may hold (0: all the model's KV cache
 				   * holds; more than that is refused) */
 	bool verify;              /* run the bit-exact reference alongside and compare every stage */
+	uint32_t prompt_chunk;    /* prompt tokens per job (0: as many as L2 holds; 1: one decode
+				   * step per token); the bits are those of one step per token */
 };
 
 /* Called for each sampled token with its text piece; return non-zero to stop generating. */

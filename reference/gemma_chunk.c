@@ -1,0 +1,367 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A prompt on the NPU in chunks (gemma_chunk.h): the tokens' recorded steps, each moved to its
+ * own copy of the plan's regions, interleaved between the weight matmuls they share, which run
+ * once as GEMMs.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag.h"
+#include "gemma_chunk.h"
+#include "pccx_job.h"
+
+#define W(n) pccx_words_for(n)
+
+static bool has_experts(const struct pccx_gemma_model *m)
+{
+	uint32_t l;
+
+	for (l = 0; l < m->cfg.n_layers; l++)
+		if (m->layers[l].n_experts)
+			return true;
+	return false;
+}
+
+static uint64_t row_words(const struct pccx_gemma_plan *p)
+{
+	uint64_t w = 0;
+	uint32_t i;
+
+	for (i = 0; i < p->n_regions; i++)
+		w += p->region_words[i];
+	return w;
+}
+
+uint32_t pccx__gemma_chunk_rows_max(const struct pccx_gemma_model *m,
+				    const struct pccx_gemma_plan *p)
+{
+	uint64_t rows, w = row_words(p);
+
+	if (has_experts(m) || !w)
+		return 0;
+	rows = PCCX_L2_WORDS / w;
+	if (rows < 2)
+		return 0;
+	return rows < PCCX_GEMMA_CHUNK_MAX_ROWS ? (uint32_t)rows : PCCX_GEMMA_CHUNK_MAX_ROWS;
+}
+
+int pccx__gemma_chunk_create(struct pccx_gemma_chunk **out, const struct pccx_gemma_model *m,
+			     const struct pccx_gemma_plan *p, uint32_t rows, pccx_diag *d)
+{
+	struct pccx_gemma_chunk *ck;
+	uint64_t next = 0;
+	uint32_t i;
+
+	*out = NULL;
+	if (has_experts(m))
+		return pccx__fail(d, PCCX_ERR_UNSUPPORTED,
+				  "prompt chunks: config '%s' has experts, chosen between the jobs of "
+				  "a step", m->cfg.name);
+	if (!rows || rows > PCCX_GEMMA_CHUNK_MAX_ROWS)
+		return pccx__fail(d, PCCX_ERR_INVALID, "prompt chunks: %u tokens per chunk (1..%u)",
+				  rows, PCCX_GEMMA_CHUNK_MAX_ROWS);
+	if ((uint64_t)rows * row_words(p) > PCCX_L2_WORDS)
+		return pccx__fail(d, PCCX_ERR_RANGE,
+				  "prompt chunks: %u tokens of config '%s' need %llu L2 words, L2 has "
+				  "%u (at most %u tokens)", rows, m->cfg.name,
+				  (unsigned long long)(rows * row_words(p)), PCCX_L2_WORDS,
+				  (unsigned)(PCCX_L2_WORDS / row_words(p)));
+	ck = calloc(1, sizeof(*ck));
+	if (!ck)
+		return pccx__fail(d, PCCX_ERR_NOMEM, "prompt chunks: out of memory");
+	ck->m = m;
+	ck->p = p;
+	ck->rp = *p;
+	/* W_up as one GEMV: its rows then are one region wide (forward_ffn) */
+	ck->rp.up_pieces = 1;
+	ck->rows = rows;
+	for (i = 0; i < p->n_regions; i++) {
+		ck->base[i] = (uint32_t)next;
+		next += (uint64_t)rows * p->region_words[i];
+	}
+	ck->words = (uint32_t)next;
+	ck->rec = calloc(rows, sizeof(*ck->rec));
+	ck->at = calloc(rows, sizeof(*ck->at));
+	if (!ck->rec || !ck->at) {
+		pccx__gemma_chunk_free(ck);
+		return pccx__fail(d, PCCX_ERR_NOMEM, "prompt chunks: out of memory");
+	}
+	*out = ck;
+	return PCCX_OK;
+}
+
+void pccx__gemma_chunk_free(struct pccx_gemma_chunk *ck)
+{
+	uint32_t r;
+
+	if (!ck)
+		return;
+	for (r = 0; ck->rec && r < ck->rows; r++)
+		pccx__rec_free(&ck->rec[r]);
+	free(ck->rec);
+	free(ck->at);
+	free(ck);
+}
+
+int pccx__gemma_chunk_inputs(const struct pccx_gemma_chunk *ck, const uint32_t *tokens,
+			     uint32_t rows, uint32_t pos0, uint8_t *in, pccx_diag *d)
+{
+	uint32_t r;
+	int rc;
+
+	for (r = 0; r < rows; r++) {
+		rc = pccx__gemma_host_inputs(ck->m, ck->p, tokens[r], pos0 + r,
+					     in + (size_t)r * ck->p->in_bytes, d);
+		if (rc)
+			return rc;
+	}
+	return PCCX_OK;
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* Moving a token's op to its copy of the regions.                                        */
+
+struct emitter {
+	struct pccx_gemma_chunk *ck;
+	const struct pccx_npu_ops *ops;
+	void *ctx;
+	pccx_diag *d;
+	bool said;		/* d already names the failure (else the op implementation does) */
+};
+
+/* The region holding [a, a + words), or -1. */
+static int region_of(const struct pccx_gemma_plan *p, uint32_t a, uint64_t words)
+{
+	uint32_t lo = 0, hi = p->n_regions;
+
+	while (lo < hi) {	/* the last region starting at or before a */
+		uint32_t mid = (lo + hi) / 2;
+
+		if (p->region[mid] <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || a + words > (uint64_t)p->region[lo - 1] + p->region_words[lo - 1])
+		return -1;
+	return (int)lo - 1;
+}
+
+/* Token r's address of [a, a + words) in the chunk; false if it is not in one region. */
+static bool move(const struct pccx_gemma_chunk *ck, uint32_t r, uint32_t *a, uint64_t words)
+{
+	int i = region_of(ck->p, *a, words ? words : 1);
+
+	if (i < 0)
+		return false;
+	*a = ck->base[i] + r * ck->p->region_words[i] + (*a - ck->p->region[i]);
+	return true;
+}
+
+/* Token r's host offset: its inputs are the r-th image in BUF_IN. */
+static uint64_t host_off(const struct pccx_gemma_chunk *ck, uint32_t r, uint32_t buf,
+			 uint64_t off)
+{
+	return buf == PCCX_NPU_BUF_IN ? off + (uint64_t)r * ck->p->in_bytes : off;
+}
+
+static int moved_matmul(const struct pccx_gemma_chunk *ck, uint32_t r,
+			struct pccx_npu_matmul *mm)
+{
+	if (!move(ck, r, &mm->src, (uint64_t)mm->m * W(mm->k)) ||
+	    !move(ck, r, &mm->dst, (uint64_t)mm->m * W(mm->n)))
+		return PCCX_ERR_INTERNAL;
+	mm->w.offset = host_off(ck, r, mm->w.buf, mm->w.offset);
+	return PCCX_OK;
+}
+
+/* The L2 words a CVO reads and writes, and its use of S (isa/effects.c). */
+static bool cvo_fx(const struct pccx_npu_cvo *op, struct pccx_effects *fx)
+{
+	struct pccx_isa_fault f = { 0, -1 };
+	struct pccx_shape_state st;
+	struct pccx_insn in;
+
+	pccx__shape_reset(&st);
+	pccx__cvo_insn(&in, op->func, op->src, op->dst, op->len, op->flags);
+	return pccx__insn_effects(&in, &st, PCCX_L2_WORDS, fx, &f) == PCCX_ISA_E_OK;
+}
+
+static bool moved_cvo(const struct pccx_gemma_chunk *ck, uint32_t r, struct pccx_npu_cvo *op)
+{
+	struct pccx_effects fx;
+
+	if (!cvo_fx(op, &fx))
+		return false;
+	/* src: the words from it to the end of what is read (LDS reads one element of it) */
+	if (fx.rd[0].words &&
+	    !move(ck, r, &op->src, (uint64_t)fx.rd[0].base + fx.rd[0].words - op->src))
+		return false;
+	return move(ck, r, &op->dst, fx.wr.words);
+}
+
+/* Token r's op at its copy of the regions, emitted; begin and end are the chunk's. */
+static int emit_moved(struct emitter *em, uint32_t r, const struct pccx_rec_op *op)
+{
+	const struct pccx_gemma_chunk *ck = em->ck;
+	struct pccx_rec_op o = *op;
+	bool ok = true;
+
+	switch (o.kind) {
+	case PCCX_REC_BEGIN:
+	case PCCX_REC_END:
+		return PCCX_OK;
+	case PCCX_REC_MATMUL:
+		if (moved_matmul(ck, r, &o.u.mm))
+			ok = false;
+		break;
+	case PCCX_REC_CVO:
+		ok = moved_cvo(ck, r, &o.u.cvo);
+		break;
+	case PCCX_REC_COPY:
+		ok = move(ck, r, &o.u.copy.dst, o.u.copy.words) &&
+		     move(ck, r, &o.u.copy.src, o.u.copy.words);
+		break;
+	case PCCX_REC_LOAD:
+	case PCCX_REC_STORE:
+		/* a chunk has no logits: nothing of it goes to BUF_OUT */
+		ok = o.u.mem.buf != PCCX_NPU_BUF_OUT && move(ck, r, &o.u.mem.l2, W(o.u.mem.n));
+		o.u.mem.off = host_off(ck, r, o.u.mem.buf, o.u.mem.off);
+		break;
+	case PCCX_REC_STAGE:
+		ok = move(ck, r, &o.u.stage.addr, (uint64_t)o.u.stage.rows * W(o.u.stage.cols));
+		break;
+	}
+	if (!ok) {
+		em->said = true;
+		return pccx__fail(em->d, PCCX_ERR_INTERNAL,
+				  "prompt chunks: op %d of token %u names L2 outside one plan region "
+				  "(or BUF_OUT)", (int)o.kind, r);
+	}
+	return pccx__rec_replay(&o, em->ops, em->ctx);
+}
+
+/*
+ * Whether op reads the scalar register before this segment of its token wrote it. The
+ * tokens share S, and the other tokens' segments run between two of a token's, so a value
+ * in S cannot outlive the segment that made it.
+ */
+static bool reads_s_from_before(const struct pccx_rec_op *op, bool *written)
+{
+	struct pccx_effects fx;
+
+	if (op->kind == PCCX_REC_MATMUL) {
+		*written = *written || op->u.mm.findemax;
+		return false;
+	}
+	if (op->kind != PCCX_REC_CVO || !cvo_fx(&op->u.cvo, &fx))
+		return false;
+	if (fx.reads_s && !*written)
+		return true;
+	*written = *written || fx.writes_s;
+	return false;
+}
+
+/* Every token's ops up to its next weight matmul (or its end). */
+static int emit_segments(struct emitter *em, uint32_t rows)
+{
+	struct pccx_gemma_chunk *ck = em->ck;
+	uint32_t r;
+	int rc;
+
+	for (r = 0; r < rows; r++) {
+		const struct pccx_rec *rec = &ck->rec[r];
+		size_t end = pccx__rec_next_weight_matmul(rec, ck->at[r]);
+		bool s_written = false;
+
+		for (; ck->at[r] < end; ck->at[r]++) {
+			if (rows > 1 && reads_s_from_before(&rec->op[ck->at[r]], &s_written)) {
+				em->said = true;
+				return pccx__fail(em->d, PCCX_ERR_INTERNAL,
+						  "prompt chunks: op %zu of position %u reads the "
+						  "scalar register set before a weight matmul",
+						  ck->at[r], rec->op[0].u.pos);
+			}
+			rc = emit_moved(em, r, &rec->op[ck->at[r]]);
+			if (rc)
+				return rc;
+		}
+	}
+	return PCCX_OK;
+}
+
+/*
+ * The weight matmul every token is at: one GEMM when the tokens' input rows and output rows
+ * fall one row apart (their regions are one row wide), else one GEMV per token.
+ */
+static int emit_weight_matmul(struct emitter *em, uint32_t rows)
+{
+	struct pccx_gemma_chunk *ck = em->ck;
+	const struct pccx_npu_matmul *mm = &ck->rec[0].op[ck->at[0]].u.mm;
+	struct pccx_wshape ws = { mm->n, mm->k, mm->fmt, true };
+	uint64_t bytes = (uint64_t)mm->n * pccx__wstream_row_bytes(&ws);
+	int si = region_of(ck->p, mm->src, W(mm->k)), di = region_of(ck->p, mm->dst, W(mm->n));
+	uint32_t r;
+	int rc;
+
+	if (rows > 1 && si >= 0 && di >= 0 && ck->p->region_words[si] == W(mm->k) &&
+	    ck->p->region_words[di] == W(mm->n)) {
+		struct pccx_npu_matmul g = *mm;
+
+		rc = moved_matmul(ck, 0, &g);
+		if (rc) {
+			em->said = true;
+			return pccx__fail(em->d, rc, "prompt chunks: a weight matmul outside L2");
+		}
+		g.m = rows;
+		rc = em->ops->matmul(em->ctx, &g);
+		ck->st.gemm_bytes += bytes;
+		ck->st.gemms++;
+	} else {
+		for (r = 0, rc = PCCX_OK; r < rows && !rc; r++)
+			rc = emit_moved(em, r, &ck->rec[r].op[ck->at[r]]);
+		ck->st.gemv_bytes += bytes * rows;
+	}
+	for (r = 0; r < rows; r++)
+		ck->at[r]++;
+	return rc;
+}
+
+int pccx__gemma_chunk_step(struct pccx_gemma_chunk *ck, const struct pccx_npu_ops *ops,
+			   void *ctx, uint32_t pos0, uint32_t rows, pccx_diag *d)
+{
+	struct emitter em = { ck, ops, ctx, d, false };
+	uint32_t r;
+	int rc;
+
+	if (!rows || rows > ck->rows || pos0 + rows > ck->m->cfg.max_ctx)
+		return pccx__fail(d, PCCX_ERR_RANGE,
+				  "prompt chunk: %u tokens at position %u (chunk of %u, max_ctx %u)",
+				  rows, pos0, ck->rows, ck->m->cfg.max_ctx);
+	for (r = 0; r < rows; r++) {
+		pccx__rec_clear(&ck->rec[r]);
+		ck->at[r] = 0;
+		rc = pccx__gemma_step(ck->m, &ck->rp, pccx__rec_ops(), &ck->rec[r], pos0 + r, false,
+				      NULL);
+		if (rc)
+			return pccx__fail(d, rc, "prompt chunk: recording position %u: %s", pos0 + r,
+					  pccx_strerror(rc));
+	}
+	rc = pccx__rec_check_lockstep(ck->rec, rows, d);
+	if (rc)
+		return rc;
+	rc = ops->begin(ctx, pos0);
+	while (!rc) {
+		rc = emit_segments(&em, rows);
+		if (rc || ck->at[0] == ck->rec[0].n)
+			break;
+		rc = emit_weight_matmul(&em, rows);
+	}
+	if (!rc)
+		rc = ops->end(ctx);
+	if (rc && !em.said)
+		pccx__fail(d, rc, "prompt chunk at position %u: %s", pos0,
+			   ops->error ? ops->error(ctx) : pccx_strerror(rc));
+	return rc;
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A prompt on the NPU in chunks: the decode steps of `rows` consecutive prompt tokens as one
+ * program in which every Q4 weight matmul the tokens share runs once, as a GEMM of `rows`
+ * rows (docs/isa.md A14: each GEMM row gives the bits of a GEMV), so the weights stream once
+ * per chunk instead of once per token. The KV rows, and every value of every stage, are those
+ * token-by-token prefill gives.
+ *
+ * How: each token's step is recorded (op_record.h) with the decode plan, then the programs
+ * are interleaved. L2 holds a copy of every plan region (gemma_graph.h) per token, token r's
+ * copy of a region at base + r * words, so a region that is exactly one matmul row wide puts
+ * the tokens' rows where a GEMM wants them. Between two weight matmuls, token 0's ops run,
+ * then token 1's, and so on; then the GEMM. Token r therefore finds the KV rows of tokens
+ * 0..r-1 of the same layer stored, as in token-by-token prefill. A weight matmul whose rows
+ * are not one region wide runs as one GEMV per token at its place.
+ *
+ * The chunk uses no logits: the prompt's last token runs as a decode step. Models with
+ * experts are refused (their steps choose experts from values computed mid-step).
+ */
+#ifndef PCCX_GEMMA_CHUNK_H
+#define PCCX_GEMMA_CHUNK_H
+
+#include "gemma_graph.h"
+#include "op_record.h"
+
+/* The most tokens a chunk takes, whatever L2 would hold. */
+#define PCCX_GEMMA_CHUNK_MAX_ROWS 64u
+
+struct pccx_gemma_chunk_stats {
+	uint64_t gemm_bytes;	/* weight bytes the GEMMs streamed (once per chunk) */
+	uint64_t gemv_bytes;	/* weight bytes of weight matmuls run per token */
+	uint64_t gemms;
+};
+
+struct pccx_gemma_chunk {
+	const struct pccx_gemma_model *m;
+	const struct pccx_gemma_plan *p;	/* the decode plan: regions, host buffers */
+	struct pccx_gemma_plan rp;		/* p as the tokens' steps are recorded (W_up whole) */
+	uint32_t rows;				/* tokens the layout holds */
+	uint32_t words;				/* L2 words it uses */
+	uint32_t base[PCCX_GEMMA_PLAN_REGIONS];	/* L2 word of region i for token 0 */
+	struct pccx_rec *rec;			/* (rows) the tokens' recorded steps */
+	size_t *at;				/* (rows) replay cursors */
+	struct pccx_gemma_chunk_stats st;
+};
+
+/*
+ * Tokens per chunk L2 holds for plan p (at most PCCX_GEMMA_CHUNK_MAX_ROWS); 0 when the model
+ * cannot run in chunks (experts) or L2 holds one token only.
+ */
+uint32_t pccx__gemma_chunk_rows_max(const struct pccx_gemma_model *m,
+				    const struct pccx_gemma_plan *p);
+
+/* A chunk layout for up to `rows` tokens. PCCX_ERR_RANGE when L2 is too small for them. */
+PCCX_MUST_CHECK int pccx__gemma_chunk_create(struct pccx_gemma_chunk **out,
+					     const struct pccx_gemma_model *m,
+					     const struct pccx_gemma_plan *p, uint32_t rows,
+					     pccx_diag *d);
+void pccx__gemma_chunk_free(struct pccx_gemma_chunk *ck);
+
+/*
+ * The per-step inputs of tokens[0..rows) at positions pos0.. into `in`, token r's at
+ * r * p->in_bytes (BUF_IN holds rows * p->in_bytes). PCCX_ERR_RANGE for a token outside the
+ * vocabulary.
+ */
+PCCX_MUST_CHECK int pccx__gemma_chunk_inputs(const struct pccx_gemma_chunk *ck,
+					     const uint32_t *tokens, uint32_t rows, uint32_t pos0,
+					     uint8_t *in, pccx_diag *d);
+
+/*
+ * Emit the chunk of `rows` tokens at positions pos0.. (1 <= rows <= ck->rows; inputs already
+ * in BUF_IN) as one job through ops/ctx. pos0 + rows <= max_ctx.
+ */
+PCCX_MUST_CHECK int pccx__gemma_chunk_step(struct pccx_gemma_chunk *ck,
+					   const struct pccx_npu_ops *ops, void *ctx,
+					   uint32_t pos0, uint32_t rows, pccx_diag *d);
+
+#endif /* PCCX_GEMMA_CHUNK_H */
