@@ -181,31 +181,22 @@ static void matmul_q4(struct pccx_ref_exec *x, const struct pccx_npu_matmul *mm,
 		pccx__kern_q4_gemm(x->pool, x->impl, w, rb, mm->n, x->act, mm->m, x->y, mm->n);
 }
 
-/* F32 / F32T: row r of x against W, y[0 .. n). */
-static int matmul_f32_row(struct pccx_ref_exec *x, const struct pccx_npu_matmul *mm,
-			  const uint8_t *w, uint64_t rb, const float *xin, float *y)
+/*
+ * F32 / F32T: all m rows of x against W (rows of W padded to 16 bytes are read in place),
+ * y[r * n + i].
+ */
+static void matmul_f32(struct pccx_ref_exec *x, const struct pccx_npu_matmul *mm,
+		       const uint8_t *w, uint64_t rb)
 {
-	uint32_t i;
+	const float *wf = (const float *)(const void *)w, *xin = word(x, mm->src);
+	size_t xs = (size_t)pccx_words_for(mm->k) * PCCX_L2_ELEMS_PER_WORD;
 
-	if (mm->fmt == PCCX_WFMT_F32) {
-		/* host buffers are 16-byte aligned and rows multiples of 16 bytes */
-		for (i = 0; i < mm->n; i++)
-			y[i] = pccx__f32_row_dot((const float *)(const void *)(w + i * rb), xin,
-						 mm->k);
-	} else if (rb == (uint64_t)mm->n * sizeof(float)) {
-		pccx__f32_colsum((const float *)(const void *)w, xin, mm->k, mm->n, y);
-	} else {
-		/* rows padded to 16 bytes: repack to (K, N) for the primitive */
-		float *t = malloc((size_t)mm->k * mm->n * sizeof(float));
-
-		if (!t)
-			return pccx__fail(&x->err, PCCX_ERR_NOMEM, "f32t: out of memory");
-		for (i = 0; i < mm->k; i++)
-			memcpy(t + (size_t)i * mm->n, w + i * rb, (size_t)mm->n * sizeof(float));
-		pccx__f32_colsum(t, xin, mm->k, mm->n, y);
-		free(t);
-	}
-	return PCCX_OK;
+	if (mm->fmt == PCCX_WFMT_F32)
+		pccx__kern_f32_gemm(x->pool, x->impl, wf, rb, mm->n, mm->k, xin, xs, mm->m, x->y,
+				    mm->n);
+	else
+		pccx__kern_f32t_gemm(x->pool, x->impl, wf, rb, mm->k, mm->n, xin, xs, mm->m, x->y,
+				     mm->n);
 }
 
 /* GEMV/GEMM y[m][n] = x[m][:] . W[n][:] (Q4, F32) or x[m][:] . W[:][n] (F32T). */
@@ -254,16 +245,12 @@ static int op_matmul(void *ctx, const struct pccx_npu_matmul *mm)
 
 	if (mm->fmt == PCCX_WFMT_Q4)
 		matmul_q4(x, mm, w, rb);
+	else
+		matmul_f32(x, mm, w, rb);
 	for (r = 0; r < mm->m; r++) {
 		float *out = word(x, mm->dst + r * pccx_words_for(mm->n));
-		float *y = x->y + (mm->fmt == PCCX_WFMT_Q4 ? (size_t)r * mm->n : 0);
+		const float *y = x->y + (size_t)r * mm->n;
 
-		if (mm->fmt != PCCX_WFMT_Q4) {
-			rc = matmul_f32_row(x, mm, w, rb,
-					    word(x, mm->src + r * pccx_words_for(mm->k)), y);
-			if (rc)
-				return rc;
-		}
 		for (i = 0; i < mm->n; i++)
 			out[i] = pccx__out_store(y[i], mm->accm, out[i]);
 		if (mm->findemax) {

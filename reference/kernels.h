@@ -121,6 +121,29 @@ static inline struct pccx_kern_pf pccx__kern_pf_group(const uint8_t *w, uint64_t
 	return f;
 }
 
+/*
+ * F32 matmuls, m rows of x (xs floats apart), y[i * ldy + j]; rows of W row_bytes apart (a
+ * multiple of 16).
+ * F32: y[i][j] = pccx__f32_row_dot(W row j, x row i, k), for j < n;
+ * F32T: y[i][j] = pccx__f32_colsum's sum over W's k rows of x[i][kk] * W[kk][j], for j < n.
+ * _ref calls isa/num; _avx512 puts one output per vector lane (the bits of _ref).
+ */
+void pccx__kern_f32_rows_ref(const float *w, uint64_t row_bytes, uint32_t n, uint32_t k,
+			     const float *x, size_t xs, uint32_t m, float *y, size_t ldy);
+void pccx__kern_f32_rows_avx512(const float *w, uint64_t row_bytes, uint32_t n, uint32_t k,
+				const float *x, size_t xs, uint32_t m, float *y, size_t ldy);
+void pccx__kern_f32t_cols_ref(const float *w, uint64_t row_bytes, uint32_t k, uint32_t n,
+			      const float *x, size_t xs, uint32_t m, float *y, size_t ldy);
+void pccx__kern_f32t_cols_avx512(const float *w, uint64_t row_bytes, uint32_t k, uint32_t n,
+				 const float *x, size_t xs, uint32_t m, float *y, size_t ldy);
+/* The same split across the pool's threads by outputs; the AVX-512 kernels when impl is. */
+void pccx__kern_f32_gemm(struct pccx_pool *pool, enum pccx_kern_impl impl, const float *w,
+			 uint64_t row_bytes, uint32_t n, uint32_t k, const float *x, size_t xs,
+			 uint32_t m, float *y, size_t ldy);
+void pccx__kern_f32t_gemm(struct pccx_pool *pool, enum pccx_kern_impl impl, const float *w,
+			  uint64_t row_bytes, uint32_t k, uint32_t n, const float *x, size_t xs,
+			  uint32_t m, float *y, size_t ldy);
+
 /* pccx__q8_quantize's bits, with AVX2 where the CPU has it. */
 void pccx__kern_q8_quantize(const float *x, size_t k, int8_t *q, float *sx);
 

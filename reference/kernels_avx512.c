@@ -41,7 +41,7 @@ T512 static void scales16x8(const uint8_t *const rec[G], uint32_t b, __m512 d[8]
 	__m512i z[4], u[4];
 	unsigned g, p;
 
-	#pragma GCC unroll 16
+#pragma GCC unroll 16
 	for (g = 0; g < 4; g++) {
 		const uint8_t *const *r4 = rec + 4 * g;
 		__m512i v = _mm512_castsi128_si512(
@@ -54,14 +54,14 @@ T512 static void scales16x8(const uint8_t *const rec[G], uint32_t b, __m512 d[8]
 		z[g] = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(const void *)
 							    (r4[3] + 2 * b)), 3);
 	}
-	#pragma GCC unroll 16
+#pragma GCC unroll 16
 	for (p = 0; p < 2; p++) {
 		__m512i ix = _mm512_loadu_si512((const void *)idx1[p]);
 
 		u[p] = _mm512_permutex2var_epi16(z[0], ix, z[1]);	/* rows 0-7 */
 		u[2 + p] = _mm512_permutex2var_epi16(z[2], ix, z[3]);	/* rows 8-15 */
 	}
-	#pragma GCC unroll 16
+#pragma GCC unroll 16
 	for (p = 0; p < 4; p++) {
 		__m512i o = _mm512_permutex2var_epi16(
 			u[p / 2], _mm512_loadu_si512((const void *)idx2[p % 2]), u[2 + p / 2]);
@@ -106,11 +106,11 @@ T512 static void reduce16(const __m512i p[G], __m512i d[4])
 	__m512i a[8], q[4];
 	unsigned i;
 
-	#pragma GCC unroll 16
+#pragma GCC unroll 16
 	for (i = 0; i < 8; i++)
 		a[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(p[2 * i], p[2 * i + 1]),
 					_mm512_unpackhi_epi32(p[2 * i], p[2 * i + 1]));
-	#pragma GCC unroll 16
+#pragma GCC unroll 16
 	for (i = 0; i < 4; i++)
 		q[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(a[2 * i], a[2 * i + 1]),
 					_mm512_unpackhi_epi64(a[2 * i], a[2 * i + 1]));
@@ -126,7 +126,7 @@ T512 static void dots16x4(const uint8_t *const rec[G], uint64_t sb, const int8_t
 	__m512i p[G];
 	unsigned r;
 
-	#pragma GCC unroll 16
+#pragma GCC unroll 16
 	for (r = 0; r < G; r++)
 		p[r] = quad(rec[r] + sb + 16 * b, xe, xo);
 	reduce16(p, d);
@@ -138,7 +138,7 @@ T512 static __m512 accumulate4(__m512 acc, const __m512i dot[4], const __m512 d[
 {
 	unsigned i;
 
-	#pragma GCC unroll 16
+#pragma GCC unroll 16
 	for (i = 0; i < 4; i++) {
 		__m512i s = _mm512_sub_epi32(dot[i], _mm512_set1_epi32(8 * a->xsum[b + i]));
 		__m512 t = _mm512_mul_ps(d[i], _mm512_set1_ps(a->sx[b + i]));
@@ -202,44 +202,59 @@ void pccx__kern_q4_rows_avx512(const uint8_t *w, uint64_t row_bytes, uint32_t n,
 #define MB 64	/* activation rows per pass over a row group */
 
 /*
- * Blocks b .. b+3 of 16 rows, transposed: wt[8 i + g] lane r = the q + 8 values of the low
- * nibbles of bytes 4g .. 4g+3 of row r's block b + i (its even elements 8g, 8g+2, 8g+4, 8g+6),
- * wt[8 i + 4 + g] those of the high nibbles (the odd elements). A 16 x 16 transpose of the
- * rows' 32-bit words: pairs of rows interleaved, pairs of pairs, then the 128-bit lanes.
+ * t[e] lane r = 32-bit word e of v[r]: pairs of rows interleaved, pairs of pairs, then the
+ * 128-bit lanes.
  */
-T512 static void weights16x4(const uint8_t *const rec[G], uint64_t sb, uint32_t b, __m512i wt[32])
+T512 static void transpose16(const __m512i v[G], __m512i t[G])
 {
-	const __m512i m4 = _mm512_set1_epi8(0x0F), x88 = _mm512_set1_epi8((char)0x88);
-	__m512i v[G], a[G], q[G], o[4];
+	__m512i a[G], q[G], o[4];
 	unsigned r, g, i;
 
-	#pragma GCC unroll 16
-	for (r = 0; r < G; r++)
-		v[r] = _mm512_loadu_si512((const void *)(rec[r] + sb + 16 * b));
-	/* a[2k], a[2k+1]: words 0 1, 2 3 of rows 2k, 2k+1 interleaved (per block) */
-	#pragma GCC unroll 16
+	/* a[2k], a[2k+1]: words 0 1, 2 3 of rows 2k, 2k+1 interleaved (per 128-bit lane) */
+#pragma GCC unroll 16
 	for (r = 0; r < G; r += 2) {
 		a[r] = _mm512_unpacklo_epi32(v[r], v[r + 1]);
 		a[r + 1] = _mm512_unpackhi_epi32(v[r], v[r + 1]);
 	}
-	/* q[4h + g]: word g of rows 4h .. 4h+3 (per block) */
-	#pragma GCC unroll 16
+	/* q[4h + g]: word g of rows 4h .. 4h+3 (per 128-bit lane) */
+#pragma GCC unroll 16
 	for (r = 0; r < G; r += 4) {
 		q[r] = _mm512_unpacklo_epi64(a[r], a[r + 2]);
 		q[r + 1] = _mm512_unpackhi_epi64(a[r], a[r + 2]);
 		q[r + 2] = _mm512_unpacklo_epi64(a[r + 1], a[r + 3]);
 		q[r + 3] = _mm512_unpackhi_epi64(a[r + 1], a[r + 3]);
 	}
-	#pragma GCC unroll 16
+#pragma GCC unroll 4
 	for (g = 0; g < 4; g++) {
 		lanes4x4(q[g], q[4 + g], q[8 + g], q[12 + g], o);
-		#pragma GCC unroll 16
-		for (i = 0; i < 4; i++) {
-			__m512i t = _mm512_xor_si512(o[i], x88);	/* q + 8 in both nibbles */
+#pragma GCC unroll 4
+		for (i = 0; i < 4; i++)
+			t[4 * i + g] = o[i];
+	}
+}
 
-			wt[8 * i + g] = _mm512_and_si512(t, m4);
-			wt[8 * i + 4 + g] = _mm512_and_si512(_mm512_srli_epi16(t, 4), m4);
-		}
+/*
+ * Blocks b .. b+3 of 16 rows, transposed: wt[8 i + g] lane r = the q + 8 values of the low
+ * nibbles of bytes 4g .. 4g+3 of row r's block b + i (its even elements 8g, 8g+2, 8g+4, 8g+6),
+ * wt[8 i + 4 + g] those of the high nibbles (the odd elements).
+ */
+T512 static void weights16x4(const uint8_t *const rec[G], uint64_t sb, uint32_t b, __m512i wt[32])
+{
+	const __m512i m4 = _mm512_set1_epi8(0x0F), x88 = _mm512_set1_epi8((char)0x88);
+	__m512i v[G], t[G];
+	unsigned r, e;
+
+#pragma GCC unroll 16
+	for (r = 0; r < G; r++)
+		v[r] = _mm512_loadu_si512((const void *)(rec[r] + sb + 16 * b));
+	transpose16(v, t);
+	/* t[4i + g]: word g of block b + i */
+#pragma GCC unroll 16
+	for (e = 0; e < G; e++) {
+		__m512i x = _mm512_xor_si512(t[e], x88);	/* q + 8 in both nibbles */
+
+		wt[8 * (e / 4) + e % 4] = _mm512_and_si512(x, m4);
+		wt[8 * (e / 4) + 4 + e % 4] = _mm512_and_si512(_mm512_srli_epi16(x, 4), m4);
 	}
 }
 
@@ -336,6 +351,106 @@ void pccx__kern_q4_gemm_rows_avx512(const uint8_t *w, uint64_t row_bytes, uint32
 	}
 }
 
+/* ---- F32 matmuls: the attention scores (row dots) and context (column sums) ---- */
+
+/* NaN -> the canonical quiet NaN, as pccx_f32_canon does for each lane. */
+T512 static __m512 canon16(__m512 v)
+{
+	return _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q),
+				  _mm512_castsi512_ps(_mm512_set1_epi32((int)PCCX_F32_QNAN_BITS)));
+}
+
+/*
+ * F32 rows row[0 .. nr) (16 lanes; the lanes past nr repeat a row and are not stored) against
+ * x rows 0 .. m-1 (m <= MB): 16 elements of each row at a time, transposed so that a vector
+ * holds one element of every row, then per element in order acc = acc + w * x, one lane per
+ * row: pccx__f32_row_dot's operations.
+ */
+T512 static void f32_group16(const float *const row[G], uint32_t nr, uint32_t k, const float *x,
+			     size_t xs, uint32_t m, float *y, size_t ldy)
+{
+	__m512 acc[MB];
+	__m512i v[G], t[G];
+	uint32_t k0, j, e, ne, r;
+
+	for (j = 0; j < m; j++)
+		acc[j] = _mm512_setzero_ps();
+	for (k0 = 0; k0 < k; k0 += G) {
+		__mmask16 mk;
+
+		ne = k - k0 < G ? k - k0 : G;
+		mk = (__mmask16)((1u << ne) - 1);
+#pragma GCC unroll 16
+		for (r = 0; r < G; r++)
+			v[r] = _mm512_maskz_loadu_epi32(mk, row[r] + k0);
+		transpose16(v, t);
+		for (j = 0; j < m; j++) {
+			const float *xj = x + j * xs + k0;
+			__m512 a = acc[j];
+
+			for (e = 0; e < ne; e++)
+				a = _mm512_add_ps(a, _mm512_mul_ps(_mm512_castsi512_ps(t[e]),
+								   _mm512_set1_ps(xj[e])));
+			acc[j] = a;
+		}
+	}
+	for (j = 0; j < m; j++)
+		_mm512_mask_storeu_ps(y + j * ldy, (__mmask16)((1u << nr) - 1), canon16(acc[j]));
+}
+
+void pccx__kern_f32_rows_avx512(const float *w, uint64_t row_bytes, uint32_t n, uint32_t k,
+				const float *x, size_t xs, uint32_t m, float *y, size_t ldy)
+{
+	const float *row[G];
+	uint32_t r0, r, nr, j0;
+
+	for (r0 = 0; r0 < n; r0 += G) {
+		nr = n - r0 < G ? n - r0 : G;
+		for (r = 0; r < G; r++)
+			row[r] = (const float *)(const void *)((const uint8_t *)w +
+				 (uint64_t)(r0 + (r < nr ? r : nr - 1)) * row_bytes);
+		for (j0 = 0; j0 < m; j0 += MB)
+			f32_group16(row, nr, k, x + j0 * xs, xs, m - j0 < MB ? m - j0 : MB,
+				    y + j0 * ldy + r0, ldy);
+	}
+}
+
+/*
+ * F32T columns [j0, j0 + nc) (nc <= 16) of W (k rows of row_bytes) against x rows 0 .. m-1
+ * (m <= MB): per row of W in order, acc = acc + x * w, one lane per column:
+ * pccx__f32_colsum's operations.
+ */
+T512 static void f32t_cols16(const float *w, uint64_t row_bytes, uint32_t k, uint32_t nc,
+			     const float *x, size_t xs, uint32_t m, float *y, size_t ldy)
+{
+	const __mmask16 mk = (__mmask16)((1u << nc) - 1);
+	__m512 acc[MB];
+	uint32_t kk, j;
+
+	for (j = 0; j < m; j++)
+		acc[j] = _mm512_setzero_ps();
+	for (kk = 0; kk < k; kk++) {
+		__m512 wv = _mm512_maskz_loadu_ps(mk, (const uint8_t *)w + kk * row_bytes);
+
+		for (j = 0; j < m; j++)
+			acc[j] = _mm512_add_ps(acc[j], _mm512_mul_ps(_mm512_set1_ps(x[j * xs + kk]),
+								     wv));
+	}
+	for (j = 0; j < m; j++)
+		_mm512_mask_storeu_ps(y + j * ldy, mk, canon16(acc[j]));
+}
+
+void pccx__kern_f32t_cols_avx512(const float *w, uint64_t row_bytes, uint32_t k, uint32_t n,
+				 const float *x, size_t xs, uint32_t m, float *y, size_t ldy)
+{
+	uint32_t c0, j0;
+
+	for (c0 = 0; c0 < n; c0 += G)
+		for (j0 = 0; j0 < m; j0 += MB)
+			f32t_cols16(w + c0, row_bytes, k, n - c0 < G ? n - c0 : G, x + j0 * xs,
+				    xs, m - j0 < MB ? m - j0 : MB, y + j0 * ldy + c0, ldy);
+}
+
 #else
 
 void pccx__kern_q4_rows_avx512(const uint8_t *w, uint64_t row_bytes, uint32_t n,
@@ -349,6 +464,18 @@ void pccx__kern_q4_gemm_rows_avx512(const uint8_t *w, uint64_t row_bytes, uint32
 				    size_t ldy)
 {
 	pccx__kern_q4_gemm_rows_ref(w, row_bytes, n, a, m, y, ldy);
+}
+
+void pccx__kern_f32_rows_avx512(const float *w, uint64_t row_bytes, uint32_t n, uint32_t k,
+				const float *x, size_t xs, uint32_t m, float *y, size_t ldy)
+{
+	pccx__kern_f32_rows_ref(w, row_bytes, n, k, x, xs, m, y, ldy);
+}
+
+void pccx__kern_f32t_cols_avx512(const float *w, uint64_t row_bytes, uint32_t k, uint32_t n,
+				 const float *x, size_t xs, uint32_t m, float *y, size_t ldy)
+{
+	pccx__kern_f32t_cols_ref(w, row_bytes, k, n, x, xs, m, y, ldy);
 }
 
 #endif

@@ -4,7 +4,8 @@
  * runs gives _ref's bytes (GEMV on random shapes, partial row groups and blocks left over,
  * NaN/Inf scales; GEMM against m GEMVs); thread counts do not change a byte; the reference
  * NPU's Q4 GEMM (m > 1) gives the bits of m rows of isa/num dots through the output stage;
- * the vectorised element-wise SFU functions give pccx__sfu_vector's bits.
+ * the vectorised element-wise SFU functions give pccx__sfu_vector's bits, the F32 matmuls
+ * those of isa/num's row dots and column sums.
  */
 #include <check.h>
 #include <math.h>
@@ -366,6 +367,90 @@ START_TEST(test_q8_quantize_bit_identical)
 }
 END_TEST
 
+/* ---- F32 matmuls ---- */
+
+/*
+ * W (rows of rb bytes, rb a multiple of 16 at least cols * 4) and x (m rows of xs floats)
+ * with wild values; every variant and thread count against isa/num's definitions.
+ */
+static void f32_case(uint32_t n, uint32_t k, uint32_t m, uint64_t *s)
+{
+	static const unsigned threads[] = { 1, 2, 3 };
+	/* F32: W is (n, k); F32T: W is (k, n), so rows hold k or n floats */
+	uint32_t fcols = k, tcols = n, j, r, c, t, impl;
+	uint64_t frb = ((uint64_t)fcols * 4 + 15 + 16 * (lcg(s) % 2)) / 16 * 16;
+	uint64_t trb = ((uint64_t)tcols * 4 + 15 + 16 * (lcg(s) % 2)) / 16 * 16;
+	size_t xs = k + (size_t)(lcg(s) % 5), i;
+	uint8_t *fw = aligned_alloc(16, frb * n), *tw = aligned_alloc(16, trb * k);
+	float *x = malloc(sizeof(float) * xs * m), *packed = malloc(sizeof(float) * k * n);
+	float *e = malloc(sizeof(float) * n * m), *et = malloc(sizeof(float) * n * m);
+	float *y = malloc(sizeof(float) * n * m);
+
+	ck_assert(fw && tw && x && packed && e && et && y);
+	for (i = 0; i < frb * n / 4; i++)
+		((float *)(void *)fw)[i] = wild_float(s);
+	for (i = 0; i < trb * k / 4; i++)
+		((float *)(void *)tw)[i] = wild_float(s);
+	for (i = 0; i < xs * m; i++)
+		x[i] = wild_float(s);
+	for (r = 0; r < k; r++)
+		for (c = 0; c < n; c++)
+			packed[r * n + c] = ((const float *)(const void *)(tw + r * trb))[c];
+	for (j = 0; j < m; j++) {
+		for (r = 0; r < n; r++) {
+			const float *wr = (const float *)(const void *)(fw + r * frb);
+
+			e[j * n + r] = pccx__f32_row_dot(wr, x + j * xs, k);
+		}
+		pccx__f32_colsum(packed, x + j * xs, k, n, et + j * n);
+	}
+	for (impl = PCCX_KERN_REF; impl < PCCX_KERN_NIMPL; impl++) {
+		if (!pccx__kern_supported((enum pccx_kern_impl)impl))
+			continue;
+		for (t = 0; t < sizeof(threads) / sizeof(threads[0]); t++) {
+			struct pccx_pool *p;
+			pccx_diag d;
+
+			ck_assert_int_eq(pccx__pool_create(&p, threads[t], &d), 0);
+			memset(y, 0x3C, sizeof(float) * n * m);
+			pccx__kern_f32_gemm(p, (enum pccx_kern_impl)impl,
+					    (const float *)(const void *)fw, frb, n, k, x, xs, m, y,
+					    n);
+			ck_assert_msg(!memcmp(e, y, sizeof(float) * n * m),
+				      "f32 %s: n %u k %u m %u", pccx__kern_name(impl), n, k, m);
+			memset(y, 0x3C, sizeof(float) * n * m);
+			pccx__kern_f32t_gemm(p, (enum pccx_kern_impl)impl,
+					     (const float *)(const void *)tw, trb, k, n, x, xs, m,
+					     y, n);
+			ck_assert_msg(!memcmp(et, y, sizeof(float) * n * m),
+				      "f32t %s: n %u k %u m %u", pccx__kern_name(impl), n, k, m);
+			pccx__pool_destroy(p);
+		}
+	}
+	free(fw);
+	free(tw);
+	free(x);
+	free(packed);
+	free(e);
+	free(et);
+	free(y);
+}
+
+START_TEST(test_f32_bit_identical)
+{
+	static const uint32_t ns[] = { 1, 15, 16, 33, 600 };
+	static const uint32_t ks[] = { 1, 15, 17, 256, 300 };
+	static const uint32_t ms[] = { 1, 3, 70 };
+	unsigned a, b, c;
+	uint64_t s = 555;
+
+	for (a = 0; a < sizeof(ns) / sizeof(ns[0]); a++)
+		for (b = 0; b < sizeof(ks) / sizeof(ks[0]); b++)
+			for (c = 0; c < sizeof(ms) / sizeof(ms[0]); c++)
+				f32_case(ns[a], ks[b], ms[c], &s);
+}
+END_TEST
+
 /* ---- the reference NPU's Q4 GEMM: op_matmul with m > 1 ---- */
 
 #define EL(l2, w, i) ((l2)[(size_t)PCCX_L2_ELEMS_PER_WORD * (w) + (i)])
@@ -463,6 +548,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_exec_q4_gemm);
 	tcase_add_test(tc, test_sfu_vector_bit_identical);
 	tcase_add_test(tc, test_q8_quantize_bit_identical);
+	tcase_add_test(tc, test_f32_bit_identical);
 	suite_add_tcase(s, tc);
 	return s;
 }
