@@ -373,6 +373,131 @@ static void a_hang_times_out_resets_and_recovers(void **state)
 	assert_memory_equal(j.out_mem, j.in_mem, 32);
 }
 
+/* ---- a hostile host against the whole board ------------------------------------------------ */
+
+static uint64_t xs(uint64_t *st)
+{
+	*st ^= *st << 13;
+	*st ^= *st >> 7;
+	*st ^= *st << 17;
+	return *st;
+}
+
+/* BUF_CREATE through the server; the handle. */
+static uint32_t s_create(struct t_link *l, uint64_t size, uint32_t access)
+{
+	pccx__le64_put(t_req(l), size);
+	pccx__le32_put(t_req(l) + 8, access);
+	pccx__le32_put(t_req(l) + 12, 0);
+	t_send(l, PCCX_LINK_BUF_CREATE, 16);
+	assert_int_equal(l->hdr.type, PCCX_LINK_BUF_CREATE);
+	return pccx__le32_get(l->payload);
+}
+
+/*
+ * Well-framed requests with random types and fields (handles and the job image often the
+ * board's own, so the checks past the first are reached): each is answered exactly once, and
+ * afterwards the board runs a job with the right bytes.
+ */
+static void random_requests_leave_the_board_working(void **state)
+{
+	struct simboard *b = *state;
+	static struct t_link l;
+	uint64_t st = 0x2545f4914f6cdd1dull, sent = 0;
+	uint32_t h[3], len, i, jobs = 0, done = 0, refusals = 0;
+	uint8_t img[256];
+
+	t_link_init(&l, &pccx__fw_regs_exec, &b->x, 4);
+	h[0] = s_create(&l, 32, PCCX_BUF_DEV_READ);
+	h[1] = s_create(&l, 32, PCCX_BUF_DEV_WRITE);
+	h[2] = s_create(&l, 256, 0);
+	len = t_copy_image(img, h[0], h[1]);
+	memcpy(t_req(&l), (uint8_t[16]){ 0 }, 16);
+	pccx__le32_put(t_req(&l), h[2]);
+	memcpy(t_req(&l) + 16, img, len);
+	t_send(&l, PCCX_LINK_UPLOAD, 16 + len);
+	sent = l.n_replies;
+	for (i = 0; i < 20000; i++) {
+		uint64_t r = xs(&st);
+		uint8_t type = (uint8_t)(r % 12 ? r % 12 : PCCX_LINK_ERROR);
+		uint32_t n = (uint32_t)(xs(&st) % 48), k;
+		uint8_t *p = t_req(&l);
+
+		if (r >> 60 == 0)
+			type = (uint8_t)(r >> 8);               /* any type at all */
+		for (k = 0; k < n; k++)
+			p[k] = (uint8_t)xs(&st);
+		if (n >= 4 && (r >> 20) % 2)
+			pccx__le32_put(p, h[(r >> 24) % 3]);    /* a real handle */
+		if (n >= 8 && (r >> 28) % 4 == 0)
+			pccx__le32_put(p + 4, 0);               /* pad (or a timeout) zero */
+		if (n >= 24 && (r >> 32) % 3 == 0) {            /* small offsets and lengths */
+			pccx__le64_put(p + 8, xs(&st) % 64);
+			pccx__le64_put(p + 16, xs(&st) % 300);
+		}
+		if (type == PCCX_LINK_SUBMIT && (r >> 36) % 4 == 0) {
+			n = 24;                                  /* the real job, often */
+			pccx__le32_put(p, h[2]);
+			pccx__le32_put(p + 4, 1000);
+			pccx__le64_put(p + 8, 0);
+			pccx__le64_put(p + 16, len);
+		}
+		if (type == PCCX_LINK_WAIT && n >= 4 && (r >> 40) % 2)
+			pccx__le32_put(p, l.srv.job_id);        /* the job it has */
+		if (type == PCCX_LINK_RESET)
+			pccx__le32_put(p, 0);                   /* FREE_ALL would end the game */
+		if (type == PCCX_LINK_BUF_FREE)
+			continue;                               /* and so would a free */
+		t_send(&l, type, n);
+		sent++;
+		l.now += xs(&st) % 3000;
+		pccx__fw_server_poll(&l.srv, l.now);
+		/* every request answered once; a WAIT may still wait for the next one */
+		assert_int_equal(l.n_replies + (l.srv.wait_pending ? 1 : 0), sent);
+		jobs += l.hdr.type == PCCX_LINK_SUBMIT;
+		done += l.hdr.type == PCCX_LINK_WAIT &&
+			pccx__le32_get(l.payload + 4) == PCCX_LINK_JOB_DONE;
+		refusals += l.hdr.type == PCCX_LINK_ERROR;
+	}
+	/* the game reached the deep paths: jobs ran to the end, most requests were refused */
+	assert_true(jobs >= 10);
+	assert_true(done >= 5);
+	assert_true(refusals >= 10000);
+	/* the board still works: reap what is there, then the copy runs with its bytes */
+	pccx__le32_put(t_req(&l), PCCX_LINK_RESET_FREE_ALL);
+	pccx__le32_put(t_req(&l) + 4, 0);
+	t_send(&l, PCCX_LINK_RESET, 8);
+	assert_int_equal(l.hdr.type, PCCX_LINK_RESET);
+	assert_int_equal(pccx__le32_get(l.payload), 0);
+	h[0] = s_create(&l, 32, PCCX_BUF_DEV_READ);
+	h[1] = s_create(&l, 32, PCCX_BUF_DEV_WRITE);
+	h[2] = s_create(&l, 256, 0);
+	len = t_copy_image(img, h[0], h[1]);
+	memset(t_req(&l), 0, 16);
+	pccx__le32_put(t_req(&l), h[2]);
+	memcpy(t_req(&l) + 16, img, len);
+	t_send(&l, PCCX_LINK_UPLOAD, 16 + len);
+	memset(t_req(&l), 0, 16);
+	pccx__le32_put(t_req(&l), h[0]);
+	memcpy(t_req(&l) + 16, "0123456789abcdefghijklmnopqrstuv", 32);
+	t_send(&l, PCCX_LINK_UPLOAD, 48);
+	pccx__le32_put(t_req(&l), h[2]);
+	pccx__le32_put(t_req(&l) + 4, 0);
+	pccx__le64_put(t_req(&l) + 8, 0);
+	pccx__le64_put(t_req(&l) + 16, len);
+	t_send(&l, PCCX_LINK_SUBMIT, 24);
+	assert_int_equal(l.hdr.type, PCCX_LINK_SUBMIT);
+	pccx__le32_put(t_req(&l) + 4, 60000);
+	pccx__le32_put(t_req(&l), pccx__le32_get(l.payload));
+	t_send(&l, PCCX_LINK_WAIT, 8);
+	for (i = 0; i < 100000 && l.srv.wait_pending; i++)
+		pccx__fw_server_poll(&l.srv, l.now);
+	assert_int_equal(l.hdr.type, PCCX_LINK_WAIT);
+	assert_int_equal(pccx__le32_get(l.payload + 4), PCCX_LINK_JOB_DONE);
+	assert_memory_equal(pccx__fw_buf_find(&l.srv, h[1])->mem,
+			    "0123456789abcdefghijklmnopqrstuv", 32);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -385,6 +510,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_device_fault_then_the_next_job_runs, sim_setup,
 						sim_teardown),
 		cmocka_unit_test_setup_teardown(a_hang_times_out_resets_and_recovers, sim_setup,
+						sim_teardown),
+		cmocka_unit_test_setup_teardown(random_requests_leave_the_board_working, sim_setup,
 						sim_teardown),
 	};
 
