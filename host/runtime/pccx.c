@@ -26,6 +26,7 @@
 #include "backend_kernel.h"
 #include "backend_link.h"
 #include "backend_sim.h"
+#include "transport_usb.h"
 #include "chat.h"
 #include "compiler.h"
 #include "diag.h"
@@ -158,7 +159,7 @@ static double now_seconds(void)
 
 /* ---- devices --------------------------------------------------------------------------- */
 
-static const struct backend backends[3];
+static const struct backend backends[4];
 
 /* The KV260's nominal DDR peak: the figure the kernel backend reports (the driver has none). */
 static uint64_t nominal_ddr_bytes_per_s(void)
@@ -278,6 +279,23 @@ static void serial_close(pccx_device *dev)
 	pccx__link_backend_destroy(dev->link_be);
 }
 
+/* A board over USB (docs/usb.md): path is its VID:PID, NULL for the board daemon's default. */
+static int usb_open(pccx_device *dev, const struct pccx_device_opts *opts, pccx_diag *d)
+{
+	struct pccx_link_transport t;
+	char name[64];
+	int rc;
+
+	if (opts && (opts->dtb || opts->trace_path))
+		return pccx__fail(d, PCCX_ERR_INVALID,
+				  "backend 'usb': %s is for the sim backend only",
+				  opts->dtb ? "a device tree" : "a trace");
+	rc = pccx__usb_transport_open(opts ? opts->path : NULL, &t, name, sizeof(name), d);
+	if (rc)
+		return rc;
+	return pccx__link_backend_create(&t, name, &dev->link_be, d);
+}
+
 static int kernel_open(pccx_device *dev, const struct pccx_device_opts *opts, pccx_diag *d)
 {
 	if (opts && (opts->dtb || opts->trace_path))
@@ -331,12 +349,9 @@ int pccx_device_open(const struct pccx_device_opts *opts, pccx_device **out, pcc
 	for (i = 0; i < sizeof(backends) / sizeof(backends[0]); i++)
 		if (!strcmp(backend, backends[i].name))
 			be = &backends[i];
-	if (!strcmp(backend, "usb"))
-		return pccx__fail(d, PCCX_ERR_UNSUPPORTED,
-				  "backend 'usb' (a board over USB, docs/link.md) is not built yet");
 	if (!be)
 		return pccx__fail(d, PCCX_ERR_NOT_FOUND, "backend '%s' is not available (this build "
-				  "has: sim, kernel, serial)", backend);
+				  "has: sim, kernel, serial, usb)", backend);
 	dev = calloc(1, sizeof(*dev));
 	if (!dev)
 		return pccx__fail(d, PCCX_ERR_NOMEM, "device: out of memory");
@@ -1016,7 +1031,7 @@ static double kernel_device_seconds(const pccx_session *s, double *ddr_bytes_per
 	return s->kdev_seconds;
 }
 
-static const struct backend backends[3] = {
+static const struct backend backends[4] = {
 	{
 		.name = "sim",
 		.open = sim_open,
@@ -1043,6 +1058,18 @@ static const struct backend backends[3] = {
 		/* a board over a tty or a Unix socket: the kernel backend's logic, over the link */
 		.name = "serial",
 		.open = serial_open,
+		.close = serial_close,
+		.flush = kernel_flush,
+		.info = kernel_info,
+		.bind = bind_kernel,
+		.unbind = unbind_kernel,
+		.run = run_kernel,
+		.device_seconds = kernel_device_seconds,
+	},
+	{
+		/* a board over USB bulk endpoints (docs/usb.md): the same, another transport */
+		.name = "usb",
+		.open = usb_open,
 		.close = serial_close,
 		.flush = kernel_flush,
 		.info = kernel_info,

@@ -17,9 +17,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <libusb-1.0/libusb.h>
 
 #include "diag.h"
+#include "pccx_link.h"
 #include "transport_usb.h"
 
 /* docs/usb.md: the board daemon's defaults (firmware/linux/ffs.h) */
@@ -35,6 +37,8 @@
 #define RX_BYTES        (64 * 1024 + 512)
 /* One bulk OUT transfer: smaller than the board's read buffer (docs/usb.md). */
 #define TX_BYTES        (64 * 1024)
+/* A write the board does not take within this long fails: the link's request timeout. */
+#define TX_TIMEOUT_MS   10000
 
 #define USB_FNS(X) \
 	X(libusb_init) X(libusb_exit) X(libusb_get_device_list) X(libusb_free_device_list) \
@@ -43,7 +47,7 @@
 	X(libusb_claim_interface) X(libusb_release_interface) X(libusb_alloc_transfer) \
 	X(libusb_free_transfer) X(libusb_submit_transfer) X(libusb_cancel_transfer) \
 	X(libusb_handle_events_timeout_completed) X(libusb_strerror) \
-	X(libusb_get_bus_number) X(libusb_get_device_address)
+	X(libusb_get_bus_number) X(libusb_get_device_address) X(libusb_get_configuration)
 
 struct usb_fns {
 #define FN_PTR(name) __typeof__(name) *name;
@@ -198,12 +202,13 @@ int pccx__usb_open(const char *spec, struct pccx_usb_link **out, pccx_diag *d)
 		goto fail;
 	}
 	rc = find_device(u, vid, pid, &seen, d);
-	if (rc == PCCX_ERR_NOT_FOUND)
-		rc = pccx__fail(d, rc, seen ? "backend 'usb': %d USB device(s) %04x:%04x, none with "
-				"a pccx interface (class %02x/%02x/%02x, two bulk endpoints)" :
-				"backend 'usb': no USB device %04x:%04x (is the board's daemon "
-				"running and its gadget bound?)", seen, vid, pid, USB_CLASS,
-				USB_SUBCLASS, USB_PROTOCOL);
+	if (rc == PCCX_ERR_NOT_FOUND && seen)
+		rc = pccx__fail(d, rc, "backend 'usb': %d USB device(s) %04x:%04x, none with a pccx "
+				"interface (class %02x/%02x/%02x, two bulk endpoints)", seen, vid, pid,
+				USB_CLASS, USB_SUBCLASS, USB_PROTOCOL);
+	else if (rc == PCCX_ERR_NOT_FOUND)
+		rc = pccx__fail(d, rc, "backend 'usb': no USB device %04x:%04x (is the board's daemon "
+				"running and its gadget bound?)", vid, pid);
 	if (rc)
 		goto fail;
 	r = u->fn.libusb_claim_interface(u->h, u->iface);
@@ -260,6 +265,23 @@ static void wait_transfer(struct pccx_usb_link *u, struct libusb_transfer *t, in
 	}
 }
 
+/*
+ * A transfer that ended in an error on the bus: an unplug often ends it so before usbcore has
+ * noticed the disconnect. Ask for the configuration (from sysfs: no bus traffic) for up to a
+ * second: NO_DEVICE means it went away.
+ */
+static bool went_away(struct pccx_usb_link *u)
+{
+	int i, cfg;
+
+	for (i = 0; i < 20; i++) {
+		if (u->fn.libusb_get_configuration(u->h, &cfg) == LIBUSB_ERROR_NO_DEVICE)
+			return true;
+		usleep(50000);
+	}
+	return false;
+}
+
 /* The device is gone: remember why, so every later call says the same at once. */
 static int gone(struct pccx_usb_link *u, const char *what, pccx_diag *d)
 {
@@ -312,6 +334,11 @@ static int bulk(struct pccx_usb_link *u, uint8_t ep, uint8_t *buf, int len, unsi
 	case LIBUSB_TRANSFER_STALL:
 		return pccx__fail(d, PCCX_ERR_IO, "%s: endpoint 0x%02x stalled during %s", u->name,
 				  ep, what);
+	case LIBUSB_TRANSFER_ERROR:
+		if (went_away(u))
+			return gone(u, what, d);
+		return pccx__fail(d, PCCX_ERR_IO, "%s: %s failed with an error on the bus", u->name,
+				  what);
 	case LIBUSB_TRANSFER_OVERFLOW:
 		return pccx__fail(d, PCCX_ERR_IO, "%s: the board sent more than %d bytes in one "
 				  "transfer", u->name, len);
@@ -366,5 +393,46 @@ int pccx__usb_read(struct pccx_usb_link *u, void *buf, size_t n, unsigned timeou
 	memcpy(buf, u->rx + u->rx_off, *got);
 	u->rx_off += *got;
 	u->rx_len -= *got;
+	return 0;
+}
+
+/* ---- the link's byte transport (pccx_link.h) ----------------------------------------------- */
+
+static int t_read(void *ctx, void *buf, size_t n, uint32_t timeout_ms)
+{
+	struct pccx_usb_link *u = ctx;
+	size_t got;
+	int rc;
+
+	/* 0 is "do not wait" here and "no timeout" to libusb: wait a millisecond */
+	rc = pccx__usb_read(u, buf, n, timeout_ms ? timeout_ms : 1, &got, NULL);
+	if (rc == PCCX_ERR_TIMEOUT)
+		return 0;
+	return rc ? -1 : (int)got;
+}
+
+static int t_write(void *ctx, const void *buf, size_t n)
+{
+	return pccx__usb_write(ctx, buf, n, TX_TIMEOUT_MS, NULL) ? -1 : 0;
+}
+
+static void t_close(void *ctx)
+{
+	pccx__usb_close(ctx);
+}
+
+int pccx__usb_transport_open(const char *spec, struct pccx_link_transport *t, char *name,
+			     size_t n, pccx_diag *d)
+{
+	struct pccx_usb_link *u;
+	int rc = pccx__usb_open(spec, &u, d);
+
+	if (rc)
+		return rc;
+	snprintf(name, n, "%s", u->name);
+	t->read = t_read;
+	t->write = t_write;
+	t->close = t_close;
+	t->ctx = u;
 	return 0;
 }

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "pccx/status.h"
+#include "pccx_link.h"
 
 struct pccx_usb_link;
 
@@ -29,5 +30,13 @@ PCCX_MUST_CHECK int pccx__usb_write(struct pccx_usb_link *u, const void *buf, si
  */
 PCCX_MUST_CHECK int pccx__usb_read(struct pccx_usb_link *u, void *buf, size_t n,
 				   unsigned timeout_ms, size_t *got, pccx_diag *d);
+
+/*
+ * The same device as the link's byte transport (pccx_link.h), for the link backend: reads
+ * return 0 on a timeout and -1 once the device is gone; a write the board does not take
+ * within 10 s fails. name (n bytes) receives "usb VID:PID (bus B device D)" for messages.
+ */
+PCCX_MUST_CHECK int pccx__usb_transport_open(const char *spec, struct pccx_link_transport *t,
+					     char *name, size_t n, pccx_diag *d);
 
 #endif /* PCCX_TRANSPORT_USB_H */

@@ -89,11 +89,16 @@ build_user() {
   done
 }
 
-# The USB path (x86 boot only, docs/usb.md): the host side usb-link linked dynamically,
-# because Debian's libusb needs libudev, which has no static library (the initramfs gets the
-# loader and the libraries it names, see usb_libs).
+# The USB path (x86 boot only, docs/usb.md): pccx-boardd from its own makefile, static; the
+# host side usb-link linked dynamically, because Debian's libusb needs libudev, which has no
+# static library (the initramfs gets the loader and the libraries it names, see usb_libs).
 build_usb() {   # build_usb CC USERBUILD LIBS...
-  local cc=$1; shift 2
+  local cc=$1 ub=$2; shift 2
+  if ! make --no-print-directory -C firmware/linux BUILD="$ub" CC="$cc" LDFLAGS=-static \
+      >"$out/boardd.log" 2>&1; then
+    tail -n 30 "$out/boardd.log"; return 1
+  fi
+  cp "$ub/firmware/linux/pccx-boardd" "$out/bin-amd64/"
   "$cc" -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -ffp-contract=off \
       -Ihost/include -Ihost/base -Ihost/runtime -Ifirmware/linux -Ifirmware/core -Iisa \
       -Idriver/include tests/qemu/usb-link.c firmware/linux/ffs.c firmware/linux/gadget.c \
@@ -171,7 +176,7 @@ initramfs() {   # initramfs ARCH
   if [ -d "$out/bin-$arch/extra" ]; then cp -r "$out/bin-$arch/extra" "$d/bin/"; fi
   cp "$out/driver-$arch/pccx.ko" "$out/driver-$arch/pccx_simlink.ko" "$d/lib/"
   if [ "$arch" = amd64 ]; then
-    cp "$out/bin-$arch/usb-link" "$d/bin/"
+    cp "$out/bin-$arch/usb-link" "$out/bin-$arch/pccx-boardd" "$d/bin/"
     usb_libs "$d" && usb_modules "$d" "$kroot" || return 1
   fi
   (cd "$d" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) | gzip -1 >"$out/initramfs-$arch.cpio.gz"

@@ -13,6 +13,7 @@
  *               answers what it must, stays in step, and the tiny Gemma still runs
  *   usb-unbind  the gadget unbound while a job runs: the host gets a clear error, never a
  *               hang; after the rebind the daemon serves a new host the same tokens
+ *   usb-daemon-exit  SIGTERM: the daemon removes its gadget and exits 0
  *
  * Prints "PCCX-TEST ok|FAIL NAME" lines like pccx-tests; exits 1 if any failed.
  *   usb-link [list]     runs every test when list is empty or names "usb"
@@ -29,14 +30,19 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <dirent.h>
+
 #include "pccx/pccx.h"
 #include "ffs.h"
 #include "gadget.h"
+#include "pccx_link.h"
 #include "transport_usb.h"
 
 #define SYSFS           "/sys/class/misc/pccx/"
-#define DBGFS_HANG      "/sys/kernel/debug/pccx/"
+#define DBGFS           "/sys/kernel/debug/pccx"
 #define GADGET          "pccx"
+#define GADGET_UDC      PCCX_GADGET_CONFIGFS "/" GADGET "/UDC"
+#define BOARDD_READY    "/run/boardd.ready"
 #define ECHO_GADGET     "pccxecho"
 #define ECHO_PIECE      (64 * 1024)     /* what the echo reads at once, at most */
 
@@ -76,6 +82,48 @@ static double now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static long read_long(const char *path)
+{
+	char buf[64] = "";
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return -1;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	return buf[0] ? strtol(buf, NULL, 0) : -1;
+}
+
+static int write_text(const char *path, const char *s)
+{
+	FILE *f = fopen(path, "w");
+	int r;
+
+	if (!f)
+		return -1;
+	r = fputs(s, f) < 0;
+	return fclose(f) || r ? -1 : 0;
+}
+
+/* debugfs file `name` of the (only) pccx device. */
+static const char *dbgfs(const char *name)
+{
+	static char path[512];
+	struct dirent *de;
+	DIR *d = opendir(DBGFS);
+
+	snprintf(path, sizeof(path), DBGFS "/?/%s", name);
+	while (d && (de = readdir(d)))
+		if (de->d_name[0] != '.') {
+			snprintf(path, sizeof(path), DBGFS "/%s/%s", de->d_name, name);
+			break;
+		}
+	if (d)
+		closedir(d);
+	return path;
 }
 
 /* Open the board's interface, waiting up to ms for it to enumerate. */
@@ -265,6 +313,399 @@ out:
 	pccx__gadget_remove(&g);
 }
 
+
+/* ---- the board daemon ------------------------------------------------------------------- */
+
+static pid_t boardd = -1;
+
+/* pccx-boardd making its own gadget on dummy_hcd; 0 once it says it is ready. */
+static int boardd_start(void)
+{
+	unlink(BOARDD_READY);
+	boardd = fork();
+	if (boardd == 0) {
+		execl("/bin/pccx-boardd", "pccx-boardd", "--gadget", GADGET, "--serial", "qemu",
+		      "--ready", BOARDD_READY, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 500; i++) {
+		if (!access(BOARDD_READY, F_OK))
+			return 0;
+		if (waitpid(boardd, NULL, WNOHANG) == boardd) {
+			boardd = -1;
+			return -1;
+		}
+		usleep(10000);
+	}
+	return -1;
+}
+
+static bool boardd_alive(void)
+{
+	return boardd > 0 && waitpid(boardd, NULL, WNOHANG) == 0;
+}
+
+/* ---- the tiny Gemma on a backend ---------------------------------------------------------- */
+
+#define GEMMA_TOKENS 16         /* with the prompt's step: 17 jobs */
+
+struct gemma_run {
+	int32_t ids[GEMMA_TOKENS];
+	size_t n;
+	struct pccx_stats st;
+	double seconds;
+};
+
+static int on_token(void *user, int32_t token, const char *piece, size_t len)
+{
+	struct gemma_run *r = user;
+
+	(void)piece;
+	(void)len;
+	if (r->n < GEMMA_TOKENS)
+		r->ids[r->n++] = token;
+	return 0;
+}
+
+/*
+ * "tiny" (synthetic weights, fixed seed): a 1-token prompt and n greedy tokens on a backend.
+ * With verify, the logits and the KV rows every step wrote are compared bit for bit with the
+ * reference (a difference fails the step with PCCX_ERR_MISMATCH naming the element).
+ */
+static int gemma_run(const char *backend, size_t n, bool verify, struct gemma_run *r,
+		     pccx_diag *d)
+{
+	struct pccx_device_opts dopt = { sizeof(dopt), backend, NULL, NULL, NULL };
+	struct pccx_model_opts mopt = { sizeof(mopt), NULL, "tiny", 7, NULL, NULL, NULL };
+	struct pccx_session_opts sopt = { sizeof(sopt), 0, verify };
+	struct pccx_sampler_config scfg;
+	static const int32_t prompt[1] = { 2 };
+	pccx_device *dev = NULL;
+	pccx_model *model = NULL;
+	pccx_session *s = NULL;
+	double t0 = now_s();
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	pccx_sampler_config_default(&scfg);
+	scfg.temperature = 0;
+	rc = pccx_device_open(&dopt, &dev, d);
+	if (!rc)
+		rc = pccx_model_load(dev, &mopt, &model, d);
+	if (!rc)
+		rc = pccx_session_create(model, &sopt, &s, d);
+	if (!rc)
+		rc = pccx_session_prefill(s, prompt, 1, d);
+	if (!rc)
+		rc = pccx_session_generate(s, &scfg, n, on_token, r, d);
+	if (!rc)
+		rc = pccx_session_stats(s, &r->st);
+	r->seconds = now_s() - t0;
+	pccx_session_free(s);
+	pccx_model_free(model);
+	pccx_device_close(dev);
+	return rc;
+}
+
+static struct gemma_run inproc;         /* the in-process backend's run: what usb must give */
+
+/* n tokens through usb (waiting up to 10 s for the board to enumerate) against in-process. */
+static void gemma_check(size_t n, struct gemma_run *u)
+{
+	pccx_diag d = { 0 };
+	int rc, i;
+
+	for (i = 0; i < 200; i++) {
+		rc = gemma_run("usb", n, true, u, &d);
+		if (rc != PCCX_ERR_NOT_FOUND)
+			break;
+		usleep(50000);
+	}
+	if (rc)
+		printf("  usb: %s\n", d.msg);
+	CHECK_RET(rc, 0);
+	CHECK(u->n == n);
+	CHECK(u->st.jobs == 1 + n);
+	CHECK(!memcmp(u->ids, inproc.ids, n * sizeof(u->ids[0])));
+}
+
+static void test_gemma(void)
+{
+	pccx_diag d = { 0 };
+	struct gemma_run u;
+	size_t i;
+
+	CHECK_RET(gemma_run("sim", GEMMA_TOKENS, false, &inproc, &d), 0);
+	if (boardd_start()) {
+		CHECK(!"pccx-boardd started and ready");
+		return;
+	}
+	gemma_check(GEMMA_TOKENS, &u);
+	CHECK(u.st.weight_bytes == inproc.st.weight_bytes);
+	CHECK(u.st.dma_bytes == inproc.st.dma_bytes);
+	if (!cur_failed) {
+		printf("PCCX-BENCH gemma tiny, 1+%zu tokens: usb with verify %.2f s, in-process "
+		       "%.2f s; tokens", u.n, u.seconds, inproc.seconds);
+		for (i = 0; i < u.n; i++)
+			printf(" %d", u.ids[i]);
+		printf("\n");
+	}
+}
+
+/* ---- usb-storm: malformed frames straight onto the endpoint -------------------------------- */
+
+struct storm {
+	struct pccx_usb_link *u;
+	struct pccx_link_rx rx;
+	uint8_t rxbuf[PCCX_LINK_OVERHEAD + 65536];
+	uint8_t f[PCCX_LINK_OVERHEAD + 8192];
+	uint32_t seq;
+};
+
+static int storm_send(struct storm *s, const void *b, size_t n)
+{
+	pccx_diag d = { 0 };
+
+	return pccx__usb_write(s->u, b, n, 5000, &d);
+}
+
+/* A frame of type with n payload bytes of value v; returns its size. */
+static size_t storm_frame(struct storm *s, uint8_t type, uint32_t n, uint8_t v, uint32_t seq)
+{
+	memset(s->f + PCCX_LINK_HDR, v, n);
+	return pccx__link_seal(s->f, type, 0, seq, n);
+}
+
+/* The next whole frame the board sends, within ms; its header and payload. */
+static int storm_reply(struct storm *s, int ms, struct pccx_link_rx_event *ev)
+{
+	static uint8_t in[4096];
+	static size_t have, off;
+	double end = now_s() + ms / 1000.0;
+	pccx_diag d = { 0 };
+
+	for (;;) {
+		while (off < have) {
+			off += pccx__link_rx_feed(&s->rx, in + off, have - off, ev);
+			if (ev->kind == PCCX_LINK_RX_FRAME)
+				return 0;
+		}
+		if (now_s() >= end)
+			return PCCX_ERR_TIMEOUT;
+		off = have = 0;
+		if (pccx__usb_read(s->u, in, sizeof(in), ms < 100 ? (unsigned int)ms + 1 : 100, &have,
+				   &d) == PCCX_ERR_IO)
+			return PCCX_ERR_IO;
+	}
+}
+
+/* The reply must be the error `code` for seq. */
+static void storm_expect(struct storm *s, int code, uint32_t seq, int line)
+{
+	struct pccx_link_rx_event ev;
+	char what[160];
+
+	snprintf(what, sizeof(what), "an error reply %s with seq %u", pccx__link_err_name(code),
+		 seq);
+	if (storm_reply(s, 2000, &ev)) {
+		check(0, line, what);
+		return;
+	}
+	check(ev.hdr.type == PCCX_LINK_ERROR && ev.hdr.seq == seq && ev.hdr.len >= 4 &&
+	      (int)pccx__le32_get(ev.payload) == code, line, what);
+}
+
+static void storm_frames(struct storm *s)
+{
+	static uint8_t junk[8192];
+	size_t n, i;
+
+	for (i = 0; i < sizeof(junk); i++)
+		junk[i] = (uint8_t)(i * 7 + 3);         /* never the magic's first byte 'P' */
+	/* noise: hunted through silently */
+	CHECK_RET(storm_send(s, junk, sizeof(junk)), 0);
+	/* a damaged header: HEADER_CRC with seq 0 */
+	n = storm_frame(s, PCCX_LINK_PING, 16, 1, 11);
+	s->f[16] ^= 0x40;
+	CHECK_RET(storm_send(s, s->f, n), 0);
+	storm_expect(s, PCCX_LINK_E_HEADER_CRC, 0, __LINE__);
+	/* a damaged payload */
+	n = storm_frame(s, PCCX_LINK_PING, 16, 2, 12);
+	s->f[PCCX_LINK_HDR + 3] ^= 1;
+	CHECK_RET(storm_send(s, s->f, n), 0);
+	storm_expect(s, PCCX_LINK_E_PAYLOAD_CRC, 12, __LINE__);
+	/* a version the board does not speak, then the REPLY flag on a request */
+	n = storm_frame(s, PCCX_LINK_PING, 8, 3, 13);
+	s->f[4] = 9;
+	pccx__le32_put(s->f + 16, pccx__link_crc32(0, s->f, 16));
+	CHECK_RET(storm_send(s, s->f, n), 0);
+	storm_expect(s, PCCX_LINK_E_VERSION, 13, __LINE__);
+	n = pccx__link_seal(s->f, PCCX_LINK_PING, PCCX_LINK_F_REPLY, 14, 0);
+	CHECK_RET(storm_send(s, s->f, n), 0);
+	storm_expect(s, PCCX_LINK_E_FLAGS, 14, __LINE__);
+	/* longer than max_payload: refused, its bytes skipped by the length */
+	pccx__link_seal(s->f, PCCX_LINK_PING, 0, 15, 0);
+	pccx__le32_put(s->f + 12, 1u << 30);
+	pccx__le32_put(s->f + 16, pccx__link_crc32(0, s->f, 16));
+	CHECK_RET(storm_send(s, s->f, PCCX_LINK_HDR), 0);
+	storm_expect(s, PCCX_LINK_E_TOO_LONG, 15, __LINE__);
+	usleep((PCCX_LINK_IDLE_MS + 150) * 1000);      /* the skip ends when the link is quiet */
+	/* an unknown type, a wrong length, a handle the board never gave */
+	n = storm_frame(s, 0x55, 0, 0, 16);
+	CHECK_RET(storm_send(s, s->f, n), 0);
+	storm_expect(s, PCCX_LINK_E_TYPE, 16, __LINE__);
+	n = storm_frame(s, PCCX_LINK_INFO, 3, 0, 17);
+	CHECK_RET(storm_send(s, s->f, n), 0);
+	storm_expect(s, PCCX_LINK_E_LENGTH, 17, __LINE__);
+	n = storm_frame(s, PCCX_LINK_BUF_FREE, PCCX_LINK_FREE_REQ, 0, 18);
+	pccx__le32_put(s->f + PCCX_LINK_HDR, 12345);
+	pccx__le32_put(s->f + PCCX_LINK_HDR + PCCX_LINK_FREE_REQ,
+		       pccx__link_crc32(0, s->f + PCCX_LINK_HDR, PCCX_LINK_FREE_REQ));
+	CHECK_RET(storm_send(s, s->f, n), 0);
+	storm_expect(s, PCCX_LINK_E_HANDLE, 18, __LINE__);
+	/* a frame that stops half way: dropped after the idle timeout */
+	n = storm_frame(s, PCCX_LINK_PING, 4000, 4, 19);
+	CHECK_RET(storm_send(s, s->f, n / 2), 0);
+	storm_expect(s, PCCX_LINK_E_TRUNCATED, 19, __LINE__);
+}
+
+/*
+ * 300 valid frames with one byte flipped each, back to back, whatever the board answers. The
+ * replies are read as they come: a board writes on USB only as fast as the host reads.
+ */
+static void storm_flips(struct storm *s)
+{
+	struct pccx_link_rx_event ev;
+	uint32_t rng = 1;
+	size_t n;
+	int i;
+
+	for (i = 0; i < 300; i++) {
+		rng = rng * 1103515245u + 12345u;
+		n = storm_frame(s, (uint8_t)(1 + (rng >> 8) % 10), (rng >> 12) % 64, (uint8_t)i,
+				100 + (uint32_t)i);
+		s->f[(rng >> 20) % n] ^= (uint8_t)(1 + (rng >> 4) % 255);
+		CHECK_RET(storm_send(s, s->f, n), 0);
+		while (!storm_reply(s, 1, &ev))
+			;
+	}
+	/* drain until the link is quiet past the idle timeout */
+	while (!storm_reply(s, PCCX_LINK_IDLE_MS + 300, &ev))
+		;
+}
+
+static void test_storm(void)
+{
+	static struct storm s;
+	struct pccx_link_rx_event ev;
+	struct gemma_run u;
+	pccx_diag d = { 0 };
+	size_t n;
+
+	if (!boardd_alive()) {
+		CHECK(!"pccx-boardd is running");
+		return;
+	}
+	CHECK_RET(usb_open_wait(NULL, 10000, &s.u, &d), 0);
+	if (!s.u)
+		return;
+	pccx__link_rx_init(&s.rx, s.rxbuf, sizeof(s.rxbuf) - PCCX_LINK_OVERHEAD, true);
+	storm_frames(&s);
+	storm_flips(&s);
+	/* in step again: a PING comes back with its seq and bytes */
+	n = storm_frame(&s, PCCX_LINK_PING, 1000, 0x5a, 777);
+	CHECK_RET(storm_send(&s, s.f, n), 0);
+	CHECK_RET(storm_reply(&s, 2000, &ev), 0);
+	CHECK(ev.hdr.type == PCCX_LINK_PING && ev.hdr.seq == 777 && ev.hdr.len == 1000);
+	CHECK(ev.hdr.len == 1000 && ev.payload[0] == 0x5a && ev.payload[999] == 0x5a);
+	pccx__usb_close(s.u);
+	/* and the whole path still gives the in-process tokens */
+	CHECK(boardd_alive());
+	gemma_check(4, &u);
+}
+
+/* ---- usb-unbind: the gadget goes away while a job runs ------------------------------------ */
+
+struct bg_run {
+	struct gemma_run r;
+	pccx_diag d;
+	int rc;
+	double end;
+};
+
+static void *bg_gemma(void *arg)
+{
+	struct bg_run *b = arg;
+
+	b->rc = gemma_run("usb", GEMMA_TOKENS, true, &b->r, &b->d);
+	b->end = now_s();
+	return NULL;
+}
+
+/* Wait until path reads a value `cmp` want (1: >=, 0: ==), up to ms. */
+static int wait_value(const char *path, long want, int ge, int ms)
+{
+	for (; ms > 0; ms -= 10) {
+		long v = read_long(path);
+
+		if (ge ? v >= want : v == want)
+			return 0;
+		usleep(10000);
+	}
+	return -1;
+}
+
+static void test_unbind(void)
+{
+	long done0 = read_long(SYSFS "jobs_done");
+	struct bg_run b = { .rc = 1 };
+	struct gemma_run u;
+	pthread_t th;
+	double t_unbind;
+
+	if (!boardd_alive()) {
+		CHECK(!"pccx-boardd is running");
+		return;
+	}
+	CHECK(!pthread_create(&th, NULL, bg_gemma, &b));
+	/* a few steps through the board, then the next job hangs on the device */
+	CHECK(!wait_value(SYSFS "jobs_done", done0 + 3, 1, 60000));
+	CHECK(!write_text(dbgfs("hang_jobs"), "1"));
+	CHECK(!wait_value(dbgfs("hang_jobs"), 0, 0, 30000));
+	t_unbind = now_s();
+	CHECK(!write_text(GADGET_UDC, "\n"));
+	pthread_join(th, NULL);
+	/* a clear error at once: the link failed, not a timeout of the job */
+	CHECK_RET(b.rc, PCCX_ERR_IO);
+	CHECK(b.end - t_unbind < 5);
+	CHECK(strstr(b.d.msg, "usb 1209:0001") != NULL);
+	printf("  unbound during a job: %s (%.2f s after the unbind)\n", b.d.msg,
+	       b.end - t_unbind);
+	CHECK(b.r.n < GEMMA_TOKENS);
+	/* the daemon dropped that host's buffers and job, and serves the next one */
+	CHECK(boardd_alive());
+	usleep(200000);
+	CHECK(!write_text(GADGET_UDC, "dummy_udc.0"));
+	gemma_check(4, &u);
+	CHECK(boardd_alive());
+}
+
+/* SIGTERM: the daemon unbinds, removes its gadget and exits 0. */
+static void test_daemon_exit(void)
+{
+	int st = -1;
+
+	if (!boardd_alive()) {
+		CHECK(!"pccx-boardd is running");
+		return;
+	}
+	kill(boardd, SIGTERM);
+	CHECK(waitpid(boardd, &st, 0) == boardd);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(access(PCCX_GADGET_CONFIGFS "/" GADGET, F_OK) != 0);
+	boardd = -1;
+}
+
 /* ---- the tests ---------------------------------------------------------------------------- */
 
 static const struct {
@@ -272,6 +713,10 @@ static const struct {
 	void (*fn)(void);
 } tests[] = {
 	{ "usb-bytes", test_bytes },
+	{ "usb-gemma", test_gemma },
+	{ "usb-storm", test_storm },
+	{ "usb-unbind", test_unbind },
+	{ "usb-daemon-exit", test_daemon_exit },
 };
 
 int main(int argc, char **argv)
@@ -300,6 +745,10 @@ int main(int argc, char **argv)
 			n_pass++;
 			printf("PCCX-TEST ok %s (%.1f s)\n", cur, now_s() - t0);
 		}
+	}
+	if (boardd > 0) {
+		kill(boardd, SIGKILL);
+		waitpid(boardd, NULL, 0);
 	}
 	printf("usb-link: %d passed, %d failed\n", n_pass, n_fail);
 	return n_fail ? 1 : 0;

@@ -459,8 +459,10 @@ START_TEST(board_gone_is_a_clear_error)
 	dopt.path = "/nonexistent/board.sock";
 	ck_assert_int_eq(pccx_device_open(&dopt, &dev, &d), PCCX_ERR_NOT_FOUND);
 	ck_assert_ptr_nonnull(strstr(d.msg, "/nonexistent/board.sock"));
+	/* usb (docs/usb.md): a path that is not VID:PID is refused, naming it */
 	dopt.backend = "usb";
-	ck_assert_int_eq(pccx_device_open(&dopt, &dev, &d), PCCX_ERR_UNSUPPORTED);
+	ck_assert_int_eq(pccx_device_open(&dopt, &dev, &d), PCCX_ERR_INVALID);
+	ck_assert_ptr_nonnull(strstr(d.msg, "/nonexistent/board.sock"));
 }
 END_TEST
 
