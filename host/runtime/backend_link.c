@@ -167,8 +167,9 @@ int pccx__link_request(struct pccx_link_backend *b, uint8_t type, uint32_t len, 
 		n = pccx__link_seal(b->tx, type, 0, seq, len);
 		if (b->t.write(b->t.ctx, b->tx, n) < 0)
 			return link_gone(b, "sending a request", d);
-		rc = read_reply(b, type, seq, now_ms() + (timeout_ms ? timeout_ms : REQ_TIMEOUT_MS),
-				rep, d);
+		if (!timeout_ms)
+			timeout_ms = b->timeout_ms ? b->timeout_ms : REQ_TIMEOUT_MS;
+		rc = read_reply(b, type, seq, now_ms() + timeout_ms, rep, d);
 		if (rc <= 0)
 			break;
 		rc = refused(b, type, rep->p, rep->len, d);
@@ -288,6 +289,11 @@ void pccx__link_backend_destroy(struct pccx_link_backend *b)
 	free(b->tx);
 	free(b->rxbuf);
 	free(b);
+}
+
+void pccx__link_backend_set_timeout(struct pccx_link_backend *b, uint32_t ms)
+{
+	b->timeout_ms = ms;
 }
 
 const struct pccx_link_board *pccx__link_backend_board(const struct pccx_link_backend *b)

@@ -70,6 +70,9 @@ PCCX_MUST_CHECK int pccx__link_backend_submit_wait(struct pccx_link_backend *b,
 						   struct pccx_kernel_backend_result *res,
 						   pccx_diag *d);
 
+/* How long a request waits for its reply (0: 10 s). Tests shorten it. */
+void pccx__link_backend_set_timeout(struct pccx_link_backend *b, uint32_t ms);
+
 /* RESET: aborts the board's job and soft-resets its device. */
 PCCX_MUST_CHECK int pccx__link_backend_reset(struct pccx_link_backend *b, pccx_diag *d);
 /* PING with n bytes of payload: one round trip (the link's latency). */

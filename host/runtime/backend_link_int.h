@@ -23,6 +23,7 @@ struct pccx_link_backend {
 	struct pccx_link_rx rx;
 	uint32_t seq;
 	bool resync;                /* a request went unanswered: resynchronise first */
+	uint32_t timeout_ms;        /* a request's reply: 0 for the default */
 	bool dead;                  /* the transport failed */
 	struct link_buf *buf;
 	uint32_t n_buf, cap_buf;
