@@ -192,7 +192,7 @@ static void run_extras(void)
  * The USB path (docs/usb.md): the gadget modules in order (dummy_hcd is both the UDC and the
  * host controller it is plugged into), configfs mounted, then /bin/usb-link, which prints its
  * own PCCX-TEST lines and starts pccx-boardd itself. Runs when pccx.tests is empty or names
- * "usb".
+ * "usb" (or "bench": usb-link then runs its benchmark only).
  */
 static void run_usb(const char *tests)
 {
@@ -203,7 +203,8 @@ static void run_usb(const char *tests)
 	unsigned int i;
 	int r = 0;
 
-	if (access("/bin/usb-link", X_OK) || (tests[0] && !strstr(tests, "usb")))
+	if (access("/bin/usb-link", X_OK) ||
+	    (tests[0] && !strstr(tests, "usb") && !strstr(tests, "bench")))
 		return;
 	for (i = 0; !r && i < sizeof(mods) / sizeof(mods[0]); i++) {
 		snprintf(path, sizeof(path), "/lib/usb/%s.ko", mods[i]);

@@ -13,10 +13,13 @@
  *               answers what it must, stays in step, and the tiny Gemma still runs
  *   usb-unbind  the gadget unbound while a job runs: the host gets a clear error, never a
  *               hang; after the rebind the daemon serves a new host the same tokens
+ *   usb-bench   the same tiny Gemma step's latency in process, through /dev/pccx and through
+ *               usb; the link's PING round trip and throughput (PCCX-BENCH lines)
  *   usb-daemon-exit  SIGTERM: the daemon removes its gadget and exits 0
  *
  * Prints "PCCX-TEST ok|FAIL NAME" lines like pccx-tests; exits 1 if any failed.
- *   usb-link [list]     runs every test when list is empty or names "usb"
+ *   usb-link [list]     runs every test when list is empty or names "usb"; usb-bench (and
+ *                       the daemon's exit) when it names "bench"
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +36,7 @@
 #include <dirent.h>
 
 #include "pccx/pccx.h"
+#include "backend_link.h"
 #include "ffs.h"
 #include "gadget.h"
 #include "pccx_link.h"
@@ -353,7 +357,8 @@ struct gemma_run {
 	int32_t ids[GEMMA_TOKENS];
 	size_t n;
 	struct pccx_stats st;
-	double seconds;
+	double seconds;                 /* open, load, prefill, generate, close */
+	double step_seconds;            /* prefill and generate: the jobs */
 };
 
 static int on_token(void *user, int32_t token, const char *piece, size_t len)
@@ -375,15 +380,16 @@ static int on_token(void *user, int32_t token, const char *piece, size_t len)
 static int gemma_run(const char *backend, size_t n, bool verify, struct gemma_run *r,
 		     pccx_diag *d)
 {
-	struct pccx_device_opts dopt = { sizeof(dopt), backend, NULL, NULL, NULL };
-	struct pccx_model_opts mopt = { sizeof(mopt), NULL, "tiny", 7, NULL, NULL, NULL };
-	struct pccx_session_opts sopt = { sizeof(sopt), 0, verify };
+	struct pccx_device_opts dopt = { .struct_size = sizeof(dopt), .backend = backend };
+	struct pccx_model_opts mopt = { .struct_size = sizeof(mopt), .synth_config = "tiny",
+					.synth_seed = 7 };
+	struct pccx_session_opts sopt = { .struct_size = sizeof(sopt), .verify = verify };
 	struct pccx_sampler_config scfg;
 	static const int32_t prompt[1] = { 2 };
 	pccx_device *dev = NULL;
 	pccx_model *model = NULL;
 	pccx_session *s = NULL;
-	double t0 = now_s();
+	double t0 = now_s(), t1;
 	int rc;
 
 	memset(r, 0, sizeof(*r));
@@ -394,10 +400,12 @@ static int gemma_run(const char *backend, size_t n, bool verify, struct gemma_ru
 		rc = pccx_model_load(dev, &mopt, &model, d);
 	if (!rc)
 		rc = pccx_session_create(model, &sopt, &s, d);
+	t1 = now_s();
 	if (!rc)
 		rc = pccx_session_prefill(s, prompt, 1, d);
 	if (!rc)
 		rc = pccx_session_generate(s, &scfg, n, on_token, r, d);
+	r->step_seconds = now_s() - t1;
 	if (!rc)
 		rc = pccx_session_stats(s, &r->st);
 	r->seconds = now_s() - t0;
@@ -409,18 +417,26 @@ static int gemma_run(const char *backend, size_t n, bool verify, struct gemma_ru
 
 static struct gemma_run inproc;         /* the in-process backend's run: what usb must give */
 
-/* n tokens through usb (waiting up to 10 s for the board to enumerate) against in-process. */
-static void gemma_check(size_t n, struct gemma_run *u)
+/* gemma_run on backend usb, waiting up to 10 s for the board to enumerate. */
+static int gemma_usb(size_t n, bool verify, struct gemma_run *u, pccx_diag *d)
 {
-	pccx_diag d = { 0 };
 	int rc, i;
 
 	for (i = 0; i < 200; i++) {
-		rc = gemma_run("usb", n, true, u, &d);
+		rc = gemma_run("usb", n, verify, u, d);
 		if (rc != PCCX_ERR_NOT_FOUND)
 			break;
 		usleep(50000);
 	}
+	return rc;
+}
+
+/* n tokens through usb with verify, against in-process. */
+static void gemma_check(size_t n, struct gemma_run *u)
+{
+	pccx_diag d = { 0 };
+	int rc = gemma_usb(n, true, u, &d);
+
 	if (rc)
 		printf("  usb: %s\n", d.msg);
 	CHECK_RET(rc, 0);
@@ -690,6 +706,80 @@ static void test_unbind(void)
 	CHECK(boardd_alive());
 }
 
+
+/* ---- usb-bench: the same job on every path in this guest, and the link itself ------------ */
+
+#define BENCH_TOKENS    4
+
+/* Round trips of PINGs of n bytes through the link backend; seconds per round trip. */
+static double ping_seconds(struct pccx_link_backend *lb, uint32_t n, int times)
+{
+	pccx_diag d = { 0 };
+	double t0 = now_s();
+	int i;
+
+	for (i = 0; i < times; i++)
+		if (pccx__link_backend_ping(lb, n, &d)) {
+			printf("  PING of %u bytes: %s\n", n, d.msg);
+			return -1;
+		}
+	return (now_s() - t0) / times;
+}
+
+static void bench_link(void)
+{
+	struct pccx_link_transport t;
+	struct pccx_link_backend *lb = NULL;
+	pccx_diag d = { 0 };
+	double small, big;
+	char name[64];
+
+	CHECK_RET(pccx__usb_transport_open(NULL, &t, name, sizeof(name), &d), 0);
+	if (cur_failed)
+		return;
+	CHECK_RET(pccx__link_backend_create(&t, name, &lb, &d), 0);
+	if (cur_failed)
+		return;
+	small = ping_seconds(lb, 0, 200);
+	big = ping_seconds(lb, 65536, 20);
+	CHECK(small > 0 && big > 0);
+	if (!cur_failed)
+		printf("PCCX-BENCH usb link (dummy_hcd): empty PING %.0f us round trip; 64 KiB PING "
+		       "%.0f us, %.1f MB/s each way\n", small * 1e6, big * 1e6, 65536 / big / 1e6);
+	pccx__link_backend_destroy(lb);
+}
+
+static void test_bench(void)
+{
+	static const char *const name[] = { "in-process", "/dev/pccx", "usb" };
+	struct gemma_run r[3];
+	pccx_diag d = { 0 };
+	double ms[3];
+	int i;
+
+	if (!boardd_alive() && boardd_start()) {
+		CHECK(!"pccx-boardd started and ready");
+		return;
+	}
+	CHECK_RET(gemma_run("sim", BENCH_TOKENS, false, &r[0], &d), 0);
+	CHECK_RET(gemma_run("kernel", BENCH_TOKENS, false, &r[1], &d), 0);
+	CHECK_RET(gemma_usb(BENCH_TOKENS, false, &r[2], &d), 0);
+	if (cur_failed) {
+		printf("  %s\n", d.msg);
+		return;
+	}
+	for (i = 0; i < 3; i++) {
+		CHECK(r[i].st.jobs == 1 + BENCH_TOKENS);
+		CHECK(r[i].n == BENCH_TOKENS && !memcmp(r[i].ids, r[0].ids, sizeof(r[0].ids)));
+		ms[i] = r[i].step_seconds / (double)r[i].st.jobs * 1e3;
+	}
+	if (!cur_failed)
+		printf("PCCX-BENCH tiny decode step (the same job, %d runs each), per job: %s %.1f ms, "
+		       "%s %.1f ms, %s %.1f ms\n", 1 + BENCH_TOKENS, name[0], ms[0], name[1], ms[1],
+		       name[2], ms[2]);
+	bench_link();
+}
+
 /* SIGTERM: the daemon unbinds, removes its gadget and exits 0. */
 static void test_daemon_exit(void)
 {
@@ -711,12 +801,14 @@ static void test_daemon_exit(void)
 static const struct {
 	const char *name;
 	void (*fn)(void);
+	bool bench;                     /* also runs for a list naming "bench" (scripts/bench.sh) */
 } tests[] = {
-	{ "usb-bytes", test_bytes },
-	{ "usb-gemma", test_gemma },
-	{ "usb-storm", test_storm },
-	{ "usb-unbind", test_unbind },
-	{ "usb-daemon-exit", test_daemon_exit },
+	{ "usb-bytes", test_bytes, false },
+	{ "usb-gemma", test_gemma, false },
+	{ "usb-storm", test_storm, false },
+	{ "usb-unbind", test_unbind, false },
+	{ "usb-bench", test_bench, true },
+	{ "usb-daemon-exit", test_daemon_exit, true },
 };
 
 int main(int argc, char **argv)
@@ -733,7 +825,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
 		double t0 = now_s();
 
-		if (only && !strstr(only, "usb"))
+		if (only && !strstr(only, "usb") && !(tests[i].bench && strstr(only, "bench")))
 			continue;
 		cur = tests[i].name;
 		cur_failed = 0;
