@@ -55,10 +55,11 @@ emit sampler_topk40_ns "$(num "$out/sampler" '/llama.cpp-like/ {for (i = 1; i <=
 emit sampler_full_sort_ns "$(num "$out/sampler" '/no filter/ {for (i = 1; i <= NF; i++) if ($(i+1) == "ns/sample") print $i}')" ns/sample
 emit "sim_decode_${cfg}" "$(num "$out/sim" '/^simulated decode:/ {print $3}')" tok/s
 emit "sim_ms_per_token_${cfg}" "$(num "$out/sim" '/^simulated decode:/ {sub(/\(/, "", $5); print $5}')" ms
-emit "sim_ddr_ceiling_${cfg}" "$(num "$out/sim" '/= .*% of the/ {for (i = 1; i <= NF; i++) if ($i ~ /%$/) {sub(/%/, "", $i); print $i; exit}}')" %
+emit "sim_ddr_ceiling_${cfg}" "$(num "$out/sim" '/= .*% of the .*DDR/ {for (i = 1; i <= NF; i++) if ($i ~ /%$/) {sub(/%/, "", $i); print $i; exit}}')" %
+emit "sim_port_bound_${cfg}" "$(num "$out/sim" '/^weight ports:/ {for (i = 1; i <= NF; i++) if ($i ~ /%$/) {sub(/%/, "", $i); print $i; exit}}')" %
 for f in $families; do
   emit "sim_decode_$f" "$(num "$out/sim-$f" '/^simulated decode:/ {print $3}')" tok/s
-  emit "sim_ddr_ceiling_$f" "$(num "$out/sim-$f" '/= .*% of the/ {for (i = 1; i <= NF; i++) if ($i ~ /%$/) {sub(/%/, "", $i); print $i; exit}}')" %
+  emit "sim_ddr_ceiling_$f" "$(num "$out/sim-$f" '/= .*% of the .*DDR/ {for (i = 1; i <= NF; i++) if ($i ~ /%$/) {sub(/%/, "", $i); print $i; exit}}')" %
 done
 emit "sim_prefill_${cfg}_${prompt}_tokens" "$(num "$out/sim" '/^simulated prefill:/ {print $3}')" tok/s
 emit "sim_first_token_${cfg}_${prompt}_tokens" "$(num "$out/sim" '/^simulated prefill:/ {for (i = 1; i <= NF; i++) if ($i == "after") print $(i+1)}')" ms

@@ -12,6 +12,7 @@
 #include "diag.h"
 #include "gemma_config.h"
 #include "pccx/pccx.h"
+#include "pccx_isa.h"
 
 struct bench_args {
 	struct pccx_device_opts dopt;
@@ -125,6 +126,11 @@ static int bench(struct bench_args *a, struct bench_run *r, pccx_diag *d)
 	return rc;
 }
 
+static double port_bound(const struct pccx_device_info *info)
+{
+	return (double)PCCX_WSTREAM_PORTS * PCCX_BEAT_BYTES * (double)info->axi_hz;
+}
+
 static void print_figures(const char *config, const struct bench_run *r)
 {
 	const struct pccx_stats *st = &r->st;
@@ -143,6 +149,10 @@ static void print_figures(const char *config, const struct bench_run *r)
 	       "DDR ceiling\n", per_tok_bytes / 1e9, bw / 1e9,
 	       100.0 * bw / (double)r->info.ddr_bytes_per_s,
 	       (double)r->info.ddr_bytes_per_s / 1e9);
+	/* the weight ports' bound: each port one beat per AXI cycle */
+	printf("weight ports: %.2f GB/s = %.1f%% of the %u ports' %.1f GB/s at %.0f MHz AXI\n",
+	       bw / 1e9, 100.0 * bw / port_bound(&r->info), PCCX_WSTREAM_PORTS,
+	       port_bound(&r->info) / 1e9, (double)r->info.axi_hz / 1e6);
 	printf("host: %.2f s per simulated token\n",
 	       st->decode_steps ? r->t_gen / (double)st->decode_steps : 0.0);
 	if (st->prompt_tokens)

@@ -1565,7 +1565,8 @@ static void test_bench(void)
 
 /* ---- a tiny Gemma decode through libpccx's kernel backend ------------------------- */
 
-#define GEMMA_PROMPT 1
+/* the prompt: a chunk of its first four tokens (docs/prefill.md), then a step */
+#define GEMMA_PROMPT 5
 #define GEMMA_TOKENS 16		/* the tiny (Gemma 3n) runs */
 #define GEMMA_MAX_TOKENS 64
 
@@ -1622,7 +1623,7 @@ static int gemma_run(const char *backend, const char *config, size_t n_tokens, b
 	struct pccx_device_opts dopt = { sizeof(dopt), backend, NULL, NULL, NULL };
 	struct pccx_model_opts mopt = { sizeof(mopt), NULL, config, 7, NULL, NULL, NULL };
 	struct pccx_session_opts sopt = { .struct_size = sizeof(sopt), .verify = verify };
-	static const int32_t prompt[GEMMA_PROMPT] = { 2 };
+	static const int32_t prompt[GEMMA_PROMPT] = { 2, 17, 42, 99, 3 };
 	pccx_device *dev = NULL;
 	pccx_model *model = NULL;
 	pccx_session *s = NULL;
@@ -1670,8 +1671,12 @@ static void gemma_decode_jobs(const char *config, size_t n_tokens, bool greedy,
 	}
 	CHECK(k.n == n_tokens);
 	CHECK(k.st.tokens == n_tokens);
-	/* every step: the prompt, then one per generated token (fed back) */
-	CHECK(k.st.jobs == (GEMMA_PROMPT + n_tokens) * jobs_per_step);
+	/*
+	 * the prompt: one chunk job and a step (a model with experts: a step per token), then
+	 * a step per generated token (fed back)
+	 */
+	CHECK(k.st.jobs == (jobs_per_step == 1 ? 2 : GEMMA_PROMPT * jobs_per_step) +
+			   n_tokens * jobs_per_step);
 	CHECK(k.st.weight_bytes > 0);
 	CHECK(k.st.device_cycles == 0);
 	rc = gemma_run("sim", config, n_tokens, greedy, false, &sim, &d);
@@ -1838,7 +1843,7 @@ static int gemma_open(const char *backend, bool verify, struct gemma_ctx *g, pcc
 	struct pccx_device_opts dopt = { sizeof(dopt), backend, NULL, NULL, NULL };
 	struct pccx_model_opts mopt = { sizeof(mopt), NULL, "tiny", 7, NULL, NULL, NULL };
 	struct pccx_session_opts sopt = { .struct_size = sizeof(sopt), .verify = verify };
-	static const int32_t prompt[GEMMA_PROMPT] = { 2 };
+	static const int32_t prompt[1] = { 2 };
 	int rc;
 
 	memset(g, 0, sizeof(*g));
@@ -1848,7 +1853,7 @@ static int gemma_open(const char *backend, bool verify, struct gemma_ctx *g, pcc
 	if (!rc)
 		rc = pccx_session_create(g->model, &sopt, &g->s, d);
 	if (!rc)
-		rc = pccx_session_prefill(g->s, prompt, GEMMA_PROMPT, d);
+		rc = pccx_session_prefill(g->s, prompt, 1, d);
 	return rc;
 }
 
