@@ -4,8 +4,11 @@
  * backend's interface (backend_kernel.h) so libpccx runs sessions on it with the same logic
  * and the same verification. Buffers live on the board; each has a host copy that the caller
  * reads and writes through buf_map: before a job the backend uploads what changed since the
- * board last saw it (4 KiB chunks compared by a 64-bit hash of the board's contents), after
- * it downloads the ranges the job's device-write descriptors name.
+ * board last saw it, after it downloads the ranges the job's device-write descriptors name.
+ * "What changed" is looked for only in buffers written since the last job - those whose map
+ * was taken since, and those the caller names with buf_touch - by comparing each 4 KiB chunk
+ * with a 64-bit hash of what the board holds, so a model's weights are not read again at
+ * every job.
  *
  * Transports: transport_serial.c (a tty or a Unix socket: backend "serial"); a USB one gives
  * the same struct pccx_link_transport.
@@ -54,8 +57,14 @@ PCCX_MUST_CHECK int pccx__link_backend_stats(struct pccx_link_backend *b,
 PCCX_MUST_CHECK int pccx__link_backend_buf_alloc(struct pccx_link_backend *b, uint64_t size,
 						 uint32_t access, uint32_t *handle, pccx_diag *d);
 PCCX_MUST_CHECK int pccx__link_backend_buf_free(struct pccx_link_backend *b, uint32_t handle);
-/* The host copy and size of a buffer; NULL for an unknown handle. */
+/*
+ * The host copy and size of a buffer; NULL for an unknown handle. Taking the map counts as
+ * writing the buffer before the next job; writing it later through a pointer kept from an
+ * earlier map needs pccx__link_backend_buf_touch.
+ */
 void *pccx__link_backend_buf_map(struct pccx_link_backend *b, uint32_t handle, uint64_t *size);
+/* The host copy of the buffer was written: the next job uploads what changed of it. */
+void pccx__link_backend_buf_touch(struct pccx_link_backend *b, uint32_t handle);
 
 /*
  * Upload what changed, submit, wait, download what the job wrote. Returns 0,

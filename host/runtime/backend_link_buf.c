@@ -3,7 +3,8 @@
  * The link backend's buffers (backend_link.h): a board buffer and its host copy. What the
  * board holds is remembered as one 64-bit hash per 4 KiB chunk, so before a job only chunks
  * whose host bytes changed are uploaded (the weights once, the step's inputs each step),
- * without keeping a second copy of every buffer.
+ * without keeping a second copy of every buffer; only buffers the host wrote since the last
+ * job (`touched`) are compared at all.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -130,6 +131,7 @@ void pccx__link_forget(struct link_buf *lb, uint64_t off, uint64_t len)
 
 	for (c = off / PCCX_LINK_CHUNK; c < c1; c++)
 		lb->sum[c] = ~chunk_sum(lb->host + c * PCCX_LINK_CHUNK, chunk_len(lb, c));
+	lb->touched = true;
 }
 
 int pccx__link_sync_up(struct pccx_link_backend *b, pccx_diag *d)
@@ -140,6 +142,8 @@ int pccx__link_sync_up(struct pccx_link_backend *b, pccx_diag *d)
 		struct link_buf *lb = &b->buf[i];
 		uint64_t c = 0, n = n_chunks(lb->size);
 
+		if (!lb->touched)
+			continue;
 		while (c < n) {
 			uint64_t c1;
 			int rc;
@@ -160,6 +164,7 @@ int pccx__link_sync_up(struct pccx_link_backend *b, pccx_diag *d)
 			note_synced(lb, c, c1);
 			c = c1;
 		}
+		lb->touched = false;
 	}
 	return 0;
 }
@@ -244,5 +249,14 @@ void *pccx__link_backend_buf_map(struct pccx_link_backend *b, uint32_t handle, u
 		return NULL;
 	if (size)
 		*size = lb->size;
+	lb->touched = true;
 	return lb->host;
+}
+
+void pccx__link_backend_buf_touch(struct pccx_link_backend *b, uint32_t handle)
+{
+	struct link_buf *lb = pccx__link_buf(b, handle);
+
+	if (lb)
+		lb->touched = true;
 }

@@ -12,6 +12,7 @@ struct link_buf {
 	uint64_t size;
 	uint8_t *host;              /* the host copy */
 	uint64_t *sum;              /* per chunk: hash of what the board holds */
+	bool touched;               /* written by the host since the last sync */
 };
 
 struct pccx_link_backend {

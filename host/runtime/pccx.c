@@ -251,6 +251,13 @@ static void *kb_map(pccx_device *dev, uint32_t handle, uint64_t *size)
 			    : pccx__kernel_backend_buf_map(dev->kernel_be, handle, size);
 }
 
+/* The host wrote a buffer through its map: a board's copy is brought up to date at the job. */
+static void kb_touch(pccx_device *dev, uint32_t handle)
+{
+	if (dev->link_be)
+		pccx__link_backend_buf_touch(dev->link_be, handle);
+}
+
 static int kb_submit_wait(pccx_device *dev, const struct pccx_job_view *job,
 			  const struct pccx_kernel_backend_opts *o,
 			  struct pccx_kernel_backend_result *res, pccx_diag *d)
@@ -991,8 +998,10 @@ static int run_kernel(pccx_session *s, const struct pccx_compiler *c,
 	int rc;
 
 	(void)c;
-	if (in->bound && in->size)
+	if (in->bound && in->size) {
 		memcpy(in->map, in->host, in->size);
+		kb_touch(s->model->dev, in->handle);
+	}
 	if (s->model->kw.n) {
 		rc = pccx__wpieces_rewrite(s->model->kw.pieces, s->model->kw.n, s->model->kw.handle,
 					   job, &s->kjob, &split, &s->submit_diag);
