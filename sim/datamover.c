@@ -284,7 +284,10 @@ static void mm2s_tick(struct pccx_sim *s, struct sim_dm *dm)
 
 		if (b->ready_ps <= s->now_ps) {
 			q->reserved--;
-			sim_beatq_push(q, dm->host + dm->delivered);
+			if (q->span_cap)
+				pccx__sim_wq_push(q, dm->host + dm->delivered, 1);
+			else
+				sim_beatq_push(q, dm->host + dm->delivered);
 			dm->delivered += SIM_BEAT;
 			if (++b->done == b->beats) {
 				dm->b_head = (dm->b_head + 1) % SIM_MAX_BURSTS;
@@ -330,6 +333,8 @@ static void s2mm_tick(struct pccx_sim *s, struct sim_dm *dm)
 	if (collected < dm->cur.btt && q->level && dm->b_level < s->cfg.dm_outstanding) {
 		uint32_t bytes = burst_bytes(s, dm, dm->issued);
 
+		/* what the weight streams delivered is read before the device writes memory */
+		pccx__sim_wq_settle(s);
 		sim_beatq_pop(q, dm->host + collected);
 		dm->wr_fill++;
 		if ((uint64_t)dm->wr_fill * SIM_BEAT == bytes) {

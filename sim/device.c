@@ -448,6 +448,7 @@ int pccx__sim_dma_window_remove(pccx_sim *s, uint64_t base)
 {
 	size_t i;
 
+	pccx__sim_wq_settle(s);      /* stream beats read from this memory are copied in */
 	for (i = 0; i < s->n_win; i++)
 		if (s->win[i].base == base) {
 			s->win[i] = s->win[--s->n_win];
@@ -477,16 +478,20 @@ int pccx__sim_create(const struct pccx_sim_config *cfg, pccx_sim **out, pccx_dia
 	if (!s)
 		return pccx__fail(d, PCCX_ERR_NOMEM, "simulator: out of memory");
 	s->cfg = *cfg;
+	s->q4_rows = pccx__sim_q4_rows_pick();
 	s->core_ps = (1000000000000ull + cfg->core_hz / 2) / cfg->core_hz;
 	s->axi_ps = (1000000000000ull + cfg->axi_hz / 2) / cfg->axi_hz;
 	s->l2 = calloc(cfg->l2_words, SIM_BEAT);
 	rc = s->l2 ? 0 : PCCX_ERR_NOMEM;
 	for (p = 0; !rc && p < PCCX_WSTREAM_PORTS; p++)
-		rc = pccx__sim_beatq_init(&s->wq[p], cfg->wstream_fifo_depth);
+		rc = pccx__sim_beatq_init(&s->wq[p], cfg->wstream_fifo_depth,
+					  cfg->wstream_fifo_depth + SIM_WQ_SLACK, SIM_WQ_SPANS);
 	if (!rc)
-		rc = pccx__sim_beatq_init(&s->fmapq, cfg->fmap_fifo_depth);
+		rc = pccx__sim_beatq_init(&s->fmapq, cfg->fmap_fifo_depth, cfg->fmap_fifo_depth,
+					  0);
 	if (!rc)
-		rc = pccx__sim_beatq_init(&s->resq, cfg->result_fifo_depth);
+		rc = pccx__sim_beatq_init(&s->resq, cfg->result_fifo_depth,
+					  cfg->result_fifo_depth, 0);
 	if (!rc)
 		rc = pccx__sim_ddr_init(s);
 	if (rc) {
@@ -522,6 +527,11 @@ void pccx__sim_destroy(pccx_sim *s)
 const struct pccx_sim_config *pccx__sim_get_config(const pccx_sim *s)
 {
 	return &s->cfg;
+}
+
+void pccx__sim_set_every_edge(pccx_sim *s, bool every_edge)
+{
+	s->every_edge = every_edge;
 }
 
 uint8_t *pccx__sim_l2(pccx_sim *s)

@@ -10,16 +10,22 @@
  * for the reduction, output conversion and the last L2 write.
  *
  * Function: each row record is computed when its last beat arrives, with the numerics module
- * (pccx__q4_row_dot, pccx__f32_row_dot; f32t collects the whole matrix for pccx__f32_colsum)
- * and the results are stored (pccx__out_store, accm reading the old values) at completion.
+ * (pccx__f32_row_dot; f32t collects the whole matrix for pccx__f32_colsum) and the results are
+ * stored (pccx__out_store, accm reading the old values) at completion. Q4 rows with scales
+ * are computed with the reference's single-thread row kernels (the same bits as
+ * pccx__q4_row_dot, reference/kernels.h), a batch of rows at a time where they lie in host
+ * memory (the weight FIFOs hold where their beats came from, wstream.c): the results are only
+ * read at completion, so holding complete rows changes nothing but the host's time.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels.h"
 #include "pccx_num.h"
 #include "sim_int.h"
 
 #define SIM_MAX_F32T_BYTES (1ull << 28)
+#define SIM_Q4_BATCH       16u          /* rows: the AVX-512 kernel's group */
 
 /* A little-endian FP32 of a stream record. */
 static float f32_le(const uint8_t *p)
@@ -40,6 +46,12 @@ void pccx__sim_matmul_abort(struct pccx_sim *s, struct sim_matmul *mm)
 	free(mm->x);
 	free(mm->q8);
 	free(mm->sx);
+	free(mm->xp);
+	free(mm->xsum);
+	free(mm->act);
+	mm->xp = NULL;
+	mm->xsum = NULL;
+	mm->act = NULL;
 	free(mm->y);
 	free(mm->out);
 	free(mm->tmp);
@@ -71,6 +83,37 @@ static void advance_port(struct pccx_sim *s, unsigned p)
 			return;
 		s->port_seq[p]++;
 	}
+}
+
+/* The host kernels' view of the quantised activations (q4 with scales). */
+static int q4_kernel_prepare(struct sim_matmul *mm)
+{
+	uint32_t nb = mm->k / PCCX_Q4_BLOCK, r;
+
+	mm->xp = malloc((size_t)mm->m * mm->k + 1);
+	mm->xsum = malloc(((size_t)mm->m * nb + 1) * sizeof(*mm->xsum));
+	mm->act = malloc((size_t)mm->m * sizeof(*mm->act));
+	if (!mm->xp || !mm->xsum || !mm->act)
+		return PCCX_ERR_NOMEM;
+	for (r = 0; r < mm->m; r++) {
+		struct pccx_kern_act *a = &mm->act[r];
+
+		a->k = mm->k;
+		a->q8 = mm->q8 + (size_t)r * mm->k;
+		a->sx = mm->sx + (size_t)r * nb;
+		a->xp = mm->xp + (size_t)r * mm->k;
+		a->xsum = mm->xsum + (size_t)r * nb;
+		pccx__kern_act_prepare(a);
+	}
+	return 0;
+}
+
+/* Rows of a lane computed together in place (0: the rows are copied out beat by beat). */
+static uint32_t lane_batch(uint64_t row_bytes)
+{
+	uint64_t b = (uint64_t)SIM_ROW_BEATS * SIM_BEAT / row_bytes;
+
+	return b > SIM_Q4_BATCH ? SIM_Q4_BATCH : (uint32_t)b;
 }
 
 int pccx__sim_matmul_start(struct pccx_sim *s, struct sim_matmul *mm, struct sim_op *op)
@@ -111,6 +154,8 @@ int pccx__sim_matmul_start(struct pccx_sim *s, struct sim_matmul *mm, struct sim
 			pccx__q8_quantize(mm->x + (size_t)r * mm->k, mm->k,
 					  mm->q8 + (size_t)r * mm->k,
 					  mm->sx + (size_t)r * (mm->k / PCCX_Q4_BLOCK));
+		if (mm->ws.w_scale && q4_kernel_prepare(mm))
+			goto fail;
 	} else if (mm->ws.fmt == PCCX_WFMT_F32T) {
 		uint64_t bytes = (uint64_t)mm->k * mm->n * sizeof(*mm->wt);
 
@@ -126,6 +171,9 @@ int pccx__sim_matmul_start(struct pccx_sim *s, struct sim_matmul *mm, struct sim
 		pccx__wstream_port_rows(&mm->ws, p, &l->row_first, &l->row_count);
 		l->row_bytes = row_bytes;
 		l->bytes_left = (uint64_t)l->row_count * row_bytes;
+		l->batch = mm->act ? lane_batch(row_bytes) : 0;
+		l->inplace = l->batch != 0;
+		/* in place, a row wrapping around the FIFO's storage is copied out */
 		if (l->row_count && !(l->row = malloc(row_bytes)))
 			goto fail;
 	}
@@ -145,16 +193,95 @@ fail:
 	return PCCX_ERR_NOMEM;
 }
 
+/* The widest of the reference's single-thread q4 row kernels this CPU runs (same bits). */
+sim_q4_rows_fn pccx__sim_q4_rows_pick(void)
+{
+	switch (pccx__kern_resolve(PCCX_KERN_AUTO)) {
+	case PCCX_KERN_AVX512:
+		return pccx__kern_q4_rows_avx512;
+	case PCCX_KERN_AVX2:
+		return pccx__kern_have_avxvnni() ? pccx__kern_q4_rows_avxvnni
+						 : pccx__kern_q4_rows_avx2;
+	default:
+		return pccx__kern_q4_rows_ref;
+	}
+}
+
+/* y[i] of row r0 + i of every input row for the n q4 row records at w. */
+static void q4_rows(const struct pccx_sim *s, const struct sim_matmul *mm, const uint8_t *w,
+		    uint32_t n, uint32_t r0)
+{
+	uint32_t r;
+
+	for (r = 0; r < mm->m; r++)
+		s->q4_rows(w, mm->lane[0].row_bytes, n, &mm->act[r],
+			   mm->y + (size_t)r * mm->n + r0);
+}
+
+static void lane_flush(struct pccx_sim *s, struct sim_matmul *mm, unsigned p)
+{
+	struct sim_lane *l = &mm->lane[p];
+
+	if (l->pend)
+		q4_rows(s, mm, l->pend_host, l->pend, l->pend_row);
+	l->pend = 0;
+}
+
+void pccx__sim_matmul_flush(struct pccx_sim *s, struct sim_matmul *mm)
+{
+	unsigned p;
+
+	if (mm->busy)
+		for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
+			lane_flush(s, mm, p);
+}
+
+/*
+ * Row `row` of lane p is complete: when it lies in host memory in one piece it is held with
+ * the rows before it (if it follows them there) and the batch is computed when full or at the
+ * last row; otherwise it is copied out and computed alone.
+ */
+static void lane_row_inplace(struct pccx_sim *s, struct sim_matmul *mm, unsigned p, uint32_t row)
+{
+	struct sim_lane *l = &mm->lane[p];
+	uint32_t beats = (uint32_t)(l->row_bytes / SIM_BEAT);
+	const uint8_t *w = pccx__sim_wq_host(&s->wq[p], l->row_beat, beats);
+
+	if (w) {
+		if (l->pend && l->pend_host + (size_t)l->pend * l->row_bytes != w)
+			lane_flush(s, mm, p);
+		if (!l->pend) {
+			l->pend_host = w;
+			l->pend_row = row;
+		}
+		l->pend++;
+		if (l->pend == l->batch || row + 1 == l->row_first + l->row_count)
+			lane_flush(s, mm, p);
+		return;
+	}
+	lane_flush(s, mm, p);
+	pccx__sim_wq_fetch(&s->wq[p], l->row_beat, beats, l->row);
+	q4_rows(s, mm, l->row, 1, row);
+}
+
 /* The last beat of stored row `row` arrived in lane p: compute what depends on it. */
 static void sim_matmul_row_done(struct pccx_sim *s, struct sim_matmul *mm, unsigned p, uint32_t row)
 {
 	const uint8_t *rec = mm->lane[p].row;
 	uint32_t r, i, nvals;
 
-	(void)s;
 	switch (mm->ws.fmt) {
 	case PCCX_WFMT_Q4: {
 		uint32_t nb = mm->k / PCCX_Q4_BLOCK;
+
+		if (mm->lane[p].inplace) {
+			lane_row_inplace(s, mm, p, row);
+			return;
+		}
+		if (mm->act) {
+			q4_rows(s, mm, rec, 1, row);
+			return;
+		}
 		uint32_t sbeats = mm->ws.w_scale ?
 				  (nb * 2 + PCCX_BEAT_BYTES - 1) / PCCX_BEAT_BYTES : 0;
 		const uint16_t *scales = NULL;
@@ -227,6 +354,39 @@ void pccx__sim_matmul_core_tick(struct pccx_sim *s, struct sim_matmul *mm)
 	}
 }
 
+void pccx__sim_lane_take(struct pccx_sim *s, struct sim_matmul *mm, unsigned p, uint32_t n)
+{
+	struct sim_lane *l = &mm->lane[p];
+	struct sim_beatq *q = &s->wq[p];
+
+	l->bytes_left -= (uint64_t)n * PCCX_BEAT_BYTES;
+	while (n) {
+		uint64_t want = (l->row_bytes - l->got) / PCCX_BEAT_BYTES;
+		uint32_t run = n < want ? n : (uint32_t)want;
+
+		if (!l->got)
+			l->row_beat = q->taken;
+		if (!l->inplace)
+			pccx__sim_wq_fetch(q, q->taken, run, l->row + l->got);
+		q->taken += run;
+		q->level -= run;
+		q->head += run;
+		if (q->head >= q->cap)
+			q->head -= q->cap;
+		n -= run;
+		l->got += (uint64_t)run * PCCX_BEAT_BYTES;
+		if (l->got == l->row_bytes) {
+			sim_matmul_row_done(s, mm, p, l->row_first + l->rows_done);
+			l->rows_done++;
+			l->got = 0;
+		}
+	}
+	/* spans stay while the row in reception needs them */
+	pccx__sim_wq_trim(q, l->inplace && l->got ? l->row_beat : q->taken);
+	if (!l->bytes_left)
+		advance_port(s, p);
+}
+
 void pccx__sim_matmul_axi_tick(struct pccx_sim *s, struct sim_matmul *mm)
 {
 	bool starved = false, left = false;
@@ -251,16 +411,7 @@ void pccx__sim_matmul_axi_tick(struct pccx_sim *s, struct sim_matmul *mm)
 				continue;      /* compute-bound: the array is busy */
 			mm->mac_budget -= cost;
 		}
-		sim_beatq_pop(&s->wq[p], l->row + l->got);
-		l->got += PCCX_BEAT_BYTES;
-		l->bytes_left -= PCCX_BEAT_BYTES;
-		if (l->got == l->row_bytes) {
-			sim_matmul_row_done(s, mm, p, l->row_first + l->rows_done);
-			l->rows_done++;
-			l->got = 0;
-		}
-		if (!l->bytes_left)
-			advance_port(s, p);
+		pccx__sim_lane_take(s, mm, p, 1);
 	}
 	if (starved)
 		s->stall_weights_ps += s->axi_ps;

@@ -242,6 +242,13 @@ void pccx__sim_on_retire(pccx_sim *sim, pccx_sim_retire_fn fn, void *user);
  */
 void pccx__sim_inject_error(pccx_sim *sim, uint32_t index, uint32_t cause);
 
+/*
+ * Run every clock edge through the edge-by-edge model instead of advancing through the edges
+ * between events at once (docs/sim.md, "Host cost"). Both give the same cycles, statistics,
+ * trace and bits; tests compare them.
+ */
+void pccx__sim_set_every_edge(pccx_sim *sim, bool every_edge);
+
 /* Raw L2 (l2_words x 16 bytes) and the S register (FP32 bits). */
 uint8_t *pccx__sim_l2(pccx_sim *sim);
 uint32_t pccx__sim_s_bits(const pccx_sim *sim);

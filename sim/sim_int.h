@@ -25,11 +25,38 @@ struct sim_window {
 	uint32_t access;
 };
 
-/* A FIFO of 16-byte beats with room reserved for data already requested. */
+/* Beats of a weight FIFO that came from host memory and are read there when taken. */
+struct sim_span {
+	uint64_t first;                /* beat number (counted from the FIFO's reset) */
+	const uint8_t *host;
+	uint32_t n;
+};
+
+/*
+ * A FIFO of 16-byte beats with room reserved for data already requested. Its storage holds
+ * `cap` >= depth beats, so a beat taken stays in place until cap - depth more have been
+ * taken (a row record a lane is still receiving).
+ *
+ * The weight FIFOs (span_cap > 0) hold where their beats came from instead of copies: beats
+ * [taken, pushed) are either in the storage or in one of the spans, whose bytes are read from
+ * host memory when a lane takes them. pccx__sim_wq_settle() copies every span into the
+ * storage before the device writes host memory or a window closes, so what a stream
+ * delivered never changes (wstream.c).
+ */
 struct sim_beatq {
 	uint8_t *data;
-	uint32_t depth, head, level, reserved;
+	uint32_t depth, cap, head, level, reserved;
+	uint64_t pushed, taken;        /* beats ever pushed / taken */
+	struct sim_span *span;         /* ring of span_n spans from span_head */
+	uint32_t span_cap, span_head, span_n;
 };
+
+/* Beats a weight FIFO's storage holds beyond its depth: a row record in reception
+ * (SIM_ROW_BEATS at most; larger rows are copied out beat by beat) plus one bulk window. */
+#define SIM_ROW_BEATS     4096u
+#define SIM_BULK_AXI      64u
+#define SIM_WQ_SLACK      (SIM_ROW_BEATS + SIM_BULK_AXI)
+#define SIM_WQ_SPANS      1024u    /* beyond that, beats are copied in as they arrive */
 
 struct sim_burst {
 	uint64_t ready_ps;             /* data at the port (reads) / response (writes) */
@@ -93,7 +120,12 @@ struct sim_lane {
 	uint32_t row_first, row_count, rows_done;
 	uint64_t row_bytes, got;       /* bytes of the current row received */
 	uint64_t bytes_left;           /* for the whole instruction */
-	uint8_t *row;                  /* the current row record */
+	uint8_t *row;                  /* the current row record, when copied out of the FIFO */
+	bool inplace;                  /* q4 rows are computed where they lie in host memory */
+	uint64_t row_beat;             /* FIFO beat number of the current row's first beat */
+	uint32_t batch;                /* in place: rows computed together */
+	uint32_t pend, pend_row;       /* in place: complete rows not computed yet, the first */
+	const uint8_t *pend_host;      /* ... and where they lie */
 };
 
 struct sim_matmul {
@@ -111,6 +143,9 @@ struct sim_matmul {
 	float *x;                      /* (m, k) FP32 inputs */
 	int8_t *q8;                    /* (m, k) quantised */
 	float *sx;                     /* (m, k/32) block scales */
+	int8_t *xp;                    /* (m, k) q8 in the host kernels' layout */
+	int32_t *xsum;                 /* (m, k/32) block sums of q8 */
+	struct pccx_kern_act *act;     /* (m) the kernels' view of the above */
 	float *y;                      /* (m, n) FP32 results */
 	float *out;                    /* (m, n) results as stored */
 	float *tmp;                    /* one f32 row record */
@@ -132,9 +167,16 @@ struct sim_xfer {                  /* MEMCPY to/from the host */
 };
 
 struct sim_trace;
+struct pccx_kern_act;
+
+/* A q4 row kernel of reference/kernels.h. */
+typedef void (*sim_q4_rows_fn)(const uint8_t *w, uint64_t row_bytes, uint32_t n,
+				    const struct pccx_kern_act *a, float *y);
 
 struct pccx_sim {
 	struct pccx_sim_config cfg;
+	sim_q4_rows_fn q4_rows;   /* the q4 row dots (with scales) */
+	bool every_edge;               /* pccx__sim_set_every_edge(): no bulk advance */
 	uint64_t core_ps, axi_ps;
 	uint64_t now_ps;
 	uint64_t core_cycle, axi_cycle;  /* edges passed */
@@ -219,9 +261,16 @@ void pccx__sim_retire(struct pccx_sim *s, struct sim_op *op);
 void pccx__sim_frontend_flush(struct pccx_sim *s);
 
 /* wstream.c: the weight-stream and fmap/result FIFOs */
-int pccx__sim_beatq_init(struct sim_beatq *q, uint32_t depth);
+int pccx__sim_beatq_init(struct sim_beatq *q, uint32_t depth, uint32_t cap, uint32_t spans);
 void pccx__sim_beatq_free(struct sim_beatq *q);
 void pccx__sim_beatq_clear(struct sim_beatq *q);
+/* Weight FIFOs: push n beats of host memory; copy beats out; where a run of beats lies in
+ * host memory (NULL: not in one span); forget spans before beat `keep`; copy every span in. */
+void pccx__sim_wq_push(struct sim_beatq *q, const uint8_t *host, uint32_t n);
+void pccx__sim_wq_fetch(const struct sim_beatq *q, uint64_t first, uint32_t n, uint8_t *dst);
+const uint8_t *pccx__sim_wq_host(const struct sim_beatq *q, uint64_t first, uint32_t n);
+void pccx__sim_wq_trim(struct sim_beatq *q, uint64_t keep);
+void pccx__sim_wq_settle(struct pccx_sim *s);
 
 /* Beats that may still be requested. */
 static inline uint32_t sim_beatq_room(const struct sim_beatq *q)
@@ -234,8 +283,8 @@ static inline void sim_beatq_push(struct sim_beatq *q, const uint8_t *beat)
 {
 	uint32_t tail = q->head + q->level;
 
-	if (tail >= q->depth)
-		tail -= q->depth;
+	if (tail >= q->cap)
+		tail -= q->cap;
 	__builtin_memcpy(q->data + (size_t)tail * 16u, beat, 16u);
 	q->level++;
 }
@@ -244,7 +293,7 @@ static inline void sim_beatq_pop(struct sim_beatq *q, uint8_t *beat)
 {
 	if (beat)
 		__builtin_memcpy(beat, q->data + (size_t)q->head * 16u, 16u);
-	if (++q->head == q->depth)
+	if (++q->head == q->cap)
 		q->head = 0;
 	q->level--;
 }
@@ -274,6 +323,15 @@ uint32_t pccx__sim_gemm_beat_macs(const struct sim_matmul *mm, uint64_t byte_in_
 void pccx__sim_timed_start(struct pccx_sim *s, struct sim_op *op);
 void pccx__sim_timed_core_tick(struct pccx_sim *s);
 void pccx__sim_timed_abort(struct pccx_sim *s);
+
+/* eng_gemv.c: take n beats from port p's FIFO into lane p (rows computed as they complete) */
+void pccx__sim_lane_take(struct pccx_sim *s, struct sim_matmul *mm, unsigned p, uint32_t n);
+sim_q4_rows_fn pccx__sim_q4_rows_pick(void);
+/* Compute the rows a lane holds (before host memory changes under them). */
+void pccx__sim_matmul_flush(struct pccx_sim *s, struct sim_matmul *mm);
+
+/* bulk.c: advance through edges whose effect is known in closed form */
+bool pccx__sim_bulk(struct pccx_sim *s, uint64_t t_ps);
 
 /* timing.c: the clocks and the DDR model */
 void pccx__sim_run_to(struct pccx_sim *s, uint64_t t_ps);

@@ -171,6 +171,8 @@ void pccx__sim_run_to(struct pccx_sim *s, uint64_t t)
 			s->axi_cycle = t / s->axi_ps;
 			break;
 		}
+		if (pccx__sim_bulk(s, t))
+			continue;
 		s->now_ps = e;
 		if (ta == e) {
 			s->axi_cycle++;

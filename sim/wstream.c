@@ -11,23 +11,155 @@
 
 #include "sim_int.h"
 
-int pccx__sim_beatq_init(struct sim_beatq *q, uint32_t depth)
+int pccx__sim_beatq_init(struct sim_beatq *q, uint32_t depth, uint32_t cap, uint32_t spans)
 {
-	q->data = calloc(depth, SIM_BEAT);
-	if (!q->data)
+	q->data = calloc(cap, SIM_BEAT);
+	q->span = spans ? calloc(spans, sizeof(*q->span)) : NULL;
+	if (!q->data || (spans && !q->span))
 		return PCCX_ERR_NOMEM;
 	q->depth = depth;
-	q->head = q->level = q->reserved = 0;
+	q->cap = cap;
+	q->span_cap = spans;
+	pccx__sim_beatq_clear(q);
 	return 0;
 }
 
 void pccx__sim_beatq_free(struct sim_beatq *q)
 {
 	free(q->data);
+	free(q->span);
 	q->data = NULL;
+	q->span = NULL;
 }
 
 void pccx__sim_beatq_clear(struct sim_beatq *q)
 {
 	q->head = q->level = q->reserved = 0;
+	q->pushed = q->taken = 0;
+	q->span_head = q->span_n = 0;
+}
+
+/* Storage slot of beat `b` (taken or not: a taken beat stays until cap - depth more are). */
+static uint32_t slot_of(const struct sim_beatq *q, uint64_t b)
+{
+	if (b >= q->taken)
+		return (uint32_t)((q->head + (b - q->taken)) % q->cap);
+	return (uint32_t)((q->head + q->cap - (q->taken - b) % q->cap) % q->cap);
+}
+
+static struct sim_span *span_at(const struct sim_beatq *q, uint32_t i)
+{
+	return &q->span[(q->span_head + i) % q->span_cap];
+}
+
+/* Copy beats [first, first + n) of the storage out (wrapping). */
+static void store_get(const struct sim_beatq *q, uint64_t first, uint32_t n, uint8_t *dst)
+{
+	uint32_t slot = slot_of(q, first), run = q->cap - slot < n ? q->cap - slot : n;
+
+	memcpy(dst, q->data + (size_t)slot * SIM_BEAT, (size_t)run * SIM_BEAT);
+	memcpy(dst + (size_t)run * SIM_BEAT, q->data, (size_t)(n - run) * SIM_BEAT);
+}
+
+static void store_put(struct sim_beatq *q, uint64_t first, uint32_t n, const uint8_t *src)
+{
+	uint32_t slot = slot_of(q, first), run = q->cap - slot < n ? q->cap - slot : n;
+
+	memcpy(q->data + (size_t)slot * SIM_BEAT, src, (size_t)run * SIM_BEAT);
+	memcpy(q->data, src + (size_t)run * SIM_BEAT, (size_t)(n - run) * SIM_BEAT);
+}
+
+void pccx__sim_wq_push(struct sim_beatq *q, const uint8_t *host, uint32_t n)
+{
+	uint64_t first = q->pushed;
+
+	q->pushed += n;
+	q->level += n;
+	if (q->span_n) {
+		struct sim_span *sp = span_at(q, q->span_n - 1);
+
+		if (sp->first + sp->n == first && sp->host + (size_t)sp->n * SIM_BEAT == host) {
+			sp->n += n;
+			return;
+		}
+	}
+	if (q->span_n == q->span_cap) {
+		/* no span left: these beats are copied in now */
+		store_put(q, first, n, host);
+		return;
+	}
+	*span_at(q, q->span_n++) = (struct sim_span){ first, host, n };
+}
+
+void pccx__sim_wq_fetch(const struct sim_beatq *q, uint64_t first, uint32_t n, uint8_t *dst)
+{
+	uint32_t i = 0;
+
+	while (n) {
+		const struct sim_span *sp = NULL;
+		uint32_t run;
+
+		while (i < q->span_n && span_at(q, i)->first + span_at(q, i)->n <= first)
+			i++;
+		if (i < q->span_n)
+			sp = span_at(q, i);
+		if (sp && sp->first <= first) {
+			uint64_t end = sp->first + sp->n;
+
+			run = end - first < n ? (uint32_t)(end - first) : n;
+			memcpy(dst, sp->host + (size_t)(first - sp->first) * SIM_BEAT,
+			       (size_t)run * SIM_BEAT);
+		} else {
+			/* before the next span (or after the last): in the storage */
+			run = sp && sp->first - first < n ? (uint32_t)(sp->first - first) : n;
+			store_get(q, first, run, dst);
+		}
+		first += run;
+		n -= run;
+		dst += (size_t)run * SIM_BEAT;
+	}
+}
+
+const uint8_t *pccx__sim_wq_host(const struct sim_beatq *q, uint64_t first, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < q->span_n; i++) {
+		const struct sim_span *sp = span_at(q, i);
+
+		if (sp->first + sp->n <= first)
+			continue;
+		if (sp->first > first || first + n > sp->first + sp->n)
+			return NULL;
+		return sp->host + (size_t)(first - sp->first) * SIM_BEAT;
+	}
+	return NULL;
+}
+
+void pccx__sim_wq_trim(struct sim_beatq *q, uint64_t keep)
+{
+	while (q->span_n && q->span[q->span_head].first + q->span[q->span_head].n <= keep) {
+		q->span_head = (q->span_head + 1) % q->span_cap;
+		q->span_n--;
+	}
+}
+
+/* Copy every span into the storage (the lanes' rows computed first). */
+void pccx__sim_wq_settle(struct pccx_sim *s)
+{
+	unsigned p;
+
+	pccx__sim_matmul_flush(s, &s->gemv);
+	pccx__sim_matmul_flush(s, &s->gemm);
+	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
+		struct sim_beatq *q = &s->wq[p];
+
+		while (q->span_n) {
+			struct sim_span *sp = &q->span[q->span_head];
+
+			store_put(q, sp->first, sp->n, sp->host);
+			q->span_head = (q->span_head + 1) % q->span_cap;
+			q->span_n--;
+		}
+	}
 }

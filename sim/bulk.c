@@ -1,0 +1,400 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Bulk advance: the edges between two events done at once, with exactly the effect the edge
+ * by edge model (timing.c) has on every register, FIFO, counter and byte.
+ *
+ * Between events, a core edge only adds to counters (busy units, the front end's stall cause)
+ * and the AXI edges only move weight-stream beats: each lane of a streaming GEMV takes a beat
+ * when its FIFO holds one, each weight DataMover delivers a beat when its oldest burst has
+ * arrived and books the next burst when the FIFO has room for it. Per channel these are runs
+ * whose length is known in closed form (until a burst arrives or is fully delivered, the FIFO
+ * runs dry, or the room for the next burst frees up); the channels only meet on the DDR bus,
+ * so each channel is run to its next booking and the bookings are made in the order the edge
+ * model makes them (by cycle, then in that cycle's round-robin order).
+ *
+ * An event is anything else: an instruction that can issue, an engine reaching the end of a
+ * phase, a lane's last beat, a DataMover command starting or delivering its last beat, the
+ * fmap/result path or the GEMM array at work, a reset, the IDLE interrupt or the overrun
+ * watchdog. The edge of an event, and every edge when pccx__sim_set_every_edge() asks for
+ * it, runs through timing.c; so does a window with nothing to gain.
+ */
+#include <string.h>
+
+#include "sim_int.h"
+
+struct bulk_ch {
+	struct sim_dm *dm;
+	struct sim_beatq *q;
+	struct sim_lane *lane;   /* the lane taking this port's beats, or NULL */
+	uint64_t c;              /* the next AXI cycle to run */
+	uint64_t rc;             /* the AXI cycle the oldest burst's data is at the port */
+	uint32_t level, reserved;    /* the FIFO's, as the window runs */
+	uint32_t got, taken;     /* beats delivered into / taken from the FIFO in the window */
+	uint64_t full;           /* cycles stalled: no room for a burst, none in flight */
+	uint64_t starve;         /* bit i: the lane waited in cycle a + i */
+	bool issue;              /* stopped at cycle c with a burst to book */
+};
+
+struct bulk {
+	uint64_t a, e;           /* AXI cycles [a, e) */
+	struct bulk_ch ch[PCCX_WSTREAM_PORTS];
+};
+
+static uint64_t min64(uint64_t x, uint64_t y)
+{
+	return x < y ? x : y;
+}
+
+static uint64_t ceil_div(uint64_t x, uint64_t y)
+{
+	return (x + y - 1) / y;
+}
+
+/* A channel that would start a command at its next edge. */
+static bool dm_startable(const struct pccx_sim *s, const struct sim_dm *dm)
+{
+	return !dm->active && dm->cmd_level && !(dm->sticky & 7u) &&
+	       dm->sts_level < s->cfg.dm_fifo_depth;
+}
+
+static uint64_t ready_cycle(const struct pccx_sim *s, const struct sim_dm *dm)
+{
+	return ceil_div(dm->burst[dm->b_head].ready_ps, s->axi_ps);
+}
+
+/* ---- the core side ------------------------------------------------------------------------ */
+
+/* The first core edge (cycle number) with an event, or 0 when bulk advance cannot apply. */
+static uint64_t core_event(const struct pccx_sim *s)
+{
+	uint64_t next = s->core_cycle + 1, ev = ~0ull;
+	bool idle;
+
+	if (s->core_cycle < s->reset_until || s->gemm.busy || s->dma_in.busy || s->dma_out.busy)
+		return 0;
+	if (s->overrun_since)
+		return 0;
+	idle = s->fifo_level == 0 && pccx__sim_engines_idle(s) && !pccx__sim_dm_outstanding(s) &&
+	       !pccx__sim_input_pending(s) && !s->resq.level;
+	if (idle != s->was_idle)
+		return 0;
+	if (!s->halted && s->fifo_level == 0 && pccx__sim_engines_idle(s) &&
+	    !pccx__sim_dm_outstanding(s) && pccx__sim_input_pending(s))
+		return 0;     /* the overrun watchdog counts */
+	if (!s->halted && s->fifo_level) {
+		if (!s->head_decoded || s->blk_epoch != s->epoch + 1 || s->blk == SB_NONE)
+			return 0;
+		if (s->inject_armed && s->issued_job == s->inject_index)
+			return 0;
+	}
+	if (s->gemv.busy && s->gemv.phase != 1)
+		ev = s->gemv.phase_end > next ? s->gemv.phase_end : next;
+	if (s->sfu.busy)
+		ev = min64(ev, s->sfu.end > next ? s->sfu.end : next);
+	if (s->l2copy.busy)
+		ev = min64(ev, s->l2copy.end > next ? s->l2copy.end : next);
+	return ev;
+}
+
+/* What k core edges without an event add up to (core_tick, frontend_tick, device_core_tick). */
+static void core_bulk(struct pccx_sim *s, uint64_t k)
+{
+	uint64_t ps = k * s->core_ps;
+
+	if (!s->halted) {
+		if (!s->fifo_level) {
+			if (s->host_backlog)
+				s->st.stall_mmio += k;
+			if (!pccx__sim_engines_idle(s) || pccx__sim_dm_busy(s))
+				s->st.stall_fifo_empty += k;
+		} else if (s->blk == SB_FENCE) {
+			s->st.stall_fence += k;
+		} else if (s->blk == SB_INTERLOCK) {
+			s->st.stall_interlock += k;
+		} else {
+			s->st.stall_engine += k;
+		}
+	}
+	if (s->gemv.busy)
+		s->busy_ps[PCCX_SIM_U_GEMV] += ps;
+	if (s->l2copy.busy)
+		s->busy_ps[PCCX_SIM_U_L2COPY] += ps;
+	if (s->sfu.busy)
+		s->busy_ps[PCCX_SIM_U_SFU] += ps;
+	s->core_cycle += k;
+}
+
+/* ---- the weight streams ------------------------------------------------------------------ */
+
+/*
+ * Set up the window's channels; returns the first AXI cycle with a stream event (a in the
+ * worst case) or 0 when the streams are in a state bulk advance does not cover.
+ */
+static uint64_t stream_setup(struct pccx_sim *s, struct bulk *b)
+{
+	struct sim_matmul *mm = &s->gemv;
+	bool streaming = mm->busy && mm->phase == 1, any = false;
+	uint64_t stop = ~0ull, a = b->a;
+	unsigned p;
+
+	for (p = PCCX_WSTREAM_PORTS; p < PCCX_DM_CHANNELS; p++)
+		if (s->dm[p].active || dm_startable(s, &s->dm[p]))
+			return 0;
+	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
+		struct bulk_ch *bc = &b->ch[p];
+		struct sim_dm *dm = &s->dm[p];
+		struct sim_lane *l = &mm->lane[p];
+
+		memset(bc, 0, sizeof(*bc));
+		bc->dm = dm;
+		bc->q = &s->wq[p];
+		bc->c = a;
+		bc->level = bc->q->level;
+		bc->reserved = bc->q->reserved;
+		if (dm->active && dm->b_level)
+			bc->rc = ready_cycle(s, dm);
+		if (dm_startable(s, dm))
+			return 0;
+		if (dm->active)    /* its last beat is delivered at the earliest then */
+			stop = min64(stop, a + (dm->cur.btt - dm->delivered) / SIM_BEAT - 1);
+		if (!streaming || !l->bytes_left)
+			continue;
+		any = true;
+		if (s->port_seq[p] != mm->seq) {
+			bc->starve = ~0ull;    /* an earlier stream still owns the port */
+			continue;
+		}
+		bc->lane = l;
+		stop = min64(stop, a + l->bytes_left / PCCX_BEAT_BYTES - 1);
+	}
+	if (streaming && !any)
+		return 0;          /* every lane done: the GEMV enters its tail now */
+	return stop;
+}
+
+/* Bytes of the next burst (datamover.c's burst_bytes). */
+static uint32_t next_burst(const struct pccx_sim *s, const struct sim_dm *dm)
+{
+	uint64_t addr = dm->cur.addr + dm->issued;
+	uint64_t n = s->cfg.ddr_burst_bytes, left = dm->cur.btt - dm->issued;
+	uint64_t to4k = 4096 - (addr & 4095);
+
+	return (uint32_t)min64(min64(n, left), to4k);
+}
+
+/*
+ * Run a channel from bc->c until it has a burst to book (bc->issue; bc->c the cycle, its lane
+ * and delivery steps done) or until the window's end. Only the counts move here; the bytes
+ * follow in ch_data(). Each pass covers a run of cycles in which every step repeats alike:
+ * the lane takes a beat each cycle or none, the oldest burst delivers one each cycle (up to
+ * its last) or none; in the run's last cycle the burst may end, or the room for the next
+ * burst be there.
+ */
+static void ch_run(struct pccx_sim *s, struct bulk *b, struct bulk_ch *bc)
+{
+	struct sim_dm *dm = bc->dm;
+	uint32_t out = s->cfg.dm_outstanding, depth = bc->q->depth;
+
+	while (bc->c < b->e) {
+		uint64_t n = b->e - bc->c, j = ~0ull, room, need = 0;
+		uint32_t nb = dm->b_level;
+		bool pop = bc->lane != NULL, dlv = false, ends = false, elig;
+
+		if (nb) {
+			if (bc->rc <= bc->c) {
+				uint32_t left = dm->burst[dm->b_head].beats -
+						dm->burst[dm->b_head].done;
+
+				dlv = true;
+				if (left <= n) {
+					n = left;
+					ends = true;
+				}
+			} else {
+				n = min64(n, bc->rc - bc->c);
+			}
+		}
+		if (pop && !bc->level) {
+			/* the lane waits this cycle; a delivery makes a beat for the next */
+			bc->starve |= 1ull << (bc->c - b->a);
+			pop = false;
+			n = 1;
+			ends = dlv && dm->burst[dm->b_head].beats - dm->burst[dm->b_head].done == 1;
+		} else if (pop && !dlv && bc->level < n) {
+			n = bc->level;
+			ends = false;
+		}
+		room = depth - bc->level - bc->reserved;
+		elig = dm->active && dm->issued < dm->cur.btt;
+		if (elig) {
+			need = next_burst(s, dm) / SIM_BEAT;
+			/* the first cycle j of the run with a burst slot and room for it; the room
+			 * after the lane's step of cycle j is room + (j + 1) * pop */
+			if (nb < out) {
+				if (pop)
+					j = need > room + 1 ? need - room - 1 : 0;
+				else if (room >= need)
+					j = 0;
+			} else if (ends && nb - 1 < out && room + (pop ? n : 0) >= need) {
+				j = n - 1;
+			}
+			if (j < n) {
+				n = j + 1;
+				if (ends && dm->burst[dm->b_head].beats -
+					    dm->burst[dm->b_head].done != n)
+					ends = false;
+			}
+			/* stalled with no burst in flight: the cycles before the issue */
+			if (!nb)
+				bc->full += j < n ? n - 1 : n;
+			else if (nb == 1 && ends && j >= n)
+				bc->full++;
+		}
+		if (pop) {
+			bc->level -= (uint32_t)n;
+			bc->taken += (uint32_t)n;
+		}
+		if (dlv) {
+			bc->level += (uint32_t)n;
+			bc->reserved -= (uint32_t)n;
+			bc->got += (uint32_t)n;
+			dm->burst[dm->b_head].done += (uint32_t)n;
+			if (ends) {
+				dm->b_head = (dm->b_head + 1) % SIM_MAX_BURSTS;
+				dm->b_level--;
+				if (dm->b_level)
+					bc->rc = ready_cycle(s, dm);
+			}
+		}
+		if (elig && j == n - 1) {
+			bc->c += n - 1;
+			bc->issue = true;
+			return;
+		}
+		bc->c += n;
+	}
+}
+
+/* Book the burst of mm2s_tick's issue step in cycle bc->c. */
+static void ch_book(struct pccx_sim *s, struct bulk_ch *bc)
+{
+	struct sim_dm *dm = bc->dm;
+	uint32_t bytes = next_burst(s, dm), beats = bytes / SIM_BEAT;
+	uint32_t slot = (dm->b_head + dm->b_level) % SIM_MAX_BURSTS;
+	struct sim_burst *bu = &dm->burst[slot];
+
+	bu->addr = dm->cur.addr + dm->issued;
+	bu->beats = beats;
+	bu->done = 0;
+	bu->ready_ps = pccx__sim_ddr_access(s, bc->c * s->axi_ps, bu->addr, bytes, 0) +
+		       s->cfg.ddr_read_latency_ps;
+	if (!dm->b_level++)
+		bc->rc = ready_cycle(s, dm);
+	bc->reserved += beats;
+	dm->issued += bytes;
+	bc->issue = false;
+	bc->c++;
+}
+
+/* The window's beats: those delivered pushed first, then those taken given to the lane. */
+static void ch_data(struct pccx_sim *s, struct bulk_ch *bc)
+{
+	struct sim_dm *dm = bc->dm;
+	struct sim_beatq *q = bc->q;
+
+	if (bc->got) {
+		pccx__sim_wq_push(q, dm->host + dm->delivered, bc->got);
+		dm->delivered += (uint64_t)bc->got * SIM_BEAT;
+	}
+	q->reserved = bc->reserved;
+	if (bc->taken)
+		pccx__sim_lane_take(s, &s->gemv, dm->ch, bc->taken);
+}
+
+/* The channels run to the window's end, the bookings made in the edge model's order. */
+static void stream_run(struct pccx_sim *s, struct bulk *b)
+{
+	uint64_t starve = 0;
+	unsigned p;
+
+	for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
+		ch_run(s, b, &b->ch[p]);
+	for (;;) {
+		struct bulk_ch *first = NULL;
+		unsigned rank = 0;
+
+		for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
+			struct bulk_ch *bc = &b->ch[p];
+			unsigned r;
+
+			if (!bc->issue)
+				continue;
+			/* round robin: channel (c % 6 + i) % 6 goes i-th in cycle c */
+			r = (unsigned)((p + PCCX_DM_CHANNELS - bc->c % PCCX_DM_CHANNELS) %
+				       PCCX_DM_CHANNELS);
+			if (!first || bc->c < first->c || (bc->c == first->c && r < rank)) {
+				first = bc;
+				rank = r;
+			}
+		}
+		if (!first)
+			break;
+		ch_book(s, first);
+		ch_run(s, b, first);
+	}
+	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
+		struct bulk_ch *bc = &b->ch[p];
+
+		ch_data(s, bc);
+		if (bc->dm->active)
+			s->dm_busy_ps[p] += (b->e - b->a) * s->axi_ps;
+		s->dm_full_ps[p] += bc->full * s->axi_ps;
+		starve |= bc->starve;
+	}
+	if (b->e - b->a < 64)
+		starve &= (1ull << (b->e - b->a)) - 1;
+	s->stall_weights_ps += (uint64_t)__builtin_popcountll(starve) * s->axi_ps;
+	s->axi_cycle = b->e - 1;
+}
+
+/* ---- the window ---------------------------------------------------------------------------- */
+
+/*
+ * Advance through the edges before the next event (and at most to t_ps) at once. Returns
+ * false when there is nothing to skip: the caller then runs the next edge itself.
+ */
+bool pccx__sim_bulk(struct pccx_sim *s, uint64_t t_ps)
+{
+	struct bulk b;
+	uint64_t kev, sev, h, kend, last;
+
+	if (s->every_edge)
+		return false;
+	kev = core_event(s);
+	if (!kev)
+		return false;
+	b.a = s->axi_cycle + 1;
+	sev = stream_setup(s, &b);
+	if (!sev)
+		return false;
+	/* edges strictly before h run here; the edge at h (if <= t_ps) is an event */
+	h = min64(t_ps + 1, (b.a + SIM_BULK_AXI) * s->axi_ps);
+	if (kev != ~0ull)
+		h = min64(h, kev * s->core_ps);
+	if (sev != ~0ull)
+		h = min64(h, sev * s->axi_ps);
+	b.e = ceil_div(h, s->axi_ps);
+	kend = ceil_div(h, s->core_ps);
+	if (b.e <= b.a && kend <= s->core_cycle + 1)
+		return false;
+	if (b.e > b.a)
+		stream_run(s, &b);
+	if (kend > s->core_cycle + 1)
+		core_bulk(s, kend - 1 - s->core_cycle);
+	last = s->axi_cycle * s->axi_ps;
+	if (s->core_cycle * s->core_ps > last)
+		last = s->core_cycle * s->core_ps;
+	if (last > s->now_ps)
+		s->now_ps = last;
+	return true;
+}

@@ -1,0 +1,401 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The simulator's bulk advance (sim/bulk.c) against its edge-by-edge model: a decode-like job
+ * run both ways gives the same cycles, statistics, per-instruction times, trace, L2, S and
+ * host bytes, under configurations that put the weight streams in every regime (port-bound,
+ * DDR-bound with lanes waiting, FIFOs of 64 beats with two bursts in flight, an AXI clock that
+ * rarely meets the core clock, a host that stalls). And the weight FIFOs, which read their
+ * bytes from host memory when a lane takes them: a device write to host memory after a stream
+ * delivered its bytes never changes what it delivered.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "test_sim_util.h"
+
+/* L2 word addresses of the job */
+#define X_W   0x100u      /* inputs: 1024 elements (4 rows of 256 for the GEMM) */
+#define Y_W   0x1000u     /* outputs, one region per matmul */
+#define OUT_WORDS 0x2400u /* Y_W .. Y_W + OUT_WORDS go back to the host */
+#define EXP_SRC 0x8000u
+#define EXP_DST 0xA000u
+
+struct wmat {
+	struct pccx_wshape ws;
+	uint64_t off;         /* in the weight buffer */
+};
+
+/* The weight shapes of the job (entry i of the weight cache is wm[i]). */
+static const struct pccx_wshape shapes[] = {
+	{ 1000, 1024, PCCX_WFMT_Q4, true },
+	{ 203, 512, PCCX_WFMT_Q4, true },
+	{ 50, 256, PCCX_WFMT_F32, false },
+	{ 64, 256, PCCX_WFMT_Q4, true },      /* the GEMM's */
+	{ 100, 256, PCCX_WFMT_Q4, false },
+	{ 37, 256, PCCX_WFMT_F32T, false },
+	{ 4096, 256, PCCX_WFMT_Q4, true },
+};
+#define N_SHAPES (sizeof(shapes) / sizeof(shapes[0]))
+
+struct run {
+	struct pccx_sim_backend_result res;
+	struct pccx_sim_insn_time t[64];
+	uint32_t n_t;
+	uint8_t *l2, *out;
+	uint32_t s_bits;
+	char *trace;
+	size_t trace_len;
+};
+
+static uint64_t wm_layout(struct wmat *wm)
+{
+	uint64_t off = 0;
+	unsigned i;
+
+	for (i = 0; i < N_SHAPES; i++) {
+		wm[i].ws = shapes[i];
+		wm[i].off = off;
+		off += pccx__wstream_row_bytes(&shapes[i]) * pccx__wstream_rows(&shapes[i]);
+		off = (off + 4095) & ~4095ull;
+	}
+	return off;
+}
+
+static void matmul(struct tjob *j, const struct wmat *wm, unsigned e, unsigned op, uint32_t y,
+		   unsigned fshape, unsigned fl, uint32_t hw)
+{
+	tj_add(j, t_matmul(op, y, X_W, 8 + e, fshape, fl | (wm[e].ws.w_scale ? TF_WSCALE : 0)));
+	tj_streams(j, &wm[e].ws, hw, wm[e].off);
+}
+
+/*
+ * Inputs in, GEMVs of every format with CVOs between them (one a sync CVO behind which the
+ * next weights stream ahead), a GEMM, a device write to the host while a GEMV streams, an
+ * accumulating GEMV behind it, everything back to the host.
+ */
+static void decode_job(struct tjob *j, const struct wmat *wm, uint32_t hx, uint32_t hw,
+		       uint32_t hy)
+{
+	unsigned i;
+
+	tj_add(j, t_memset(0, 0, 1024, 1, 1));
+	tj_add(j, t_memset(0, 1, 512, 1, 1));
+	tj_add(j, t_memset(0, 2, 256, 1, 1));
+	tj_add(j, t_memset(0, 3, 256, 4, 1));
+	tj_add(j, t_memset(0, 4, PCCX_L2_ELEMS_PER_WORD, 256, 1));
+	tj_add(j, t_memset(0, 5, PCCX_L2_ELEMS_PER_WORD, 250, 1));
+	tj_add(j, t_memset(0, 6, PCCX_L2_ELEMS_PER_WORD, OUT_WORDS, 1));
+	for (i = 0; i < N_SHAPES; i++)
+		tj_add(j, t_memset(1, 8 + i, shapes[i].n, shapes[i].k, shapes[i].fmt));
+	tj_add(j, t_memcpy(true, false, X_W, 0, tj_dma(j, hx, PCCX_DMA_TO_DEVICE, 0, 4096), 4,
+			   true));
+	matmul(j, wm, 0, PCCX_OP_GEMV, Y_W, 0, 0, hw);
+	tj_add(j, t_cvo(PCCX_CVO_GELU, Y_W, 0x3000, 1000, 1));
+	matmul(j, wm, 1, PCCX_OP_GEMV, Y_W + 0x200, 1, TF_FINDEMAX, hw);
+	tj_add(j, t_cvo(PCCX_CVO_EXP, EXP_SRC, EXP_DST, 20000, 0));
+	matmul(j, wm, 2, PCCX_OP_GEMV, Y_W + 0x300, 2, 0, hw);
+	matmul(j, wm, 3, PCCX_OP_GEMM, Y_W + 0x400, 3, 0, hw);
+	matmul(j, wm, 4, PCCX_OP_GEMV, Y_W + 0x500, 2, 0, hw);
+	matmul(j, wm, 5, PCCX_OP_GEMV, Y_W + 0x600, 2, 0, hw);
+	matmul(j, wm, 6, PCCX_OP_GEMV, Y_W + 0x1000, 2, 0, hw);
+	tj_add(j, t_memcpy(false, true, 0, Y_W, tj_dma(j, hy, PCCX_DMA_FROM_DEVICE, 0, 250 * 16),
+			   5, true));
+	matmul(j, wm, 0, PCCX_OP_GEMV, Y_W, 0, TF_ACCM, hw);
+	tj_add(j, t_memcpy(false, true, 0, Y_W, tj_dma(j, hy, PCCX_DMA_FROM_DEVICE, 4096,
+						       (uint64_t)OUT_WORDS * 16), 6, false));
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long n;
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+	n = ftell(f);
+	ck_assert_int_ge(n, 0);
+	rewind(f);
+	buf = malloc((size_t)n + 1);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	*len = (size_t)n;
+	return buf;
+}
+
+static void fill(uint8_t *p, uint64_t n, uint64_t *rng)
+{
+	uint64_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = (uint8_t)t_rand(rng);
+}
+
+/* Inputs: finite FP32 values (random bits would make NaNs of most results). */
+static void fill_f32(uint8_t *p, uint64_t n, uint64_t *rng)
+{
+	uint64_t i;
+
+	for (i = 0; i + 4 <= n; i += 4)
+		put_f32(p + i, t_f32(rng, 2.0f));
+}
+
+/* Random weights with FP16 scales of moderate size in the q4 records. */
+static void fill_weights(uint8_t *w, const struct wmat *wm)
+{
+	uint64_t rng = 7;
+	unsigned i;
+
+	for (i = 0; i < N_SHAPES; i++) {
+		const struct pccx_wshape *ws = &wm[i].ws;
+		uint64_t rb = pccx__wstream_row_bytes(ws), rows = pccx__wstream_rows(ws), r, b;
+		uint8_t *m = w + wm[i].off;
+
+		if (ws->fmt != PCCX_WFMT_Q4) {
+			fill_f32(m, rb * rows, &rng);
+			continue;
+		}
+		fill(m, rb * rows, &rng);
+		for (r = 0; r < rows && ws->w_scale; r++)
+			for (b = 0; b < ws->k / 32; b++)
+				put16(m + r * rb + 2 * b,
+				      pccx__f32_to_fp16(t_f32(&rng, 0.0625f)));
+	}
+}
+
+static void run_job(const struct pccx_sim_config *cfg, bool every_edge, bool slow_host,
+		    struct run *r)
+{
+	struct pccx_sim_backend *b = NULL;
+	struct pccx_sim_backend_opts opts = { 0 };
+	struct wmat wm[N_SHAPES];
+	uint64_t wbytes = wm_layout(wm), rng = 3;
+	uint32_t hx, hw, hy, i;
+	char path[] = "/tmp/pccx_bulk_XXXXXX";
+	int fd = mkstemp(path);
+	struct pccx_job_view v;
+	struct tjob j = { 0 };
+	pccx_diag d = { 0 };
+	pccx_sim *sim;
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_msg(pccx__sim_backend_create(cfg, &b, &d) == 0, "%s", d.msg);
+	sim = pccx__sim_backend_sim(b);
+	pccx__sim_set_every_edge(sim, every_edge);
+	ck_assert_int_eq(pccx__sim_backend_buf_alloc(b, 4096, PCCX_BUF_DEV_READ, &hx, &d), 0);
+	ck_assert_int_eq(pccx__sim_backend_buf_alloc(b, wbytes, PCCX_BUF_DEV_READ, &hw, &d), 0);
+	ck_assert_int_eq(pccx__sim_backend_buf_alloc(b, 4096 + (uint64_t)OUT_WORDS * 16,
+						     PCCX_BUF_DEV_WRITE, &hy, &d), 0);
+	fill_f32(pccx__sim_backend_buf_map(b, hx, NULL), 4096, &rng);
+	fill_weights(pccx__sim_backend_buf_map(b, hw, NULL), wm);
+	decode_job(&j, wm, hx, hw, hy);
+	ck_assert_int_eq(pccx__sim_trace_open(sim, path, &d), 0);
+	if (slow_host) {
+		opts.stall_every = 5;
+		opts.stall_phase = 2;
+		opts.stall_cycles = 3000;
+	}
+	v = tj_view(&j);
+	ck_assert_msg(pccx__sim_backend_submit_wait(b, &v, &opts, &r->res, &d) == 0, "%s", d.msg);
+	ck_assert_int_eq(pccx__sim_trace_close(sim, &d), 0);
+	r->trace = slurp(path, &r->trace_len);
+	unlink(path);
+	for (i = 0; i < 64 && pccx__sim_insn_time(sim, i); i++)
+		r->t[i] = *pccx__sim_insn_time(sim, i);
+	r->n_t = i;
+	ck_assert_uint_eq(r->n_t, j.n_insn);
+	r->l2 = malloc((size_t)cfg->l2_words * 16);
+	r->out = malloc(4096 + (size_t)OUT_WORDS * 16);
+	ck_assert_ptr_nonnull(r->l2);
+	ck_assert_ptr_nonnull(r->out);
+	memcpy(r->l2, pccx__sim_l2(sim), (size_t)cfg->l2_words * 16);
+	memcpy(r->out, pccx__sim_backend_buf_map(b, hy, NULL), 4096 + (size_t)OUT_WORDS * 16);
+	r->s_bits = pccx__sim_s_bits(sim);
+	pccx__sim_backend_destroy(b);
+}
+
+static void run_free(struct run *r)
+{
+	free(r->l2);
+	free(r->out);
+	free(r->trace);
+}
+
+static void same_both_ways(const struct pccx_sim_config *cfg, bool slow_host)
+{
+	struct run e = { 0 }, k = { 0 };
+	const struct pccx_sim_stats *a = &e.res.stats, *b = &k.res.stats;
+	uint32_t i;
+
+	run_job(cfg, true, slow_host, &e);
+	run_job(cfg, false, slow_host, &k);
+	ck_assert_uint_eq(e.res.cycles, k.res.cycles);
+	ck_assert_uint_eq(a->stall_weights, b->stall_weights);
+	ck_assert_uint_eq(a->ddr_row_misses, b->ddr_row_misses);
+	for (i = 0; i < PCCX_SIM_DM_CHANNELS; i++) {
+		ck_assert_uint_eq(a->dm_busy[i], b->dm_busy[i]);
+		ck_assert_uint_eq(a->dm_stall_full[i], b->dm_stall_full[i]);
+	}
+	for (i = 0; i < PCCX_SIM_U_COUNT; i++)
+		ck_assert_uint_eq(a->unit_busy[i], b->unit_busy[i]);
+	ck_assert_int_eq(memcmp(a, b, sizeof(*a)), 0);
+	for (i = 0; i < e.n_t; i++) {
+		ck_assert_msg(e.t[i].issue == k.t[i].issue && e.t[i].done == k.t[i].done,
+			      "instruction %u: issue %llu/%llu done %llu/%llu", i,
+			      (unsigned long long)e.t[i].issue, (unsigned long long)k.t[i].issue,
+			      (unsigned long long)e.t[i].done, (unsigned long long)k.t[i].done);
+	}
+	ck_assert_uint_eq(e.trace_len, k.trace_len);
+	ck_assert_int_eq(memcmp(e.trace, k.trace, e.trace_len), 0);
+	ck_assert_int_eq(memcmp(e.l2, k.l2, (size_t)cfg->l2_words * 16), 0);
+	ck_assert_int_eq(memcmp(e.out, k.out, 4096 + (size_t)OUT_WORDS * 16), 0);
+	ck_assert_uint_eq(e.s_bits, k.s_bits);
+	/* the job did what it is for: weights waited for, bursts stalled on full FIFOs */
+	ck_assert_uint_gt(a->ddr_bursts, 1000);
+	ck_assert_uint_gt(a->unit_insns[PCCX_SIM_U_GEMV], 6);
+	run_free(&e);
+	run_free(&k);
+}
+
+static void config(struct pccx_sim_config *cfg, int which)
+{
+	pccx__sim_config_default(cfg);
+	switch (which) {
+	case 1:            /* DDR-bound: the lanes run dry and wait */
+		cfg->ddr_mbps = 6000;
+		break;
+	case 2:            /* FIFOs of 64 beats, two bursts in flight */
+		cfg->wstream_fifo_depth = 64;
+		cfg->dm_outstanding = 2;
+		break;
+	case 3:            /* an AXI clock whose edges rarely meet the core's */
+		cfg->axi_hz = 333000000;
+		cfg->ddr_read_latency_ps = 250000;
+		break;
+	}
+}
+
+START_TEST(bulk_equals_every_edge)
+{
+	struct pccx_sim_config cfg;
+
+	config(&cfg, _i);
+	same_both_ways(&cfg, false);
+}
+END_TEST
+
+START_TEST(bulk_equals_every_edge_slow_host)
+{
+	struct pccx_sim_config cfg;
+
+	config(&cfg, 0);
+	same_both_ways(&cfg, true);
+}
+END_TEST
+
+/*
+ * A GEMV's weights stream into the FIFOs behind a sync CVO; then a MEMCPY to the host
+ * overwrites those bytes in host memory while the GEMV takes them. The GEMV computes with
+ * what its stream delivered: the bytes from before the write.
+ */
+START_TEST(device_write_after_delivery)
+{
+	struct pccx_wshape ws = { 256, 256, PCCX_WFMT_Q4, true };
+	uint64_t rb = pccx__wstream_row_bytes(&ws), wbytes = rb * 256, rng = 5;
+	struct pccx_sim_backend *b = NULL;
+	struct pccx_sim_backend_result res;
+	struct pccx_sim_backend_opts opts = { 0 };
+	uint32_t hx, hw, i, k;
+	uint8_t *x8, *w8, *old;
+	float x[256];
+	struct pccx_job_view v;
+	struct tjob j = { 0 };
+	pccx_diag d = { 0 };
+	int8_t q8[256];
+	float sx[8];
+
+	ck_assert_msg(pccx__sim_backend_create(NULL, &b, &d) == 0, "%s", d.msg);
+	ck_assert_int_eq(pccx__sim_backend_buf_alloc(b, 4096, PCCX_BUF_DEV_READ |
+						     PCCX_BUF_DEV_WRITE, &hx, &d), 0);
+	ck_assert_int_eq(pccx__sim_backend_buf_alloc(b, wbytes, PCCX_BUF_DEV_READ |
+						     PCCX_BUF_DEV_WRITE, &hw, &d), 0);
+	x8 = pccx__sim_backend_buf_map(b, hx, NULL);
+	w8 = pccx__sim_backend_buf_map(b, hw, NULL);
+	fill_f32(x8, 4096, &rng);
+	for (i = 0; i < 256; i++)
+		x[i] = get_f32(x8 + 4 * i);
+	fill(w8, wbytes, &rng);
+	for (i = 0; i < 256; i++)
+		for (k = 0; k < 8; k++)
+			put16(w8 + i * rb + 2 * k, pccx__f32_to_fp16(t_f32(&rng, 0.0625f)));
+	old = malloc(wbytes);
+	ck_assert_ptr_nonnull(old);
+	memcpy(old, w8, wbytes);
+
+	tj_add(&j, t_memset(0, 0, 256, 1, 1));
+	tj_add(&j, t_memset(1, 1, 256, 256, PCCX_WFMT_Q4));
+	tj_add(&j, t_memset(0, 2, PCCX_L2_ELEMS_PER_WORD, 256, 1));
+	tj_add(&j, t_memset(0, 3, PCCX_L2_ELEMS_PER_WORD, 64, 1));
+	tj_add(&j, t_memcpy(true, false, X_W, 0, tj_dma(&j, hx, PCCX_DMA_TO_DEVICE, 0, 4096), 2,
+			    true));
+	tj_add(&j, t_cvo(PCCX_CVO_EXP, EXP_SRC, EXP_DST, 30000, 0));
+	tj_add(&j, t_matmul(PCCX_OP_GEMV, Y_W, X_W, 1, 0, TF_WSCALE));
+	tj_streams(&j, &ws, hw, 0);
+	/* the inputs over the first 28 rows of every port's quarter */
+	for (i = 0; i < PCCX_WSTREAM_PORTS; i++)
+		tj_add(&j, t_memcpy(false, true, 0, X_W,
+				    tj_dma(&j, hw, PCCX_DMA_FROM_DEVICE, i * 64 * rb, 4096), 2,
+				    true));
+	tj_add(&j, t_memcpy(false, true, 0, Y_W,
+			    tj_dma(&j, hx, PCCX_DMA_FROM_DEVICE, 0, 1024), 3, false));
+	v = tj_view(&j);
+	opts.no_validate = true;     /* the job writes what it streams */
+	ck_assert_msg(pccx__sim_backend_submit_wait(b, &v, &opts, &res, &d) == 0, "%s", d.msg);
+	ck_assert_int_ne(memcmp(w8, old, 4096), 0);     /* the writes landed */
+	pccx__q8_quantize(x, 256, q8, sx);
+	for (i = 0; i < 256; i++) {
+		uint16_t sc[8];
+		float y;
+
+		for (k = 0; k < 8; k++)
+			sc[k] = get16(old + i * rb + 2 * k);
+		y = pccx__out_store(pccx__q4_row_dot(old + i * rb + 16, sc, q8, sx, 256), false,
+				    0.0f);
+		ck_assert_msg(get32(x8 + 4 * i) == pccx_f32_bits(y),
+			      "row %u: got 0x%08x expected 0x%08x", i, get32(x8 + 4 * i),
+			      pccx_f32_bits(y));
+	}
+	free(old);
+	pccx__sim_backend_destroy(b);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("sim_bulk");
+	TCase *t = tcase_create("core");
+
+	tcase_set_timeout(t, 300);
+	tcase_add_loop_test(t, bulk_equals_every_edge, 0, 4);
+	tcase_add_test(t, bulk_equals_every_edge_slow_host);
+	tcase_add_test(t, device_write_after_delivery);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *r = srunner_create(suite());
+	int failed;
+
+	srunner_run_all(r, CK_NORMAL);
+	failed = srunner_ntests_failed(r);
+	srunner_free(r);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
