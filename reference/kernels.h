@@ -149,11 +149,21 @@ void pccx__kern_q8_quantize(const float *x, size_t k, int8_t *q, float *sx);
 
 /*
  * The SFU's element-wise functions over n elements: the bits of pccx__sfu_vector; MUL, ADD and
- * SCALE (pccx__kern_sfu_cheap) vectorised, the others passed to it.
+ * SCALE (pccx__kern_sfu_cheap) vectorised, GELU and tanh too with AVX-512, the others passed
+ * to it.
  */
 void pccx__kern_sfu_vector(enum pccx_sfu_fn fn, unsigned flags, float S, const float *src,
 			   float *dst, size_t n);
 bool pccx__kern_sfu_cheap(enum pccx_sfu_fn fn);
+/* The same without AVX-512: MUL, ADD and SCALE in vectorised blocks, the others scalar. */
+void pccx__kern_sfu_blocks(enum pccx_sfu_fn fn, unsigned flags, float S, const float *src,
+			   float *dst, size_t n);
+/*
+ * MUL, ADD, SCALE, GELU and tanh on AVX-512, the bits of pccx__sfu_vector; false (nothing
+ * done) for other functions or CPUs.
+ */
+bool pccx__kern_sfu_avx512(enum pccx_sfu_fn fn, unsigned flags, float S, const float *src,
+			   float *dst, size_t n);
 
 /* True when the CPU runs the AVX2 kernel (AVX2 and F16C). Cached after the first call. */
 bool pccx__kern_have_avx2(void);

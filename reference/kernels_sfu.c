@@ -3,8 +3,8 @@
  * The SFU's cheap element-wise functions (MUL, ADD, SCALE) over a vector, stage by stage over
  * blocks of 64 elements so that the compiler vectorises each stage. Every element goes through
  * exactly the IEEE operations of pccx__sfu_elem in the same order (input stage, function,
- * accumulate, canonical NaN), so the bits are those of pccx__sfu_vector; the other functions
- * are passed to it.
+ * accumulate, canonical NaN), so the bits are those of pccx__sfu_vector. With AVX-512 these and
+ * GELU and tanh go to pccx__kern_sfu_avx512; the other functions to pccx__sfu_vector.
  */
 #include <string.h>
 
@@ -80,7 +80,7 @@ bool pccx__kern_sfu_cheap(enum pccx_sfu_fn fn)
 	return fn == PCCX_SFU_MUL || fn == PCCX_SFU_ADD || fn == PCCX_SFU_SCALE;
 }
 
-void pccx__kern_sfu_vector(enum pccx_sfu_fn fn, unsigned flags, float S, const float *src,
+void pccx__kern_sfu_blocks(enum pccx_sfu_fn fn, unsigned flags, float S, const float *src,
 			   float *dst, size_t n)
 {
 	size_t i;
@@ -91,4 +91,11 @@ void pccx__kern_sfu_vector(enum pccx_sfu_fn fn, unsigned flags, float S, const f
 	}
 	for (i = 0; i < n; i += BLK)
 		cheap_block(fn, flags, S, src + i, dst + i, n - i < BLK ? n - i : BLK);
+}
+
+void pccx__kern_sfu_vector(enum pccx_sfu_fn fn, unsigned flags, float S, const float *src,
+			   float *dst, size_t n)
+{
+	if (!pccx__kern_sfu_avx512(fn, flags, S, src, dst, n))
+		pccx__kern_sfu_blocks(fn, flags, S, src, dst, n);
 }

@@ -304,16 +304,26 @@ static void sfu_case(unsigned fn, unsigned flags, float S, size_t n, uint64_t *s
 		src[i] = wild_float(s);
 		d0[i] = wild_float(s);
 	}
-	memcpy(e, d0, sizeof(e));
-	memcpy(y, d0, sizeof(y));
-	pccx__sfu_vector(fn, flags, S, src, e, n);
-	pccx__kern_sfu_vector(fn, flags, S, src, y, n);
-	ck_assert_msg(!memcmp(e, y, sizeof(e)), "fn %u flags %#x n %zu", fn, flags, n);
-	memcpy(e, d0, sizeof(e));
-	memcpy(y, d0, sizeof(y));
-	pccx__sfu_vector(fn, flags, S, e, e, n);
-	pccx__kern_sfu_vector(fn, flags, S, y, y, n);
-	ck_assert_msg(!memcmp(e, y, sizeof(e)), "in place: fn %u flags %#x n %zu", fn, flags, n);
+	unsigned v;
+
+	for (v = 0; v < 2; v++) {
+		/* the dispatch (AVX-512 where the CPU has it), then the portable blocks */
+		void (*f)(enum pccx_sfu_fn, unsigned, float, const float *, float *, size_t) =
+			v ? pccx__kern_sfu_blocks : pccx__kern_sfu_vector;
+
+		memcpy(e, d0, sizeof(e));
+		memcpy(y, d0, sizeof(y));
+		pccx__sfu_vector(fn, flags, S, src, e, n);
+		f(fn, flags, S, src, y, n);
+		ck_assert_msg(!memcmp(e, y, sizeof(e)), "%u: fn %u flags %#x n %zu", v, fn, flags,
+			      n);
+		memcpy(e, d0, sizeof(e));
+		memcpy(y, d0, sizeof(y));
+		pccx__sfu_vector(fn, flags, S, e, e, n);
+		f(fn, flags, S, y, y, n);
+		ck_assert_msg(!memcmp(e, y, sizeof(e)), "%u in place: fn %u flags %#x n %zu", v,
+			      fn, flags, n);
+	}
 }
 
 /* pccx__kern_sfu_vector gives pccx__sfu_vector's bytes: every function and flag set. */
@@ -329,6 +339,40 @@ START_TEST(test_sfu_vector_bit_identical)
 				for (it = 0; it < 2; it++)
 					sfu_case(fn, flags, it ? wild_float(&s) : 1.5f, lens[li],
 						 &s);
+}
+END_TEST
+
+/*
+ * GELU and tanh over the float line: every 65,537th bit pattern (all exponents, NaNs and
+ * infinities) and a dense sweep of [-12, 12] (every branch of the algorithms), against
+ * pccx__sfu_vector, in runs of odd length (masked tails).
+ */
+START_TEST(test_sfu_transcendental_bit_identical)
+{
+	enum { N = 65536 + 240000 };
+	static float x[N], e[N], y[N];
+	static const enum pccx_sfu_fn fns[] = { PCCX_SFU_GELU, PCCX_SFU_TANH };
+	size_t i, f;
+
+	for (i = 0; i < 65536; i++)
+		x[i] = pccx_f32_from_bits((uint32_t)(i * 65537u + 12345u));
+	for (i = 0; i < 240000; i++)
+		x[65536 + i] = -12.0f + 24.0f * (float)i / 240000.0f;
+	for (f = 0; f < 2; f++) {
+		memset(e, 0, sizeof(e));
+		memset(y, 0, sizeof(y));
+		for (i = 0; i < N; i += 997) {
+			size_t n = N - i < 997 ? N - i : 997;
+
+			pccx__sfu_vector(fns[f], 0, 0.0f, x + i, e + i, n);
+			pccx__kern_sfu_vector(fns[f], 0, 0.0f, x + i, y + i, n);
+		}
+		for (i = 0; i < N; i++)
+			ck_assert_msg(pccx_f32_bits(e[i]) == pccx_f32_bits(y[i]),
+				      "fn %d x %a (%08x): %08x, want %08x", (int)fns[f],
+				      (double)x[i], pccx_f32_bits(x[i]), pccx_f32_bits(y[i]),
+				      pccx_f32_bits(e[i]));
+	}
 }
 END_TEST
 
@@ -547,6 +591,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_names_and_support);
 	tcase_add_test(tc, test_exec_q4_gemm);
 	tcase_add_test(tc, test_sfu_vector_bit_identical);
+	tcase_add_test(tc, test_sfu_transcendental_bit_identical);
 	tcase_add_test(tc, test_q8_quantize_bit_identical);
 	tcase_add_test(tc, test_f32_bit_identical);
 	suite_add_tcase(s, tc);
