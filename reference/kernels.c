@@ -172,7 +172,11 @@ const char *pccx__kern_name(enum pccx_kern_impl impl)
 	}
 }
 
-/* ---- threading: contiguous parts of 16 rows (the widest kernel's group) ---- */
+/*
+ * ---- threading: chunks of rows (multiples of 16, the widest kernel's group) taken in turn
+ * by the threads from a shared counter, so that a thread the system holds back takes fewer;
+ * each output is computed whole by one thread, so the bits do not depend on who takes what ----
+ */
 
 struct kern_job {
 	enum pccx_kern_impl impl;
@@ -182,6 +186,8 @@ struct kern_job {
 	const struct pccx_kern_act *a;
 	float *y;
 	size_t ldy;
+	uint32_t chunk;
+	uint32_t next;		/* atomic: the first row not taken yet */
 };
 
 typedef void (*rows_fn)(const uint8_t *, uint64_t, uint32_t, const struct pccx_kern_act *,
@@ -215,21 +221,43 @@ static gemm_fn gemm_of(enum pccx_kern_impl impl)
 	}
 }
 
+uint32_t pccx__kern_chunk(uint32_t n, unsigned nparts)
+{
+	uint32_t c = n / (4 * (nparts ? nparts : 1));
+
+	return c < 16 ? 16 : (c + 15) / 16 * 16;
+}
+
+bool pccx__kern_take(uint32_t *next, uint32_t chunk, uint32_t n, uint32_t *lo, uint32_t *hi)
+{
+	uint32_t at = __atomic_load_n(next, __ATOMIC_RELAXED);
+
+	/* a compare-and-swap loop, so that the counter never passes n (no wrap-around) */
+	do {
+		if (at >= n)
+			return false;
+		*lo = at;
+		*hi = n - at < chunk ? n : at + chunk;
+	} while (!__atomic_compare_exchange_n(next, &at, *hi, false, __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
+	return true;
+}
+
 static void job_part(void *ctx, unsigned part, unsigned nparts)
 {
-	const struct kern_job *j = ctx;
-	unsigned long long lo, hi;
+	struct kern_job *j = ctx;
+	uint32_t lo, hi;
 	const uint8_t *w;
 
-	pccx__pool_split(j->n, 16, part, nparts, &lo, &hi);
-	if (lo >= hi)
-		return;
-	w = j->w + lo * j->row_bytes;
-	if (j->m == 1)
-		rows_of(j->impl)(w, j->row_bytes, (uint32_t)(hi - lo), j->a, j->y + lo);
-	else
-		gemm_of(j->impl)(w, j->row_bytes, (uint32_t)(hi - lo), j->a, j->m, j->y + lo,
-				 j->ldy);
+	(void)part;
+	(void)nparts;
+	while (pccx__kern_take(&j->next, j->chunk, j->n, &lo, &hi)) {
+		w = j->w + lo * j->row_bytes;
+		if (j->m == 1)
+			rows_of(j->impl)(w, j->row_bytes, hi - lo, j->a, j->y + lo);
+		else
+			gemm_of(j->impl)(w, j->row_bytes, hi - lo, j->a, j->m, j->y + lo, j->ldy);
+	}
 }
 
 /* Below this many weight-activation products a second thread costs more than it saves. */
@@ -239,13 +267,15 @@ static void run(struct pccx_pool *pool, struct kern_job *j)
 {
 	if ((uint64_t)j->n * j->a->k * j->m < MT_MIN_MACS)
 		pool = NULL;
+	j->chunk = pccx__kern_chunk(j->n, pccx__pool_threads(pool));
+	j->next = 0;
 	pccx__pool_run(pool, job_part, j);
 }
 
 void pccx__kern_q4_gemv(struct pccx_pool *pool, enum pccx_kern_impl impl, const uint8_t *w,
 			uint64_t row_bytes, uint32_t n, const struct pccx_kern_act *a, float *y)
 {
-	struct kern_job j = { pccx__kern_resolve(impl), w, row_bytes, n, 1, a, y, 0 };
+	struct kern_job j = { pccx__kern_resolve(impl), w, row_bytes, n, 1, a, y, 0, 0, 0 };
 
 	run(pool, &j);
 }
@@ -254,7 +284,7 @@ void pccx__kern_q4_gemm(struct pccx_pool *pool, enum pccx_kern_impl impl, const 
 			uint64_t row_bytes, uint32_t n, const struct pccx_kern_act *a, uint32_t m,
 			float *y, size_t ldy)
 {
-	struct kern_job j = { pccx__kern_resolve(impl), w, row_bytes, n, m, a, y, ldy };
+	struct kern_job j = { pccx__kern_resolve(impl), w, row_bytes, n, m, a, y, ldy, 0, 0 };
 
 	if (m)
 		run(pool, &j);

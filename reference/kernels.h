@@ -178,6 +178,13 @@ enum pccx_kern_impl pccx__kern_resolve(enum pccx_kern_impl impl);
 /* The kernel's name, "?" for values out of range. */
 const char *pccx__kern_name(enum pccx_kern_impl impl);
 
+/*
+ * Work sharing: rows in chunks (a multiple of 16, about a quarter of a thread's share) that the
+ * threads take in turn from *next until n.
+ */
+uint32_t pccx__kern_chunk(uint32_t n, unsigned nparts);
+bool pccx__kern_take(uint32_t *next, uint32_t chunk, uint32_t n, uint32_t *lo, uint32_t *hi);
+
 /* All n rows, split across the pool's threads (pool may be NULL). */
 void pccx__kern_q4_gemv(struct pccx_pool *pool, enum pccx_kern_impl impl, const uint8_t *w,
 			uint64_t row_bytes, uint32_t n, const struct pccx_kern_act *a, float *y);

@@ -3,7 +3,8 @@
  * F32 matmuls of the reference (attention scores: rows of K dotted with rows of q; context:
  * columns of V summed with the scores as weights): the definitions (isa/num's
  * pccx__f32_row_dot and pccx__f32_colsum, for m rows of x and rows of W any multiple of 16
- * bytes apart), dispatch to the AVX-512 kernels, and threading over the outputs.
+ * bytes apart), dispatch to the AVX-512 kernels, and threading over the outputs (chunks taken in
+ * turn, as for the Q4 kernels).
  */
 #include "kernels.h"
 #include "pccx_num.h"
@@ -60,31 +61,33 @@ struct f32_job {
 	size_t xs;
 	float *y;
 	size_t ldy;
+	uint32_t chunk;
+	uint32_t next;		/* atomic: the first output not taken yet */
 };
 
-/* The outputs [lo, hi) of every row of x: rows of W (F32) or columns (F32T). */
+/* Chunks of outputs of every row of x, rows of W (F32) or columns (F32T), taken in turn. */
 static void f32_part(void *ctx, unsigned part, unsigned nparts)
 {
-	const struct f32_job *j = ctx;
-	unsigned long long lo, hi;
-	uint32_t cnt;
+	struct f32_job *j = ctx;
+	uint32_t lo, hi, cnt;
 
-	pccx__pool_split(j->n, 16, part, nparts, &lo, &hi);
-	if (lo >= hi)
-		return;
-	cnt = (uint32_t)(hi - lo);
-	if (j->t && j->vec)
-		pccx__kern_f32t_cols_avx512(j->w + lo, j->row_bytes, j->k, cnt, j->x, j->xs, j->m,
-					    j->y + lo, j->ldy);
-	else if (j->t)
-		pccx__kern_f32t_cols_ref(j->w + lo, j->row_bytes, j->k, cnt, j->x, j->xs, j->m,
-					 j->y + lo, j->ldy);
-	else if (j->vec)
-		pccx__kern_f32_rows_avx512(frow(j->w, j->row_bytes, (uint32_t)lo), j->row_bytes,
-					   cnt, j->k, j->x, j->xs, j->m, j->y + lo, j->ldy);
-	else
-		pccx__kern_f32_rows_ref(frow(j->w, j->row_bytes, (uint32_t)lo), j->row_bytes, cnt,
-					j->k, j->x, j->xs, j->m, j->y + lo, j->ldy);
+	(void)part;
+	(void)nparts;
+	while (pccx__kern_take(&j->next, j->chunk, j->n, &lo, &hi)) {
+		cnt = hi - lo;
+		if (j->t && j->vec)
+			pccx__kern_f32t_cols_avx512(j->w + lo, j->row_bytes, j->k, cnt, j->x, j->xs,
+						    j->m, j->y + lo, j->ldy);
+		else if (j->t)
+			pccx__kern_f32t_cols_ref(j->w + lo, j->row_bytes, j->k, cnt, j->x, j->xs,
+						 j->m, j->y + lo, j->ldy);
+		else if (j->vec)
+			pccx__kern_f32_rows_avx512(frow(j->w, j->row_bytes, lo), j->row_bytes, cnt,
+						   j->k, j->x, j->xs, j->m, j->y + lo, j->ldy);
+		else
+			pccx__kern_f32_rows_ref(frow(j->w, j->row_bytes, lo), j->row_bytes, cnt,
+						j->k, j->x, j->xs, j->m, j->y + lo, j->ldy);
+	}
 }
 
 /* Below this many products a second thread costs more than it saves. */
@@ -94,6 +97,8 @@ static void f32_run(struct pccx_pool *pool, struct f32_job *j)
 {
 	if ((uint64_t)j->n * j->k * j->m < MT_MIN_MACS)
 		pool = NULL;
+	j->chunk = pccx__kern_chunk(j->n, pccx__pool_threads(pool));
+	j->next = 0;
 	pccx__pool_run(pool, f32_part, j);
 }
 
@@ -102,7 +107,7 @@ void pccx__kern_f32_gemm(struct pccx_pool *pool, enum pccx_kern_impl impl, const
 			 uint32_t m, float *y, size_t ldy)
 {
 	struct f32_job j = { false, pccx__kern_resolve(impl) == PCCX_KERN_AVX512, w, row_bytes,
-			     n, k, m, x, xs, y, ldy };
+			     n, k, m, x, xs, y, ldy, 0, 0 };
 
 	f32_run(pool, &j);
 }
@@ -112,7 +117,7 @@ void pccx__kern_f32t_gemm(struct pccx_pool *pool, enum pccx_kern_impl impl, cons
 			  uint32_t m, float *y, size_t ldy)
 {
 	struct f32_job j = { true, pccx__kern_resolve(impl) == PCCX_KERN_AVX512, w, row_bytes,
-			     n, k, m, x, xs, y, ldy };
+			     n, k, m, x, xs, y, ldy, 0, 0 };
 
 	f32_run(pool, &j);
 }

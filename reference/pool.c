@@ -31,8 +31,8 @@ struct worker_arg {
 	unsigned part;
 };
 
-/* Spins of a waiting thread before it sleeps: some tens of microseconds. */
-#define SPINS 4000
+/* Spins of a waiting thread before it sleeps: a few tens of microseconds. */
+#define SPINS 1500
 
 static void relax(void)
 {
