@@ -185,6 +185,7 @@ int pccx__gguf_import_q4_0(struct pccx_gguf_import *im, struct pccx_gemma_model 
 		return rc;
 	j.src = gt->data + base * j.src_row;
 	j.dst = m->data + T->offset;
+	pccx__gguf_will_read(im->g, j.src, T->rows * j.src_row);
 	if (!im->pool || T->rows * j.src_row <= WINDOW)
 		q4_rows(&j, 0, 1);
 	else
@@ -250,6 +251,7 @@ int pccx__gguf_import_decoded(struct pccx_gguf_import *im, struct pccx_gemma_mod
 		return rc;
 	c->first = c->count = 0;
 	c->end = base + m->t[t].rows;
+	pccx__gguf_will_read(im->g, gt->data + base * c->row_bytes, m->t[t].rows * c->row_bytes);
 	snprintf(c->what, sizeof(c->what), "%s: tensor '%s'", pccx_gguf_name(im->g), gt->name);
 	return pccx__gemma_place_rows(m, t, window_row, &im, gt, base, row, err, clipped, name,
 				      d);

@@ -1260,3 +1260,8 @@ int pccx__gguf_read(const pccx_gguf *g, const uint8_t *p, size_t len, uint8_t *b
 {
 	return pccx__modelfile_read(&g->map, g->name, p, len, buf, out, d);
 }
+
+void pccx__gguf_will_read(const pccx_gguf *g, const uint8_t *p, uint64_t len)
+{
+	pccx__modelfile_will_read(&g->map, p, len);
+}

@@ -30,5 +30,7 @@ const char *pccx__gguf_name_problem(const char *s, uint64_t len, uint64_t max);
  */
 PCCX_MUST_CHECK int pccx__gguf_read(const pccx_gguf *g, const uint8_t *p, size_t len,
 				    uint8_t *buf, const uint8_t **out, pccx_diag *d);
+/* The loader will read [p, p + len) next (pccx__modelfile_will_read). */
+void pccx__gguf_will_read(const pccx_gguf *g, const uint8_t *p, uint64_t len);
 
 #endif /* PCCX_GGUF_INTERNAL_H */

@@ -78,6 +78,12 @@ int pccx__modelfile_read(const pccx_modelfile_map *m, const char *name, const ui
 	return PCCX_OK;
 }
 
+void pccx__modelfile_will_read(const pccx_modelfile_map *m, const uint8_t *p, uint64_t len)
+{
+	if (m->mapping && len)
+		(void)posix_fadvise(m->fd, (off_t)(p - m->data), (off_t)len, POSIX_FADV_WILLNEED);
+}
+
 void pccx__modelfile_release(const pccx_modelfile_map *m, const void *p, uint64_t len)
 {
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), lo, hi;

@@ -35,6 +35,13 @@ PCCX_MUST_CHECK int pccx__modelfile_read(const pccx_modelfile_map *m, const char
 					 const uint8_t *p, size_t len, uint8_t *buf,
 					 const uint8_t **out, pccx_diag *d);
 /*
+ * A loader is about to read [p, p + len) of a mapped file in windows, from several threads:
+ * the kernel starts reading all of it into the page cache at once (POSIX_FADV_WILLNEED),
+ * where the threads' interleaved windows would defeat its readahead on a cold file. Advice
+ * only; nothing for a caller's buffer.
+ */
+void pccx__modelfile_will_read(const pccx_modelfile_map *m, const uint8_t *p, uint64_t len);
+/*
  * Hand the pages of [p, p + len) inside the mapping back to the kernel once a loader has
  * converted them: the mapping stays valid (a later read faults them in again from the file),
  * but they stop counting in the process's resident memory. Only whole pages inside the range
