@@ -209,7 +209,7 @@ static int op_matmul(void *ctx, const struct pccx_npu_matmul *mm)
 	uint64_t rb, bytes;
 	const uint8_t *w;
 	float smax = 0.0f;
-	uint32_t r, i;
+	uint32_t r;
 	int rc;
 
 	x->cnt.ops[OP_MATMUL]++;
@@ -251,8 +251,7 @@ static int op_matmul(void *ctx, const struct pccx_npu_matmul *mm)
 		float *out = word(x, mm->dst + r * pccx_words_for(mm->n));
 		const float *y = x->y + (size_t)r * mm->n;
 
-		for (i = 0; i < mm->n; i++)
-			out[i] = pccx__out_store(y[i], mm->accm, out[i]);
+		pccx__kern_out_store(y, out, mm->n, mm->accm);
 		if (mm->findemax) {
 			float rmax = pccx__sfu_reduce(PCCX_SFU_MAX, 0, 0.0f, out, mm->n);
 

@@ -165,6 +165,11 @@ void pccx__kern_sfu_blocks(enum pccx_sfu_fn fn, unsigned flags, float S, const f
 bool pccx__kern_sfu_avx512(enum pccx_sfu_fn fn, unsigned flags, float S, const float *src,
 			   float *dst, size_t n);
 
+/* out[i] = pccx__out_store(y[i], accm, out[i]) for i < n (the GEMV/GEMM output stage). */
+void pccx__kern_out_store(const float *y, float *out, size_t n, bool accm);
+/* The same on AVX-512; false (nothing done) on other CPUs. */
+bool pccx__kern_out_avx512(const float *y, float *out, size_t n, bool accm);
+
 /* True when the CPU runs the AVX2 kernel (AVX2 and F16C). Cached after the first call. */
 bool pccx__kern_have_avx2(void);
 /* True when the CPU runs the _avxvnni kernels (AVX2, F16C and AVX-VNNI). */

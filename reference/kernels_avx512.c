@@ -17,6 +17,13 @@
 #define T512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,f16c")))
 #define G 16	/* rows per group: the lanes of a vector */
 
+/* NaN -> the canonical quiet NaN, as pccx_f32_canon does for each lane. */
+T512 static __m512 canon16(__m512 v)
+{
+	return _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q),
+				  _mm512_castsi512_ps(_mm512_set1_epi32((int)PCCX_F32_QNAN_BITS)));
+}
+
 /* vpermt2w selections of the scale transpose (see scales16x8) */
 static const uint16_t idx1[2][32] = {
 	{ 0, 8, 16, 24, 32, 40, 48, 56, 1, 9, 17, 25, 33, 41, 49, 57,
@@ -174,6 +181,10 @@ T512 static void group16(const uint8_t *const rec[G], uint32_t nr, uint64_t sb,
 		acc = accumulate4(acc, dot, d, a, b);
 		b += 4;
 	}
+	if (b == nb) {
+		_mm512_mask_storeu_ps(y, (__mmask16)((1u << nr) - 1), canon16(acc));
+		return;
+	}
 	_mm512_storeu_ps(v, acc);
 	for (r = 0; r < nr; r++)
 		y[r] = pccx__kern_q4_row_finish(rec[r], sb, a, b, v[r]);
@@ -322,6 +333,11 @@ T512 static void gemm_group16(const uint8_t *const rec[G], uint32_t nr, uint64_t
 			gemm_block(wt + 8 * i, d[(b + i) % 8], a, m, b + i, acc);
 	}
 	for (j = 0; j < m; j++) {
+		if (b == nb) {
+			_mm512_mask_storeu_ps(y + j * ldy, (__mmask16)((1u << nr) - 1),
+					      canon16(acc[j]));
+			continue;
+		}
 		_mm512_storeu_ps(v, acc[j]);
 		for (r = 0; r < nr; r++)
 			y[j * ldy + r] = pccx__kern_q4_row_finish(rec[r], sb, &a[j], b, v[r]);
@@ -352,13 +368,6 @@ void pccx__kern_q4_gemm_rows_avx512(const uint8_t *w, uint64_t row_bytes, uint32
 }
 
 /* ---- F32 matmuls: the attention scores (row dots) and context (column sums) ---- */
-
-/* NaN -> the canonical quiet NaN, as pccx_f32_canon does for each lane. */
-T512 static __m512 canon16(__m512 v)
-{
-	return _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q),
-				  _mm512_castsi512_ps(_mm512_set1_epi32((int)PCCX_F32_QNAN_BITS)));
-}
 
 /*
  * F32 rows row[0 .. nr) (16 lanes; the lanes past nr repeat a row and are not stored) against

@@ -99,3 +99,13 @@ void pccx__kern_sfu_vector(enum pccx_sfu_fn fn, unsigned flags, float S, const f
 	if (!pccx__kern_sfu_avx512(fn, flags, S, src, dst, n))
 		pccx__kern_sfu_blocks(fn, flags, S, src, dst, n);
 }
+
+void pccx__kern_out_store(const float *y, float *out, size_t n, bool accm)
+{
+	size_t i;
+
+	if (pccx__kern_out_avx512(y, out, n, accm))
+		return;
+	for (i = 0; i < n; i++)
+		out[i] = pccx__out_store(y[i], accm, out[i]);
+}

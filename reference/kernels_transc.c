@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * The SFU's element-wise MUL, ADD, SCALE, GELU and tanh on 16 lanes (AVX-512). GELU and tanh
+ * The SFU's element-wise MUL, ADD, SCALE, GELU and tanh, and the matmul output stage, on 16
+ * lanes (AVX-512). GELU and tanh
  * are isa/num's algorithms (transc.c) operation for operation, each IEEE operation of a lane
  * exactly the scalar one (no FMA: the build has -ffp-contract=off and every product and sum is
  * its own instruction). Branches become masks: every path is computed for all lanes and each
@@ -231,7 +232,40 @@ bool pccx__kern_sfu_avx512(enum pccx_sfu_fn fn, unsigned flags, float S, const f
 	return true;
 }
 
+/* out[i] = pccx__out_store(y[i], accm, out[i]) 16 lanes at a time. */
+T512 static void out_avx512(const float *y, float *out, size_t n, bool accm)
+{
+	size_t i;
+
+	for (i = 0; i < n; i += 16) {
+		__mmask16 mk = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+		V r = _mm512_maskz_loadu_ps(mk, y + i);
+
+		if (accm)
+			r = ADD(r, _mm512_maskz_loadu_ps(mk, out + i));
+		r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(r, r, _CMP_UNORD_Q), qnan16());
+		_mm512_mask_storeu_ps(out + i, mk, r);
+	}
+}
+
+bool pccx__kern_out_avx512(const float *y, float *out, size_t n, bool accm)
+{
+	if (!pccx__kern_have_avx512())
+		return false;
+	out_avx512(y, out, n, accm);
+	return true;
+}
+
 #else
+
+bool pccx__kern_out_avx512(const float *y, float *out, size_t n, bool accm)
+{
+	(void)y;
+	(void)out;
+	(void)n;
+	(void)accm;
+	return false;
+}
 
 bool pccx__kern_sfu_avx512(enum pccx_sfu_fn fn, unsigned flags, float S, const float *src,
 			   float *dst, size_t n)

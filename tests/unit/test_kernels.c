@@ -376,6 +376,29 @@ START_TEST(test_sfu_transcendental_bit_identical)
 }
 END_TEST
 
+/* pccx__kern_out_store gives pccx__out_store's bytes. */
+START_TEST(test_out_store_bit_identical)
+{
+	float y[100], old[100], e[100], o[100];
+	uint64_t s = 8;
+	unsigned n, accm, i;
+
+	for (n = 0; n <= 100; n += 11)
+		for (accm = 0; accm < 2; accm++) {
+			for (i = 0; i < 100; i++) {
+				y[i] = wild_float(&s);
+				old[i] = wild_float(&s);
+			}
+			memcpy(e, old, sizeof(e));
+			memcpy(o, old, sizeof(o));
+			for (i = 0; i < n; i++)
+				e[i] = pccx__out_store(y[i], accm, e[i]);
+			pccx__kern_out_store(y, o, n, accm);
+			ck_assert_msg(!memcmp(e, o, sizeof(e)), "n %u accm %u", n, accm);
+		}
+}
+END_TEST
+
 /* pccx__kern_q8_quantize gives pccx__q8_quantize's bytes. */
 START_TEST(test_q8_quantize_bit_identical)
 {
@@ -593,6 +616,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_sfu_vector_bit_identical);
 	tcase_add_test(tc, test_sfu_transcendental_bit_identical);
 	tcase_add_test(tc, test_q8_quantize_bit_identical);
+	tcase_add_test(tc, test_out_store_bit_identical);
 	tcase_add_test(tc, test_f32_bit_identical);
 	suite_add_tcase(s, tc);
 	return s;
