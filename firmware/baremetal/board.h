@@ -58,26 +58,10 @@ struct pccx_bm_memmap {
 int pccx__bm_memmap(const struct pccx_bm_dt *dt, const struct pccx_bm_range *busy, int n_busy,
 		    uint64_t min_heap, struct pccx_bm_memmap *mm, char *err, size_t errlen);
 
-/* ---- register accessors ---- */
-struct pccx_engine_ops;
+/* ---- the device ---- */
+struct pccx_fw_regs_cfg;
 
-/* The real device: volatile accesses at the node's base; bad offsets are refused and counted. */
-struct pccx_bm_mmio {
-	volatile uint8_t *base;
-	uint32_t size;
-	uint64_t refused;                /* accesses refused (misaligned, outside the aperture) */
-	uint32_t first_refused;
-};
-extern const struct pccx_engine_ops pccx__bm_mmio_ops;
-void pccx__bm_mmio_init(struct pccx_bm_mmio *m, uintptr_t base, uint32_t size);
-
-/* What the boot found: the device behind its accessor, the tree and the memory map. */
-struct pccx_bm_device {
-	const struct pccx_engine_ops *ops;
-	void *io;
-	bool simulated;                  /* the accessor is the cycle simulator */
-	const struct pccx_bm_dt *dt;
-	const struct pccx_bm_memmap *mm;
-};
+/* The board clock for the register executor (clk unused). */
+uint64_t pccx__bm_clock_ns(void *clk);
 
 #endif

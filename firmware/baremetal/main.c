@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * The bare-metal firmware's boot (docs/firmware.md): device tree -> console -> memory map ->
- * register accessor -> self-test job. Every step that
+ * register executor -> self-test job -> the host link on the UART (`pccx.selftest` in the boot
+ * arguments: stop after the self-test). Every step that
  * can fail says why on the console and ends the image with its own status.
  */
 #include <libfdt.h>
@@ -12,12 +13,18 @@
 #include "board.h"
 #include "heap.h"
 #include "pccx_engine.h"
+#include "pccx_fw.h"
 #include "selftest.h"
+#include "serve.h"
 #ifdef PCCX_BM_SIM
 #include "simio.h"
+#define BOARD_NAME "aarch64-virt"        /* INFO's board name */
+#else
+#define BOARD_NAME "aarch64"
 #endif
 
-#define MIN_HEAP (16ull << 20)           /* the simulator's state and the server's tables */
+#define MIN_HEAP  (16ull << 20)          /* the simulator's state */
+#define MAX_SPANS 256u                   /* buffers in the DMA pool at once */
 
 void pccx__bm_main(const void *fdt, uint64_t el);
 
@@ -111,47 +118,51 @@ static void place_memory(void)
 	       dt.dma_bits, (unsigned long long)mm.heap.base, (unsigned long long)mm.heap.size);
 }
 
-/* The accessor of this image: the simulator (QEMU test image) or the node's MMIO. */
-static void open_device(struct pccx_bm_device *dev)
+/*
+ * The register executor over this image's accessor: the simulator (the QEMU test image) or
+ * volatile MMIO at the node's address; its init checks the ID register and resets the device.
+ */
+static void open_device(struct pccx_fw_regs_cfg *cfg, struct pccx_fw_regs *regs)
 {
-	uint64_t id;
+	static struct pccx_fw_span spans[MAX_SPANS];
+	int rc;
 #ifdef PCCX_BM_SIM
-	static struct pccx_bm_simio sio;
 	char err[200];
 
-	if (pccx__bm_simio_init(&sio, &dt, &mm.dma, err, sizeof(err)))
+	if (pccx__bm_simio_cfg(&dt, &mm.dma, spans, MAX_SPANS, cfg, err, sizeof(err)))
 		die(PCCX_BM_EXIT_DEVICE, "", err);
-	dev->ops = &pccx__bm_simio_ops;
-	dev->io = &sio;
-	dev->simulated = true;
 	printf("pccx-fw: registers: the cycle simulator built into this image (QEMU has no pccx "
 	       "device)\n");
 #else
-	static struct pccx_bm_mmio mio;
-
-	pccx__bm_mmio_init(&mio, (uintptr_t)dt.regs.base, PCCX_MMIO_SIZE);
-	dev->ops = &pccx__bm_mmio_ops;
-	dev->io = &mio;
-	dev->simulated = false;
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->ops = &pccx__fw_mmio_ops;
+	cfg->io = (void *)(uintptr_t)dt.regs.base;
+	cfg->region_cpu = (uint8_t *)(uintptr_t)mm.dma.base;
+	cfg->region_dev = mm.dma.base;
+	cfg->region_size = mm.dma.size;
+	cfg->spans = spans;
+	cfg->max_spans = MAX_SPANS;
+	cfg->now_ns = pccx__bm_clock_ns;
 	printf("pccx-fw: registers: MMIO at 0x%llx\n", (unsigned long long)dt.regs.base);
 #endif
-	id = dev->ops->rd64(dev->io, PCCX_REG_ID);
-	if ((id >> 32) != PCCX_ID_MAGIC)
-		die(PCCX_BM_EXIT_DEVICE, dt.npu_name, "ID register does not hold the PCCX magic: "
-		    "no extended pccx v002 device at the node's address");
+	rc = pccx__fw_regs_init(regs, cfg);
+	if (rc == PCCX_EF_NODEV)
+		die(PCCX_BM_EXIT_DEVICE, dt.npu_name, "the ID register does not hold PCCX 2 with "
+		    "soft reset: no extended pccx v002 device at the node's address");
+	if (rc)
+		die(PCCX_BM_EXIT_DEVICE, dt.npu_name, "the device did not come out of reset");
 	printf("pccx-fw: device ID 0x%llx, FEATURES 0x%llx, CAPS 0x%llx\n",
-	       (unsigned long long)id,
-	       (unsigned long long)dev->ops->rd64(dev->io, PCCX_REG_FEATURES),
-	       (unsigned long long)dev->ops->rd64(dev->io, PCCX_REG_CAPS));
+	       (unsigned long long)cfg->ops->rd64(cfg->io, PCCX_REG_ID),
+	       (unsigned long long)cfg->ops->rd64(cfg->io, PCCX_REG_FEATURES),
+	       (unsigned long long)cfg->ops->rd64(cfg->io, PCCX_REG_CAPS));
 }
 
-static void selftest(const struct pccx_bm_device *dev)
+static void selftest(const struct pccx_fw_regs_cfg *cfg)
 {
 	struct pccx_bm_selftest r;
 	uint64_t t0 = pccx__bm_now_ns(), t1;
 
-	if (pccx__bm_selftest(dev->ops, dev->io, (uint8_t *)(uintptr_t)mm.dma.base, mm.dma.base,
-			      mm.dma.size, &r))
+	if (pccx__bm_selftest(cfg, &r))
 		die(PCCX_BM_EXIT_SELFTEST, "self-test", r.msg);
 	t1 = pccx__bm_now_ns();
 	printf("pccx-fw: self-test: host -> L2 -> host copy bit-exact, %llu instructions retired, "
@@ -161,16 +172,17 @@ static void selftest(const struct pccx_bm_device *dev)
 
 void pccx__bm_main(const void *fdt, uint64_t el)
 {
-	static struct pccx_bm_device dev;
+	static struct pccx_fw_regs_cfg cfg;
+	static struct pccx_fw_regs regs;
 
 	printf("\npccx-fw: bare-metal AArch64 firmware, entered at EL%llu, device tree at %p\n",
 	       (unsigned long long)el, fdt);
 	discover(fdt);
 	print_discovery();
 	place_memory();
-	open_device(&dev);
-	dev.dt = &dt;
-	dev.mm = &mm;
-	selftest(&dev);
-	pccx__bm_exit(PCCX_BM_EXIT_OK);
+	open_device(&cfg, &regs);
+	selftest(&cfg);
+	if (pccx__bm_bootflag(dt.bootargs, "pccx.selftest"))
+		pccx__bm_exit(PCCX_BM_EXIT_OK);
+	pccx__bm_exit(pccx__bm_serve(&regs, &dt, BOARD_NAME));
 }

@@ -2,14 +2,15 @@
 /*
  * The boot self-test: one small job through the whole chain the protocol's jobs take (the
  * validator, the command engine, the register accessor, the DataMovers, host memory in the DMA
- * pool): a pattern copied host -> L2 -> host must come back bit for bit. It catches a wrong
- * base, a pool the device cannot reach or a dead device before the host is told the board is
- * ready.
+ * pool), run before the server owns the pool: a pattern copied host -> L2 -> host must come
+ * back bit for bit. It catches a wrong base, a pool the device cannot reach or a dead device
+ * before the host is told the board is ready.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "pccx_engine.h"
+#include "pccx_fw.h"
 #include "selftest.h"
 
 #define ELEMS   64u                     /* FP32 elements: 256 bytes, 16 L2 words */
@@ -57,9 +58,9 @@ static int xlate(void *ctx, uint32_t handle, uint64_t offset, uint64_t len, uint
 	return 0;
 }
 
-int pccx__bm_selftest(const struct pccx_engine_ops *ops, void *io, uint8_t *pool_cpu,
-		      uint64_t pool_dev, uint64_t pool_size, struct pccx_bm_selftest *r)
+int pccx__bm_selftest(const struct pccx_fw_regs_cfg *cfg, struct pccx_bm_selftest *r)
 {
+	uint8_t *pool_cpu = cfg->region_cpu;
 	const uint64_t insn[3] = { word_memset(ELEMS), word_memcpy(true, L2_AT, 0, 0),
 				   word_memcpy(false, 0, L2_AT, 1) };
 	const struct pccx_dma_desc dma[2] = {
@@ -70,14 +71,14 @@ int pccx__bm_selftest(const struct pccx_engine_ops *ops, void *io, uint8_t *pool
 	struct pccx_vlimits lim;
 	struct pccx_vresult vr;
 	struct pccx_engine_ctx e;
-	struct st_ctx c = { pool_dev, pool_size };
+	struct st_ctx c = { cfg->region_dev, cfg->region_size };
 	uint8_t used[PCCX_DMA_BITMAP_BYTES(2)];
 	uint64_t last = 0, still = 0;
 
 	memset(r, 0, sizeof(*r));
-	if (pool_size < 2 * BYTES) {
+	if (cfg->region_size < 2 * BYTES) {
 		snprintf(r->msg, sizeof(r->msg), "DMA pool of %llu bytes is too small",
-			 (unsigned long long)pool_size);
+			 (unsigned long long)cfg->region_size);
 		return -1;
 	}
 	pccx__vlimits_default(&lim);
@@ -90,11 +91,13 @@ int pccx__bm_selftest(const struct pccx_engine_ops *ops, void *io, uint8_t *pool
 		pool_cpu[i] = (uint8_t)(i * 37u + 11u);
 		pool_cpu[BYTES + i] = 0xee;
 	}
-	r->state = pccx__engine_start(&e, &job, ops, io, xlate, &c);
+	r->state = pccx__engine_start(&e, &job, cfg->ops, cfg->io, xlate, &c);
 	while (r->state == PCCX_ENGINE_RUNNING && still < PCCX_BM_SELFTEST_STILL) {
 		r->state = pccx__engine_step(&e);
 		still = e.progress == last ? still + 1 : 0;
 		last = e.progress;
+		if (still && cfg->idle)
+			cfg->idle(cfg->io);     /* a simulated device runs only when told */
 	}
 	r->mmio = e.mmio;
 	r->retired = e.retired;

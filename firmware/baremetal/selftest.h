@@ -13,11 +13,12 @@ struct pccx_bm_selftest {
 	char msg[160];                   /* why it failed */
 };
 
+struct pccx_fw_regs_cfg;
+
 /*
- * Copy a pattern host -> L2 -> host through the engine, using the first 512 bytes of the DMA
- * pool (CPU view pool_cpu, device address pool_dev). Returns 0, or -1 with r->msg.
+ * Copy a pattern host -> L2 -> host through the engine over the register executor's accessor,
+ * using the first 512 bytes of its DMA region. Returns 0, or -1 with r->msg.
  */
-int pccx__bm_selftest(const struct pccx_engine_ops *ops, void *io, uint8_t *pool_cpu,
-		      uint64_t pool_dev, uint64_t pool_size, struct pccx_bm_selftest *r);
+int pccx__bm_selftest(const struct pccx_fw_regs_cfg *cfg, struct pccx_bm_selftest *r);
 
 #endif

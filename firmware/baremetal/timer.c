@@ -12,3 +12,9 @@ uint64_t pccx__bm_now_ns(void)
 		return 0;
 	return cnt / frq * 1000000000ull + cnt % frq * 1000000000ull / frq;
 }
+
+uint64_t pccx__bm_clock_ns(void *clk)
+{
+	(void)clk;
+	return pccx__bm_now_ns();
+}

@@ -5,7 +5,8 @@
 # with the pccx,npu-v002 node and check what it discovered and its self-test job; boot it with
 # broken device trees (no node, a reg of the wrong length, a reg too small, a truncated blob,
 # a malformed one, none at all) and check each gives its message and a clean exit with the
-# configuration status.
+# configuration status; then serve the link on its UART and run the tiny Gemma through it with
+# pccx check (backend serial), with the same tokens as the in-process simulator.
 #
 #   bash tests/scripts/firmware_qemu.sh BUILD
 set -u
@@ -86,7 +87,8 @@ dtb=$fw/dtb
 # Expected values come from the device tree source, not from the firmware.
 nodev=" (QEMU has no pccx device)"
 e=pccx-fw:\ error:\ npu@a0000000
-if boot discovery 0 "$img" -semihosting -dtb "$dtb/virt-pccx.dtb" -append "semihosting"; then
+if boot discovery 0 "$img" -semihosting -dtb "$dtb/virt-pccx.dtb" \
+  -append "semihosting pccx.selftest"; then
   expect "discovery: node, registers, interrupt, DMA region, UART; self-test job" \
     "pccx-fw: NPU npu@a0000000: registers 0xa0000000+0x7000" \
     "pccx-fw: NPU interrupt: SPI 100 (GIC INTID 132, flags 0x4); completion is polled" \
@@ -140,6 +142,36 @@ fi
 # which QEMU reports as 0; the status is on the console.
 if boot psci-exit 0 "$img" -dtb "$dtb/virt.dtb" -append semihosting; then
   expect "no semihosting: PSCI power-off after the message" "pccx-fw: exit status 1"
+fi
+
+# The link: the QEMU image serves docs/link.md on its UART, here a Unix socket; pccx check runs
+# the tiny Gemma on the in-process simulator and through the board (backend serial), both
+# verified against the reference (logits and KV rows each step), and must see the same tokens.
+pccx=$build/bin/pccx
+if [ ! -x "$pccx" ]; then
+  bad "served link" "$pccx not built (make BUILD=$build)"
+  finish
+fi
+sock=$T/link.sock
+timeout 1800 "${qemu[@]}" -chardev socket,id=link,path="$sock",server=on,wait=on \
+  -serial chardev:link -semihosting -kernel "$img" -dtb "$dtb/virt-pccx.dtb" \
+  -append semihosting </dev/null >"$T/serve.qemu" 2>&1 &
+qpid=$!
+for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+t0=$(date +%s)
+timeout 1500 "$pccx" check --config "${FW_CHECK_CONFIG:-tiny}" -n 17 --serial "$sock" \
+  --no-kernel >"$T/check.out" 2>&1
+st=$?
+secs=$(( $(date +%s) - t0 ))
+kill "$qpid" 2>/dev/null
+wait "$qpid" 2>/dev/null
+if [ "$st" -eq 0 ] && grep -q '^all 2 paths agree on ' "$T/check.out" &&
+   grep -qE '^serial +verified ' "$T/check.out"; then
+  ok "the tiny Gemma through the firmware's link: $(grep '^all 2 paths' "$T/check.out") ($secs s)"
+  sed -n '/^path /,$p' "$T/check.out"
+else
+  bad "the tiny Gemma through the firmware's link" \
+    "pccx check exit $st after $secs s: $(tail -n 20 "$T/check.out" "$T/serve.qemu")"
 fi
 
 finish
