@@ -278,36 +278,49 @@ T512 static __m512i bcast4(const int8_t *p)
 	return _mm512_set1_epi32(v);
 }
 
+/* One block's (q + 8) * x sum per weight-row lane: eight vpdpbusd in two chains. */
+#define BDOT(w, xe, xo)                                                                      \
+	_mm512_add_epi32(                                                                    \
+		_mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_dpbusd_epi32( \
+			_mm512_setzero_si512(), w[0], bcast4(xe)), w[1], bcast4(xe + 4)),     \
+			w[2], bcast4(xe + 8)), w[3], bcast4(xe + 12)),                        \
+		_mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_dpbusd_epi32( \
+			_mm512_setzero_si512(), w[4], bcast4(xo)), w[5], bcast4(xo + 4)),     \
+			w[6], bcast4(xo + 8)), w[7], bcast4(xo + 12)))
+
+/* c = (float)(dot - 8 sum x) * (d * sx) for block b of activation row x. */
+T512 static __m512 gemm_c(__m512i dot, __m512 d, const struct pccx_kern_act *x, uint32_t b)
+{
+	__m512 t = _mm512_mul_ps(d, _mm512_set1_ps(x->sx[b]));
+	__m512i s = _mm512_sub_epi32(dot, _mm512_set1_epi32(8 * x->xsum[b]));
+
+	return _mm512_mul_ps(_mm512_cvtepi32_ps(s), t);
+}
+
 /*
- * acc[j] = acc[j] + c for block b of every activation row j < m, one lane per weight row:
- * the block's dot from eight vpdpbusd (four words of even elements, four of odd ones, in two
- * chains),
- * c = (float)(dot - 8 sum x) * (d * sx), as accumulate4 does for one row.
+ * acc[j] = acc[j] + c_b, then acc[j] = acc[j] + c_{b+1}, for blocks b, b+1 (b even) of every
+ * activation row j < m, one lane per weight row; both blocks' weights (wt[0 .. 16)) stay in
+ * registers for all m rows.
  */
-T512 static void gemm_block(const __m512i *w, __m512 d, const struct pccx_kern_act *a,
-			    uint32_t m, uint32_t b, __m512 *acc)
+T512 static void gemm_pair(const __m512i *wt, __m512 d0, __m512 d1, const struct pccx_kern_act *a,
+			   uint32_t m, uint32_t b, __m512 *acc)
 {
 	const uint32_t off = 32 * (b & ~3u) + 16 * (b & 3u);
-	/* the block's weights stay in registers for all m rows */
-	const __m512i w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
-	const __m512i w4 = w[4], w5 = w[5], w6 = w[6], w7 = w[7];
+	__m512i w0[8], w1[8];
 	uint32_t j;
+	unsigned g;
 
+#pragma GCC unroll 8
+	for (g = 0; g < 8; g++) {
+		w0[g] = wt[g];
+		w1[g] = wt[8 + g];
+	}
 	for (j = 0; j < m; j++) {
-		const int8_t *xe = a[j].xp + off, *xo = xe + 64;
-		__m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w0, bcast4(xe));
-		__m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w4, bcast4(xo));
-		__m512 t = _mm512_mul_ps(d, _mm512_set1_ps(a[j].sx[b]));
-		__m512i s;
+		const int8_t *x0 = a[j].xp + off, *x1 = x0 + 16;
+		__m512 c0 = gemm_c(BDOT(w0, x0, x0 + 64), d0, &a[j], b);
+		__m512 c1 = gemm_c(BDOT(w1, x1, x1 + 64), d1, &a[j], b + 1);
 
-		s0 = _mm512_dpbusd_epi32(s0, w1, bcast4(xe + 4));
-		s1 = _mm512_dpbusd_epi32(s1, w5, bcast4(xo + 4));
-		s0 = _mm512_dpbusd_epi32(s0, w2, bcast4(xe + 8));
-		s1 = _mm512_dpbusd_epi32(s1, w6, bcast4(xo + 8));
-		s0 = _mm512_dpbusd_epi32(s0, w3, bcast4(xe + 12));
-		s1 = _mm512_dpbusd_epi32(s1, w7, bcast4(xo + 12));
-		s = _mm512_sub_epi32(_mm512_add_epi32(s0, s1), _mm512_set1_epi32(8 * a[j].xsum[b]));
-		acc[j] = _mm512_add_ps(acc[j], _mm512_mul_ps(_mm512_cvtepi32_ps(s), t));
+		acc[j] = _mm512_add_ps(_mm512_add_ps(acc[j], c0), c1);
 	}
 }
 
@@ -329,8 +342,8 @@ T512 static void gemm_group16(const uint8_t *const rec[G], uint32_t nr, uint64_t
 			scales16x8(rec, b, d);
 		pccx__kern_pf_step(f);
 		weights16x4(rec, sb, b, wt);
-		for (i = 0; i < 4; i++)
-			gemm_block(wt + 8 * i, d[(b + i) % 8], a, m, b + i, acc);
+		for (i = 0; i < 4; i += 2)
+			gemm_pair(wt + 8 * i, d[(b + i) % 8], d[(b + i + 1) % 8], a, m, b + i, acc);
 	}
 	for (j = 0; j < m; j++) {
 		if (b == nb) {
