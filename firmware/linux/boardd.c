@@ -196,7 +196,8 @@ static int serve(struct daemon *dm)
 
 		if (r < 0 && errno != EINTR)
 			return -errno;
-		if (r > 0 && (p[1].revents & POLLIN))
+		/* an error on ep0 is read (and reported) too, never polled again at once */
+		if (r > 0 && (p[1].revents & (POLLIN | POLLERR | POLLHUP)))
 			handle_event(dm);
 		if (r > 0 && (p[0].revents & (POLLIN | POLLHUP)) && handle_chunk(dm))
 			return -EIO;

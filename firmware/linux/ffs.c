@@ -188,6 +188,8 @@ int pccx__ffs_event(struct pccx_ffs *f, int timeout_ms)
 		return -errno;
 	if (r == 0)
 		return PCCX_FFS_NONE;
+	if (!(p.revents & POLLIN))
+		return -EIO;            /* POLLERR/POLLHUP: the caller must not poll again at once */
 	r = read(f->ep0, &ev, sizeof(ev));
 	if (r < 0)
 		return errno == EAGAIN || errno == EINTR ? PCCX_FFS_NONE : -errno;
