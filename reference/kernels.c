@@ -11,7 +11,7 @@ uint64_t pccx__kern_scale_bytes(uint32_t k)
 	return (uint64_t)((k / 32 + 7) / 8) * 16;
 }
 
-void pccx__kern_act_prepare(struct pccx_kern_act *a)
+void pccx__kern_act_prepare_ref(struct pccx_kern_act *a)
 {
 	uint32_t nb = a->k / 32, b, j;
 

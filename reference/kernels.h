@@ -47,8 +47,10 @@ struct pccx_kern_act {
 	int32_t *xsum;		/* (k/32) sum of each block's activations */
 };
 
-/* Fill a->xp and a->xsum from a->q8 (needed by the vector kernels). */
+/* Fill a->xp and a->xsum from a->q8 (needed by the vector kernels); AVX2 where it runs. */
 void pccx__kern_act_prepare(struct pccx_kern_act *a);
+/* The same in plain C, byte by byte (the definition of the layout). */
+void pccx__kern_act_prepare_ref(struct pccx_kern_act *a);
 
 /* Bytes of the FP16 scale beats at the start of a stored Q4 row of k elements. */
 uint64_t pccx__kern_scale_bytes(uint32_t k);

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
+ * The activations of the Q4 kernels: quantisation, and the vector kernels' layout.
+ *
  * W4A8 activation quantisation (pccx__q8_quantize_block's rule) with AVX2 for the blocks that
  * take the common path: amax = max |x| is exact in any order; inv = 127 / amax and sx =
  * amax / 127 are the same scalar divisions; q = x * inv as vector lanes (each lane the scalar
@@ -76,7 +78,55 @@ void pccx__kern_q8_quantize(const float *x, size_t k, int8_t *q, float *sx)
 		pccx__q8_quantize(x, k, q, sx);
 }
 
+/* The sum of the 32 activations of a block: (x + 128) summed as unsigned bytes, minus 4096. */
+T256 static int32_t block_sum(__m256i v)
+{
+	__m256i s = _mm256_sad_epu8(_mm256_xor_si256(v, _mm256_set1_epi8((char)0x80)),
+				    _mm256_setzero_si256());
+	__m128i h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+
+	h = _mm_add_epi64(h, _mm_unpackhi_epi64(h, h));
+	return (int32_t)_mm_cvtsi128_si64(h) - 4096;
+}
+
+T256 static void prepare_avx2(struct pccx_kern_act *a)
+{
+	/* per 128-bit lane: the 8 even bytes, then the 8 odd ones */
+	const __m256i eo = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
+					    0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+	uint32_t nb = a->k / 32, b;
+
+	for (b = 0; b < nb; b++) {
+		__m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(a->q8 + 32 * b));
+
+		a->xsum[b] = block_sum(v);
+		if (b / 4 * 4 + 3 < nb) {
+			/* [lane 0 evens, lane 1 evens, lane 0 odds, lane 1 odds] */
+			__m256i t = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(v, eo), 0xD8);
+			int8_t *o = a->xp + 32 * (b / 4 * 4) + 16 * (b % 4);
+
+			_mm_storeu_si128((__m128i *)(void *)o, _mm256_castsi256_si128(t));
+			_mm_storeu_si128((__m128i *)(void *)(o + 64),
+					 _mm256_extracti128_si256(t, 1));
+		}
+	}
+}
+
+void pccx__kern_act_prepare(struct pccx_kern_act *a)
+{
+	if (pccx__kern_have_avx2())
+		prepare_avx2(a);
+	else
+		pccx__kern_act_prepare_ref(a);
+}
+
 #else
+
+void pccx__kern_act_prepare(struct pccx_kern_act *a)
+{
+	pccx__kern_act_prepare_ref(a);
+}
+
 
 void pccx__kern_q8_quantize(const float *x, size_t k, int8_t *q, float *sx)
 {

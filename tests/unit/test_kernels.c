@@ -376,6 +376,30 @@ START_TEST(test_sfu_transcendental_bit_identical)
 }
 END_TEST
 
+/* pccx__kern_act_prepare gives pccx__kern_act_prepare_ref's layout and sums. */
+START_TEST(test_act_prepare_identical)
+{
+	enum { K = 32 * 23 };	/* five whole groups of four blocks and three blocks more */
+	static int8_t q[K], xp0[K], xp1[K];
+	int32_t s0[K / 32], s1[K / 32];
+	uint64_t s = 3;
+	unsigned it, i;
+
+	for (it = 0; it < 50; it++) {
+		struct pccx_kern_act a0 = { K, q, NULL, xp0, s0 }, a1 = { K, q, NULL, xp1, s1 };
+
+		for (i = 0; i < K; i++)	/* the whole int8 range, -128 included */
+			q[i] = (int8_t)(it < 2 ? (it ? 127 : -128) : (int)(lcg(&s) % 256) - 128);
+		memset(xp0, 0x11, sizeof(xp0));
+		memset(xp1, 0x11, sizeof(xp1));
+		pccx__kern_act_prepare_ref(&a0);
+		pccx__kern_act_prepare(&a1);
+		ck_assert(!memcmp(xp0, xp1, sizeof(xp0)));
+		ck_assert(!memcmp(s0, s1, sizeof(s0)));
+	}
+}
+END_TEST
+
 /* pccx__kern_out_store gives pccx__out_store's bytes. */
 START_TEST(test_out_store_bit_identical)
 {
@@ -617,6 +641,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_sfu_transcendental_bit_identical);
 	tcase_add_test(tc, test_q8_quantize_bit_identical);
 	tcase_add_test(tc, test_out_store_bit_identical);
+	tcase_add_test(tc, test_act_prepare_identical);
 	tcase_add_test(tc, test_f32_bit_identical);
 	suite_add_tcase(s, tc);
 	return s;
