@@ -144,6 +144,29 @@ if boot psci-exit 0 "$img" -dtb "$dtb/virt.dtb" -append semihosting; then
   expect "no semihosting: PSCI power-off after the message" "pccx-fw: exit status 1"
 fi
 
+# Entered at EL2 (virt with virtualization=on): dropped to EL1, the same boot.
+if boot el2 0 "$img" -machine virtualization=on -semihosting -dtb "$dtb/virt-el2-pccx.dtb" \
+  -append "semihosting pccx.selftest"; then
+  grep -q '^pccx-fw: self-test: host -> L2 -> host copy bit-exact' "$log" ||
+    bad "entered at EL2" "no self-test line: $(cat "$log")"
+  expect "entered at EL2: dropped to EL1, the same boot and self-test" \
+    "pccx-fw: bare-metal AArch64 firmware, entered at EL2, device tree at 0x48000000"
+fi
+if boot psci-smc 0 "$img" -machine virtualization=on -dtb "$dtb/virt-el2.dtb"; then
+  expect "entered at EL2, no semihosting: PSCI power-off through SMC" "pccx-fw: exit status 1"
+fi
+# The board image in QEMU: nothing answers at the node's address, so reading the ID register
+# (base + 0x100) is a synchronous external abort, which the vectors report before stopping.
+if boot board-image 4 "$fw/pccx-fw.bin" -semihosting -dtb "$dtb/virt-pccx.dtb" \
+  -append semihosting; then
+  abort='^pccx-fw: exception: sync, data abort \(ESR 0x9[0-9a-f]+\) at ELR 0x[0-9a-f]+, '
+  if grep -qE "${abort}FAR 0xa0000100, " "$log"; then
+    ok "board image without a device: the data abort at ID (0xa0000100) reported, status 4"
+  else
+    bad "board image without a device" "no exception line: $(cat "$log")"
+  fi
+fi
+
 # The link: the QEMU image serves docs/link.md on its UART, here a Unix socket; pccx check runs
 # the tiny Gemma on the in-process simulator and through the board (backend serial), both
 # verified against the reference (logits and KV rows each step), and must see the same tokens.
@@ -158,8 +181,70 @@ timeout 1800 "${qemu[@]}" -chardev socket,id=link,path="$sock",server=on,wait=on
   -append semihosting </dev/null >"$T/serve.qemu" 2>&1 &
 qpid=$!
 for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+# A storm first: noise, a header with a bad CRC, a payload with a bad CRC, an unknown type, a
+# frame cut short (dropped after the 200 ms idle rule); each answered by its error code, and a
+# PING after each echoed with its own seq: the link stays in step.
+if python3 - "$sock" >"$T/storm.out" 2>&1 <<'PY'
+import os, socket, struct, sys, time, zlib
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.settimeout(20)
+buf = b""
+def hdr(t, seq, n, flags=0):
+    h = struct.pack("<4sBBHII", b"PCXL", 1, t, flags, seq, n)
+    return h + struct.pack("<I", zlib.crc32(h))
+def frame(t, seq, p=b""):
+    return hdr(t, seq, len(p)) + p + struct.pack("<I", zlib.crc32(p))
+def reply():
+    global buf
+    while True:
+        i = buf.find(b"PCXL")
+        if i >= 0 and len(buf) >= i + 20:
+            t, fl, seq, n = struct.unpack("<BHII", buf[i + 5:i + 16])
+            if len(buf) >= i + 24 + n:
+                p = buf[i + 20:i + 20 + n]
+                buf = buf[i + 24 + n:]
+                return t, seq, p
+        buf += s.recv(65536)
+def error_code(want, what):
+    t, seq, p = reply()
+    code = struct.unpack("<I", p[:4])[0] if t == 0x7f else None
+    if code != want:
+        sys.exit("%s: expected error %d, got type %#x code %s" % (what, want, t, code))
+    print("%s: error %d" % (what, code))
+def ping(seq):
+    data = os.urandom(300)
+    s.sendall(frame(2, seq, data))
+    t, rseq, p = reply()
+    if (t, rseq, p) != (2, seq, data):
+        sys.exit("PING %d after the bad frame: type %#x seq %d" % (seq, t, rseq))
+s.sendall(os.urandom(2000).replace(b"PCXL", b"pcxl"))
+ping(1)
+bad = bytearray(hdr(2, 9, 4)); bad[16] ^= 1
+s.sendall(bytes(bad) + b"abcd" + b"\0" * 4)
+error_code(1, "header CRC")
+ping(2)
+f = bytearray(frame(2, 10, b"hello")); f[-1] ^= 0xff
+s.sendall(bytes(f))
+error_code(2, "payload CRC")
+ping(3)
+s.sendall(frame(0x55, 11))
+error_code(7, "unknown type")
+ping(4)
+s.sendall(frame(2, 12, b"x" * 100)[:60])
+time.sleep(0.5)
+error_code(6, "frame cut short")
+ping(5)
+print("storm: every bad frame answered with its code, every PING in step")
+PY
+then
+  ok "malformed frames over the UART: $(tail -n 1 "$T/storm.out")"
+else
+  bad "malformed frames over the UART" "$(cat "$T/storm.out")"
+fi
 t0=$(date +%s)
-timeout 1500 "$pccx" check --config "${FW_CHECK_CONFIG:-tiny}" -n 17 --serial "$sock" \
+# a two-token prompt: every byte crosses QEMU's PL011 at about 20 KB/s (docs/firmware.md)
+timeout 1500 "$pccx" check --config "${FW_CHECK_CONFIG:-tiny}" -p Hi -n 17 --serial "$sock" \
   --no-kernel >"$T/check.out" 2>&1
 st=$?
 secs=$(( $(date +%s) - t0 ))
