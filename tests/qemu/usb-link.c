@@ -16,6 +16,8 @@
  *   usb-bench   the same tiny Gemma step's latency in process, through /dev/pccx and through
  *               usb; the link's PING round trip and throughput (PCCX-BENCH lines)
  *   usb-daemon-exit  SIGTERM: the daemon removes its gadget and exits 0
+ *   usb-ffs-only  the daemon on a gadget the board made (--ffs): a host reaches it; at exit
+ *               the daemon leaves that gadget alone
  *
  * Prints "PCCX-TEST ok|FAIL NAME" lines like pccx-tests; exits 1 if any failed.
  *   usb-link [list]     runs every test when list is empty or names "usb"; usb-bench (and
@@ -322,14 +324,14 @@ out:
 
 static pid_t boardd = -1;
 
-/* pccx-boardd making its own gadget on dummy_hcd; 0 once it says it is ready. */
-static int boardd_start(void)
+/* pccx-boardd with `opt` `val` (--gadget NAME: its own gadget); 0 once it says it is ready. */
+static int boardd_start_with(const char *opt, const char *val)
 {
 	unlink(BOARDD_READY);
 	boardd = fork();
 	if (boardd == 0) {
-		execl("/bin/pccx-boardd", "pccx-boardd", "--gadget", GADGET, "--serial", "qemu",
-		      "--ready", BOARDD_READY, (char *)NULL);
+		execl("/bin/pccx-boardd", "pccx-boardd", opt, val, "--serial", "qemu", "--ready",
+		      BOARDD_READY, (char *)NULL);
 		_exit(127);
 	}
 	for (int i = 0; i < 500; i++) {
@@ -342,6 +344,12 @@ static int boardd_start(void)
 		usleep(10000);
 	}
 	return -1;
+}
+
+/* pccx-boardd making its own gadget on dummy_hcd. */
+static int boardd_start(void)
+{
+	return boardd_start_with("--gadget", GADGET);
 }
 
 static bool boardd_alive(void)
@@ -796,6 +804,50 @@ static void test_daemon_exit(void)
 	boardd = -1;
 }
 
+/*
+ * A board whose own set-up makes and binds the gadget: the daemon only takes the mounted
+ * FunctionFS (--ffs), a host reaches it, and at exit the daemon leaves the gadget alone.
+ */
+static void test_ffs_only(void)
+{
+	struct pccx_gadget g = { .name = "pccxown", .ffs_dir = "/dev/ffs-pccxown",
+				 .vid = PCCX_USB_VID, .pid = PCCX_USB_PID, .serial = "own" };
+	struct pccx_device_opts dopt = { .struct_size = sizeof(dopt), .backend = "usb" };
+	struct pccx_device_info info;
+	pccx_device *dev = NULL;
+	pccx_diag d = { 0 };
+	char msg[512];
+	int st = -1, rc = PCCX_ERR_NOT_FOUND, i;
+
+	if (pccx__gadget_make(&g, msg, sizeof(msg))) {
+		printf("  %s\n", msg);
+		CHECK(0);
+		goto out;
+	}
+	CHECK(!boardd_start_with("--ffs", g.ffs_dir));
+	CHECK(!pccx__gadget_bind(&g, NULL, msg, sizeof(msg)));
+	for (i = 0; i < 200 && rc == PCCX_ERR_NOT_FOUND; i++) {
+		rc = pccx_device_open(&dopt, &dev, &d);
+		if (rc == PCCX_ERR_NOT_FOUND)
+			usleep(50000);
+	}
+	CHECK_RET(rc, 0);
+	if (!rc) {
+		CHECK_RET(pccx_device_info(dev, &info), 0);
+		CHECK(!strcmp(info.backend, "usb") && info.l2_words > 0);
+		pccx_device_close(dev);
+	}
+	if (boardd > 0) {
+		kill(boardd, SIGTERM);
+		CHECK(waitpid(boardd, &st, 0) == boardd);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		boardd = -1;
+	}
+	CHECK(access(PCCX_GADGET_CONFIGFS "/pccxown/UDC", F_OK) == 0);
+out:
+	pccx__gadget_remove(&g);
+}
+
 /* ---- the tests ---------------------------------------------------------------------------- */
 
 static const struct {
@@ -809,6 +861,7 @@ static const struct {
 	{ "usb-unbind", test_unbind, false },
 	{ "usb-bench", test_bench, true },
 	{ "usb-daemon-exit", test_daemon_exit, true },
+	{ "usb-ffs-only", test_ffs_only, false },
 };
 
 int main(int argc, char **argv)
