@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The bare-metal port's board layer: exit, time, the PL011, the console, traps, the memory map
- * and the register accessors. One definition each; docs/firmware.md describes them.
+ * The bare-metal port's board layer: exit, time, the PL011, the console and the memory map.
+ * One definition each; docs/firmware.md describes them.
  */
 #ifndef PCCX_BM_BOARD_H
 #define PCCX_BM_BOARD_H
@@ -42,7 +42,6 @@ size_t pccx__bm_uart_read(uintptr_t base, void *buf, size_t n);
 
 /* ---- console (stdout/stderr of the C library) ---- */
 void pccx__bm_console_set(uintptr_t uart_base);
-uintptr_t pccx__bm_console_base(void);
 
 /* ---- memory map ---- */
 struct pccx_bm_memmap {
@@ -58,10 +57,7 @@ struct pccx_bm_memmap {
 int pccx__bm_memmap(const struct pccx_bm_dt *dt, const struct pccx_bm_range *busy, int n_busy,
 		    uint64_t min_heap, struct pccx_bm_memmap *mm, char *err, size_t errlen);
 
-/* ---- the device ---- */
-struct pccx_fw_regs_cfg;
-
-/* The board clock for the register executor (clk unused). */
+/* The board clock for the register executor's configuration (clk unused). */
 uint64_t pccx__bm_clock_ns(void *clk);
 
 #endif

@@ -18,11 +18,6 @@ void pccx__bm_console_set(uintptr_t uart_base)
 	con_base = uart_base;
 }
 
-uintptr_t pccx__bm_console_base(void)
-{
-	return con_base;
-}
-
 void pccx__bm_console_write(const char *s, size_t n)
 {
 	size_t start = 0;

@@ -2,17 +2,15 @@
 /*
  * The bare-metal firmware's boot (docs/firmware.md): device tree -> console -> memory map ->
  * register executor -> self-test job -> the host link on the UART (`pccx.selftest` in the boot
- * arguments: stop after the self-test). Every step that
- * can fail says why on the console and ends the image with its own status.
+ * arguments: stop after the self-test). Every step that can fail says why on the console and
+ * ends the image with its own status.
  */
-#include <libfdt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "board.h"
 #include "heap.h"
-#include "pccx_engine.h"
 #include "pccx_fw.h"
 #include "selftest.h"
 #include "serve.h"
