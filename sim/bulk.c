@@ -31,13 +31,15 @@ struct bulk_ch {
 	uint32_t level, reserved;    /* the FIFO's, as the window runs */
 	uint32_t got, taken;     /* beats delivered into / taken from the FIFO in the window */
 	uint64_t full;           /* cycles stalled: no room for a burst, none in flight */
-	uint64_t starve;         /* bit i: the lane waited in cycle a + i */
 	bool issue;              /* stopped at cycle c with a burst to book */
+	uint64_t key;            /* ... the booking's place: c * 8 + its round-robin rank */
 };
 
 struct bulk {
 	uint64_t a, e;           /* AXI cycles [a, e) */
 	struct bulk_ch ch[PCCX_WSTREAM_PORTS];
+	bool starve_all;         /* a lane waits every cycle (its port is another's) */
+	uint64_t starve[SIM_BULK_AXI / 64];  /* bit i: a lane waited in cycle a + i */
 };
 
 static uint64_t min64(uint64_t x, uint64_t y)
@@ -60,6 +62,15 @@ static bool dm_startable(const struct pccx_sim *s, const struct sim_dm *dm)
 static uint64_t ready_cycle(const struct pccx_sim *s, const struct sim_dm *dm)
 {
 	return ceil_div(dm->burst[dm->b_head].ready_ps, s->axi_ps);
+}
+
+/* Has the oldest burst's data reached the port by cycle bc->c? (Caches the answer.) */
+static bool ready_by(const struct pccx_sim *s, const struct sim_dm *dm, struct bulk_ch *bc)
+{
+	if (dm->burst[dm->b_head].ready_ps > bc->c * s->axi_ps)
+		return false;
+	bc->rc = bc->c;
+	return true;
 }
 
 /* ---- the core side ------------------------------------------------------------------------ */
@@ -137,6 +148,7 @@ static uint64_t stream_setup(struct pccx_sim *s, struct bulk *b)
 	uint64_t stop = ~0ull, a = b->a;
 	unsigned p;
 
+	b->starve_all = false;
 	for (p = PCCX_WSTREAM_PORTS; p < PCCX_DM_CHANNELS; p++)
 		if (s->dm[p].active || dm_startable(s, &s->dm[p]))
 			return 0;
@@ -151,8 +163,7 @@ static uint64_t stream_setup(struct pccx_sim *s, struct bulk *b)
 		bc->c = a;
 		bc->level = bc->q->level;
 		bc->reserved = bc->q->reserved;
-		if (dm->active && dm->b_level)
-			bc->rc = ready_cycle(s, dm);
+		bc->rc = ~0ull;
 		if (dm_startable(s, dm))
 			return 0;
 		if (dm->active)    /* its last beat is delivered at the earliest then */
@@ -161,7 +172,7 @@ static uint64_t stream_setup(struct pccx_sim *s, struct bulk *b)
 			continue;
 		any = true;
 		if (s->port_seq[p] != mm->seq) {
-			bc->starve = ~0ull;    /* an earlier stream still owns the port */
+			b->starve_all = true;    /* an earlier stream still owns the port */
 			continue;
 		}
 		bc->lane = l;
@@ -201,7 +212,7 @@ static void ch_run(struct pccx_sim *s, struct bulk *b, struct bulk_ch *bc)
 		bool pop = bc->lane != NULL, dlv = false, ends = false, elig;
 
 		if (nb) {
-			if (bc->rc <= bc->c) {
+			if (bc->rc <= bc->c || ready_by(s, dm, bc)) {
 				uint32_t left = dm->burst[dm->b_head].beats -
 						dm->burst[dm->b_head].done;
 
@@ -211,12 +222,13 @@ static void ch_run(struct pccx_sim *s, struct bulk *b, struct bulk_ch *bc)
 					ends = true;
 				}
 			} else {
+				bc->rc = ready_cycle(s, dm);
 				n = min64(n, bc->rc - bc->c);
 			}
 		}
 		if (pop && !bc->level) {
 			/* the lane waits this cycle; a delivery makes a beat for the next */
-			bc->starve |= 1ull << (bc->c - b->a);
+			b->starve[(bc->c - b->a) / 64] |= 1ull << ((bc->c - b->a) % 64);
 			pop = false;
 			n = 1;
 			ends = dlv && dm->burst[dm->b_head].beats - dm->burst[dm->b_head].done == 1;
@@ -262,13 +274,16 @@ static void ch_run(struct pccx_sim *s, struct bulk *b, struct bulk_ch *bc)
 			if (ends) {
 				dm->b_head = (dm->b_head + 1) % SIM_MAX_BURSTS;
 				dm->b_level--;
-				if (dm->b_level)
-					bc->rc = ready_cycle(s, dm);
+				bc->rc = ~0ull;    /* the next head's: found when needed */
 			}
 		}
 		if (elig && j == n - 1) {
 			bc->c += n - 1;
 			bc->issue = true;
+			/* the edge model books in cycle c's round robin: channel (c % 6 + i) % 6
+			 * goes i-th */
+			bc->key = bc->c * 8 + (dm->ch + PCCX_DM_CHANNELS -
+					       bc->c % PCCX_DM_CHANNELS) % PCCX_DM_CHANNELS;
 			return;
 		}
 		bc->c += n;
@@ -289,7 +304,7 @@ static void ch_book(struct pccx_sim *s, struct bulk_ch *bc)
 	bu->ready_ps = pccx__sim_ddr_access(s, bc->c * s->axi_ps, bu->addr, bytes, 0) +
 		       s->cfg.ddr_read_latency_ps;
 	if (!dm->b_level++)
-		bc->rc = ready_cycle(s, dm);
+		bc->rc = ~0ull;
 	bc->reserved += beats;
 	dm->issued += bytes;
 	bc->issue = false;
@@ -314,29 +329,18 @@ static void ch_data(struct pccx_sim *s, struct bulk_ch *bc)
 /* The channels run to the window's end, the bookings made in the edge model's order. */
 static void stream_run(struct pccx_sim *s, struct bulk *b)
 {
-	uint64_t starve = 0;
+	uint64_t n = b->e - b->a, waited = 0, w;
 	unsigned p;
 
+	memset(b->starve, 0, (size_t)(n + 63) / 64 * sizeof(b->starve[0]));
 	for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
 		ch_run(s, b, &b->ch[p]);
 	for (;;) {
 		struct bulk_ch *first = NULL;
-		unsigned rank = 0;
 
-		for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
-			struct bulk_ch *bc = &b->ch[p];
-			unsigned r;
-
-			if (!bc->issue)
-				continue;
-			/* round robin: channel (c % 6 + i) % 6 goes i-th in cycle c */
-			r = (unsigned)((p + PCCX_DM_CHANNELS - bc->c % PCCX_DM_CHANNELS) %
-				       PCCX_DM_CHANNELS);
-			if (!first || bc->c < first->c || (bc->c == first->c && r < rank)) {
-				first = bc;
-				rank = r;
-			}
-		}
+		for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
+			if (b->ch[p].issue && (!first || b->ch[p].key < first->key))
+				first = &b->ch[p];
 		if (!first)
 			break;
 		ch_book(s, first);
@@ -349,11 +353,10 @@ static void stream_run(struct pccx_sim *s, struct bulk *b)
 		if (bc->dm->active)
 			s->dm_busy_ps[p] += (b->e - b->a) * s->axi_ps;
 		s->dm_full_ps[p] += bc->full * s->axi_ps;
-		starve |= bc->starve;
 	}
-	if (b->e - b->a < 64)
-		starve &= (1ull << (b->e - b->a)) - 1;
-	s->stall_weights_ps += (uint64_t)__builtin_popcountll(starve) * s->axi_ps;
+	for (w = 0; w < (n + 63) / 64 && !b->starve_all; w++)
+		waited += (uint64_t)__builtin_popcountll(b->starve[w]);
+	s->stall_weights_ps += (b->starve_all ? n : waited) * s->axi_ps;
 	s->axi_cycle = b->e - 1;
 }
 
@@ -361,32 +364,40 @@ static void stream_run(struct pccx_sim *s, struct bulk *b)
 
 /*
  * Advance through the edges before the next event (and at most to t_ps) at once. Returns
- * false when there is nothing to skip: the caller then runs the next edge itself.
+ * SIM_BULK_NONE when there is nothing to skip (the caller runs the next edge itself),
+ * SIM_BULK_DONE when edges were run, SIM_BULK_DEFERRED when no event comes up to t_ps and
+ * may_defer allowed leaving those edges for pccx__sim_sync() (time is at t_ps).
  */
-bool pccx__sim_bulk(struct pccx_sim *s, uint64_t t_ps)
+int pccx__sim_bulk(struct pccx_sim *s, uint64_t t_ps, bool may_defer)
 {
 	struct bulk b;
-	uint64_t kev, sev, h, kend, last;
+	uint64_t kev, sev, hev = ~0ull, h, kend, last;
 
 	if (s->every_edge)
-		return false;
+		return SIM_BULK_NONE;
 	kev = core_event(s);
 	if (!kev)
-		return false;
+		return SIM_BULK_NONE;
 	b.a = s->axi_cycle + 1;
 	sev = stream_setup(s, &b);
 	if (!sev)
-		return false;
-	/* edges strictly before h run here; the edge at h (if <= t_ps) is an event */
-	h = min64(t_ps + 1, (b.a + SIM_BULK_AXI) * s->axi_ps);
+		return SIM_BULK_NONE;
+	/* the first edge with an event; edges strictly before it run here */
 	if (kev != ~0ull)
-		h = min64(h, kev * s->core_ps);
+		hev = kev * s->core_ps;
 	if (sev != ~0ull)
-		h = min64(h, sev * s->axi_ps);
+		hev = min64(hev, sev * s->axi_ps);
+	if (may_defer && hev > t_ps) {
+		s->defer_ps = s->now_ps;
+		s->defer_h = hev;
+		s->now_ps = t_ps;
+		return SIM_BULK_DEFERRED;
+	}
+	h = min64(min64(t_ps + 1, (b.a + SIM_BULK_AXI) * s->axi_ps), hev);
 	b.e = ceil_div(h, s->axi_ps);
 	kend = ceil_div(h, s->core_ps);
 	if (b.e <= b.a && kend <= s->core_cycle + 1)
-		return false;
+		return SIM_BULK_NONE;
 	if (b.e > b.a)
 		stream_run(s, &b);
 	if (kend > s->core_cycle + 1)
@@ -396,5 +407,5 @@ bool pccx__sim_bulk(struct pccx_sim *s, uint64_t t_ps)
 		last = s->core_cycle * s->core_ps;
 	if (last > s->now_ps)
 		s->now_ps = last;
-	return true;
+	return SIM_BULK_DONE;
 }

@@ -211,7 +211,7 @@ static uint64_t ctrl_read(struct pccx_sim *s, uint32_t reg)
 	case PCCX_REG_CLOCKS:
 		return (c->core_hz / 1000) | ((c->axi_hz / 1000) << 32);
 	case PCCX_REG_CYCLES:
-		return s->core_cycle;
+		return s->now_ps / s->core_ps;     /* deferred edges included */
 	case PCCX_REG_WFIFO_DEPTH:
 		return c->wstream_fifo_depth;
 	}
@@ -226,6 +226,7 @@ static void push_instr(struct pccx_sim *s, uint64_t w)
 	while (s->fifo_level >= s->cfg.instr_fifo_depth && !s->halted &&
 	       s->core_cycle >= s->reset_until && s->now_ps < limit)
 		pccx__sim_run_to(s, s->now_ps + s->axi_ps);
+	pccx__sim_sync(s);
 	s->mmio_full_ps += s->now_ps - t0;
 	if (s->halted || s->core_cycle < s->reset_until ||
 	    s->fifo_level >= s->cfg.instr_fifo_depth) {
@@ -238,6 +239,7 @@ static void push_instr(struct pccx_sim *s, uint64_t w)
 
 static void ctrl_write(struct pccx_sim *s, uint32_t reg, uint64_t v)
 {
+	pccx__sim_sync(s);
 	switch (reg) {
 	case PCCX_REG_INSTR:
 		push_instr(s, v);
@@ -345,6 +347,8 @@ int pccx__sim_mmio_read32(pccx_sim *s, uint32_t off, uint32_t *v)
 	} else {
 		unsigned ch = off / 0x1000u - 1;
 
+		if ((off & 0xfffu) == PCCX_DM_STS_POP)
+			pccx__sim_sync(s);     /* a pop frees a status slot */
 		*v = pccx__sim_dm_read(s, ch, off & 0xfffu);
 	}
 	return 0;
@@ -364,6 +368,7 @@ int pccx__sim_mmio_write32(pccx_sim *s, uint32_t off, uint32_t v)
 	} else {
 		unsigned ch = off / 0x1000u - 1;
 
+		pccx__sim_sync(s);
 		pccx__sim_dm_write(s, ch, off & 0xfffu, v);
 	}
 	return 0;
@@ -392,7 +397,7 @@ bool pccx__sim_run_until_idle(pccx_sim *s, uint64_t max_cycles)
 
 uint64_t pccx__sim_cycles(const pccx_sim *s)
 {
-	return s->core_cycle;
+	return s->now_ps / s->core_ps;     /* deferred edges included */
 }
 
 bool pccx__sim_irq(const pccx_sim *s)
@@ -402,6 +407,8 @@ bool pccx__sim_irq(const pccx_sim *s)
 
 void pccx__sim_set_host_backlog(pccx_sim *s, bool pending)
 {
+	if (pending != s->host_backlog)
+		pccx__sim_sync(s);     /* the deferred edges counted the old value */
 	s->host_backlog = pending;
 }
 
@@ -448,6 +455,7 @@ int pccx__sim_dma_window_remove(pccx_sim *s, uint64_t base)
 {
 	size_t i;
 
+	pccx__sim_sync(s);
 	pccx__sim_wq_settle(s);      /* stream beats read from this memory are copied in */
 	for (i = 0; i < s->n_win; i++)
 		if (s->win[i].base == base) {
@@ -531,6 +539,7 @@ const struct pccx_sim_config *pccx__sim_get_config(const pccx_sim *s)
 
 void pccx__sim_set_every_edge(pccx_sim *s, bool every_edge)
 {
+	pccx__sim_sync(s);
 	s->every_edge = every_edge;
 }
 

@@ -290,6 +290,7 @@ nomem:
 
 void pccx__sim_inject_error(pccx_sim *sim, uint32_t index, uint32_t cause)
 {
+	pccx__sim_sync(sim);
 	sim->inject_armed = true;
 	sim->inject_index = index;
 	sim->inject_cause = cause;
@@ -297,6 +298,7 @@ void pccx__sim_inject_error(pccx_sim *sim, uint32_t index, uint32_t cause)
 
 void pccx__sim_on_retire(pccx_sim *sim, pccx_sim_retire_fn fn, void *user)
 {
+	pccx__sim_sync(sim);
 	sim->on_retire = fn;
 	sim->retire_user = user;
 }

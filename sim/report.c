@@ -12,10 +12,18 @@ const char *pccx__sim_unit_name(int unit)
 	return unit >= 0 && unit < PCCX_SIM_U_COUNT ? names[unit] : "?";
 }
 
+/* The counters include the deferred edges: they are run first. The device's state reads the
+ * same before and after (no event comes in them), so this is a const operation to callers. */
+static void sync_const(const pccx_sim *s)
+{
+	pccx__sim_sync((pccx_sim *)(uintptr_t)s);
+}
+
 void pccx__sim_get_stats(const pccx_sim *s, struct pccx_sim_stats *st)
 {
 	unsigned i;
 
+	sync_const(s);
 	*st = s->st;
 	st->cycles = (s->now_ps - s->st_base_ps) / s->core_ps;
 	for (i = 0; i < PCCX_SIM_U_COUNT; i++)
@@ -32,6 +40,7 @@ void pccx__sim_get_stats(const pccx_sim *s, struct pccx_sim_stats *st)
 
 void pccx__sim_stats_reset(pccx_sim *s)
 {
+	pccx__sim_sync(s);
 	memset(&s->st, 0, sizeof(s->st));
 	memset(s->busy_ps, 0, sizeof(s->busy_ps));
 	memset(s->dm_busy_ps, 0, sizeof(s->dm_busy_ps));

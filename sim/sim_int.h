@@ -54,7 +54,7 @@ struct sim_beatq {
 /* Beats a weight FIFO's storage holds beyond its depth: a row record in reception
  * (SIM_ROW_BEATS at most; larger rows are copied out beat by beat) plus one bulk window. */
 #define SIM_ROW_BEATS     4096u
-#define SIM_BULK_AXI      64u
+#define SIM_BULK_AXI      4096u
 #define SIM_WQ_SLACK      (SIM_ROW_BEATS + SIM_BULK_AXI)
 #define SIM_WQ_SPANS      1024u    /* beyond that, beats are copied in as they arrive */
 
@@ -101,6 +101,7 @@ struct sim_ddr {
 	uint64_t rem;                  /* fractional picoseconds carried between bursts */
 	uint64_t *open_row;            /* per bank; ~0 = closed */
 	uint32_t bank_shift, bank_mask, row_shift;
+	uint64_t burst_q, burst_r;     /* a full burst's bytes * 10^6 / MB/s: quotient, remainder */
 };
 
 /* One instruction between issue and completion. */
@@ -177,6 +178,12 @@ struct pccx_sim {
 	struct pccx_sim_config cfg;
 	sim_q4_rows_fn q4_rows;   /* the q4 row dots (with scales) */
 	bool every_edge;               /* pccx__sim_set_every_edge(): no bulk advance */
+	/*
+	 * Deferred edges: when no event comes before defer_h (ps), time runs on without the
+	 * device's state, which stays that of defer_ps; no register the host can read changes in
+	 * between. pccx__sim_sync() runs those edges before anything that changes or counts.
+	 */
+	uint64_t defer_ps, defer_h;
 	uint64_t core_ps, axi_ps;
 	uint64_t now_ps;
 	uint64_t core_cycle, axi_cycle;  /* edges passed */
@@ -331,7 +338,10 @@ sim_q4_rows_fn pccx__sim_q4_rows_pick(void);
 void pccx__sim_matmul_flush(struct pccx_sim *s, struct sim_matmul *mm);
 
 /* bulk.c: advance through edges whose effect is known in closed form */
-bool pccx__sim_bulk(struct pccx_sim *s, uint64_t t_ps);
+enum { SIM_BULK_NONE, SIM_BULK_DONE, SIM_BULK_DEFERRED };
+int pccx__sim_bulk(struct pccx_sim *s, uint64_t t_ps, bool may_defer);
+/* Run the edges deferred by bulk advance (see struct pccx_sim's defer_h). */
+void pccx__sim_sync(struct pccx_sim *s);
 
 /* timing.c: the clocks and the DDR model */
 void pccx__sim_run_to(struct pccx_sim *s, uint64_t t_ps);

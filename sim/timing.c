@@ -52,6 +52,8 @@ int pccx__sim_ddr_init(struct pccx_sim *s)
 	for (b = 0; b < 32 && (1u << b) < s->cfg.ddr_banks; b++)
 		;
 	d->row_shift = d->bank_shift + b;
+	d->burst_q = (uint64_t)s->cfg.ddr_burst_bytes * 1000000u / s->cfg.ddr_mbps;
+	d->burst_r = (uint64_t)s->cfg.ddr_burst_bytes * 1000000u % s->cfg.ddr_mbps;
 	sim_ddr_reset(s);
 	return 0;
 }
@@ -84,9 +86,16 @@ uint64_t pccx__sim_ddr_access(struct pccx_sim *s, uint64_t now_ps, uint64_t addr
 		for (i = 0; i < c->ddr_banks; i++)
 			d->open_row[i] = ~0ull;
 	}
-	num = (uint64_t)bytes * 1000000u + d->rem;
-	dur = num / c->ddr_mbps;
-	d->rem = num % c->ddr_mbps;
+	if (bytes == c->ddr_burst_bytes) {
+		/* the same quotient and remainder without a division (rem < ddr_mbps) */
+		num = d->rem + d->burst_r;
+		dur = d->burst_q + (num >= c->ddr_mbps);
+		d->rem = num >= c->ddr_mbps ? num - c->ddr_mbps : num;
+	} else {
+		num = (uint64_t)bytes * 1000000u + d->rem;
+		dur = num / c->ddr_mbps;
+		d->rem = num % c->ddr_mbps;
+	}
 	dur += c->ddr_burst_ps;
 	if (d->open_row[bank] != row) {
 		dur += c->ddr_row_miss_ps;
@@ -155,14 +164,13 @@ static void axi_tick(struct pccx_sim *s)
 	pccx__sim_dm_axi_tick(s);
 }
 
-void pccx__sim_run_to(struct pccx_sim *s, uint64_t t)
+static void run(struct pccx_sim *s, uint64_t t, bool may_defer)
 {
-	if (t <= s->now_ps)
-		return;
 	for (;;) {
 		uint64_t tc = (s->core_cycle + 1) * s->core_ps;
 		uint64_t ta = (s->axi_cycle + 1) * s->axi_ps;
 		uint64_t e = tc < ta ? tc : ta;
+		int b;
 
 		if (e > t)
 			break;
@@ -171,7 +179,10 @@ void pccx__sim_run_to(struct pccx_sim *s, uint64_t t)
 			s->axi_cycle = t / s->axi_ps;
 			break;
 		}
-		if (pccx__sim_bulk(s, t))
+		b = pccx__sim_bulk(s, t, may_defer);
+		if (b == SIM_BULK_DEFERRED)
+			return;
+		if (b == SIM_BULK_DONE)
 			continue;
 		s->now_ps = e;
 		if (ta == e) {
@@ -184,4 +195,29 @@ void pccx__sim_run_to(struct pccx_sim *s, uint64_t t)
 		}
 	}
 	s->now_ps = t;
+}
+
+void pccx__sim_run_to(struct pccx_sim *s, uint64_t t)
+{
+	if (t <= s->now_ps)
+		return;
+	if (s->defer_h) {
+		if (t < s->defer_h) {
+			s->now_ps = t;     /* still no event: the edges stay deferred */
+			return;
+		}
+		pccx__sim_sync(s);
+	}
+	run(s, t, true);
+}
+
+void pccx__sim_sync(struct pccx_sim *s)
+{
+	uint64_t t = s->now_ps;
+
+	if (!s->defer_h)
+		return;
+	s->now_ps = s->defer_ps;
+	s->defer_h = 0;
+	run(s, t, false);
 }

@@ -74,6 +74,7 @@ int pccx__sim_trace_open(pccx_sim *s, const char *path, pccx_diag *d)
 	struct sim_trace *t;
 	int rc;
 
+	pccx__sim_sync(s);
 	if (s->trace) {
 		rc = pccx__sim_trace_close(s, d);
 		if (rc)
