@@ -47,7 +47,8 @@ else
 fi
 
 T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
+qpid=
+trap '[ -n "$qpid" ] && kill "$qpid" 2>/dev/null; rm -rf "$T"' EXIT
 qemu=(qemu-system-aarch64 -machine virt -cpu cortex-a53 -m 1024 -nodefaults -no-user-config
       -display none -no-reboot)
 
@@ -180,7 +181,7 @@ timeout 1800 "${qemu[@]}" -chardev socket,id=link,path="$sock",server=on,wait=on
   -serial chardev:link -semihosting -kernel "$img" -dtb "$dtb/virt-pccx.dtb" \
   -append semihosting </dev/null >"$T/serve.qemu" 2>&1 &
 qpid=$!
-for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+for _ in $(seq 300); do [ -S "$sock" ] && break; sleep 0.1; done
 # A storm first: noise, a header with a bad CRC, a payload with a bad CRC, an unknown type, a
 # frame cut short (dropped after the 200 ms idle rule); each answered by its error code, and a
 # PING after each echoed with its own seq: the link stays in step.
@@ -250,6 +251,7 @@ st=$?
 secs=$(( $(date +%s) - t0 ))
 kill "$qpid" 2>/dev/null
 wait "$qpid" 2>/dev/null
+qpid=
 if [ "$st" -eq 0 ] && grep -q '^all 2 paths agree on ' "$T/check.out" &&
    grep -qE '^serial +verified ' "$T/check.out"; then
   ok "the tiny Gemma through the firmware's link: $(grep '^all 2 paths' "$T/check.out") ($secs s)"
