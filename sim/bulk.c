@@ -32,7 +32,7 @@ struct bulk_ch {
 	uint32_t got, taken;     /* beats delivered into / taken from the FIFO in the window */
 	uint64_t full;           /* cycles stalled: no room for a burst, none in flight */
 	bool issue;              /* stopped at cycle c with a burst to book */
-	uint64_t key;            /* ... the booking's place: c * 8 + its round-robin rank */
+	uint64_t key;            /* c when issue, else ~0 */
 };
 
 struct bulk {
@@ -164,6 +164,7 @@ static uint64_t stream_setup(struct pccx_sim *s, struct bulk *b)
 		bc->level = bc->q->level;
 		bc->reserved = bc->q->reserved;
 		bc->rc = ~0ull;
+		bc->key = ~0ull;
 		if (dm_startable(s, dm))
 			return 0;
 		if (dm->active)    /* its last beat is delivered at the earliest then */
@@ -280,10 +281,7 @@ static void ch_run(struct pccx_sim *s, struct bulk *b, struct bulk_ch *bc)
 		if (elig && j == n - 1) {
 			bc->c += n - 1;
 			bc->issue = true;
-			/* the edge model books in cycle c's round robin: channel (c % 6 + i) % 6
-			 * goes i-th */
-			bc->key = bc->c * 8 + (dm->ch + PCCX_DM_CHANNELS -
-					       bc->c % PCCX_DM_CHANNELS) % PCCX_DM_CHANNELS;
+			bc->key = bc->c;
 			return;
 		}
 		bc->c += n;
@@ -308,6 +306,7 @@ static void ch_book(struct pccx_sim *s, struct bulk_ch *bc)
 	bc->reserved += beats;
 	dm->issued += bytes;
 	bc->issue = false;
+	bc->key = ~0ull;
 	bc->c++;
 }
 
@@ -326,6 +325,34 @@ static void ch_data(struct pccx_sim *s, struct bulk_ch *bc)
 		pccx__sim_lane_take(s, &s->gemv, dm->ch, bc->taken);
 }
 
+/*
+ * The channel whose burst the edge model books next: the earliest cycle, and within a cycle
+ * the round robin's order (channel (c % 6 + i) % 6 goes i-th). NULL: none left.
+ */
+static struct bulk_ch *next_booking(struct bulk *b)
+{
+	uint64_t k0 = b->ch[0].key, k1 = b->ch[1].key, k2 = b->ch[2].key, k3 = b->ch[3].key;
+	uint64_t a = k0 < k1 ? k0 : k1, c = k2 < k3 ? k2 : k3, m = a < c ? a : c;
+	unsigned p, r, best = PCCX_DM_CHANNELS;
+	struct bulk_ch *first = NULL;
+
+	if (m == ~0ull)
+		return NULL;
+	/* written to compile without branches: which channel goes next is not predictable */
+	if ((k0 == m) + (k1 == m) + (k2 == m) + (k3 == m) == 1)
+		return &b->ch[k0 == m ? 0 : k1 == m ? 1 : k2 == m ? 2 : 3];
+	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
+		if (b->ch[p].key != m)
+			continue;
+		r = (p + PCCX_DM_CHANNELS - (unsigned)(m % PCCX_DM_CHANNELS)) % PCCX_DM_CHANNELS;
+		if (r < best) {
+			best = r;
+			first = &b->ch[p];
+		}
+	}
+	return first;
+}
+
 /* The channels run to the window's end, the bookings made in the edge model's order. */
 static void stream_run(struct pccx_sim *s, struct bulk *b)
 {
@@ -336,11 +363,8 @@ static void stream_run(struct pccx_sim *s, struct bulk *b)
 	for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
 		ch_run(s, b, &b->ch[p]);
 	for (;;) {
-		struct bulk_ch *first = NULL;
+		struct bulk_ch *first = next_booking(b);
 
-		for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
-			if (b->ch[p].issue && (!first || b->ch[p].key < first->key))
-				first = &b->ch[p];
 		if (!first)
 			break;
 		ch_book(s, first);

@@ -25,7 +25,9 @@
 #include "sim_int.h"
 
 #define SIM_MAX_F32T_BYTES (1ull << 28)
-#define SIM_Q4_BATCH       16u          /* rows: the AVX-512 kernel's group */
+/* Rows computed together at most: long enough runs for the kernel's prefetch of the next
+ * group of rows to pay (rows are read in host memory, so only the results wait). */
+#define SIM_Q4_BATCH_BYTES (1u << 20)
 
 /* A little-endian FP32 of a stream record. */
 static float f32_le(const uint8_t *p)
@@ -111,9 +113,9 @@ static int q4_kernel_prepare(struct sim_matmul *mm)
 /* Rows of a lane computed together in place (0: the rows are copied out beat by beat). */
 static uint32_t lane_batch(uint64_t row_bytes)
 {
-	uint64_t b = (uint64_t)SIM_ROW_BEATS * SIM_BEAT / row_bytes;
-
-	return b > SIM_Q4_BATCH ? SIM_Q4_BATCH : (uint32_t)b;
+	if (row_bytes > (uint64_t)SIM_ROW_BEATS * SIM_BEAT)
+		return 0;
+	return (uint32_t)(SIM_Q4_BATCH_BYTES / row_bytes);
 }
 
 int pccx__sim_matmul_start(struct pccx_sim *s, struct sim_matmul *mm, struct sim_op *op)
