@@ -177,9 +177,7 @@ if [ ! -x "$pccx" ]; then
   finish
 fi
 sock=$T/link.sock
-timeout 1800 "${qemu[@]}" -chardev socket,id=link,path="$sock",server=on,wait=on \
-  -serial chardev:link -semihosting -kernel "$img" -dtb "$dtb/virt-pccx.dtb" \
-  -append semihosting </dev/null >"$T/serve.qemu" 2>&1 &
+timeout 1800 firmware/baremetal/qemu-serve.sh "$build" "$sock" </dev/null >"$T/serve.qemu" 2>&1 &
 qpid=$!
 for _ in $(seq 300); do [ -S "$sock" ] && break; sleep 0.1; done
 # A storm first: noise, a header with a bad CRC, a payload with a bad CRC, an unknown type, a
