@@ -281,4 +281,9 @@ $(BUILD)/cmocka/%: $(BUILD)/obj/tests/cmocka/%.o $(call obj,$(HOSTED_SRC)) $(LIB
 # the serial backend against the hosted board, in process (tests/unit/test_link.c)
 $(BUILD)/tests/test_link: $(call obj,$(HOSTED_SRC)) $(LIB_FW)
 $(BUILD)/tests/test_link: LINKLIBS := $(call obj,$(HOSTED_SRC)) $(LIB_FW) $(LIBS)
+# The bare-metal AArch64 firmware (docs/firmware.md): its own makefile, the cross compiler
+# (gcc-aarch64-linux-gnu) and Debian's arm64 libfdt, downloaded into BUILD/fw.
+firmware:
+	$(MAKE) -C firmware/baremetal BUILD=$(abspath $(BUILD)) all dtbs
+.PHONY: firmware
 # ---- END link ----

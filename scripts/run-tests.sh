@@ -81,6 +81,20 @@ for build in "$@"; do
   done
 done
 
+# The firmware's host unit tests (cmocka, firmware/baremetal: board code that needs no board,
+# built there with ASan and UBSan), each test counted like the other cmocka programs.
+fwb=$(cd "$first" && pwd)
+if make --no-print-directory -s -C firmware/baremetal BUILD="$fwb" host-tests >"$fwb/fw-host.log" 2>&1
+then
+  for t in "$fwb"/fw/host/test_*; do
+    [ -x "$t" ] || continue
+    run_cmocka_prog "$t" "$first/fw/host/${t##*/}"
+  done
+else
+  total_fail=$((total_fail + 1)); failed+=("firmware host tests")
+  echo "FAIL firmware host tests (build)"; tail -n 30 "$fwb/fw-host.log" | sed -e 's/^/    /'
+fi
+
 for s in tests/scripts/*.sh; do
   [ -f "$s" ] || continue
   log=$(mktemp)

@@ -125,16 +125,21 @@ int pccx_cli_gen_show(const struct pccx_cli_gen_args *g, pccx_session *s, const 
 void pccx_cli_gen_print_stats(const struct pccx_stats *st, const struct pccx_device_info *info,
 			      bool verified)
 {
+	char prompt[96] = "";
+
+	/* the simulated prompt figures need cycles: only the sim backend counts them */
+	if (st->device_cycles && st->prompt_tokens)
+		snprintf(prompt, sizeof(prompt),
+			 ", simulated prompt %.2f tok/s (first token after %.3f ms)",
+			 pccx_cli_prompt_tok_s(st, info), 1e3 * pccx_cli_first_token_s(st, info));
 	fprintf(stderr,
 		"stats: %llu tokens generated, %llu prompt tokens, host %.2f tok/s, %llu "
-		"simulated cycles (%.3f ms at the modelled clock), simulated prompt %.2f tok/s "
-		"(first token after %.3f ms), simulated decode %.2f tok/s, DDR %.1f%% of the "
-		"bandwidth ceiling%s\n",
+		"simulated cycles (%.3f ms at the modelled clock)%s, simulated decode %.2f tok/s, "
+		"DDR %.1f%% of the bandwidth ceiling%s\n",
 		(unsigned long long)st->tokens, (unsigned long long)st->prompt_tokens,
 		st->host_seconds > 0 ? (double)(st->tokens + st->prompt_tokens) / st->host_seconds :
 		0.0,
-		(unsigned long long)st->device_cycles, st->device_seconds * 1e3,
-		pccx_cli_prompt_tok_s(st, info), 1e3 * pccx_cli_first_token_s(st, info),
+		(unsigned long long)st->device_cycles, st->device_seconds * 1e3, prompt,
 		pccx_cli_decode_tok_s(st, info), 100.0 * st->ddr_utilisation,
 		verified ? ", verified: 0 differing bits" : "");
 }

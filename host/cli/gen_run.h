@@ -41,7 +41,10 @@ struct pccx_cli_gen_args {
 		 "FILE", "tokenizer.json (default: the model's own); pccx run without any\n"     \
 		 "tokenizer takes the prompt's bytes as ids and prints ids"),                    \
 	PCCX_OPT("backend", 0, PCCX_OPT_STR, PCCX_AT(T, f.dopt.backend, const char *), "NAME",   \
-		 "sim (default) or kernel"),                                                     \
+		 "sim (default), kernel, serial or usb"),                                        \
+	PCCX_OPT("path", 0, PCCX_OPT_STR, PCCX_AT(T, f.dopt.path, const char *), "WHERE",        \
+		 "kernel: the device node (default /dev/pccx); serial: a tty or a\n"            \
+		 "Unix socket; usb: VID:PID (docs/usb.md)"),                                     \
 	PCCX_OPT("dtb", 0, PCCX_OPT_PATH, PCCX_AT(T, f.dopt.dtb, const char *), "FILE",          \
 		 "sim: device parameters"),                                                      \
 	PCCX_OPT("verify", 0, PCCX_OPT_FLAG, PCCX_AT(T, f.sopt.verify, bool), NULL,              \

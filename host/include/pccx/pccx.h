@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libpccx — run Gemma 3n on a pccx v002 NPU.
+ * libpccx — run Gemma decoders (Gemma 1, 2, 3, 3n and 4) on a pccx v002 NPU.
  *
  *   pccx_device_open()   pick a backend: "sim" (in-process cycle simulator, the default),
- *                        "kernel" (/dev/pccx), later "usb"
+ *                        "kernel" (/dev/pccx), "serial" or "usb" (a board over a link,
+ *                        docs/link.md)
  *   pccx_model_load()    a GGUF or safetensors checkpoint, or a synthetic model; weights are
  *                        placed in device buffers in stream order
  *   pccx_session_*()     a conversation: KV cache, prefill, token-by-token generation with the
@@ -42,8 +43,9 @@ typedef struct pccx_session pccx_session;
 
 struct pccx_device_opts {
 	size_t struct_size;       /* sizeof(struct pccx_device_opts): lets the struct grow */
-	const char *backend;      /* "sim" (default when NULL), "kernel" */
-	const char *path;         /* kernel: device node (default "/dev/pccx") */
+	const char *backend;      /* "sim" (default when NULL), "kernel", "serial", "usb" */
+	const char *path;         /* kernel: device node (default "/dev/pccx"); serial: a tty or
+				   * a Unix socket; usb: VID:PID (docs/usb.md) */
 	const char *dtb;          /* sim: device-tree blob with the pccx,npu-v002 node (default:
 				   * the built-in KV260 configuration) */
 	const char *trace_path;   /* sim: write a Chrome/Perfetto trace here (NULL: none) */
