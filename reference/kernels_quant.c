@@ -127,7 +127,6 @@ void pccx__kern_act_prepare(struct pccx_kern_act *a)
 	pccx__kern_act_prepare_ref(a);
 }
 
-
 void pccx__kern_q8_quantize(const float *x, size_t k, int8_t *q, float *sx)
 {
 	pccx__q8_quantize(x, k, q, sx);
