@@ -4,8 +4,8 @@
  * window per thread, never through the mapping, so its tensor data does not stay resident
  * beside the converted copy (peak RSS: the model plus the windows), and a file that cannot be
  * read or shrinks under the loader is an error, not a SIGBUS. Q4_0 rows, almost all of a
- * model, are split between threads: the load is mostly first touches of the model's fresh
- * pages, and two cores fault them in nearly twice as fast as one.
+ * model, are split between threads: the load is mostly the kernel providing the model's fresh
+ * pages at their first touch, work that threads on free cores share.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -23,7 +23,7 @@
 
 /* Bytes of the file one thread holds at a time: well within its share of L2. */
 #define WINDOW ((size_t)256 << 10)
-/* Threads at most: the page faults and memory traffic of a load stop scaling soon. */
+/* Threads at most: a load is bound by page faults and memory traffic, not by arithmetic. */
 #define MAX_THREADS 4u
 
 struct window {
