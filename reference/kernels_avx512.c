@@ -78,17 +78,30 @@ T512 static void scales16x8(const uint8_t *const rec[G], uint32_t b, __m512 d[8]
 	}
 }
 
+/*
+ * The low nibbles of v as q + 8: the two's complement nibble q is stored as q & 15, and
+ * (q & 15) ^ 8 = q + 8; vpternlogd computes (v ^ 0x88) & 0x0F in one instruction (0x28 is the
+ * truth table of (A ^ B) & C).
+ */
+T512 static __m512i lo_q8(__m512i v)
+{
+	return _mm512_ternarylogic_epi32(v, _mm512_set1_epi8((char)0x88), _mm512_set1_epi8(0x0F),
+					 0x28);
+}
+
+/* The high nibbles of v as q + 8 (the bits shifted in from the next byte are masked off). */
+T512 static __m512i hi_q8(__m512i v)
+{
+	return lo_q8(_mm512_srli_epi16(v, 4));
+}
+
 /* Four blocks of one row: int32 lanes 4i .. 4i+3 sum to block i's (q + 8) * x. */
 T512 static __m512i quad(const uint8_t *nib, __m512i xe, __m512i xo)
 {
-	const __m512i m4 = _mm512_set1_epi8(0x0F);
-	/* two's complement nibble q stored as q & 15; (q & 15) ^ 8 = q + 8, in both nibbles */
-	__m512i v = _mm512_xor_si512(_mm512_loadu_si512((const void *)nib),
-				     _mm512_set1_epi8((char)0x88));
-	__m512i lo = _mm512_and_si512(v, m4);
-	__m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+	__m512i v = _mm512_loadu_si512((const void *)nib);
 
-	return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, xe), hi, xo);
+	return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo_q8(v), xe),
+				   hi_q8(v), xo);
 }
 
 /*
@@ -251,7 +264,6 @@ T512 static void transpose16(const __m512i v[G], __m512i t[G])
  */
 T512 static void weights16x4(const uint8_t *const rec[G], uint64_t sb, uint32_t b, __m512i wt[32])
 {
-	const __m512i m4 = _mm512_set1_epi8(0x0F), x88 = _mm512_set1_epi8((char)0x88);
 	__m512i v[G], t[G];
 	unsigned r, e;
 
@@ -262,10 +274,8 @@ T512 static void weights16x4(const uint8_t *const rec[G], uint64_t sb, uint32_t 
 	/* t[4i + g]: word g of block b + i */
 #pragma GCC unroll 16
 	for (e = 0; e < G; e++) {
-		__m512i x = _mm512_xor_si512(t[e], x88);	/* q + 8 in both nibbles */
-
-		wt[8 * (e / 4) + e % 4] = _mm512_and_si512(x, m4);
-		wt[8 * (e / 4) + 4 + e % 4] = _mm512_and_si512(_mm512_srli_epi16(x, 4), m4);
+		wt[8 * (e / 4) + e % 4] = lo_q8(t[e]);
+		wt[8 * (e / 4) + 4 + e % 4] = hi_q8(t[e]);
 	}
 }
 
