@@ -5,8 +5,8 @@
  * (pccx__q4_from_ggml_q4_0) and finds the first block whose scale is Inf or NaN. The loader
  * reads tensor data with pread through bounded windows, never through the file's mapping (the
  * mapping's resident pages after a load are the header's), splits Q4_0 rows between threads
- * with every byte as written and the first bad row in row order refused, and a file that
- * shrinks under it is an error naming it.
+ * with every byte as written and the first bad row in row order refused, decodes other types
+ * a row at a time across windows, and a file that shrinks under it is an error naming it.
  */
 #include <check.h>
 #include <stdbool.h>
@@ -401,6 +401,93 @@ START_TEST(read_of_shrunk_file)
 }
 END_TEST
 
+/* The GGUF at src written to dst with tensor `name` as F32 (its values decoded). */
+static void f32_copy(const char *src, const char *dst, const char *name)
+{
+	pccx_gguf_writer *w;
+	pccx_gguf *g;
+	pccx_diag d = { 0 };
+	float *x = NULL;
+	uint64_t i;
+
+	ck_assert_msg(pccx_gguf_open(&g, src, &d) == 0, "%s", d.msg);
+	ck_assert_int_eq(pccx_gguf_writer_new(&w, &d), 0);
+	for (i = 0; i < pccx_gguf_n_kv(g); i++)
+		ck_assert_int_eq(pccx_gguf_writer_set_value(w, pccx_gguf_kv_key(g, i),
+							    pccx_gguf_kv_value(g, i), &d), 0);
+	for (i = 0; i < pccx_gguf_n_tensors(g); i++) {
+		const pccx_gguf_tensor *t = pccx_gguf_tensor_at(g, i);
+		uint64_t ne[4];
+
+		memcpy(ne, t->ne, sizeof(ne));
+		if (strcmp(t->name, name)) {
+			ck_assert_int_eq(pccx_gguf_writer_add_tensor(w, t->name, t->type,
+								     t->n_dims, ne, t->data,
+								     t->nbytes, &d), 0);
+			continue;
+		}
+		x = malloc(4 * t->n_elems);
+		ck_assert_ptr_nonnull(x);
+		ck_assert_int_eq(pccx_gguf_decode_rows(g, t, 0, t->n_elems / t->ne[0], x, &d), 0);
+		ck_assert_int_eq(pccx_gguf_writer_add_tensor(w, t->name, PCCX_GGML_F32, t->n_dims,
+							     ne, x, 4 * t->n_elems, &d), 0);
+	}
+	ck_assert_msg(pccx_gguf_writer_write(w, dst, &d) == 0, "%s", d.msg);
+	pccx_gguf_writer_free(w);
+	pccx_gguf_close(g);
+	free(x);
+}
+
+/*
+ * A tensor of another type is decoded a row at a time through a window it spans several of
+ * (tiny's per-layer table as F32: 512 rows of 1280 bytes, 204 to a window): every row is
+ * requantised from its own values, as pccx_q4_quantize makes it from the Q4_0 file's.
+ */
+START_TEST(decoded_rows_across_windows)
+{
+	char path[] = "/tmp/pccx-loadmem-XXXXXX", f32[64];
+	struct pccx_gemma_model *m, *q = NULL, *l = NULL;
+	const struct pccx_gemma_tensor *T;
+	struct pccx_gemma_config cfg;
+	pccx_diag d = { 0 };
+	uint8_t *want;
+	float *x;
+	uint32_t r;
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	snprintf(f32, sizeof(f32), "%s.f32", path);
+	ck_assert_int_eq(pccx__gemma_config_preset("tiny", &cfg, &d), 0);
+	ck_assert_msg(pccx__gemma_model_create(&m, &cfg, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma_synth(m, 9, 1, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma_save_gguf(m, NULL, path, &d) == 0, "%s", d.msg);
+	f32_copy(path, f32, "per_layer_token_embd.weight");
+	ck_assert_msg(pccx__gemma_load_gguf(&q, path, 0, NULL, NULL, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma_load_gguf(&l, f32, 0, NULL, NULL, &d) == 0, "%s", d.msg);
+	T = &l->t[l->w.ple_table];
+	ck_assert_uint_gt((uint64_t)T->rows * T->cols * 4, 2u * (256u << 10));
+	want = calloc(1, T->row_bytes);
+	x = malloc(sizeof(float) * T->cols);
+	ck_assert(want && x);
+	for (r = 0; r < T->rows; r++) {
+		pccx__gemma_row_f32(q, l->w.ple_table, r, x);
+		ck_assert_int_eq(pccx_q4_quantize(x, T->cols, want +
+						  pccx_gemma_q4_scale_bytes(T->cols),
+						  (uint16_t *)(void *)want, NULL, "row", &d), 0);
+		ck_assert_msg(!memcmp(pccx_gemma_row(l, l->w.ple_table, r), want, T->row_bytes),
+			      "row %u", r);
+	}
+	free(want);
+	free(x);
+	pccx__gemma_model_free(l);
+	pccx__gemma_model_free(q);
+	pccx__gemma_model_free(m);
+	unlink(f32);
+	unlink(path);
+}
+END_TEST
+
 static Suite *load_mem_suite(void)
 {
 	Suite *s = suite_create("gguf_load_mem");
@@ -417,6 +504,7 @@ static Suite *load_mem_suite(void)
 	tcase_add_test(tc, load_peak_is_the_model);
 	tcase_add_test(tc, load_refuses_first_bad_row);
 	tcase_add_test(tc, read_of_shrunk_file);
+	tcase_add_test(tc, decoded_rows_across_windows);
 	suite_add_tcase(s, tc);
 	return s;
 }
