@@ -152,14 +152,14 @@ T512 static void dots16x4(const uint8_t *const rec[G], uint64_t sb, const int8_t
 	reduce16(p, d);
 }
 
-/* acc = acc + c_b for blocks b .. b+3 in order, c_b = (float)(dot_b - 8 sum x_b) * (d_b * sx_b). */
-T512 static __m512 accumulate4(__m512 acc, const __m512i dot[4], const __m512 d[4],
-			       const struct pccx_kern_act *a, uint32_t b)
+/* acc = acc + c_b for blocks b .. b+cnt-1 in order (cnt <= 4), c_b = (float)(dot_b - 8 sum x_b) * (d_b * sx_b). */
+T512 static __m512 accumulate(__m512 acc, const __m512i dot[4], const __m512 d[4],
+			      const struct pccx_kern_act *a, uint32_t b, unsigned cnt)
 {
 	unsigned i;
 
-#pragma GCC unroll 16
-	for (i = 0; i < 4; i++) {
+#pragma GCC unroll 4
+	for (i = 0; i < cnt; i++) {
 		__m512i s = _mm512_sub_epi32(dot[i], _mm512_set1_epi32(8 * a->xsum[b + i]));
 		__m512 t = _mm512_mul_ps(d[i], _mm512_set1_ps(a->sx[b + i]));
 
@@ -170,8 +170,48 @@ T512 static __m512 accumulate4(__m512 acc, const __m512i dot[4], const __m512 d[
 }
 
 /* Rows rec[0 .. nr) (nr <= 16; the lanes past nr repeat a row and are not stored). */
+/*
+ * The last 1-3 blocks (j of them, from b) of a row whose block count is not a multiple of
+ * four, laid out as a whole group of four (xp's layout) with zeros for the missing blocks.
+ */
+static void tail_act(const struct pccx_kern_act *a, uint32_t b, uint32_t j, int8_t xq[128])
+{
+	uint32_t i, t;
+
+	__builtin_memset(xq, 0, 128);
+	for (i = 0; i < j; i++)
+		for (t = 0; t < 16; t++) {
+			xq[16 * i + t] = a->q8[32 * (b + i) + 2 * t];
+			xq[64 + 16 * i + t] = a->q8[32 * (b + i) + 2 * t + 1];
+		}
+}
+
+/*
+ * dots16x4 for the j < 4 blocks left from b: only their nibbles are loaded (the others read as
+ * 0, and meet zero activations in xq), so lanes of blocks past the row's end sum to 0.
+ */
+T512 static void dots16_tail(const uint8_t *const rec[G], uint64_t sb, const int8_t *xq,
+			     uint32_t b, uint32_t j, __m512i d[4])
+{
+	const __mmask64 mk = ((__mmask64)1 << (16 * j)) - 1;
+	__m512i xe = _mm512_loadu_si512((const void *)xq);
+	__m512i xo = _mm512_loadu_si512((const void *)(xq + 64));
+	__m512i p[G];
+	unsigned r;
+
+#pragma GCC unroll 16
+	for (r = 0; r < G; r++) {
+		__m512i v = _mm512_maskz_loadu_epi8(mk, rec[r] + sb + 16 * b);
+
+		p[r] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo_q8(v),
+							       xe), hi_q8(v), xo);
+	}
+	reduce16(p, d);
+}
+
 T512 static void group16(const uint8_t *const rec[G], uint32_t nr, uint64_t sb,
-			 const struct pccx_kern_act *a, struct pccx_kern_pf *f, float *y)
+			 const struct pccx_kern_act *a, const int8_t *xq, struct pccx_kern_pf *f,
+			 float *y)
 {
 	uint32_t nb = a->k / 32, b, r;
 	__m512 acc = _mm512_setzero_ps(), d[8];
@@ -182,17 +222,25 @@ T512 static void group16(const uint8_t *const rec[G], uint32_t nr, uint64_t sb,
 		scales16x8(rec, b, d);
 		pccx__kern_pf_step(f);
 		dots16x4(rec, sb, a->xp, b, dot);
-		acc = accumulate4(acc, dot, d, a, b);
+		acc = accumulate(acc, dot, d, a, b, 4);
 		pccx__kern_pf_step(f);
 		dots16x4(rec, sb, a->xp, b + 4, dot);
-		acc = accumulate4(acc, dot, d + 4, a, b + 4);
+		acc = accumulate(acc, dot, d + 4, a, b + 4, 4);
 	}
 	if (b + 4 <= nb) {
 		/* the scale beats are whole 16-byte beats: eight scales are there to read */
 		scales16x8(rec, b, d);
 		dots16x4(rec, sb, a->xp, b, dot);
-		acc = accumulate4(acc, dot, d, a, b);
+		acc = accumulate(acc, dot, d, a, b, 4);
 		b += 4;
+	}
+	if (b < nb && xq) {
+		/* 1-3 blocks left; b % 8 == 4 finds their scales in d[4 ..] already */
+		if (b % 8 == 0)
+			scales16x8(rec, b, d);
+		dots16_tail(rec, sb, xq, b, nb - b, dot);
+		acc = accumulate(acc, dot, d + b % 8, a, b, nb - b);
+		b = nb;
 	}
 	if (b == nb) {
 		_mm512_mask_storeu_ps(y, (__mmask16)((1u << nr) - 1), canon16(acc));
@@ -207,9 +255,12 @@ void pccx__kern_q4_rows_avx512(const uint8_t *w, uint64_t row_bytes, uint32_t n,
 			       const struct pccx_kern_act *a, float *y)
 {
 	uint64_t sb = pccx__kern_scale_bytes(a->k);
+	uint32_t r0, r, nr, nb = a->k / 32;
 	const uint8_t *rec[G];
-	uint32_t r0, r, nr;
+	int8_t xq[128];
 
+	if (nb % 4)
+		tail_act(a, nb / 4 * 4, nb % 4, xq);
 	for (r0 = 0; r0 < n; r0 += G) {
 		/* one share of the next group per step of four blocks */
 		struct pccx_kern_pf f = pccx__kern_pf_group(w, row_bytes, n, r0, G, a->k / 128);
@@ -217,7 +268,7 @@ void pccx__kern_q4_rows_avx512(const uint8_t *w, uint64_t row_bytes, uint32_t n,
 		nr = n - r0 < G ? n - r0 : G;
 		for (r = 0; r < G; r++)
 			rec[r] = w + (uint64_t)(r0 + (r < nr ? r : nr - 1)) * row_bytes;
-		group16(rec, nr, sb, a, &f, y + r0);
+		group16(rec, nr, sb, a, nb % 4 ? xq : NULL, &f, y + r0);
 	}
 }
 
