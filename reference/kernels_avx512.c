@@ -152,7 +152,10 @@ T512 static void dots16x4(const uint8_t *const rec[G], uint64_t sb, const int8_t
 	reduce16(p, d);
 }
 
-/* acc = acc + c_b for blocks b .. b+cnt-1 in order (cnt <= 4), c_b = (float)(dot_b - 8 sum x_b) * (d_b * sx_b). */
+/*
+ * acc = acc + c_b for blocks b .. b+cnt-1 in order (cnt <= 4),
+ * c_b = (float)(dot_b - 8 sum x_b) * (d_b * sx_b).
+ */
 T512 static __m512 accumulate(__m512 acc, const __m512i dot[4], const __m512 d[4],
 			      const struct pccx_kern_act *a, uint32_t b, unsigned cnt)
 {
