@@ -153,9 +153,9 @@ int pccx__sim_matmul_start(struct pccx_sim *s, struct sim_matmul *mm, struct sim
 		if (!mm->q8 || !mm->sx)
 			goto fail;
 		for (r = 0; r < mm->m; r++)
-			pccx__q8_quantize(mm->x + (size_t)r * mm->k, mm->k,
-					  mm->q8 + (size_t)r * mm->k,
-					  mm->sx + (size_t)r * (mm->k / PCCX_Q4_BLOCK));
+			pccx__kern_q8_quantize(mm->x + (size_t)r * mm->k, mm->k,
+					       mm->q8 + (size_t)r * mm->k,
+					       mm->sx + (size_t)r * (mm->k / PCCX_Q4_BLOCK));
 		if (mm->ws.w_scale && q4_kernel_prepare(mm))
 			goto fail;
 	} else if (mm->ws.fmt == PCCX_WFMT_F32T) {

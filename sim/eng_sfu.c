@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels.h"
 #include "pccx_num.h"
 #include "sim_int.h"
 
@@ -135,7 +136,8 @@ static void sim_cvo_execute(struct pccx_sim *s, const struct pccx_insn *in)
 			pccx__sim_l2_put_f32(s, dst, s->s_bits);
 		} else {
 			pccx__sim_l2_get(s, dst, b, n);
-			pccx__sfu_vector(fn, fl, S, a, b, n);
+			/* the bits of pccx__sfu_vector, vectorised where the CPU allows */
+			pccx__kern_sfu_vector(fn, fl, S, a, b, n);
 			pccx__sim_l2_put(s, dst, b, n);
 		}
 		free(a);
