@@ -37,6 +37,14 @@ echo "== the same model loaded from a GGUF file (peak RSS of the load)"
 "$pccx" bench --ref -m "$out/model.gguf" -n 1 --threads 2 | tee "$out/gguf"
 rm -f "$out/model.gguf"
 echo
+echo "== the same tiny Gemma steps in process and on a board over the serial link (pccx-board)"
+sock=$out/board.sock
+"$build/bin/pccx-board" --listen "$sock" --once 2>"$out/board.err" &
+board=$!
+for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
+"$pccx" check --no-kernel --no-verify --serial "$sock" -n 64 | tee "$out/check" || true
+wait "$board" || true
+echo
 echo "== submit->complete latency through /dev/pccx vs the in-process backend (QEMU guest)"
 scripts/deps.sh test
 PCCX_QEMU_ARCH=amd64 PCCX_QEMU_TESTS=bench scripts/qemu/run.sh "$build" 2>&1 |
@@ -76,5 +84,8 @@ if [ -n "$sim_s" ] && [ -n "$ref_tps" ]; then
   ratio=$(awk -v s="$sim_s" -v t="$ref_tps" 'BEGIN { if (t > 0) printf "%.2f", s * t }')
 fi
 emit "sim_over_ref_host_time_${cfg}" "$ratio" x
+# pccx check's table: path, result, tokens, prefill ms/tok, decode ms/tok, device ms/job, jobs
+emit inprocess_ms_per_decode_token "$(num "$out/check" '$1 == "sim" && $2 == "ran" {print $5}')" ms
+emit serial_ms_per_decode_token "$(num "$out/check" '$1 == "serial" && $2 == "ran" {print $5}')" ms
 emit kernel_us_per_job "$(num "$out/qemu" '/us\/job/ {for (i = 1; i <= NF; i++) if ($(i+1) == "us/job,") {print $i; exit}}')" us
 emit inprocess_us_per_job "$(num "$out/qemu" '/us\/job/ {n = 0; for (i = 1; i <= NF; i++) if ($(i+1) == "us/job,") {n++; if (n == 2) {print $i; exit}}}')" us

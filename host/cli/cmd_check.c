@@ -238,7 +238,7 @@ int pccx_cmd_check(int argc, char **argv)
 	failed |= compare(paths, n_paths);
 	print_table(&a, paths, n_paths);
 	if (!failed)
-		printf("all %d paths agree on %zu tokens (%zu prompt steps, %zu decode steps%s)\n",
+		printf("all %d paths agree on %zu tokens (%zu prompt tokens, %zu decode steps%s)\n",
 		       n_paths, paths[0].n, paths[0].prompt, paths[0].n,
 		       a.no_verify ? "" : ", each verified against the reference");
 	free(paths);

@@ -24,7 +24,7 @@ start_board() {
 
 start_board
 want_rc 0 "$pccx" check --no-kernel --serial "$T/b.sock"
-has "$T/out" "all 2 paths agree on 17 tokens (19 prompt steps, 17 decode steps, each verified"
+has "$T/out" "all 2 paths agree on 17 tokens (19 prompt tokens, 17 decode steps, each verified"
 checks=$((checks + 1))
 grep -qE '^sim +verified +17 ' "$T/out" || fail "no verified sim row: $(cat "$T/out")"
 checks=$((checks + 1))
