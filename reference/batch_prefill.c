@@ -137,36 +137,60 @@ static int check_matmul(struct pccx_batch_prefill *b, const struct pccx_npu_matm
 }
 
 /* The batched matmul: the weights once, every row its own input and output. */
+/* The batched matmul's rows, split across the pool's parts (rows are independent). */
+struct batch_rows {
+	struct pccx_batch_prefill *b;
+	const struct pccx_npu_matmul *mm;
+	uint32_t rows;
+};
+
+static void quantize_part(void *ctx, unsigned part, unsigned nparts)
+{
+	const struct batch_rows *j = ctx;
+	struct pccx_batch_prefill *b = j->b;
+	uint32_t r;
+
+	for (r = part; r < j->rows; r += nparts) {
+		struct row *rw = &b->row[r];
+		const float *xin = pccx__ref_exec_l2(rw->x) + (size_t)j->mm->src * 4;
+
+		b->act[r] = (struct pccx_kern_act){ j->mm->k, rw->q8, rw->sx, rw->xp, rw->xsum };
+		pccx__kern_q8_quantize(xin, j->mm->k, rw->q8, rw->sx);
+		pccx__kern_act_prepare(&b->act[r]);
+	}
+}
+
+static void store_part(void *ctx, unsigned part, unsigned nparts)
+{
+	const struct batch_rows *j = ctx;
+	struct pccx_batch_prefill *b = j->b;
+	uint32_t r;
+
+	for (r = part; r < j->rows; r += nparts)
+		pccx__kern_out_store(b->y + (size_t)r * b->max_n,
+				     pccx__ref_exec_l2(b->row[r].x) + (size_t)j->mm->dst * 4,
+				     j->mm->n, j->mm->accm);
+}
+
+/* The batched matmul: the weights once, every row its own input and output. */
 static int run_batched(struct pccx_batch_prefill *b, const struct pccx_npu_matmul *mm,
 		       uint32_t rows, pccx_diag *d)
 {
 	struct pccx_wshape ws = { mm->n, mm->k, mm->fmt, true };
 	uint64_t rb = pccx__wstream_row_bytes(&ws);
-	const uint8_t *w;
-	uint32_t r, i;
+	struct batch_rows j = { b, mm, rows };
+	uint32_t r;
 	int rc;
 
 	rc = check_matmul(b, mm, rb, d);
 	if (rc)
 		return rc;
-	w = b->s->m->data + mm->w.offset;
-	for (r = 0; r < rows; r++) {
-		struct row *rw = &b->row[r];
-		const float *xin = pccx__ref_exec_l2(rw->x) + (size_t)mm->src * 4;
-
-		b->act[r] = (struct pccx_kern_act){ mm->k, rw->q8, rw->sx, rw->xp, rw->xsum };
-		pccx__q8_quantize(xin, mm->k, rw->q8, rw->sx);
-		pccx__kern_act_prepare(&b->act[r]);
-	}
-	pccx__kern_q4_gemm(b->pool, b->impl, w, rb, mm->n, b->act, rows, b->y, b->max_n);
-	for (r = 0; r < rows; r++) {
-		float *out = pccx__ref_exec_l2(b->row[r].x) + (size_t)mm->dst * 4;
-		const float *y = b->y + (size_t)r * b->max_n;
-
-		for (i = 0; i < mm->n; i++)
-			out[i] = pccx__out_store(y[i], mm->accm, out[i]);
+	pccx__pool_run(b->pool, quantize_part, &j);
+	pccx__kern_q4_gemm(b->pool, b->impl, b->s->m->data + mm->w.offset, rb, mm->n, b->act, rows,
+			   b->y, b->max_n);
+	pccx__pool_run(b->pool, store_part, &j);
+	for (r = 0; r < rows; r++)
 		b->row[r].at++;
-	}
 	b->st.weight_bytes += (uint64_t)mm->n * rb;
 	b->st.batched_matmuls++;
 	return PCCX_OK;
