@@ -4,7 +4,7 @@
 set -euo pipefail
 
 common=(gcc make pkg-config check libsubunit-dev libcmocka-dev libfdt-dev device-tree-compiler
-        libmicrohttpd-dev)
+        libmicrohttpd-dev libusb-1.0-0-dev)
 # The kernel-driver stage (scripts/qemu/run.sh): headers, emulators, initramfs tools, arm64 cross.
 qemu=(linux-headers-amd64 qemu-system-x86 qemu-system-arm cpio kmod gcc-aarch64-linux-gnu
       libc6-dev-arm64-cross device-tree-compiler python3)

@@ -11,8 +11,10 @@
 
 #define A(f) PCCX_AT(struct pccx_device_opts, f, const char *)
 static const struct pccx_opt info_opts[] = {
-	PCCX_OPT("backend", 0, PCCX_OPT_STR, A(backend), "NAME", "sim (default) or kernel"),
-	PCCX_OPT("path", 0, PCCX_OPT_PATH, A(path), "NODE", "kernel: the device node"),
+	PCCX_OPT("backend", 0, PCCX_OPT_STR, A(backend), "NAME",
+		 "sim (default), kernel, serial or usb"),
+	PCCX_OPT("path", 0, PCCX_OPT_STR, A(path), "WHERE",
+		 "kernel: the device node; serial: a tty or a Unix socket; usb:\nVID:PID"),
 	PCCX_OPT("dtb", 0, PCCX_OPT_PATH, A(dtb), "FILE", "sim: device parameters"),
 	{ 0 }
 };
@@ -20,11 +22,11 @@ static const struct pccx_opt info_opts[] = {
 
 static const struct pccx_opt_cmd info_cmd = {
 	.name = "info",
-	.usage = "[--backend sim|kernel] [--path " PCCX_KERNEL_DEV_PATH "] [--dtb F]",
+	.usage = "[--backend sim|kernel|serial|usb] [--path WHERE] [--dtb F]",
 	.about = "Opens the device (the in-process simulator by default; --backend kernel opens\n"
-		 PCCX_KERNEL_DEV_PATH " or --path) and prints its ID, features, L2 size, DMA address "
-		 "width,\nclocks and DDR peak (modelled on sim, the KV260's nominal figure on "
-		 "kernel).\n",
+		 PCCX_KERNEL_DEV_PATH " or --path; serial and usb a board over a link) and prints "
+		 "its ID,\nfeatures, L2 size, DMA address width, clocks and DDR peak (modelled on "
+		 "sim, the\nKV260's nominal figure otherwise).\n",
 	.opts = info_opts,
 };
 
@@ -40,11 +42,11 @@ static const struct {
 
 static void print_info(const struct pccx_device_info *info, const char *path)
 {
-	bool kernel = !strcmp(info->backend, "kernel");
+	bool kernel = !strcmp(info->backend, "kernel"), sim = !strcmp(info->backend, "sim");
 	unsigned i;
 
-	printf("backend        %s%s%s\n", info->backend, kernel ? " " : "",
-	       kernel ? (path ? path : PCCX_KERNEL_DEV_PATH) : "");
+	printf("backend        %s%s%s\n", info->backend, sim ? "" : " ",
+	       sim ? "" : path ? path : kernel ? PCCX_KERNEL_DEV_PATH : "(default)");
 	printf("id             0x%08" PRIx32 " (v%u.%u, build %u)\n", info->hw_version,
 	       info->hw_version >> 24, (info->hw_version >> 16) & 0xff, info->hw_version & 0xffff);
 	printf("features       0x%08" PRIx32, info->features);
