@@ -87,5 +87,10 @@ emit "sim_over_ref_host_time_${cfg}" "$ratio" x
 # pccx check's table: path, result, tokens, prefill ms/tok, decode ms/tok, device ms/job, jobs
 emit inprocess_ms_per_decode_token "$(num "$out/check" '$1 == "sim" && $2 == "ran" {print $5}')" ms
 emit serial_ms_per_decode_token "$(num "$out/check" '$1 == "serial" && $2 == "ran" {print $5}')" ms
+# the QEMU guest's tiny decode step on three paths: "per job: in-process X ms, /dev/pccx Y ms,
+# usb Z ms" (tests/qemu/usb-link.c; guest figures under emulation, not a board's)
+emit guest_inprocess_ms_per_step "$(num "$out/qemu" '/per job:/ {for (i = 1; i <= NF; i++) if ($i == "in-process") {print $(i+1); exit}}')" ms
+emit guest_kernel_ms_per_step "$(num "$out/qemu" '/per job:/ {for (i = 1; i <= NF; i++) if ($i == "/dev/pccx") {print $(i+1); exit}}')" ms
+emit guest_usb_ms_per_step "$(num "$out/qemu" '/per job:/ {for (i = 1; i <= NF; i++) if ($i == "usb") {print $(i+1); exit}}')" ms
 emit kernel_us_per_job "$(num "$out/qemu" '/us\/job/ {for (i = 1; i <= NF; i++) if ($(i+1) == "us/job,") {print $i; exit}}')" us
 emit inprocess_us_per_job "$(num "$out/qemu" '/us\/job/ {n = 0; for (i = 1; i <= NF; i++) if ($(i+1) == "us/job,") {n++; if (n == 2) {print $i; exit}}}')" us
