@@ -17,6 +17,11 @@
  * weight block once for all m rows.
  * Every variant gives the bits of _ref for every input (tests compare them with memcmp). Rows
  * are independent, so splitting them across threads cannot change a result either.
+ *
+ * Also here, with isa/num's bits likewise: the F32 matmuls (attention scores and context), the
+ * activation quantiser and layout, the SFU's element-wise functions and the matmul output
+ * stage, vectorised where the CPU allows (kernels_f32.c, kernels_quant.c, kernels_sfu.c,
+ * kernels_transc.c).
  */
 #ifndef PCCX_GEMMA_KERNELS_H
 #define PCCX_GEMMA_KERNELS_H
