@@ -22,6 +22,10 @@
 
 #include "sim_int.h"
 
+/* The channels a window runs: the four weight streams and the fmap channel (the MEMCPY engine
+ * that takes its beats is idle in a window). */
+#define BULK_CH (PCCX_DM_FMAP + 1)
+
 struct bulk_ch {
 	struct sim_dm *dm;
 	struct sim_beatq *q;
@@ -37,7 +41,7 @@ struct bulk_ch {
 
 struct bulk {
 	uint64_t a, e;           /* AXI cycles [a, e) */
-	struct bulk_ch ch[PCCX_WSTREAM_PORTS];
+	struct bulk_ch ch[BULK_CH];
 	bool starve_all;         /* a lane waits every cycle (its port is another's) */
 	uint64_t starve[SIM_BULK_AXI / 64];  /* bit i: a lane waited in cycle a + i */
 };
@@ -149,17 +153,16 @@ static uint64_t stream_setup(struct pccx_sim *s, struct bulk *b)
 	unsigned p;
 
 	b->starve_all = false;
-	for (p = PCCX_WSTREAM_PORTS; p < PCCX_DM_CHANNELS; p++)
-		if (s->dm[p].active || dm_startable(s, &s->dm[p]))
-			return 0;
-	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
+	if (s->dm[PCCX_DM_RESULT].active || dm_startable(s, &s->dm[PCCX_DM_RESULT]))
+		return 0;
+	for (p = 0; p < BULK_CH; p++) {
 		struct bulk_ch *bc = &b->ch[p];
 		struct sim_dm *dm = &s->dm[p];
-		struct sim_lane *l = &mm->lane[p];
+		struct sim_lane *l = &mm->lane[p < PCCX_WSTREAM_PORTS ? p : 0];
 
 		memset(bc, 0, sizeof(*bc));
 		bc->dm = dm;
-		bc->q = &s->wq[p];
+		bc->q = dm->q;
 		bc->c = a;
 		bc->level = bc->q->level;
 		bc->reserved = bc->q->reserved;
@@ -169,7 +172,7 @@ static uint64_t stream_setup(struct pccx_sim *s, struct bulk *b)
 			return 0;
 		if (dm->active)    /* its last beat is delivered at the earliest then */
 			stop = min64(stop, a + (dm->cur.btt - dm->delivered) / SIM_BEAT - 1);
-		if (!streaming || !l->bytes_left)
+		if (p >= PCCX_WSTREAM_PORTS || !streaming || !l->bytes_left)
 			continue;
 		any = true;
 		if (s->port_seq[p] != mm->seq) {
@@ -315,11 +318,16 @@ static void ch_data(struct pccx_sim *s, struct bulk_ch *bc)
 {
 	struct sim_dm *dm = bc->dm;
 	struct sim_beatq *q = bc->q;
+	uint32_t i;
 
-	if (bc->got) {
+	if (bc->got && q->span_cap) {
 		pccx__sim_wq_push(q, dm->host + dm->delivered, bc->got);
-		dm->delivered += (uint64_t)bc->got * SIM_BEAT;
+	} else {
+		/* the fmap FIFO holds copies (nothing takes from it in the window) */
+		for (i = 0; i < bc->got; i++)
+			sim_beatq_push(q, dm->host + dm->delivered + (size_t)i * SIM_BEAT);
 	}
+	dm->delivered += (uint64_t)bc->got * SIM_BEAT;
 	q->reserved = bc->reserved;
 	if (bc->taken)
 		pccx__sim_lane_take(s, &s->gemv, dm->ch, bc->taken);
@@ -332,16 +340,18 @@ static void ch_data(struct pccx_sim *s, struct bulk_ch *bc)
 static struct bulk_ch *next_booking(struct bulk *b)
 {
 	uint64_t k0 = b->ch[0].key, k1 = b->ch[1].key, k2 = b->ch[2].key, k3 = b->ch[3].key;
+	uint64_t k4 = b->ch[4].key;
 	uint64_t a = k0 < k1 ? k0 : k1, c = k2 < k3 ? k2 : k3, m = a < c ? a : c;
 	unsigned p, r, best = PCCX_DM_CHANNELS;
 	struct bulk_ch *first = NULL;
 
+	m = m < k4 ? m : k4;
 	if (m == ~0ull)
 		return NULL;
 	/* written to compile without branches: which channel goes next is not predictable */
-	if ((k0 == m) + (k1 == m) + (k2 == m) + (k3 == m) == 1)
-		return &b->ch[k0 == m ? 0 : k1 == m ? 1 : k2 == m ? 2 : 3];
-	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
+	if ((k0 == m) + (k1 == m) + (k2 == m) + (k3 == m) + (k4 == m) == 1)
+		return &b->ch[k0 == m ? 0 : k1 == m ? 1 : k2 == m ? 2 : k3 == m ? 3 : 4];
+	for (p = 0; p < BULK_CH; p++) {
 		if (b->ch[p].key != m)
 			continue;
 		r = (p + PCCX_DM_CHANNELS - (unsigned)(m % PCCX_DM_CHANNELS)) % PCCX_DM_CHANNELS;
@@ -360,7 +370,7 @@ static void stream_run(struct pccx_sim *s, struct bulk *b)
 	unsigned p;
 
 	memset(b->starve, 0, (size_t)(n + 63) / 64 * sizeof(b->starve[0]));
-	for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
+	for (p = 0; p < BULK_CH; p++)
 		ch_run(s, b, &b->ch[p]);
 	for (;;) {
 		struct bulk_ch *first = next_booking(b);
@@ -370,7 +380,7 @@ static void stream_run(struct pccx_sim *s, struct bulk *b)
 		ch_book(s, first);
 		ch_run(s, b, first);
 	}
-	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
+	for (p = 0; p < BULK_CH; p++) {
 		struct bulk_ch *bc = &b->ch[p];
 
 		ch_data(s, bc);

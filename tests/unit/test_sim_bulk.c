@@ -74,8 +74,8 @@ static void matmul(struct tjob *j, const struct wmat *wm, unsigned e, unsigned o
 
 /*
  * Inputs in, GEMVs of every format with CVOs between them (one a sync CVO behind which the
- * next weights stream ahead), a GEMM, a device write to the host while a GEMV streams, an
- * accumulating GEMV behind it, everything back to the host.
+ * next weights and inputs stream ahead), a GEMM, a device write to the host while a GEMV
+ * streams, an accumulating GEMV behind it, everything back to the host.
  */
 static void decode_job(struct tjob *j, const struct wmat *wm, uint32_t hx, uint32_t hw,
 		       uint32_t hy)
@@ -97,6 +97,9 @@ static void decode_job(struct tjob *j, const struct wmat *wm, uint32_t hx, uint3
 	tj_add(j, t_cvo(PCCX_CVO_GELU, Y_W, 0x3000, 1000, 1));
 	matmul(j, wm, 1, PCCX_OP_GEMV, Y_W + 0x200, 1, TF_FINDEMAX, hw);
 	tj_add(j, t_cvo(PCCX_CVO_EXP, EXP_SRC, EXP_DST, 20000, 0));
+	/* behind the sync CVO the fmap channel fills its FIFO and waits (dm_stall_full) */
+	tj_add(j, t_memcpy(true, false, 0x7000, 0, tj_dma(j, hx, PCCX_DMA_TO_DEVICE, 0, 4096), 4,
+			   true));
 	matmul(j, wm, 2, PCCX_OP_GEMV, Y_W + 0x300, 2, 0, hw);
 	matmul(j, wm, 3, PCCX_OP_GEMM, Y_W + 0x400, 3, 0, hw);
 	matmul(j, wm, 4, PCCX_OP_GEMV, Y_W + 0x500, 2, 0, hw);
@@ -256,8 +259,9 @@ static void same_both_ways(const struct pccx_sim_config *cfg, bool slow_host)
 	ck_assert_int_eq(memcmp(e.l2, k.l2, (size_t)cfg->l2_words * 16), 0);
 	ck_assert_int_eq(memcmp(e.out, k.out, 4096 + (size_t)OUT_WORDS * 16), 0);
 	ck_assert_uint_eq(e.s_bits, k.s_bits);
-	/* the job did what it is for: weights waited for, bursts stalled on full FIFOs */
+	/* the job did what it is for: many bursts, the fmap channel stalled on its full FIFO */
 	ck_assert_uint_gt(a->ddr_bursts, 1000);
+	ck_assert_uint_gt(a->dm_stall_full[PCCX_DM_FMAP], 0);
 	ck_assert_uint_gt(a->unit_insns[PCCX_SIM_U_GEMV], 6);
 	run_free(&e);
 	run_free(&k);
