@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * x86 Q4 GEMV kernels on 256-bit vectors, AVX2 and AVX-VNNI, which differ only in how they get
- * the int32 block sums: 8 rows at a time, one row per vector lane. Per pair of blocks, each
+ * x86 Q4 GEMV and GEMM kernels on 256-bit vectors, AVX2 and AVX-VNNI, which differ only in how
+ * they get the int32 block sums (the GEMM's section below says how it works).
+ *
+ * The GEMV: 8 rows at a time, one row per vector lane. Per pair of blocks, each
  * row's sums ((q + 8) * x: vpmaddubsw + vpmaddwd, or vpdpbusd; minus 8 * sum(x): exact), four
  * partial sums per block, are reduced and transposed so that one vector holds one block of the
  * 8 rows; the rows' FP16 scales are transposed alike (converted exactly with F16C). Then per

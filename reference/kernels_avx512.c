@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * x86 Q4 GEMV kernel on AVX-512 VNNI: 16 rows at a time, one row per vector lane. Per step of
+ * x86 kernels on AVX-512 (VNNI): the Q4 GEMV, the Q4 GEMM and the F32 matmuls (each section
+ * says how), all one output per vector lane.
+ *
+ * The Q4 GEMV: 16 rows at a time, one row per vector lane. Per step of
  * eight blocks: each row's int32 block dots (vpdpbusd on q + 8 against the activations,
  * minus 8 * sum(x): exact), four partial sums per block, are reduced and transposed so that
  * one vector holds one block of the 16 rows; the rows' FP16 scales are transposed alike (and
