@@ -18,6 +18,7 @@
 
 #include "board.h"
 #include "diag.h"
+#include "fileio.h"
 #include "sim_regs.h"
 
 #define REGION_DEV 0x40000000ull     /* the region's device address (any 64-byte aligned) */
@@ -82,26 +83,8 @@ static uint32_t c_poll(void *ctx, struct pccx_fw_outcome *out)
 static int board_write(void *ctx, const void *buf, size_t n)
 {
 	struct pccx_hosted_board *b = ctx;
-	const uint8_t *p = buf;
 
-	while (n) {
-		ssize_t w = b->sock ? send(b->fd, p, n, MSG_NOSIGNAL) : write(b->fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			struct pollfd pf = { .fd = b->fd, .events = POLLOUT };
-
-			if (poll(&pf, 1, 5000) <= 0)
-				return -1;
-			continue;
-		}
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
+	return pccx__fd_write_all(b->fd, b->sock, buf, n, 5000);
 }
 
 static uint64_t now_ms(void)

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -224,4 +226,36 @@ int pccx__output_close(FILE *f, const char *path, bool discard, pccx_diag *d)
 	if (e)
 		return pccx__fail(d, PCCX_ERR_IO, "%s: cannot write: %s", path, strerror(e));
 	return PCCX_OK;
+}
+
+int pccx__fd_write_all(int fd, bool sock, const void *buf, size_t n, int timeout_ms)
+{
+	const uint8_t *p = buf;
+
+	while (n) {
+		ssize_t w = sock ? send(fd, p, n, MSG_NOSIGNAL) : write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			struct pollfd pf = { .fd = fd, .events = POLLOUT };
+			int k = poll(&pf, 1, timeout_ms);
+
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k <= 0) {
+				if (!k)
+					errno = ETIMEDOUT;
+				return -1;
+			}
+			continue;
+		}
+		if (w == 0)
+			errno = EIO;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Whole-file reads with a size limit, and atomic whole-file writes. */
+/* Whole-file reads with a size limit, atomic whole-file writes, and writes to a stream. */
 #ifndef PCCX_FILEIO_H
 #define PCCX_FILEIO_H
 
@@ -55,5 +55,14 @@ PCCX_MUST_CHECK int pccx__output_open(const char *path, FILE **f, pccx_diag *d);
  * output is left looking complete; a write failure is reported as "PATH: cannot write: WHY".
  */
 PCCX_MUST_CHECK int pccx__output_close(FILE *f, const char *path, bool discard, pccx_diag *d);
+
+/*
+ * Write all n bytes to a non-blocking descriptor: a tty or pipe (write) or a stream socket
+ * (send without SIGPIPE when `sock`). When the other end takes no byte for `timeout_ms` the
+ * write fails, so a peer that stopped reading cannot hang the writer. Returns 0, or -1 with
+ * errno set (ETIMEDOUT for the timeout; EPIPE, ECONNRESET, ... when the peer went away).
+ */
+PCCX_MUST_CHECK int pccx__fd_write_all(int fd, bool sock, const void *buf, size_t n,
+				       int timeout_ms);
 
 #endif

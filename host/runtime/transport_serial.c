@@ -19,6 +19,7 @@
 
 #include "backend_link.h"
 #include "diag.h"
+#include "fileio.h"
 
 struct fd_link {
 	int fd;
@@ -51,26 +52,8 @@ static int fd_read(void *ctx, void *buf, size_t n, uint32_t timeout_ms)
 static int fd_write(void *ctx, const void *buf, size_t n)
 {
 	struct fd_link *l = ctx;
-	const uint8_t *p = buf;
 
-	while (n) {
-		ssize_t w = l->sock ? send(l->fd, p, n, MSG_NOSIGNAL) : write(l->fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			struct pollfd pf = { .fd = l->fd, .events = POLLOUT };
-
-			if (poll(&pf, 1, 10000) <= 0)
-				return -1;
-			continue;
-		}
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
+	return pccx__fd_write_all(l->fd, l->sock, buf, n, 10000);
 }
 
 static void fd_close(void *ctx)

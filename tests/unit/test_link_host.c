@@ -7,6 +7,8 @@
  * is resynchronised and works again.
  */
 #include <check.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -15,6 +17,7 @@
 #include <unistd.h>
 
 #include "backend_link.h"
+#include "fileio.h"
 #include "pccx_link.h"
 
 enum misbehave { FINE, WRONG_TYPE, SHORT, SILENT_ONCE, CLOSE, NOISE, VERSION2, ERRTEXT };
@@ -257,6 +260,38 @@ START_TEST(a_foreign_version_and_a_refusal_are_named)
 }
 END_TEST
 
+/*
+ * The byte writer both ends of a link use (pccx__fd_write_all): everything arrives while the
+ * peer reads; a peer that stops reading fails the write after the timeout (it does not hang
+ * the writer); a peer that went away fails it at once, without SIGPIPE.
+ */
+START_TEST(a_stalled_or_closed_peer_fails_the_write)
+{
+	static uint8_t big[4u << 20];
+	uint8_t got[64];
+	int sv[2];
+	ssize_t r;
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	ck_assert_int_eq(fcntl(sv[0], F_SETFL, O_NONBLOCK), 0);
+	memset(big, 0x5a, sizeof(big));
+	ck_assert_int_eq(pccx__fd_write_all(sv[0], true, big, sizeof(got), 1000), 0);
+	r = read(sv[1], got, sizeof(got));
+	ck_assert_int_eq(r, (ssize_t)sizeof(got));
+	ck_assert_int_eq(got[0], 0x5a);
+	ck_assert_int_eq(got[sizeof(got) - 1], 0x5a);
+	/* 4 MiB into a socket nobody reads: more than its buffer holds */
+	errno = 0;
+	ck_assert_int_eq(pccx__fd_write_all(sv[0], true, big, sizeof(big), 50), -1);
+	ck_assert_int_eq(errno, ETIMEDOUT);
+	close(sv[1]);
+	errno = 0;
+	ck_assert_int_eq(pccx__fd_write_all(sv[0], true, big, 16, 50), -1);
+	ck_assert(errno == EPIPE || errno == ECONNRESET);
+	close(sv[0]);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("link_host");
@@ -268,6 +303,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, a_closed_link_is_an_error_and_stays_one);
 	tcase_add_test(tc, noise_and_stale_replies_are_read_through);
 	tcase_add_test(tc, a_foreign_version_and_a_refusal_are_named);
+	tcase_add_test(tc, a_stalled_or_closed_peer_fails_the_write);
 	suite_add_tcase(s, tc);
 	return s;
 }
