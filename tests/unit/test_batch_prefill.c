@@ -12,45 +12,7 @@
 #include "batch_prefill.h"
 #include "exec_ref.h"
 #include "session.h"
-
-struct pair {
-	struct pccx_gemma_config cfg;
-	struct pccx_gemma_model *m;
-	struct pccx_ref_exec *x[2];
-	struct pccx_gemma_session *s[2];	/* [0] token by token, [1] batched */
-	float *logits[2];
-};
-
-static void pair_open(struct pair *p, const char *preset)
-{
-	pccx_diag d = { 0 };
-	int i;
-
-	memset(p, 0, sizeof(*p));
-	ck_assert_int_eq(pccx__gemma_config_preset(preset, &p->cfg, &d), 0);
-	ck_assert_msg(pccx__gemma_model_create(&p->m, &p->cfg, &d) == 0, "%s", d.msg);
-	ck_assert_msg(pccx__gemma_synth(p->m, 5, 2, &d) == 0, "%s", d.msg);
-	for (i = 0; i < 2; i++) {
-		ck_assert_msg(pccx__ref_exec_create(&p->x[i], 2, PCCX_KERN_AUTO, &d) == 0, "%s",
-			      d.msg);
-		ck_assert_msg(pccx__gemma_session_create(&p->s[i], p->m, pccx__ref_exec_ops(),
-							 p->x[i], &d) == 0, "%s", d.msg);
-		p->logits[i] = malloc(sizeof(float) * p->cfg.vocab);
-		ck_assert_ptr_nonnull(p->logits[i]);
-	}
-}
-
-static void pair_close(struct pair *p)
-{
-	int i;
-
-	for (i = 0; i < 2; i++) {
-		pccx__gemma_session_free(p->s[i]);
-		pccx__ref_exec_free(p->x[i]);
-		free(p->logits[i]);
-	}
-	pccx__gemma_model_free(p->m);
-}
+#include "support/ref_pair.h"
 
 static uint32_t tok_at(const struct pccx_gemma_config *c, uint32_t i)
 {
@@ -66,7 +28,7 @@ static const uint32_t batch_rows[] = { 1, 4, 16, 64 };
 #define NROWS (sizeof(batch_rows) / sizeof(batch_rows[0]))
 
 /* n tokens token by token on s[0], batched (first split at `split`) on s[1]. */
-static void prefill_both(struct pair *p, struct pccx_batch_prefill *b, uint32_t n,
+static void prefill_both(struct ref_pair *p, struct pccx_batch_prefill *b, uint32_t n,
 			 uint32_t split)
 {
 	uint32_t *toks = malloc(sizeof(*toks) * n), i;
@@ -92,9 +54,9 @@ START_TEST(test_same_bits)
 	struct pccx_batch_prefill_stats st;
 	struct pccx_batch_prefill *b;
 	pccx_diag d = { 0 };
-	struct pair p;
+	struct ref_pair p;
 
-	pair_open(&p, preset);
+	ref_pair_open(&p, preset, 5);
 	ck_assert_msg(pccx__batch_prefill_create(&b, p.s[1], rows, 2, PCCX_KERN_AUTO, &d) == 0,
 		      "%s", d.msg);
 	prefill_both(&p, b, n, 10);
@@ -112,7 +74,7 @@ START_TEST(test_same_bits)
 	ck_assert_uint_eq(st.batched_matmuls % ((10 + rows - 1) / rows + (27 + rows - 1) / rows),
 			  0);
 	pccx__batch_prefill_free(b);
-	pair_close(&p);
+	ref_pair_close(&p);
 }
 END_TEST
 
@@ -121,16 +83,16 @@ START_TEST(test_refusals)
 	struct pccx_batch_prefill *b = NULL;
 	uint32_t toks[3] = { 1, 2, 3 };
 	pccx_diag d = { 0 };
-	struct pair p;
+	struct ref_pair p;
 
-	pair_open(&p, "tiny-gemma4-moe");
+	ref_pair_open(&p, "tiny-gemma4-moe", 5);
 	ck_assert_int_eq(pccx__batch_prefill_create(&b, p.s[1], 4, 1, PCCX_KERN_AUTO, &d),
 			 PCCX_ERR_UNSUPPORTED);
 	ck_assert_ptr_nonnull(strstr(d.msg, "experts"));
 	ck_assert_ptr_null(b);
-	pair_close(&p);
+	ref_pair_close(&p);
 
-	pair_open(&p, "tiny");
+	ref_pair_open(&p, "tiny", 5);
 	ck_assert_int_eq(pccx__batch_prefill_create(&b, p.s[1], 0, 1, PCCX_KERN_AUTO, &d),
 			 PCCX_ERR_INVALID);
 	ck_assert_int_eq(pccx__batch_prefill_create(&b, p.s[1], PCCX_BATCH_MAX_ROWS + 1, 1,
@@ -148,7 +110,7 @@ START_TEST(test_refusals)
 	ck_assert_ptr_nonnull(strstr(d.msg, "max_ctx"));
 	ck_assert_uint_eq(p.s[1]->pos, p.cfg.max_ctx - 2);
 	pccx__batch_prefill_free(b);
-	pair_close(&p);
+	ref_pair_close(&p);
 }
 END_TEST
 

@@ -12,45 +12,7 @@
 #include "exec_ref.h"
 #include "gemma_chunk.h"
 #include "session.h"
-
-struct pair {
-	struct pccx_gemma_config cfg;
-	struct pccx_gemma_model *m;
-	struct pccx_ref_exec *x[2];
-	struct pccx_gemma_session *s[2];	/* [0] token by token, [1] in chunks */
-	float *logits[2];
-};
-
-static void pair_open(struct pair *p, const char *preset)
-{
-	pccx_diag d = { 0 };
-	int i;
-
-	memset(p, 0, sizeof(*p));
-	ck_assert_int_eq(pccx__gemma_config_preset(preset, &p->cfg, &d), 0);
-	ck_assert_msg(pccx__gemma_model_create(&p->m, &p->cfg, &d) == 0, "%s", d.msg);
-	ck_assert_msg(pccx__gemma_synth(p->m, 9, 2, &d) == 0, "%s", d.msg);
-	for (i = 0; i < 2; i++) {
-		ck_assert_msg(pccx__ref_exec_create(&p->x[i], 2, PCCX_KERN_AUTO, &d) == 0, "%s",
-			      d.msg);
-		ck_assert_msg(pccx__gemma_session_create(&p->s[i], p->m, pccx__ref_exec_ops(),
-							 p->x[i], &d) == 0, "%s", d.msg);
-		p->logits[i] = malloc(sizeof(float) * p->cfg.vocab);
-		ck_assert_ptr_nonnull(p->logits[i]);
-	}
-}
-
-static void pair_close(struct pair *p)
-{
-	int i;
-
-	for (i = 0; i < 2; i++) {
-		pccx__gemma_session_free(p->s[i]);
-		pccx__ref_exec_free(p->x[i]);
-		free(p->logits[i]);
-	}
-	pccx__gemma_model_free(p->m);
-}
+#include "support/ref_pair.h"
 
 static uint32_t tok_at(const struct pccx_gemma_config *c, uint32_t i)
 {
@@ -71,10 +33,10 @@ START_TEST(test_same_bits)
 	uint32_t rows = chunk_rows[_i % NROWS], n = 37, done, i, k;
 	struct pccx_gemma_chunk *ck;
 	pccx_diag d = { 0 };
-	struct pair p;
+	struct ref_pair p;
 	uint32_t toks[37];
 
-	pair_open(&p, preset);
+	ref_pair_open(&p, preset, 9);
 	if (!rows)
 		rows = pccx__gemma_chunk_rows_max(p.m, &p.s[1]->plan);
 	ck_assert_uint_ge(rows, 2);
@@ -109,7 +71,7 @@ START_TEST(test_same_bits)
 	ck_assert_uint_lt(pccx__ref_exec_counters(p.x[1])->stream_bytes,
 			  pccx__ref_exec_counters(p.x[0])->stream_bytes);
 	pccx__gemma_chunk_free(ck);
-	pair_close(&p);
+	ref_pair_close(&p);
 }
 END_TEST
 
@@ -118,18 +80,18 @@ START_TEST(test_refusals)
 	struct pccx_gemma_chunk *ck = NULL;
 	uint32_t toks[4] = { 1, 2, 3, 4 }, max;
 	pccx_diag d = { 0 };
-	struct pair p;
+	struct ref_pair p;
 
-	pair_open(&p, "tiny-gemma4-moe");
+	ref_pair_open(&p, "tiny-gemma4-moe", 9);
 	ck_assert_uint_eq(pccx__gemma_chunk_rows_max(p.m, &p.s[1]->plan), 0);
 	ck_assert_uint_eq(p.s[1]->in_rows, 1);
 	ck_assert_int_eq(pccx__gemma_chunk_create(&ck, p.m, &p.s[1]->plan, 2, &d),
 			 PCCX_ERR_UNSUPPORTED);
 	ck_assert_ptr_nonnull(strstr(d.msg, "experts"));
 	ck_assert_ptr_null(ck);
-	pair_close(&p);
+	ref_pair_close(&p);
 
-	pair_open(&p, "tiny");
+	ref_pair_open(&p, "tiny", 9);
 	max = pccx__gemma_chunk_rows_max(p.m, &p.s[1]->plan);
 	ck_assert_int_eq(pccx__gemma_chunk_create(&ck, p.m, &p.s[1]->plan, 0, &d),
 			 PCCX_ERR_INVALID);
@@ -150,7 +112,7 @@ START_TEST(test_refusals)
 	ck_assert_ptr_nonnull(strstr(d.msg, "max_ctx"));
 	ck_assert_uint_eq(p.s[1]->pos, p.cfg.max_ctx - 1);
 	pccx__gemma_chunk_free(ck);
-	pair_close(&p);
+	ref_pair_close(&p);
 }
 END_TEST
 
