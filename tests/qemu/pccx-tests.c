@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "pccx/pccx.h"
+#include "guest_check.h"
 #include "pccx_asm.h"
 #include "backend_kernel.h"
 #include "backend_sim.h"
@@ -36,46 +37,6 @@
 
 #define SYSFS "/sys/class/misc/pccx/"
 #define SIMLINK_PARAM "/sys/module/pccx_simlink/parameters/"
-
-static int n_pass, n_fail;
-static const char *cur;
-static int cur_failed;
-
-#define CHECK(c) check((c), __LINE__, #c)
-#define CHECK_RET(expr, want) check_ret((expr), (want), __LINE__, #expr)
-
-static void check(int ok, int line, const char *what)
-{
-	if (ok)
-		return;
-	if (!cur_failed)
-		printf("PCCX-TEST FAIL %s: line %d: %s\n", cur, line, what);
-	else
-		printf("  (also line %d: %s)\n", line, what);
-	fflush(stdout);
-	cur_failed = 1;
-}
-
-static void check_ret(int got, int want, int line, const char *what)
-{
-	char buf[300];
-
-	if (got == want)
-		return;
-	/* small negative values are both errnos and pccx status codes: name both */
-	snprintf(buf, sizeof(buf), "%s returned %d (%s / %s), expected %d (%s / %s)", what, got,
-		 got < 0 ? strerror(-got) : "-", pccx_strerror(got), want,
-		 want < 0 ? strerror(-want) : "-", pccx_strerror(want));
-	check(0, line, buf);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* ---- small helpers ----------------------------------------------------------------- */
 
@@ -2043,19 +2004,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
 		if (only && !strstr(only, tests[i].name))
 			continue;
-		double t0 = now_s();
-
-		cur = tests[i].name;
-		cur_failed = 0;
-		tests[i].fn();
-		if (cur_failed) {
-			n_fail++;
-			printf("  (%s took %.1f s)\n", cur, now_s() - t0);
-		} else {
-			n_pass++;
-			printf("PCCX-TEST ok %s (%.1f s)\n", cur, now_s() - t0);
-		}
+		guest_run(tests[i].name, tests[i].fn);
 	}
-	printf("pccx-tests: %d passed, %d failed\n", n_pass, n_fail);
-	return n_fail ? 1 : 0;
+	return guest_summary("pccx-tests");
 }

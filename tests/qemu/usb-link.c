@@ -38,6 +38,7 @@
 #include <dirent.h>
 
 #include "pccx/pccx.h"
+#include "guest_check.h"
 #include "backend_link.h"
 #include "ffs.h"
 #include "gadget.h"
@@ -51,44 +52,6 @@
 #define BOARDD_READY    "/run/boardd.ready"
 #define ECHO_GADGET     "pccxecho"
 #define ECHO_PIECE      (64 * 1024)     /* what the echo reads at once, at most */
-
-static int n_pass, n_fail;
-static const char *cur;
-static int cur_failed;
-
-#define CHECK(c) check((c), __LINE__, #c)
-#define CHECK_RET(expr, want) check_ret((expr), (want), __LINE__, #expr)
-
-static void check(int ok, int line, const char *what)
-{
-	if (ok)
-		return;
-	if (!cur_failed)
-		printf("PCCX-TEST FAIL %s: line %d: %s\n", cur, line, what);
-	else
-		printf("  (also line %d: %s)\n", line, what);
-	fflush(stdout);
-	cur_failed = 1;
-}
-
-static void check_ret(int got, int want, int line, const char *what)
-{
-	char buf[300];
-
-	if (got == want)
-		return;
-	snprintf(buf, sizeof(buf), "%s returned %d (%s), expected %d (%s)", what, got,
-		 pccx_strerror(got), want, pccx_strerror(want));
-	check(0, line, buf);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static long read_long(const char *path)
 {
@@ -876,25 +839,13 @@ int main(int argc, char **argv)
 	sigaction(SIGUSR1, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		double t0 = now_s();
-
 		if (only && !strstr(only, "usb") && !(tests[i].bench && strstr(only, "bench")))
 			continue;
-		cur = tests[i].name;
-		cur_failed = 0;
-		tests[i].fn();
-		if (cur_failed) {
-			n_fail++;
-			printf("  (%s took %.1f s)\n", cur, now_s() - t0);
-		} else {
-			n_pass++;
-			printf("PCCX-TEST ok %s (%.1f s)\n", cur, now_s() - t0);
-		}
+		guest_run(tests[i].name, tests[i].fn);
 	}
 	if (boardd > 0) {
 		kill(boardd, SIGKILL);
 		waitpid(boardd, NULL, 0);
 	}
-	printf("usb-link: %d passed, %d failed\n", n_pass, n_fail);
-	return n_fail ? 1 : 0;
+	return guest_summary("usb-link");
 }
