@@ -69,6 +69,9 @@ printf '%s\n' "$stamp" >"$builddir/.flags"
 mk=(make --no-print-directory CC="$CC" SAN=1 BUILD="$builddir")
 db=$("${mk[@]}" -pqR 2>/dev/null)
 read -r -a libs <<<"$(sed -n 's/^LIBS := //p' <<<"$db" | tail -n 1)"
+# the board's core (firmware/core) comes first: it uses the libraries after it
+fwlib=$(sed -n 's/^LIB_FW := //p' <<<"$db" | tail -n 1)
+[ -n "$fwlib" ] && libs=("$fwlib" "${libs[@]}")
 ldlibs=$(sed -n 's/^LDLIBS := //p' <<<"$db" | tail -n 1)
 [ ${#libs[@]} -gt 0 ] || { echo "fuzz.sh: cannot read LIBS from the Makefile" >&2; exit 1; }
 jobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}

@@ -83,9 +83,10 @@ struct pccx_fw_exec_ops {
 	/* Fill *out; 0, or non-zero when the device cannot be read (DEVICE error reply). */
 	int (*info)(void *ctx, struct pccx_fw_dev_info *out);
 	/*
-	 * Zeroed memory for a buffer of size bytes (1 .. max_buf_size), access PCCX_BUF_DEV_*
-	 * bits or 0 (host-only: a job image, never named by a descriptor). Returns 0 with
-	 * *handle (non-zero, not in use) and *mem (CPU address of the bytes, 16-byte aligned);
+	 * Zeroed memory for a buffer of size bytes (at least 1, as the host asked: a size
+	 * over max_buf_size is the executor's to refuse), access PCCX_BUF_DEV_* bits or 0
+	 * (host-only: a job image, never named by a descriptor). Returns 0 with *handle
+	 * (non-zero, not in use) and *mem (CPU address of the bytes, 16-byte aligned);
 	 * otherwise PCCX_LINK_E_NOSPACE with *largest the largest size it could have given.
 	 */
 	int (*buf_alloc)(void *ctx, uint64_t size, uint32_t access, uint32_t *handle,
