@@ -226,7 +226,8 @@ static int cvo_effects(const struct pccx_insn *in, uint32_t l2, struct pccx_effe
 			return fail(f, PCCX_ISA_E_OVERLAP, PCCX_FID_D_dst);
 		if (cd->cls == PCCX_CVOC_BINARY || in->f[PCCX_FID_D_accm])
 			fx->rd[1] = fx->wr;
-		fx->reads_s = cd->cls == PCCX_CVOC_SCALE || in->f[PCCX_FID_D_sub_emax];
+		fx->reads_s = cd->cls == PCCX_CVOC_SCALE || in->f[PCCX_FID_D_sub_emax] ||
+			      in->f[PCCX_FID_D_func] == PCCX_CVO_SMUL;
 		return PCCX_ISA_E_OK;
 	}
 	if (dst >= l2)

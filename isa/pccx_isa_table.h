@@ -100,11 +100,11 @@
  * Classes: UNARY  dst[i] = f(pre(src[i]))            scalar form: S = f(pre(S))
  *          SCALE  dst[i] = pre(src[i]) * S (or / S)   scalar form: S = S * v (or / v)
  *          BINARY dst[i] = dst[i] op src[i]           scalar form: S = S op v
+ *                 (SMUL: dst[i] = (dst[i] * S) * src[i], vector form only)
  *          REDUCE S = reduce(pre(src[0..len)))        scalar form (MAX only): S = max(S, v)
  *          LOAD   S = element len of src
  * where v is element 0 of word src. Every instruction that produces a scalar also writes
  * it to element 0 of word dst.
- * Code 0xF is not defined and is illegal.
  */
 #define PCCX_CVO_FUNC_LIST(X)                                                                     \
 	X(EXP,    0x0, "exp",    UNARY,  PCCX_CVOF_SUB | PCCX_CVOF_RELU | PCCX_CVOF_ACCM, PCCX_CVOF_RELU,  \
@@ -136,6 +136,8 @@
 	X(LDS,    0xD, "lds",    LOAD,   PCCX_CVOF_NONE, PCCX_CVO_NO_SFORM,                          \
 	  "extension", "load AltUp coefficients and constants into S")                            \
 	X(RSQRT,  0xE, "rsqrt",  UNARY,  PCCX_CVOF_SUB | PCCX_CVOF_RELU | PCCX_CVOF_ACCM, PCCX_CVOF_RELU,  \
-	  "extension", "RMSNorm 1/sqrt(mean sq + eps)")
+	  "extension", "RMSNorm 1/sqrt(mean sq + eps)")                                          \
+	X(SMUL,   0xF, "smul",   BINARY, PCCX_CVOF_NONE, PCCX_CVO_NO_SFORM,                          \
+	  "extension (FEATURES.SMUL)", "RMSNorm's x * (1/rms) * w in one pass")
 
 #endif /* PCCX_ISA_TABLE_H */

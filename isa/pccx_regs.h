@@ -50,6 +50,7 @@
 #define PCCX_FEAT_WSTREAM4        (1u << 6)
 #define PCCX_FEAT_WIDE_DMA        (1u << 7)
 #define PCCX_FEAT_PERF            (1u << 8)
+#define PCCX_FEAT_SMUL            (1u << 10)  /* CVO smul: (dst * S) * src, one pass */
 
 #define PCCX_STATUS_BUSY          (1u << 0)
 #define PCCX_STATUS_DONE          (1u << 1)

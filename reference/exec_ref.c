@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cvo_sfu.h"
 #include "diag.h"
 #include "exec_ref.h"
 #include "pccx_job.h"
@@ -264,44 +265,6 @@ static int op_matmul(void *ctx, const struct pccx_npu_matmul *mm)
 }
 
 /* ISA CVO function -> isa/num SFU operation; -1 for LDS (no arithmetic). */
-static int sfu_fn(uint32_t func)
-{
-	switch (func) {
-	case PCCX_CVO_EXP:	return PCCX_SFU_EXP;
-	case PCCX_CVO_SQRT:	return PCCX_SFU_SQRT;
-	case PCCX_CVO_GELU:	return PCCX_SFU_GELU;
-	case PCCX_CVO_SIN:	return PCCX_SFU_SIN;
-	case PCCX_CVO_COS:	return PCCX_SFU_COS;
-	case PCCX_CVO_SUM:	return PCCX_SFU_SUM;
-	case PCCX_CVO_SCALE:	return PCCX_SFU_SCALE;
-	case PCCX_CVO_RECIP:	return PCCX_SFU_RECIP;
-	case PCCX_CVO_MUL:	return PCCX_SFU_MUL;
-	case PCCX_CVO_ADD:	return PCCX_SFU_ADD;
-	case PCCX_CVO_TANH:	return PCCX_SFU_TANH;
-	case PCCX_CVO_MAX:	return PCCX_SFU_MAX;
-	case PCCX_CVO_SUMSQ:	return PCCX_SFU_SUMSQ;
-	case PCCX_CVO_RSQRT:	return PCCX_SFU_RSQRT;
-	}
-	return -1;
-}
-
-/* ISA flags -> isa/num flags (recip_scale means "mean" for the reductions). */
-static unsigned sfu_flags(uint32_t func, uint32_t flags)
-{
-	unsigned f = 0;
-
-	if (flags & PCCX_CVOF_SUB)
-		f |= PCCX_SFU_F_SUB;
-	if (flags & PCCX_CVOF_RELU)
-		f |= PCCX_SFU_F_RELU;
-	if (flags & PCCX_CVOF_ACCM)
-		f |= PCCX_SFU_F_ACCM;
-	if (flags & PCCX_CVOF_RECIP)
-		f |= (func == PCCX_CVO_SUM || func == PCCX_CVO_SUMSQ) ? PCCX_SFU_F_MEAN
-								      : PCCX_SFU_F_RECIP;
-	return f;
-}
-
 /* A scalar result: S and element 0 of word dst. */
 static void scalar_out(struct pccx_ref_exec *x, uint32_t dst, float s)
 {
@@ -345,8 +308,8 @@ static int op_cvo(void *ctx, const struct pccx_npu_cvo *op)
 	struct pccx_shape_state st;
 	char what[32];
 	bool sform = op->flags & PCCX_CVOF_SREG;
-	int fn = sfu_fn(op->func), rc;
-	unsigned f = sfu_flags(op->func, op->flags);
+	int fn = pccx__cvo_sfu_fn(op->func), rc;
+	unsigned f = pccx__cvo_sfu_flags(op->func, op->flags);
 
 	x->cnt.ops[OP_CVO]++;
 	snprintf(what, sizeof(what), "cvo %s", cd ? cd->name : "?");

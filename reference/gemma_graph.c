@@ -202,6 +202,7 @@ int pccx__gemma_plan_build(const struct pccx_gemma_model *m, struct pccx_gemma_p
 		return pccx__fail(d, PCCX_ERR_INTERNAL, "plan: %u regions, room for %u",
 				  p->n_regions, PCCX_GEMMA_PLAN_REGIONS);
 	p->up_pieces = UP_PIECES;
+	p->smul = false;
 	if (next > PCCX_L2_WORDS)
 		return pccx__fail(
 			d, PCCX_ERR_RANGE,
@@ -544,9 +545,24 @@ static uint32_t gvec(struct emit *e, int32_t t)
  */
 static void rmsnorm(struct emit *e, uint32_t src, uint32_t dst, uint32_t n, uint32_t w)
 {
+	/*
+	 * With smul, x * (1/rms) * w is one pass over the vector instead of two, on the
+	 * dependent chain between two GEMVs. smul works in place, so x is first copied to dst
+	 * by the L2 copy engine while the SFU sums its squares (whole words: only where the
+	 * row ends on a word, so that dst's other elements stay as the two-pass form leaves
+	 * them).
+	 */
+	bool fused = e->p->smul && w != NO_WEIGHT && (src == dst || n % EPW == 0);
+
+	if (fused && src != dst)
+		copy(e, dst, src, W(n));
 	cvo(e, PCCX_CVO_SUMSQ, PCCX_CVOF_RECIP, src, e->p->scal + PCCX_GEMMA_S_DUMP, n);
 	s_op(e, PCCX_CVO_ADD, e->p->consts + PCCX_GEMMA_C_EPS, PCCX_GEMMA_S_DUMP);
 	s_fn(e, PCCX_CVO_RSQRT, PCCX_GEMMA_S_DUMP);
+	if (fused) {
+		cvo(e, PCCX_CVO_SMUL, 0, w, dst, n);
+		return;
+	}
 	cvo(e, PCCX_CVO_SCALE, 0, src, dst, n);
 	if (w != NO_WEIGHT)
 		cvo(e, PCCX_CVO_MUL, 0, w, dst, n);

@@ -105,6 +105,11 @@ struct pccx_gemma_plan {
 	uint32_t region[PCCX_GEMMA_PLAN_REGIONS];	/* first word */
 	uint32_t region_words[PCCX_GEMMA_PLAN_REGIONS];
 	uint32_t up_pieces;	/* GEMVs W_up is issued in: 4 in a decode step, 1 in a chunk */
+	/*
+	 * RMSNorm's scale and weight as one CVO smul (the device reports FEATURES.SMUL; off
+	 * after plan_build, the session sets it): the bits of SCALE then MUL in one pass.
+	 */
+	bool smul;
 	uint32_t max_keys;	/* the most KV rows of an attention kind: max(window, max_ctx) */
 	/* host buffers */
 	uint64_t in_bytes;

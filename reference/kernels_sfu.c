@@ -50,12 +50,12 @@ static void cheap_block(enum pccx_sfu_fn fn, unsigned flags, float S, const floa
 		memset(d + n, 0, (BLK - n) * sizeof(float));
 	}
 	input_block(flags, S, x);
-	if (fn == PCCX_SFU_MUL) {
+	if (fn == PCCX_SFU_MUL && (flags & PCCX_SFU_F_SCALE)) {
+		for (i = 0; i < BLK; i++)
+			y[i] = (d[i] * S) * x[i];
+	} else if (fn == PCCX_SFU_MUL) {
 		for (i = 0; i < BLK; i++)
 			y[i] = d[i] * x[i];
-		if (flags & PCCX_SFU_F_SCALE)
-			for (i = 0; i < BLK; i++)
-				y[i] = y[i] * S;
 	} else if (fn == PCCX_SFU_ADD) {
 		for (i = 0; i < BLK; i++)
 			y[i] = d[i] + x[i];

@@ -183,8 +183,7 @@ T512 static V fn16(enum pccx_sfu_fn fn, unsigned flags, float S, V x, V d)
 
 	switch (fn) {
 	case PCCX_SFU_MUL:
-		y = MUL(d, x);
-		return (flags & PCCX_SFU_F_SCALE) ? MUL(y, C(S)) : y;
+		return MUL((flags & PCCX_SFU_F_SCALE) ? MUL(d, C(S)) : d, x);
 	case PCCX_SFU_ADD:
 		return ADD(d, x);
 	case PCCX_SFU_SCALE:	/* canonical, as pccx__sfu_unary's */

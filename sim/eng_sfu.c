@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cvo_sfu.h"
 #include "kernels.h"
 #include "pccx_num.h"
 #include "sim_int.h"
@@ -23,18 +24,7 @@ static const uint8_t cvo_latency[16] = {
 	[PCCX_CVO_COS] = 16, [PCCX_CVO_SUM] = 4, [PCCX_CVO_SCALE] = 3, [PCCX_CVO_RECIP] = 4,
 	[PCCX_CVO_MUL] = 3, [PCCX_CVO_ADD] = 4, [PCCX_CVO_TANH] = 12, [PCCX_CVO_MAX] = 2,
 	[PCCX_CVO_SUMSQ] = 5, [PCCX_CVO_LDS] = 1, [PCCX_CVO_RSQRT] = 6,
-};
-
-/* ISA function code -> numerics SFU operation (LDS has none). */
-static const int8_t cvo_fn[16] = {
-	[PCCX_CVO_EXP] = PCCX_SFU_EXP, [PCCX_CVO_SQRT] = PCCX_SFU_SQRT,
-	[PCCX_CVO_GELU] = PCCX_SFU_GELU, [PCCX_CVO_SIN] = PCCX_SFU_SIN,
-	[PCCX_CVO_COS] = PCCX_SFU_COS, [PCCX_CVO_SUM] = PCCX_SFU_SUM,
-	[PCCX_CVO_SCALE] = PCCX_SFU_SCALE, [PCCX_CVO_RECIP] = PCCX_SFU_RECIP,
-	[PCCX_CVO_MUL] = PCCX_SFU_MUL, [PCCX_CVO_ADD] = PCCX_SFU_ADD,
-	[PCCX_CVO_TANH] = PCCX_SFU_TANH, [PCCX_CVO_MAX] = PCCX_SFU_MAX,
-	[PCCX_CVO_SUMSQ] = PCCX_SFU_SUMSQ, [PCCX_CVO_LDS] = -1,
-	[PCCX_CVO_RSQRT] = PCCX_SFU_RSQRT, [15] = -1,
+	[PCCX_CVO_SMUL] = 6,	/* the SCALE multiplier, then the MUL one */
 };
 
 static uint64_t cvo_cycles(const struct pccx_sim *s, const struct pccx_insn *in)
@@ -87,20 +77,16 @@ static void sim_cvo_execute(struct pccx_sim *s, const struct pccx_insn *in)
 	uint32_t src = in->f[PCCX_FID_D_src], dst = in->f[PCCX_FID_D_dst];
 	uint32_t n = in->f[PCCX_FID_D_len];
 	bool sform = in->f[PCCX_FID_D_sreg] != 0;
-	enum pccx_sfu_fn fn = (enum pccx_sfu_fn)cvo_fn[func];
-	unsigned fl = 0;
+	enum pccx_sfu_fn fn = (enum pccx_sfu_fn)pccx__cvo_sfu_fn(func);
+	unsigned fl = pccx__cvo_sfu_flags(
+		func, (in->f[PCCX_FID_D_sub_emax] ? PCCX_CVOF_SUB : 0) |
+		      (in->f[PCCX_FID_D_relu] ? PCCX_CVOF_RELU : 0) |
+		      (in->f[PCCX_FID_D_accm] ? PCCX_CVOF_ACCM : 0) |
+		      (in->f[PCCX_FID_D_recip_scale] ? PCCX_CVOF_RECIP : 0));
 	float S = s_get(s), r;
 
 	if (!cd)
 		return;
-	if (in->f[PCCX_FID_D_sub_emax])
-		fl |= PCCX_SFU_F_SUB;
-	if (in->f[PCCX_FID_D_relu])
-		fl |= PCCX_SFU_F_RELU;
-	if (in->f[PCCX_FID_D_accm])
-		fl |= PCCX_SFU_F_ACCM;
-	if (in->f[PCCX_FID_D_recip_scale])
-		fl |= cd->cls == PCCX_CVOC_REDUCE ? PCCX_SFU_F_MEAN : PCCX_SFU_F_RECIP;
 
 	if (cd->cls == PCCX_CVOC_LOAD) {
 		/* a unit store like any other: a NaN from host data becomes the canonical one */

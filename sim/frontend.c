@@ -176,6 +176,10 @@ static int decode_head(struct pccx_sim *s)
 	memset(h, 0, sizeof(*h));
 	h->word = w;
 	err = pccx__decode(w, &h->in, &f);
+	/* the CVO smul needs FEATURES.SMUL (pccx,smul) */
+	if (!err && !s->cfg.smul && h->in.opcode == PCCX_OP_CVO &&
+	    h->in.f[PCCX_FID_D_func] == PCCX_CVO_SMUL)
+		err = PCCX_ISA_E_CVO_FUNC;
 	if (err) {
 		pccx__sim_set_error(s, PCCX_CAUSE_ILLEGAL_INSN, (uint32_t)err, s->issued_job, w);
 		return err;

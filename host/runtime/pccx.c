@@ -1142,6 +1142,22 @@ static int chunk_setup(pccx_session *s, const struct pccx_session_opts *opts, pc
 	return PCCX_OK;
 }
 
+/*
+ * The v002 extensions the device reports and the step's ops may use; the reference that
+ * verifies the device runs the same ops (their bits equal those of the ops they replace).
+ */
+static void use_extensions(pccx_session *s)
+{
+	struct pccx_device_info info;
+
+	if (pccx_device_info(s->model->dev, &info))
+		return;
+	/* RMSNorm's scale and weight in one SFU pass */
+	s->dev->plan.smul = (info.features & PCCX_FEAT_SMUL) != 0;
+	if (s->ref)
+		s->ref->plan.smul = s->dev->plan.smul;
+}
+
 int pccx_session_create(pccx_model *model, const struct pccx_session_opts *opts,
 			pccx_session **out, pccx_diag *d)
 {
@@ -1188,6 +1204,7 @@ int pccx_session_create(pccx_model *model, const struct pccx_session_opts *opts,
 			rc = pccx__fail(d, rc, "session: %s", s->submit_diag.msg);
 		goto fail;
 	}
+	use_extensions(s);
 	rc = chunk_setup(s, opts, d);
 	if (rc)
 		goto fail;

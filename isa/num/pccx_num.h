@@ -189,7 +189,7 @@ enum pccx_sfu_fn {
 	PCCX_SFU_SUM	= 5,	/* reduction */
 	PCCX_SFU_SCALE	= 6,	/* y = x * S, or x / S with PCCX_SFU_F_RECIP */
 	PCCX_SFU_RECIP	= 7,
-	PCCX_SFU_MUL	= 8,	/* binary: y = d * s, or (d * s) * S with PCCX_SFU_F_SCALE */
+	PCCX_SFU_MUL	= 8,	/* binary: y = d * s, or (d * S) * s with PCCX_SFU_F_SCALE */
 	PCCX_SFU_ADD	= 9,	/* binary: y = d + s */
 	PCCX_SFU_TANH	= 10,
 	PCCX_SFU_MAX	= 11,	/* reduction */
@@ -203,7 +203,7 @@ enum pccx_sfu_fn {
 #define PCCX_SFU_F_RELU		(1u << 1)	/* input stage: x = x > 0 ? x : +0 (NaN stays NaN) */
 #define PCCX_SFU_F_ACCM		(1u << 2)	/* output stage: y = y + old dst element */
 #define PCCX_SFU_F_RECIP	(1u << 3)	/* SCALE: divide by S instead of multiplying */
-#define PCCX_SFU_F_SCALE	(1u << 4)	/* MUL: multiply the product by S */
+#define PCCX_SFU_F_SCALE	(1u << 4)	/* MUL: scale d by S first (the CVO smul) */
 #define PCCX_SFU_F_MEAN		(1u << 5)	/* SUM, SUMSQ: divide the result by (float)n */
 #define PCCX_SFU_F_ALL		0x3Fu
 

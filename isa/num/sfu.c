@@ -73,9 +73,12 @@ float pccx__sfu_elem(enum pccx_sfu_fn fn, unsigned flags, float S, float s, floa
 
 	switch (fn) {
 	case PCCX_SFU_MUL:
-		y = d * x;
-		if (flags & PCCX_SFU_F_SCALE)
-			y = y * S;
+		/*
+		 * smul: (d * S) * x, rounded after each multiply: exactly a SCALE of d by S
+		 * stored (a NaN there is made canonical, but a NaN stays a NaN through the
+		 * second multiply and is made canonical at the store anyway), then a MUL by x.
+		 */
+		y = (flags & PCCX_SFU_F_SCALE) ? (d * S) * x : d * x;
 		break;
 	case PCCX_SFU_ADD:
 		y = d + x;

@@ -38,6 +38,7 @@ rmsnorm:
 	cvo func=rsqrt src=0 dst=0x00502 len=0 +sreg
 	cvo func=scale src=0x00000 dst=0x00C00 len=2048
 	cvo func=mul src=0x00800 dst=0x00C00 len=0x800
+	cvo func=smul src=0x00800 dst=0x00C00 len=0x800
 
 others:
 	cvo func=gelu src=0x03000 dst=0x03000 len=64 +relu

@@ -48,7 +48,7 @@ ops=$(sed -nE 's/^\| 0x[0-9A-F] \| `([a-z]+)` \| [A-D] \|$/\1/p' "$T/out")
 funcs=$(sed -nE 's/^\| 0x[0-9A-F] \| `([a-z0-9]+)` \| (unary|scale|binary|reduce|load) \|.*/\1/p' \
   "$T/out")
 [ "$(wc -w <<<"$ops")" -eq 5 ] || fail "isa-table lists opcodes '$ops'"
-[ "$(wc -w <<<"$funcs")" -eq 15 ] || fail "isa-table lists CVO functions '$funcs'"
+[ "$(wc -w <<<"$funcs")" -eq 16 ] || fail "isa-table lists CVO functions '$funcs'"
 for o in $ops; do
   grep -q "^$o " "$T/a.s" || fail "all_ops.s has no $o"
 done
@@ -62,14 +62,14 @@ has "$T/out" "program file"
 # illegal words survive the round trip as .word lines with their reason
 {
   printf '\x00\x00\x00\x00\x00\x00\x00\x80'     # 0x8000000000000000: opcode 8 (KICK)
-  printf '\x00\x00\x00\x00\x00\x00\x00\x4f'     # CVO function 0xF
+  printf '\x00\x00\x00\x00\x00\x00\x00\x4f'     # CVO function 0xF (smul) of length 0
   printf '\x18\x00\x00\x00\x00\x00\x00\x00'     # GEMV with lanes = 3
   printf '\xef\xcd\xab\x89\x67\x45\x23\xf1'     # opcode 0xF
 } >"$T/ill.bin"
 want_rc 0 "$pccx" dis "$T/ill.bin"
 cp "$T/out" "$T/ill.s"
 has "$T/ill.s" ".word 0x8000000000000000  # OPCODE"
-has "$T/ill.s" ".word 0x4f00000000000000  # CVO_FUNC"
+has "$T/ill.s" ".word 0x4f00000000000000  # LENGTH"
 has "$T/ill.s" ".word 0x0000000000000018  # FIELD_VALUE"
 want_rc 0 "$pccx" asm "$T/ill.s" -o "$T/ill2.bin"
 cmp -s "$T/ill.bin" "$T/ill2.bin" || fail "asm(dis(illegal words)) differs"

@@ -301,24 +301,26 @@ START_TEST(table_cvo_functions_once)
 	} while (0);
 	PCCX_CVO_FUNC_LIST(CHECK_CVO)
 #undef CHECK_CVO
-	ck_assert_uint_eq(n, 15);
-	ck_assert_uint_eq(seen, 0x7fff);
+	/* every code is a function: 0xF is the extension smul (FEATURES.SMUL) */
+	ck_assert_uint_eq(n, 16);
+	ck_assert_uint_eq(seen, 0xffff);
 	for (fn = 0; fn < 16; fn++) {
 		const struct pccx_cvo_desc *cd = pccx__cvo_desc(fn);
 
-		ck_assert_msg((cd != NULL) == (fn != 0xf), "CVO function 0x%x", fn);
-		if (!cd)
-			continue;
+		ck_assert_msg(cd != NULL, "CVO function 0x%x", fn);
 		ck_assert_msg(!(cd->vec_flags & ~defined), "%s: vector flags 0x%x", cd->name,
 			      cd->vec_flags);
 		ck_assert_msg(cd->s_flags == PCCX_CVO_NO_SFORM || !(cd->s_flags & ~defined),
 			      "%s: scalar flags 0x%x", cd->name, cd->s_flags);
-		/* exactly sum, sumsq (reductions) and lds (a load) lack a scalar form */
+		/* exactly sum, sumsq (reductions), lds (a load) and smul (S is its operand)
+		 * lack a scalar form */
 		ck_assert_msg((cd->s_flags == PCCX_CVO_NO_SFORM) ==
-			      (fn == PCCX_CVO_SUM || fn == PCCX_CVO_SUMSQ || fn == PCCX_CVO_LDS),
+			      (fn == PCCX_CVO_SUM || fn == PCCX_CVO_SUMSQ || fn == PCCX_CVO_LDS ||
+			       fn == PCCX_CVO_SMUL),
 			      "%s: scalar flags 0x%x", cd->name, cd->s_flags);
 		if (cd->s_flags == PCCX_CVO_NO_SFORM)
-			ck_assert(cd->cls == PCCX_CVOC_REDUCE || cd->cls == PCCX_CVOC_LOAD);
+			ck_assert(cd->cls == PCCX_CVOC_REDUCE || cd->cls == PCCX_CVOC_LOAD ||
+				  fn == PCCX_CVO_SMUL);
 		for (f2 = 0; f2 < fn; f2++)
 			ck_assert_str_ne(pccx__cvo_desc(f2)->name, cd->name);
 	}
@@ -829,7 +831,7 @@ START_TEST(random_legal_round_trip)
 	for (k = 0; k < 5; k++)
 		ck_assert_msg(st.per_op[k] > 1000, "opcode %d: %llu legal words", k,
 			      (unsigned long long)st.per_op[k]);
-	for (fn = 0; fn < 15; fn++) {
+	for (fn = 0; fn < 16; fn++) {
 		ck_assert_msg(st.cvo[fn][0] > 100, "cvo %s vector form: %llu words",
 			      pccx__cvo_desc(fn)->name, (unsigned long long)st.cvo[fn][0]);
 		if (pccx__cvo_desc(fn)->s_flags != PCCX_CVO_NO_SFORM)
@@ -842,8 +844,9 @@ START_TEST(random_legal_round_trip)
 		ck_assert_uint_gt(st.route[k], 1000);
 	ck_assert_uint_gt(st.cache[0], 1000);
 	ck_assert_uint_gt(st.cache[1], 1000);
-	/* and every word-level error class among the illegal ones */
-	for (k = PCCX_ISA_E_CVO_FUNC; k <= PCCX_ISA_E_UNUSED_FIELD; k++)
+	/* and every word-level error class among the illegal ones (CVO_FUNC is not one: every
+	 * function code is defined; a device without FEATURES.SMUL refuses smul with it) */
+	for (k = PCCX_ISA_E_CVO_FUNC + 1; k <= PCCX_ISA_E_UNUSED_FIELD; k++)
 		ck_assert_msg(st.errs[k] > 100, "%s: %llu words", pccx__isa_errname(k),
 			      (unsigned long long)st.errs[k]);
 	ck_assert_uint_gt(st.errs[PCCX_ISA_E_LENGTH], 100);
@@ -919,12 +922,20 @@ START_TEST(illegal_opcodes)
 }
 END_TEST
 
-START_TEST(illegal_cvo_func)
+/* Function 0xF is smul: a binary vector form, no flags, no scalar form. */
+START_TEST(cvo_func_smul_forms)
 {
-	expect_fault(put(cvo_word(PCCX_CVO_EXP, false, 0), PCCX_FID_D_func, 0xf),
-		     PCCX_ISA_E_CVO_FUNC, PCCX_FID_D_func);
-	expect_fault(op_word(PCCX_OP_CVO) | PCCX_PUT(D, func, 0xf), PCCX_ISA_E_CVO_FUNC,
-		     PCCX_FID_D_func);
+	struct pccx_insn in;
+	struct pccx_isa_fault f;
+
+	ck_assert_int_eq(pccx__decode(put(cvo_word(PCCX_CVO_EXP, false, 0), PCCX_FID_D_func, 0xf),
+				      &in, &f), PCCX_ISA_E_OK);
+	ck_assert_uint_eq(in.f[PCCX_FID_D_func], PCCX_CVO_SMUL);
+	expect_fault(put(cvo_word(PCCX_CVO_SMUL, false, 0), PCCX_FID_D_len, 0), PCCX_ISA_E_LENGTH,
+		     PCCX_FID_D_len);
+	expect_fault(cvo_word(PCCX_CVO_SMUL, false, PCCX_CVOF_ACCM), PCCX_ISA_E_FLAGS,
+		     PCCX_FID_D_accm);
+	expect_fault(cvo_word(PCCX_CVO_SMUL, true, 0), PCCX_ISA_E_FLAGS, PCCX_FID_D_sreg);
 }
 END_TEST
 
@@ -1517,7 +1528,7 @@ static Suite *isa_suite(void)
 
 	tc = tcase_create("illegal");
 	tcase_add_test(tc, illegal_opcodes);
-	tcase_add_test(tc, illegal_cvo_func);
+	tcase_add_test(tc, cvo_func_smul_forms);
 	tcase_add_test(tc, illegal_reserved_fields);
 	tcase_add_test(tc, illegal_lanes_and_cache);
 	tcase_add_test(tc, illegal_cvo_flags);

@@ -460,10 +460,14 @@ START_TEST(sfu_output_stage_and_binary)
 
 	/* ACCM: y + d after the function */
 	ck_assert(pccx__sfu_elem(PCCX_SFU_SQRT, ACCM, 0, 16.0f, 0.5f) == 4.5f);
-	/* MUL: d * s; with SCALE (d * s) * S, rounded twice in that order */
+	/* MUL: d * s; with SCALE (d * S) * s, rounded twice in that order (the CVO smul: a
+	 * SCALE of d, then a MUL by s) */
 	ck_assert_uint_eq(bits(pccx__sfu_elem(PCCX_SFU_MUL, 0, S, s, d)), bits(d * s));
-	ck_assert_uint_eq(bits(pccx__sfu_elem(PCCX_SFU_MUL, SCALE, S, s, d)), bits((d * s) * S));
-	ck_assert_uint_ne(bits((d * s) * S), bits(d * (s * S)));
+	ck_assert_uint_eq(bits(pccx__sfu_elem(PCCX_SFU_MUL, SCALE, S, s, d)), bits((d * S) * s));
+	ck_assert_uint_eq(bits(pccx__sfu_elem(PCCX_SFU_MUL, SCALE, S, s, d)),
+			  bits(pccx__sfu_elem(PCCX_SFU_MUL, 0, 0, s,
+					      pccx__sfu_elem(PCCX_SFU_SCALE, 0, S, d, 0))));
+	ck_assert_uint_ne(bits((d * S) * s), bits(d * (s * S)));
 	/* ADD: d + s; ACCM on a binary op adds d once more */
 	ck_assert(pccx__sfu_elem(PCCX_SFU_ADD, 0, 0, 2.0f, 3.0f) == 5.0f);
 	ck_assert(pccx__sfu_elem(PCCX_SFU_ADD, ACCM, 0, 2.0f, 3.0f) == 8.0f);

@@ -625,6 +625,44 @@ static uint64_t run_fingerprint(const char *preset, uint64_t seed, unsigned thre
 	return h;
 }
 
+/*
+ * RMSNorm as one smul pass (plan.smul, a device with FEATURES.SMUL) against SCALE then MUL:
+ * every stage of every step, the logits and the KV cache bit for bit, for every family, with
+ * one CVO fewer per weighted norm.
+ */
+static const char *const smul_presets[] = {
+	"tiny", "tiny-gemma", "tiny-gemma2", "tiny-gemma3", "tiny-gemma4",
+};
+
+START_TEST(test_smul_norms_match_two_passes)
+{
+	struct rig a, b;
+	uint64_t ha = 0xCBF29CE484222325ull, hb = ha;
+	const struct pccx_ref_counters *ca, *cb;
+	uint32_t i;
+
+	rig_open(&a, smul_presets[_i], 4, 1, PCCX_KERN_AUTO);
+	rig_open(&b, smul_presets[_i], 4, 1, PCCX_KERN_AUTO);
+	ck_assert(!a.s->plan.smul);
+	b.s->plan.smul = true;
+	pccx__ref_exec_on_stage(a.x, hash_stage, &ha);
+	pccx__ref_exec_on_stage(b.x, hash_stage, &hb);
+	for (i = 0; i < 6; i++) {
+		rig_step(&a, tok_at(&a.cfg, i), true);
+		rig_step(&b, tok_at(&b.cfg, i), true);
+		ck_assert_msg(ha == hb, "%s: the stages of step %u differ", smul_presets[_i], i);
+		ck_assert(!memcmp(a.logits, b.logits, sizeof(float) * a.cfg.vocab));
+		ck_assert(!memcmp(a.s->kv, b.s->kv, a.s->plan.kv_bytes));
+	}
+	ca = pccx__ref_exec_counters(a.x);
+	cb = pccx__ref_exec_counters(b.x);
+	ck_assert_uint_lt(cb->ops[1], ca->ops[1]);	/* fewer CVOs */
+	ck_assert_uint_gt(cb->ops[2], ca->ops[2]);	/* x copied ahead of an out-of-place norm */
+	rig_close(&a);
+	rig_close(&b);
+}
+END_TEST
+
 START_TEST(test_deterministic_runs_threads_kernels)
 {
 	float a[512], b[512];
@@ -1265,6 +1303,8 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_host_inputs);
 	tcase_add_test(tc, test_stage_names);
+	tcase_add_loop_test(tc, test_smul_norms_match_two_passes, 0,
+			    sizeof(smul_presets) / sizeof(smul_presets[0]));
 	tcase_add_test(tc, test_deterministic_runs_threads_kernels);
 	tcase_add_test(tc, test_deterministic_threads_long_vectors);
 	tcase_add_test(tc, test_synth_independent_of_threads);

@@ -592,7 +592,11 @@ static void m_cvo(struct cvo_model *m, uint64_t w)
 		fl |= PCCX_SFU_F_ACCM;
 	if (PCCX_GET(w, D, recip_scale))
 		fl |= cd->cls == PCCX_CVOC_REDUCE ? PCCX_SFU_F_MEAN : PCCX_SFU_F_RECIP;
-	if (cd->cls == PCCX_CVOC_LOAD) {
+	if (func == PCCX_CVO_SMUL) {
+		/* (dst * S) * src: a SCALE of dst in place, then a MUL by src */
+		pccx__sfu_vector(PCCX_SFU_SCALE, 0, S, m->e + dst * EW, m->e + dst * EW, n);
+		pccx__sfu_vector(PCCX_SFU_MUL, 0, S, m->e + src * EW, m->e + dst * EW, n);
+	} else if (cd->cls == PCCX_CVOC_LOAD) {
 		ck_assert(!sform);          /* LDS has no scalar form */
 		m_scalar(m, dst, pccx_f32_canon(m_elem(m, src, n)));
 	} else if (sform && cd->cls == PCCX_CVOC_UNARY) {
@@ -677,7 +681,7 @@ START_TEST(cvo_every_function_and_flag)
 
 	m_init(&m, 31);
 	prog[np++] = t_cvo(PCCX_CVO_LDS, 0, 4, 0, 0);     /* S = 1.5 */
-	for (func = 0; func < 15; func++) {
+	for (func = 0; func < 16; func++) {
 		const struct pccx_cvo_desc *cd = pccx__cvo_desc(func);
 		uint32_t vf = cd->vec_flags, sf = cd->s_flags;
 
@@ -1149,17 +1153,49 @@ START_TEST(err_illegal_word)
 
 	tj_add(&j, t_memset(0, 0, 8, 1, 1));
 	tj_add(&j, t_cvo(PCCX_CVO_EXP, 0, 10, 8, 0));
-	tj_add(&j, t_cvo(PCCX_CVO_EXP, 0, 10, 8, 0) | (1ull << 7));  /* CVO function 0xF? no: len */
-	j.insn[2] = ((uint64_t)PCCX_OP_CVO << 60) | PCCX_PUT(D, func, 0xF);
+	/* the CVO word with opcode 0xF instead of 0x4 */
+	tj_add(&j, t_cvo(PCCX_CVO_EXP, 0, 10, 8, 0) | (0xbull << 60));
 	tj_add(&j, t_memset(0, 1, 8, 1, 1));
 	v = tj_view(&j);
 	ck_assert_int_eq(pccx__sim_backend_submit_wait(b, &v, &o, &res, &d), PCCX_ERR_DEVICE);
 	ck_assert_uint_eq(res.err.kind, PCCX_EF_DEVICE);
 	ck_assert_uint_eq(res.err.error & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_ILLEGAL_INSN);
 	ck_assert_uint_eq((res.err.error & PCCX_ERROR_ISA_MASK) >> PCCX_ERROR_ISA_SHIFT,
-			  PCCX_ISA_E_CVO_FUNC);
+			  PCCX_ISA_E_OPCODE);
 	ck_assert_uint_eq(res.err.error >> PCCX_ERROR_INDEX_SHIFT, 2);
 	ck_assert_ptr_nonnull(strstr(d.msg, "ILLEGAL_INSN at instruction 2"));
+	good_job(b);
+	pccx__sim_backend_destroy(b);
+}
+END_TEST
+
+/* The CVO smul is an extension: a device without FEATURES.SMUL (pccx,smul 0) refuses it. */
+START_TEST(err_smul_without_the_feature)
+{
+	struct pccx_sim_backend_opts o = { .no_validate = true, .timeout_cycles = 100000 };
+	struct pccx_sim_backend_result res;
+	struct pccx_sim_backend *b = NULL;
+	struct pccx_sim_config cfg;
+	struct tjob j = { 0 };
+	struct pccx_job_view v;
+	pccx_diag d = { 0 };
+	pccx_sim *s = mksim();
+
+	ck_assert(t_rd64(s, PCCX_REG_FEATURES) & PCCX_FEAT_SMUL);
+	pccx__sim_destroy(s);
+	pccx__sim_config_default(&cfg);
+	cfg.smul = 0;
+	ck_assert_msg(pccx__sim_backend_create(&cfg, &b, &d) == 0, "%s", d.msg);
+	ck_assert(!(t_rd64(pccx__sim_backend_sim(b), PCCX_REG_FEATURES) &
+		    PCCX_FEAT_SMUL));
+	tj_add(&j, t_cvo(PCCX_CVO_MUL, 0, 10, 8, 0));
+	tj_add(&j, t_cvo(PCCX_CVO_SMUL, 0, 10, 8, 0));
+	v = tj_view(&j);
+	ck_assert_int_eq(pccx__sim_backend_submit_wait(b, &v, &o, &res, &d), PCCX_ERR_DEVICE);
+	ck_assert_uint_eq(res.err.error & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_ILLEGAL_INSN);
+	ck_assert_uint_eq((res.err.error & PCCX_ERROR_ISA_MASK) >> PCCX_ERROR_ISA_SHIFT,
+			  PCCX_ISA_E_CVO_FUNC);
+	ck_assert_uint_eq(res.err.error >> PCCX_ERROR_INDEX_SHIFT, 1);
 	good_job(b);
 	pccx__sim_backend_destroy(b);
 }
@@ -1620,6 +1656,7 @@ static Suite *suite(void)
 	tcase_add_test(t, overlap_independent_units);
 	tcase_add_test(t, overlap_weight_prefetch);
 	tcase_add_test(t, err_illegal_word);
+	tcase_add_test(t, err_smul_without_the_feature);
 	tcase_add_test(t, err_clear_then_next_job);
 	tcase_add_test(t, err_stream_overrun);
 	tcase_add_test(t, slow_host_stalls_at_every_access);

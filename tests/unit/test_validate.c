@@ -1195,8 +1195,8 @@ START_TEST(word_faults_through_validator)
 	word(0x0000000000000018ull);        /* gemv with lanes = 3 */
 	expect(PCCX_ISA_E_FIELD_VALUE, PCCX_VW_INSN, 1, PCCX_FID_A_lanes);
 	expect_detail(0, 0x18);
-	J.insn[1] = 0x4f00000000000000ull;
-	expect(PCCX_ISA_E_CVO_FUNC, PCCX_VW_INSN, 1, PCCX_FID_D_func);
+	J.insn[1] = 0x4f00000000000000ull;   /* smul without a length */
+	expect(PCCX_ISA_E_LENGTH, PCCX_VW_INSN, 1, PCCX_FID_D_len);
 	J.insn[1] = 0x3000000000000001ull;
 	expect(PCCX_ISA_E_RESERVED, PCCX_VW_INSN, 1, PCCX_FID_C_rsv);
 }
