@@ -7,11 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chunk_share.h"
 #include "diag.h"
 #include "gemma_chunk.h"
 #include "pccx_job.h"
 
 #define W(n) pccx_words_for(n)
+
+/* Whether the chunk keeps one copy of region i for all its tokens. */
+static bool shared(const struct pccx_gemma_chunk *ck, uint32_t i)
+{
+	return ((ck->scratch | ck->same) >> i) & 1;
+}
 
 static bool has_experts(const struct pccx_gemma_model *m)
 {
@@ -23,35 +30,96 @@ static bool has_experts(const struct pccx_gemma_model *m)
 	return false;
 }
 
-static uint64_t row_words(const struct pccx_gemma_plan *p)
+/* The plan as the tokens' steps are recorded. */
+static void record_plan(const struct pccx_gemma_plan *p, struct pccx_gemma_plan *rp)
 {
-	uint64_t w = 0;
+	*rp = *p;
+	/* W_up as one GEMV: its rows then are one region wide (forward_ffn) */
+	rp->up_pieces = 1;
+}
+
+/*
+ * Which regions the tokens share (chunk_share.h): what the steps at the first and the last
+ * position both leave shareable (a local layer's ring is full at the last); every chunk
+ * checks its own tokens' steps against it (check_layout). `seen` is the classifier's scratch.
+ */
+static int classify(const struct pccx_gemma_model *m, const struct pccx_gemma_plan *rp,
+		    uint32_t *seen, struct pccx_chunk_share *sh, pccx_diag *d)
+{
+	uint32_t pos[2] = { 0, m->cfg.max_ctx - 1 }, k;
+	struct pccx_chunk_share one;
+	struct pccx_rec rec = { 0 };
+	int rc = PCCX_OK;
+
+	sh->scratch = sh->same = ~0ull;
+	for (k = 0; k < 2 && !rc; k++) {
+		pccx__rec_clear(&rec);
+		rc = pccx__gemma_step(m, rp, pccx__rec_ops(), &rec, pos[k], false, NULL);
+		if (rc)
+			rc = pccx__fail(d, rc, "prompt chunks: recording the step at position %u: %s",
+					pos[k], pccx_strerror(rc));
+		else if (pccx__chunk_share_classify(rp, &rec, seen, &one))
+			rc = pccx__fail(d, PCCX_ERR_INTERNAL,
+					"prompt chunks: op %d of the step at position %u names L2 "
+					"outside one plan region", one.bad_op, pos[k]);
+		if (!rc) {
+			sh->scratch &= one.scratch;
+			sh->same &= one.same;
+		}
+	}
+	pccx__rec_free(&rec);
+	return rc;
+}
+
+/* L2 words per token, and shared by all, of a layout sharing the regions in `shared`. */
+static void layout_words(const struct pccx_gemma_plan *p, uint64_t shared, uint64_t *token,
+			 uint64_t *once)
+{
 	uint32_t i;
 
+	*token = *once = 0;
 	for (i = 0; i < p->n_regions; i++)
-		w += p->region_words[i];
-	return w;
+		*((shared >> i & 1) ? once : token) += p->region_words[i];
+}
+
+static uint32_t rows_fit(uint64_t token, uint64_t once)
+{
+	uint64_t rows = token && once < PCCX_L2_WORDS ? (PCCX_L2_WORDS - once) / token : 0;
+
+	return rows < PCCX_GEMMA_CHUNK_MAX_ROWS ? (uint32_t)rows : PCCX_GEMMA_CHUNK_MAX_ROWS;
 }
 
 uint32_t pccx__gemma_chunk_rows_max(const struct pccx_gemma_model *m,
 				    const struct pccx_gemma_plan *p)
 {
-	uint64_t rows, w = row_words(p);
+	struct pccx_chunk_share sh;
+	struct pccx_gemma_plan rp;
+	uint64_t token, once;
+	uint32_t *seen, rows;
+	pccx_diag d = { 0 };
 
-	if (has_experts(m) || !w)
+	if (has_experts(m))
 		return 0;
-	rows = PCCX_L2_WORDS / w;
-	if (rows < 2)
+	seen = malloc(2 * sizeof(uint32_t) * PCCX_L2_WORDS);
+	record_plan(p, &rp);
+	if (!seen || classify(m, &rp, seen, &sh, &d)) {
+		free(seen);
 		return 0;
-	return rows < PCCX_GEMMA_CHUNK_MAX_ROWS ? (uint32_t)rows : PCCX_GEMMA_CHUNK_MAX_ROWS;
+	}
+	free(seen);
+	layout_words(p, sh.scratch | sh.same, &token, &once);
+	rows = rows_fit(token, once);
+	return rows < 2 ? 0 : rows;
 }
 
 int pccx__gemma_chunk_create(struct pccx_gemma_chunk **out, const struct pccx_gemma_model *m,
 			     const struct pccx_gemma_plan *p, uint32_t rows, pccx_diag *d)
 {
 	struct pccx_gemma_chunk *ck;
-	uint64_t next = 0;
+	struct pccx_chunk_share sh;
+	uint64_t next = 0, token, once;
 	uint32_t i;
+	int rc;
 
 	*out = NULL;
 	if (has_experts(m))
@@ -61,32 +129,41 @@ int pccx__gemma_chunk_create(struct pccx_gemma_chunk **out, const struct pccx_ge
 	if (!rows || rows > PCCX_GEMMA_CHUNK_MAX_ROWS)
 		return pccx__fail(d, PCCX_ERR_INVALID, "prompt chunks: %u tokens per chunk (1..%u)",
 				  rows, PCCX_GEMMA_CHUNK_MAX_ROWS);
-	if ((uint64_t)rows * row_words(p) > PCCX_L2_WORDS)
-		return pccx__fail(d, PCCX_ERR_RANGE,
-				  "prompt chunks: %u tokens of config '%s' need %llu L2 words, L2 has "
-				  "%u (at most %u tokens)", rows, m->cfg.name,
-				  (unsigned long long)(rows * row_words(p)), PCCX_L2_WORDS,
-				  (unsigned)(PCCX_L2_WORDS / row_words(p)));
 	ck = calloc(1, sizeof(*ck));
 	if (!ck)
 		return pccx__fail(d, PCCX_ERR_NOMEM, "prompt chunks: out of memory");
 	ck->m = m;
 	ck->p = p;
-	ck->rp = *p;
-	/* W_up as one GEMV: its rows then are one region wide (forward_ffn) */
-	ck->rp.up_pieces = 1;
+	record_plan(p, &ck->rp);
 	ck->rows = rows;
-	for (i = 0; i < p->n_regions; i++) {
-		ck->base[i] = (uint32_t)next;
-		next += (uint64_t)rows * p->region_words[i];
-	}
-	ck->words = (uint32_t)next;
+	ck->seen = malloc(2 * sizeof(uint32_t) * PCCX_L2_WORDS);
 	ck->rec = calloc(rows, sizeof(*ck->rec));
 	ck->at = calloc(rows, sizeof(*ck->at));
-	if (!ck->rec || !ck->at) {
+	if (!ck->seen || !ck->rec || !ck->at) {
 		pccx__gemma_chunk_free(ck);
 		return pccx__fail(d, PCCX_ERR_NOMEM, "prompt chunks: out of memory");
 	}
+	rc = classify(m, &ck->rp, ck->seen, &sh, d);
+	if (rc) {
+		pccx__gemma_chunk_free(ck);
+		return rc;
+	}
+	ck->scratch = sh.scratch;
+	ck->same = sh.same;
+	layout_words(p, ck->scratch | ck->same, &token, &once);
+	if ((uint64_t)rows * token + once > PCCX_L2_WORDS) {
+		pccx__gemma_chunk_free(ck);
+		return pccx__fail(d, PCCX_ERR_RANGE,
+				  "prompt chunks: %u tokens of config '%s' need %llu L2 words, L2 has "
+				  "%u (at most %u tokens)", rows, m->cfg.name,
+				  (unsigned long long)(rows * token + once), PCCX_L2_WORDS,
+				  rows_fit(token, once));
+	}
+	for (i = 0; i < p->n_regions; i++) {
+		ck->base[i] = (uint32_t)next;
+		next += (uint64_t)(shared(ck, i) ? 1 : rows) * p->region_words[i];
+	}
+	ck->words = (uint32_t)next;
 	*out = ck;
 	return PCCX_OK;
 }
@@ -101,6 +178,7 @@ void pccx__gemma_chunk_free(struct pccx_gemma_chunk *ck)
 		pccx__rec_free(&ck->rec[r]);
 	free(ck->rec);
 	free(ck->at);
+	free(ck->seen);
 	free(ck);
 }
 
@@ -130,32 +208,15 @@ struct emitter {
 	bool said;		/* d already names the failure (else the op implementation does) */
 };
 
-/* The region holding [a, a + words), or -1. */
-static int region_of(const struct pccx_gemma_plan *p, uint32_t a, uint64_t words)
-{
-	uint32_t lo = 0, hi = p->n_regions;
-
-	while (lo < hi) {	/* the last region starting at or before a */
-		uint32_t mid = (lo + hi) / 2;
-
-		if (p->region[mid] <= a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!lo || a + words > (uint64_t)p->region[lo - 1] + p->region_words[lo - 1])
-		return -1;
-	return (int)lo - 1;
-}
-
 /* Token r's address of [a, a + words) in the chunk; false if it is not in one region. */
 static bool move(const struct pccx_gemma_chunk *ck, uint32_t r, uint32_t *a, uint64_t words)
 {
-	int i = region_of(ck->p, *a, words ? words : 1);
+	int i = pccx__plan_region_of(ck->p, *a, words ? words : 1);
 
 	if (i < 0)
 		return false;
-	*a = ck->base[i] + r * ck->p->region_words[i] + (*a - ck->p->region[i]);
+	*a = ck->base[i] + (shared(ck, (uint32_t)i) ? 0 : r * ck->p->region_words[i]) +
+	     (*a - ck->p->region[i]);
 	return true;
 }
 
@@ -176,23 +237,11 @@ static int moved_matmul(const struct pccx_gemma_chunk *ck, uint32_t r,
 	return PCCX_OK;
 }
 
-/* The L2 words a CVO reads and writes, and its use of S (isa/effects.c). */
-static bool cvo_fx(const struct pccx_npu_cvo *op, struct pccx_effects *fx)
-{
-	struct pccx_isa_fault f = { 0, -1 };
-	struct pccx_shape_state st;
-	struct pccx_insn in;
-
-	pccx__shape_reset(&st);
-	pccx__cvo_insn(&in, op->func, op->src, op->dst, op->len, op->flags);
-	return pccx__insn_effects(&in, &st, PCCX_L2_WORDS, fx, &f) == PCCX_ISA_E_OK;
-}
-
 static bool moved_cvo(const struct pccx_gemma_chunk *ck, uint32_t r, struct pccx_npu_cvo *op)
 {
 	struct pccx_effects fx;
 
-	if (!cvo_fx(op, &fx))
+	if (!pccx__rec_cvo_effects(op, &fx))
 		return false;
 	/* src: the words from it to the end of what is read (LDS reads one element of it) */
 	if (fx.rd[0].words &&
@@ -255,12 +304,65 @@ static bool reads_s_from_before(const struct pccx_rec_op *op, bool *written)
 		*written = *written || op->u.mm.findemax;
 		return false;
 	}
-	if (op->kind != PCCX_REC_CVO || !cvo_fx(&op->u.cvo, &fx))
+	if (op->kind != PCCX_REC_CVO || !pccx__rec_cvo_effects(&op->u.cvo, &fx))
 		return false;
 	if (fx.reads_s && !*written)
 		return true;
 	*written = *written || fx.writes_s;
 	return false;
+}
+
+/* A load of the model's bytes into a block the tokens share (chunk_share.h). */
+static bool loads_shared_weights(const struct pccx_gemma_chunk *ck, const struct pccx_rec_op *op)
+{
+	int i;
+
+	if (op->kind != PCCX_REC_LOAD)
+		return false;
+	i = pccx__plan_region_of(ck->p, op->u.mem.l2, W(op->u.mem.n));
+	return i >= 0 && ((ck->same >> i) & 1);
+}
+
+/*
+ * Whether the tokens' recorded steps keep to the layout: each token's step leaves to its
+ * segments what the layout shares (chunk_share.h), and every load into a shared block of
+ * weights is the one token 0 makes at the same point of its program (later tokens' are left
+ * out: token 0's has put the same bytes there, in the same segment, before they run it).
+ */
+static int check_layout(struct pccx_gemma_chunk *ck, uint32_t rows, pccx_diag *d)
+{
+	struct pccx_chunk_share sh;
+	uint64_t miss;
+	uint32_t r;
+	size_t o;
+
+	for (r = 0; r < rows; r++) {
+		const struct pccx_rec *rec = &ck->rec[r], *rec0 = &ck->rec[0];
+
+		if (pccx__chunk_share_classify(&ck->rp, rec, ck->seen, &sh))
+			return pccx__fail(d, PCCX_ERR_INTERNAL,
+					  "prompt chunks: op %d of position %u names L2 outside one "
+					  "plan region", sh.bad_op, rec->op[0].u.pos);
+		miss = (ck->scratch & ~sh.scratch) | (ck->same & ~sh.same);
+		if (miss)
+			return pccx__fail(d, PCCX_ERR_INTERNAL,
+					  "prompt chunks: position %u keeps values in L2 region %d "
+					  "that the chunk's tokens share", rec->op[0].u.pos,
+					  __builtin_ctzll(miss));
+		for (o = 0; r && o < rec->n; o++) {
+			const struct pccx_rec_op *a = &rec->op[o], *b = &rec0->op[o < rec0->n ? o : 0];
+
+			if (loads_shared_weights(ck, a) &&
+			    (o >= rec0->n || b->kind != PCCX_REC_LOAD || b->u.mem.l2 != a->u.mem.l2 ||
+			     b->u.mem.buf != a->u.mem.buf || b->u.mem.off != a->u.mem.off ||
+			     b->u.mem.n != a->u.mem.n))
+				return pccx__fail(d, PCCX_ERR_INTERNAL,
+						  "prompt chunks: op %zu of position %u loads a shared "
+						  "block other than position %u does", o,
+						  rec->op[0].u.pos, rec0->op[0].u.pos);
+		}
+	}
+	return PCCX_OK;
 }
 
 /* Every token's ops up to its next weight matmul (or its end). */
@@ -283,6 +385,8 @@ static int emit_segments(struct emitter *em, uint32_t rows)
 						  "scalar register set before a weight matmul",
 						  ck->at[r], rec->op[0].u.pos);
 			}
+			if (r && loads_shared_weights(ck, &rec->op[ck->at[r]]))
+				continue;	/* token 0's load serves (check_layout) */
 			rc = emit_moved(em, r, &rec->op[ck->at[r]]);
 			if (rc)
 				return rc;
@@ -301,11 +405,13 @@ static int emit_weight_matmul(struct emitter *em, uint32_t rows)
 	const struct pccx_npu_matmul *mm = &ck->rec[0].op[ck->at[0]].u.mm;
 	struct pccx_wshape ws = { mm->n, mm->k, mm->fmt, true };
 	uint64_t bytes = (uint64_t)mm->n * pccx__wstream_row_bytes(&ws);
-	int si = region_of(ck->p, mm->src, W(mm->k)), di = region_of(ck->p, mm->dst, W(mm->n));
+	int si = pccx__plan_region_of(ck->p, mm->src, W(mm->k));
+	int di = pccx__plan_region_of(ck->p, mm->dst, W(mm->n));
 	uint32_t r;
 	int rc;
 
-	if (rows > 1 && si >= 0 && di >= 0 && ck->p->region_words[si] == W(mm->k) &&
+	if (rows > 1 && si >= 0 && di >= 0 && !shared(ck, (uint32_t)si) &&
+	    !shared(ck, (uint32_t)di) && ck->p->region_words[si] == W(mm->k) &&
 	    ck->p->region_words[di] == W(mm->n)) {
 		struct pccx_npu_matmul g = *mm;
 
@@ -349,6 +455,8 @@ int pccx__gemma_chunk_step(struct pccx_gemma_chunk *ck, const struct pccx_npu_op
 					  pccx_strerror(rc));
 	}
 	rc = pccx__rec_check_lockstep(ck->rec, rows, d);
+	if (!rc)
+		rc = check_layout(ck, rows, d);
 	if (rc)
 		return rc;
 	rc = ops->begin(ctx, pos0);

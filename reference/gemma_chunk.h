@@ -39,6 +39,10 @@ struct pccx_gemma_chunk {
 	uint32_t rows;				/* tokens the layout holds */
 	uint32_t words;				/* L2 words it uses */
 	uint32_t base[PCCX_GEMMA_PLAN_REGIONS];	/* L2 word of region i for token 0 */
+	/* regions of one copy for all tokens (chunk_share.h), bit i for region i */
+	uint64_t scratch;			/* segment-local */
+	uint64_t same;				/* the model's weight bytes, loaded alike */
+	uint32_t *seen;				/* the classifier's scratch (2 * L2 words) */
 	struct pccx_rec *rec;			/* (rows) the tokens' recorded steps */
 	size_t *at;				/* (rows) replay cursors */
 	struct pccx_gemma_chunk_stats st;

@@ -74,6 +74,14 @@ static uint32_t take(struct pccx_gemma_plan *p, uint64_t *next, uint64_t words)
 	return a;
 }
 
+/* take() for a block of weight bytes every position loads alike (plan.region_same). */
+static uint32_t take_same(struct pccx_gemma_plan *p, uint64_t *next, uint64_t words)
+{
+	if (words && p->n_regions < PCCX_GEMMA_PLAN_REGIONS)
+		p->region_same |= 1ull << p->n_regions;
+	return take(p, next, words);
+}
+
 /*
  * What the plan must hold for every layer: the largest attention shapes of the kinds (every
  * layer's are its kind's), the widest FFN and the largest layer vector block, in L2 words.
@@ -160,8 +168,9 @@ int pccx__gemma_plan_build(const struct pccx_gemma_model *m, struct pccx_gemma_p
 		p->rep_cos[t] = take(p, &next, words);
 		p->rep_sin[t] = take(p, &next, words);
 	}
-	p->gvec = take(p, &next, m->w.gvec_bytes / 16);
-	p->lvec = take(p, &next, sz.lvec);
+	p->gvec = take_same(p, &next, m->w.gvec_bytes / 16);
+	p->lvec = take_same(p, &next, sz.lvec);
+	p->lvec_odd = L > 1 ? take_same(p, &next, sz.lvec) : p->lvec;
 	p->xs[0] = take(p, &next, NSTREAM * W(D));
 	p->xs[1] = take(p, &next, NSTREAM * W(D));
 	p->u = take(p, &next, W((uint64_t)L * P));
@@ -524,12 +533,19 @@ static void stage(struct emit *e, uint32_t addr, uint32_t rows, uint32_t cols, c
 	e->rc = e->ops->stage(e->ctx, name, addr, rows, cols);
 }
 
-/* L2 word of layer vector k (inside the layer vector block at plan.lvec). */
+/* L2 word of layer `layer`'s vector block (even and odd layers alternate between two). */
+static uint32_t lvec_block(const struct pccx_gemma_plan *p, uint32_t layer)
+{
+	return layer % 2 ? p->lvec_odd : p->lvec;
+}
+
+/* L2 word of layer vector k (inside the layer's vector block). */
 static uint32_t lvec(struct emit *e, uint32_t layer, enum pccx_gemma_lvec k)
 {
 	const struct pccx_gemma_layer_w *lw = &e->m->w.layer[layer];
 
-	return e->p->lvec + (uint32_t)((e->m->t[lw->vec[k]].offset - lw->vec_offset) / 16);
+	return lvec_block(e->p, layer) +
+	       (uint32_t)((e->m->t[lw->vec[k]].offset - lw->vec_offset) / 16);
 }
 
 static uint32_t gvec(struct emit *e, int32_t t)
@@ -972,7 +988,7 @@ static void route(struct emit *e, uint32_t l, uint32_t *idx)
 	if (e->ops->begin)
 		e->rc = e->ops->begin(e->ctx, e->pos);
 	load_step_inputs(e);
-	load(e, p->lvec, PCCX_NPU_BUF_WEIGHTS, lw->vec_offset,
+	load(e, lvec_block(p, l), PCCX_NPU_BUF_WEIGHTS, lw->vec_offset,
 	     (uint32_t)(lw->vec_bytes / sizeof(float)));
 	load(e, p->al, PCCX_NPU_BUF_OUT, p->out_spill_al, D);
 	load(e, p->f, PCCX_NPU_BUF_OUT, p->out_spill_f, D);
@@ -1161,7 +1177,8 @@ static void forward_layer_plain(struct emit *e, uint32_t l, uint32_t pos)
 	const struct pccx_gemma_layer_w *lw = &e->m->w.layer[l];
 	uint32_t D = e->c->d_model, x = l ? p->f : p->embed;
 
-	load(e, p->lvec, PCCX_NPU_BUF_WEIGHTS, lw->vec_offset, (uint32_t)(lw->vec_bytes / sizeof(float)));
+	load(e, lvec_block(p, l), PCCX_NPU_BUF_WEIGHTS, lw->vec_offset,
+	     (uint32_t)(lw->vec_bytes / sizeof(float)));
 	rmsnorm(e, x, p->h, D, lvec(e, l, PCCX_GEMMA_LV_ATTN_NORM));
 	stage(e, p->h, 1, D, "L%u.attn.norm", l);
 	forward_attention(e, l, pos);
@@ -1190,7 +1207,8 @@ static void forward_layer(struct emit *e, uint32_t l, uint32_t pos)
 	const struct pccx_gemma_layer_w *lw = &e->m->w.layer[l];
 	uint32_t D = e->c->d_model, X = l % 2, P = 1 - X;
 
-	load(e, p->lvec, PCCX_NPU_BUF_WEIGHTS, lw->vec_offset, (uint32_t)(lw->vec_bytes / sizeof(float)));
+	load(e, lvec_block(p, l), PCCX_NPU_BUF_WEIGHTS, lw->vec_offset,
+	     (uint32_t)(lw->vec_bytes / sizeof(float)));
 
 	/* AltUp predict; predictions 1..3 are issued behind W_gate (forward_ffn) */
 	forward_altup_coefs(e, l, X);

@@ -61,7 +61,10 @@ struct pccx_gemma_plan {
 	uint32_t rep_sin[PCCX_ATTN_KINDS];	/* (n_heads, head_dim) */
 	/* weight vectors */
 	uint32_t gvec;		/* per_layer_proj_norm, output_norm (the global vector block) */
-	uint32_t lvec;		/* the current layer's vector block (the largest of any layer) */
+	uint32_t lvec;		/* even layers' vector block (the largest of any layer) */
+	uint32_t lvec_odd;	/* odd layers' (models of one layer: lvec): a prompt chunk's
+				 * tokens share both, and token 0 loads layer l+1's while a later
+				 * token still reads layer l's (gemma_chunk.h) */
 	/* activations */
 	uint32_t xs[2];		/* (4, D) stream sets: layer l reads [l%2], writes [(l+1)%2] */
 	uint32_t u;		/* (n_layers, d_ple) per-layer inputs u_l */
@@ -104,6 +107,9 @@ struct pccx_gemma_plan {
 	uint32_t n_regions;
 	uint32_t region[PCCX_GEMMA_PLAN_REGIONS];	/* first word */
 	uint32_t region_words[PCCX_GEMMA_PLAN_REGIONS];
+	/* bit i: region i holds only bytes of the model's weights, the same for every position
+	 * (the global and layer vector blocks) */
+	uint64_t region_same;
 	uint32_t up_pieces;	/* GEMVs W_up is issued in: 4 in a decode step, 1 in a chunk */
 	/*
 	 * RMSNorm's scale and weight as one CVO smul (the device reports FEATURES.SMUL; off

@@ -183,6 +183,17 @@ bool pccx__rec_same_matmul(const struct pccx_npu_matmul *a, const struct pccx_np
 	       a->findemax == b->findemax && a->w.buf == b->w.buf && a->w.offset == b->w.offset;
 }
 
+bool pccx__rec_cvo_effects(const struct pccx_npu_cvo *op, struct pccx_effects *fx)
+{
+	struct pccx_isa_fault f = { 0, -1 };
+	struct pccx_shape_state st;
+	struct pccx_insn in;
+
+	pccx__shape_reset(&st);
+	pccx__cvo_insn(&in, op->func, op->src, op->dst, op->len, op->flags);
+	return pccx__insn_effects(&in, &st, PCCX_L2_WORDS, fx, &f) == PCCX_ISA_E_OK;
+}
+
 size_t pccx__rec_next_weight_matmul(const struct pccx_rec *r, size_t i)
 {
 	while (i < r->n && !pccx__rec_is_weight_matmul(&r->op[i]))

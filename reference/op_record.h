@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "npu_ops.h"
+#include "pccx_job.h"
 #include "pccx/status.h"
 
 enum pccx_rec_kind { PCCX_REC_BEGIN, PCCX_REC_END, PCCX_REC_MATMUL, PCCX_REC_CVO, PCCX_REC_COPY,
@@ -64,6 +65,10 @@ bool pccx__rec_same_matmul(const struct pccx_npu_matmul *a, const struct pccx_np
  */
 PCCX_MUST_CHECK int pccx__rec_check_lockstep(const struct pccx_rec *rec, uint32_t rows,
 					     pccx_diag *d);
+
+/* The L2 words a recorded CVO reads and writes, and its use of S (isa/effects.c); false for
+ * an illegal one. */
+bool pccx__rec_cvo_effects(const struct pccx_npu_cvo *op, struct pccx_effects *fx);
 
 /* The index of the first weight matmul at or after op i of r (r->n if none). */
 size_t pccx__rec_next_weight_matmul(const struct pccx_rec *r, size_t i);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "exec_ref.h"
+#include "chunk_share.h"
 #include "gemma_chunk.h"
 #include "session.h"
 #include "support/ref_pair.h"
@@ -116,6 +117,117 @@ START_TEST(test_refusals)
 }
 END_TEST
 
+/* ---- what a chunk's tokens share (chunk_share.h), on hand-made programs ---------------- */
+
+static struct pccx_rec_op op_copy(uint32_t dst, uint32_t src, uint32_t words)
+{
+	struct pccx_rec_op o = { .kind = PCCX_REC_COPY };
+
+	o.u.copy.dst = dst;
+	o.u.copy.src = src;
+	o.u.copy.words = words;
+	return o;
+}
+
+static struct pccx_rec_op op_load(uint32_t l2, uint32_t buf, uint64_t off, uint32_t n)
+{
+	struct pccx_rec_op o = { .kind = PCCX_REC_LOAD };
+
+	o.u.mem.l2 = l2;
+	o.u.mem.buf = buf;
+	o.u.mem.off = off;
+	o.u.mem.n = n;
+	return o;
+}
+
+/* A weight matmul: the boundary of two segments. */
+static struct pccx_rec_op op_gemv(uint32_t dst, uint32_t src)
+{
+	struct pccx_rec_op o = { .kind = PCCX_REC_MATMUL };
+
+	o.u.mm.dst = dst;
+	o.u.mm.src = src;
+	o.u.mm.n = 8;
+	o.u.mm.k = 32;
+	o.u.mm.m = 1;
+	o.u.mm.fmt = PCCX_WFMT_Q4;
+	o.u.mm.w.buf = PCCX_NPU_BUF_WEIGHTS;
+	return o;
+}
+
+START_TEST(test_share_classes)
+{
+	/* regions of 8 words at 0, 8, ... 56: 0 weights loaded alike (same), 1 and 2 matmul
+	 * rows, 3 read in a later segment, 4 written and read in one segment, 5 read before
+	 * it is written, 6 a weight block loaded again after a read in the same segment,
+	 * 7 a weight block a copy writes */
+	static uint32_t seen[2 * PCCX_L2_WORDS];
+	struct pccx_gemma_plan p = { 0 };
+	struct pccx_chunk_share sh;
+	struct pccx_rec_op ops[16];
+	struct pccx_rec rec = { ops, 0, 16 };
+	uint32_t i;
+
+	p.n_regions = 8;
+	for (i = 0; i < 8; i++) {
+		p.region[i] = 8 * i;
+		p.region_words[i] = 8;
+	}
+	p.region_same = 1u << 0 | 1u << 6 | 1u << 7;
+	ops[rec.n++] = op_load(0, PCCX_NPU_BUF_WEIGHTS, 4096, 32);
+	ops[rec.n++] = op_load(48, PCCX_NPU_BUF_WEIGHTS, 8192, 32);
+	ops[rec.n++] = op_copy(24, 0, 8);		/* region 3 <- the weights */
+	ops[rec.n++] = op_copy(8, 0, 8);		/* the matmul's input row */
+	ops[rec.n++] = op_copy(8, 40, 8);		/* region 5 read before its write */
+	ops[rec.n++] = op_copy(40, 0, 8);
+	ops[rec.n++] = op_gemv(16, 8);
+	ops[rec.n++] = op_copy(32, 24, 8);		/* 3 read in the next segment, 4 written */
+	ops[rec.n++] = op_copy(40, 32, 8);		/* 4 read in the segment that wrote it */
+	ops[rec.n++] = op_copy(40, 48, 8);		/* 6 read ... */
+	ops[rec.n++] = op_load(48, PCCX_NPU_BUF_WEIGHTS, 8192, 32);	/* ... then loaded */
+	ops[rec.n++] = op_copy(56, 16, 8);		/* 7 written by a copy */
+	ck_assert_int_eq(pccx__chunk_share_classify(&p, &rec, seen, &sh), 0);
+	ck_assert_int_eq(sh.bad_op, -1);
+	ck_assert_uint_eq(sh.same, 1u << 0);
+	ck_assert_uint_eq(sh.scratch, 1u << 4);
+
+	/* an op naming L2 across two regions */
+	ops[rec.n++] = op_copy(4, 20, 8);
+	ck_assert_int_eq(pccx__chunk_share_classify(&p, &rec, seen, &sh), PCCX_ERR_INTERNAL);
+	ck_assert_int_eq(sh.bad_op, (int)rec.n - 1);
+}
+END_TEST
+
+/* The layouts of the real shapes: one copy of the vector blocks and the scratch for all. */
+START_TEST(test_share_real_shapes)
+{
+	static const char *const shapes[] = { "e4b", "gemma-2-2b", "gemma-3-1b", "gemma-4-e4b" };
+	struct pccx_gemma_config cfg;
+	struct pccx_gemma_model *m;
+	struct pccx_gemma_plan p;
+	struct pccx_gemma_chunk *ck;
+	pccx_diag d = { 0 };
+	uint64_t all = 0;
+	uint32_t i, rows;
+
+	ck_assert_int_eq(pccx__gemma_config_preset(shapes[_i], &cfg, &d), 0);
+	ck_assert_msg(pccx__gemma_model_create(&m, &cfg, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma_plan_build(m, &p, &d) == 0, "%s", d.msg);
+	for (i = 0; i < p.n_regions; i++)
+		all += p.region_words[i];
+	rows = pccx__gemma_chunk_rows_max(m, &p);
+	ck_assert_uint_ge(rows, 2);
+	ck_assert_msg(pccx__gemma_chunk_create(&ck, m, &p, rows, &d) == 0, "%s", d.msg);
+	ck_assert_uint_eq(ck->same, p.region_same);
+	ck_assert_uint_ne(ck->scratch, 0);
+	/* more tokens than a copy of every region per token would allow */
+	ck_assert_uint_gt(rows, PCCX_L2_WORDS / all);
+	ck_assert_uint_le(ck->words, PCCX_L2_WORDS);
+	pccx__gemma_chunk_free(ck);
+	pccx__gemma_model_free(m);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("chunk");
@@ -124,6 +236,8 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_loop_test(tc, test_same_bits, 0, NPRESETS * NROWS);
 	tcase_add_test(tc, test_refusals);
+	tcase_add_test(tc, test_share_classes);
+	tcase_add_loop_test(tc, test_share_real_shapes, 0, 4);
 	suite_add_tcase(s, tc);
 	return s;
 }
