@@ -5,8 +5,11 @@
  * step compared bit for bit with the reference executor (verify mode).
  */
 #include <check.h>
+#include <libfdt.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pccx/pccx.h"
 #include "pccx/tokenizer.h"
@@ -34,11 +37,14 @@ static int collect(void *user, int32_t token, const char *piece, size_t len)
  * prompt_chunk tokens (0: as L2 holds) and generate n tokens; returns the status of the first
  * failure.
  */
+/* The simulated device's description for generate_with (NULL: the built-in one). */
+static const char *g_dtb;
+
 static int generate_with(const char *config, bool verify, float temp, uint64_t seed, size_t n,
 			 size_t n_prompt, uint32_t prompt_chunk, struct run *out,
 			 struct pccx_stats *st, pccx_diag *d)
 {
-	struct pccx_device_opts dopt = { sizeof(dopt), NULL, NULL, NULL, NULL };
+	struct pccx_device_opts dopt = { sizeof(dopt), NULL, NULL, g_dtb, NULL };
 	struct pccx_model_opts mopt = { sizeof(mopt), NULL, config, 7, NULL, NULL, NULL };
 	struct pccx_session_opts sopt = { .struct_size = sizeof(sopt), .verify = verify,
 					  .prompt_chunk = prompt_chunk };
@@ -178,6 +184,64 @@ START_TEST(prompt_chunks_same_tokens)
 	ck_assert_uint_lt(stc.weight_bytes - stc.decode_weight_bytes,
 			  st1.weight_bytes - st1.decode_weight_bytes);
 	ck_assert_uint_eq(stc.decode_weight_bytes, st1.decode_weight_bytes);
+}
+END_TEST
+
+/*
+ * The built-in device description (the build's sim/kv260.dtb) with one property of the
+ * pccx,npu-v002 node set, written to a temporary file whose path is returned.
+ */
+static const char *dtb_with(const char *prop, uint32_t value)
+{
+	static char out[64];
+	static uint8_t blob[1 << 16];
+	char path[4096];
+	ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 64);
+	FILE *f;
+	size_t len;
+	int node, fd;
+
+	ck_assert_int_gt(n, 0);
+	path[n] = 0;
+	strcpy(strrchr(path, '/'), "/../sim/kv260.dtb");
+	f = fopen(path, "rb");
+	ck_assert_ptr_nonnull(f);
+	len = fread(blob, 1, sizeof(blob) / 2, f);
+	fclose(f);
+	ck_assert_uint_gt(len, 0);
+	ck_assert_int_eq(fdt_open_into(blob, blob, sizeof(blob)), 0);
+	node = fdt_node_offset_by_compatible(blob, -1, "pccx,npu-v002");
+	ck_assert_int_ge(node, 0);
+	ck_assert_int_eq(fdt_setprop_u32(blob, node, prop, value), 0);
+	ck_assert_int_eq(fdt_pack(blob), 0);
+	strcpy(out, "/tmp/pccx-test-XXXXXX");
+	fd = mkstemp(out);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, blob, fdt_totalsize(blob)), (ssize_t)fdt_totalsize(blob));
+	close(fd);
+	return out;
+}
+
+/*
+ * RMSNorm in one smul pass (a device with FEATURES.SMUL, the default) against a device without
+ * it (two passes): the same tokens, every step verified against the reference, in fewer cycles.
+ */
+START_TEST(smul_same_tokens_fewer_cycles)
+{
+	struct pccx_stats with, without;
+	struct run a, b;
+	pccx_diag d = { 0 };
+
+	ck_assert_msg(generate_with("tiny", true, 0.9f, 5, 24, 0, 0, &a, &with, &d) == 0, "%s",
+		      d.msg);
+	g_dtb = dtb_with("pccx,smul", 0);
+	ck_assert_msg(generate_with("tiny", true, 0.9f, 5, 24, 0, 0, &b, &without, &d) == 0, "%s",
+		      d.msg);
+	unlink(g_dtb);
+	g_dtb = NULL;
+	ck_assert_uint_eq(a.n, 24);
+	ck_assert_mem_eq(a.toks, b.toks, sizeof(a.toks));
+	ck_assert_uint_lt(with.device_cycles, without.device_cycles);
 }
 END_TEST
 
@@ -593,6 +657,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, family_64_tokens_bit_exact, 0,
 			    sizeof(family_configs) / sizeof(family_configs[0]));
 	tcase_add_test(tc, moe_64_tokens_bit_exact);
+	tcase_add_test(tc, smul_same_tokens_fewer_cycles);
 	tcase_add_loop_test(tc, prompt_chunks_same_tokens, 0,
 			    2 * sizeof(chunk_configs) / sizeof(chunk_configs[0]));
 	tcase_add_test(tc, deterministic_and_verify_does_not_change_tokens);
