@@ -372,6 +372,63 @@ START_TEST(test_exec_gemv_q4)
 }
 END_TEST
 
+/*
+ * GEMV rowmask: rows whose old destination element is +-0 give +0 (the lanes past N stay),
+ * every other row (NaN and Inf masks included) the bits of the dense GEMV; only the kept rows
+ * count as streamed.
+ */
+START_TEST(test_exec_gemv_rowmask)
+{
+	struct npu n;
+	struct pccx_npu_matmul mm = { .dst = 100, .src = 10, .n = 10, .k = 64, .m = 1,
+				      .fmt = PCCX_WFMT_Q4, .w = { PCCX_NPU_BUF_WEIGHTS, 0, -1, 0 } };
+	const float mask[10] = { 0.0f, 1.0f, -0.0f, -2.5f, 0.0f, NAN, INFINITY, 0.0f, 1e-40f, -0.0f };
+	uint64_t rb = 16 + 32, s = 11, before;
+	float dense[10];
+	uint32_t i, r, kept = 0;
+
+	npu_open(&n);
+	for (i = 0; i < 10 * rb; i++)
+		n.wbuf[i] = (uint8_t)lcg(&s);
+	for (r = 0; r < 10; r++) {
+		uint16_t h = pccx__f32_to_fp16(0.03f * (float)(r + 1));
+
+		memcpy(n.wbuf + r * rb, &h, 2);
+		memcpy(n.wbuf + r * rb + 2, &h, 2);
+	}
+	for (i = 0; i < 64; i++)
+		EL(&n, 10, i) = (float)((int)i * 3 % 17 - 8) / 5.0f;
+	ck_assert_int_eq(n.ops->matmul(n.x, &mm), 0);
+	memcpy(dense, &EL(&n, 100, 0), sizeof(dense));
+	for (i = 0; i < 12; i++)
+		EL(&n, 100, i) = i < 10 ? mask[i] : 777.0f;
+	mm.rowmask = true;
+	before = pccx__ref_exec_counters(n.x)->stream_bytes;
+	ck_assert_int_eq(n.ops->matmul(n.x, &mm), 0);
+	for (r = 0; r < 10; r++) {
+		bool keep = (pccx_f32_bits(mask[r]) & 0x7fffffffu) != 0;
+
+		kept += keep;
+		ck_assert_uint_eq(pccx_f32_bits(EL(&n, 100, r)),
+				  keep ? pccx_f32_bits(dense[r]) : 0u);
+	}
+	ck_assert_uint_eq(kept, 5);
+	ck_assert(EL(&n, 100, 10) == 777.0f && EL(&n, 100, 11) == 777.0f);
+	ck_assert_uint_eq(pccx__ref_exec_counters(n.x)->stream_bytes - before, kept * rb);
+	/* refused: f32 weights, m > 1, with accm */
+	mm.fmt = PCCX_WFMT_F32;
+	ck_assert_int_ne(n.ops->matmul(n.x, &mm), 0);
+	mm.fmt = PCCX_WFMT_Q4;
+	mm.accm = true;
+	ck_assert_int_ne(n.ops->matmul(n.x, &mm), 0);
+	mm.accm = false;
+	mm.m = 2;
+	mm.dst = 200;
+	ck_assert_int_ne(n.ops->matmul(n.x, &mm), 0);
+	pccx__ref_exec_free(n.x);
+}
+END_TEST
+
 START_TEST(test_exec_gemm_f32_and_f32t)
 {
 	struct npu n;
@@ -1256,6 +1313,7 @@ static Suite *suite(void)
 
 	tc = tcase_create("exec");
 	tcase_add_test(tc, test_exec_gemv_q4);
+	tcase_add_test(tc, test_exec_gemv_rowmask);
 	tcase_add_test(tc, test_exec_gemm_f32_and_f32t);
 	tcase_add_test(tc, test_exec_cvo_forms);
 	tcase_add_test(tc, test_exec_rejects_illegal);

@@ -1359,7 +1359,7 @@ struct xcheck {
 static void x_matmul(struct xcheck *x, uint32_t dst, uint32_t src, uint32_t m, uint32_t n,
 		     uint32_t k, unsigned fmt, bool accm, bool findemax, uint64_t woff)
 {
-	struct pccx_npu_matmul mm = { dst, src, n, k, m, fmt, accm, findemax,
+	struct pccx_npu_matmul mm = { dst, src, n, k, m, fmt, accm, findemax, false,
 				      { PCCX_NPU_BUF_WEIGHTS, woff, -1, 0 } };
 	struct pccx_wshape ws = { n, k, fmt, fmt == PCCX_WFMT_Q4 };
 	unsigned e = x->next_entry++ % 64;
