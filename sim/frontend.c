@@ -176,8 +176,9 @@ static int decode_head(struct pccx_sim *s)
 	memset(h, 0, sizeof(*h));
 	h->word = w;
 	err = pccx__decode(w, &h->in, &f);
-	/* GEMV rowmask needs FEATURES.ROWMASK, which this device does not report */
-	if (!err && h->in.opcode == PCCX_OP_GEMV && h->in.f[PCCX_FID_A_rowmask])
+	/* GEMV rowmask needs FEATURES.ROWMASK (pccx,rowmask) */
+	if (!err && !s->cfg.rowmask && h->in.opcode == PCCX_OP_GEMV &&
+	    h->in.f[PCCX_FID_A_rowmask])
 		err = PCCX_ISA_E_FLAGS;
 	if (err) {
 		pccx__sim_set_error(s, PCCX_CAUSE_ILLEGAL_INSN, (uint32_t)err, s->issued_job, w);
