@@ -75,6 +75,7 @@ int pccx__gemma_chunk_create(struct pccx_gemma_chunk **out, const struct pccx_ge
 	ck->rp = *p;
 	/* W_up as one GEMV: its rows then are one region wide (forward_ffn) */
 	ck->rp.up_pieces = 1;
+	ck->rp.rowmask = false;		/* a chunk's matmuls are GEMMs */
 	ck->rows = rows;
 	for (i = 0; i < p->n_regions; i++) {
 		ck->base[i] = (uint32_t)next;

@@ -105,6 +105,12 @@ struct pccx_gemma_plan {
 	uint32_t region[PCCX_GEMMA_PLAN_REGIONS];	/* first word */
 	uint32_t region_words[PCCX_GEMMA_PLAN_REGIONS];
 	uint32_t up_pieces;	/* GEMVs W_up is issued in: 4 in a decode step, 1 in a chunk */
+	/*
+	 * The device executes GEMV rowmask (FEATURES.ROWMASK): in sparse layers W_up is issued
+	 * after the activation as rowmask GEMVs and reads only the rows it keeps. Off after
+	 * pccx__gemma_plan_build; the caller sets it (both sessions of a verified run alike).
+	 */
+	bool rowmask;
 	uint32_t max_keys;	/* the most KV rows of an attention kind: max(window, max_ctx) */
 	/* host buffers */
 	uint64_t in_bytes;

@@ -181,6 +181,7 @@ static int sim_open(pccx_device *dev, const struct pccx_device_opts *opts, pccx_
 		if (rc)
 			return rc;
 	}
+
 	rc = pccx__sim_backend_create(&cfg, &dev->sim_be, d);
 	if (rc)
 		return rc;
@@ -1146,6 +1147,7 @@ int pccx_session_create(pccx_model *model, const struct pccx_session_opts *opts,
 			pccx_session **out, pccx_diag *d)
 {
 	pccx_sampler_config scfg;
+	struct pccx_device_info info;
 	pccx_session *s;
 	size_t vocab;
 	int rc;
@@ -1187,6 +1189,15 @@ int pccx_session_create(pccx_model *model, const struct pccx_session_opts *opts,
 		if (s->submit_diag.msg[0])   /* the backend's reason (quota, buffer size ...) */
 			rc = pccx__fail(d, rc, "session: %s", s->submit_diag.msg);
 		goto fail;
+	}
+	/* sparse layers read only the kept rows of W_up where the device can (the reference
+	 * that verifies it runs the same ops) */
+	if (!(opts && opts->struct_size >= offsetof(struct pccx_session_opts, no_rowmask) +
+				  sizeof(opts->no_rowmask) && opts->no_rowmask) &&
+	    !pccx_device_info(model->dev, &info) && (info.features & PCCX_FEAT_ROWMASK)) {
+		s->dev->plan.rowmask = true;
+		if (s->ref)
+			s->ref->plan.rowmask = true;
 	}
 	rc = chunk_setup(s, opts, d);
 	if (rc)
