@@ -750,7 +750,7 @@ START_TEST(test_rowmask_matches_dense)
 			up = sscanf(ra->name[k], "L%u.ffn.up", &l) == 1 && strstr(ra->name[k], ".up");
 			hid = sscanf(ra->name[k], "L%u.ffn.hidden", &l) == 1 &&
 			      strstr(ra->name[k], ".hidden");
-			if ((up || hid) && l < a.cfg.n_sparse) {
+			if ((up || hid) && a.m->layers[l].sparse) {
 				snprintf(act, sizeof(act), "L%u.ffn.act", l);
 				g = rec_find(ra, act);
 				ck_assert_ptr_nonnull(g);

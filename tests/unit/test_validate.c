@@ -1019,6 +1019,16 @@ static void small_gemv_job(void)
 	I("gemv dest=0x10 src=0 wshape=0 fshape=0");
 }
 
+/* One stream descriptor per port, `each` bytes apiece from offset 0 of buffer h; accepted. */
+static void port_quarters(uint32_t h, uint64_t each)
+{
+	unsigned p;
+
+	for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
+		stream(h, p, p * each, each);
+	accept();
+}
+
 /*
  * A rowmask GEMV may read the whole range of a dense GEMV of its shapes: its stream
  * descriptors are counted and bounded like a dense one's, whatever its mask keeps.
@@ -1031,11 +1041,7 @@ START_TEST(rowmask_stream_range)
 	I("memset cache=fmap entry=0 a=32 b=1 c=1");
 	I("memset cache=weight entry=0 a=8 b=32 c=%u", PCCX_WFMT_Q4);
 	I("gemv dest=0x10 src=0 wshape=0 fshape=0 +w_scale +rowmask");
-	stream(3, 0, 0, 64);
-	stream(3, 1, 64, 64);
-	stream(3, 2, 128, 64);
-	stream(3, 3, 192, 64);
-	accept();
+	port_quarters(3, 64);
 	ck_assert_uint_eq(J.res.port_bytes[3], 64);
 	/* fewer bytes than the dense range: refused, even if the mask would keep fewer rows */
 	J.stream[3].length = 32;
@@ -1065,11 +1071,7 @@ END_TEST
 START_TEST(stream_mismatch)
 {
 	small_gemv_job();
-	stream(3, 0, 0, 16);
-	stream(3, 1, 16, 16);
-	stream(3, 2, 32, 16);
-	stream(3, 3, 48, 16);
-	accept();
+	port_quarters(3, 16);
 	ck_assert_uint_eq(J.res.port_bytes[2], 16);
 	/* too few bytes on one port */
 	J.n_stream = 2;
