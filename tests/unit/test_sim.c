@@ -1477,7 +1477,7 @@ struct rm_run {
 };
 
 static void rm_job(const struct pccx_sim_config *cfg, bool every_edge, bool rowmask,
-		   bool check_ref, struct rm_run *out)
+		   bool check_ref, const struct pccx_sim_backend_opts *opts, struct rm_run *out)
 {
 	static struct xcheck x;
 	struct pccx_sim_backend *b = NULL;
@@ -1529,11 +1529,29 @@ static void rm_job(const struct pccx_sim_config *cfg, bool every_edge, bool rowm
 	tj_add(&x.j, t_memset(1, 40, 1000, 512, PCCX_WFMT_Q4));
 	tj_add(&x.j, t_matmul(PCCX_OP_GEMV, 60000, 1000, 40, 40, TF_WSCALE) |
 			     PCCX_PUT(A, rowmask, rowmask));
-	tj_streams(&x.j, &q, x.hw, 0);
+	if (opts && opts->stall_every) {
+		/* each port's range in three descriptors (so three windows), cut inside rows */
+		unsigned p, c;
+
+		for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
+			uint64_t lo = (uint64_t)p * 250 * rb, cut[4] = { 0, 16 * 400, 16 * 1805,
+									 250 * rb };
+
+			for (c = 0; c < 3; c++) {
+				x.j.stream[x.j.n_stream].handle = x.hw;
+				x.j.stream[x.j.n_stream].port = p;
+				x.j.stream[x.j.n_stream].offset = lo + cut[c];
+				x.j.stream[x.j.n_stream].length = cut[c + 1] - cut[c];
+				x.j.n_stream++;
+			}
+		}
+	} else {
+		tj_streams(&x.j, &q, x.hw, 0);
+	}
 	x_matmul(&x, 71000, 3000, 1, 1000, 512, PCCX_WFMT_Q4, false, false, 0);
 	v = tj_view(&x.j);
 	memset(&res, 0, sizeof(res));
-	rc = pccx__sim_backend_submit_wait(b, &v, NULL, &res, &d);
+	rc = pccx__sim_backend_submit_wait(b, &v, opts, &res, &d);
 	ck_assert_msg(rc == 0 || res.state == PCCX_ENGINE_ERROR, "submit: %s", d.msg);
 	out->state = res.state;
 	out->error = res.err.error;
@@ -1560,25 +1578,33 @@ static void rm_job(const struct pccx_sim_config *cfg, bool every_edge, bool rowm
 START_TEST(sim_rowmask)
 {
 	struct pccx_sim_config cfg;
+	struct pccx_sim_backend_opts slow = { .stall_every = 7, .stall_phase = 3,
+					      .stall_cycles = 5000 };
 	struct rm_run bulk, edge, dense, off;
 
 	pccx__sim_config_default(&cfg);
-	rm_job(&cfg, false, true, true, &bulk);
+	rm_job(&cfg, false, true, true, NULL, &bulk);
 	ck_assert_int_eq(bulk.state, PCCX_ENGINE_DONE);
-	rm_job(&cfg, true, true, true, &edge);
+	rm_job(&cfg, true, true, true, NULL, &edge);
 	ck_assert_uint_eq(edge.cycles, bulk.cycles);
 	ck_assert_uint_eq(edge.ddr_read, bulk.ddr_read);
-	rm_job(&cfg, false, false, true, &dense);
+	/* a host that stalls between its register accesses, and three windows per port cut
+	 * inside rows: later, the same results and bytes */
+	rm_job(&cfg, false, true, true, &slow, &off);
+	ck_assert_int_eq(off.state, PCCX_ENGINE_DONE);
+	ck_assert_uint_ge(off.cycles, bulk.cycles);
+	ck_assert_uint_eq(off.dm_bytes, bulk.dm_bytes);
+	rm_job(&cfg, false, false, true, NULL, &dense);
 	ck_assert_int_eq(dense.state, PCCX_ENGINE_DONE);
 	ck_assert_uint_lt(bulk.cycles, dense.cycles);
 	ck_assert_uint_lt(bulk.ddr_read, dense.ddr_read);
 	/* without the feature: no FEATURES bit, the word is an illegal instruction */
 	cfg.rowmask = 0;
-	rm_job(&cfg, false, true, false, &off);
+	rm_job(&cfg, false, true, false, NULL, &off);
 	ck_assert_int_eq(off.state, PCCX_ENGINE_ERROR);
 	ck_assert_uint_eq(off.error & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_ILLEGAL_INSN);
 	/* ... and the dense job runs as before */
-	rm_job(&cfg, false, false, true, &off);
+	rm_job(&cfg, false, false, true, NULL, &off);
 	ck_assert_uint_eq(off.cycles, dense.cycles);
 }
 END_TEST
