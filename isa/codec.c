@@ -120,6 +120,11 @@ int pccx__decode(uint64_t w, struct pccx_insn *out, struct pccx_isa_fault *fault
 
 	switch (od->layout) {
 	case PCCX_LAYOUT_A:
+		/* rowmask: GEMV only; it reads the old dest as its mask, so no accm, no findemax */
+		if (out->f[PCCX_FID_A_rowmask] &&
+		    (out->opcode != PCCX_OP_GEMV || out->f[PCCX_FID_A_accm] ||
+		     out->f[PCCX_FID_A_findemax]))
+			return fault_at(fault, PCCX_ISA_E_FLAGS, PCCX_FID_A_rowmask);
 		return PCCX_ISA_E_OK;
 	case PCCX_LAYOUT_B:
 		return check_memcpy(out, fault);

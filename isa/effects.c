@@ -85,6 +85,7 @@ static void clear_fx(struct pccx_effects *fx)
 	fx->ws.n = fx->ws.k = fx->ws.fmt = 0;
 	fx->ws.w_scale = false;
 	fx->m = 0;
+	fx->rowmask = false;
 	fx->shape_cache = fx->shape_entry = -1;
 }
 
@@ -112,6 +113,8 @@ static int matmul_effects(const struct pccx_insn *in, const struct pccx_shape_st
 		return fail(f, PCCX_ISA_E_SHAPE, PCCX_FID_A_wshape);
 	if (wt[2] != PCCX_WFMT_Q4 && in->f[PCCX_FID_A_w_scale])
 		return fail(f, PCCX_ISA_E_FLAGS, PCCX_FID_A_w_scale);
+	if (wt[2] != PCCX_WFMT_Q4 && in->f[PCCX_FID_A_rowmask])
+		return fail(f, PCCX_ISA_E_FLAGS, PCCX_FID_A_rowmask);
 
 	fx->ws.n = wt[0];
 	fx->ws.k = wt[1];
@@ -129,7 +132,9 @@ static int matmul_effects(const struct pccx_insn *in, const struct pccx_shape_st
 	fx->wr = range(in->f[PCCX_FID_A_dest], out_words);
 	if (overlaps(fx->rd[0], fx->wr))
 		return fail(f, PCCX_ISA_E_OVERLAP, PCCX_FID_A_dest);
-	if (in->f[PCCX_FID_A_accm])
+	/* accm adds the old dest; rowmask reads it as its mask (never both: pccx__decode) */
+	fx->rowmask = in->f[PCCX_FID_A_rowmask] != 0;
+	if (in->f[PCCX_FID_A_accm] || fx->rowmask)
 		fx->rd[1] = fx->wr;
 	fx->writes_s = in->f[PCCX_FID_A_findemax] != 0;
 	for (p = 0; p < PCCX_WSTREAM_PORTS; p++)

@@ -125,6 +125,7 @@ int pccx__engine_start(struct pccx_engine_ctx *e, const struct pccx_job_view *jo
 	for (i = 0; i < PCCX_DM_CHANNELS; i++) {
 		e->ch[i].pushed = e->ch[i].popped = 0;
 		e->ch[i].need = 0;
+		e->ch[i].window = false;
 		for (j = 0; j < 16; j++)
 			e->ch[i].tag[j] = 0;
 	}
@@ -179,7 +180,7 @@ static int push_cmd(struct pccx_engine_ctx *e, unsigned ch, uint64_t addr, uint3
 		wr32(e, DM_REG(ch, PCCX_DM_CMD_ADDR_HI), (uint32_t)(addr >> 32));
 	wr32(e, DM_REG(ch, PCCX_DM_CMD_LO), btt | PCCX_DM_CMD_TYPE_INCR | PCCX_DM_CMD_EOF);
 	wr32(e, DM_REG(ch, PCCX_DM_CMD_HI), (uint32_t)addr);
-	wr32(e, DM_REG(ch, PCCX_DM_CMD_EXT), tag);
+	wr32(e, DM_REG(ch, PCCX_DM_CMD_EXT), tag | (c->window ? PCCX_DM_EXT_WINDOW : 0u));
 	wr32(e, DM_REG(ch, PCCX_DM_CMD_PUSH), 1);
 	c->tag[c->pushed % 16] = tag;
 	c->pushed++;
@@ -300,8 +301,10 @@ static int prepare(struct pccx_engine_ctx *e)
 		return PCCX_ENGINE_RUNNING;
 	if (in.opcode == PCCX_OP_MEMSET)
 		pccx__shape_apply(&e->shape, &in);
-	for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
+	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
 		e->ch[p].need = fx.port_bytes[p];
+		e->ch[p].window = fx.rowmask;
+	}
 	if (fx.dma >= 0) {
 		if ((uint32_t)fx.dma >= e->job.n_dma)
 			return fail(e, PCCX_EF_JOB, 0, (uint64_t)fx.dma, 0);
@@ -423,8 +426,10 @@ int pccx__engine_step(struct pccx_engine_ctx *e)
 		unsigned p;
 
 		for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
-			if (e->sidx[p] < e->job.n_stream)
+			if (e->sidx[p] < e->job.n_stream) {
 				e->ch[p].need = ~0ull;
+				e->ch[p].window = false;
+			}
 		if (!feed_all(e))
 			return e->state;
 		e->tail = true;

@@ -41,7 +41,8 @@
 	F(A, findemax,    findemax,       25, 25, FLAG,  "S <- max of the outputs")       \
 	F(A, accm,        accm,           24, 24, FLAG,  "add the old dest values")       \
 	F(A, w_scale,     w_scale,        23, 23, FLAG,  "stream carries FP16 block scales") \
-	F(A, rsv_flags,   flags_2_0,      22, 20, MBZ,   "reserved")                      \
+	F(A, rowmask,     flags_2,        22, 22, FLAG,  "rows whose old dest value is 0 are skipped") \
+	F(A, rsv_flags,   flags_1_0,      21, 20, MBZ,   "reserved")                      \
 	F(A, wshape,      size_ptr_addr,  19, 14, ENTRY, "weight-shape entry (N, K, format)") \
 	F(A, fshape,      shape_ptr_addr, 13,  8, ENTRY, "fmap-shape entry (K, M, 1)")    \
 	F(A, lanes,       parallel_lane,   7,  3, ZERO,  "lane selection; 0 = all")       \

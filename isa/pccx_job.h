@@ -115,6 +115,7 @@ struct pccx_effects {
 	/* GEMV/GEMM geometry */
 	struct pccx_wshape ws;
 	uint32_t m;                    /* activation rows */
+	bool rowmask;                  /* GEMV rowmask: port_bytes is what it may read */
 	/* MEMSET */
 	int shape_cache, shape_entry;
 };

@@ -50,6 +50,7 @@
 #define PCCX_FEAT_WSTREAM4        (1u << 6)
 #define PCCX_FEAT_WIDE_DMA        (1u << 7)
 #define PCCX_FEAT_PERF            (1u << 8)
+#define PCCX_FEAT_ROWMASK         (1u << 9)   /* GEMV rowmask: only kept rows are read */
 #define PCCX_FEAT_SMUL            (1u << 10)  /* CVO smul: (dst * S) * src, one pass */
 
 #define PCCX_STATUS_BUSY          (1u << 0)
@@ -101,6 +102,7 @@
 #define PCCX_DM_CMD_TYPE_INCR     (1u << 23)
 #define PCCX_DM_CMD_EOF           (1u << 30)
 #define PCCX_DM_EXT_TAG_MASK      0xfu         /* command bits [67:64] */
+#define PCCX_DM_EXT_WINDOW        (1u << 4)    /* [68]: a rowmask window (FEATURES.ROWMASK) */
 #define PCCX_DM_EXT_CACHE_SHIFT   8            /* [75:72] */
 #define PCCX_DM_EXT_USER_SHIFT    12           /* [79:76] */
 

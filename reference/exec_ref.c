@@ -182,6 +182,42 @@ static void matmul_q4(struct pccx_ref_exec *x, const struct pccx_npu_matmul *mm,
 		pccx__kern_q4_gemm(x->pool, x->impl, w, rb, mm->n, x->act, mm->m, x->y, mm->n);
 }
 
+/* A rowmask element keeps its row unless it is +-0 (a NaN keeps it). */
+static bool row_kept(float v)
+{
+	return (pccx_f32_bits(v) & 0x7fffffffu) != 0;
+}
+
+/*
+ * GEMV rowmask (docs/isa.md): the mask is the old destination; each run of kept rows is
+ * computed from its own rows of W (the same bits as the whole GEMV gives them), the others
+ * are +0. Returns the stream bytes the kept rows take.
+ */
+static uint64_t matmul_q4_rowmask(struct pccx_ref_exec *x, const struct pccx_npu_matmul *mm,
+				  const uint8_t *w, uint64_t rb)
+{
+	const float *mask = word(x, mm->dst);
+	uint32_t i = 0, j;
+	uint64_t kept = 0;
+
+	x->act[0] = (struct pccx_kern_act){ mm->k, x->q8, x->sx, x->xp, x->xsum };
+	pccx__kern_q8_quantize(word(x, mm->src), mm->k, x->q8, x->sx);
+	pccx__kern_act_prepare(&x->act[0]);
+	while (i < mm->n) {
+		if (!row_kept(mask[i])) {
+			x->y[i++] = 0.0f;
+			continue;
+		}
+		for (j = i; j < mm->n && row_kept(mask[j]); j++)
+			;
+		pccx__kern_q4_gemv(x->pool, x->impl, w + (size_t)i * rb, rb, j - i, x->act,
+				   x->y + i);
+		kept += (uint64_t)(j - i) * rb;
+		i = j;
+	}
+	return kept;
+}
+
 /*
  * F32 / F32T: all m rows of x against W (rows of W padded to 16 bytes are read in place),
  * y[r * n + i].
@@ -232,6 +268,7 @@ static int op_matmul(void *ctx, const struct pccx_npu_matmul *mm)
 	in.f[PCCX_FID_A_findemax] = mm->findemax;
 	in.f[PCCX_FID_A_accm] = mm->accm;
 	in.f[PCCX_FID_A_w_scale] = ws.w_scale;
+	in.f[PCCX_FID_A_rowmask] = mm->rowmask;
 	rc = check_insn(x, mm->m == 1 ? "gemv" : "gemm", &in, &st);
 	if (rc)
 		return rc;
@@ -242,12 +279,14 @@ static int op_matmul(void *ctx, const struct pccx_npu_matmul *mm)
 	if (rc)
 		return rc;
 	w = x->buf[mm->w.buf].base + mm->w.offset;
-	x->cnt.stream_bytes += bytes;
 
-	if (mm->fmt == PCCX_WFMT_Q4)
+	if (mm->rowmask)
+		bytes = matmul_q4_rowmask(x, mm, w, rb);
+	else if (mm->fmt == PCCX_WFMT_Q4)
 		matmul_q4(x, mm, w, rb);
 	else
 		matmul_f32(x, mm, w, rb);
+	x->cnt.stream_bytes += bytes;
 	for (r = 0; r < mm->m; r++) {
 		float *out = word(x, mm->dst + r * pccx_words_for(mm->n));
 		const float *y = x->y + (size_t)r * mm->n;

@@ -36,6 +36,7 @@ static void record_plan(const struct pccx_gemma_plan *p, struct pccx_gemma_plan 
 	*rp = *p;
 	/* W_up as one GEMV: its rows then are one region wide (forward_ffn) */
 	rp->up_pieces = 1;
+	rp->rowmask = false;		/* a chunk's matmuls are GEMMs */
 }
 
 /*

@@ -211,6 +211,7 @@ int pccx__gemma_plan_build(const struct pccx_gemma_model *m, struct pccx_gemma_p
 		return pccx__fail(d, PCCX_ERR_INTERNAL, "plan: %u regions, room for %u",
 				  p->n_regions, PCCX_GEMMA_PLAN_REGIONS);
 	p->up_pieces = UP_PIECES;
+	p->rowmask = false;
 	p->smul = false;
 	if (next > PCCX_L2_WORDS)
 		return pccx__fail(
@@ -403,6 +404,7 @@ struct emit {
 	uint32_t pos;
 	bool altup;		/* Gemma 3n's AltUp streams, LAuReL and PLE (family.h) */
 	int32_t last_w;		/* weight tensor of the last matmul issued (-1: KV rows) */
+	bool rowmask;		/* the matmuls issued now are rowmask GEMVs (forward_ffn_sparse) */
 	int rc;
 };
 
@@ -410,7 +412,8 @@ static void matmul(struct emit *e, uint32_t fmt, struct pccx_npu_wref w, uint32_
 		   uint32_t rows, uint32_t src, uint32_t dst, bool accm)
 {
 	struct pccx_npu_matmul mm = {
-		.dst = dst, .src = src, .n = n, .k = k, .m = rows, .fmt = fmt, .accm = accm, .w = w,
+		.dst = dst, .src = src, .n = n, .k = k, .m = rows, .fmt = fmt, .accm = accm,
+		.rowmask = e->rowmask, .w = w,
 	};
 
 	e->last_w = w.tensor;
@@ -1047,6 +1050,38 @@ static void forward_moe(struct emit *e, uint32_t l)
 }
 
 /*
+ * W_up of a sparse layer on a device with GEMV rowmask (plan.rowmask), after the activation:
+ * per piece, the activation copied to the piece's up rows (the rowmask GEMV's mask: its old
+ * destination), the rowmask GEMV, which reads only the rows whose activation is not +-0 and
+ * writes +0 in the others, and the previous piece's product behind it. Where act is +-0 the
+ * product act * up is +-0 whatever finite value up has, and +-0 quantise to INT8 0 without
+ * changing a block's amax, so W_down's input, and everything after it, has the dense path's
+ * bits; ffn.up (+0 where act is +-0) and ffn.hidden (the sign of those zeros) differ from it
+ * only where act is +-0 (docs/reference.md §5).
+ */
+static void forward_up_rowmask(struct emit *e, uint32_t l, uint32_t piece)
+{
+	const struct pccx_layer_desc *ly = &e->m->layers[l];
+	const struct pccx_gemma_plan *p = e->p;
+	const struct pccx_gemma_layer_w *lw = &e->m->w.layer[l];
+	uint32_t F = ly->d_ffn, r, n;
+
+	forward_ffn_act(e, l);
+	for (r = 0; r < F; r += n) {
+		n = F - r < piece ? F - r : piece;
+		copy(e, p->up + r / EPW, p->gate + r / EPW, W(n));
+		e->rowmask = true;
+		gemv_rows(e, lw->ffn_up, r, n, p->t, p->up + r / EPW, false);
+		e->rowmask = false;
+		if (r) {
+			behind(e, lw->ffn_up);	/* the product comes after the next piece */
+			cvo(e, PCCX_CVO_MUL, 0, p->up + (r - piece) / EPW,
+			    p->gate + (r - piece) / EPW, piece);
+		}
+	}
+}
+
+/*
  * S3.7: FFN: out = al + RMSNorm_postffn(W_down(GELU(gate') * W_up t)), t = RMSNorm_preffn(al),
  * gate' = W_gate t or its Gaussian top-k.
  */
@@ -1070,15 +1105,21 @@ static void forward_ffn(struct emit *e, uint32_t l, uint32_t X, uint32_t P)
 	}
 	/* W_up in up_pieces GEMVs, so that only the last piece's product waits for its stream */
 	piece = ((F + p->up_pieces - 1) / p->up_pieces + 7) & ~7u;
-	gemv_rows(e, lw->ffn_up, 0, piece < F ? piece : F, p->t, p->up, false);
-	behind(e, lw->ffn_up);	/* model: the activation comes before W_up */
-	stage(e, p->gate, 1, F, "L%u.ffn.gate", l);
-	forward_ffn_act(e, l);
-	for (r = piece; r < F; r += n) {
-		n = F - r < piece ? F - r : piece;
-		gemv_rows(e, lw->ffn_up, r, n, p->t, p->up + r / EPW, false);
-		behind(e, lw->ffn_up);	/* model: the product comes after all of W_up */
-		cvo(e, PCCX_CVO_MUL, 0, p->up + (r - piece) / EPW, p->gate + (r - piece) / EPW, piece);
+	if (ly->sparse && p->rowmask) {
+		stage(e, p->gate, 1, F, "L%u.ffn.gate", l);
+		forward_up_rowmask(e, l, piece);
+	} else {
+		gemv_rows(e, lw->ffn_up, 0, piece < F ? piece : F, p->t, p->up, false);
+		behind(e, lw->ffn_up);	/* model: the activation comes before W_up */
+		stage(e, p->gate, 1, F, "L%u.ffn.gate", l);
+		forward_ffn_act(e, l);
+		for (r = piece; r < F; r += n) {
+			n = F - r < piece ? F - r : piece;
+			gemv_rows(e, lw->ffn_up, r, n, p->t, p->up + r / EPW, false);
+			behind(e, lw->ffn_up);	/* model: the product comes after all of W_up */
+			cvo(e, PCCX_CVO_MUL, 0, p->up + (r - piece) / EPW,
+			    p->gate + (r - piece) / EPW, piece);
+		}
 	}
 	stage(e, p->up, 1, F, "L%u.ffn.up", l);
 	r = (F - 1) / piece * piece;	/* the last piece */

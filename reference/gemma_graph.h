@@ -112,6 +112,12 @@ struct pccx_gemma_plan {
 	uint64_t region_same;
 	uint32_t up_pieces;	/* GEMVs W_up is issued in: 4 in a decode step, 1 in a chunk */
 	/*
+	 * The device executes GEMV rowmask (FEATURES.ROWMASK): in sparse layers W_up is issued
+	 * after the activation as rowmask GEMVs and reads only the rows it keeps. Off after
+	 * pccx__gemma_plan_build; the caller sets it (both sessions of a verified run alike).
+	 */
+	bool rowmask;
+	/*
 	 * RMSNorm's scale and weight as one CVO smul (the device reports FEATURES.SMUL; off
 	 * after plan_build, the session sets it): the bits of SCALE then MUL in one pass.
 	 */

@@ -58,6 +58,11 @@ struct pccx_npu_matmul {
 	uint32_t fmt;		/* PCCX_WFMT_Q4 / F32 / F32T (Q4 always carries FP16 scales) */
 	bool accm;		/* y += old destination (FP32) */
 	bool findemax;		/* S <- max of the stored outputs */
+	/*
+	 * GEMV rowmask (FEATURES.ROWMASK, Q4, m == 1, no accm or findemax): the n elements at dst
+	 * are the mask; rows whose mask element is +-0 are not read and give +0.
+	 */
+	bool rowmask;
 	struct pccx_npu_wref w;
 };
 

@@ -18,8 +18,13 @@ echo
 # the prompt runs in chunks of several tokens per job (docs/prefill.md); PCCX_BENCH_PROMPT
 # sets its length
 prompt=${PCCX_BENCH_PROMPT:-256}
-echo "== simulated prompt ($prompt tokens) and decode on the cycle simulator, config $cfg"
-"$pccx" bench --config "$cfg" --tokens 2 --prompt "$prompt" | tee "$out/sim"
+# Dense figures (the names of the lines below) with --no-rowmask; the same run with sparse FFN
+# streaming (the device's GEMV rowmask, docs/isa.md) gives the *_sparse lines.
+echo "== simulated prompt ($prompt tokens) and decode on the cycle simulator, config $cfg, dense FFN"
+"$pccx" bench --config "$cfg" --tokens 2 --prompt "$prompt" --no-rowmask | tee "$out/sim"
+echo
+echo "== the same with sparse FFN streaming (GEMV rowmask), config $cfg"
+"$pccx" bench --config "$cfg" --tokens 2 --prompt "$prompt" | tee "$out/sim-sparse"
 echo
 # The other families' real shapes (synthetic weights); the quick pass takes their tiny shapes.
 if [ "$cfg" = tiny ]; then families="tiny-gemma tiny-gemma2 tiny-gemma3 tiny-gemma4 tiny-gemma4-moe"
@@ -61,10 +66,14 @@ echo
 echo "== figures"
 emit sampler_topk40_ns "$(num "$out/sampler" '/llama.cpp-like/ {for (i = 1; i <= NF; i++) if ($(i+1) == "ns/sample") print $i}')" ns/sample
 emit sampler_full_sort_ns "$(num "$out/sampler" '/no filter/ {for (i = 1; i <= NF; i++) if ($(i+1) == "ns/sample") print $i}')" ns/sample
-emit "sim_decode_${cfg}" "$(num "$out/sim" '/^simulated decode:/ {print $3}')" tok/s
-emit "sim_ms_per_token_${cfg}" "$(num "$out/sim" '/^simulated decode:/ {sub(/\(/, "", $5); print $5}')" ms
-emit "sim_ddr_ceiling_${cfg}" "$(num "$out/sim" '/= .*% of the .*DDR/ {for (i = 1; i <= NF; i++) if ($i ~ /%$/) {sub(/%/, "", $i); print $i; exit}}')" %
-emit "sim_port_bound_${cfg}" "$(num "$out/sim" '/^weight ports:/ {for (i = 1; i <= NF; i++) if ($i ~ /%$/) {sub(/%/, "", $i); print $i; exit}}')" %
+for v in "" _sparse; do
+  f="$out/sim${v:+-sparse}"
+  emit "sim_decode_${cfg}$v" "$(num "$f" '/^simulated decode:/ {print $3}')" tok/s
+  emit "sim_ms_per_token_${cfg}$v" "$(num "$f" '/^simulated decode:/ {sub(/\(/, "", $5); print $5}')" ms
+  emit "sim_weight_gb_per_token_${cfg}$v" "$(num "$f" '/^weight bytes per token:/ {print $5}')" GB
+  emit "sim_ddr_ceiling_${cfg}$v" "$(num "$f" '/= .*% of the .*DDR/ {for (i = 1; i <= NF; i++) if ($i ~ /%$/) {sub(/%/, "", $i); print $i; exit}}')" %
+  emit "sim_port_bound_${cfg}$v" "$(num "$f" '/^weight ports:/ {for (i = 1; i <= NF; i++) if ($i ~ /%$/) {sub(/%/, "", $i); print $i; exit}}')" %
+done
 for f in $families; do
   emit "sim_decode_$f" "$(num "$out/sim-$f" '/^simulated decode:/ {print $3}')" tok/s
   emit "sim_ddr_ceiling_$f" "$(num "$out/sim-$f" '/= .*% of the .*DDR/ {for (i = 1; i <= NF; i++) if ($i ~ /%$/) {sub(/%/, "", $i); print $i; exit}}')" %

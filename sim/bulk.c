@@ -60,7 +60,7 @@ static uint64_t ceil_div(uint64_t x, uint64_t y)
 static bool dm_startable(const struct pccx_sim *s, const struct sim_dm *dm)
 {
 	return !dm->active && dm->cmd_level && !(dm->sticky & 7u) &&
-	       dm->sts_level < s->cfg.dm_fifo_depth;
+	       dm->sts_level < s->cfg.dm_fifo_depth && pccx__sim_win_ready(s, dm);
 }
 
 static uint64_t ready_cycle(const struct pccx_sim *s, const struct sim_dm *dm)

@@ -26,6 +26,7 @@ void pccx__sim_config_default(struct pccx_sim_config *c)
 	c->dma_address_bits = 32;
 	c->ddr_mbps = 19200;
 	c->reg_base = 0xa0000000ull;
+	c->rowmask = 1;
 	c->smul = 1;
 
 	c->mmio_write_axi = 8;
@@ -106,6 +107,9 @@ int pccx__sim_config_check(const struct pccx_sim_config *c, pccx_diag *d)
 	if (c->result_fifo_depth < 1 || c->result_fifo_depth > 65536 ||
 	    c->fmap_fifo_depth > 65536)
 		return pccx__fail(d, PCCX_ERR_RANGE, "simulator: stream FIFO depth invalid");
+	if (c->rowmask > 1)
+		return pccx__fail(d, PCCX_ERR_RANGE, "simulator: rowmask %u is not 0 or 1",
+				  c->rowmask);
 	if (c->smul > 1)
 		return pccx__fail(d, PCCX_ERR_RANGE, "simulator: smul %u is not 0 or 1", c->smul);
 	if (!c->gemm_q4_macs || !c->gemm_f32_macs || !c->mmio_read_axi || !c->mmio_write_axi)
@@ -180,6 +184,8 @@ int pccx__sim_config_from_dtb(struct pccx_sim_config *c, const void *blob, size_
 		rc = prop_u32(blob, node, "pccx,dma-address-bits", &c->dma_address_bits, d);
 	if (!rc)
 		rc = prop_u64(blob, node, "pccx,ddr-bandwidth-mbps", &c->ddr_mbps, d);
+	if (!rc)
+		rc = prop_u32(blob, node, "pccx,rowmask", &c->rowmask, d);
 	if (!rc)
 		rc = prop_u32(blob, node, "pccx,smul", &c->smul, d);
 	if (!rc)

@@ -98,6 +98,7 @@ static void push_cmd(struct pccx_sim *s, struct sim_dm *dm)
 	if (s->cfg.dma_address_bits > 32)
 		c->addr |= (uint64_t)dm->addr_hi << 32;
 	c->tag = (uint8_t)(dm->cmd_ext & PCCX_DM_EXT_TAG_MASK);
+	c->window = s->cfg.rowmask && (dm->cmd_ext & PCCX_DM_EXT_WINDOW);
 	dm->addr_hi = 0;     /* applies to the next pushed command only */
 	dm->cmd_level++;
 }
@@ -218,13 +219,28 @@ static uint8_t *translate(struct pccx_sim *s, uint64_t addr, uint64_t len, bool 
 	return w->host + (addr - w->base);
 }
 
+/* The next kept-row read of the window in progress, or its status when there is none. */
+static void window_next(struct pccx_sim *s, struct sim_dm *dm)
+{
+	if (pccx__sim_win_next(s, dm)) {
+		dm->active = true;
+		dm->issued = dm->delivered = 0;
+		dm->b_head = dm->b_level = 0;
+		return;
+	}
+	dm->win = false;
+	dm->active = false;
+	dm->cur = dm->win_cmd;
+	post_status(s, dm, (uint8_t)(dm->win_cmd.tag | PCCX_DM_STS_OKAY));
+}
+
 static void start_cmd(struct pccx_sim *s, struct sim_dm *dm)
 {
 	struct sim_dm_cmd *c;
 	uint64_t fault = 0;
 
 	if (dm->active || !dm->cmd_level || (dm->sticky & 7u) ||
-	    dm->sts_level >= s->cfg.dm_fifo_depth)
+	    dm->sts_level >= s->cfg.dm_fifo_depth || !pccx__sim_win_ready(s, dm))
 		return;
 	c = &dm->cmd[dm->cmd_head];
 	dm->cur = *c;
@@ -232,7 +248,8 @@ static void start_cmd(struct pccx_sim *s, struct sim_dm *dm)
 	dm->cmd_level--;
 	dm->start_ps = s->now_ps;
 	s->st.dm_cmds[dm->ch]++;
-	if (!c->btt || c->btt % SIM_BEAT || !c->type_incr || c->addr % SIM_BEAT) {
+	if (!c->btt || c->btt % SIM_BEAT || !c->type_incr || c->addr % SIM_BEAT ||
+	    (c->window && dm->ch >= PCCX_WSTREAM_PORTS)) {
 		fail_cmd(s, dm, PCCX_DM_STS_INTERR, PCCX_CAUSE_DMA_INTERR, c->addr);
 		return;
 	}
@@ -245,6 +262,14 @@ static void start_cmd(struct pccx_sim *s, struct sim_dm *dm)
 	if (!dm->host) {
 		s->st.window_faults++;
 		fail_cmd(s, dm, PCCX_DM_STS_DECERR, PCCX_CAUSE_DMA_WINDOW, fault);
+		return;
+	}
+	if (c->window) {
+		if (!pccx__sim_win_open(s, dm, dm->host)) {
+			fail_cmd(s, dm, PCCX_DM_STS_INTERR, PCCX_CAUSE_DMA_INTERR, c->addr);
+			return;
+		}
+		window_next(s, dm);
 		return;
 	}
 	dm->active = true;
@@ -271,6 +296,10 @@ static void finish_cmd(struct pccx_sim *s, struct sim_dm *dm)
 {
 	dm->active = false;
 	s->st.dm_bytes[dm->ch] += dm->cur.btt;
+	if (dm->win) {
+		window_next(s, dm);
+		return;
+	}
 	post_status(s, dm, (uint8_t)(dm->cur.tag | PCCX_DM_STS_OKAY));
 }
 

@@ -174,6 +174,8 @@ static uint64_t features(const struct pccx_sim *s)
 
 	if (s->cfg.dma_address_bits > 32)
 		f |= PCCX_FEAT_WIDE_DMA;
+	if (s->cfg.rowmask)
+		f |= PCCX_FEAT_ROWMASK;
 	if (s->cfg.smul)
 		f |= PCCX_FEAT_SMUL;
 	return f;

@@ -44,6 +44,8 @@ void pccx__sim_matmul_abort(struct pccx_sim *s, struct sim_matmul *mm)
 	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
 		free(mm->lane[p].row);
 		mm->lane[p].row = NULL;
+		free(mm->lane[p].kept);
+		mm->lane[p].kept = NULL;
 	}
 	free(mm->x);
 	free(mm->q8);
@@ -134,6 +136,7 @@ int pccx__sim_matmul_start(struct pccx_sim *s, struct sim_matmul *mm, struct sim
 	mm->k = fx->ws.k;
 	mm->accm = op->in.f[PCCX_FID_A_accm] != 0;
 	mm->findemax = op->in.f[PCCX_FID_A_findemax] != 0;
+	mm->rowmask = op->in.f[PCCX_FID_A_rowmask] != 0;
 	kw = pccx_words_for(mm->k);
 	row_bytes = pccx__wstream_row_bytes(&mm->ws);
 	rowmax = (mm->k > mm->n ? mm->k : mm->n) + 8;
@@ -182,6 +185,8 @@ int pccx__sim_matmul_start(struct pccx_sim *s, struct sim_matmul *mm, struct sim
 	mm->phase = 0;
 	mm->phase_end = s->core_cycle + s->cfg.l2_latency + (uint64_t)mm->m * kw +
 			(mm->ws.fmt == PCCX_WFMT_Q4 ? s->cfg.quant_latency : 0);
+	if (mm->rowmask && pccx__sim_rowmask_start(s, mm))
+		goto fail;
 	if (op->unit == PCCX_SIM_U_GEMM)
 		mm->mac_rate = mm->ws.fmt == PCCX_WFMT_Q4 ? s->cfg.gemm_q4_macs
 							   : s->cfg.gemm_f32_macs;
@@ -378,7 +383,8 @@ void pccx__sim_lane_take(struct pccx_sim *s, struct sim_matmul *mm, unsigned p, 
 		n -= run;
 		l->got += (uint64_t)run * PCCX_BEAT_BYTES;
 		if (l->got == l->row_bytes) {
-			sim_matmul_row_done(s, mm, p, l->row_first + l->rows_done);
+			sim_matmul_row_done(s, mm, p, l->kept ? l->kept[l->rows_done]
+							      : l->row_first + l->rows_done);
 			l->rows_done++;
 			l->got = 0;
 		}
@@ -418,7 +424,8 @@ void pccx__sim_matmul_axi_tick(struct pccx_sim *s, struct sim_matmul *mm)
 	if (starved)
 		s->stall_weights_ps += s->axi_ps;
 	for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
-		if (mm->lane[p].bytes_left)
+		if (mm->lane[p].bytes_left || mm->lane[p].win_left ||
+		    (mm->rowmask && s->dm[p].win))
 			return;
 	(void)left;
 	mm->phase = 2;

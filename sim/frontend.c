@@ -176,6 +176,10 @@ static int decode_head(struct pccx_sim *s)
 	memset(h, 0, sizeof(*h));
 	h->word = w;
 	err = pccx__decode(w, &h->in, &f);
+	/* GEMV rowmask needs FEATURES.ROWMASK (pccx,rowmask) */
+	if (!err && !s->cfg.rowmask && h->in.opcode == PCCX_OP_GEMV &&
+	    h->in.f[PCCX_FID_A_rowmask])
+		err = PCCX_ISA_E_FLAGS;
 	/* the CVO smul needs FEATURES.SMUL (pccx,smul) */
 	if (!err && !s->cfg.smul && h->in.opcode == PCCX_OP_CVO &&
 	    h->in.f[PCCX_FID_D_func] == PCCX_CVO_SMUL)

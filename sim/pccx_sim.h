@@ -42,6 +42,7 @@ struct pccx_sim_config {
 	uint32_t dm_fifo_depth;       /* pccx,dm-fifo-depth (8) */
 	uint32_t dma_address_bits;    /* pccx,dma-address-bits (32; up to 48) */
 	uint64_t ddr_mbps;            /* pccx,ddr-bandwidth-mbps: DDR peak in MB/s (19,200) */
+	uint32_t rowmask;             /* pccx,rowmask: FEATURES.ROWMASK, GEMV rowmask (1; 0 or 1) */
 	uint32_t smul;                /* pccx,smul: FEATURES.SMUL, the CVO smul (1; 0 or 1) */
 	uint64_t reg_base;            /* first cell pair of reg (0xA000_0000) */
 

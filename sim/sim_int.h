@@ -69,6 +69,7 @@ struct sim_dm_cmd {
 	uint32_t btt;
 	uint8_t tag;
 	bool type_incr;
+	bool window;                   /* PCCX_DM_EXT_WINDOW: a rowmask GEMV's range (rowmask.c) */
 };
 
 struct sim_dm {
@@ -82,6 +83,11 @@ struct sim_dm {
 	uint64_t issued, delivered;    /* bytes requested from / delivered to DDR */
 	struct sim_beatq *q;           /* destination (MM2S) or source (S2MM) FIFO */
 	struct sim_dm_cmd cur;
+	/* a window being read as the reads of its kept rows (rowmask.c) */
+	bool win;
+	struct sim_dm_cmd win_cmd;
+	uint8_t *win_host;             /* host memory of win_cmd.addr */
+	uint64_t win_base, win_pos;    /* the window's first byte in the lane's range; done */
 	uint64_t start_ps;
 	struct sim_burst burst[SIM_MAX_BURSTS];
 	uint32_t cmd_head, cmd_level;
@@ -127,6 +133,9 @@ struct sim_lane {
 	uint32_t batch;                /* in place: rows computed together */
 	uint32_t pend, pend_row;       /* in place: complete rows not computed yet, the first */
 	const uint8_t *pend_host;      /* ... and where they lie */
+	/* rowmask: the kept rows of this port (stored row numbers, ascending) */
+	uint32_t *kept, n_kept;
+	uint64_t win_left;             /* bytes of the port's range its windows still cover */
 };
 
 struct sim_matmul {
@@ -138,6 +147,7 @@ struct sim_matmul {
 	struct pccx_wshape ws;
 	uint32_t m, n, k;
 	bool accm, findemax;
+	bool rowmask;                  /* GEMV rowmask: lanes take their kept rows only */
 	uint64_t mac_budget;           /* GEMM: MACs available */
 	uint32_t mac_rate;
 	struct sim_lane lane[PCCX_WSTREAM_PORTS];
@@ -313,6 +323,11 @@ void pccx__sim_dm_write(struct pccx_sim *s, unsigned ch, uint32_t reg, uint32_t 
 void pccx__sim_dm_axi_tick(struct pccx_sim *s);
 bool pccx__sim_dm_busy(const struct pccx_sim *s);          /* can still make progress */
 bool pccx__sim_dm_outstanding(const struct pccx_sim *s);   /* a command queued or running */
+/* rowmask.c: the kept rows of a rowmask GEMV; a window command read as its kept rows' reads */
+int pccx__sim_rowmask_start(struct pccx_sim *s, struct sim_matmul *mm);
+bool pccx__sim_win_ready(const struct pccx_sim *s, const struct sim_dm *dm);
+bool pccx__sim_win_open(struct pccx_sim *s, struct sim_dm *dm, uint8_t *host);
+bool pccx__sim_win_next(struct pccx_sim *s, struct sim_dm *dm);
 
 /* eng_dma.c: MEMCPY engines */
 void pccx__sim_dma_start(struct pccx_sim *s, struct sim_op *op);

@@ -13,11 +13,13 @@
 #include "gemma_config.h"
 #include "pccx/pccx.h"
 #include "pccx_isa.h"
+#include "pccx_regs.h"
 
 struct bench_args {
 	struct pccx_device_opts dopt;
 	struct pccx_model_opts mopt;
 	uint64_t tokens, prompt;
+	bool no_rowmask;
 };
 
 #define A(f, type) PCCX_AT(struct bench_args, f, type)
@@ -35,6 +37,9 @@ static const struct pccx_opt bench_opts[] = {
 		 "device parameters"),
 	PCCX_OPT("trace", 0, PCCX_OPT_PATH, A(dopt.trace_path, const char *), "F.json",
 		 "write a Chrome/Perfetto trace"),
+	PCCX_OPT("no-rowmask", 0, PCCX_OPT_FLAG, A(no_rowmask, bool), NULL,
+		 "stream the sparse FFN layers' W_up whole although the device has\n"
+		 "FEATURES.ROWMASK (the dense figures, for comparison)"),
 	{ 0 }
 };
 #undef A
@@ -42,7 +47,7 @@ static const struct pccx_opt bench_opts[] = {
 static const struct pccx_opt_cmd bench_cmd = {
 	.name = "bench",
 	.usage = "[--sim] --config NAME [--tokens N] [--prompt N] [--seed S] [--dtb F]\n"
-		 "             [--trace F.json]",
+		 "             [--trace F.json] [--no-rowmask]",
 	.about = "Simulate a prompt and greedy decode of N tokens of a synthetic model of the named\n"
 		 "shape on the cycle simulator and print simulated prefill and decode tok/s, the\n"
 		 "time to the first token, DDR bandwidth against the ceiling, the stage breakdown\n"
@@ -83,7 +88,8 @@ static int32_t *prompt_ids(uint64_t n, uint32_t vocab)
 /* Load, prefill the prompt, decode `tokens` greedy tokens, collect the figures. */
 static int bench(struct bench_args *a, struct bench_run *r, pccx_diag *d)
 {
-	struct pccx_session_opts sopt = { .struct_size = sizeof(sopt), .verify = false };
+	struct pccx_session_opts sopt = { .struct_size = sizeof(sopt), .verify = false,
+					  .no_rowmask = a->no_rowmask };
 	struct pccx_cli_session cs;
 	pccx_sampler_config scfg;
 	int32_t *ids = NULL;
@@ -131,7 +137,7 @@ static double port_bound(const struct pccx_device_info *info)
 	return (double)PCCX_WSTREAM_PORTS * PCCX_BEAT_BYTES * (double)info->axi_hz;
 }
 
-static void print_figures(const char *config, const struct bench_run *r)
+static void print_figures(const char *config, const struct bench_run *r, bool no_rowmask)
 {
 	const struct pccx_stats *st = &r->st;
 	double dec_s = (double)st->decode_cycles / (double)r->info.core_hz;
@@ -141,6 +147,9 @@ static void print_figures(const char *config, const struct bench_run *r)
 
 	printf("config %s: %llu decode steps simulated (setup %.1f s)\n", config,
 	       (unsigned long long)st->decode_steps, r->t_load);
+	printf("sparse FFN streaming (GEMV rowmask): %s\n",
+	       !(r->info.features & PCCX_FEAT_ROWMASK) ? "off (the device lacks FEATURES.ROWMASK)" :
+	       no_rowmask ? "off (--no-rowmask)" : "on");
 	printf("simulated decode: %.3f tok/s (%.2f ms per token at %.0f MHz)\n",
 	       pccx_cli_decode_tok_s(st, &r->info),
 	       st->decode_steps ? 1e3 * dec_s / (double)st->decode_steps : 0.0,
@@ -196,7 +205,7 @@ int pccx_cmd_bench_sim(int argc, char **argv)
 	if (rc) {
 		pccx_cli_fail(rc, &d);
 	} else {
-		print_figures(a.mopt.synth_config, &r);
+		print_figures(a.mopt.synth_config, &r, a.no_rowmask);
 		print_profile(r.prof, r.n_prof);
 	}
 	free(r.prof);

@@ -199,6 +199,7 @@ void pccx__job_builder_matmul(struct pccx_job_builder *jb, unsigned opcode, uint
 	in.f[PCCX_FID_A_w_scale] = w->w_scale;
 	in.f[PCCX_FID_A_accm] = accm;
 	in.f[PCCX_FID_A_findemax] = findemax;
+	in.f[PCCX_FID_A_rowmask] = w->rowmask;
 	emit(jb, &in);
 	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
 		uint32_t first, count;

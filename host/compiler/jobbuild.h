@@ -27,6 +27,7 @@ struct pccx_job_builder_weights {
 	uint32_t n, k;        /* output and input elements */
 	uint32_t fmt;         /* enum pccx_wfmt */
 	bool w_scale;
+	bool rowmask;         /* GEMV rowmask: the old dest is the row mask (docs/isa.md) */
 };
 
 struct pccx_job_builder {

@@ -181,6 +181,7 @@ static int sim_open(pccx_device *dev, const struct pccx_device_opts *opts, pccx_
 		if (rc)
 			return rc;
 	}
+
 	rc = pccx__sim_backend_create(&cfg, &dev->sim_be, d);
 	if (rc)
 		return rc;
@@ -1146,16 +1147,23 @@ static int chunk_setup(pccx_session *s, const struct pccx_session_opts *opts, pc
  * The v002 extensions the device reports and the step's ops may use; the reference that
  * verifies the device runs the same ops (their bits equal those of the ops they replace).
  */
-static void use_extensions(pccx_session *s)
+static void use_extensions(pccx_session *s, const struct pccx_session_opts *opts)
 {
 	struct pccx_device_info info;
+	bool no_rowmask;
 
 	if (pccx_device_info(s->model->dev, &info))
 		return;
 	/* RMSNorm's scale and weight in one SFU pass */
 	s->dev->plan.smul = (info.features & PCCX_FEAT_SMUL) != 0;
-	if (s->ref)
+	/* sparse layers read only the kept rows of W_up (unless the caller asks otherwise) */
+	no_rowmask = opts && opts->struct_size >= offsetof(struct pccx_session_opts, no_rowmask) +
+						  sizeof(opts->no_rowmask) && opts->no_rowmask;
+	s->dev->plan.rowmask = (info.features & PCCX_FEAT_ROWMASK) && !no_rowmask;
+	if (s->ref) {
 		s->ref->plan.smul = s->dev->plan.smul;
+		s->ref->plan.rowmask = s->dev->plan.rowmask;
+	}
 }
 
 int pccx_session_create(pccx_model *model, const struct pccx_session_opts *opts,
@@ -1204,7 +1212,7 @@ int pccx_session_create(pccx_model *model, const struct pccx_session_opts *opts,
 			rc = pccx__fail(d, rc, "session: %s", s->submit_diag.msg);
 		goto fail;
 	}
-	use_extensions(s);
+	use_extensions(s, opts);
 	rc = chunk_setup(s, opts, d);
 	if (rc)
 		goto fail;

@@ -1615,6 +1615,16 @@ static int gemma_run(const char *backend, const char *config, size_t n_tokens, b
  * reference at every job), then in-process: the same tokens and byte counts. A step is
  * jobs_per_step jobs: 1, or 1 + the mixture-of-experts layers (a job ends at each router).
  */
+/*
+ * The kernel backend counts the weight bytes the jobs' streams name, the in-process simulator
+ * those its DataMovers read: fewer in Gemma 3n's sparse layers ("tiny"), whose W_up a device
+ * with GEMV rowmask reads only where the activation keeps rows; the same elsewhere.
+ */
+static bool weight_bytes_agree(const char *config, uint64_t read, uint64_t named)
+{
+	return strcmp(config, "tiny") ? read == named : read < named;
+}
+
 static void gemma_decode_jobs(const char *config, size_t n_tokens, bool greedy,
 			      unsigned jobs_per_step)
 {
@@ -1648,7 +1658,7 @@ static void gemma_decode_jobs(const char *config, size_t n_tokens, bool greedy,
 	}
 	CHECK(sim.n == k.n);
 	CHECK(!memcmp(sim.ids, k.ids, k.n * sizeof(k.ids[0])));
-	CHECK(sim.st.weight_bytes == k.st.weight_bytes);
+	CHECK(weight_bytes_agree(config, sim.st.weight_bytes, k.st.weight_bytes));
 	CHECK(sim.st.dma_bytes == k.st.dma_bytes);
 	if (!cur_failed) {
 		printf("PCCX-BENCH gemma %s, %d+%zu tokens: /dev/pccx with verify %.2f s, "
@@ -1939,7 +1949,7 @@ static void test_gemma_split(void)
 	rc = gemma_run("sim", "tiny", GEMMA_TOKENS, true, false, &sim, &d);
 	CHECK_RET(rc, 0);
 	CHECK(sim.n == k.n && !memcmp(sim.ids, k.ids, k.n * sizeof(k.ids[0])));
-	CHECK(sim.st.weight_bytes == k.st.weight_bytes);
+	CHECK(weight_bytes_agree("tiny", sim.st.weight_bytes, k.st.weight_bytes));
 	/* one GEMV reads more than 4 KiB */
 	CHECK_RET(write_text(PCCX_PARAM "max_bo_size", "4096"), 0);
 	memset(&d, 0, sizeof(d));

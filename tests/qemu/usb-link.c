@@ -428,7 +428,9 @@ static void test_gemma(void)
 		return;
 	}
 	gemma_check(GEMMA_TOKENS, &u);
-	CHECK(u.st.weight_bytes == inproc.st.weight_bytes);
+	/* the link counts the bytes the jobs' streams name, the simulator those it reads: fewer
+	 * in the tiny Gemma 3n's sparse layers (GEMV rowmask) */
+	CHECK(u.st.weight_bytes > inproc.st.weight_bytes);
 	CHECK(u.st.dma_bytes == inproc.st.dma_bytes);
 	if (!cur_failed) {
 		printf("PCCX-BENCH gemma tiny, 1+%zu tokens: usb with verify %.2f s, in-process "

@@ -562,6 +562,9 @@ static void model_faults(uint64_t w, struct faults *s)
 	}
 	switch (od->layout) {
 	case PCCX_LAYOUT_A:
+		if (PCCX_GET(w, A, rowmask) && (pccx_opcode_of(w) != PCCX_OP_GEMV ||
+						PCCX_GET(w, A, accm) || PCCX_GET(w, A, findemax)))
+			add_fault(s, PCCX_ISA_E_FLAGS, PCCX_FID_A_rowmask);
 		break;
 	case PCCX_LAYOUT_B: {
 		bool fh = PCCX_GET(w, B, from_host), th = PCCX_GET(w, B, to_host);
@@ -965,6 +968,31 @@ START_TEST(illegal_reserved_fields)
 		}
 	}
 	ck_assert_uint_eq(nres, 2 + 2 + 1 + 1);   /* A: rsv_flags, rsv; C: rsv */
+}
+END_TEST
+
+START_TEST(rowmask_flag)
+{
+	uint64_t w = asmf("gemv dest=0x00100 src=0x00000 wshape=1 fshape=2 +w_scale +rowmask");
+	struct pccx_insn in;
+	struct pccx_isa_fault f;
+	char txt[160];
+
+	expect_legal(w);
+	ck_assert_uint_eq(pccx_bits(w, 22, 22), 1);
+	ck_assert_int_eq(pccx__decode(w, &in, &f), 0);
+	ck_assert_uint_eq(in.f[PCCX_FID_A_rowmask], 1);
+	pccx__disasm(w, txt, sizeof(txt));
+	ck_assert_msg(strstr(txt, "+rowmask") != NULL, "%s", txt);
+	ck_assert_uint_eq(asmf("%s", txt), w);
+	/* GEMV only, and neither accm (both read the old dest) nor findemax */
+	expect_fault((w & ~(0xfull << 60)) | (uint64_t)PCCX_OP_GEMM << 60, PCCX_ISA_E_FLAGS,
+		     PCCX_FID_A_rowmask);
+	expect_fault(put(w, PCCX_FID_A_accm, 1), PCCX_ISA_E_FLAGS, PCCX_FID_A_rowmask);
+	expect_fault(put(w, PCCX_FID_A_findemax, 1), PCCX_ISA_E_FLAGS, PCCX_FID_A_rowmask);
+	/* bits 21:20 stay reserved */
+	expect_fault(w | 1ull << 21, PCCX_ISA_E_RESERVED, PCCX_FID_A_rsv_flags);
+	expect_fault(w | 1ull << 20, PCCX_ISA_E_RESERVED, PCCX_FID_A_rsv_flags);
 }
 END_TEST
 
@@ -1531,6 +1559,7 @@ static Suite *isa_suite(void)
 	tcase_add_test(tc, cvo_func_smul_forms);
 	tcase_add_test(tc, illegal_reserved_fields);
 	tcase_add_test(tc, illegal_lanes_and_cache);
+	tcase_add_test(tc, rowmask_flag);
 	tcase_add_test(tc, illegal_cvo_flags);
 	tcase_add_test(tc, illegal_memcpy_route_and_unused);
 	tcase_add_test(tc, illegal_cvo_unused_and_length);

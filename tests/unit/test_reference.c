@@ -372,6 +372,63 @@ START_TEST(test_exec_gemv_q4)
 }
 END_TEST
 
+/*
+ * GEMV rowmask: rows whose old destination element is +-0 give +0 (the lanes past N stay),
+ * every other row (NaN and Inf masks included) the bits of the dense GEMV; only the kept rows
+ * count as streamed.
+ */
+START_TEST(test_exec_gemv_rowmask)
+{
+	struct npu n;
+	struct pccx_npu_matmul mm = { .dst = 100, .src = 10, .n = 10, .k = 64, .m = 1,
+				      .fmt = PCCX_WFMT_Q4, .w = { PCCX_NPU_BUF_WEIGHTS, 0, -1, 0 } };
+	const float mask[10] = { 0.0f, 1.0f, -0.0f, -2.5f, 0.0f, NAN, INFINITY, 0.0f, 1e-40f, -0.0f };
+	uint64_t rb = 16 + 32, s = 11, before;
+	float dense[10];
+	uint32_t i, r, kept = 0;
+
+	npu_open(&n);
+	for (i = 0; i < 10 * rb; i++)
+		n.wbuf[i] = (uint8_t)lcg(&s);
+	for (r = 0; r < 10; r++) {
+		uint16_t h = pccx__f32_to_fp16(0.03f * (float)(r + 1));
+
+		memcpy(n.wbuf + r * rb, &h, 2);
+		memcpy(n.wbuf + r * rb + 2, &h, 2);
+	}
+	for (i = 0; i < 64; i++)
+		EL(&n, 10, i) = (float)((int)i * 3 % 17 - 8) / 5.0f;
+	ck_assert_int_eq(n.ops->matmul(n.x, &mm), 0);
+	memcpy(dense, &EL(&n, 100, 0), sizeof(dense));
+	for (i = 0; i < 12; i++)
+		EL(&n, 100, i) = i < 10 ? mask[i] : 777.0f;
+	mm.rowmask = true;
+	before = pccx__ref_exec_counters(n.x)->stream_bytes;
+	ck_assert_int_eq(n.ops->matmul(n.x, &mm), 0);
+	for (r = 0; r < 10; r++) {
+		bool keep = (pccx_f32_bits(mask[r]) & 0x7fffffffu) != 0;
+
+		kept += keep;
+		ck_assert_uint_eq(pccx_f32_bits(EL(&n, 100, r)),
+				  keep ? pccx_f32_bits(dense[r]) : 0u);
+	}
+	ck_assert_uint_eq(kept, 5);
+	ck_assert(EL(&n, 100, 10) == 777.0f && EL(&n, 100, 11) == 777.0f);
+	ck_assert_uint_eq(pccx__ref_exec_counters(n.x)->stream_bytes - before, kept * rb);
+	/* refused: f32 weights, m > 1, with accm */
+	mm.fmt = PCCX_WFMT_F32;
+	ck_assert_int_ne(n.ops->matmul(n.x, &mm), 0);
+	mm.fmt = PCCX_WFMT_Q4;
+	mm.accm = true;
+	ck_assert_int_ne(n.ops->matmul(n.x, &mm), 0);
+	mm.accm = false;
+	mm.m = 2;
+	mm.dst = 200;
+	ck_assert_int_ne(n.ops->matmul(n.x, &mm), 0);
+	pccx__ref_exec_free(n.x);
+}
+END_TEST
+
 START_TEST(test_exec_gemm_f32_and_f32t)
 {
 	struct npu n;
@@ -602,6 +659,136 @@ START_TEST(test_stage_names)
 	ck_assert(!has_name(nm, "L9.attn.v"));
 	rig_close(&r);
 	free(nm);
+}
+END_TEST
+
+/* ===================================================================================== */
+/* Sparse layers with GEMV rowmask (plan.rowmask).                                       */
+
+#define REC_MAX 512
+
+/* Every stage of one step: names and values. */
+struct stage_rec {
+	uint32_t n;
+	char name[REC_MAX][40];
+	float *v[REC_MAX];
+	uint32_t len[REC_MAX];
+};
+
+static int record_stage(void *user, const char *name, const float *data, uint32_t rows,
+			uint32_t cols, uint32_t stride)
+{
+	struct stage_rec *r = user;
+	uint32_t i;
+
+	ck_assert_uint_lt(r->n, REC_MAX);
+	snprintf(r->name[r->n], sizeof(r->name[0]), "%s", name);
+	r->len[r->n] = rows * cols;
+	r->v[r->n] = malloc(sizeof(float) * rows * cols + 1);
+	ck_assert_ptr_nonnull(r->v[r->n]);
+	for (i = 0; i < rows; i++)
+		memcpy(r->v[r->n] + (size_t)i * cols, data + (size_t)i * stride, sizeof(float) * cols);
+	r->n++;
+	return 0;
+}
+
+static void rec_clear(struct stage_rec *r)
+{
+	uint32_t i;
+
+	for (i = 0; i < r->n; i++)
+		free(r->v[i]);
+	r->n = 0;
+}
+
+static const float *rec_find(const struct stage_rec *r, const char *name)
+{
+	uint32_t i;
+
+	for (i = 0; i < r->n; i++)
+		if (!strcmp(r->name[i], name))
+			return r->v[i];
+	return NULL;
+}
+
+static bool is_zero(float v)
+{
+	return (pccx_f32_bits(v) & 0x7fffffffu) == 0;
+}
+
+/*
+ * The same steps with W_up of the sparse layers as rowmask GEMVs and without: the logits, the
+ * KV cache and every stage have the same bits, but for ffn.up and ffn.hidden of the sparse
+ * layers where the activation is +-0 (up: +0 there; hidden: +-0 in both).
+ */
+START_TEST(test_rowmask_matches_dense)
+{
+	struct rig a, b;
+	struct stage_rec *ra = calloc(1, sizeof(*ra)), *rb = calloc(1, sizeof(*rb));
+	uint64_t masked = 0, kept = 0, dense_bytes, sparse_bytes;
+	uint32_t i, k, j, l;
+
+	rig_open(&a, "tiny", 9, 1, PCCX_KERN_AUTO);
+	rig_open(&b, "tiny", 9, 1, PCCX_KERN_AUTO);
+	ck_assert(!a.s->plan.rowmask);
+	b.s->plan.rowmask = true;
+	ck_assert_ptr_nonnull(ra);
+	ck_assert_ptr_nonnull(rb);
+	pccx__ref_exec_on_stage(a.x, record_stage, ra);
+	pccx__ref_exec_on_stage(b.x, record_stage, rb);
+	for (i = 0; i < 6; i++) {
+		rig_step(&a, tok_at(&a.cfg, i), true);
+		rig_step(&b, tok_at(&b.cfg, i), true);
+		ck_assert_uint_eq(ra->n, rb->n);
+		for (k = 0; k < ra->n; k++) {
+			char act[40];
+			const float *g = NULL;
+			bool up, hid;
+
+			ck_assert_str_eq(ra->name[k], rb->name[k]);
+			ck_assert_uint_eq(ra->len[k], rb->len[k]);
+			up = sscanf(ra->name[k], "L%u.ffn.up", &l) == 1 && strstr(ra->name[k], ".up");
+			hid = sscanf(ra->name[k], "L%u.ffn.hidden", &l) == 1 &&
+			      strstr(ra->name[k], ".hidden");
+			if ((up || hid) && a.m->layers[l].sparse) {
+				snprintf(act, sizeof(act), "L%u.ffn.act", l);
+				g = rec_find(ra, act);
+				ck_assert_ptr_nonnull(g);
+			}
+			for (j = 0; j < ra->len[k]; j++) {
+				float x = ra->v[k][j], y = rb->v[k][j];
+
+				if (g && is_zero(g[j])) {
+					if (up) {
+						ck_assert_uint_eq(pccx_f32_bits(y), 0);
+					} else {
+						ck_assert(is_zero(x));
+						ck_assert(is_zero(y));
+					}
+					masked += up;
+					continue;
+				}
+				kept += up && g;
+				ck_assert_msg(pccx_f32_bits(x) == pccx_f32_bits(y),
+					      "step %u stage %s element %u: 0x%08x vs 0x%08x", i,
+					      ra->name[k], j, pccx_f32_bits(x), pccx_f32_bits(y));
+			}
+		}
+		ck_assert(!memcmp(a.logits, b.logits, sizeof(float) * a.cfg.vocab));
+		ck_assert(!memcmp(a.s->kv, b.s->kv, a.s->plan.kv_bytes));
+		rec_clear(ra);
+		rec_clear(rb);
+	}
+	/* the sparse layers keep about 5 % of their rows */
+	ck_assert_uint_gt(masked, 10 * kept);
+	ck_assert_uint_gt(kept, 0);
+	dense_bytes = pccx__ref_exec_counters(a.x)->stream_bytes;
+	sparse_bytes = pccx__ref_exec_counters(b.x)->stream_bytes;
+	ck_assert_uint_lt(sparse_bytes, dense_bytes);
+	rig_close(&a);
+	rig_close(&b);
+	free(ra);
+	free(rb);
 }
 END_TEST
 
@@ -1294,6 +1481,8 @@ static Suite *suite(void)
 
 	tc = tcase_create("exec");
 	tcase_add_test(tc, test_exec_gemv_q4);
+	tcase_add_test(tc, test_exec_gemv_rowmask);
+	tcase_add_test(tc, test_rowmask_matches_dense);
 	tcase_add_test(tc, test_exec_gemm_f32_and_f32t);
 	tcase_add_test(tc, test_exec_cvo_forms);
 	tcase_add_test(tc, test_exec_rejects_illegal);

@@ -21,6 +21,9 @@ struct run {
 	size_t n;
 };
 
+/* Sessions stream the sparse layers' W_up whole even on a device with FEATURES.ROWMASK. */
+static bool no_rowmask;
+
 static int collect(void *user, int32_t token, const char *piece, size_t len)
 {
 	struct run *r = user;
@@ -47,7 +50,7 @@ static int generate_with(const char *config, bool verify, float temp, uint64_t s
 	struct pccx_device_opts dopt = { sizeof(dopt), NULL, NULL, g_dtb, NULL };
 	struct pccx_model_opts mopt = { sizeof(mopt), NULL, config, 7, NULL, NULL, NULL };
 	struct pccx_session_opts sopt = { .struct_size = sizeof(sopt), .verify = verify,
-					  .prompt_chunk = prompt_chunk };
+					  .prompt_chunk = prompt_chunk, .no_rowmask = no_rowmask };
 	static const int32_t five[] = { 2, 17, 42, 99, 3 };
 	int32_t prompt[64];
 	pccx_sampler_config scfg;
@@ -120,6 +123,32 @@ static void check_config(const char *config)
 {
 	check_config_jobs(config, 1, 2);
 }
+
+/*
+ * The simulated device reports FEATURES.ROWMASK: the sparse layers' W_up is read only where
+ * the activation keeps its rows, every stage verified against the reference running the same
+ * ops; the tokens are those of the dense stream and fewer weight bytes are read.
+ */
+START_TEST(tiny_rowmask_same_tokens)
+{
+	struct pccx_stats sd, ss;
+	struct run rd, rs;
+	pccx_diag d = { 0 };
+	int rc;
+
+	no_rowmask = true;
+	rc = generate("tiny", true, 0.8f, 5, 24, &rd, &sd, &d);
+	no_rowmask = false;
+	ck_assert_msg(rc == 0, "%s", d.msg);
+	rc = generate("tiny", true, 0.8f, 5, 24, &rs, &ss, &d);
+	ck_assert_msg(rc == 0, "%s", d.msg);
+	ck_assert_uint_eq(rd.n, 24);
+	ck_assert_uint_eq(rs.n, 24);
+	ck_assert(!memcmp(rd.toks, rs.toks, sizeof(rd.toks[0]) * rd.n));
+	ck_assert_uint_eq(sd.decode_steps, ss.decode_steps);
+	ck_assert_uint_lt(ss.decode_weight_bytes, sd.decode_weight_bytes);
+}
+END_TEST
 
 START_TEST(tiny_64_tokens_bit_exact)
 {
@@ -653,6 +682,7 @@ static Suite *suite(void)
 
 	tcase_set_timeout(tc, 900);
 	tcase_add_test(tc, tiny_64_tokens_bit_exact);
+	tcase_add_test(tc, tiny_rowmask_same_tokens);
 	tcase_add_test(tc, tiny_vocab_64_tokens_bit_exact);
 	tcase_add_loop_test(tc, family_64_tokens_bit_exact, 0,
 			    sizeof(family_configs) / sizeof(family_configs[0]));

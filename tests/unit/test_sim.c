@@ -1395,7 +1395,7 @@ struct xcheck {
 static void x_matmul(struct xcheck *x, uint32_t dst, uint32_t src, uint32_t m, uint32_t n,
 		     uint32_t k, unsigned fmt, bool accm, bool findemax, uint64_t woff)
 {
-	struct pccx_npu_matmul mm = { dst, src, n, k, m, fmt, accm, findemax,
+	struct pccx_npu_matmul mm = { dst, src, n, k, m, fmt, accm, findemax, false,
 				      { PCCX_NPU_BUF_WEIGHTS, woff, -1, 0 } };
 	struct pccx_wshape ws = { n, k, fmt, fmt == PCCX_WFMT_Q4 };
 	unsigned e = x->next_entry++ % 64;
@@ -1496,6 +1496,170 @@ START_TEST(sim_matches_reference)
 	ck_assert_uint_eq(res.stats.window_faults, 0);
 	pccx__ref_exec_free(x.ref);
 	pccx__sim_backend_destroy(b);
+}
+END_TEST
+
+/*
+ * GEMV rowmask on the simulator: a dense GEMV, a rowmask GEMV whose mask keeps runs, single
+ * rows, NaN/Inf/denormal rows and nothing of port 1's quarter, then a dense GEMV on the same
+ * ports; L2 and S as the reference gives them, only the kept rows read from memory, the same
+ * cycles edge by edge as in bulk, and fewer cycles than the dense GEMV of the same shapes.
+ * A device configured without the feature refuses the word.
+ */
+struct rm_run {
+	uint64_t cycles, dm_bytes, ddr_read;
+	int state;
+	uint64_t error;
+};
+
+static void rm_job(const struct pccx_sim_config *cfg, bool every_edge, bool rowmask,
+		   bool check_ref, const struct pccx_sim_backend_opts *opts, struct rm_run *out)
+{
+	static struct xcheck x;
+	struct pccx_sim_backend *b = NULL;
+	struct pccx_sim_backend_result res;
+	struct pccx_wshape q = { 1000, 512, PCCX_WFMT_Q4, true };
+	uint64_t rng = 77, wsize = 2u << 20, i, rb = pccx__wstream_row_bytes(&q);
+	struct pccx_npu_matmul mm = { .dst = 60000, .src = 1000, .n = 1000, .k = 512, .m = 1,
+				      .fmt = PCCX_WFMT_Q4, .rowmask = rowmask,
+				      .w = { PCCX_NPU_BUF_WEIGHTS, 0, -1, 0 } };
+	struct pccx_job_view v;
+	pccx_diag d = { 0 };
+	float *rl2;
+	uint8_t *w;
+	uint32_t kept = 0;
+	int rc;
+
+	memset(&x, 0, sizeof(x));
+	ck_assert_msg(pccx__sim_backend_create(cfg, &b, &d) == 0, "%s", d.msg);
+	pccx__sim_set_every_edge(pccx__sim_backend_sim(b), every_edge);
+	ck_assert_msg(pccx__ref_exec_create(&x.ref, 1, PCCX_KERN_AUTO, &d) == 0, "%s", d.msg);
+	x.ops = pccx__ref_exec_ops();
+	x.hw = balloc(b, wsize, PCCX_BUF_DEV_READ);
+	w = bmap(b, x.hw);
+	fill_weights(w, &q, &rng);
+	ck_assert_int_eq(x.ops->bind(x.ref, PCCX_NPU_BUF_WEIGHTS, w, wsize, false), 0);
+	rl2 = pccx__ref_exec_l2(x.ref);
+	for (i = 0; i < (uint64_t)PCCX_L2_WORDS * PCCX_L2_ELEMS_PER_WORD; i++)
+		rl2[i] = t_f32(&rng, 2.0f);
+	/* the mask at 60000: zero but for runs, single rows and special values; port 1
+	 * (rows 250..499) keeps nothing */
+	for (i = 0; i < 1000; i++) {
+		float *e = &rl2[60000 * 4 + i];
+
+		*e = (i & 1) ? -0.0f : 0.0f;
+		if ((i >= 10 && i < 40) || i == 100 || i == 102 || (i >= 600 && i < 700 && i % 7 == 0)
+		    || i == 999 || i == 500 || i == 249)
+			*e = t_f32(&rng, 1.0f) + 2.5f;
+	}
+	rl2[60000 * 4 + 120] = NAN;
+	rl2[60000 * 4 + 800] = -INFINITY;
+	rl2[60000 * 4 + 801] = 1e-42f;
+	for (i = 0; i < 1000; i++)
+		kept += (pccx_f32_bits(rl2[60000 * 4 + i]) & 0x7fffffffu) != 0;
+	memcpy(l2e(b, 0), rl2, (size_t)PCCX_L2_WORDS * 16);
+
+	x_matmul(&x, 70000, 2000, 1, 1000, 512, PCCX_WFMT_Q4, false, true, 0);
+	ck_assert_msg(x.ops->matmul(x.ref, &mm) == 0, "%s", pccx__ref_exec_error(x.ref));
+	tj_add(&x.j, t_memset(0, 40, 512, 1, 1));
+	tj_add(&x.j, t_memset(1, 40, 1000, 512, PCCX_WFMT_Q4));
+	tj_add(&x.j, t_matmul(PCCX_OP_GEMV, 60000, 1000, 40, 40, TF_WSCALE) |
+			     PCCX_PUT(A, rowmask, rowmask));
+	if (opts && opts->stall_every) {
+		/* each port's range in three descriptors (so three windows), cut inside rows */
+		unsigned p, c;
+
+		for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
+			uint64_t lo = (uint64_t)p * 250 * rb, cut[4] = { 0, 16 * 400, 16 * 1805,
+									 250 * rb };
+
+			for (c = 0; c < 3; c++) {
+				x.j.stream[x.j.n_stream].handle = x.hw;
+				x.j.stream[x.j.n_stream].port = p;
+				x.j.stream[x.j.n_stream].offset = lo + cut[c];
+				x.j.stream[x.j.n_stream].length = cut[c + 1] - cut[c];
+				x.j.n_stream++;
+			}
+		}
+	} else {
+		tj_streams(&x.j, &q, x.hw, 0);
+	}
+	x_matmul(&x, 71000, 3000, 1, 1000, 512, PCCX_WFMT_Q4, false, false, 0);
+	v = tj_view(&x.j);
+	memset(&res, 0, sizeof(res));
+	rc = pccx__sim_backend_submit_wait(b, &v, opts, &res, &d);
+	ck_assert_msg(rc == 0 || res.state == PCCX_ENGINE_ERROR, "submit: %s", d.msg);
+	out->state = res.state;
+	out->error = res.err.error;
+	out->cycles = res.cycles;
+	out->dm_bytes = res.stats.dm_bytes[0] + res.stats.dm_bytes[1] + res.stats.dm_bytes[2] +
+			res.stats.dm_bytes[3];
+	out->ddr_read = res.stats.ddr_read_bytes;
+	if (check_ref && res.state == PCCX_ENGINE_DONE) {
+		for (i = 0; i < (uint64_t)PCCX_L2_WORDS * PCCX_L2_ELEMS_PER_WORD; i++)
+			ck_assert_msg(l2e(b, 0)[i] == pccx_f32_bits(rl2[i]),
+				      "word %llu element %llu: sim 0x%08x ref 0x%08x",
+				      (unsigned long long)(i / 4), (unsigned long long)(i % 4),
+				      l2e(b, 0)[i], pccx_f32_bits(rl2[i]));
+		ck_assert_uint_eq(pccx__sim_s_bits(pccx__sim_backend_sim(b)),
+				  pccx_f32_bits(pccx__ref_exec_sreg(x.ref)));
+		ck_assert_uint_eq(out->dm_bytes, 2 * 1000 * rb + (rowmask ? kept : 1000) * rb);
+		ck_assert_uint_eq(kept, 30 + 2 + 14 + 3 + 3);
+		ck_assert_uint_eq(res.stats.dm_bytes[1], (rowmask ? 2 : 3) * 250 * rb);
+	}
+	pccx__ref_exec_free(x.ref);
+	pccx__sim_backend_destroy(b);
+}
+
+START_TEST(sim_rowmask)
+{
+	struct pccx_sim_config cfg;
+	struct pccx_sim_backend_opts slow = { .stall_every = 7, .stall_phase = 3,
+					      .stall_cycles = 5000 };
+	struct rm_run bulk, edge, dense, off;
+
+	pccx__sim_config_default(&cfg);
+	rm_job(&cfg, false, true, true, NULL, &bulk);
+	ck_assert_int_eq(bulk.state, PCCX_ENGINE_DONE);
+	rm_job(&cfg, true, true, true, NULL, &edge);
+	ck_assert_uint_eq(edge.cycles, bulk.cycles);
+	ck_assert_uint_eq(edge.ddr_read, bulk.ddr_read);
+	/* a host that stalls between its register accesses, and three windows per port cut
+	 * inside rows: later, the same results and bytes */
+	rm_job(&cfg, false, true, true, &slow, &off);
+	ck_assert_int_eq(off.state, PCCX_ENGINE_DONE);
+	ck_assert_uint_ge(off.cycles, bulk.cycles);
+	ck_assert_uint_eq(off.dm_bytes, bulk.dm_bytes);
+	rm_job(&cfg, false, false, true, NULL, &dense);
+	ck_assert_int_eq(dense.state, PCCX_ENGINE_DONE);
+	ck_assert_uint_lt(bulk.cycles, dense.cycles);
+	ck_assert_uint_lt(bulk.ddr_read, dense.ddr_read);
+	/* without the feature: no FEATURES bit, the word is an illegal instruction */
+	cfg.rowmask = 0;
+	rm_job(&cfg, false, true, false, NULL, &off);
+	ck_assert_int_eq(off.state, PCCX_ENGINE_ERROR);
+	ck_assert_uint_eq(off.error & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_ILLEGAL_INSN);
+	/* ... and the dense job runs as before */
+	rm_job(&cfg, false, false, true, NULL, &off);
+	ck_assert_uint_eq(off.cycles, dense.cycles);
+}
+END_TEST
+
+START_TEST(sim_rowmask_feature)
+{
+	pccx_sim *s = mksim();
+	struct pccx_sim_config cfg;
+	pccx_diag d = { 0 };
+
+	ck_assert(t_rd64(s, PCCX_REG_FEATURES) & PCCX_FEAT_ROWMASK);
+	pccx__sim_destroy(s);
+	pccx__sim_config_default(&cfg);
+	cfg.rowmask = 0;
+	ck_assert_int_eq(pccx__sim_create(&cfg, &s, &d), 0);
+	ck_assert(!(t_rd64(s, PCCX_REG_FEATURES) & PCCX_FEAT_ROWMASK));
+	pccx__sim_destroy(s);
+	cfg.rowmask = 2;
+	ck_assert_int_eq(pccx__sim_create(&cfg, &s, &d), PCCX_ERR_RANGE);
 }
 END_TEST
 
@@ -1664,6 +1828,8 @@ static Suite *suite(void)
 	tcase_add_test(t, err_stream_short_timeout);
 	tcase_add_test(t, err_dma_window);
 	tcase_add_test(t, sim_matches_reference);
+	tcase_add_test(t, sim_rowmask);
+	tcase_add_test(t, sim_rowmask_feature);
 	tcase_add_test(t, random_words_never_crash);
 	tcase_add_test(t, random_mmio_never_crashes);
 	tcase_add_test(t, config_dtb);

@@ -1019,14 +1019,59 @@ static void small_gemv_job(void)
 	I("gemv dest=0x10 src=0 wshape=0 fshape=0");
 }
 
+/* One stream descriptor per port, `each` bytes apiece from offset 0 of buffer h; accepted. */
+static void port_quarters(uint32_t h, uint64_t each)
+{
+	unsigned p;
+
+	for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
+		stream(h, p, p * each, each);
+	accept();
+}
+
+/*
+ * A rowmask GEMV may read the whole range of a dense GEMV of its shapes: its stream
+ * descriptors are counted and bounded like a dense one's, whatever its mask keeps.
+ */
+START_TEST(rowmask_stream_range)
+{
+	/* q4 (8, 32) with scales: one 16-byte scale beat + one block beat = 32 bytes a row */
+	job_reset();
+	buf(3, 256, PCCX_BUF_DEV_READ);
+	I("memset cache=fmap entry=0 a=32 b=1 c=1");
+	I("memset cache=weight entry=0 a=8 b=32 c=%u", PCCX_WFMT_Q4);
+	I("gemv dest=0x10 src=0 wshape=0 fshape=0 +w_scale +rowmask");
+	port_quarters(3, 64);
+	ck_assert_uint_eq(J.res.port_bytes[3], 64);
+	/* fewer bytes than the dense range: refused, even if the mask would keep fewer rows */
+	J.stream[3].length = 32;
+	expect(PCCX_ISA_E_STREAM_MISMATCH, PCCX_VW_PORT, 3, -1);
+	expect_detail(64, 32);
+	/* the range must lie in the buffer like any stream */
+	J.stream[3].length = 64;
+	J.stream[3].offset = 224;
+	expect(PCCX_ISA_E_BUF_RANGE, PCCX_VW_STREAM, 3, -1);
+	/* rowmask is q4 only (an f32 weight entry refuses it) */
+	job_reset();
+	program_only();
+	I("memset cache=fmap entry=0 a=4 b=1 c=1");
+	I("memset cache=weight entry=0 a=4 b=4 c=%u", PCCX_WFMT_F32);
+	I("gemv dest=0x10 src=0 wshape=0 fshape=0 +rowmask");
+	expect(PCCX_ISA_E_FLAGS, PCCX_VW_INSN, 2, PCCX_FID_A_rowmask);
+	/* its mask is its destination: an overlap with the input is refused as for any GEMV */
+	job_reset();
+	program_only();
+	I("memset cache=fmap entry=0 a=32 b=1 c=1");
+	I("memset cache=weight entry=0 a=8 b=32 c=%u", PCCX_WFMT_Q4);
+	I("gemv dest=0x4 src=0 wshape=0 fshape=0 +w_scale +rowmask");
+	expect(PCCX_ISA_E_OVERLAP, PCCX_VW_INSN, 2, PCCX_FID_A_dest);
+}
+END_TEST
+
 START_TEST(stream_mismatch)
 {
 	small_gemv_job();
-	stream(3, 0, 0, 16);
-	stream(3, 1, 16, 16);
-	stream(3, 2, 32, 16);
-	stream(3, 3, 48, 16);
-	accept();
+	port_quarters(3, 16);
 	ck_assert_uint_eq(J.res.port_bytes[2], 16);
 	/* too few bytes on one port */
 	J.n_stream = 2;
@@ -1455,6 +1500,7 @@ static Suite *validate_suite(void)
 	tcase_add_test(tc, desc_flags);
 	tcase_add_test(tc, stream_port);
 	tcase_add_test(tc, stream_mismatch);
+	tcase_add_test(tc, rowmask_stream_range);
 	tcase_add_test(tc, stream_fewer_rows_than_ports);
 	suite_add_tcase(s, tc);
 

@@ -111,6 +111,9 @@ struct pccx_session_opts {
 	bool verify;              /* run the bit-exact reference alongside and compare every stage */
 	uint32_t prompt_chunk;    /* prompt tokens per job (0: as many as L2 holds; 1: one decode
 				   * step per token); the bits are those of one step per token */
+	bool no_rowmask;          /* stream the sparse layers' W_up whole even on a device with
+				   * FEATURES.ROWMASK (which reads only the rows the activation
+				   * keeps); the logits and KV rows are the same */
 };
 
 /* Called for each sampled token with its text piece; return non-zero to stop generating. */
@@ -125,7 +128,10 @@ struct pccx_stats {
 	uint64_t decode_steps;         /* generation steps run on the device */
 	uint64_t decode_weight_bytes;  /* weight bytes streamed by the generation steps */
 	double device_seconds;         /* device time at the modelled clock */
-	uint64_t weight_bytes;         /* bytes streamed from DDR as weights */
+	uint64_t weight_bytes;         /* bytes streamed from DDR as weights: on the simulator
+					* those read; other backends count those the jobs' weight
+					* streams name, more than are read where a GEMV rowmask
+					* skips rows (Gemma 3n's sparse layers) */
 	uint64_t dma_bytes;            /* other DDR traffic */
 	double ddr_utilisation;        /* fraction of the DDR bandwidth ceiling reached */
 	uint64_t jobs;                 /* jobs submitted */
