@@ -934,6 +934,7 @@ int pccx_job_init(struct pccx_device *pdev)
 
 	pccx__vlimits_default(&pdev->lim);
 	pdev->lim.l2_words = pdev->l2_words;
+	pdev->lim.features = pdev->features;
 
 	if (pdev->features & PCCX_FEAT_SOFT_RESET) {
 		ret = pccx_hw_reset(pdev);

@@ -63,6 +63,13 @@ struct pccx_vlimits {
 	uint32_t max_dma;         /* at most 2^17: the desc field is 17 bits */
 	uint32_t max_stream;
 	uint64_t max_desc_bytes;
+	/*
+	 * The device's FEATURES bits (isa/pccx_regs.h): a word that needs an extension the
+	 * device lacks (the CVO smul without SMUL, a GEMV rowmask without ROWMASK) is refused
+	 * here rather than faulting on the device. The default is every extension: a program
+	 * checked without a device.
+	 */
+	uint64_t features;
 	/* Check the instructions alone (a bare program file): the pairing of
 	 * MEMCPY with host DMA descriptors and of GEMV/GEMM with weight streams is
 	 * skipped, everything else is checked. */

@@ -4,6 +4,7 @@
  * reaches a device: each word, each descriptor, and how they fit together.
  */
 #include "pccx_job.h"
+#include "pccx_regs.h"
 
 #define DESC_ALIGN PCCX_BEAT_BYTES
 
@@ -14,6 +15,7 @@ void pccx__vlimits_default(struct pccx_vlimits *lim)
 	lim->max_dma = 1u << 17;
 	lim->max_stream = 1u << 16;
 	lim->max_desc_bytes = (1ull << 32) - DESC_ALIGN;
+	lim->features = ~0ull;
 	lim->program_only = false;
 }
 
@@ -132,6 +134,15 @@ int pccx__validate(const struct pccx_job_view *job, pccx_buf_lookup_fn lookup, v
 		err = pccx__decode(job->insn[i], &in, &f);
 		if (err)
 			return reject(res, err, PCCX_VW_INSN, i, f.field, 0, job->insn[i]);
+		/* extensions the device does not report are what upstream's would make of them */
+		if (in.opcode == PCCX_OP_CVO && in.f[PCCX_FID_D_func] == PCCX_CVO_SMUL &&
+		    !(lim->features & PCCX_FEAT_SMUL))
+			return reject(res, PCCX_ISA_E_CVO_FUNC, PCCX_VW_INSN, i, PCCX_FID_D_func,
+				      PCCX_FEAT_SMUL, lim->features);
+		if (in.opcode == PCCX_OP_GEMV && in.f[PCCX_FID_A_rowmask] &&
+		    !(lim->features & PCCX_FEAT_ROWMASK))
+			return reject(res, PCCX_ISA_E_FLAGS, PCCX_VW_INSN, i, PCCX_FID_A_rowmask,
+				      PCCX_FEAT_ROWMASK, lim->features);
 		err = pccx__insn_effects(&in, &st, lim->l2_words, &fx, &f);
 		if (err)
 			return reject(res, err, PCCX_VW_INSN, i, f.field, 0, job->insn[i]);

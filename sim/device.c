@@ -166,7 +166,7 @@ void pccx__sim_device_core_tick(struct pccx_sim *s)
 
 /* ---- the control page ----------------------------------------------------------------- */
 
-static uint64_t features(const struct pccx_sim *s)
+uint64_t pccx__sim_features(const pccx_sim *s)
 {
 	uint64_t f = PCCX_FEAT_STATUS_REGS | PCCX_FEAT_ERROR_REG | PCCX_FEAT_IRQ |
 		     PCCX_FEAT_SOFT_RESET | PCCX_FEAT_RETIRED | PCCX_FEAT_CVO_EXT |
@@ -193,7 +193,7 @@ static uint64_t ctrl_read(struct pccx_sim *s, uint32_t reg)
 		return ((uint64_t)PCCX_ID_MAGIC << 32) | (PCCX_ID_MAJOR << 24) |
 		       (SIM_ID_MINOR << 16) | SIM_ID_BUILD;
 	case PCCX_REG_FEATURES:
-		return features(s);
+		return pccx__sim_features(s);
 	case PCCX_REG_RETIRED:
 		return s->retired;
 	case PCCX_REG_ERROR:

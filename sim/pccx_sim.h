@@ -90,6 +90,8 @@ PCCX_MUST_CHECK int pccx__sim_create(const struct pccx_sim_config *cfg, pccx_sim
 				     pccx_diag *d);
 void pccx__sim_destroy(pccx_sim *sim);
 const struct pccx_sim_config *pccx__sim_get_config(const pccx_sim *sim);
+/* What the FEATURES register reads, without a register access (no simulated time). */
+uint64_t pccx__sim_features(const pccx_sim *sim);
 
 /*
  * MMIO at an offset from the device base (0 .. PCCX_MMIO_SIZE). The control page has 64-bit

@@ -73,7 +73,7 @@ static int validate(struct pccx_fw_server *s, const struct pccx_job_view *job,
 	struct pccx_vlimits lim;
 	int err;
 
-	/* the L2 bound is the device's (a configured simulator may have another size) */
+	/* the L2 bound and the extensions are the device's (a configured simulator may differ) */
 	if (!s->l2_words) {
 		struct pccx_fw_dev_info di;
 
@@ -82,9 +82,11 @@ static int validate(struct pccx_fw_server *s, const struct pccx_job_view *job,
 			return pccx__fw_refuse(why, PCCX_LINK_E_DEVICE, 0, 0,
 					       "the device's L2 size cannot be read");
 		s->l2_words = di.l2_words;
+		s->features = di.features;
 	}
 	pccx__vlimits_default(&lim);
 	lim.l2_words = s->l2_words;
+	lim.features = s->features;
 	__builtin_memset(&vr, 0, sizeof(vr));
 	/* the reply is built afterwards: the tx buffer is the validator's scratch until then */
 	err = pccx__validate(job, lookup, s, &lim, s->cfg.tx, &vr);

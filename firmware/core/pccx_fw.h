@@ -160,6 +160,8 @@ struct pccx_fw_server {
 	uint32_t wait_seq;
 	uint64_t wait_deadline_ms;
 	bool wedged;                    /* a reset failed: jobs refused until a RESET works */
+	uint64_t features;              /* the device's FEATURES, read with l2_words: the
+					 * extensions the validator lets a job use */
 	uint32_t l2_words;              /* the device's, read at the first SUBMIT: the validator's
 					 * L2 bound */
 	/* the validator's bitmap is the tx buffer: a job names at most 8 * (buf_size - 1) host

@@ -382,12 +382,16 @@ int pccx__sim_backend_submit_wait(struct pccx_sim_backend *b, const struct pccx_
 
 	if (!opts->no_validate) {
 		struct pccx_vresult vr;
+		struct pccx_vlimits lim;
 		uint8_t *used = malloc(PCCX_DMA_BITMAP_BYTES(job->n_dma));
 		int err;
 
 		if (!used)
 			return pccx__fail(d, PCCX_ERR_NOMEM, "sim backend: out of memory");
-		err = pccx__validate(job, buf_lookup, b, NULL, used, &vr);
+		pccx__vlimits_default(&lim);
+		lim.l2_words = pccx__sim_get_config(b->sim)->l2_words;
+		lim.features = pccx__sim_features(b->sim);
+		err = pccx__validate(job, buf_lookup, b, &lim, used, &vr);
 		free(used);
 		if (err) {
 			char msg[400];

@@ -1191,6 +1191,12 @@ START_TEST(err_smul_without_the_feature)
 	tj_add(&j, t_cvo(PCCX_CVO_MUL, 0, 10, 8, 0));
 	tj_add(&j, t_cvo(PCCX_CVO_SMUL, 0, 10, 8, 0));
 	v = tj_view(&j);
+	/* the backend validates against the device's FEATURES: refused before it runs */
+	o.no_validate = false;
+	ck_assert_int_eq(pccx__sim_backend_submit_wait(b, &v, &o, &res, &d), PCCX_ERR_VALIDATE);
+	ck_assert_ptr_nonnull(strstr(d.msg, "CVO_FUNC"));
+	/* and the device itself refuses the word */
+	o.no_validate = true;
 	ck_assert_int_eq(pccx__sim_backend_submit_wait(b, &v, &o, &res, &d), PCCX_ERR_DEVICE);
 	ck_assert_uint_eq(res.err.error & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_ILLEGAL_INSN);
 	ck_assert_uint_eq((res.err.error & PCCX_ERROR_ISA_MASK) >> PCCX_ERROR_ISA_SHIFT,
@@ -1616,6 +1622,7 @@ START_TEST(sim_rowmask)
 	struct pccx_sim_config cfg;
 	struct pccx_sim_backend_opts slow = { .stall_every = 7, .stall_phase = 3,
 					      .stall_cycles = 5000 };
+	struct pccx_sim_backend_opts raw = { .no_validate = true };
 	struct rm_run bulk, edge, dense, off;
 
 	pccx__sim_config_default(&cfg);
@@ -1634,9 +1641,10 @@ START_TEST(sim_rowmask)
 	ck_assert_int_eq(dense.state, PCCX_ENGINE_DONE);
 	ck_assert_uint_lt(bulk.cycles, dense.cycles);
 	ck_assert_uint_lt(bulk.ddr_read, dense.ddr_read);
-	/* without the feature: no FEATURES bit, the word is an illegal instruction */
+	/* without the feature: no FEATURES bit, the word is an illegal instruction (the
+	 * validator, given the device's FEATURES, refuses it first: test_validate) */
 	cfg.rowmask = 0;
-	rm_job(&cfg, false, true, false, NULL, &off);
+	rm_job(&cfg, false, true, false, &raw, &off);
 	ck_assert_int_eq(off.state, PCCX_ENGINE_ERROR);
 	ck_assert_uint_eq(off.error & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_ILLEGAL_INSN);
 	/* ... and the dense job runs as before */

@@ -15,6 +15,7 @@
 
 #include "pccx_asm.h"
 #include "pccx_job.h"
+#include "pccx_regs.h"
 
 #define L2 PCCX_L2_WORDS
 
@@ -1068,6 +1069,30 @@ START_TEST(rowmask_stream_range)
 }
 END_TEST
 
+/*
+ * The extensions a device lacks (FEATURES without SMUL or ROWMASK, as the kernel, the board
+ * and the simulator pass it) are refused at their word, as upstream's device would; the
+ * default limits, for a program checked without a device, take every extension.
+ */
+START_TEST(extensions_need_the_feature)
+{
+	job_reset();
+	program_only();
+	I("memset cache=fmap entry=0 a=32 b=1 c=1");
+	I("memset cache=weight entry=0 a=8 b=32 c=%u", PCCX_WFMT_Q4);
+	I("cvo func=smul src=0x20 dst=0x30 len=8");
+	I("gemv dest=0x10 src=0 wshape=0 fshape=0 +w_scale +rowmask");
+	ck_assert_int_eq(run(), 0);
+	J.lim.features = ~(uint64_t)PCCX_FEAT_SMUL;
+	expect(PCCX_ISA_E_CVO_FUNC, PCCX_VW_INSN, 2, PCCX_FID_D_func);
+	expect_detail(PCCX_FEAT_SMUL, ~(uint64_t)PCCX_FEAT_SMUL);
+	J.lim.features = ~(uint64_t)PCCX_FEAT_ROWMASK;
+	expect(PCCX_ISA_E_FLAGS, PCCX_VW_INSN, 3, PCCX_FID_A_rowmask);
+	J.lim.features = PCCX_FEAT_SMUL | PCCX_FEAT_ROWMASK;
+	ck_assert_int_eq(run(), 0);
+}
+END_TEST
+
 START_TEST(stream_mismatch)
 {
 	small_gemv_job();
@@ -1501,6 +1526,7 @@ static Suite *validate_suite(void)
 	tcase_add_test(tc, stream_port);
 	tcase_add_test(tc, stream_mismatch);
 	tcase_add_test(tc, rowmask_stream_range);
+	tcase_add_test(tc, extensions_need_the_feature);
 	tcase_add_test(tc, stream_fewer_rows_than_ports);
 	suite_add_tcase(s, tc);
 
