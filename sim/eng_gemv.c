@@ -14,8 +14,9 @@
  * stored (pccx__out_store, accm reading the old values) at completion. Q4 rows with scales
  * are computed with the reference's single-thread row kernels (the same bits as
  * pccx__q4_row_dot, reference/kernels.h), a batch of rows at a time where they lie in host
- * memory (the weight FIFOs hold where their beats came from, wstream.c): the results are only
- * read at completion, so holding complete rows changes nothing but the host's time.
+ * memory (the weight FIFOs hold where their beats came from, wstream.c), on a second thread
+ * (rowq.c): the results are only read at completion, so holding complete rows changes nothing
+ * but the host's time.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -26,8 +27,9 @@
 
 #define SIM_MAX_F32T_BYTES (1ull << 28)
 /* Rows computed together at most: long enough runs for the kernel's prefetch of the next
- * group of rows to pay (rows are read in host memory, so only the results wait). */
-#define SIM_Q4_BATCH_BYTES (1u << 20)
+ * group of rows to pay (rows are read in host memory, so only the results wait), short
+ * enough that the second thread (rowq.c) keeps close behind the stream. */
+#define SIM_Q4_BATCH_BYTES (1u << 18)
 
 /* A little-endian FP32 of a stream record. */
 static float f32_le(const uint8_t *p)
@@ -40,7 +42,7 @@ void pccx__sim_matmul_abort(struct pccx_sim *s, struct sim_matmul *mm)
 {
 	unsigned p;
 
-	(void)s;
+	pccx__sim_rowq_wait(s);        /* batches in progress read the activations */
 	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
 		free(mm->lane[p].row);
 		mm->lane[p].row = NULL;
@@ -224,8 +226,10 @@ static void lane_flush(struct pccx_sim *s, struct sim_matmul *mm, unsigned p)
 {
 	struct sim_lane *l = &mm->lane[p];
 
+	/* on the second thread: the rows lie in host memory and the results wait for complete() */
 	if (l->pend)
-		q4_rows(s, mm, l->pend_host, l->pend, l->pend_row);
+		pccx__sim_rowq_post(s, l->pend_host, l->row_bytes, l->pend, mm->act, mm->m,
+				    mm->y + l->pend_row, mm->n);
 	l->pend = 0;
 }
 
@@ -236,6 +240,7 @@ void pccx__sim_matmul_flush(struct pccx_sim *s, struct sim_matmul *mm)
 	if (mm->busy)
 		for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
 			lane_flush(s, mm, p);
+	pccx__sim_rowq_wait(s);
 }
 
 /*
@@ -257,7 +262,9 @@ static void lane_row_inplace(struct pccx_sim *s, struct sim_matmul *mm, unsigned
 			l->pend_row = row;
 		}
 		l->pend++;
-		if (l->pend == l->batch || row + 1 == l->row_first + l->row_count)
+		/* towards the lane's last row the batches halve, so that little is left to
+		 * compute when the instruction completes */
+		if (l->pend == l->batch || l->pend >= l->row_first + l->row_count - row - 1)
 			lane_flush(s, mm, p);
 		return;
 	}
@@ -321,6 +328,7 @@ static void complete(struct pccx_sim *s, struct sim_matmul *mm)
 	uint32_t dest = op->in.f[PCCX_FID_A_dest], nw = pccx_words_for(mm->n);
 	uint32_t r, i;
 
+	pccx__sim_rowq_wait(s);        /* the rows computed on the second thread */
 	for (r = 0; r < mm->m; r++) {
 		float *y = mm->y + (size_t)r * mm->n;
 		float *out = mm->out + (size_t)r * mm->n;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The simulator's bulk advance (sim/bulk.c) against its edge-by-edge model: a decode-like job
- * run both ways gives the same cycles, statistics, per-instruction times, trace, L2, S and
- * host bytes, under configurations that put the weight streams in every regime (port-bound,
+ * run both ways (the q4 rows computed on the caller's thread edge by edge, on a second thread
+ * in bulk) gives the same cycles, statistics, per-instruction times, trace, L2, S and host
+ * bytes, under configurations that put the weight streams in every regime (port-bound,
  * DDR-bound with lanes waiting, FIFOs of 64 beats with two bursts in flight, an AXI clock that
  * rarely meets the core clock, a host that stalls). And the weight FIFOs, which read their
  * bytes from host memory when a lane takes them: a device write to host memory after a stream
@@ -191,6 +192,8 @@ static void run_job(const struct pccx_sim_config *cfg, bool every_edge, bool slo
 	ck_assert_msg(pccx__sim_backend_create(cfg, &b, &d) == 0, "%s", d.msg);
 	sim = pccx__sim_backend_sim(b);
 	pccx__sim_set_every_edge(sim, every_edge);
+	/* edge by edge, the q4 rows are computed on this thread; in bulk, on the second one */
+	pccx__sim_set_row_thread(sim, !every_edge);
 	ck_assert_int_eq(pccx__sim_backend_buf_alloc(b, 4096, PCCX_BUF_DEV_READ, &hx, &d), 0);
 	ck_assert_int_eq(pccx__sim_backend_buf_alloc(b, wbytes, PCCX_BUF_DEV_READ, &hw, &d), 0);
 	ck_assert_int_eq(pccx__sim_backend_buf_alloc(b, 4096 + (uint64_t)OUT_WORDS * 16,
