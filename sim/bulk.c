@@ -363,28 +363,6 @@ static struct bulk_ch *next_booking(struct bulk *b)
 	return first;
 }
 
-/* The window through bulk_steady.c when its assumptions hold: the channels' counts as ch_run
- * would leave them. */
-static bool steady(struct pccx_sim *s, struct bulk *b)
-{
-	uint32_t got[PCCX_WSTREAM_PORTS], booked[PCCX_WSTREAM_PORTS];
-	unsigned p, lanes = 0;
-
-	for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
-		lanes |= (b->ch[p].lane != NULL) << p;
-	if (!pccx__sim_steady(s, b->a, b->e, lanes, got, booked))
-		return false;
-	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
-		struct bulk_ch *bc = &b->ch[p];
-
-		bc->got = got[p];
-		bc->taken = bc->lane ? (uint32_t)(b->e - b->a) : 0;
-		bc->reserved += booked[p] - got[p];
-		bc->level += got[p] - bc->taken;
-	}
-	return true;
-}
-
 /* The channels run to the window's end, the bookings made in the edge model's order. */
 static void stream_run(struct pccx_sim *s, struct bulk *b)
 {
@@ -392,17 +370,15 @@ static void stream_run(struct pccx_sim *s, struct bulk *b)
 	unsigned p;
 
 	memset(b->starve, 0, (size_t)(n + 63) / 64 * sizeof(b->starve[0]));
-	if (b->starve_all || !steady(s, b)) {
-		for (p = 0; p < BULK_CH; p++)
-			ch_run(s, b, &b->ch[p]);
-		for (;;) {
-			struct bulk_ch *first = next_booking(b);
+	for (p = 0; p < BULK_CH; p++)
+		ch_run(s, b, &b->ch[p]);
+	for (;;) {
+		struct bulk_ch *first = next_booking(b);
 
-			if (!first)
-				break;
-			ch_book(s, first);
-			ch_run(s, b, first);
-		}
+		if (!first)
+			break;
+		ch_book(s, first);
+		ch_run(s, b, first);
 	}
 	for (p = 0; p < BULK_CH; p++) {
 		struct bulk_ch *bc = &b->ch[p];

@@ -522,7 +522,6 @@ void pccx__sim_destroy(pccx_sim *s)
 	pccx__sim_matmul_abort(s, &s->gemv);
 	pccx__sim_matmul_abort(s, &s->gemm);
 	pccx__sim_rowq_stop(s);
-	free(s->steady);
 	for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
 		pccx__sim_beatq_free(&s->wq[p]);
 	pccx__sim_beatq_free(&s->fmapq);
@@ -543,12 +542,6 @@ void pccx__sim_set_every_edge(pccx_sim *s, bool every_edge)
 {
 	pccx__sim_sync(s);
 	s->every_edge = every_edge;
-}
-
-void pccx__sim_steady_counts(const pccx_sim *s, uint64_t *steady, uint64_t *missed)
-{
-	*steady = s->steady_windows;
-	*missed = s->steady_missed;
 }
 
 uint8_t *pccx__sim_l2(pccx_sim *s)

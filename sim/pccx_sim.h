@@ -248,9 +248,6 @@ void pccx__sim_inject_error(pccx_sim *sim, uint32_t index, uint32_t cause);
  * trace and bits; tests compare them.
  */
 void pccx__sim_set_every_edge(pccx_sim *sim, bool every_edge);
-/* Bulk windows whose weight streams ran in one pass (their steady state), and those whose
- * checks of that state failed (run the general way): for tests of both paths. */
-void pccx__sim_steady_counts(const pccx_sim *sim, uint64_t *steady, uint64_t *missed);
 /* Compute the q4 row batches on a second thread (the default where there are two CPUs) or
  * on the caller's. Both give the same bits; tests compare them. */
 void pccx__sim_set_row_thread(pccx_sim *sim, bool on);

@@ -247,8 +247,6 @@ struct pccx_sim {
 	bool host_backlog;             /* the host has words it has not pushed yet */
 
 	struct sim_trace *trace;
-	struct steady *steady;         /* bulk_steady.c's working space */
-	uint64_t steady_windows, steady_missed;  /* windows it ran / whose checks failed */
 };
 
 /* l2.c */
@@ -354,13 +352,6 @@ enum { SIM_BULK_NONE, SIM_BULK_DONE, SIM_BULK_DEFERRED };
 int pccx__sim_bulk(struct pccx_sim *s, uint64_t t_ps, bool may_defer);
 /* Run the edges deferred by bulk advance (see struct pccx_sim's defer_h). */
 void pccx__sim_sync(struct pccx_sim *s);
-
-/* bulk_steady.c: the weight streams of AXI cycles [a, e) in their steady state, every lane in
- * `lanes` (bit p) taking a beat each cycle. True: done (the DataMovers' bursts and the DDR
- * model moved on; got: beats delivered, booked: beats of the bursts booked, per port). False:
- * nothing changed, the window needs the general path. */
-bool pccx__sim_steady(struct pccx_sim *s, uint64_t a, uint64_t e, unsigned lanes,
-		      uint32_t got[PCCX_WSTREAM_PORTS], uint32_t booked[PCCX_WSTREAM_PORTS]);
 
 /* timing.c: the clocks and the DDR model */
 void pccx__sim_run_to(struct pccx_sim *s, uint64_t t_ps);
