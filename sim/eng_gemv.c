@@ -253,6 +253,7 @@ static void lane_row_inplace(struct pccx_sim *s, struct sim_matmul *mm, unsigned
 	struct sim_lane *l = &mm->lane[p];
 	uint32_t beats = (uint32_t)(l->row_bytes / SIM_BEAT);
 	const uint8_t *w = pccx__sim_wq_host(&s->wq[p], l->row_beat, beats);
+	uint32_t left;
 
 	if (w) {
 		if (l->pend && l->pend_host + (size_t)l->pend * l->row_bytes != w)
@@ -262,9 +263,10 @@ static void lane_row_inplace(struct pccx_sim *s, struct sim_matmul *mm, unsigned
 			l->pend_row = row;
 		}
 		l->pend++;
-		/* towards the lane's last row the batches halve, so that little is left to
-		 * compute when the instruction completes */
-		if (l->pend == l->batch || l->pend >= l->row_first + l->row_count - row - 1)
+		/* towards the lane's last row the batches halve (down to a group of the kernel's
+		 * 16 rows), so that little is left to compute when the instruction completes */
+		left = l->row_first + l->row_count - row - 1;
+		if (l->pend == l->batch || !left || (l->pend >= left && l->pend >= 16))
 			lane_flush(s, mm, p);
 		return;
 	}

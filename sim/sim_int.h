@@ -178,7 +178,8 @@ struct pccx_sim {
 	struct pccx_sim_config cfg;
 	sim_q4_rows_fn q4_rows;   /* the q4 row dots (with scales) */
 	struct sim_rowq *rowq;         /* the thread computing q4 row batches (rowq.c) */
-	bool rowq_off;                 /* ... none: batches are computed where posted */
+	int rowq_mode;                 /* 1 always, -1 never, 0 when a CPU is spare for it */
+	bool rowq_tried;               /* rowq_mode applied: rowq is what it gave */
 	bool every_edge;               /* pccx__sim_set_every_edge(): no bulk advance */
 	/*
 	 * Deferred edges: when no event comes before defer_h (ps), time runs on without the
