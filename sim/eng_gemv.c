@@ -27,9 +27,10 @@
 
 #define SIM_MAX_F32T_BYTES (1ull << 28)
 /* Rows computed together at most: long enough runs for the kernel's prefetch of the next
- * group of rows to pay (rows are read in host memory, so only the results wait), short
- * enough that the second thread (rowq.c) keeps close behind the stream. */
-#define SIM_Q4_BATCH_BYTES (1u << 18)
+ * group of rows to pay (rows are read in host memory, so only the results wait); with a
+ * second thread (rowq.c), short enough that it keeps close behind the stream. */
+#define SIM_Q4_BATCH_BYTES (1u << 20)
+#define SIM_Q4_BATCH_BYTES_RQ (1u << 18)
 
 /* A little-endian FP32 of a stream record. */
 static float f32_le(const uint8_t *p)
@@ -113,11 +114,12 @@ static int q4_kernel_prepare(struct sim_matmul *mm)
 }
 
 /* Rows of a lane computed together in place (0: the rows are copied out beat by beat). */
-static uint32_t lane_batch(uint64_t row_bytes)
+static uint32_t lane_batch(struct pccx_sim *s, uint64_t row_bytes)
 {
 	if (row_bytes > (uint64_t)SIM_ROW_BEATS * SIM_BEAT)
 		return 0;
-	return (uint32_t)(SIM_Q4_BATCH_BYTES / row_bytes);
+	return (uint32_t)((pccx__sim_rowq_active(s) ? SIM_Q4_BATCH_BYTES_RQ : SIM_Q4_BATCH_BYTES) /
+			  row_bytes);
 }
 
 int pccx__sim_matmul_start(struct pccx_sim *s, struct sim_matmul *mm, struct sim_op *op)
@@ -175,7 +177,7 @@ int pccx__sim_matmul_start(struct pccx_sim *s, struct sim_matmul *mm, struct sim
 		pccx__wstream_port_rows(&mm->ws, p, &l->row_first, &l->row_count);
 		l->row_bytes = row_bytes;
 		l->bytes_left = (uint64_t)l->row_count * row_bytes;
-		l->batch = mm->act ? lane_batch(row_bytes) : 0;
+		l->batch = mm->act ? lane_batch(s, row_bytes) : 0;
 		l->inplace = l->batch != 0;
 		/* in place, a row wrapping around the FIFO's storage is copied out */
 		if (l->row_count && !(l->row = malloc(row_bytes)))

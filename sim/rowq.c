@@ -171,6 +171,11 @@ static struct sim_rowq *rowq_get(struct pccx_sim *s)
 	return q;
 }
 
+bool pccx__sim_rowq_active(struct pccx_sim *s)
+{
+	return rowq_get(s) != NULL;
+}
+
 void pccx__sim_rowq_post(struct pccx_sim *s, const uint8_t *w, uint64_t row_bytes, uint32_t n,
 			 const struct pccx_kern_act *act, uint32_t m, float *y, size_t ystride)
 {

@@ -346,6 +346,8 @@ void pccx__sim_matmul_flush(struct pccx_sim *s, struct sim_matmul *mm);
 void pccx__sim_rowq_post(struct pccx_sim *s, const uint8_t *w, uint64_t row_bytes, uint32_t n,
 			 const struct pccx_kern_act *act, uint32_t m, float *y, size_t ystride);
 void pccx__sim_rowq_wait(struct pccx_sim *s);
+/* Whether batches go to the second thread (started if it is to be). */
+bool pccx__sim_rowq_active(struct pccx_sim *s);
 void pccx__sim_rowq_stop(struct pccx_sim *s);
 
 /* bulk.c: advance through edges whose effect is known in closed form */
