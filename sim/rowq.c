@@ -50,15 +50,6 @@ struct sim_rowq {
  * as a batch (the same trade as reference/pool.c's). */
 #define ROWQ_SPINS 1000u
 
-static void relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#else
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-#endif
-}
-
 /* Spin (ROWQ_SPINS at most) until no batch is pending, or (worker) one is or it stops. */
 static void spin(struct sim_rowq *q, bool until_empty)
 {
@@ -69,7 +60,7 @@ static void spin(struct sim_rowq *q, bool until_empty)
 
 		if (until_empty ? !n : n || __atomic_load_n(&q->stop, __ATOMIC_RELAXED))
 			return;
-		relax();
+		pccx__pool_relax();
 	}
 }
 
