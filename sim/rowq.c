@@ -9,18 +9,11 @@
  * for the one it has (a busy machine may leave the thread behind). Each batch is one call of
  * the same row kernel on the same rows as before, so the bits do not depend on which thread
  * computed them or when. The thread is started with the first batch if a CPU is spare for it
- * (cpu_spare()); otherwise batches are computed where they are posted.
+ * (cpu_spare()); otherwise, and in the bare-metal firmware, batches are computed where they
+ * are posted.
  */
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-
 #include "kernels.h"
-#include "pool.h"
 #include "sim_int.h"
-
-/* Batches posted and not computed yet, at most; a post beyond waits for room. */
-#define ROWQ_JOBS 64u
 
 struct rowq_job {
 	sim_q4_rows_fn fn;
@@ -31,6 +24,57 @@ struct rowq_job {
 	float *y;                      /* y[r * ystride + i]: row i for activation r */
 	size_t ystride;
 };
+
+static void job_run(const struct rowq_job *j)
+{
+	uint32_t r;
+
+	for (r = 0; r < j->m; r++)
+		j->fn(j->w, j->row_bytes, j->n, &j->act[r], j->y + (size_t)r * j->ystride);
+}
+
+#ifdef PCCX_FREESTANDING
+/* The bare-metal firmware has no threads: batches are computed where they are posted. */
+bool pccx__sim_rowq_active(struct pccx_sim *s)
+{
+	(void)s;
+	return false;
+}
+
+void pccx__sim_rowq_post(struct pccx_sim *s, const uint8_t *w, uint64_t row_bytes, uint32_t n,
+			 const struct pccx_kern_act *act, uint32_t m, float *y, size_t ystride)
+{
+	struct rowq_job j = { s->q4_rows, w, row_bytes, n, m, act, y, ystride };
+
+	job_run(&j);
+}
+
+void pccx__sim_rowq_wait(struct pccx_sim *s)
+{
+	(void)s;
+}
+
+void pccx__sim_set_row_thread(pccx_sim *s, bool on)
+{
+	(void)s;
+	(void)on;
+}
+
+void pccx__sim_rowq_stop(struct pccx_sim *s)
+{
+	(void)s;
+}
+
+#else
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "pool.h"
+
+/* Batches posted and not computed yet, at most; a post beyond waits for room. */
+#define ROWQ_JOBS 64u
+
 
 struct sim_rowq {
 	pthread_mutex_t lock;
@@ -64,13 +108,6 @@ static void spin(struct sim_rowq *q, bool until_empty)
 	}
 }
 
-static void job_run(const struct rowq_job *j)
-{
-	uint32_t r;
-
-	for (r = 0; r < j->m; r++)
-		j->fn(j->w, j->row_bytes, j->n, &j->act[r], j->y + (size_t)r * j->ystride);
-}
 
 /* Take the oldest batch not started (the worker) or the newest (the simulator, waiting). */
 static struct rowq_job take(struct sim_rowq *q, bool newest)
@@ -251,3 +288,5 @@ void pccx__sim_rowq_stop(struct pccx_sim *s)
 	free(q);
 	s->rowq = NULL;
 }
+
+#endif /* PCCX_FREESTANDING */
