@@ -43,6 +43,11 @@ static void relax(void)
 #endif
 }
 
+void pccx__pool_relax(void)
+{
+	relax();
+}
+
 static unsigned long long gen_now(struct pccx_pool *p)
 {
 	return __atomic_load_n(&p->gen, __ATOMIC_ACQUIRE);

@@ -22,6 +22,8 @@ void pccx__pool_destroy(struct pccx_pool *p);
 unsigned pccx__pool_threads(const struct pccx_pool *p);
 /* Not reentrant: one run at a time per pool. p == NULL runs fn(ctx, 0, 1). */
 void pccx__pool_run(struct pccx_pool *p, pccx_pool_fn fn, void *ctx);
+/* One step of a spin-wait (a pause where the CPU has one). */
+void pccx__pool_relax(void);
 /* Online CPUs (>= 1). */
 unsigned pccx__pool_ncpu(void);
 

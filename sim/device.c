@@ -525,6 +525,7 @@ void pccx__sim_destroy(pccx_sim *s)
 	pccx__sim_trace_free(s);
 	pccx__sim_matmul_abort(s, &s->gemv);
 	pccx__sim_matmul_abort(s, &s->gemm);
+	pccx__sim_rowq_stop(s);
 	for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
 		pccx__sim_beatq_free(&s->wq[p]);
 	pccx__sim_beatq_free(&s->fmapq);

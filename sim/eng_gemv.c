@@ -14,8 +14,9 @@
  * stored (pccx__out_store, accm reading the old values) at completion. Q4 rows with scales
  * are computed with the reference's single-thread row kernels (the same bits as
  * pccx__q4_row_dot, reference/kernels.h), a batch of rows at a time where they lie in host
- * memory (the weight FIFOs hold where their beats came from, wstream.c): the results are only
- * read at completion, so holding complete rows changes nothing but the host's time.
+ * memory (the weight FIFOs hold where their beats came from, wstream.c), on a second thread
+ * (rowq.c): the results are only read at completion, so holding complete rows changes nothing
+ * but the host's time.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -26,8 +27,10 @@
 
 #define SIM_MAX_F32T_BYTES (1ull << 28)
 /* Rows computed together at most: long enough runs for the kernel's prefetch of the next
- * group of rows to pay (rows are read in host memory, so only the results wait). */
+ * group of rows to pay (rows are read in host memory, so only the results wait); with a
+ * second thread (rowq.c), short enough that it keeps close behind the stream. */
 #define SIM_Q4_BATCH_BYTES (1u << 20)
+#define SIM_Q4_BATCH_BYTES_RQ (1u << 18)
 
 /* A little-endian FP32 of a stream record. */
 static float f32_le(const uint8_t *p)
@@ -40,7 +43,7 @@ void pccx__sim_matmul_abort(struct pccx_sim *s, struct sim_matmul *mm)
 {
 	unsigned p;
 
-	(void)s;
+	pccx__sim_rowq_wait(s);        /* batches in progress read the activations */
 	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
 		free(mm->lane[p].row);
 		mm->lane[p].row = NULL;
@@ -113,11 +116,12 @@ static int q4_kernel_prepare(struct sim_matmul *mm)
 }
 
 /* Rows of a lane computed together in place (0: the rows are copied out beat by beat). */
-static uint32_t lane_batch(uint64_t row_bytes)
+static uint32_t lane_batch(struct pccx_sim *s, uint64_t row_bytes)
 {
 	if (row_bytes > (uint64_t)SIM_ROW_BEATS * SIM_BEAT)
 		return 0;
-	return (uint32_t)(SIM_Q4_BATCH_BYTES / row_bytes);
+	return (uint32_t)((pccx__sim_rowq_active(s) ? SIM_Q4_BATCH_BYTES_RQ : SIM_Q4_BATCH_BYTES) /
+			  row_bytes);
 }
 
 int pccx__sim_matmul_start(struct pccx_sim *s, struct sim_matmul *mm, struct sim_op *op)
@@ -176,7 +180,7 @@ int pccx__sim_matmul_start(struct pccx_sim *s, struct sim_matmul *mm, struct sim
 		pccx__wstream_port_rows(&mm->ws, p, &l->row_first, &l->row_count);
 		l->row_bytes = row_bytes;
 		l->bytes_left = (uint64_t)l->row_count * row_bytes;
-		l->batch = mm->act ? lane_batch(row_bytes) : 0;
+		l->batch = mm->act ? lane_batch(s, row_bytes) : 0;
 		l->inplace = l->batch != 0;
 		/* in place, a row wrapping around the FIFO's storage is copied out */
 		if (l->row_count && !(l->row = malloc(row_bytes)))
@@ -229,8 +233,10 @@ static void lane_flush(struct pccx_sim *s, struct sim_matmul *mm, unsigned p)
 {
 	struct sim_lane *l = &mm->lane[p];
 
+	/* on the second thread: the rows lie in host memory and the results wait for complete() */
 	if (l->pend)
-		q4_rows(s, mm, l->pend_host, l->pend, l->pend_row);
+		pccx__sim_rowq_post(s, l->pend_host, l->row_bytes, l->pend, mm->act, mm->m,
+				    mm->y + l->pend_row, mm->n);
 	l->pend = 0;
 }
 
@@ -241,6 +247,7 @@ void pccx__sim_matmul_flush(struct pccx_sim *s, struct sim_matmul *mm)
 	if (mm->busy)
 		for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
 			lane_flush(s, mm, p);
+	pccx__sim_rowq_wait(s);
 }
 
 /*
@@ -253,6 +260,7 @@ static void lane_row_inplace(struct pccx_sim *s, struct sim_matmul *mm, unsigned
 	struct sim_lane *l = &mm->lane[p];
 	uint32_t beats = (uint32_t)(l->row_bytes / SIM_BEAT);
 	const uint8_t *w = pccx__sim_wq_host(&s->wq[p], l->row_beat, beats);
+	uint32_t left;
 
 	if (w) {
 		if (l->pend && l->pend_host + (size_t)l->pend * l->row_bytes != w)
@@ -262,7 +270,10 @@ static void lane_row_inplace(struct pccx_sim *s, struct sim_matmul *mm, unsigned
 			l->pend_row = row;
 		}
 		l->pend++;
-		if (l->pend == l->batch || row + 1 == l->row_first + l->row_count)
+		/* towards the lane's last row the batches halve (down to a group of the kernel's
+		 * 16 rows), so that little is left to compute when the instruction completes */
+		left = l->row_first + l->row_count - row - 1;
+		if (l->pend == l->batch || !left || (l->pend >= left && l->pend >= 16))
 			lane_flush(s, mm, p);
 		return;
 	}
@@ -326,6 +337,7 @@ static void complete(struct pccx_sim *s, struct sim_matmul *mm)
 	uint32_t dest = op->in.f[PCCX_FID_A_dest], nw = pccx_words_for(mm->n);
 	uint32_t r, i;
 
+	pccx__sim_rowq_wait(s);        /* the rows computed on the second thread */
 	for (r = 0; r < mm->m; r++) {
 		float *y = mm->y + (size_t)r * mm->n;
 		float *out = mm->out + (size_t)r * mm->n;

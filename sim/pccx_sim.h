@@ -252,6 +252,10 @@ void pccx__sim_inject_error(pccx_sim *sim, uint32_t index, uint32_t cause);
  * trace and bits; tests compare them.
  */
 void pccx__sim_set_every_edge(pccx_sim *sim, bool every_edge);
+/* Compute the q4 row batches on a second thread or on the caller's (default: a second thread
+ * when the load average leaves a CPU spare for it). Both give the same bits; tests compare
+ * them. */
+void pccx__sim_set_row_thread(pccx_sim *sim, bool on);
 
 /* Raw L2 (l2_words x 16 bytes) and the S register (FP32 bits). */
 uint8_t *pccx__sim_l2(pccx_sim *sim);

@@ -187,6 +187,9 @@ typedef void (*sim_q4_rows_fn)(const uint8_t *w, uint64_t row_bytes, uint32_t n,
 struct pccx_sim {
 	struct pccx_sim_config cfg;
 	sim_q4_rows_fn q4_rows;   /* the q4 row dots (with scales) */
+	struct sim_rowq *rowq;         /* the thread computing q4 row batches (rowq.c) */
+	int rowq_mode;                 /* 1 always, -1 never, 0 when a CPU is spare for it */
+	bool rowq_tried;               /* rowq_mode applied: rowq is what it gave */
 	bool every_edge;               /* pccx__sim_set_every_edge(): no bulk advance */
 	/*
 	 * Deferred edges: when no event comes before defer_h (ps), time runs on without the
@@ -351,6 +354,16 @@ void pccx__sim_lane_take(struct pccx_sim *s, struct sim_matmul *mm, unsigned p, 
 sim_q4_rows_fn pccx__sim_q4_rows_pick(void);
 /* Compute the rows a lane holds (before host memory changes under them). */
 void pccx__sim_matmul_flush(struct pccx_sim *s, struct sim_matmul *mm);
+
+/* rowq.c: q4 row batches computed on a second thread. Post: y[r * ystride + i] = row i of w
+ * against act[r], for r < m, i < n. Wait: every batch posted is computed. Stop: the thread
+ * ends (after a wait). */
+void pccx__sim_rowq_post(struct pccx_sim *s, const uint8_t *w, uint64_t row_bytes, uint32_t n,
+			 const struct pccx_kern_act *act, uint32_t m, float *y, size_t ystride);
+void pccx__sim_rowq_wait(struct pccx_sim *s);
+/* Whether batches go to the second thread (started if it is to be). */
+bool pccx__sim_rowq_active(struct pccx_sim *s);
+void pccx__sim_rowq_stop(struct pccx_sim *s);
 
 /* bulk.c: advance through edges whose effect is known in closed form */
 enum { SIM_BULK_NONE, SIM_BULK_DONE, SIM_BULK_DEFERRED };
