@@ -6,6 +6,7 @@
  * sleeper waits for is made under the mutex, so no wake-up is lost.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -96,6 +97,18 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+int pccx__thread_start(pthread_t *tid, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	int rc;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(tid, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
 int pccx__pool_create(struct pccx_pool **out, unsigned n_threads, pccx_diag *d)
 {
 	struct pccx_pool *p;
@@ -128,7 +141,7 @@ int pccx__pool_create(struct pccx_pool **out, unsigned n_threads, pccx_diag *d)
 		}
 		wa->p = p;
 		wa->part = i;
-		if (pthread_create(&p->tid[i - 1], NULL, worker, wa)) {
+		if (pccx__thread_start(&p->tid[i - 1], worker, wa)) {
 			free(wa);
 			pccx__pool_destroy(p);
 			return pccx__fail(d, PCCX_ERR_INTERNAL,

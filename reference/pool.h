@@ -24,6 +24,16 @@ unsigned pccx__pool_threads(const struct pccx_pool *p);
 void pccx__pool_run(struct pccx_pool *p, pccx_pool_fn fn, void *ctx);
 /* One step of a spin-wait (a pause where the CPU has one). */
 void pccx__pool_relax(void);
+/*
+ * pthread_create for the library's own threads: they start with every signal blocked, so a
+ * signal meant for the application (Ctrl-C at `pccx chat`'s prompt, SIGTERM to a server) is
+ * taken by one of its threads, which waits for it, never by a worker that would run the
+ * handler and leave the waiting thread asleep. Returns pthread_create's result.
+ */
+#ifndef PCCX_FREESTANDING	/* the bare-metal firmware has no threads */
+#include <pthread.h>
+int pccx__thread_start(pthread_t *tid, void *(*fn)(void *), void *arg);
+#endif
 /* Online CPUs (>= 1). */
 unsigned pccx__pool_ncpu(void);
 

@@ -196,7 +196,7 @@ static struct sim_rowq *rowq_get(struct pccx_sim *s)
 	pthread_mutex_init(&q->lock, NULL);
 	pthread_cond_init(&q->work, NULL);
 	pthread_cond_init(&q->done, NULL);
-	if (pthread_create(&q->tid, NULL, worker, q)) {
+	if (pccx__thread_start(&q->tid, worker, q)) {
 		pthread_cond_destroy(&q->work);
 		pthread_cond_destroy(&q->done);
 		pthread_mutex_destroy(&q->lock);

@@ -9,6 +9,7 @@
  */
 #include <check.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "exec_ref.h"
 #include "kernels.h"
 #include "pccx_num.h"
+#include "support/thread_signals.h"
 
 static uint64_t lcg(uint64_t *s)
 {
@@ -215,6 +217,37 @@ START_TEST(test_gemm_is_m_gemvs)
 			free(y);
 			kcase_free(&c);
 		}
+}
+END_TEST
+
+/*
+ * The pool's workers block every signal, so Ctrl-C goes to the application's own thread (pccx
+ * chat waits for it at the prompt; a worker taking it would leave the prompt asleep).
+ */
+static void count_part(void *ctx, unsigned part, unsigned nparts)
+{
+	(void)nparts;
+	__atomic_fetch_or((unsigned *)ctx, 1u << part, __ATOMIC_RELAXED);
+}
+
+START_TEST(test_pool_threads_block_signals)
+{
+	unsigned parts = 0;
+	struct pccx_pool *p;
+	pccx_diag d;
+	int others, unblocked;
+
+	ck_assert_int_eq(other_threads(SIGINT, &unblocked), 0);
+	ck_assert_int_eq(pccx__pool_create(&p, 3, &d), 0);
+	/* every worker has run (past its start-up, where glibc blocks signals for a while) */
+	pccx__pool_run(p, count_part, &parts);
+	ck_assert_uint_eq(parts, 7);
+	others = other_threads(SIGINT, &unblocked);
+	ck_assert_int_eq(others, 2);
+	ck_assert_int_eq(unblocked, 0);
+	ck_assert_int_eq(other_threads(SIGTERM, &unblocked), 2);
+	ck_assert_int_eq(unblocked, 0);
+	pccx__pool_destroy(p);
 }
 END_TEST
 
@@ -635,6 +668,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_rows_bit_identical);
 	tcase_add_test(tc, test_gemm_is_m_gemvs);
 	tcase_add_test(tc, test_threads_bit_identical);
+	tcase_add_test(tc, test_pool_threads_block_signals);
 	tcase_add_test(tc, test_names_and_support);
 	tcase_add_test(tc, test_exec_q4_gemm);
 	tcase_add_test(tc, test_sfu_vector_bit_identical);

@@ -10,13 +10,16 @@
  * delivered its bytes never changes what it delivered.
  */
 #include <check.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "fileio.h"
+#include "pool.h"
 #include "test_sim_util.h"
+#include "support/thread_signals.h"
 
 /* L2 word addresses of the job */
 #define X_W   0x100u      /* inputs: 1024 elements (4 rows of 256 for the GEMM) */
@@ -246,6 +249,13 @@ static void run_job(const struct pccx_sim_config *cfg, bool every_edge, bool slo
 	}
 	v = tj_view(&j);
 	ck_assert_msg(pccx__sim_backend_submit_wait(b, &v, &opts, &r->res, &d) == 0, "%s", d.msg);
+	if (!every_edge) {
+		/* the second thread ran, and takes none of the application's signals */
+		int unblocked, others = other_threads(SIGINT, &unblocked);
+
+		ck_assert_int_ge(others, pccx__pool_ncpu() >= 2 ? 1 : 0);
+		ck_assert_int_eq(unblocked, 0);
+	}
 	ck_assert_int_eq(pccx__sim_trace_close(sim, &d), 0);
 	r->trace = slurp(path, &r->trace_len);
 	unlink(path);
