@@ -12,10 +12,14 @@
  * so each channel is run to its next booking and the bookings are made in the order the edge
  * model makes them (by cycle, then in that cycle's round-robin order).
  *
+ * The lanes are those of the GEMV, or of a GEMM whose array keeps up with its stream
+ * (pccx__sim_gemm_keeps_up(): a prompt chunk of up to 16 rows), whose beats then move exactly
+ * as a GEMV's do.
+ *
  * An event is anything else: an instruction that can issue, an engine reaching the end of a
  * phase, a lane's last beat, a DataMover command starting or delivering its last beat, the
- * fmap/result path or the GEMM array at work, a reset, the IDLE interrupt or the overrun
- * watchdog. The edge of an event, and every edge when pccx__sim_set_every_edge() asks for
+ * fmap/result path, a GEMM the array cannot keep up with, a reset, the IDLE interrupt or the
+ * overrun watchdog. The edge of an event, and every edge when pccx__sim_set_every_edge() asks for
  * it, runs through timing.c; so does a window with nothing to gain.
  */
 #include <string.h>
@@ -41,6 +45,7 @@ struct bulk_ch {
 
 struct bulk {
 	uint64_t a, e;           /* AXI cycles [a, e) */
+	struct sim_matmul *mm;   /* the instruction whose lanes stream (or the idle GEMV) */
 	struct bulk_ch ch[BULK_CH];
 	bool starve_all;         /* a lane waits every cycle (its port is another's) */
 	uint64_t starve[SIM_BULK_AXI / 64];  /* bit i: a lane waited in cycle a + i */
@@ -85,8 +90,11 @@ static uint64_t core_event(const struct pccx_sim *s)
 	uint64_t next = s->core_cycle + 1, ev = ~0ull;
 	bool idle;
 
-	if (s->core_cycle < s->reset_until || s->gemm.busy || s->dma_in.busy || s->dma_out.busy)
+	if (s->core_cycle < s->reset_until || s->dma_in.busy || s->dma_out.busy)
 		return 0;
+	if (s->gemm.busy && s->gemm.phase == 1 &&
+	    (s->gemv.busy && s->gemv.phase == 1 ? true : !pccx__sim_gemm_keeps_up(s, &s->gemm)))
+		return 0;     /* the array limits the stream, or two streams count their stalls */
 	if (s->overrun_since)
 		return 0;
 	idle = s->fifo_level == 0 && pccx__sim_engines_idle(s) && !pccx__sim_dm_outstanding(s) &&
@@ -104,6 +112,8 @@ static uint64_t core_event(const struct pccx_sim *s)
 	}
 	if (s->gemv.busy && s->gemv.phase != 1)
 		ev = s->gemv.phase_end > next ? s->gemv.phase_end : next;
+	if (s->gemm.busy && s->gemm.phase != 1)
+		ev = min64(ev, s->gemm.phase_end > next ? s->gemm.phase_end : next);
 	if (s->sfu.busy)
 		ev = min64(ev, s->sfu.end > next ? s->sfu.end : next);
 	if (s->l2copy.busy)
@@ -132,6 +142,12 @@ static void core_bulk(struct pccx_sim *s, uint64_t k)
 	}
 	if (s->gemv.busy)
 		s->busy_ps[PCCX_SIM_U_GEMV] += ps;
+	if (s->gemm.busy) {
+		s->busy_ps[PCCX_SIM_U_GEMM] += ps;
+		/* its core edges add mac_rate each, up to the cap: kept up with (core_event) */
+		if (s->gemm.phase == 1)
+			s->gemm.mac_budget = pccx__sim_gemm_mac_cap(&s->gemm);
+	}
 	if (s->l2copy.busy)
 		s->busy_ps[PCCX_SIM_U_L2COPY] += ps;
 	if (s->sfu.busy)
@@ -147,12 +163,13 @@ static void core_bulk(struct pccx_sim *s, uint64_t k)
  */
 static uint64_t stream_setup(struct pccx_sim *s, struct bulk *b)
 {
-	struct sim_matmul *mm = &s->gemv;
+	struct sim_matmul *mm = s->gemm.busy && s->gemm.phase == 1 ? &s->gemm : &s->gemv;
 	bool streaming = mm->busy && mm->phase == 1, any = false;
 	uint64_t stop = ~0ull, a = b->a;
 	unsigned p;
 
 	b->starve_all = false;
+	b->mm = mm;
 	if (s->dm[PCCX_DM_RESULT].active || dm_startable(s, &s->dm[PCCX_DM_RESULT]))
 		return 0;
 	for (p = 0; p < BULK_CH; p++) {
@@ -314,7 +331,7 @@ static void ch_book(struct pccx_sim *s, struct bulk_ch *bc)
 }
 
 /* The window's beats: those delivered pushed first, then those taken given to the lane. */
-static void ch_data(struct pccx_sim *s, struct bulk_ch *bc)
+static void ch_data(struct pccx_sim *s, struct bulk *b, struct bulk_ch *bc)
 {
 	struct sim_dm *dm = bc->dm;
 	struct sim_beatq *q = bc->q;
@@ -330,7 +347,7 @@ static void ch_data(struct pccx_sim *s, struct bulk_ch *bc)
 	dm->delivered += (uint64_t)bc->got * SIM_BEAT;
 	q->reserved = bc->reserved;
 	if (bc->taken)
-		pccx__sim_lane_take(s, &s->gemv, dm->ch, bc->taken);
+		pccx__sim_lane_take(s, b->mm, dm->ch, bc->taken);
 }
 
 /*
@@ -383,7 +400,7 @@ static void stream_run(struct pccx_sim *s, struct bulk *b)
 	for (p = 0; p < BULK_CH; p++) {
 		struct bulk_ch *bc = &b->ch[p];
 
-		ch_data(s, bc);
+		ch_data(s, b, bc);
 		if (bc->dm->active)
 			s->dm_busy_ps[p] += (b->e - b->a) * s->axi_ps;
 		s->dm_full_ps[p] += bc->full * s->axi_ps;

@@ -343,6 +343,9 @@ void pccx__sim_matmul_core_tick(struct pccx_sim *s, struct sim_matmul *mm);
 void pccx__sim_matmul_axi_tick(struct pccx_sim *s, struct sim_matmul *mm);
 void pccx__sim_matmul_abort(struct pccx_sim *s, struct sim_matmul *mm);
 uint32_t pccx__sim_gemm_beat_macs(const struct sim_matmul *mm, uint64_t byte_in_row);
+uint32_t pccx__sim_gemm_beat_macs_max(const struct sim_matmul *mm);
+uint64_t pccx__sim_gemm_mac_cap(const struct sim_matmul *mm);
+bool pccx__sim_gemm_keeps_up(const struct pccx_sim *s, const struct sim_matmul *mm);
 
 /* eng_sfu.c: CVO and the L2 copy (fixed-duration units) */
 void pccx__sim_timed_start(struct pccx_sim *s, struct sim_op *op);

@@ -27,6 +27,8 @@
 #define OUT_WORDS 0x2400u /* Y_W .. Y_W + OUT_WORDS go back to the host */
 #define EXP_SRC 0x8000u
 #define EXP_DST 0xA000u
+#define XG_W  0x10000u    /* gemm_job(): the prompt rows, 32 rows of 1024 elements */
+#define X_BYTES (32u * 4096u)   /* the host's input buffer */
 
 struct wmat {
 	struct pccx_wshape ws;
@@ -58,8 +60,10 @@ struct run {
 };
 
 /* Which job a comparison runs, and where its weights start in their buffer. */
+enum job_kind { JOB_DECODE, JOB_STREAM, JOB_GEMM };
+
 struct jobspec {
-	bool stream;          /* stream_job() rather than decode_job() */
+	enum job_kind kind;   /* decode_job(), stream_job() or gemm_job() */
 	uint64_t base;        /* bytes before the first matrix (not a multiple of 256: bursts
 			       * split at 4 KiB boundaries) */
 };
@@ -150,6 +154,37 @@ static void stream_job(struct tjob *j, const struct wmat *wm, uint32_t hx, uint3
 	(void)hy;
 }
 
+/*
+ * Prompt chunks: GEMMs of 4 and 16 rows (the array keeps up with the stream, so their lanes
+ * run in bulk windows), an f32 GEMM of 16 rows, and one of 32 rows the array cannot keep up
+ * with (edge by edge), with CVOs on the SFU while they stream.
+ */
+static void gemm_job(struct tjob *j, const struct wmat *wm, uint32_t hx, uint32_t hw)
+{
+	tj_add(j, t_memset(0, 0, 1024, 4, 1));
+	tj_add(j, t_memset(0, 1, 1024, 16, 1));
+	tj_add(j, t_memset(0, 2, 1024, 32, 1));
+	tj_add(j, t_memset(0, 3, 256, 16, 1));
+	tj_add(j, t_memset(0, 4, PCCX_L2_ELEMS_PER_WORD, X_BYTES / 16, 1));
+	tj_add(j, t_memset(1, 8 + 0, shapes[0].n, shapes[0].k, shapes[0].fmt));
+	tj_add(j, t_memset(1, 8 + 2, shapes[2].n, shapes[2].k, shapes[2].fmt));
+	tj_add(j, t_memset(1, 8 + LONG_SHAPE, shapes[LONG_SHAPE].n, shapes[LONG_SHAPE].k,
+			   shapes[LONG_SHAPE].fmt));
+	tj_add(j, t_memcpy(true, false, XG_W, 0, tj_dma(j, hx, PCCX_DMA_TO_DEVICE, 0, X_BYTES), 4,
+			   false));
+	tj_add(j, t_cvo(PCCX_CVO_EXP, EXP_SRC, EXP_DST, 20000, 0));
+	tj_add(j, t_matmul(PCCX_OP_GEMM, Y_W, XG_W, 8 + LONG_SHAPE, 0, TF_WSCALE));
+	tj_streams(j, &wm[LONG_SHAPE].ws, hw, wm[LONG_SHAPE].off);
+	tj_add(j, t_cvo(PCCX_CVO_EXP, EXP_SRC, EXP_DST + 0x100, 3000, 1));
+	tj_add(j, t_matmul(PCCX_OP_GEMM, 0x2000, XG_W, 8 + LONG_SHAPE, 1, TF_WSCALE));
+	tj_streams(j, &wm[LONG_SHAPE].ws, hw, wm[LONG_SHAPE].off);
+	tj_add(j, t_matmul(PCCX_OP_GEMM, 0x6000, XG_W, 8 + 2, 3, 0));
+	tj_streams(j, &wm[2].ws, hw, wm[2].off);
+	tj_add(j, t_matmul(PCCX_OP_GEMM, 0xC000, XG_W, 8 + 0, 2, TF_WSCALE));
+	tj_streams(j, &wm[0].ws, hw, wm[0].off);
+	tj_add(j, t_cvo(PCCX_CVO_EXP, EXP_SRC, EXP_DST + 0x200, 5000, 1));
+}
+
 static char *slurp(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
@@ -231,14 +266,16 @@ static void run_job(const struct pccx_sim_config *cfg, bool every_edge, bool slo
 	pccx__sim_set_every_edge(sim, every_edge);
 	/* edge by edge, the q4 rows are computed on this thread; in bulk, on the second one */
 	pccx__sim_set_row_thread(sim, !every_edge);
-	ck_assert_int_eq(pccx__sim_backend_buf_alloc(b, 4096, PCCX_BUF_DEV_READ, &hx, &d), 0);
+	ck_assert_int_eq(pccx__sim_backend_buf_alloc(b, X_BYTES, PCCX_BUF_DEV_READ, &hx, &d), 0);
 	ck_assert_int_eq(pccx__sim_backend_buf_alloc(b, wbytes, PCCX_BUF_DEV_READ, &hw, &d), 0);
 	ck_assert_int_eq(pccx__sim_backend_buf_alloc(b, 4096 + (uint64_t)OUT_WORDS * 16,
 						     PCCX_BUF_DEV_WRITE, &hy, &d), 0);
-	fill_f32(pccx__sim_backend_buf_map(b, hx, NULL), 4096, &rng);
+	fill_f32(pccx__sim_backend_buf_map(b, hx, NULL), X_BYTES, &rng);
 	fill_weights(pccx__sim_backend_buf_map(b, hw, NULL), wm);
-	if (js->stream)
+	if (js->kind == JOB_STREAM)
 		stream_job(&j, wm, hx, hw, hy);
+	else if (js->kind == JOB_GEMM)
+		gemm_job(&j, wm, hx, hw);
 	else
 		decode_job(&j, wm, hx, hw, hy);
 	ck_assert_int_eq(pccx__sim_trace_open(sim, path, &d), 0);
@@ -312,7 +349,9 @@ static void same_both_ways(const struct pccx_sim_config *cfg, bool slow_host,
 	ck_assert_uint_eq(e.s_bits, k.s_bits);
 	/* the job did what it is for: many bursts, the fmap channel stalled on its full FIFO */
 	ck_assert_uint_gt(a->ddr_bursts, 1000);
-	if (!js->stream) {
+	if (js->kind == JOB_GEMM)
+		ck_assert_uint_eq(a->unit_insns[PCCX_SIM_U_GEMM], 4);
+	if (js->kind == JOB_DECODE) {
 		ck_assert_uint_gt(a->dm_stall_full[PCCX_DM_FMAP], 0);
 		ck_assert_uint_gt(a->unit_insns[PCCX_SIM_U_GEMV], 6);
 	}
@@ -342,7 +381,7 @@ START_TEST(bulk_equals_every_edge)
 {
 	struct pccx_sim_config cfg;
 
-	struct jobspec js = { false, 0 };
+	struct jobspec js = { JOB_DECODE, 0 };
 
 	config(&cfg, _i);
 	same_both_ways(&cfg, false, &js);
@@ -353,7 +392,7 @@ START_TEST(bulk_equals_every_edge_slow_host)
 {
 	struct pccx_sim_config cfg;
 
-	struct jobspec js = { false, 0 };
+	struct jobspec js = { JOB_DECODE, 0 };
 
 	config(&cfg, 0);
 	same_both_ways(&cfg, true, &js);
@@ -368,7 +407,18 @@ END_TEST
 START_TEST(long_stream_equals_every_edge)
 {
 	struct pccx_sim_config cfg;
-	struct jobspec js = { true, _i >= 4 ? 4096 + 48 : 0 };
+	struct jobspec js = { JOB_STREAM, _i >= 4 ? 4096 + 48 : 0 };
+
+	config(&cfg, _i % 4);
+	same_both_ways(&cfg, false, &js);
+}
+END_TEST
+
+/* Prompt chunks through the GEMM array, in the four configurations, on and off bursts. */
+START_TEST(gemm_equals_every_edge)
+{
+	struct pccx_sim_config cfg;
+	struct jobspec js = { JOB_GEMM, _i >= 4 ? 4096 + 48 : 0 };
 
 	config(&cfg, _i % 4);
 	same_both_ways(&cfg, false, &js);
@@ -461,6 +511,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(t, bulk_equals_every_edge, 0, 4);
 	tcase_add_test(t, bulk_equals_every_edge_slow_host);
 	tcase_add_loop_test(t, long_stream_equals_every_edge, 0, 8);
+	tcase_add_loop_test(t, gemm_equals_every_edge, 0, 8);
 	tcase_add_test(t, device_write_after_delivery);
 	suite_add_tcase(s, t);
 	return s;
