@@ -82,6 +82,8 @@ emit "sim_prefill_${cfg}_${prompt}_tokens" "$(num "$out/sim" '/^simulated prefil
 emit "sim_first_token_${cfg}_${prompt}_tokens" "$(num "$out/sim" '/^simulated prefill:/ {for (i = 1; i <= NF; i++) if ($i == "after") print $(i+1)}')" ms
 sim_s=$(num "$out/sim" '/^host: / {print $2}')
 emit "sim_host_s_per_token_${cfg}" "$sim_s" s
+# the prompt's host seconds over its tokens ("...; host X s)" of the prefill line)
+emit "sim_host_s_per_prompt_token_${cfg}" "$(num "$out/sim" '/^simulated prefill:/ {for (i = 1; i <= NF; i++) if ($i == "host") {v = $(i+1); sub(/s\)$/, "", v); printf "%.3f", v / '"$prompt"'}}')" s
 ref_tps=$(num "$out/ref" '$1 == "decode" {print $2}')
 emit "ref_decode_${cfg}_2threads" "$ref_tps" tok/s
 emit "ref_prefill_${cfg}_2threads" "$(num "$out/ref" '$1 == "prefill" && $2 == "(no" {print $5}')" tok/s
