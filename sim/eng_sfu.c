@@ -4,7 +4,9 @@
  *
  * SFU timing: the L2 read latency, one element per core cycle (vector and reduction forms),
  * the function's pipeline latency, and one cycle for the last write; scalar forms and LDS
- * touch one word. Latencies follow the upstream pipeline depths where the RTL has them
+ * touch one word. A device with pccx,sfu-lanes = 2 or 4 (a hardware option; v002 has one
+ * lane) does the element-wise forms that many elements a cycle; a reduction stays one a
+ * cycle, since its FP32 sum is sequential in the contract (docs/numerics.md). Latencies follow the upstream pipeline depths where the RTL has them
  * (exp 4, sqrt 3, recip 4, scale 3, gelu 12, sin/cos 16 stages) and are estimates for the
  * FP32 extensions (docs/sim.md). L2 copy: one word per cycle after the read latency.
  *
@@ -36,7 +38,10 @@ static uint64_t cvo_cycles(const struct pccx_sim *s, const struct pccx_insn *in)
 		return s->cfg.l2_latency + 1;
 	if (in->f[PCCX_FID_D_sreg])
 		return s->cfg.l2_latency + lat + 1;
-	return s->cfg.l2_latency + (uint64_t)in->f[PCCX_FID_D_len] + lat + 1;
+	if (cd->cls == PCCX_CVOC_REDUCE)
+		return s->cfg.l2_latency + (uint64_t)in->f[PCCX_FID_D_len] + lat + 1;
+	return s->cfg.l2_latency + ((uint64_t)in->f[PCCX_FID_D_len] + s->cfg.sfu_lanes - 1) /
+	       s->cfg.sfu_lanes + lat + 1;
 }
 
 void pccx__sim_timed_start(struct pccx_sim *s, struct sim_op *op)

@@ -1126,6 +1126,34 @@ START_TEST(overlap_weight_prefetch)
 }
 END_TEST
 
+/*
+ * pccx,sfu-lanes: the element-wise forms take ceil(len / lanes) cycles, a reduction one cycle
+ * an element whatever the lanes (its FP32 sum is sequential).
+ */
+START_TEST(sfu_lanes)
+{
+	static const uint32_t lanes[] = { 1, 2, 4 };
+	uint64_t ew[3], red[3];
+	unsigned i;
+
+	for (i = 0; i < 3; i++) {
+		struct pccx_sim_config cfg;
+		struct tjob e = { 0 }, r = { 0 };
+
+		pccx__sim_config_default(&cfg);
+		cfg.sfu_lanes = lanes[i];
+		tj_add(&e, t_cvo(PCCX_CVO_EXP, 20000, 30000, 30001, 0));
+		tj_add(&r, t_cvo(PCCX_CVO_SUM, 20000, 30000, 30001, 0));
+		run_cycles_cfg(&cfg, &e, 16, &ew[i]);
+		run_cycles_cfg(&cfg, &r, 16, &red[i]);
+	}
+	ck_assert_uint_eq(ew[0] - ew[1], 30001 - 15001);
+	ck_assert_uint_eq(ew[0] - ew[2], 30001 - 7501);
+	ck_assert_uint_eq(red[0], red[1]);
+	ck_assert_uint_eq(red[0], red[2]);
+}
+END_TEST
+
 /* ---- error paths, each followed by a job that succeeds ---------------------------------- */
 
 static void good_job(struct pccx_sim_backend *b)
@@ -1716,6 +1744,16 @@ START_TEST(config_dtb)
 	ck_assert(t_rd64(s, PCCX_REG_FEATURES) & PCCX_FEAT_WIDE_DMA);
 	ck_assert_uint_eq(t_rd64(s, PCCX_REG_CLOCKS) & 0xffffffffu, 300000);
 	pccx__sim_destroy(s);
+	/* an SFU of two lanes; three is not a size the option has */
+	ck_assert_int_eq(fdt_setprop_inplace_u32(blob, node, "pccx,sfu-lanes", 2), 0);
+	pccx__sim_config_default(&c);
+	ck_assert_msg(pccx__sim_config_from_dtb(&c, blob, len, &d) == 0, "%s", d.msg);
+	ck_assert_uint_eq(c.sfu_lanes, 2);
+	ck_assert_int_eq(fdt_setprop_inplace_u32(blob, node, "pccx,sfu-lanes", 3), 0);
+	pccx__sim_config_default(&c);
+	ck_assert_int_eq(pccx__sim_config_from_dtb(&c, blob, len, &d), PCCX_ERR_RANGE);
+	ck_assert_ptr_nonnull(strstr(d.msg, "pccx,sfu-lanes"));
+	ck_assert_int_eq(fdt_setprop_inplace_u32(blob, node, "pccx,sfu-lanes", 1), 0);
 	/* an unsupported value is refused with the property named */
 	ck_assert_int_eq(fdt_setprop_inplace_u32(blob, node, "pccx,weight-ports", 2), 0);
 	pccx__sim_config_default(&c);
@@ -1841,6 +1879,7 @@ static Suite *suite(void)
 	tcase_add_test(t, random_words_never_crash);
 	tcase_add_test(t, random_mmio_never_crashes);
 	tcase_add_test(t, config_dtb);
+	tcase_add_test(t, sfu_lanes);
 	tcase_add_test(t, trace_json);
 	tcase_add_test(t, report_prints);
 	suite_add_tcase(s, t);
