@@ -93,7 +93,7 @@ static uint64_t core_event(const struct pccx_sim *s)
 	if (s->core_cycle < s->reset_until || s->dma_in.busy || s->dma_out.busy)
 		return 0;
 	if (s->gemm.busy && s->gemm.phase == 1 &&
-	    (s->gemv.busy && s->gemv.phase == 1 ? true : !pccx__sim_gemm_keeps_up(s, &s->gemm)))
+	    ((s->gemv.busy && s->gemv.phase == 1) || !pccx__sim_gemm_keeps_up(s, &s->gemm)))
 		return 0;     /* the array limits the stream, or two streams count their stalls */
 	if (s->overrun_since)
 		return 0;

@@ -399,6 +399,16 @@ START_TEST(bulk_equals_every_edge_slow_host)
 }
 END_TEST
 
+/* Loop case i of a job: configuration i % 4, its weights on (i < 4) or off burst boundaries. */
+static void looped_both_ways(enum job_kind kind, int i)
+{
+	struct pccx_sim_config cfg;
+	struct jobspec js = { kind, i >= 4 ? 4096 + 48 : 0 };
+
+	config(&cfg, i % 4);
+	same_both_ways(&cfg, false, &js);
+}
+
 /*
  * A long GEMV in the four configurations, its weights on and off burst boundaries (bursts
  * that stop at 4 KiB boundaries): bulk advance agrees with the edge model over long runs of
@@ -406,22 +416,14 @@ END_TEST
  */
 START_TEST(long_stream_equals_every_edge)
 {
-	struct pccx_sim_config cfg;
-	struct jobspec js = { JOB_STREAM, _i >= 4 ? 4096 + 48 : 0 };
-
-	config(&cfg, _i % 4);
-	same_both_ways(&cfg, false, &js);
+	looped_both_ways(JOB_STREAM, _i);
 }
 END_TEST
 
 /* Prompt chunks through the GEMM array, in the four configurations, on and off bursts. */
 START_TEST(gemm_equals_every_edge)
 {
-	struct pccx_sim_config cfg;
-	struct jobspec js = { JOB_GEMM, _i >= 4 ? 4096 + 48 : 0 };
-
-	config(&cfg, _i % 4);
-	same_both_ways(&cfg, false, &js);
+	looped_both_ways(JOB_GEMM, _i);
 }
 END_TEST
 
