@@ -86,6 +86,7 @@ static void clear_fx(struct pccx_effects *fx)
 	fx->ws.w_scale = false;
 	fx->m = 0;
 	fx->rowmask = false;
+	fx->window = false;
 	fx->shape_cache = fx->shape_entry = -1;
 }
 
@@ -109,9 +110,14 @@ static int matmul_effects(const struct pccx_insn *in, const struct pccx_shape_st
 		return fail(f, PCCX_ISA_E_SHAPE, PCCX_FID_A_fshape);
 	if (wt[0] == 0 || wt[1] != fm[0] || !pccx__wfmt_name(wt[2]))
 		return fail(f, PCCX_ISA_E_SHAPE, PCCX_FID_A_wshape);
-	if (wt[2] == PCCX_WFMT_Q4 && wt[1] % PCCX_Q4_BLOCK)
+	if ((wt[2] == PCCX_WFMT_Q4 || wt[2] == PCCX_WFMT_Q4C) && wt[1] % PCCX_Q4_BLOCK)
 		return fail(f, PCCX_ISA_E_SHAPE, PCCX_FID_A_wshape);
-	if (wt[2] != PCCX_WFMT_Q4 && in->f[PCCX_FID_A_w_scale])
+	/* q4c: GEMV only, and its column records always come with their scales */
+	if (wt[2] == PCCX_WFMT_Q4C && in->opcode != PCCX_OP_GEMV)
+		return fail(f, PCCX_ISA_E_SHAPE, PCCX_FID_A_wshape);
+	if (wt[2] == PCCX_WFMT_Q4C && !in->f[PCCX_FID_A_w_scale])
+		return fail(f, PCCX_ISA_E_FLAGS, PCCX_FID_A_w_scale);
+	if (wt[2] != PCCX_WFMT_Q4 && wt[2] != PCCX_WFMT_Q4C && in->f[PCCX_FID_A_w_scale])
 		return fail(f, PCCX_ISA_E_FLAGS, PCCX_FID_A_w_scale);
 	if (wt[2] != PCCX_WFMT_Q4 && in->f[PCCX_FID_A_rowmask])
 		return fail(f, PCCX_ISA_E_FLAGS, PCCX_FID_A_rowmask);
@@ -134,6 +140,7 @@ static int matmul_effects(const struct pccx_insn *in, const struct pccx_shape_st
 		return fail(f, PCCX_ISA_E_OVERLAP, PCCX_FID_A_dest);
 	/* accm adds the old dest; rowmask reads it as its mask (never both: pccx__decode) */
 	fx->rowmask = in->f[PCCX_FID_A_rowmask] != 0;
+	fx->window = fx->rowmask || fx->ws.fmt == PCCX_WFMT_Q4C;
 	if (in->f[PCCX_FID_A_accm] || fx->rowmask)
 		fx->rd[1] = fx->wr;
 	fx->writes_s = in->f[PCCX_FID_A_findemax] != 0;

@@ -303,7 +303,7 @@ static int prepare(struct pccx_engine_ctx *e)
 		pccx__shape_apply(&e->shape, &in);
 	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
 		e->ch[p].need = fx.port_bytes[p];
-		e->ch[p].window = fx.rowmask;
+		e->ch[p].window = fx.window;
 	}
 	if (fx.dma >= 0) {
 		if ((uint32_t)fx.dma >= e->job.n_dma)

@@ -68,7 +68,7 @@ struct pccx_engine_chan {
 	uint32_t pushed, popped;             /* commands pushed, statuses checked */
 	uint8_t tag[16];                     /* expected tags, ring indexed by the counters */
 	uint64_t need;                       /* bytes still to command for the current insn */
-	bool window;                         /* they are a rowmask GEMV's: window commands */
+	bool window;                         /* a rowmask or q4c GEMV's: window commands */
 };
 
 #define PCCX_ENGINE_WPEND 32          /* device writes to host memory tracked at once */

@@ -224,7 +224,7 @@ struct pccx_wshape {
 	uint32_t n;      /* output elements */
 	uint32_t k;      /* input elements */
 	uint32_t fmt;    /* enum pccx_wfmt */
-	bool w_scale;    /* Q4 only: the stream carries FP16 scales */
+	bool w_scale;    /* Q4 and Q4C: the stream carries FP16 scales (Q4C always does) */
 };
 
 /* Bytes of one stored row in the stream (a multiple of 16). */
@@ -236,6 +236,15 @@ void pccx__wstream_port_rows(const struct pccx_wshape *ws, unsigned port,
 			     uint32_t *first, uint32_t *count);
 /* Bytes port p carries for one instruction. */
 uint64_t pccx__wstream_port_bytes(const struct pccx_wshape *ws, unsigned port);
+/* Where port p's bytes start in the tensor's image: the bytes of the ports before it. */
+uint64_t pccx__wstream_port_offset(const struct pccx_wshape *ws, unsigned port);
+/*
+ * Q4C (FEATURES.COLSKIP): a port carrying `rows` output rows stores, per 32-block of K, 32
+ * column records then one scale record; these are their sizes (multiples of 16).
+ */
+uint64_t pccx__wstream_q4c_col_bytes(uint32_t rows);
+uint64_t pccx__wstream_q4c_scale_bytes(uint32_t rows);
+uint64_t pccx__wstream_q4c_block_bytes(uint32_t rows);
 
 /* Number of L2 words a vector of n FP32 elements occupies. */
 static inline uint32_t pccx_words_for(uint64_t n)

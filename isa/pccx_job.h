@@ -65,7 +65,8 @@ struct pccx_vlimits {
 	uint64_t max_desc_bytes;
 	/*
 	 * The device's FEATURES bits (isa/pccx_regs.h): a word that needs an extension the
-	 * device lacks (the CVO smul without SMUL, a GEMV rowmask without ROWMASK) is refused
+	 * device lacks (the CVO smul without SMUL, a GEMV rowmask without ROWMASK, a GEMV on
+	 * q4c weights without COLSKIP) is refused
 	 * here rather than faulting on the device. The default is every extension: a program
 	 * checked without a device.
 	 */
@@ -122,7 +123,10 @@ struct pccx_effects {
 	/* GEMV/GEMM geometry */
 	struct pccx_wshape ws;
 	uint32_t m;                    /* activation rows */
-	bool rowmask;                  /* GEMV rowmask: port_bytes is what it may read */
+	bool rowmask;                  /* GEMV rowmask (the old dest is its mask) */
+	/* GEMV rowmask or on q4c: port_bytes is what it may read; what it does read depends
+	 * on the data (window commands, docs/isa.md) */
+	bool window;
 	/* MEMSET */
 	int shape_cache, shape_entry;
 };

@@ -146,6 +146,10 @@ int pccx__validate(const struct pccx_job_view *job, pccx_buf_lookup_fn lookup, v
 		err = pccx__insn_effects(&in, &st, lim->l2_words, &fx, &f);
 		if (err)
 			return reject(res, err, PCCX_VW_INSN, i, f.field, 0, job->insn[i]);
+		if (fx.engine == PCCX_ENG_GEMV && fx.ws.fmt == PCCX_WFMT_Q4C &&
+		    !(lim->features & PCCX_FEAT_COLSKIP))
+			return reject(res, PCCX_ISA_E_SHAPE, PCCX_VW_INSN, i, PCCX_FID_A_wshape,
+				      PCCX_FEAT_COLSKIP, lim->features);
 		if (in.opcode == PCCX_OP_MEMSET)
 			pccx__shape_apply(&st, &in);
 		for (p = 0; p < PCCX_WSTREAM_PORTS; p++)

@@ -26,8 +26,31 @@ uint64_t pccx__wstream_row_bytes(const struct pccx_wshape *ws)
 		return beats((uint64_t)ws->k * 4) * PCCX_BEAT_BYTES;
 	case PCCX_WFMT_F32T:
 		return beats((uint64_t)ws->n * 4) * PCCX_BEAT_BYTES;
+	case PCCX_WFMT_Q4C:
+		return 0;         /* no row is stored in one piece (pccx__wstream_q4c_*) */
 	}
 	return 0;
+}
+
+/*
+ * Q4C: a port's output rows are stored as column records, block by block (docs/isa.md):
+ * per 32-block of K, the 32 columns' nibbles (the port's rows in order, two a byte, the even
+ * row in the low nibble), then the rows' FP16 scales of that block; each record in whole beats.
+ */
+uint64_t pccx__wstream_q4c_col_bytes(uint32_t rows)
+{
+	return beats(((uint64_t)rows + 1) / 2) * PCCX_BEAT_BYTES;
+}
+
+uint64_t pccx__wstream_q4c_scale_bytes(uint32_t rows)
+{
+	return beats((uint64_t)rows * 2) * PCCX_BEAT_BYTES;
+}
+
+uint64_t pccx__wstream_q4c_block_bytes(uint32_t rows)
+{
+	return PCCX_Q4_BLOCK * pccx__wstream_q4c_col_bytes(rows) +
+	       pccx__wstream_q4c_scale_bytes(rows);
 }
 
 uint32_t pccx__wstream_rows(const struct pccx_wshape *ws)
@@ -57,5 +80,18 @@ uint64_t pccx__wstream_port_bytes(const struct pccx_wshape *ws, unsigned port)
 	if (port >= PCCX_WSTREAM_PORTS)
 		return 0;
 	pccx__wstream_port_rows(ws, port, &first, &count);
+	if (ws->fmt == PCCX_WFMT_Q4C)
+		return count ? (uint64_t)(ws->k / PCCX_Q4_BLOCK) *
+				       pccx__wstream_q4c_block_bytes(count) : 0;
 	return (uint64_t)count * pccx__wstream_row_bytes(ws);
+}
+
+uint64_t pccx__wstream_port_offset(const struct pccx_wshape *ws, unsigned port)
+{
+	uint64_t off = 0;
+	unsigned p;
+
+	for (p = 0; p < port && p < PCCX_WSTREAM_PORTS; p++)
+		off += pccx__wstream_port_bytes(ws, p);
+	return off;
 }

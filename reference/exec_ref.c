@@ -219,6 +219,47 @@ static uint64_t matmul_q4_rowmask(struct pccx_ref_exec *x, const struct pccx_npu
 }
 
 /*
+ * GEMV on q4c weights (FEATURES.COLSKIP, docs/isa.md): per port, its rows from the column
+ * records of the inputs whose INT8 value is not 0, block by block (isa/num: the dense GEMV's
+ * bits when the weights' scales are finite). Returns the stream bytes those records take.
+ */
+static uint64_t matmul_q4c(struct pccx_ref_exec *x, const struct pccx_npu_matmul *mm,
+			   const uint8_t *w, int32_t *sum)
+{
+	struct pccx_wshape ws = { mm->n, mm->k, PCCX_WFMT_Q4C, true };
+	uint32_t nb = mm->k / PCCX_Q4_BLOCK, first, rows, b, c;
+	uint64_t bytes = 0;
+	unsigned p;
+
+	pccx__kern_q8_quantize(word(x, mm->src), mm->k, x->q8, x->sx);
+	memset(x->y, 0, (size_t)mm->n * sizeof(*x->y));
+	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
+		const uint8_t *base = w + pccx__wstream_port_offset(&ws, p);
+		uint64_t cb, bb;
+
+		pccx__wstream_port_rows(&ws, p, &first, &rows);
+		cb = pccx__wstream_q4c_col_bytes(rows);
+		bb = pccx__wstream_q4c_block_bytes(rows);
+		memset(sum, 0, (size_t)rows * sizeof(*sum));
+		for (b = 0; rows && b < nb; b++) {
+			const int8_t *q = x->q8 + (size_t)b * PCCX_Q4_BLOCK;
+
+			if (!pccx__q4c_block_read(q, x->sx[b]))
+				continue;
+			for (c = 0; c < PCCX_Q4_BLOCK; c++)
+				if (q[c]) {
+					pccx__q4c_column(base + b * bb + c * cb, rows, q[c], sum);
+					bytes += cb;
+				}
+			pccx__q4c_block_end(base + b * bb + PCCX_Q4_BLOCK * cb, rows, x->sx[b], sum,
+					    x->y + first);
+			bytes += bb - PCCX_Q4_BLOCK * cb;
+		}
+	}
+	return bytes;
+}
+
+/*
  * F32 / F32T: all m rows of x against W (rows of W padded to 16 bytes are read in place),
  * y[r * n + i].
  */
@@ -242,7 +283,8 @@ static int op_matmul(void *ctx, const struct pccx_npu_matmul *mm)
 	struct pccx_ref_exec *x = X(ctx);
 	struct pccx_shape_state st;
 	struct pccx_insn in = { .opcode = mm->m == 1 ? PCCX_OP_GEMV : PCCX_OP_GEMM };
-	struct pccx_wshape ws = { mm->n, mm->k, mm->fmt, mm->fmt == PCCX_WFMT_Q4 };
+	struct pccx_wshape ws = { mm->n, mm->k, mm->fmt,
+				  mm->fmt == PCCX_WFMT_Q4 || mm->fmt == PCCX_WFMT_Q4C };
 	uint64_t rb, bytes;
 	const uint8_t *w;
 	float smax = 0.0f;
@@ -274,14 +316,22 @@ static int op_matmul(void *ctx, const struct pccx_npu_matmul *mm)
 		return rc;
 	/* the effects check kept x and y inside L2: m * k and m * n fit the scratch */
 	rb = pccx__wstream_row_bytes(&ws);
-	bytes = (uint64_t)pccx__wstream_rows(&ws) * rb;
+	bytes = pccx__wstream_port_offset(&ws, PCCX_WSTREAM_PORTS);
 	rc = check_host(x, "matmul weights", mm->w.buf, mm->w.offset, bytes, false);
 	if (rc)
 		return rc;
 	w = x->buf[mm->w.buf].base + mm->w.offset;
 
-	if (mm->rowmask)
+	if (mm->rowmask) {
 		bytes = matmul_q4_rowmask(x, mm, w, rb);
+	} else if (mm->fmt == PCCX_WFMT_Q4C) {
+		int32_t *sum = malloc((size_t)mm->n * sizeof(*sum));
+
+		if (!sum)
+			return pccx__fail(&x->err, PCCX_ERR_NOMEM, "gemv q4c: out of memory");
+		bytes = matmul_q4c(x, mm, w, sum);
+		free(sum);
+	}
 	else if (mm->fmt == PCCX_WFMT_Q4)
 		matmul_q4(x, mm, w, rb);
 	else

@@ -37,6 +37,7 @@ static void record_plan(const struct pccx_gemma_plan *p, struct pccx_gemma_plan 
 	/* W_up as one GEMV: its rows then are one region wide (forward_ffn) */
 	rp->up_pieces = 1;
 	rp->rowmask = false;		/* a chunk's matmuls are GEMMs */
+	rp->colskip = false;
 }
 
 /*

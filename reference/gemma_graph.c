@@ -212,6 +212,7 @@ int pccx__gemma_plan_build(const struct pccx_gemma_model *m, struct pccx_gemma_p
 				  p->n_regions, PCCX_GEMMA_PLAN_REGIONS);
 	p->up_pieces = UP_PIECES;
 	p->rowmask = false;
+	p->colskip = false;
 	p->smul = false;
 	if (next > PCCX_L2_WORDS)
 		return pccx__fail(
@@ -459,6 +460,21 @@ static void gemv_rows(struct emit *e, int32_t t, uint32_t r0, uint32_t rows, uin
 static void gemv(struct emit *e, int32_t t, uint32_t src, uint32_t dst, bool accm)
 {
 	gemv_rows(e, t, 0, e->m->t[t].rows, src, dst, accm);
+}
+
+/*
+ * y = W x from the q4c copy of tensor `t` at byte `offset` (gemma_model.h: down_q4c), one GEMV
+ * that reads only the columns of the inputs whose INT8 value is not 0: the bits of gemv() on
+ * `t` (its scales are finite, pccx__gemma_model_q4c checked them).
+ */
+static void gemv_q4c(struct emit *e, int32_t t, uint64_t offset, uint32_t src, uint32_t dst)
+{
+	const struct pccx_gemma_tensor *T = &e->m->t[t];
+	struct pccx_npu_wref w = {
+		.buf = PCCX_NPU_BUF_WEIGHTS, .offset = offset, .tensor = t, .row0 = 0,
+	};
+
+	matmul(e, PCCX_WFMT_Q4C, w, T->rows, T->cols, 1, src, dst, false);
 }
 
 static void cvo(struct emit *e, uint32_t func, uint32_t flags, uint32_t src, uint32_t dst,
@@ -1125,7 +1141,10 @@ static void forward_ffn(struct emit *e, uint32_t l, uint32_t X, uint32_t P)
 	r = (F - 1) / piece * piece;	/* the last piece */
 	cvo(e, PCCX_CVO_MUL, 0, p->up + r / EPW, p->gate + r / EPW, F - r);
 	stage(e, p->gate, 1, F, "L%u.ffn.hidden", l);
-	gemv(e, lw->ffn_down, p->gate, p->f, false);
+	if (ly->sparse && p->colskip && lw->down_q4c_ok)
+		gemv_q4c(e, lw->ffn_down, lw->down_q4c, p->gate, p->f);
+	else
+		gemv(e, lw->ffn_down, p->gate, p->f, false);
 	stage(e, p->f, 1, D, "L%u.ffn.down", l);
 	if (ly->n_experts)
 		forward_moe(e, l);

@@ -118,6 +118,12 @@ struct pccx_gemma_plan {
 	 */
 	bool rowmask;
 	/*
+	 * The device executes GEMV on q4c weights (FEATURES.COLSKIP): in sparse layers W_down is
+	 * issued on the layer's q4c copy (gemma_model.h: down_q4c) and reads only the columns of
+	 * the hidden units that are not 0. Off after plan_build; the caller sets it.
+	 */
+	bool colskip;
+	/*
 	 * RMSNorm's scale and weight as one CVO smul (the device reports FEATURES.SMUL; off
 	 * after plan_build, the session sets it): the bits of SCALE then MUL in one pass.
 	 */

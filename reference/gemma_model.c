@@ -282,6 +282,18 @@ static void lay_out(struct layout *L)
 					   "blk.%u.proj.weight", l);
 		}
 	}
+	/* the sparse layers' W_down in q4c layout, after the tensors (not in the table) */
+	for (l = 0; l < c->n_layers; l++) {
+		struct pccx_gemma_layer_w *lw = &w->layer[l];
+		struct pccx_wshape q4c = { D, m->layers[l].d_ffn, PCCX_WFMT_Q4C, true };
+
+		lw->down_q4c = 0;
+		lw->down_q4c_ok = false;
+		if (!m->layers[l].sparse || lw->ffn_down < 0 || L->failed)
+			continue;
+		lw->down_q4c = align_up(L->off, TENSOR_ALIGN);
+		L->off = lw->down_q4c + pccx__wstream_port_offset(&q4c, PCCX_WSTREAM_PORTS);
+	}
 	place_host_only(L);
 	L->off = align_up(L->off, 4096);
 }
@@ -523,5 +535,6 @@ int pccx__gemma_synth(struct pccx_gemma_model *m, uint64_t seed, unsigned n_thre
 		pccx__pool_run(pool, synth_rows, &j);
 	}
 	pccx__pool_destroy(pool);
+	pccx__gemma_model_q4c(m);
 	return PCCX_OK;
 }

@@ -94,6 +94,14 @@ struct pccx_gemma_layer_w {
 	int32_t moe_router;	/* F32 (n_experts, D) router.proj (Gemma 4 MoE) */
 	/* expert e's gate, up (d_expert, D) and down (D, d_expert), Q4: ids experts + 3e + 0..2 */
 	int32_t experts;
+	/*
+	 * A sparse layer's W_down once more in q4c layout (docs/model-files.md): the column
+	 * records a device with FEATURES.COLSKIP reads only for the hidden units that are not 0.
+	 * down_q4c: its byte offset (0: the layer has none); down_q4c_ok: filled from ffn_down
+	 * by pccx__gemma_model_q4c and every scale of ffn_down finite (what makes skipping exact).
+	 */
+	uint64_t down_q4c;
+	bool down_q4c_ok;
 	int32_t vec[PCCX_GEMMA_LV_COUNT];	/* F32 vectors, contiguous */
 	uint64_t vec_offset;	/* byte offset of the layer vector block */
 	uint64_t vec_bytes;	/* its size (multiple of 16) */
@@ -170,6 +178,13 @@ static inline const uint8_t *pccx_gemma_q4_nibbles(const uint8_t *rec, uint32_t 
 {
 	return rec + pccx_gemma_q4_scale_bytes(cols);
 }
+
+/*
+ * Fill the sparse layers' q4c copies of W_down from ffn_down (gemma_q4c.c). Every model
+ * producer (the synthesiser, the GGUF and safetensors loaders) calls it once the weights are in
+ * place; whoever changes ffn_down afterwards calls it again.
+ */
+void pccx__gemma_model_q4c(struct pccx_gemma_model *m);
 
 /* Dequantise / copy row r of tensor t as FP32 (cols values): w = fp16(d) * q, or the FP32. */
 void pccx__gemma_row_f32(const struct pccx_gemma_model *m, int32_t t, uint32_t r, float *out);

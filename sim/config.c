@@ -28,6 +28,7 @@ void pccx__sim_config_default(struct pccx_sim_config *c)
 	c->reg_base = 0xa0000000ull;
 	c->rowmask = 1;
 	c->smul = 1;
+	c->colskip = 1;
 	c->sfu_lanes = 1;
 
 	c->mmio_write_axi = 8;
@@ -113,6 +114,9 @@ int pccx__sim_config_check(const struct pccx_sim_config *c, pccx_diag *d)
 				  c->rowmask);
 	if (c->smul > 1)
 		return pccx__fail(d, PCCX_ERR_RANGE, "simulator: smul %u is not 0 or 1", c->smul);
+	if (c->colskip > 1)
+		return pccx__fail(d, PCCX_ERR_RANGE, "simulator: colskip %u is not 0 or 1",
+				  c->colskip);
 	if (c->sfu_lanes != 1 && c->sfu_lanes != 2 && c->sfu_lanes != 4)
 		return pccx__fail(d, PCCX_ERR_RANGE, "pccx,sfu-lanes: %u is not 1, 2 or 4",
 				  c->sfu_lanes);
@@ -192,6 +196,8 @@ int pccx__sim_config_from_dtb(struct pccx_sim_config *c, const void *blob, size_
 		rc = prop_u32(blob, node, "pccx,rowmask", &c->rowmask, d);
 	if (!rc)
 		rc = prop_u32(blob, node, "pccx,smul", &c->smul, d);
+	if (!rc)
+		rc = prop_u32(blob, node, "pccx,colskip", &c->colskip, d);
 	if (!rc)
 		rc = prop_u32(blob, node, "pccx,sfu-lanes", &c->sfu_lanes, d);
 	if (!rc)

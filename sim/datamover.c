@@ -98,7 +98,7 @@ static void push_cmd(struct pccx_sim *s, struct sim_dm *dm)
 	if (s->cfg.dma_address_bits > 32)
 		c->addr |= (uint64_t)dm->addr_hi << 32;
 	c->tag = (uint8_t)(dm->cmd_ext & PCCX_DM_EXT_TAG_MASK);
-	c->window = s->cfg.rowmask && (dm->cmd_ext & PCCX_DM_EXT_WINDOW);
+	c->window = (s->cfg.rowmask || s->cfg.colskip) && (dm->cmd_ext & PCCX_DM_EXT_WINDOW);
 	dm->addr_hi = 0;     /* applies to the next pushed command only */
 	dm->cmd_level++;
 }

@@ -178,6 +178,8 @@ uint64_t pccx__sim_features(const pccx_sim *s)
 		f |= PCCX_FEAT_ROWMASK;
 	if (s->cfg.smul)
 		f |= PCCX_FEAT_SMUL;
+	if (s->cfg.colskip)
+		f |= PCCX_FEAT_COLSKIP;
 	return f;
 }
 

@@ -47,8 +47,10 @@ void pccx__sim_matmul_abort(struct pccx_sim *s, struct sim_matmul *mm)
 	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
 		free(mm->lane[p].row);
 		mm->lane[p].row = NULL;
-		free(mm->lane[p].kept);
-		mm->lane[p].kept = NULL;
+		free(mm->lane[p].rec);
+		mm->lane[p].rec = NULL;
+		free(mm->lane[p].isum);
+		mm->lane[p].isum = NULL;
 	}
 	free(mm->x);
 	free(mm->q8);
@@ -141,6 +143,7 @@ int pccx__sim_matmul_start(struct pccx_sim *s, struct sim_matmul *mm, struct sim
 	mm->accm = op->in.f[PCCX_FID_A_accm] != 0;
 	mm->findemax = op->in.f[PCCX_FID_A_findemax] != 0;
 	mm->rowmask = op->in.f[PCCX_FID_A_rowmask] != 0;
+	mm->window = fx->window;
 	kw = pccx_words_for(mm->k);
 	row_bytes = pccx__wstream_row_bytes(&mm->ws);
 	rowmax = (mm->k > mm->n ? mm->k : mm->n) + 8;
@@ -154,7 +157,7 @@ int pccx__sim_matmul_start(struct pccx_sim *s, struct sim_matmul *mm, struct sim
 		goto fail;
 	for (r = 0; r < mm->m; r++)
 		pccx__sim_l2_get(s, src + r * kw, mm->x + (size_t)r * mm->k, mm->k);
-	if (mm->ws.fmt == PCCX_WFMT_Q4) {
+	if (mm->ws.fmt == PCCX_WFMT_Q4 || mm->ws.fmt == PCCX_WFMT_Q4C) {
 		mm->q8 = malloc((size_t)mm->m * mm->k);
 		mm->sx = malloc((size_t)mm->m * (mm->k / PCCX_Q4_BLOCK) * sizeof(float) + 1);
 		if (!mm->q8 || !mm->sx)
@@ -163,7 +166,7 @@ int pccx__sim_matmul_start(struct pccx_sim *s, struct sim_matmul *mm, struct sim
 			pccx__kern_q8_quantize(mm->x + (size_t)r * mm->k, mm->k,
 					       mm->q8 + (size_t)r * mm->k,
 					       mm->sx + (size_t)r * (mm->k / PCCX_Q4_BLOCK));
-		if (mm->ws.w_scale && q4_kernel_prepare(mm))
+		if (mm->ws.fmt == PCCX_WFMT_Q4 && mm->ws.w_scale && q4_kernel_prepare(mm))
 			goto fail;
 	} else if (mm->ws.fmt == PCCX_WFMT_F32T) {
 		uint64_t bytes = (uint64_t)mm->k * mm->n * sizeof(*mm->wt);
@@ -183,13 +186,16 @@ int pccx__sim_matmul_start(struct pccx_sim *s, struct sim_matmul *mm, struct sim
 		l->batch = mm->act ? lane_batch(s, row_bytes) : 0;
 		l->inplace = l->batch != 0;
 		/* in place, a row wrapping around the FIFO's storage is copied out */
-		if (l->row_count && !(l->row = malloc(row_bytes)))
+		if (l->row_count && !(l->row = malloc(row_bytes ? row_bytes : PCCX_BEAT_BYTES)))
 			goto fail;
 	}
 	mm->phase = 0;
 	mm->phase_end = s->core_cycle + s->cfg.l2_latency + (uint64_t)mm->m * kw +
-			(mm->ws.fmt == PCCX_WFMT_Q4 ? s->cfg.quant_latency : 0);
+			(mm->ws.fmt == PCCX_WFMT_F32 || mm->ws.fmt == PCCX_WFMT_F32T ? 0 :
+			 s->cfg.quant_latency);
 	if (mm->rowmask && pccx__sim_rowmask_start(s, mm))
+		goto fail;
+	if (mm->ws.fmt == PCCX_WFMT_Q4C && pccx__sim_q4c_start(mm))
 		goto fail;
 	if (op->unit == PCCX_SIM_U_GEMM)
 		mm->mac_rate = mm->ws.fmt == PCCX_WFMT_Q4 ? s->cfg.gemm_q4_macs
@@ -328,6 +334,9 @@ static void sim_matmul_row_done(struct pccx_sim *s, struct sim_matmul *mm, unsig
 		for (i = 0; i < nvals; i++)
 			mm->wt[(size_t)row * nvals + i] = f32_le(rec + 4 * i);
 		return;
+	case PCCX_WFMT_Q4C:
+		pccx__sim_q4c_record(mm, p, row, rec);
+		return;
 	}
 }
 
@@ -380,7 +389,8 @@ void pccx__sim_lane_take(struct pccx_sim *s, struct sim_matmul *mm, unsigned p, 
 
 	l->bytes_left -= (uint64_t)n * PCCX_BEAT_BYTES;
 	while (n) {
-		uint64_t want = (l->row_bytes - l->got) / PCCX_BEAT_BYTES;
+		uint64_t rb = l->rec ? l->rec[l->rows_done].bytes : l->row_bytes;
+		uint64_t want = (rb - l->got) / PCCX_BEAT_BYTES;
 		uint32_t run = n < want ? n : (uint32_t)want;
 
 		if (!l->got)
@@ -394,9 +404,9 @@ void pccx__sim_lane_take(struct pccx_sim *s, struct sim_matmul *mm, unsigned p, 
 			q->head -= q->cap;
 		n -= run;
 		l->got += (uint64_t)run * PCCX_BEAT_BYTES;
-		if (l->got == l->row_bytes) {
-			sim_matmul_row_done(s, mm, p, l->kept ? l->kept[l->rows_done]
-							      : l->row_first + l->rows_done);
+		if (l->got == rb) {
+			sim_matmul_row_done(s, mm, p, l->rec ? l->rec[l->rows_done].id
+							     : l->row_first + l->rows_done);
 			l->rows_done++;
 			l->got = 0;
 		}
@@ -437,7 +447,7 @@ void pccx__sim_matmul_axi_tick(struct pccx_sim *s, struct sim_matmul *mm)
 		s->stall_weights_ps += s->axi_ps;
 	for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
 		if (mm->lane[p].bytes_left || mm->lane[p].win_left ||
-		    (mm->rowmask && s->dm[p].win))
+		    (mm->window && s->dm[p].win))
 			return;
 	(void)left;
 	mm->phase = 2;

@@ -193,6 +193,13 @@ static int decode_head(struct pccx_sim *s)
 		pccx__sim_set_error(s, PCCX_CAUSE_BAD_OPERANDS, (uint32_t)err, s->issued_job, w);
 		return err;
 	}
+	/* a GEMV on q4c weights needs FEATURES.COLSKIP (pccx,colskip): without it the format
+	 * is one v002 does not have */
+	if (!s->cfg.colskip && h->fx.engine == PCCX_ENG_GEMV && h->fx.ws.fmt == PCCX_WFMT_Q4C) {
+		err = PCCX_ISA_E_SHAPE;
+		pccx__sim_set_error(s, PCCX_CAUSE_ILLEGAL_INSN, (uint32_t)err, s->issued_job, w);
+		return err;
+	}
 	h->unit = (int)h->fx.engine;    /* enum pccx_engine and enum pccx_sim_unit agree */
 	if (h->in.opcode == PCCX_OP_MEMCPY)
 		h->sync = !h->in.f[PCCX_FID_B_async];

@@ -122,6 +122,13 @@ struct sim_op {
 	uint64_t issue_cycle;
 };
 
+/* A record a windowed lane takes: where it lies in the port's range, and what it is
+ * (rowmask: the stored row; q4c: block * 33 + column, or + 32 for the block's scales). */
+struct sim_rec {
+	uint64_t off;
+	uint32_t bytes, id;
+};
+
 /* A GEMV/GEMM lane: the rows of one weight port. */
 struct sim_lane {
 	uint32_t row_first, row_count, rows_done;
@@ -133,9 +140,13 @@ struct sim_lane {
 	uint32_t batch;                /* in place: rows computed together */
 	uint32_t pend, pend_row;       /* in place: complete rows not computed yet, the first */
 	const uint8_t *pend_host;      /* ... and where they lie */
-	/* rowmask: the kept rows of this port (stored row numbers, ascending) */
-	uint32_t *kept, n_kept;
-	uint64_t win_left;             /* bytes of the port's range its windows still cover */
+	/* rowmask and q4c: the records this lane takes, ascending in the port's range */
+	struct sim_rec *rec;
+	uint32_t n_rec;
+	uint32_t win_rec;              /* the first record the window reads have not passed */
+	uint64_t win_range;            /* bytes of the port's range */
+	uint64_t win_left;             /* ... its windows still cover */
+	int32_t *isum;                 /* q4c: the rows' INT32 sums of the current block */
 };
 
 struct sim_matmul {
@@ -148,6 +159,7 @@ struct sim_matmul {
 	uint32_t m, n, k;
 	bool accm, findemax;
 	bool rowmask;                  /* GEMV rowmask: lanes take their kept rows only */
+	bool window;                   /* rowmask or q4c: lanes take their listed records */
 	uint64_t mac_budget;           /* GEMM: MACs available */
 	uint32_t mac_rate;
 	struct sim_lane lane[PCCX_WSTREAM_PORTS];
@@ -326,11 +338,17 @@ void pccx__sim_dm_write(struct pccx_sim *s, unsigned ch, uint32_t reg, uint32_t 
 void pccx__sim_dm_axi_tick(struct pccx_sim *s);
 bool pccx__sim_dm_busy(const struct pccx_sim *s);          /* can still make progress */
 bool pccx__sim_dm_outstanding(const struct pccx_sim *s);   /* a command queued or running */
-/* rowmask.c: the kept rows of a rowmask GEMV; a window command read as its kept rows' reads */
-int pccx__sim_rowmask_start(struct pccx_sim *s, struct sim_matmul *mm);
+/* window.c: a windowed GEMV's records; a window command read as its records' reads */
 bool pccx__sim_win_ready(const struct pccx_sim *s, const struct sim_dm *dm);
 bool pccx__sim_win_open(struct pccx_sim *s, struct sim_dm *dm, uint8_t *host);
 bool pccx__sim_win_next(struct pccx_sim *s, struct sim_dm *dm);
+int pccx__sim_win_records(struct sim_lane *l, uint32_t max);
+void pccx__sim_win_add(struct sim_lane *l, uint64_t off, uint32_t bytes, uint32_t id);
+/* rowmask.c: the kept rows of a rowmask GEMV */
+int pccx__sim_rowmask_start(struct pccx_sim *s, struct sim_matmul *mm);
+/* q4c.c: the records of a GEMV on q4c weights, and what each one computes */
+int pccx__sim_q4c_start(struct sim_matmul *mm);
+void pccx__sim_q4c_record(struct sim_matmul *mm, unsigned p, uint32_t id, const uint8_t *rec);
 
 /* eng_dma.c: MEMCPY engines */
 void pccx__sim_dma_start(struct pccx_sim *s, struct sim_op *op);

@@ -97,7 +97,8 @@ static int op_matmul(void *ctx, const struct pccx_npu_matmul *mm)
 	w.n = mm->n;
 	w.k = mm->k;
 	w.fmt = mm->fmt;
-	w.w_scale = mm->fmt == PCCX_WFMT_Q4;   /* device-layout Q4 always carries its scales */
+	/* device-layout Q4 and Q4C always carry their scales */
+	w.w_scale = mm->fmt == PCCX_WFMT_Q4 || mm->fmt == PCCX_WFMT_Q4C;
 	w.rowmask = mm->rowmask;
 	pccx__job_builder_matmul(&c->jb, mm->m > 1 ? PCCX_OP_GEMM : PCCX_OP_GEMV, mm->dst, mm->src, mm->m,
 				 &w, mm->accm, mm->findemax);

@@ -184,7 +184,6 @@ void pccx__job_builder_matmul(struct pccx_job_builder *jb, unsigned opcode, uint
 			      const struct pccx_job_builder_weights *w, bool accm, bool findemax)
 {
 	struct pccx_wshape ws = { w->n, w->k, w->fmt, w->w_scale };
-	uint64_t row_bytes = pccx__wstream_row_bytes(&ws);
 	struct pccx_insn in;
 	int fe, we;
 	unsigned p;
@@ -201,13 +200,9 @@ void pccx__job_builder_matmul(struct pccx_job_builder *jb, unsigned opcode, uint
 	in.f[PCCX_FID_A_findemax] = findemax;
 	in.f[PCCX_FID_A_rowmask] = w->rowmask;
 	emit(jb, &in);
-	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
-		uint32_t first, count;
-
-		pccx__wstream_port_rows(&ws, p, &first, &count);
-		add_stream(jb, w->handle, p, w->offset + (uint64_t)first * row_bytes,
-			   (uint64_t)count * row_bytes);
-	}
+	for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
+		add_stream(jb, w->handle, p, w->offset + pccx__wstream_port_offset(&ws, p),
+			   pccx__wstream_port_bytes(&ws, p));
 }
 
 void pccx__job_builder_cvo(struct pccx_job_builder *jb, unsigned func, uint32_t src, uint32_t dst,

@@ -1793,6 +1793,8 @@ int pccx__gemma_load_gguf(struct pccx_gemma_model **out, const char *path, uint3
 	}
 	for (t = 0; !rc && t < m->n_t; t++)
 		rc = load_tensor(g, im, m, t, row, &info->q4, &info->clipped, d);
+	if (!rc)
+		pccx__gemma_model_q4c(m);
 out:
 	pccx__gguf_import_free(im);
 	free(row);

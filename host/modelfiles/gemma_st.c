@@ -586,6 +586,8 @@ static int load_plain(const pccx_safetensors *st, bool vision, struct pccx_gemma
 			rc = load_plain_tensor(st, prefix, m, t, row, err, d);
 	}
 	free(row);
+	if (!rc)
+		pccx__gemma_model_q4c(m);
 	return rc;
 }
 

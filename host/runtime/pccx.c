@@ -1160,9 +1160,12 @@ static void use_extensions(pccx_session *s, const struct pccx_session_opts *opts
 	no_rowmask = opts && opts->struct_size >= offsetof(struct pccx_session_opts, no_rowmask) +
 						  sizeof(opts->no_rowmask) && opts->no_rowmask;
 	s->dev->plan.rowmask = (info.features & PCCX_FEAT_ROWMASK) && !no_rowmask;
+	/* ... and only the columns of W_down whose hidden units are not 0 */
+	s->dev->plan.colskip = (info.features & PCCX_FEAT_COLSKIP) && !no_rowmask;
 	if (s->ref) {
 		s->ref->plan.smul = s->dev->plan.smul;
 		s->ref->plan.rowmask = s->dev->plan.rowmask;
+		s->ref->plan.colskip = s->dev->plan.colskip;
 	}
 }
 

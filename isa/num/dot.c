@@ -45,6 +45,44 @@ float pccx__q4_row_dot(const uint8_t *nibbles, const uint16_t *scales, const int
 	return pccx_f32_canon(acc);
 }
 
+bool pccx__q4c_block_read(const int8_t *q8, float sx)
+{
+	size_t i;
+
+	if ((pccx_f32_bits(sx) & 0x7F800000u) == 0x7F800000u)
+		return true;       /* 0 * Inf or NaN: the dense sum becomes NaN */
+	for (i = 0; i < PCCX_QBLK; i++)
+		if (q8[i])
+			return true;
+	return false;
+}
+
+void pccx__q4c_column(const uint8_t *col, size_t rows, int32_t x, int32_t *sum)
+{
+	size_t i;
+
+	/* two's complement nibbles, as in block_dot */
+	for (i = 0; i + 1 < rows; i += 2) {
+		sum[i] += ((int32_t)((col[i / 2] & 0xFu) ^ 8u) - 8) * x;
+		sum[i + 1] += ((int32_t)((col[i / 2] >> 4) ^ 8u) - 8) * x;
+	}
+	if (i < rows)
+		sum[i] += ((int32_t)((col[i / 2] & 0xFu) ^ 8u) - 8) * x;
+}
+
+void pccx__q4c_block_end(const uint8_t *scales, size_t rows, float sx, int32_t *sum,
+			 float *acc)
+{
+	size_t i;
+
+	for (i = 0; i < rows; i++) {
+		float t = pccx__fp16_to_f32((uint16_t)(scales[2 * i] | scales[2 * i + 1] << 8)) * sx;
+
+		acc[i] = acc[i] + (float)sum[i] * t;
+		sum[i] = 0;
+	}
+}
+
 float pccx__f32_row_dot(const float *w, const float *x, size_t K)
 {
 	float acc = 0.0f;

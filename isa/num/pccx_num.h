@@ -155,6 +155,22 @@ void pccx__q8_quantize(const float *x, size_t K, int8_t *q, float *sx);
 float pccx__q4_row_dot(const uint8_t *nibbles, const uint16_t *scales, const int8_t *q8,
 		       const float *sx, size_t K);
 
+/*
+ * The same outputs from Q4C column records (FEATURES.COLSKIP, docs/isa.md), `rows` outputs
+ * at once. Per block b in ascending order that pccx__q4c_block_read() keeps: the column
+ * record of each input k of the block with q8_k != 0 adds q4 * q8_k to the rows' INT32 sums
+ * (pccx__q4c_column; exact, so in any order), then the block's scale record does
+ * acc = acc + (float)sum * (fp16_to_f32(d) * sx_b) per row and clears the sums
+ * (pccx__q4c_block_end). A block it skips would add (float)0 * t_b = +-0, which leaves acc
+ * unchanged when t_b is finite (acc starts at +0 and never becomes -0), so with finite
+ * weight scales the results are pccx__q4_row_dot's bits. Column record: row i's INT4 (two's
+ * complement, as in row records) at byte i/2, the low nibble for even i; scale record: row i's FP16 at bytes 2i, 2i + 1.
+ */
+bool pccx__q4c_block_read(const int8_t *q8, float sx);
+void pccx__q4c_column(const uint8_t *col, size_t rows, int32_t x, int32_t *sum);
+void pccx__q4c_block_end(const uint8_t *scales, size_t rows, float sx, int32_t *sum,
+			 float *acc);
+
 /* acc = +0; for k ascending: acc = acc + w_k * x_k (the product rounded, then the add). */
 float pccx__f32_row_dot(const float *w, const float *x, size_t K);
 

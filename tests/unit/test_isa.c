@@ -337,10 +337,11 @@ START_TEST(table_enum_names)
 	ck_assert_str_eq(pccx__wfmt_name(PCCX_WFMT_Q4), "q4");
 	ck_assert_str_eq(pccx__wfmt_name(PCCX_WFMT_F32), "f32");
 	ck_assert_str_eq(pccx__wfmt_name(PCCX_WFMT_F32T), "f32t");
-	ck_assert_ptr_null(pccx__wfmt_name(3));
+	ck_assert_str_eq(pccx__wfmt_name(PCCX_WFMT_Q4C), "q4c");
+	ck_assert_ptr_null(pccx__wfmt_name(4));
 	ck_assert_ptr_null(pccx__wfmt_name(0xffff));
 	ck_assert_ptr_nonnull(pccx__wfmt_desc(PCCX_WFMT_F32T));
-	ck_assert_ptr_null(pccx__wfmt_desc(3));
+	ck_assert_ptr_null(pccx__wfmt_desc(4));
 }
 END_TEST
 

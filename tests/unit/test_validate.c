@@ -419,8 +419,8 @@ START_TEST(shape_weight_values)
 	gemv_shapes(64, 1, 1, 32, 64, PCCX_WFMT_Q4);
 	I("gemv dest=0x100 src=0 wshape=3 fshape=2 +w_scale");
 	accept();
-	/* format 3 is not defined */
-	gemv_shapes(64, 1, 1, 32, 64, 3);
+	/* format 4 is not defined */
+	gemv_shapes(64, 1, 1, 32, 64, 4);
 	I("gemv dest=0x100 src=0 wshape=3 fshape=2");
 	expect(PCCX_ISA_E_SHAPE, PCCX_VW_INSN, 2, PCCX_FID_A_wshape);
 	gemv_shapes(64, 1, 1, 32, 64, 0xffff);
@@ -438,6 +438,34 @@ START_TEST(shape_w_scale_needs_q4)
 	gemv_shapes(64, 1, 1, 32, 64, PCCX_WFMT_F32T);
 	I("gemm dest=0x100 src=0 wshape=3 fshape=2 +w_scale");
 	expect(PCCX_ISA_E_FLAGS, PCCX_VW_INSN, 2, PCCX_FID_A_w_scale);
+}
+END_TEST
+
+/*
+ * q4c (FEATURES.COLSKIP): GEMV only, always with its scales, K in whole 32-blocks, never
+ * rowmask; a device without COLSKIP refuses it, naming the feature.
+ */
+START_TEST(shape_q4c)
+{
+	gemv_shapes(64, 1, 1, 32, 64, PCCX_WFMT_Q4C);
+	I("gemv dest=0x100 src=0 wshape=3 fshape=2 +w_scale");
+	accept();
+	replace_last("gemv dest=0x100 src=0 wshape=3 fshape=2");
+	expect(PCCX_ISA_E_FLAGS, PCCX_VW_INSN, 2, PCCX_FID_A_w_scale);
+	replace_last("gemv dest=0x100 src=0 wshape=3 fshape=2 +w_scale +rowmask");
+	expect(PCCX_ISA_E_FLAGS, PCCX_VW_INSN, 2, PCCX_FID_A_rowmask);
+	replace_last("gemv dest=0x100 src=0 wshape=3 fshape=2 +w_scale");
+	J.lim.features = ~(uint64_t)PCCX_FEAT_COLSKIP;
+	expect(PCCX_ISA_E_SHAPE, PCCX_VW_INSN, 2, PCCX_FID_A_wshape);
+	expect_detail(PCCX_FEAT_COLSKIP, ~(uint64_t)PCCX_FEAT_COLSKIP);
+	J.lim.features = PCCX_FEAT_COLSKIP;
+	accept();
+	gemv_shapes(64, 2, 1, 32, 64, PCCX_WFMT_Q4C);
+	I("gemm dest=0x100 src=0 wshape=3 fshape=2 +w_scale");
+	expect(PCCX_ISA_E_SHAPE, PCCX_VW_INSN, 2, PCCX_FID_A_wshape);
+	gemv_shapes(48, 1, 1, 32, 48, PCCX_WFMT_Q4C);
+	I("gemv dest=0x100 src=0 wshape=3 fshape=2 +w_scale");
+	expect(PCCX_ISA_E_SHAPE, PCCX_VW_INSN, 2, PCCX_FID_A_wshape);
 }
 END_TEST
 
@@ -1356,8 +1384,23 @@ START_TEST(wstream_f32_row_bytes)
 	ck_assert_uint_eq(pccx__wstream_port_bytes(&ws, 0), 25 * 48);
 	ws.n = 256;
 	ck_assert_uint_eq(pccx__wstream_row_bytes(&ws), 1024);
+	/* q4c: per 32-block, 32 column records of the port's rows' nibbles, then their scales */
+	ws = (struct pccx_wshape){ 10, 64, PCCX_WFMT_Q4C, true };
+	ck_assert_uint_eq(pccx__wstream_q4c_col_bytes(3), 16);
+	ck_assert_uint_eq(pccx__wstream_q4c_scale_bytes(3), 16);
+	ck_assert_uint_eq(pccx__wstream_q4c_scale_bytes(9), 32);
+	ck_assert_uint_eq(pccx__wstream_q4c_col_bytes(33), 32);
+	ck_assert_uint_eq(pccx__wstream_q4c_block_bytes(3), 32 * 16 + 16);
+	ck_assert_uint_eq(pccx__wstream_port_bytes(&ws, 0), 2 * 528);
+	ck_assert_uint_eq(pccx__wstream_port_bytes(&ws, 3), 2 * 528);
+	ck_assert_uint_eq(pccx__wstream_port_offset(&ws, 2), 4 * 528);
+	ck_assert_uint_eq(pccx__wstream_port_offset(&ws, 4), 8 * 528);
+	ws = (struct pccx_wshape){ 2048, 16384, PCCX_WFMT_Q4C, true };
+	ck_assert_uint_eq(pccx__wstream_port_bytes(&ws, 1), 512ull * (32 * 256 + 1024));
+	ws.n = 3;                  /* port 3 carries no row, so nothing */
+	ck_assert_uint_eq(pccx__wstream_port_bytes(&ws, 3), 0);
 	/* an undefined format streams nothing */
-	ws.fmt = 3;
+	ws.fmt = 4;
 	ck_assert_uint_eq(pccx__wstream_row_bytes(&ws), 0);
 	ck_assert_uint_eq(pccx__wstream_port_bytes(&ws, 0), 0);
 }
@@ -1495,6 +1538,7 @@ static Suite *validate_suite(void)
 	tcase_add_test(tc, shape_fmap_values);
 	tcase_add_test(tc, shape_weight_values);
 	tcase_add_test(tc, shape_w_scale_needs_q4);
+	tcase_add_test(tc, shape_q4c);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("l2");

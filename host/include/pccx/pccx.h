@@ -111,9 +111,10 @@ struct pccx_session_opts {
 	bool verify;              /* run the bit-exact reference alongside and compare every stage */
 	uint32_t prompt_chunk;    /* prompt tokens per job (0: as many as L2 holds; 1: one decode
 				   * step per token); the bits are those of one step per token */
-	bool no_rowmask;          /* stream the sparse layers' W_up whole even on a device with
-				   * FEATURES.ROWMASK (which reads only the rows the activation
-				   * keeps); the logits and KV rows are the same */
+	bool no_rowmask;          /* stream the sparse layers' W_up and W_down whole even on a
+				   * device with FEATURES.ROWMASK / COLSKIP (which read only the
+				   * W_up rows and W_down columns the activation keeps); the
+				   * logits and KV rows are the same */
 };
 
 /* Called for each sampled token with its text piece; return non-zero to stop generating. */

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: MIT
+/*
+ * GEMV on q4c weights (FEATURES.COLSKIP, docs/isa.md): column records, block by block.
+ *
+ * The quantiser has the activation's INT8 values and block scales when the stream starts; the
+ * lanes list, per 32-block of K that pccx__q4c_block_read keeps, the column records of the
+ * inputs whose INT8 value is not 0 and then the block's scale record. Each column record adds
+ * to the rows' INT32 sums, each scale record ends the block for the rows (isa/num: the bits of
+ * the dense GEMV when the weights' scales are finite).
+ *
+ * Timing is the GEMV lane's (one beat per AXI cycle): a column beat is 32 INT4 MACs into 32
+ * rows' sums, a scale beat ends 8 rows' blocks (docs/isa.md states that hardware).
+ */
+#include <stdlib.h>
+
+#include "pccx_num.h"
+#include "sim_int.h"
+
+int pccx__sim_q4c_start(struct sim_matmul *mm)
+{
+	uint32_t nb = mm->k / PCCX_Q4_BLOCK, b, c;
+	unsigned p;
+
+	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
+		struct sim_lane *l = &mm->lane[p];
+		uint64_t cb = pccx__wstream_q4c_col_bytes(l->row_count);
+		uint64_t sb = pccx__wstream_q4c_scale_bytes(l->row_count);
+		uint64_t bb = pccx__wstream_q4c_block_bytes(l->row_count);
+
+		l->win_range = l->row_count ? (uint64_t)nb * bb : 0;
+		l->win_left = l->win_range;
+		l->bytes_left = 0;
+		if (!l->row_count)
+			continue;
+		free(l->row);
+		l->row = malloc(sb);
+		l->isum = calloc(l->row_count, sizeof(*l->isum));
+		if (!l->row || !l->isum || pccx__sim_win_records(l, nb * (PCCX_Q4_BLOCK + 1)))
+			return PCCX_ERR_NOMEM;
+		for (b = 0; b < nb; b++) {
+			const int8_t *q = mm->q8 + (size_t)b * PCCX_Q4_BLOCK;
+
+			if (!pccx__q4c_block_read(q, mm->sx[b]))
+				continue;
+			for (c = 0; c < PCCX_Q4_BLOCK; c++)
+				if (q[c])
+					pccx__sim_win_add(l, b * bb + c * cb, (uint32_t)cb,
+							  b * (PCCX_Q4_BLOCK + 1) + c);
+			pccx__sim_win_add(l, b * bb + PCCX_Q4_BLOCK * cb, (uint32_t)sb,
+					  b * (PCCX_Q4_BLOCK + 1) + PCCX_Q4_BLOCK);
+		}
+	}
+	return 0;
+}
+
+void pccx__sim_q4c_record(struct sim_matmul *mm, unsigned p, uint32_t id, const uint8_t *rec)
+{
+	struct sim_lane *l = &mm->lane[p];
+	uint32_t b = id / (PCCX_Q4_BLOCK + 1), c = id % (PCCX_Q4_BLOCK + 1);
+
+	if (c < PCCX_Q4_BLOCK)
+		pccx__q4c_column(rec, l->row_count, mm->q8[(size_t)b * PCCX_Q4_BLOCK + c], l->isum);
+	else
+		pccx__q4c_block_end(rec, l->row_count, mm->sx[b], l->isum, mm->y + l->row_first);
+}
