@@ -185,6 +185,8 @@ static inline const uint8_t *pccx_gemma_q4_nibbles(const uint8_t *rec, uint32_t 
  * place; whoever changes ffn_down afterwards calls it again.
  */
 void pccx__gemma_model_q4c(struct pccx_gemma_model *m);
+/* The q4c image (docs/model-files.md) of an (n, k) Q4 matrix of row records at w. */
+void pccx__q4c_pack(const uint8_t *w, uint32_t n, uint32_t k, uint8_t *dst);
 
 /* Dequantise / copy row r of tensor t as FP32 (cols values): w = fp16(d) * q, or the FP32. */
 void pccx__gemma_row_f32(const struct pccx_gemma_model *m, int32_t t, uint32_t r, float *out);

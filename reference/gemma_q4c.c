@@ -25,57 +25,62 @@ static bool scales_finite(const struct pccx_gemma_model *m, int32_t t)
 	return true;
 }
 
-/* Port p's rows [first, first + rows) of tensor t into their column and scale records. */
-static void port_records(const struct pccx_gemma_model *m, int32_t t, uint32_t first,
-			 uint32_t rows, uint8_t *dst)
+/* Rows [first, first + rows) of the Q4 row records at `w` into one port's q4c records. */
+static void port_records(const uint8_t *w, uint64_t rb, uint32_t k, uint32_t first, uint32_t rows,
+			 uint8_t *dst)
 {
-	const struct pccx_gemma_tensor *T = &m->t[t];
-	uint32_t nb = T->cols / PCCX_Q4_BLOCK, b, i, c;
+	uint32_t nb = k / PCCX_Q4_BLOCK, b, i, c;
 	uint64_t cb = pccx__wstream_q4c_col_bytes(rows), bb = pccx__wstream_q4c_block_bytes(rows);
+	uint64_t sbytes = pccx_gemma_q4_scale_bytes(k);
 
 	for (b = 0; b < nb; b++) {
 		uint8_t *blk = dst + b * bb;
 
 		memset(blk, 0, bb);
 		for (i = 0; i < rows; i++) {
-			const uint8_t *rec = pccx_gemma_row(m, t, first + i);
-			const uint8_t *nib = pccx_gemma_q4_nibbles(rec, T->cols) +
-					     (size_t)b * (PCCX_Q4_BLOCK / 2);
-			const uint8_t *sc = rec + 2 * (size_t)b;
+			const uint8_t *rec = w + (uint64_t)(first + i) * rb;
+			const uint8_t *nib = rec + sbytes + (size_t)b * (PCCX_Q4_BLOCK / 2);
 			unsigned shift = 4 * (i & 1);
 
 			/* column c of the block is nibble c of its 16 bytes, low nibble first */
 			for (c = 0; c < PCCX_Q4_BLOCK; c++)
 				blk[c * cb + i / 2] |=
 					(uint8_t)(((nib[c / 2] >> (4 * (c & 1))) & 0xF) << shift);
-			blk[PCCX_Q4_BLOCK * cb + 2 * i] = sc[0];
-			blk[PCCX_Q4_BLOCK * cb + 2 * i + 1] = sc[1];
+			blk[PCCX_Q4_BLOCK * cb + 2 * i] = rec[2 * b];
+			blk[PCCX_Q4_BLOCK * cb + 2 * i + 1] = rec[2 * b + 1];
 		}
+	}
+}
+
+void pccx__q4c_pack(const uint8_t *w, uint32_t n, uint32_t k, uint8_t *dst)
+{
+	struct pccx_wshape q4 = { n, k, PCCX_WFMT_Q4, true }, q4c = { n, k, PCCX_WFMT_Q4C, true };
+	uint64_t rb = pccx__wstream_row_bytes(&q4);
+	uint32_t first, rows;
+	unsigned p;
+
+	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
+		pccx__wstream_port_rows(&q4c, p, &first, &rows);
+		if (rows)
+			port_records(w, rb, k, first, rows, dst + pccx__wstream_port_offset(&q4c, p));
 	}
 }
 
 void pccx__gemma_model_q4c(struct pccx_gemma_model *m)
 {
-	uint32_t l, first, rows;
-	unsigned p;
+	uint32_t l;
 
 	for (l = 0; l < m->cfg.n_layers; l++) {
 		struct pccx_gemma_layer_w *lw = &m->w.layer[l];
 		int32_t t = lw->ffn_down;
-		struct pccx_wshape ws;
 
 		lw->down_q4c_ok = false;
 		if (!lw->down_q4c)
 			continue;
 		if (!scales_finite(m, t))
 			continue;  /* the graph streams this layer's W_down whole */
-		ws = (struct pccx_wshape){ m->t[t].rows, m->t[t].cols, PCCX_WFMT_Q4C, true };
-		for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
-			pccx__wstream_port_rows(&ws, p, &first, &rows);
-			if (rows)
-				port_records(m, t, first, rows,
-					     m->data + lw->down_q4c + pccx__wstream_port_offset(&ws, p));
-		}
+		pccx__q4c_pack(pccx_gemma_row(m, t, 0), m->t[t].rows, m->t[t].cols,
+			       m->data + lw->down_q4c);
 		lw->down_q4c_ok = true;
 	}
 }

@@ -65,7 +65,10 @@ bool pccx__sim_win_next(struct pccx_sim *s, struct sim_dm *dm)
 	hi = l->rec[j - 1].off + l->rec[j - 1].bytes;
 	if (hi > end)
 		hi = end;
-	s->gemv.lane[dm->ch].win_rec = hi < l->rec[j - 1].off + l->rec[j - 1].bytes ? j - 1 : j;
+	/* the next read starts at the first record this one does not cover to its end */
+	while (i < j && l->rec[i].off + l->rec[i].bytes <= hi)
+		i++;
+	s->gemv.lane[dm->ch].win_rec = i;
 	dm->cur = dm->win_cmd;
 	dm->cur.window = false;
 	dm->cur.addr = dm->win_cmd.addr + (lo - dm->win_base);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "exec_ref.h"
+#include "gemma_model.h"
 #include "fileio.h"
 #include "json.h"
 #include "test_sim_util.h"
@@ -1431,14 +1432,15 @@ static void x_matmul(struct xcheck *x, uint32_t dst, uint32_t src, uint32_t m, u
 {
 	struct pccx_npu_matmul mm = { dst, src, n, k, m, fmt, accm, findemax, false,
 				      { PCCX_NPU_BUF_WEIGHTS, woff, -1, 0 } };
-	struct pccx_wshape ws = { n, k, fmt, fmt == PCCX_WFMT_Q4 };
+	bool sc = fmt == PCCX_WFMT_Q4 || fmt == PCCX_WFMT_Q4C;
+	struct pccx_wshape ws = { n, k, fmt, sc };
 	unsigned e = x->next_entry++ % 64;
 
 	ck_assert_msg(x->ops->matmul(x->ref, &mm) == 0, "%s", pccx__ref_exec_error(x->ref));
 	tj_add(&x->j, t_memset(0, e, k, m, 1));
 	tj_add(&x->j, t_memset(1, e, n, k, fmt));
 	tj_add(&x->j, t_matmul(m == 1 ? PCCX_OP_GEMV : PCCX_OP_GEMM, dst, src, e, e,
-			       (fmt == PCCX_WFMT_Q4 ? TF_WSCALE : 0) | (accm ? TF_ACCM : 0) |
+			       (sc ? TF_WSCALE : 0) | (accm ? TF_ACCM : 0) |
 			       (findemax ? TF_FINDEMAX : 0)));
 	tj_streams(&x->j, &ws, x->hw, woff);
 }
@@ -1699,6 +1701,175 @@ START_TEST(sim_rowmask_feature)
 }
 END_TEST
 
+/*
+ * GEMV on q4c weights (FEATURES.COLSKIP) on the simulator: the same matrix as Q4 rows and as
+ * q4c, against an input with whole zero blocks, blocks with one non-zero element, values that
+ * quantise to 0 beside large ones, and a dense tail. Both GEMVs give the reference's L2, and
+ * the q4c outputs are the Q4 outputs' bits; only the records of non-zero inputs and their
+ * blocks' scales are read; edge by edge as in bulk; a slow host and three windows per port
+ * cut inside records change the cycles only. A device without the feature refuses the GEMV.
+ */
+struct qc_run {
+	uint64_t cycles, q4c_bytes, ddr_read;
+	int state;
+	uint64_t error;
+};
+
+static void qc_job(const struct pccx_sim_config *cfg, bool every_edge, bool cut,
+		   const struct pccx_sim_backend_opts *opts, struct qc_run *out)
+{
+	static struct xcheck x;
+	struct pccx_sim_backend *b = NULL;
+	struct pccx_sim_backend_result res;
+	const uint32_t n = 1000, k = 512, nb = k / 32;
+	struct pccx_wshape q = { n, k, PCCX_WFMT_Q4, true }, qc = { n, k, PCCX_WFMT_Q4C, true };
+	uint64_t rng = 91, wsize = 2u << 20, i, rb = pccx__wstream_row_bytes(&q), qoff = n * rb;
+	uint64_t want = 0;
+	struct pccx_job_view v;
+	pccx_diag d = { 0 };
+	float *rl2, *xin;
+	int8_t q8[512];
+	float sx[16];
+	uint8_t *w;
+	unsigned p, c, blk;
+	int rc;
+
+	memset(&x, 0, sizeof(x));
+	ck_assert_msg(pccx__sim_backend_create(cfg, &b, &d) == 0, "%s", d.msg);
+	pccx__sim_set_every_edge(pccx__sim_backend_sim(b), every_edge);
+	ck_assert_msg(pccx__ref_exec_create(&x.ref, 1, PCCX_KERN_AUTO, &d) == 0, "%s", d.msg);
+	x.ops = pccx__ref_exec_ops();
+	x.hw = balloc(b, wsize, PCCX_BUF_DEV_READ);
+	w = bmap(b, x.hw);
+	fill_weights(w, &q, &rng);
+	pccx__q4c_pack(w, n, k, w + qoff);
+	ck_assert_int_eq(x.ops->bind(x.ref, PCCX_NPU_BUF_WEIGHTS, w, wsize, false), 0);
+	rl2 = pccx__ref_exec_l2(x.ref);
+	for (i = 0; i < (uint64_t)PCCX_L2_WORDS * PCCX_L2_ELEMS_PER_WORD; i++)
+		rl2[i] = t_f32(&rng, 2.0f);
+	/* the input at word 1000: blocks 0-3 and 7-9 zero (+-0), 4 and 10 one element, 5 tiny
+	 * values beside one large (they quantise to 0), 6 a single denormal, the rest dense */
+	xin = &rl2[1000 * 4];
+	for (i = 0; i < k; i++) {
+		xin[i] = (i & 1) ? -0.0f : 0.0f;
+		if (i / 32 >= 11)
+			xin[i] = t_f32(&rng, 1.0f);
+	}
+	xin[4 * 32 + 7] = 0.75f;
+	xin[10 * 32 + 31] = -3.0f;
+	for (i = 5 * 32; i < 6 * 32; i++)
+		xin[i] = 1e-6f;
+	xin[5 * 32 + 3] = 100.0f;
+	xin[6 * 32 + 1] = 1e-42f;
+	/* what the q4c GEMV reads: per port, the records of the non-zero INT8 inputs and the
+	 * scale record of every block holding one */
+	pccx__q8_quantize(xin, k, q8, sx);
+	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
+		uint32_t first, rows;
+
+		pccx__wstream_port_rows(&qc, p, &first, &rows);
+		for (blk = 0; blk < nb; blk++) {
+			uint32_t kept = 0;
+
+			for (c = 0; c < 32; c++)
+				kept += q8[blk * 32 + c] != 0;
+			if (kept)
+				want += kept * pccx__wstream_q4c_col_bytes(rows) +
+					pccx__wstream_q4c_scale_bytes(rows);
+		}
+	}
+	memcpy(l2e(b, 0), rl2, (size_t)PCCX_L2_WORDS * 16);
+
+	x_matmul(&x, 60000, 1000, 1, n, k, PCCX_WFMT_Q4, false, false, 0);
+	if (cut) {
+		struct pccx_npu_matmul mm = { 62000, 1000, n, k, 1, PCCX_WFMT_Q4C, false, false,
+					      false, { PCCX_NPU_BUF_WEIGHTS, qoff, -1, 0 } };
+
+		ck_assert_msg(x.ops->matmul(x.ref, &mm) == 0, "%s", pccx__ref_exec_error(x.ref));
+		tj_add(&x.j, t_memset(0, 40, k, 1, 1));
+		tj_add(&x.j, t_memset(1, 40, n, k, PCCX_WFMT_Q4C));
+		tj_add(&x.j, t_matmul(PCCX_OP_GEMV, 62000, 1000, 40, 40, TF_WSCALE));
+		/* each port's range in three descriptors (three windows), cut inside records */
+		for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
+			uint64_t lo = qoff + pccx__wstream_port_offset(&qc, p);
+			uint64_t all = pccx__wstream_port_bytes(&qc, p);
+			uint64_t cuts[4] = { 0, 16 * 37, all - 16 * 301, all };
+
+			for (c = 0; c < 3; c++) {
+				x.j.stream[x.j.n_stream].handle = x.hw;
+				x.j.stream[x.j.n_stream].port = p;
+				x.j.stream[x.j.n_stream].offset = lo + cuts[c];
+				x.j.stream[x.j.n_stream].length = cuts[c + 1] - cuts[c];
+				x.j.n_stream++;
+			}
+		}
+	} else {
+		x_matmul(&x, 62000, 1000, 1, n, k, PCCX_WFMT_Q4C, false, false, qoff);
+	}
+	x_matmul(&x, 64000, 3000, 1, n, k, PCCX_WFMT_Q4, false, true, 0);
+	v = tj_view(&x.j);
+	memset(&res, 0, sizeof(res));
+	rc = pccx__sim_backend_submit_wait(b, &v, opts, &res, &d);
+	ck_assert_msg(rc == 0 || res.state == PCCX_ENGINE_ERROR, "submit: %s", d.msg);
+	out->state = res.state;
+	out->error = res.err.error;
+	out->cycles = res.cycles;
+	out->q4c_bytes = res.stats.dm_bytes[0] + res.stats.dm_bytes[1] + res.stats.dm_bytes[2] +
+			 res.stats.dm_bytes[3] - 2 * n * rb;
+	out->ddr_read = res.stats.ddr_read_bytes;
+	if (res.state == PCCX_ENGINE_DONE) {
+		for (i = 0; i < (uint64_t)PCCX_L2_WORDS * PCCX_L2_ELEMS_PER_WORD; i++)
+			ck_assert_msg(l2e(b, 0)[i] == pccx_f32_bits(rl2[i]),
+				      "word %llu element %llu: sim 0x%08x ref 0x%08x",
+				      (unsigned long long)(i / 4), (unsigned long long)(i % 4),
+				      l2e(b, 0)[i], pccx_f32_bits(rl2[i]));
+		for (i = 0; i < n; i++)
+			ck_assert_msg(l2e(b, 62000)[i] == l2e(b, 60000)[i],
+				      "row %llu: q4c 0x%08x q4 0x%08x", (unsigned long long)i,
+				      l2e(b, 62000)[i], l2e(b, 60000)[i]);
+		ck_assert_uint_eq(out->q4c_bytes, want);
+		ck_assert_uint_lt(want, pccx__wstream_port_offset(&qc, PCCX_WSTREAM_PORTS) / 2);
+	}
+	pccx__ref_exec_free(x.ref);
+	pccx__sim_backend_destroy(b);
+}
+
+START_TEST(sim_q4c)
+{
+	struct pccx_sim_config cfg;
+	struct pccx_sim_backend_opts slow = { .stall_every = 7, .stall_phase = 3,
+					      .stall_cycles = 5000 };
+	struct pccx_sim_backend_opts raw = { .no_validate = true };
+	struct qc_run bulk, edge, off;
+	pccx_sim *s;
+	pccx_diag d = { 0 };
+
+	pccx__sim_config_default(&cfg);
+	qc_job(&cfg, false, false, NULL, &bulk);
+	ck_assert_int_eq(bulk.state, PCCX_ENGINE_DONE);
+	qc_job(&cfg, true, false, NULL, &edge);
+	ck_assert_uint_eq(edge.cycles, bulk.cycles);
+	ck_assert_uint_eq(edge.ddr_read, bulk.ddr_read);
+	qc_job(&cfg, false, true, &slow, &off);
+	ck_assert_int_eq(off.state, PCCX_ENGINE_DONE);
+	ck_assert_uint_ge(off.cycles, bulk.cycles);
+	ck_assert_uint_eq(off.q4c_bytes, bulk.q4c_bytes);
+	qc_job(&cfg, true, true, NULL, &off);
+	ck_assert_int_eq(off.state, PCCX_ENGINE_DONE);
+	ck_assert_uint_eq(off.q4c_bytes, bulk.q4c_bytes);
+	/* without the feature: no FEATURES bit, and the GEMV is an illegal instruction */
+	cfg.colskip = 0;
+	ck_assert_int_eq(pccx__sim_create(&cfg, &s, &d), 0);
+	ck_assert(!(t_rd64(s, PCCX_REG_FEATURES) & PCCX_FEAT_COLSKIP));
+	pccx__sim_destroy(s);
+	qc_job(&cfg, false, false, &raw, &off);
+	ck_assert_int_eq(off.state, PCCX_ENGINE_ERROR);
+	ck_assert_uint_eq(off.error & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_ILLEGAL_INSN);
+	cfg.colskip = 2;
+	ck_assert_int_eq(pccx__sim_create(&cfg, &s, &d), PCCX_ERR_RANGE);
+}
+END_TEST
+
 /* ---- configuration and trace ----------------------------------------------------------- */
 
 static char *dtb_path(void)
@@ -1876,6 +2047,7 @@ static Suite *suite(void)
 	tcase_add_test(t, sim_matches_reference);
 	tcase_add_test(t, sim_rowmask);
 	tcase_add_test(t, sim_rowmask_feature);
+	tcase_add_test(t, sim_q4c);
 	tcase_add_test(t, random_words_never_crash);
 	tcase_add_test(t, random_mmio_never_crashes);
 	tcase_add_test(t, config_dtb);

@@ -129,19 +129,15 @@ static inline uint32_t tj_dma(struct tjob *j, uint32_t handle, uint32_t flags, u
 static inline void tj_streams(struct tjob *j, const struct pccx_wshape *ws, uint32_t handle,
 			      uint64_t off)
 {
-	uint64_t rb = pccx__wstream_row_bytes(ws);
 	unsigned p;
 
 	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
-		uint32_t first, count;
-
-		pccx__wstream_port_rows(ws, p, &first, &count);
-		if (!count)
+		if (!pccx__wstream_port_bytes(ws, p))
 			continue;
 		j->stream[j->n_stream].handle = handle;
 		j->stream[j->n_stream].port = p;
-		j->stream[j->n_stream].offset = off + first * rb;
-		j->stream[j->n_stream].length = count * rb;
+		j->stream[j->n_stream].offset = off + pccx__wstream_port_offset(ws, p);
+		j->stream[j->n_stream].length = pccx__wstream_port_bytes(ws, p);
 		j->n_stream++;
 	}
 }
