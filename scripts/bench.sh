@@ -19,11 +19,11 @@ echo
 # sets its length
 prompt=${PCCX_BENCH_PROMPT:-256}
 # Dense figures (the names of the lines below) with --no-rowmask; the same run with sparse FFN
-# streaming (the device's GEMV rowmask, docs/isa.md) gives the *_sparse lines.
+# streaming (the device's GEMV rowmask and q4c W_down, docs/isa.md) gives the *_sparse lines.
 echo "== simulated prompt ($prompt tokens) and decode on the cycle simulator, config $cfg, dense FFN"
 "$pccx" bench --config "$cfg" --tokens 2 --prompt "$prompt" --no-rowmask | tee "$out/sim"
 echo
-echo "== the same with sparse FFN streaming (GEMV rowmask), config $cfg"
+echo "== the same with sparse FFN streaming (GEMV rowmask, q4c W_down), config $cfg"
 "$pccx" bench --config "$cfg" --tokens 2 --prompt "$prompt" | tee "$out/sim-sparse"
 echo
 # The other families' real shapes (synthetic weights); the quick pass takes their tiny shapes.

@@ -38,8 +38,8 @@ static const struct pccx_opt bench_opts[] = {
 	PCCX_OPT("trace", 0, PCCX_OPT_PATH, A(dopt.trace_path, const char *), "F.json",
 		 "write a Chrome/Perfetto trace"),
 	PCCX_OPT("no-rowmask", 0, PCCX_OPT_FLAG, A(no_rowmask, bool), NULL,
-		 "stream the sparse FFN layers' W_up whole although the device has\n"
-		 "FEATURES.ROWMASK (the dense figures, for comparison)"),
+		 "stream the sparse FFN layers' W_up and W_down whole although the\n"
+		 "device has FEATURES.ROWMASK / COLSKIP (the dense figures, for comparison)"),
 	{ 0 }
 };
 #undef A
@@ -147,8 +147,10 @@ static void print_figures(const char *config, const struct bench_run *r, bool no
 
 	printf("config %s: %llu decode steps simulated (setup %.1f s)\n", config,
 	       (unsigned long long)st->decode_steps, r->t_load);
-	printf("sparse FFN streaming (GEMV rowmask): %s\n",
+	printf("sparse FFN streaming: W_up (GEMV rowmask) %s, W_down (q4c columns) %s\n",
 	       !(r->info.features & PCCX_FEAT_ROWMASK) ? "off (the device lacks FEATURES.ROWMASK)" :
+	       no_rowmask ? "off (--no-rowmask)" : "on",
+	       !(r->info.features & PCCX_FEAT_COLSKIP) ? "off (the device lacks FEATURES.COLSKIP)" :
 	       no_rowmask ? "off (--no-rowmask)" : "on");
 	printf("simulated decode: %.3f tok/s (%.2f ms per token at %.0f MHz)\n",
 	       pccx_cli_decode_tok_s(st, &r->info),

@@ -586,8 +586,6 @@ static int load_plain(const pccx_safetensors *st, bool vision, struct pccx_gemma
 			rc = load_plain_tensor(st, prefix, m, t, row, err, d);
 	}
 	free(row);
-	if (!rc)
-		pccx__gemma_model_q4c(m);
 	return rc;
 }
 
@@ -653,6 +651,7 @@ int pccx__gemma_load_safetensors(struct pccx_gemma_model **out, const char *path
 		pccx__gemma_model_free(m);
 		return rc;
 	}
+	pccx__gemma_model_q4c(m);
 	/* a notice, not a failure: the caller may show it */
 	if (x.vision && skipped && d) {
 		d->status = PCCX_OK;

@@ -1618,7 +1618,8 @@ static int gemma_run(const char *backend, const char *config, size_t n_tokens, b
 /*
  * The kernel backend counts the weight bytes the jobs' streams name, the in-process simulator
  * those its DataMovers read: fewer in Gemma 3n's sparse layers ("tiny"), whose W_up a device
- * with GEMV rowmask reads only where the activation keeps rows; the same elsewhere.
+ * with GEMV rowmask reads only where the activation keeps rows, and whose W_down (q4c, with
+ * COLSKIP) only the columns of the hidden units that are not 0; the same elsewhere.
  */
 static bool weight_bytes_agree(const char *config, uint64_t read, uint64_t named)
 {

@@ -429,7 +429,7 @@ static void test_gemma(void)
 	}
 	gemma_check(GEMMA_TOKENS, &u);
 	/* the link counts the bytes the jobs' streams name, the simulator those it reads: fewer
-	 * in the tiny Gemma 3n's sparse layers (GEMV rowmask) */
+	 * in the tiny Gemma 3n's sparse layers (GEMV rowmask, q4c W_down) */
 	CHECK(u.st.weight_bytes > inproc.st.weight_bytes);
 	CHECK(u.st.dma_bytes == inproc.st.dma_bytes);
 	if (!cur_failed) {

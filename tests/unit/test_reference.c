@@ -792,6 +792,72 @@ START_TEST(test_rowmask_matches_dense)
 }
 END_TEST
 
+/*
+ * The same steps with W_down of the sparse layers on its q4c copy (plan.colskip, on top of
+ * rowmask) and without either: every stage, the logits and the KV cache have the same bits
+ * (ffn.up and ffn.hidden aside, where rowmask gives +0 for +-0: test_rowmask_matches_dense),
+ * and fewer weight bytes are read. A layer whose W_down has a non-finite scale gets no q4c
+ * copy, and the graph streams it whole.
+ */
+START_TEST(test_colskip_matches_dense)
+{
+	struct rig a, b;
+	struct stage_rec *ra = calloc(1, sizeof(*ra)), *rb = calloc(1, sizeof(*rb));
+	uint64_t rowmask_bytes, colskip_bytes;
+	uint32_t i, k, l, sparse = 0;
+
+	rig_open(&a, "tiny", 9, 1, PCCX_KERN_AUTO);
+	rig_open(&b, "tiny", 9, 1, PCCX_KERN_AUTO);
+	for (l = 0; l < b.cfg.n_layers; l++) {
+		ck_assert(b.m->w.layer[l].down_q4c_ok == b.m->layers[l].sparse);
+		sparse += b.m->layers[l].sparse;
+	}
+	ck_assert_uint_ge(sparse, 2);
+	a.s->plan.rowmask = true;
+	b.s->plan.rowmask = true;
+	b.s->plan.colskip = true;
+	ck_assert_ptr_nonnull(ra);
+	ck_assert_ptr_nonnull(rb);
+	pccx__ref_exec_on_stage(a.x, record_stage, ra);
+	pccx__ref_exec_on_stage(b.x, record_stage, rb);
+	for (i = 0; i < 6; i++) {
+		rig_step(&a, tok_at(&a.cfg, i), true);
+		rig_step(&b, tok_at(&b.cfg, i), true);
+		ck_assert_uint_eq(ra->n, rb->n);
+		for (k = 0; k < ra->n; k++) {
+			ck_assert_str_eq(ra->name[k], rb->name[k]);
+			ck_assert_msg(!memcmp(ra->v[k], rb->v[k], sizeof(float) * ra->len[k]),
+				      "step %u stage %s differs", i, ra->name[k]);
+		}
+		ck_assert(!memcmp(a.logits, b.logits, sizeof(float) * a.cfg.vocab));
+		ck_assert(!memcmp(a.s->kv, b.s->kv, a.s->plan.kv_bytes));
+		rec_clear(ra);
+		rec_clear(rb);
+	}
+	rowmask_bytes = pccx__ref_exec_counters(a.x)->stream_bytes;
+	colskip_bytes = pccx__ref_exec_counters(b.x)->stream_bytes;
+	ck_assert_uint_lt(colskip_bytes, rowmask_bytes);
+	/* an infinite scale in the first sparse layer's W_down: that layer keeps the dense path */
+	for (l = 0; !b.m->layers[l].sparse; l++)
+		;
+	{
+		uint8_t *rec = b.m->data + b.m->t[b.m->w.layer[l].ffn_down].offset;
+
+		rec[2] = 0x00;
+		rec[3] = 0x7c;	/* block 1 of row 0: +Inf */
+	}
+	pccx__gemma_model_q4c(b.m);
+	ck_assert(!b.m->w.layer[l].down_q4c_ok);
+	for (k = l + 1; k < b.cfg.n_layers; k++)
+		ck_assert(b.m->w.layer[k].down_q4c_ok == b.m->layers[k].sparse);
+	rig_step(&b, tok_at(&b.cfg, 6), true);
+	rig_close(&a);
+	rig_close(&b);
+	free(ra);
+	free(rb);
+}
+END_TEST
+
 /* ===================================================================================== */
 /* Determinism.                                                                          */
 
@@ -1483,6 +1549,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_exec_gemv_q4);
 	tcase_add_test(tc, test_exec_gemv_rowmask);
 	tcase_add_test(tc, test_rowmask_matches_dense);
+	tcase_add_test(tc, test_colskip_matches_dense);
 	tcase_add_test(tc, test_exec_gemm_f32_and_f32t);
 	tcase_add_test(tc, test_exec_cvo_forms);
 	tcase_add_test(tc, test_exec_rejects_illegal);

@@ -382,6 +382,26 @@ START_TEST(round_trip_f32)
 	}
 	free(ra);
 	free(rb);
+	/* the sparse layers' q4c copies of W_down are made from the loaded rows */
+	for (r = 0; r < l->cfg.n_layers; r++) {
+		const struct pccx_gemma_layer_w *lw = &l->w.layer[r];
+		const struct pccx_gemma_tensor *T;
+		struct pccx_wshape qc;
+		uint64_t bytes;
+		uint8_t *want;
+
+		ck_assert(lw->down_q4c_ok == l->layers[r].sparse);
+		if (!lw->down_q4c_ok)
+			continue;
+		T = &l->t[lw->ffn_down];
+		qc = (struct pccx_wshape){ T->rows, T->cols, PCCX_WFMT_Q4C, true };
+		bytes = pccx__wstream_port_offset(&qc, PCCX_WSTREAM_PORTS);
+		want = malloc(bytes);
+		ck_assert_ptr_nonnull(want);
+		pccx__q4c_pack(l->data + T->offset, T->rows, T->cols, want);
+		ck_assert(!memcmp(want, l->data + lw->down_q4c, bytes));
+		free(want);
+	}
 	cos = step_cosine(m, l);
 	fprintf(stderr, "F32 round trip: logit cosine %.6f\n", cos);
 	ck_assert_msg(cos > 0.5, "logit cosine %g", cos);
