@@ -187,8 +187,9 @@ static uint64_t stream_setup(struct pccx_sim *s, struct bulk *b)
 		bc->key = ~0ull;
 		if (dm_startable(s, dm))
 			return 0;
-		if (dm->active)    /* its last beat is delivered at the earliest then */
-			stop = min64(stop, a + (dm->cur.btt - dm->delivered) / SIM_BEAT - 1);
+		if (dm->active)    /* its (window's) last beat is delivered at the earliest then */
+			stop = min64(stop, a + (dm->win ? dm->win_bytes - dm->win_got :
+						      dm->cur.btt - dm->delivered) / SIM_BEAT - 1);
 		if (p >= PCCX_WSTREAM_PORTS || !streaming || !l->bytes_left)
 			continue;
 		any = true;
@@ -212,6 +213,21 @@ static uint32_t next_burst(const struct pccx_sim *s, const struct sim_dm *dm)
 	uint64_t to4k = 4096 - (addr & 4095);
 
 	return (uint32_t)min64(min64(n, left), to4k);
+}
+
+/* n beats of burst bu delivered: into the FIFO (a weight FIFO notes where they lie; the fmap
+ * FIFO holds copies), in the order they arrive; the lane takes its beats after (ch_data). */
+static void ch_push(struct bulk_ch *bc, const struct sim_burst *bu, uint32_t n)
+{
+	const uint8_t *src = bu->host + (size_t)bu->done * SIM_BEAT;
+	uint32_t i;
+
+	if (bc->q->span_cap) {
+		pccx__sim_wq_push(bc->q, src, n);
+		return;
+	}
+	for (i = 0; i < n; i++)
+		sim_beatq_push(bc->q, src + (size_t)i * SIM_BEAT);
 }
 
 /*
@@ -288,6 +304,7 @@ static void ch_run(struct pccx_sim *s, struct bulk *b, struct bulk_ch *bc)
 			bc->taken += (uint32_t)n;
 		}
 		if (dlv) {
+			ch_push(bc, &dm->burst[dm->b_head], (uint32_t)n);
 			bc->level += (uint32_t)n;
 			bc->reserved -= (uint32_t)n;
 			bc->got += (uint32_t)n;
@@ -317,6 +334,7 @@ static void ch_book(struct pccx_sim *s, struct bulk_ch *bc)
 	struct sim_burst *bu = &dm->burst[slot];
 
 	bu->addr = dm->cur.addr + dm->issued;
+	bu->host = dm->host + dm->issued;
 	bu->beats = beats;
 	bu->done = 0;
 	bu->ready_ps = pccx__sim_ddr_access(s, bc->c * s->axi_ps, bu->addr, bytes, 0) +
@@ -325,26 +343,22 @@ static void ch_book(struct pccx_sim *s, struct bulk_ch *bc)
 		bc->rc = ~0ull;
 	bc->reserved += beats;
 	dm->issued += bytes;
+	/* mm2s_tick's step after the issue: a window's next read follows this one's last burst */
+	if (dm->win && !dm->win_last && dm->issued == dm->cur.btt)
+		pccx__sim_dm_win_advance(s, dm);
 	bc->issue = false;
 	bc->key = ~0ull;
 	bc->c++;
 }
 
-/* The window's beats: those delivered pushed first, then those taken given to the lane. */
+/* The window's beats, delivered (ch_push) and counted, then those taken given to the lane. */
 static void ch_data(struct pccx_sim *s, struct bulk *b, struct bulk_ch *bc)
 {
 	struct sim_dm *dm = bc->dm;
 	struct sim_beatq *q = bc->q;
-	uint32_t i;
 
-	if (bc->got && q->span_cap) {
-		pccx__sim_wq_push(q, dm->host + dm->delivered, bc->got);
-	} else {
-		/* the fmap FIFO holds copies (nothing takes from it in the window) */
-		for (i = 0; i < bc->got; i++)
-			sim_beatq_push(q, dm->host + dm->delivered + (size_t)i * SIM_BEAT);
-	}
 	dm->delivered += (uint64_t)bc->got * SIM_BEAT;
+	dm->win_got += (uint64_t)bc->got * SIM_BEAT;
 	q->reserved = bc->reserved;
 	if (bc->taken)
 		pccx__sim_lane_take(s, b->mm, dm->ch, bc->taken);

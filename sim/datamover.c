@@ -219,19 +219,36 @@ static uint8_t *translate(struct pccx_sim *s, uint64_t addr, uint64_t len, bool 
 	return w->host + (addr - w->base);
 }
 
-/* The next kept-row read of the window in progress, or its status when there is none. */
-static void window_next(struct pccx_sim *s, struct sim_dm *dm)
+/* The window's reads have all delivered (or it has none): its one status. */
+static void window_end(struct pccx_sim *s, struct sim_dm *dm)
 {
-	if (pccx__sim_win_next(s, dm)) {
-		dm->active = true;
-		dm->issued = dm->delivered = 0;
-		dm->b_head = dm->b_level = 0;
-		return;
-	}
 	dm->win = false;
 	dm->active = false;
 	dm->cur = dm->win_cmd;
 	post_status(s, dm, (uint8_t)(dm->win_cmd.tag | PCCX_DM_STS_OKAY));
+}
+
+/* A window starts: its first read, or its status when it has none. */
+static void window_start(struct pccx_sim *s, struct sim_dm *dm)
+{
+	dm->issued = dm->delivered = 0;
+	dm->b_head = dm->b_level = 0;
+	dm->win_last = false;
+	dm->win_got = 0;
+	if (!pccx__sim_win_next(s, dm)) {
+		window_end(s, dm);
+		return;
+	}
+	dm->active = true;
+}
+
+void pccx__sim_dm_win_advance(struct pccx_sim *s, struct sim_dm *dm)
+{
+	s->st.dm_bytes[dm->ch] += dm->cur.btt;
+	if (pccx__sim_win_next(s, dm))
+		dm->issued = 0;
+	else
+		dm->win_last = true;
 }
 
 static void start_cmd(struct pccx_sim *s, struct sim_dm *dm)
@@ -269,7 +286,7 @@ static void start_cmd(struct pccx_sim *s, struct sim_dm *dm)
 			fail_cmd(s, dm, PCCX_DM_STS_INTERR, PCCX_CAUSE_DMA_INTERR, c->addr);
 			return;
 		}
-		window_next(s, dm);
+		window_start(s, dm);
 		return;
 	}
 	dm->active = true;
@@ -296,10 +313,6 @@ static void finish_cmd(struct pccx_sim *s, struct sim_dm *dm)
 {
 	dm->active = false;
 	s->st.dm_bytes[dm->ch] += dm->cur.btt;
-	if (dm->win) {
-		window_next(s, dm);
-		return;
-	}
 	post_status(s, dm, (uint8_t)(dm->cur.tag | PCCX_DM_STS_OKAY));
 }
 
@@ -312,12 +325,15 @@ static void mm2s_tick(struct pccx_sim *s, struct sim_dm *dm)
 		struct sim_burst *b = &dm->burst[dm->b_head];
 
 		if (b->ready_ps <= s->now_ps) {
+			const uint8_t *src = b->host + (size_t)b->done * SIM_BEAT;
+
 			q->reserved--;
 			if (q->span_cap)
-				pccx__sim_wq_push(q, dm->host + dm->delivered, 1);
+				pccx__sim_wq_push(q, src, 1);
 			else
-				sim_beatq_push(q, dm->host + dm->delivered);
+				sim_beatq_push(q, src);
 			dm->delivered += SIM_BEAT;
+			dm->win_got += SIM_BEAT;
 			if (++b->done == b->beats) {
 				dm->b_head = (dm->b_head + 1) % SIM_MAX_BURSTS;
 				dm->b_level--;
@@ -333,6 +349,7 @@ static void mm2s_tick(struct pccx_sim *s, struct sim_dm *dm)
 			struct sim_burst *b = &dm->burst[slot];
 
 			b->addr = dm->cur.addr + dm->issued;
+			b->host = dm->host + dm->issued;
 			b->beats = beats;
 			b->done = 0;
 			b->ready_ps = pccx__sim_ddr_access(s, s->now_ps, b->addr, bytes, 0) +
@@ -344,8 +361,15 @@ static void mm2s_tick(struct pccx_sim *s, struct sim_dm *dm)
 			s->dm_full_ps[dm->ch] += s->axi_ps;
 		}
 	}
-	if (dm->delivered == dm->cur.btt)
+	if (dm->win) {
+		/* the next read's bursts follow the last of this one's (window.c) */
+		if (!dm->win_last && dm->issued == dm->cur.btt)
+			pccx__sim_dm_win_advance(s, dm);
+		if (dm->win_last && !dm->b_level)
+			window_end(s, dm);
+	} else if (dm->delivered == dm->cur.btt) {
 		finish_cmd(s, dm);
+	}
 }
 
 static void s2mm_tick(struct pccx_sim *s, struct sim_dm *dm)

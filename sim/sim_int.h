@@ -61,6 +61,7 @@ struct sim_beatq {
 struct sim_burst {
 	uint64_t ready_ps;             /* data at the port (reads) / response (writes) */
 	uint64_t addr;
+	const uint8_t *host;           /* reads: where its bytes lie in host memory */
 	uint32_t beats, done;
 };
 
@@ -83,11 +84,15 @@ struct sim_dm {
 	uint64_t issued, delivered;    /* bytes requested from / delivered to DDR */
 	struct sim_beatq *q;           /* destination (MM2S) or source (S2MM) FIFO */
 	struct sim_dm_cmd cur;
-	/* a window being read as the reads of its kept rows (rowmask.c) */
+	/* a window being read as the reads of its records (window.c): cur is the read whose
+	 * bursts are being issued; the next read's follow as soon as its last is */
 	bool win;
+	bool win_last;                 /* no read left to issue: the window ends when its bursts
+					* have delivered */
 	struct sim_dm_cmd win_cmd;
 	uint8_t *win_host;             /* host memory of win_cmd.addr */
 	uint64_t win_base, win_pos;    /* the window's first byte in the lane's range; done */
+	uint64_t win_bytes, win_got;   /* bytes its reads take; delivered so far */
 	uint64_t start_ps;
 	struct sim_burst burst[SIM_MAX_BURSTS];
 	uint32_t cmd_head, cmd_level;
@@ -341,6 +346,8 @@ bool pccx__sim_dm_outstanding(const struct pccx_sim *s);   /* a command queued o
 /* window.c: a windowed GEMV's records; a window command read as its records' reads */
 bool pccx__sim_win_ready(const struct pccx_sim *s, const struct sim_dm *dm);
 bool pccx__sim_win_open(struct pccx_sim *s, struct sim_dm *dm, uint8_t *host);
+/* datamover.c: a window's read has all its bursts issued: the next read, or none left */
+void pccx__sim_dm_win_advance(struct pccx_sim *s, struct sim_dm *dm);
 bool pccx__sim_win_next(struct pccx_sim *s, struct sim_dm *dm);
 int pccx__sim_win_records(struct sim_lane *l, uint32_t max);
 void pccx__sim_win_add(struct sim_lane *l, uint64_t off, uint32_t bytes, uint32_t id);

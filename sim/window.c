@@ -7,9 +7,12 @@
  * order (rowmask.c: the kept rows; q4c.c: the columns of non-zero inputs and their blocks'
  * scales). The command engine has pushed the instruction's stream commands marked as
  * windows: a weight DataMover reaching a window waits until the GEMV that consumes it has its
- * list, then reads the window as a sequence of ordinary read commands, one per run of
- * consecutive listed records inside it (each split into bursts and booked on the DDR model
- * like any command), and posts the window's one status after the last (datamover.c).
+ * list, then reads the window as a sequence of reads, one per run of consecutive listed
+ * records inside it, each split into bursts and booked on the DDR model like any command's;
+ * a read's bursts follow the previous read's last one at once (the fetch unit knows the whole
+ * list, so it needs no data back before it issues the next address), within the same limit
+ * of bursts in flight and FIFO room. The window's one status is posted when its last burst
+ * has delivered (datamover.c).
  */
 #include <stdlib.h>
 
@@ -27,6 +30,8 @@ bool pccx__sim_win_ready(const struct pccx_sim *s, const struct sim_dm *dm)
 bool pccx__sim_win_open(struct pccx_sim *s, struct sim_dm *dm, uint8_t *host)
 {
 	struct sim_lane *l = &s->gemv.lane[dm->ch];
+	uint64_t lo, hi;
+	uint32_t i;
 
 	if (dm->cur.btt > l->win_left)
 		return false;      /* more than the GEMV may read: INTERR */
@@ -36,6 +41,16 @@ bool pccx__sim_win_open(struct pccx_sim *s, struct sim_dm *dm, uint8_t *host)
 	dm->win_base = l->win_range - l->win_left;
 	dm->win_pos = 0;
 	l->win_left -= dm->cur.btt;
+	/* the bytes its reads take: the parts of the records inside it */
+	dm->win_bytes = 0;
+	for (i = l->win_rec; i < l->n_rec && l->rec[i].off < dm->win_base + dm->cur.btt; i++) {
+		lo = l->rec[i].off > dm->win_base ? l->rec[i].off : dm->win_base;
+		hi = l->rec[i].off + l->rec[i].bytes;
+		if (hi > dm->win_base + dm->cur.btt)
+			hi = dm->win_base + dm->cur.btt;
+		if (hi > lo)
+			dm->win_bytes += hi - lo;
+	}
 	return true;
 }
 
