@@ -851,6 +851,7 @@ START_TEST(test_colskip_matches_dense)
 	for (k = l + 1; k < b.cfg.n_layers; k++)
 		ck_assert(b.m->w.layer[k].down_q4c_ok == b.m->layers[k].sparse);
 	rig_step(&b, tok_at(&b.cfg, 6), true);
+	rec_clear(rb);
 	rig_close(&a);
 	rig_close(&b);
 	free(ra);
