@@ -39,9 +39,12 @@ static void note(struct recorder *rec, uint64_t lo, uint64_t bytes)
 static int rec_matmul(void *ctx, const struct pccx_npu_matmul *mm)
 {
 	struct recorder *rec = ctx;
+	struct pccx_wshape ws = { mm->n, mm->k, mm->fmt,
+				  mm->fmt == PCCX_WFMT_Q4 || mm->fmt == PCCX_WFMT_Q4C };
 
+	/* the bytes its four ports' shares cover (a q4c copy is not a row of its tensor) */
 	if (mm->w.buf == PCCX_NPU_BUF_WEIGHTS && mm->w.tensor >= 0)
-		note(rec, mm->w.offset, (uint64_t)mm->n * rec->m->t[mm->w.tensor].row_bytes);
+		note(rec, mm->w.offset, pccx__wstream_port_offset(&ws, PCCX_WSTREAM_PORTS));
 	return rec->rc;
 }
 
@@ -111,8 +114,15 @@ int pccx__gemma_weight_pieces(const struct pccx_gemma_model *m, uint64_t limit,
 	rc = pccx__gemma_plan_build(m, &plan, d);
 	if (rc)
 		return rc;
-	/* without host buffers the step names every expert of a mixture-of-experts layer */
+	/*
+	 * Without host buffers the step names every expert of a mixture-of-experts layer. Twice:
+	 * as a device without extensions runs it and with the sparse layers' q4c W_down, so that a
+	 * session may take either.
+	 */
 	rc = pccx__gemma_step(m, &plan, &recorder_ops, &rec, 0, true, NULL);
+	plan.rowmask = plan.colskip = true;
+	if (!rc)
+		rc = pccx__gemma_step(m, &plan, &recorder_ops, &rec, 0, true, NULL);
 	if (rc) {
 		free(rec.r);
 		return pccx__fail(d, rc, "weight pieces: recording a decode step failed");

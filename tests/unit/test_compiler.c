@@ -219,7 +219,8 @@ static void assert_in_pieces(struct fixture *f, const struct pccx_gemma_piece *p
 
 /*
  * Pieces under several limits: in order, disjoint, 16-byte aligned, each within the limit,
- * and every weight descriptor of the compiled jobs (several positions) inside one piece.
+ * and every weight descriptor of the compiled jobs (several positions, with and without the
+ * sparse extensions) inside one piece.
  */
 START_TEST(weight_pieces_hold_every_read)
 {
@@ -246,6 +247,10 @@ START_TEST(weight_pieces_hold_every_read)
 		if (limits[li] == UINT64_MAX)
 			ck_assert_uint_eq(n, 1);
 		assert_in_pieces(&f, pc, n, PCCX_NPU_BUF_WEIGHTS, 3, 1);
+		/* ... and those of a device with the sparse extensions (the q4c W_down) */
+		f.plan.rowmask = f.plan.colskip = true;
+		assert_in_pieces(&f, pc, n, PCCX_NPU_BUF_WEIGHTS, 3, 1);
+		f.plan.rowmask = f.plan.colskip = false;
 		free(pc);
 	}
 	teardown(&f);
