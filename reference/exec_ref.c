@@ -248,11 +248,12 @@ static uint64_t matmul_q4c(struct pccx_ref_exec *x, const struct pccx_npu_matmul
 				continue;
 			for (c = 0; c < PCCX_Q4_BLOCK; c++)
 				if (q[c]) {
-					pccx__q4c_column(base + b * bb + c * cb, rows, q[c], sum);
+					pccx__kern_q4c_column(base + b * bb + c * cb, rows, q[c],
+							      sum);
 					bytes += cb;
 				}
-			pccx__q4c_block_end(base + b * bb + PCCX_Q4_BLOCK * cb, rows, x->sx[b], sum,
-					    x->y + first);
+			pccx__kern_q4c_block_end(base + b * bb + PCCX_Q4_BLOCK * cb, rows,
+						 x->sx[b], sum, x->y + first);
 			bytes += bb - PCCX_Q4_BLOCK * cb;
 		}
 	}

@@ -172,6 +172,14 @@ void pccx__kern_sfu_blocks(enum pccx_sfu_fn fn, unsigned flags, float S, const f
 bool pccx__kern_sfu_avx512(enum pccx_sfu_fn fn, unsigned flags, float S, const float *src,
 			   float *dst, size_t n);
 
+/*
+ * A GEMV on q4c weights: pccx__q4c_column and pccx__q4c_block_end with AVX2 where the CPU has
+ * it; the same INT32 sums, and accumulators that store as the same bits (kernels_q4c.c).
+ */
+void pccx__kern_q4c_column(const uint8_t *col, size_t rows, int32_t x, int32_t *sum);
+void pccx__kern_q4c_block_end(const uint8_t *scales, size_t rows, float sx, int32_t *sum,
+			      float *acc);
+
 /* out[i] = pccx__out_store(y[i], accm, out[i]) for i < n (the GEMV/GEMM output stage). */
 void pccx__kern_out_store(const float *y, float *out, size_t n, bool accm);
 /* The same on AVX-512; false (nothing done) on other CPUs. */

@@ -40,6 +40,8 @@ struct bulk_ch {
 	uint32_t got, taken;     /* beats delivered into / taken from the FIFO in the window */
 	uint64_t full;           /* cycles stalled: no room for a burst, none in flight */
 	bool issue;              /* stopped at cycle c with a burst to book */
+	const uint8_t *push_host;    /* beats delivered, not yet in the FIFO (ch_push) */
+	uint32_t push_n;
 	uint64_t key;            /* c when issue, else ~0 */
 };
 
@@ -215,19 +217,33 @@ static uint32_t next_burst(const struct pccx_sim *s, const struct sim_dm *dm)
 	return (uint32_t)min64(min64(n, left), to4k);
 }
 
-/* n beats of burst bu delivered: into the FIFO (a weight FIFO notes where they lie; the fmap
- * FIFO holds copies), in the order they arrive; the lane takes its beats after (ch_data). */
+/* The beats held back by ch_push into the FIFO (a weight FIFO notes where they lie; the fmap
+ * FIFO holds copies). */
+static void ch_flush(struct bulk_ch *bc)
+{
+	uint32_t i;
+
+	if (!bc->push_n)
+		return;
+	if (bc->q->span_cap)
+		pccx__sim_wq_push(bc->q, bc->push_host, bc->push_n);
+	else
+		for (i = 0; i < bc->push_n; i++)
+			sim_beatq_push(bc->q, bc->push_host + (size_t)i * SIM_BEAT);
+	bc->push_n = 0;
+}
+
+/* n beats of burst bu delivered, in the order they arrive; beats that follow each other in
+ * host memory go into the FIFO together. The lane takes its beats after (ch_data). */
 static void ch_push(struct bulk_ch *bc, const struct sim_burst *bu, uint32_t n)
 {
 	const uint8_t *src = bu->host + (size_t)bu->done * SIM_BEAT;
-	uint32_t i;
 
-	if (bc->q->span_cap) {
-		pccx__sim_wq_push(bc->q, src, n);
-		return;
-	}
-	for (i = 0; i < n; i++)
-		sim_beatq_push(bc->q, src + (size_t)i * SIM_BEAT);
+	if (bc->push_n && bc->push_host + (size_t)bc->push_n * SIM_BEAT != src)
+		ch_flush(bc);
+	if (!bc->push_n)
+		bc->push_host = src;
+	bc->push_n += n;
 }
 
 /*
@@ -357,6 +373,7 @@ static void ch_data(struct pccx_sim *s, struct bulk *b, struct bulk_ch *bc)
 	struct sim_dm *dm = bc->dm;
 	struct sim_beatq *q = bc->q;
 
+	ch_flush(bc);
 	dm->delivered += (uint64_t)bc->got * SIM_BEAT;
 	dm->win_got += (uint64_t)bc->got * SIM_BEAT;
 	q->reserved = bc->reserved;

@@ -335,7 +335,7 @@ static void sim_matmul_row_done(struct pccx_sim *s, struct sim_matmul *mm, unsig
 			mm->wt[(size_t)row * nvals + i] = f32_le(rec + 4 * i);
 		return;
 	case PCCX_WFMT_Q4C:
-		pccx__sim_q4c_record(mm, p, row, rec);
+		pccx__sim_q4c_record(s, mm, p, row);
 		return;
 	}
 }

@@ -13,6 +13,7 @@
  */
 #include <stdlib.h>
 
+#include "kernels.h"
 #include "pccx_num.h"
 #include "sim_int.h"
 
@@ -37,6 +38,7 @@ int pccx__sim_q4c_start(struct sim_matmul *mm)
 		l->isum = calloc(l->row_count, sizeof(*l->isum));
 		if (!l->row || !l->isum || pccx__sim_win_records(l, nb * (PCCX_Q4_BLOCK + 1)))
 			return PCCX_ERR_NOMEM;
+		l->inplace = true;         /* records are read where they lie (pccx__sim_q4c_record) */
 		for (b = 0; b < nb; b++) {
 			const int8_t *q = mm->q8 + (size_t)b * PCCX_Q4_BLOCK;
 
@@ -53,13 +55,23 @@ int pccx__sim_q4c_start(struct sim_matmul *mm)
 	return 0;
 }
 
-void pccx__sim_q4c_record(struct sim_matmul *mm, unsigned p, uint32_t id, const uint8_t *rec)
+void pccx__sim_q4c_record(struct pccx_sim *s, struct sim_matmul *mm, unsigned p, uint32_t id)
 {
 	struct sim_lane *l = &mm->lane[p];
 	uint32_t b = id / (PCCX_Q4_BLOCK + 1), c = id % (PCCX_Q4_BLOCK + 1);
+	uint32_t beats = l->rec[l->rows_done].bytes / SIM_BEAT;
+	const uint8_t *rec = pccx__sim_wq_host(&s->wq[p], l->row_beat, beats);
+
+	/* in host memory in one piece, or copied out of the FIFO's storage and spans */
+	if (!rec) {
+		pccx__sim_wq_fetch(&s->wq[p], l->row_beat, beats, l->row);
+		rec = l->row;
+	}
 
 	if (c < PCCX_Q4_BLOCK)
-		pccx__q4c_column(rec, l->row_count, mm->q8[(size_t)b * PCCX_Q4_BLOCK + c], l->isum);
+		pccx__kern_q4c_column(rec, l->row_count, mm->q8[(size_t)b * PCCX_Q4_BLOCK + c],
+				      l->isum);
 	else
-		pccx__q4c_block_end(rec, l->row_count, mm->sx[b], l->isum, mm->y + l->row_first);
+		pccx__kern_q4c_block_end(rec, l->row_count, mm->sx[b], l->isum,
+					 mm->y + l->row_first);
 }

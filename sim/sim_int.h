@@ -355,7 +355,7 @@ void pccx__sim_win_add(struct sim_lane *l, uint64_t off, uint32_t bytes, uint32_
 int pccx__sim_rowmask_start(struct pccx_sim *s, struct sim_matmul *mm);
 /* q4c.c: the records of a GEMV on q4c weights, and what each one computes */
 int pccx__sim_q4c_start(struct sim_matmul *mm);
-void pccx__sim_q4c_record(struct sim_matmul *mm, unsigned p, uint32_t id, const uint8_t *rec);
+void pccx__sim_q4c_record(struct pccx_sim *s, struct sim_matmul *mm, unsigned p, uint32_t id);
 
 /* eng_dma.c: MEMCPY engines */
 void pccx__sim_dma_start(struct pccx_sim *s, struct sim_op *op);
