@@ -1445,6 +1445,28 @@ static void x_matmul(struct xcheck *x, uint32_t dst, uint32_t src, uint32_t m, u
 	tj_streams(&x->j, &ws, x->hw, woff);
 }
 
+/* The stream descriptors of a GEMV on ws at woff, each port's share in three: [0, a),
+ * [a, all - z) and [all - z, all) (a window each, cut wherever a and z fall). */
+static void x_streams_cut(struct xcheck *x, const struct pccx_wshape *ws, uint64_t woff,
+			  uint64_t a, uint64_t z)
+{
+	unsigned p, c;
+
+	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
+		uint64_t lo = woff + pccx__wstream_port_offset(ws, p);
+		uint64_t all = pccx__wstream_port_bytes(ws, p);
+		uint64_t cut[4] = { 0, a, all - z, all };
+
+		for (c = 0; c < 3; c++) {
+			x->j.stream[x->j.n_stream].handle = x->hw;
+			x->j.stream[x->j.n_stream].port = p;
+			x->j.stream[x->j.n_stream].offset = lo + cut[c];
+			x->j.stream[x->j.n_stream].length = cut[c + 1] - cut[c];
+			x->j.n_stream++;
+		}
+	}
+}
+
 static void x_cvo(struct xcheck *x, unsigned func, uint32_t src, uint32_t dst, uint32_t len,
 		  uint32_t flags)
 {
@@ -1464,6 +1486,47 @@ static void x_copy(struct xcheck *x, uint32_t dst, uint32_t src, uint32_t words)
 	tj_add(&x->j, t_memcpy(false, false, dst, src, 0, e, true));
 }
 
+/*
+ * x over backend b: the reference executor and a weight buffer of wsize bytes bound in both;
+ * the reference's L2 random (the caller copies it to the simulator once it has set it up).
+ * Returns the weight buffer.
+ */
+static uint8_t *x_open(struct xcheck *x, struct pccx_sim_backend *b, uint64_t wsize,
+		       uint64_t *rng)
+{
+	pccx_diag d = { 0 };
+	float *rl2;
+	uint8_t *w;
+	uint64_t i;
+
+	memset(x, 0, sizeof(*x));
+	ck_assert_msg(pccx__ref_exec_create(&x->ref, 1, PCCX_KERN_AUTO, &d) == 0, "%s", d.msg);
+	x->ops = pccx__ref_exec_ops();
+	x->hw = balloc(b, wsize, PCCX_BUF_DEV_READ);
+	w = bmap(b, x->hw);
+	ck_assert_int_eq(x->ops->bind(x->ref, PCCX_NPU_BUF_WEIGHTS, w, wsize, false), 0);
+	rl2 = pccx__ref_exec_l2(x->ref);
+	for (i = 0; i < (uint64_t)PCCX_L2_WORDS * PCCX_L2_ELEMS_PER_WORD; i++)
+		rl2[i] = t_f32(rng, 2.0f);
+	return w;
+}
+
+/* After the job: the simulator's L2 and S are the reference's. */
+static void x_same_state(struct xcheck *x, struct pccx_sim_backend *b)
+{
+	const float *rl2 = pccx__ref_exec_l2(x->ref);
+	uint64_t i;
+
+	for (i = 0; i < (uint64_t)PCCX_L2_WORDS * PCCX_L2_ELEMS_PER_WORD; i++)
+		ck_assert_msg(l2e(b, 0)[i] == pccx_f32_bits(rl2[i]),
+			      "word %llu element %llu: sim 0x%08x ref 0x%08x",
+			      (unsigned long long)(i / PCCX_L2_ELEMS_PER_WORD),
+			      (unsigned long long)(i % PCCX_L2_ELEMS_PER_WORD), l2e(b, 0)[i],
+			      pccx_f32_bits(rl2[i]));
+	ck_assert_uint_eq(pccx__sim_s_bits(pccx__sim_backend_sim(b)),
+			  pccx_f32_bits(pccx__ref_exec_sreg(x->ref)));
+}
+
 /* The same instructions through the reference executor and through the simulator (command
  * engine, DataMovers, interlocks, async overlap) leave the same L2 and the same S. */
 START_TEST(sim_matches_reference)
@@ -1471,28 +1534,18 @@ START_TEST(sim_matches_reference)
 	static struct xcheck x;
 	struct pccx_sim_backend *b = mkb();
 	struct pccx_sim_backend_result res;
-	pccx_diag d = { 0 };
-	uint64_t rng = 2024, wsize = 4u << 20, i;
+	uint64_t rng = 2024, wsize = 4u << 20;
 	struct pccx_wshape q = { 200, 512, PCCX_WFMT_Q4, true };
 	struct pccx_wshape bf = { 48, 96, PCCX_WFMT_F32, false };
 	struct pccx_wshape bt = { 40, 72, PCCX_WFMT_F32T, false };
 	uint64_t oq = 0, ob = 1u << 20, ot = 2u << 20;
-	float *rl2;
-	uint8_t *w;
+	uint8_t *w = x_open(&x, b, wsize, &rng);
+	float *rl2 = pccx__ref_exec_l2(x.ref);
 
-	memset(&x, 0, sizeof(x));
-	ck_assert_msg(pccx__ref_exec_create(&x.ref, 1, PCCX_KERN_AUTO, &d) == 0, "%s", d.msg);
-	x.ops = pccx__ref_exec_ops();
-	x.hw = balloc(b, wsize, PCCX_BUF_DEV_READ);
-	w = bmap(b, x.hw);
 	fill_weights(w + oq, &q, &rng);
 	fill_weights(w + ob, &bf, &rng);
 	fill_weights(w + ot, &bt, &rng);
-	ck_assert_int_eq(x.ops->bind(x.ref, PCCX_NPU_BUF_WEIGHTS, w, wsize, false), 0);
 	/* the same L2 in both */
-	rl2 = pccx__ref_exec_l2(x.ref);
-	for (i = 0; i < (uint64_t)PCCX_L2_WORDS * PCCX_L2_ELEMS_PER_WORD; i++)
-		rl2[i] = t_f32(&rng, 2.0f);
 	rl2[0] = 0.75f;           /* element 0 of word 0 */
 	memcpy(l2e(b, 0), rl2, (size_t)PCCX_L2_WORDS * 16);
 
@@ -1521,14 +1574,7 @@ START_TEST(sim_matches_reference)
 	x_matmul(&x, 71000, 70000, 1, 200, 512, PCCX_WFMT_Q4, false, false, oq);
 	x_cvo(&x, PCCX_CVO_SQRT, 71000, 71100, 200, PCCX_CVOF_RELU | PCCX_CVOF_ACCM);
 	submit_ok(b, &x.j, &res);
-	for (i = 0; i < (uint64_t)PCCX_L2_WORDS * PCCX_L2_ELEMS_PER_WORD; i++)
-		ck_assert_msg(l2e(b, 0)[i] == pccx_f32_bits(rl2[i]),
-			      "word %llu element %llu: sim 0x%08x ref 0x%08x",
-			      (unsigned long long)(i / PCCX_L2_ELEMS_PER_WORD),
-			      (unsigned long long)(i % PCCX_L2_ELEMS_PER_WORD), l2e(b, 0)[i],
-			      pccx_f32_bits(rl2[i]));
-	ck_assert_uint_eq(pccx__sim_s_bits(pccx__sim_backend_sim(b)),
-			  pccx_f32_bits(pccx__ref_exec_sreg(x.ref)));
+	x_same_state(&x, b);
 	ck_assert_uint_eq(res.stats.window_faults, 0);
 	pccx__ref_exec_free(x.ref);
 	pccx__sim_backend_destroy(b);
@@ -1562,22 +1608,13 @@ static void rm_job(const struct pccx_sim_config *cfg, bool every_edge, bool rowm
 	struct pccx_job_view v;
 	pccx_diag d = { 0 };
 	float *rl2;
-	uint8_t *w;
 	uint32_t kept = 0;
 	int rc;
 
-	memset(&x, 0, sizeof(x));
 	ck_assert_msg(pccx__sim_backend_create(cfg, &b, &d) == 0, "%s", d.msg);
 	pccx__sim_set_every_edge(pccx__sim_backend_sim(b), every_edge);
-	ck_assert_msg(pccx__ref_exec_create(&x.ref, 1, PCCX_KERN_AUTO, &d) == 0, "%s", d.msg);
-	x.ops = pccx__ref_exec_ops();
-	x.hw = balloc(b, wsize, PCCX_BUF_DEV_READ);
-	w = bmap(b, x.hw);
-	fill_weights(w, &q, &rng);
-	ck_assert_int_eq(x.ops->bind(x.ref, PCCX_NPU_BUF_WEIGHTS, w, wsize, false), 0);
+	fill_weights(x_open(&x, b, wsize, &rng), &q, &rng);
 	rl2 = pccx__ref_exec_l2(x.ref);
-	for (i = 0; i < (uint64_t)PCCX_L2_WORDS * PCCX_L2_ELEMS_PER_WORD; i++)
-		rl2[i] = t_f32(&rng, 2.0f);
 	/* the mask at 60000: zero but for runs, single rows and special values; port 1
 	 * (rows 250..499) keeps nothing */
 	for (i = 0; i < 1000; i++) {
@@ -1603,20 +1640,7 @@ static void rm_job(const struct pccx_sim_config *cfg, bool every_edge, bool rowm
 			     PCCX_PUT(A, rowmask, rowmask));
 	if (opts && opts->stall_every) {
 		/* each port's range in three descriptors (so three windows), cut inside rows */
-		unsigned p, c;
-
-		for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
-			uint64_t lo = (uint64_t)p * 250 * rb, cut[4] = { 0, 16 * 400, 16 * 1805,
-									 250 * rb };
-
-			for (c = 0; c < 3; c++) {
-				x.j.stream[x.j.n_stream].handle = x.hw;
-				x.j.stream[x.j.n_stream].port = p;
-				x.j.stream[x.j.n_stream].offset = lo + cut[c];
-				x.j.stream[x.j.n_stream].length = cut[c + 1] - cut[c];
-				x.j.n_stream++;
-			}
-		}
+		x_streams_cut(&x, &q, 0, 16 * 400, 250 * rb - 16 * 1805);
 	} else {
 		tj_streams(&x.j, &q, x.hw, 0);
 	}
@@ -1632,13 +1656,7 @@ static void rm_job(const struct pccx_sim_config *cfg, bool every_edge, bool rowm
 			res.stats.dm_bytes[3];
 	out->ddr_read = res.stats.ddr_read_bytes;
 	if (check_ref && res.state == PCCX_ENGINE_DONE) {
-		for (i = 0; i < (uint64_t)PCCX_L2_WORDS * PCCX_L2_ELEMS_PER_WORD; i++)
-			ck_assert_msg(l2e(b, 0)[i] == pccx_f32_bits(rl2[i]),
-				      "word %llu element %llu: sim 0x%08x ref 0x%08x",
-				      (unsigned long long)(i / 4), (unsigned long long)(i % 4),
-				      l2e(b, 0)[i], pccx_f32_bits(rl2[i]));
-		ck_assert_uint_eq(pccx__sim_s_bits(pccx__sim_backend_sim(b)),
-				  pccx_f32_bits(pccx__ref_exec_sreg(x.ref)));
+		x_same_state(&x, b);
 		ck_assert_uint_eq(out->dm_bytes, 2 * 1000 * rb + (rowmask ? kept : 1000) * rb);
 		ck_assert_uint_eq(kept, 30 + 2 + 14 + 3 + 3);
 		ck_assert_uint_eq(res.stats.dm_bytes[1], (rowmask ? 2 : 3) * 250 * rb);
@@ -1647,12 +1665,15 @@ static void rm_job(const struct pccx_sim_config *cfg, bool every_edge, bool rowm
 	pccx__sim_backend_destroy(b);
 }
 
+/* The windowed GEMVs' runs: a host that stalls between its register accesses, and jobs the
+ * validator does not see first (the device's own refusal). */
+static const struct pccx_sim_backend_opts slow = { .stall_every = 7, .stall_phase = 3,
+						   .stall_cycles = 5000 };
+static const struct pccx_sim_backend_opts raw = { .no_validate = true };
+
 START_TEST(sim_rowmask)
 {
 	struct pccx_sim_config cfg;
-	struct pccx_sim_backend_opts slow = { .stall_every = 7, .stall_phase = 3,
-					      .stall_cycles = 5000 };
-	struct pccx_sim_backend_opts raw = { .no_validate = true };
 	struct rm_run bulk, edge, dense, off;
 
 	pccx__sim_config_default(&cfg);
@@ -1734,19 +1755,12 @@ static void qc_job(const struct pccx_sim_config *cfg, bool every_edge, bool cut,
 	unsigned p, c, blk;
 	int rc;
 
-	memset(&x, 0, sizeof(x));
 	ck_assert_msg(pccx__sim_backend_create(cfg, &b, &d) == 0, "%s", d.msg);
 	pccx__sim_set_every_edge(pccx__sim_backend_sim(b), every_edge);
-	ck_assert_msg(pccx__ref_exec_create(&x.ref, 1, PCCX_KERN_AUTO, &d) == 0, "%s", d.msg);
-	x.ops = pccx__ref_exec_ops();
-	x.hw = balloc(b, wsize, PCCX_BUF_DEV_READ);
-	w = bmap(b, x.hw);
+	w = x_open(&x, b, wsize, &rng);
 	fill_weights(w, &q, &rng);
 	pccx__q4c_pack(w, n, k, w + qoff);
-	ck_assert_int_eq(x.ops->bind(x.ref, PCCX_NPU_BUF_WEIGHTS, w, wsize, false), 0);
 	rl2 = pccx__ref_exec_l2(x.ref);
-	for (i = 0; i < (uint64_t)PCCX_L2_WORDS * PCCX_L2_ELEMS_PER_WORD; i++)
-		rl2[i] = t_f32(&rng, 2.0f);
 	/* the input at word 1000: blocks 0-3 and 7-9 zero (+-0), 4 and 10 one element, 5 tiny
 	 * values beside one large (they quantise to 0), 6 a single denormal, the rest dense */
 	xin = &rl2[1000 * 4];
@@ -1790,19 +1804,7 @@ static void qc_job(const struct pccx_sim_config *cfg, bool every_edge, bool cut,
 		tj_add(&x.j, t_memset(1, 40, n, k, PCCX_WFMT_Q4C));
 		tj_add(&x.j, t_matmul(PCCX_OP_GEMV, 62000, 1000, 40, 40, TF_WSCALE));
 		/* each port's range in three descriptors (three windows), cut inside records */
-		for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
-			uint64_t lo = qoff + pccx__wstream_port_offset(&qc, p);
-			uint64_t all = pccx__wstream_port_bytes(&qc, p);
-			uint64_t cuts[4] = { 0, 16 * 37, all - 16 * 301, all };
-
-			for (c = 0; c < 3; c++) {
-				x.j.stream[x.j.n_stream].handle = x.hw;
-				x.j.stream[x.j.n_stream].port = p;
-				x.j.stream[x.j.n_stream].offset = lo + cuts[c];
-				x.j.stream[x.j.n_stream].length = cuts[c + 1] - cuts[c];
-				x.j.n_stream++;
-			}
-		}
+		x_streams_cut(&x, &qc, qoff, 16 * 37, 16 * 301);
 	} else {
 		x_matmul(&x, 62000, 1000, 1, n, k, PCCX_WFMT_Q4C, false, false, qoff);
 	}
@@ -1818,11 +1820,7 @@ static void qc_job(const struct pccx_sim_config *cfg, bool every_edge, bool cut,
 			 res.stats.dm_bytes[3] - 2 * n * rb;
 	out->ddr_read = res.stats.ddr_read_bytes;
 	if (res.state == PCCX_ENGINE_DONE) {
-		for (i = 0; i < (uint64_t)PCCX_L2_WORDS * PCCX_L2_ELEMS_PER_WORD; i++)
-			ck_assert_msg(l2e(b, 0)[i] == pccx_f32_bits(rl2[i]),
-				      "word %llu element %llu: sim 0x%08x ref 0x%08x",
-				      (unsigned long long)(i / 4), (unsigned long long)(i % 4),
-				      l2e(b, 0)[i], pccx_f32_bits(rl2[i]));
+		x_same_state(&x, b);
 		for (i = 0; i < n; i++)
 			ck_assert_msg(l2e(b, 62000)[i] == l2e(b, 60000)[i],
 				      "row %llu: q4c 0x%08x q4 0x%08x", (unsigned long long)i,
@@ -1837,9 +1835,6 @@ static void qc_job(const struct pccx_sim_config *cfg, bool every_edge, bool cut,
 START_TEST(sim_q4c)
 {
 	struct pccx_sim_config cfg;
-	struct pccx_sim_backend_opts slow = { .stall_every = 7, .stall_phase = 3,
-					      .stall_cycles = 5000 };
-	struct pccx_sim_backend_opts raw = { .no_validate = true };
 	struct qc_run bulk, edge, off;
 	pccx_sim *s;
 	pccx_diag d = { 0 };
