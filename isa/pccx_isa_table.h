@@ -84,7 +84,7 @@
 	X(Q4,    0, "q4",    "INT4 + FP16 scale per 32 along K; y = W x")                       \
 	X(F32,   1, "f32",   "FP32 rows of K; y = W x (attention scores over the KV cache)")   \
 	X(F32T,  2, "f32t",  "FP32 rows of N, K rows; y = W^T x (attention context over V)") \
-	X(Q4C,   3, "q4c",   "Q4 in column records (FEATURES.COLSKIP); GEMV reads the columns of non-zero inputs")
+	X(Q4C,   3, "q4c",   "q4 as column records (COLSKIP); GEMV reads non-zero inputs' columns")
 
 /* CVO flag bits (word bit masks). */
 #define PCCX_CVOF_SUB   (1u << 5)

@@ -164,7 +164,8 @@ float pccx__q4_row_dot(const uint8_t *nibbles, const uint16_t *scales, const int
  * (pccx__q4c_block_end). A block it skips would add (float)0 * t_b = +-0, which leaves acc
  * unchanged when t_b is finite (acc starts at +0 and never becomes -0), so with finite
  * weight scales the results are pccx__q4_row_dot's bits. Column record: row i's INT4 (two's
- * complement, as in row records) at byte i/2, the low nibble for even i; scale record: row i's FP16 at bytes 2i, 2i + 1.
+ * complement, as in row records) at byte i/2, the low nibble for even i; scale record: row
+ * i's FP16 at bytes 2i, 2i + 1.
  */
 bool pccx__q4c_block_read(const int8_t *q8, float sx);
 void pccx__q4c_column(const uint8_t *col, size_t rows, int32_t x, int32_t *sum);
