@@ -26,6 +26,14 @@ echo
 echo "== the same with sparse FFN streaming (GEMV rowmask, q4c W_down), config $cfg"
 "$pccx" bench --config "$cfg" --tokens 2 --prompt "$prompt" | tee "$out/sim-sparse"
 echo
+# A hardware option for sizing, not v002: the SFU's element-wise forms four elements a cycle
+# (pccx,sfu-lanes, docs/sim.md), with sparse streaming.
+echo "== the same on a device with a 4-lane SFU (pccx,sfu-lanes = <4>), config $cfg"
+sed 's/pccx,sfu-lanes = <1>;/pccx,sfu-lanes = <4>;/' sim/kv260.dts >"$out/sfu4.dts"
+dtc -q -I dts -O dtb -o "$out/sfu4.dtb" "$out/sfu4.dts"
+"$pccx" bench --config "$cfg" --tokens 2 --prompt "$prompt" --dtb "$out/sfu4.dtb" |
+  tee "$out/sim-sfu4"
+echo
 # The other families' real shapes (synthetic weights); the quick pass takes their tiny shapes.
 if [ "$cfg" = tiny ]; then families="tiny-gemma tiny-gemma2 tiny-gemma3 tiny-gemma4 tiny-gemma4-moe"
 else families="gemma-2b gemma-2-2b gemma-3-1b gemma-3-4b gemma-4-e2b gemma-4-e4b"; fi
@@ -74,6 +82,7 @@ for v in "" _sparse; do
   emit "sim_ddr_ceiling_${cfg}$v" "$(num "$f" '/= .*% of the .*DDR/ {for (i = 1; i <= NF; i++) if ($i ~ /%$/) {sub(/%/, "", $i); print $i; exit}}')" %
   emit "sim_port_bound_${cfg}$v" "$(num "$f" '/^weight ports:/ {for (i = 1; i <= NF; i++) if ($i ~ /%$/) {sub(/%/, "", $i); print $i; exit}}')" %
 done
+emit "sim_decode_${cfg}_sparse_4_sfu_lanes" "$(num "$out/sim-sfu4" '/^simulated decode:/ {print $3}')" tok/s
 for f in $families; do
   emit "sim_decode_$f" "$(num "$out/sim-$f" '/^simulated decode:/ {print $3}')" tok/s
   emit "sim_ddr_ceiling_$f" "$(num "$out/sim-$f" '/= .*% of the .*DDR/ {for (i = 1; i <= NF; i++) if ($i ~ /%$/) {sub(/%/, "", $i); print $i; exit}}')" %
