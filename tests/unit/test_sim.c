@@ -1737,15 +1737,16 @@ END_TEST
  * quantise to 0 beside large ones, and a dense tail. Both GEMVs give the reference's L2, and
  * the q4c outputs are the Q4 outputs' bits; only the records of non-zero inputs and their
  * blocks' scales are read; edge by edge as in bulk; a slow host and three windows per port
- * cut inside records change the cycles only. A device without the feature refuses the GEMV.
+ * cut inside records change the cycles only; 5 rows (odd and empty ports) as well. A device
+ * without the feature refuses the GEMV.
  */
 static void qc_job(const struct pccx_sim_config *cfg, bool every_edge, bool cut,
-		   const struct pccx_sim_backend_opts *opts, struct rm_run *out)
+		   const struct pccx_sim_backend_opts *opts, uint32_t n, struct rm_run *out)
 {
 	static struct xcheck x;
 	struct pccx_sim_backend *b = NULL;
 	struct pccx_sim_backend_result res;
-	const uint32_t n = 1000, k = 512, nb = k / 32;
+	const uint32_t k = 512, nb = k / 32;
 	struct pccx_wshape q = { n, k, PCCX_WFMT_Q4, true }, qc = { n, k, PCCX_WFMT_Q4C, true };
 	uint64_t rng = 91, wsize = 2u << 20, i, rb = pccx__wstream_row_bytes(&q), qoff = n * rb;
 	uint64_t want = 0;
@@ -1833,24 +1834,30 @@ START_TEST(sim_q4c)
 	pccx_diag d = { 0 };
 
 	pccx__sim_config_default(&cfg);
-	qc_job(&cfg, false, false, NULL, &bulk);
+	qc_job(&cfg, false, false, NULL, 1000, &bulk);
 	ck_assert_int_eq(bulk.state, PCCX_ENGINE_DONE);
-	qc_job(&cfg, true, false, NULL, &edge);
+	qc_job(&cfg, true, false, NULL, 1000, &edge);
 	ck_assert_uint_eq(edge.cycles, bulk.cycles);
 	ck_assert_uint_eq(edge.ddr_read, bulk.ddr_read);
-	qc_job(&cfg, false, true, &slow, &off);
+	qc_job(&cfg, false, true, &slow, 1000, &off);
 	ck_assert_int_eq(off.state, PCCX_ENGINE_DONE);
 	ck_assert_uint_ge(off.cycles, bulk.cycles);
 	ck_assert_uint_eq(off.dm_bytes, bulk.dm_bytes);
-	qc_job(&cfg, true, true, NULL, &off);
+	qc_job(&cfg, true, true, NULL, 1000, &off);
 	ck_assert_int_eq(off.state, PCCX_ENGINE_DONE);
 	ck_assert_uint_eq(off.dm_bytes, bulk.dm_bytes);
+	/* 5 rows: ports of 2, 2, 1 and no rows (a half-filled nibble byte, an idle port) */
+	qc_job(&cfg, false, false, NULL, 5, &bulk);
+	ck_assert_int_eq(bulk.state, PCCX_ENGINE_DONE);
+	qc_job(&cfg, true, false, NULL, 5, &edge);
+	ck_assert_uint_eq(edge.cycles, bulk.cycles);
+	ck_assert_uint_eq(edge.dm_bytes, bulk.dm_bytes);
 	/* without the feature: no FEATURES bit, and the GEMV is an illegal instruction */
 	cfg.colskip = 0;
 	ck_assert_int_eq(pccx__sim_create(&cfg, &s, &d), 0);
 	ck_assert(!(t_rd64(s, PCCX_REG_FEATURES) & PCCX_FEAT_COLSKIP));
 	pccx__sim_destroy(s);
-	qc_job(&cfg, false, false, &raw, &off);
+	qc_job(&cfg, false, false, &raw, 1000, &off);
 	ck_assert_int_eq(off.state, PCCX_ENGINE_ERROR);
 	ck_assert_uint_eq(off.error & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_ILLEGAL_INSN);
 	cfg.colskip = 2;
