@@ -214,6 +214,7 @@ int pccx__gemma_plan_build(const struct pccx_gemma_model *m, struct pccx_gemma_p
 	p->rowmask = false;
 	p->colskip = false;
 	p->smul = false;
+	p->ple_slices = pccx__gemma_config_ple(c) && !sz.experts;
 	if (next > PCCX_L2_WORDS)
 		return pccx__fail(
 			d, PCCX_ERR_RANGE,
@@ -694,30 +695,66 @@ static void load_step_inputs(struct emit *e)
 	load(e, p->gvec, PCCX_NPU_BUF_WEIGHTS, w->gvec_offset, (uint32_t)(w->gvec_bytes / sizeof(float)));
 }
 
+/*
+ * Layer l's slice of the per-layer inputs when the plan makes them per layer (plan.ple_slices):
+ * u_l = (RMSNorm_{g_pl}(W_plmp[rows of l] e / sqrt D) + p_l) / sqrt 2, the same ops on the same
+ * elements as the step's setup in forward_inputs. The GEMV is issued after the layer's W_o,
+ * ahead of the SFU chain up to W_gate, whose weights could only fill the FIFOs; the rest
+ * behind W_gate.
+ */
+static void ple_slice_proj(struct emit *e, uint32_t l)
+{
+	uint32_t P = e->c->d_ple;
+
+	if (e->p->ple_slices)
+		gemv_rows(e, e->m->w.ple_model_proj, l * P, P, e->p->embed, e->p->u + l * W(P),
+			  false);
+}
+
+static void ple_slice_finish(struct emit *e, uint32_t l)
+{
+	const struct pccx_gemma_plan *p = e->p;
+	uint32_t P = e->c->d_ple, u = p->u + l * W(P);
+
+	if (!p->ple_slices)
+		return;
+	s_const(e, PCCX_GEMMA_C_INV_SQRT_D);
+	cvo(e, PCCX_CVO_SCALE, 0, u, u, P);
+	rmsnorm(e, u, u, P, gvec(e, e->m->w.ple_proj_norm));
+	stage(e, u, 1, P, "L%u.ple.proj", l);
+	cvo(e, PCCX_CVO_ADD, 0, p->ple_in + l * W(P), u, P);
+	s_const(e, PCCX_GEMMA_C_INV_SQRT2);
+	cvo(e, PCCX_CVO_SCALE, 0, u, u, P);
+	stage(e, u, 1, P, "L%u.ple.u", l);
+}
+
 /* S0-S2: embedding, per-layer inputs, AltUp expansion into stream set 0. */
 static void forward_inputs(struct emit *e)
 {
 	const struct pccx_gemma_config *c = e->c;
 	const struct pccx_gemma_plan *p = e->p;
 	const struct pccx_gemma_weights *w = &e->m->w;
-	uint32_t D = c->d_model, LP = c->n_layers * c->d_ple, k;
+	uint32_t D = c->d_model, LP = c->n_layers * c->d_ple, k, l;
 
 	load_step_inputs(e);
 	stage(e, p->embed, 1, D, "embed");
 	if (!pccx__gemma_config_ple(c))
 		return;		/* one residual stream: layer 0 reads the embedding */
 	stage(e, p->ple_in, 1, LP, "ple.inputs");
-
-	/* PLE setup: u = (RMSNorm_{g_pl}(W_plmp e / sqrt D) per slice + p) / sqrt 2 */
-	gemv(e, w->ple_model_proj, p->embed, p->u, false);
-	s_const(e, PCCX_GEMMA_C_INV_SQRT_D);
-	cvo_vec(e, PCCX_CVO_SCALE, 0, p->u, p->u, LP);
-	rmsnorm_rows(e, p->u, p->u, c->n_layers, c->d_ple, gvec(e, w->ple_proj_norm));
-	stage(e, p->u, 1, LP, "ple.proj");
-	cvo_vec(e, PCCX_CVO_ADD, 0, p->ple_in, p->u, LP);
-	s_const(e, PCCX_GEMMA_C_INV_SQRT2);
-	cvo_vec(e, PCCX_CVO_SCALE, 0, p->u, p->u, LP);
-	stage(e, p->u, 1, LP, "ple.u");
+	if (!p->ple_slices) {
+		/* PLE setup: u = (RMSNorm_{g_pl}(W_plmp e / sqrt D) per slice + p) / sqrt 2 */
+		gemv(e, w->ple_model_proj, p->embed, p->u, false);
+		s_const(e, PCCX_GEMMA_C_INV_SQRT_D);
+		cvo_vec(e, PCCX_CVO_SCALE, 0, p->u, p->u, LP);
+		rmsnorm_rows(e, p->u, p->u, c->n_layers, c->d_ple, gvec(e, w->ple_proj_norm));
+		for (l = 0; l < c->n_layers; l++)
+			stage(e, p->u + l * W(c->d_ple), 1, c->d_ple, "L%u.ple.proj", l);
+		cvo_vec(e, PCCX_CVO_ADD, 0, p->ple_in, p->u, LP);
+		s_const(e, PCCX_GEMMA_C_INV_SQRT2);
+		cvo_vec(e, PCCX_CVO_SCALE, 0, p->u, p->u, LP);
+		for (l = 0; l < c->n_layers; l++)
+			stage(e, p->u + l * W(c->d_ple), 1, c->d_ple, "L%u.ple.u", l);
+	}
 	if (!e->altup)
 		return;
 
@@ -899,6 +936,7 @@ static void forward_attn_residual(struct emit *e, uint32_t l, uint32_t P)
 	const struct pccx_gemma_plan *p = e->p;
 	uint32_t D = e->c->d_model;
 
+	ple_slice_proj(e, l);
 	if (e->m->layers[l].norms & PCCX_NORM_POST_ATTN)
 		rmsnorm(e, p->o, p->al, D, lvec(e, l, PCCX_GEMMA_LV_POST_ATTN_NORM));
 	else
@@ -1114,11 +1152,13 @@ static void forward_ffn(struct emit *e, uint32_t l, uint32_t X, uint32_t P)
 		copy(e, p->t, p->al, W(D));
 	stage(e, p->t, 1, D, "L%u.ffn.norm", l);
 	gemv(e, lw->ffn_gate, p->t, p->gate, false);
-	behind(e, lw->ffn_gate);	/* model: predictions 1..3 come at the start of the layer */
+	/* model: predictions 1..3 come at the start of the layer, u_l at the start of the step */
+	behind(e, lw->ffn_gate);
 	if (e->altup) {
 		forward_altup_predict(e, X, P, 1, NSTREAM);
 		stage(e, p->xs[P], NSTREAM, D, "L%u.altup.pred", l);
 	}
+	ple_slice_finish(e, l);
 	/* W_up in up_pieces GEMVs, so that only the last piece's product waits for its stream */
 	piece = ((F + p->up_pieces - 1) / p->up_pieces + 7) & ~7u;
 	if (ly->sparse && p->rowmask) {
@@ -1242,6 +1282,7 @@ static void forward_layer_plain(struct emit *e, uint32_t l, uint32_t pos)
 	rmsnorm(e, x, p->h, D, lvec(e, l, PCCX_GEMMA_LV_ATTN_NORM));
 	stage(e, p->h, 1, D, "L%u.attn.norm", l);
 	forward_attention(e, l, pos);
+	ple_slice_proj(e, l);
 	if (e->m->layers[l].norms & PCCX_NORM_POST_ATTN)
 		rmsnorm(e, p->o, p->al, D, lvec(e, l, PCCX_GEMMA_LV_POST_ATTN_NORM));
 	else

@@ -128,6 +128,14 @@ struct pccx_gemma_plan {
 	 * after plan_build, the session sets it): the bits of SCALE then MUL in one pass.
 	 */
 	bool smul;
+	/*
+	 * Each layer makes its own slice of the per-layer inputs (u_l = W_plmp rows of layer l,
+	 * its norm, + its PLE row, / sqrt 2) instead of the step making all of them at its start:
+	 * the slice's GEMV streams while the SFU works through the chain before the layer's W_gate,
+	 * when the ports would wait. Set by plan_build for the families with per-layer inputs
+	 * unless a layer has experts (a MoE job spills the whole of u at its router).
+	 */
+	bool ple_slices;
 	uint32_t max_keys;	/* the most KV rows of an attention kind: max(window, max_ctx) */
 	/* host buffers */
 	uint64_t in_bytes;

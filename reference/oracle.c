@@ -618,10 +618,12 @@ static void inputs_ple(struct pccx_oracle *o, uint32_t token)
 	wvec(o, w->ple_proj_norm);
 	for (l = 0; l < c->n_layers; l++)
 		rmsnorm(o, o->u + l * P, o->u + l * P, P, o->w);
-	emit(o, o->u, 1, LP, "ple.proj");
+	for (l = 0; l < c->n_layers; l++)
+		emit(o, o->u + l * P, 1, P, "L%u.ple.proj", l);
 	for (i = 0; i < LP; i++)
 		o->u[i] = (o->u[i] + o->tmp2[i]) / sqrt(2.0);
-	emit(o, o->u, 1, LP, "ple.u");
+	for (l = 0; l < c->n_layers; l++)
+		emit(o, o->u + l * P, 1, P, "L%u.ple.u", l);
 }
 
 /* Gemma 3n's S2: the AltUp streams o->xs, x_0 = e, x_k = W_ap[k] e matched to rms(e). */

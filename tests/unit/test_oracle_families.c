@@ -187,21 +187,23 @@ static void rig_close(struct fam_rig *r)
 }
 
 /*
- * The stages a step of a one-stream model has: embed, ple.inputs/proj/u where the family has
- * per-layer inputs, 12 per layer and k_rope and v where it writes KV, ple.gate and ple.mix
- * where it mixes a per-layer input, the 5 of the experts where it has them, out where it has
- * a layer scalar, final.hidden and final.logits.
+ * The stages a step of a one-stream model has: embed, ple.inputs where the family has
+ * per-layer inputs and then per layer their slice's ple.proj and ple.u, 12 per layer and
+ * k_rope and v where it writes KV, ple.gate and ple.mix where it mixes a per-layer input, the
+ * 5 of the experts where it has them, out where it has a layer scalar, final.hidden and
+ * final.logits.
  */
 static size_t stages_of(const struct fam_rig *r)
 {
-	size_t n = 3 + (pccx__gemma_config_ple(&r->cfg) ? 3 : 0);
+	bool ple = pccx__gemma_config_ple(&r->cfg);
+	size_t n = 3 + (ple ? 1 : 0);
 	uint32_t l;
 
 	for (l = 0; l < r->cfg.n_layers; l++) {
 		const struct pccx_layer_desc *ly = &r->m->layers[l];
 
-		n += 12 + (ly->kv_write ? 2 : 0) + (ly->ple ? 2 : 0) + (ly->out_scale ? 1 : 0) +
-		     (ly->n_experts ? 5 : 0);
+		n += 12 + (ple ? 2 : 0) + (ly->kv_write ? 2 : 0) + (ly->ple ? 2 : 0) +
+		     (ly->out_scale ? 1 : 0) + (ly->n_experts ? 5 : 0);
 	}
 	return n;
 }
