@@ -871,6 +871,58 @@ START_TEST(test_colskip_matches_dense)
 }
 END_TEST
 
+/*
+ * The per-layer inputs made slice by slice inside the layers (plan.ple_slices, the default for
+ * the families that have them) against all at the start of the step: every stage (the same
+ * names, in another order), the logits and the KV cache have the same bits, from the same
+ * weight bytes in one GEMV per layer.
+ */
+static const char *const ple_presets[] = { "tiny", "tiny-gemma4" };
+
+START_TEST(test_ple_slices_match_setup)
+{
+	struct rig a, b;
+	struct stage_rec *ra = calloc(1, sizeof(*ra)), *rb = calloc(1, sizeof(*rb));
+	const struct pccx_ref_counters *ca, *cb;
+	uint32_t i, k;
+
+	ck_assert_ptr_nonnull(ra);
+	ck_assert_ptr_nonnull(rb);
+	rig_open(&a, ple_presets[_i], 5, 1, PCCX_KERN_AUTO);
+	rig_open(&b, ple_presets[_i], 5, 1, PCCX_KERN_AUTO);
+	ck_assert(b.s->plan.ple_slices);
+	a.s->plan.ple_slices = false;
+	pccx__ref_exec_on_stage(a.x, record_stage, ra);
+	pccx__ref_exec_on_stage(b.x, record_stage, rb);
+	for (i = 0; i < 6; i++) {
+		rig_step(&a, tok_at(&a.cfg, i), true);
+		rig_step(&b, tok_at(&b.cfg, i), true);
+		ck_assert_uint_eq(ra->n, rb->n);
+		for (k = 0; k < ra->n; k++) {
+			const float *v = rec_find(rb, ra->name[k]);
+
+			ck_assert_msg(v != NULL, "%s: no stage %s", ple_presets[_i], ra->name[k]);
+			ck_assert_msg(!memcmp(ra->v[k], v, sizeof(float) * ra->len[k]),
+				      "%s step %u stage %s differs", ple_presets[_i], i, ra->name[k]);
+		}
+		/* the order differs: L0's slice comes after the setup's last */
+		ck_assert_str_ne(ra->name[3], rb->name[3]);
+		ck_assert(!memcmp(a.logits, b.logits, sizeof(float) * a.cfg.vocab));
+		ck_assert(!memcmp(a.s->kv, b.s->kv, a.s->plan.kv_bytes));
+		rec_clear(ra);
+		rec_clear(rb);
+	}
+	ca = pccx__ref_exec_counters(a.x);
+	cb = pccx__ref_exec_counters(b.x);
+	ck_assert_uint_eq(cb->stream_bytes, ca->stream_bytes);
+	ck_assert_uint_eq(cb->ops[0], ca->ops[0] + 6 * (b.cfg.n_layers - 1));
+	rig_close(&a);
+	rig_close(&b);
+	free(ra);
+	free(rb);
+}
+END_TEST
+
 /* ===================================================================================== */
 /* Determinism.                                                                          */
 
@@ -1574,6 +1626,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_stage_names);
 	tcase_add_loop_test(tc, test_smul_norms_match_two_passes, 0,
 			    sizeof(smul_presets) / sizeof(smul_presets[0]));
+	tcase_add_loop_test(tc, test_ple_slices_match_setup, 0,
+			    sizeof(ple_presets) / sizeof(ple_presets[0]));
 	tcase_add_test(tc, test_deterministic_runs_threads_kernels);
 	tcase_add_test(tc, test_deterministic_threads_long_vectors);
 	tcase_add_test(tc, test_synth_independent_of_threads);
