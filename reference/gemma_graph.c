@@ -407,6 +407,7 @@ struct emit {
 	bool altup;		/* Gemma 3n's AltUp streams, LAuReL and PLE (family.h) */
 	int32_t last_w;		/* weight tensor of the last matmul issued (-1: KV rows) */
 	bool rowmask;		/* the matmuls issued now are rowmask GEMVs (forward_ffn_sparse) */
+	uint32_t coefs_of;	/* the layer whose AltUp coefficients were issued ahead, or ~0 */
 	int rc;
 };
 
@@ -657,7 +658,9 @@ static void target_magnitude(struct emit *e, uint32_t x)
 /* Router modalities m = tanh(W_r (RMSNorm_{g_r}(x) / D)) into plan.rm (4 values). */
 static void router(struct emit *e, uint32_t layer, uint32_t x)
 {
-	uint32_t tmp = e->p->tmp, D = e->c->d_model;
+	/* h (the attention's input) is free from the attention to the next input norm; tmp
+	 * would not do: the next layer's router runs while tmp holds the PLE mix */
+	uint32_t tmp = e->p->h, D = e->c->d_model;
 
 	rmsnorm(e, x, tmp, D, lvec(e, layer, PCCX_GEMMA_LV_ROUTER_NORM));
 	s_const(e, PCCX_GEMMA_C_INV_D);
@@ -772,7 +775,13 @@ static void forward_inputs(struct emit *e)
 static void forward_altup_coefs(struct emit *e, uint32_t l, uint32_t X)
 {
 	const struct pccx_gemma_plan *p = e->p;
+	const struct pccx_gemma_layer_w *lw = &e->m->w.layer[l];
 
+	if (e->coefs_of == l)
+		return;		/* issued ahead, behind layer l-1's W_ple_proj (ple_finish) */
+	e->coefs_of = l;
+	load(e, lvec_block(p, l), PCCX_NPU_BUF_WEIGHTS, lw->vec_offset,
+	     (uint32_t)(lw->vec_bytes / sizeof(float)));
 	router(e, l, stream(e, X, 0));
 	stage(e, p->rm, 1, NSTREAM, "L%u.altup.router", l);
 	gemv(e, e->m->w.layer[l].pred_coef, p->rm, p->coefs, false);
@@ -1216,6 +1225,11 @@ static void ple_finish(struct emit *e, uint32_t l)
 	cvo(e, PCCX_CVO_MUL, 0, p->u + l * W(dp), p->pleg, dp);
 	stage(e, p->pleg, 1, dp, "L%u.ple.gate", l);
 	gemv(e, e->m->w.layer[l].ple_proj, p->pleg, p->tmp, false);
+	if (e->altup && l + 1 < e->c->n_layers) {
+		/* model: layer l+1's router comes at its start, after the PLE mix of streams 1..3 */
+		behind(e, e->m->w.layer[l].ple_proj);
+		forward_altup_coefs(e, l + 1, (l + 1) % 2);
+	}
 	rmsnorm(e, p->tmp, p->tmp, D, lvec(e, l, PCCX_GEMMA_LV_POST_PLE_NORM));
 	stage(e, p->tmp, 1, D, "L%u.ple.mix", l);
 }
@@ -1305,13 +1319,10 @@ static void forward_layer_plain(struct emit *e, uint32_t l, uint32_t pos)
 static void forward_layer(struct emit *e, uint32_t l, uint32_t pos)
 {
 	const struct pccx_gemma_plan *p = e->p;
-	const struct pccx_gemma_layer_w *lw = &e->m->w.layer[l];
 	uint32_t D = e->c->d_model, X = l % 2, P = 1 - X;
 
-	load(e, lvec_block(p, l), PCCX_NPU_BUF_WEIGHTS, lw->vec_offset,
-	     (uint32_t)(lw->vec_bytes / sizeof(float)));
-
-	/* AltUp predict; predictions 1..3 are issued behind W_gate (forward_ffn) */
+	/* the layer vectors, the router and the coefficients (issued ahead from layer 1 on);
+	 * predictions 1..3 are issued behind W_gate (forward_ffn) */
 	forward_altup_coefs(e, l, X);
 	forward_altup_predict(e, X, P, 0, 1);
 
@@ -1387,7 +1398,7 @@ int pccx__gemma_step(const struct pccx_gemma_model *m, const struct pccx_gemma_p
 {
 	struct emit e = {
 		.ops = ops, .ctx = ctx, .m = m, .c = &m->cfg, .p = p, .last_w = -1, .hb = hb,
-		.pos = pos, .altup = pccx__family(m->cfg.family)->altup,
+		.pos = pos, .altup = pccx__family(m->cfg.family)->altup, .coefs_of = UINT32_MAX,
 	};
 	uint32_t l;
 

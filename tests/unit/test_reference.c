@@ -1113,11 +1113,12 @@ struct bound {
 /*
  * Layer 0 (inputs nearly exact): the local error of each stage. Each bound is twice the worst
  * measured over 6 seeds x 24 positions with FP32 in L2 (docs/reference.md, "Fidelity"); the
- * BF16 L2 of before fails most of them (embed 0.0018, attention norm 0.0031).
+ * BF16 L2 of before fails most of them (embed 0.0018, attention norm 0.0031). The per-layer
+ * inputs' bounds are per layer slice (32 values in tiny) and hold for every layer's.
  */
 static const struct bound layer0_bounds[] = {
 	{ "embed", 0.999995, 0.0005 },	{ "ple.inputs", 0.999995, 0.0005 },
-	{ "ple.proj", 0.999954, 0.014 },	{ "ple.u", 0.999975, 0.0098 },
+	{ "ple.proj", 0.999892, 0.021 },	{ "ple.u", 0.999935, 0.0162 },
 	{ "altup.streams", 0.99997, 0.011 },	{ "altup.router", 0.999995, 0.0005 },
 	{ "altup.pred", 0.99997, 0.012 },	{ "attn.norm", 0.999995, 0.0018 },
 	{ "laurel", 0.999919, 0.019 },	{ "attn.q_rope", 0.99994, 0.016 },
@@ -1218,8 +1219,11 @@ static void check_against_oracle(const char *preset, uint64_t seed, uint32_t pos
 		for (i = 0; i < n; i++) {
 			int layer;
 			const char *kind = kind_of(st[i].name, &layer);
+			/* the per-layer inputs' slices come from the embedding alone: every layer's
+			 * has the local error of layer 0's stages */
+			bool local = layer <= 0 || !strcmp(kind, "ple.proj") || !strcmp(kind, "ple.u");
 			const struct bound *b =
-				layer <= 0 ? find_bound(layer0_bounds,
+				local ? find_bound(layer0_bounds,
 							sizeof(layer0_bounds) /
 								sizeof(layer0_bounds[0]),
 							kind)
