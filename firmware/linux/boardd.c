@@ -275,6 +275,7 @@ static int parse_args(struct daemon *dm, int argc, char **argv)
 
 static int start(struct daemon *dm, pthread_t *th)
 {
+	sigset_t stops, old;
 	char msg[512];
 	int r;
 
@@ -291,10 +292,24 @@ static int start(struct daemon *dm, pthread_t *th)
 		say("%s", msg);
 		return r;
 	}
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, dm->sock) ||
-	    pthread_create(th, NULL, reader, dm)) {
+	/*
+	 * SIGTERM and SIGINT must reach the main thread, whose poll they end: the reader would
+	 * only stop itself, leaving the main thread asleep. So the reader starts with them
+	 * blocked; SIGUSR1, which ends its read at shutdown, stays open.
+	 */
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGTERM);
+	sigaddset(&stops, SIGINT);
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, dm->sock)) {
 		say("cannot start the reader: %s", strerror(errno));
 		return -errno;
+	}
+	pthread_sigmask(SIG_BLOCK, &stops, &old);
+	r = pthread_create(th, NULL, reader, dm);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r) {
+		say("cannot start the reader: %s", strerror(r));
+		return -r;
 	}
 	dm->reading = true;
 	if (dm->ready) {
