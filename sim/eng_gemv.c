@@ -78,17 +78,23 @@ void pccx__sim_matmul_abort(struct pccx_sim *s, struct sim_matmul *mm)
 	mm->op = NULL;
 }
 
-/* The stream instruction whose bytes port p delivers next has changed: skip those with none. */
+/*
+ * The stream instruction whose bytes port p delivers next has changed: skip those with none
+ * there, and those already complete. A GEMM with no rows on this port can complete while a
+ * GEMV issued before it still streams here (the two engines run side by side); when that GEMV's
+ * lane ends, the port must pass the GEMM by too, or every later stream instruction would wait
+ * for this port forever. Sequence numbers not yet given out stop the walk.
+ */
 static void advance_port(struct pccx_sim *s, unsigned p)
 {
-	for (;;) {
+	while (s->port_seq[p] != s->stream_seq) {
 		struct sim_matmul *m = NULL;
 
 		if (s->gemv.busy && s->gemv.seq == s->port_seq[p])
 			m = &s->gemv;
 		else if (s->gemm.busy && s->gemm.seq == s->port_seq[p])
 			m = &s->gemm;
-		if (!m || m->lane[p].bytes_left)
+		if (m && m->lane[p].bytes_left)
 			return;
 		s->port_seq[p]++;
 	}

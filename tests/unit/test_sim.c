@@ -1034,6 +1034,82 @@ START_TEST(stream_order_gemv_gemm)
 }
 END_TEST
 
+/*
+ * A GEMM with no rows on port 3 completes while the GEMV issued before it still streams there
+ * (its port-3 bytes come as many small reads, each waiting for its data): when that lane ends,
+ * port 3 must pass the finished GEMM by, so that the next GEMV gets its bytes there (it used to
+ * wait for them until the job's timeout).
+ */
+START_TEST(stream_order_port_passes_finished_gemm)
+{
+	struct pccx_sim_backend *b = mkb();
+	struct pccx_wshape wa = { 96, 256, PCCX_WFMT_Q4, true };
+	struct pccx_wshape wb = { 3, 64, PCCX_WFMT_F32, false };
+	struct pccx_wshape wc = { 8, 256, PCCX_WFMT_Q4, true };
+	uint64_t ra = pccx__wstream_row_bytes(&wa), rbb = pccx__wstream_row_bytes(&wb);
+	uint64_t offc = ra * 96 + rbb * 3, rng = 78, off3, left3;
+	uint32_t h = balloc(b, offc + pccx__wstream_row_bytes(&wc) * 8, PCCX_BUF_DEV_READ), i, r;
+	uint8_t *w = bmap(b, h);
+	float x[256], x2[2][64], got[96], y[96];
+	struct pccx_sim_backend_result res;
+	struct tjob j = { 0 };
+	pccx_sim *sim;
+
+	fill_weights(w, &wa, &rng);
+	fill_weights(w + ra * 96, &wb, &rng);
+	fill_weights(w + offc, &wc, &rng);
+	for (i = 0; i < 256; i++)
+		x[i] = t_f32(&rng, 1.0f);
+	for (r = 0; r < 2; r++)
+		for (i = 0; i < 64; i++)
+			x2[r][i] = t_f32(&rng, 1.0f);
+	memcpy(l2e(b, 0), x, sizeof(x));
+	memcpy(l2e(b, 100), x2, sizeof(x2));
+	tj_add(&j, t_memset(0, 0, 256, 1, 1));
+	tj_add(&j, t_memset(1, 1, 96, 256, PCCX_WFMT_Q4));
+	tj_add(&j, t_memset(0, 2, 64, 2, 1));
+	tj_add(&j, t_memset(1, 3, 3, 64, PCCX_WFMT_F32));
+	tj_add(&j, t_memset(1, 4, 8, 256, PCCX_WFMT_Q4));
+	tj_add(&j, t_matmul(PCCX_OP_GEMV, 1000, 0, 1, 0, TF_WSCALE));
+	tj_streams(&j, &wa, h, 0);
+	/* port 3's bytes of the first GEMV as reads of 64 bytes */
+	j.n_stream--;
+	off3 = j.stream[j.n_stream].offset;
+	left3 = j.stream[j.n_stream].length;
+	for (; left3; off3 += 64, left3 -= left3 < 64 ? left3 : 64) {
+		j.stream[j.n_stream].handle = h;
+		j.stream[j.n_stream].port = 3;
+		j.stream[j.n_stream].offset = off3;
+		j.stream[j.n_stream].length = left3 < 64 ? left3 : 64;
+		j.n_stream++;
+	}
+	tj_add(&j, t_matmul(PCCX_OP_GEMM, 2000, 100, 3, 2, 0));
+	tj_streams(&j, &wb, h, ra * 96);
+	ck_assert_uint_eq(pccx__wstream_port_bytes(&wb, 3), 0);
+	tj_add(&j, t_matmul(PCCX_OP_GEMV, 3000, 0, 4, 0, TF_WSCALE));
+	tj_streams(&j, &wc, h, offc);
+	submit_ok(b, &j, &res);
+	sim = pccx__sim_backend_sim(b);
+	/* the GEMM was done before the first GEMV's last byte */
+	ck_assert_uint_lt(pccx__sim_insn_time(sim, 6)->done, pccx__sim_insn_time(sim, 5)->done);
+	expect_row(w, &wa, x, y);
+	for (i = 0; i < 96; i++)
+		got[i] = pccx__out_store(y[i], false, 0.0f);
+	ck_assert_int_eq(memcmp(l2e(b, 1000), got, 96 * 4), 0);
+	for (r = 0; r < 2; r++) {
+		expect_row(w + ra * 96, &wb, x2[r], y);
+		for (i = 0; i < 3; i++)
+			got[i] = pccx__out_store(y[i], false, 0.0f);
+		ck_assert_int_eq(memcmp(l2e(b, 2000 + r), got, 3 * 4), 0);
+	}
+	expect_row(w + offc, &wc, x, y);
+	for (i = 0; i < 8; i++)
+		got[i] = pccx__out_store(y[i], false, 0.0f);
+	ck_assert_int_eq(memcmp(l2e(b, 3000), got, 8 * 4), 0);
+	pccx__sim_backend_destroy(b);
+}
+END_TEST
+
 static uint64_t run_cycles_cfg(const struct pccx_sim_config *cfg, const struct tjob *j,
 			       uint32_t hw_size, uint64_t *last)
 {
@@ -2029,6 +2105,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(t, hazards_sequential_result, 0, 3);
 	tcase_add_test(t, hazards_gemv_then_cvo);
 	tcase_add_test(t, stream_order_gemv_gemm);
+	tcase_add_test(t, stream_order_port_passes_finished_gemm);
 	tcase_add_test(t, overlap_independent_units);
 	tcase_add_test(t, overlap_weight_prefetch);
 	tcase_add_test(t, err_illegal_word);
