@@ -35,11 +35,12 @@ dtc -q -I dts -O dtb -o "$out/sfu4.dtb" "$out/sfu4.dts"
   tee "$out/sim-sfu4"
 echo
 # The other families' real shapes (synthetic weights); the quick pass takes their tiny shapes.
+# A 16-token prompt first, in chunks as the session runs it, then the decode.
 if [ "$cfg" = tiny ]; then families="tiny-gemma tiny-gemma2 tiny-gemma3 tiny-gemma4 tiny-gemma4-moe"
 else families="gemma-2b gemma-2-2b gemma-3-1b gemma-3-4b gemma-4-e2b gemma-4-e4b"; fi
 for f in $families; do
-  echo "== simulated decode on the cycle simulator, config $f"
-  "$pccx" bench --config "$f" --tokens 2 | tee "$out/sim-$f"
+  echo "== simulated 16-token prompt and decode on the cycle simulator, config $f"
+  "$pccx" bench --config "$f" --tokens 2 --prompt 16 | tee "$out/sim-$f"
   echo
 done
 echo "== host reference decode, config $cfg, 2 threads"
@@ -85,6 +86,7 @@ done
 emit "sim_decode_${cfg}_sparse_4_sfu_lanes" "$(num "$out/sim-sfu4" '/^simulated decode:/ {print $3}')" tok/s
 for f in $families; do
   emit "sim_decode_$f" "$(num "$out/sim-$f" '/^simulated decode:/ {print $3}')" tok/s
+  emit "sim_prefill_${f}_16_tokens" "$(num "$out/sim-$f" '/^simulated prefill:/ {print $3}')" tok/s
   emit "sim_ddr_ceiling_$f" "$(num "$out/sim-$f" '/= .*% of the .*DDR/ {for (i = 1; i <= NF; i++) if ($i ~ /%$/) {sub(/%/, "", $i); print $i; exit}}')" %
 done
 emit "sim_prefill_${cfg}_${prompt}_tokens" "$(num "$out/sim" '/^simulated prefill:/ {print $3}')" tok/s
