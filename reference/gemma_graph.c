@@ -131,8 +131,8 @@ static int plan_sizes(const struct pccx_gemma_model *m, struct plan_sizes *sz, p
 	return PCCX_OK;
 }
 
-int pccx__gemma_plan_build(const struct pccx_gemma_model *m, struct pccx_gemma_plan *p,
-			     pccx_diag *d)
+static int plan_build(const struct pccx_gemma_model *m, struct pccx_gemma_plan *p,
+		      bool ple_at_start, pccx_diag *d)
 {
 	const struct pccx_gemma_config *c = &m->cfg;
 	uint32_t D = c->d_model, L = c->n_layers, P = c->d_ple, t, l;
@@ -173,7 +173,9 @@ int pccx__gemma_plan_build(const struct pccx_gemma_model *m, struct pccx_gemma_p
 	p->lvec_odd = L > 1 ? take_same(p, &next, sz.lvec) : p->lvec;
 	p->xs[0] = take(p, &next, NSTREAM * W(D));
 	p->xs[1] = take(p, &next, NSTREAM * W(D));
-	p->u = take(p, &next, W((uint64_t)L * P));
+	/* the per-layer inputs: all of them, or the one slice of the layer being run */
+	p->ple_slices = pccx__gemma_config_ple(c) && !sz.experts && !ple_at_start;
+	p->u = take(p, &next, p->ple_slices ? W(P) : W((uint64_t)L * P));
 	p->h = take(p, &next, W(D));
 	p->lr = take(p, &next, W(D));
 	p->rm = take(p, &next, 1);
@@ -214,7 +216,6 @@ int pccx__gemma_plan_build(const struct pccx_gemma_model *m, struct pccx_gemma_p
 	p->rowmask = false;
 	p->colskip = false;
 	p->smul = false;
-	p->ple_slices = pccx__gemma_config_ple(c) && !sz.experts;
 	if (next > PCCX_L2_WORDS)
 		return pccx__fail(
 			d, PCCX_ERR_RANGE,
@@ -241,6 +242,18 @@ int pccx__gemma_plan_build(const struct pccx_gemma_model *m, struct pccx_gemma_p
 	}
 	p->kv_bytes = kv;
 	return PCCX_OK;
+}
+
+int pccx__gemma_plan_build(const struct pccx_gemma_model *m, struct pccx_gemma_plan *p,
+			     pccx_diag *d)
+{
+	return plan_build(m, p, false, d);
+}
+
+int pccx__gemma_plan_build_ple_at_start(const struct pccx_gemma_model *m,
+					struct pccx_gemma_plan *p, pccx_diag *d)
+{
+	return plan_build(m, p, true, d);
 }
 
 uint64_t pccx__gemma_kv_block(const struct pccx_gemma_model *m,
@@ -710,14 +723,13 @@ static void ple_slice_proj(struct emit *e, uint32_t l)
 	uint32_t P = e->c->d_ple;
 
 	if (e->p->ple_slices)
-		gemv_rows(e, e->m->w.ple_model_proj, l * P, P, e->p->embed, e->p->u + l * W(P),
-			  false);
+		gemv_rows(e, e->m->w.ple_model_proj, l * P, P, e->p->embed, e->p->u, false);
 }
 
 static void ple_slice_finish(struct emit *e, uint32_t l)
 {
 	const struct pccx_gemma_plan *p = e->p;
-	uint32_t P = e->c->d_ple, u = p->u + l * W(P);
+	uint32_t P = e->c->d_ple, u = p->u;
 
 	if (!p->ple_slices)
 		return;
@@ -1222,7 +1234,7 @@ static void ple_finish(struct emit *e, uint32_t l)
 	uint32_t D = e->c->d_model, dp = e->c->d_ple;
 
 	cvo(e, PCCX_CVO_GELU, 0, p->pleg, p->pleg, dp);
-	cvo(e, PCCX_CVO_MUL, 0, p->u + l * W(dp), p->pleg, dp);
+	cvo(e, PCCX_CVO_MUL, 0, p->ple_slices ? p->u : p->u + l * W(dp), p->pleg, dp);
 	stage(e, p->pleg, 1, dp, "L%u.ple.gate", l);
 	gemv(e, e->m->w.layer[l].ple_proj, p->pleg, p->tmp, false);
 	if (e->altup && l + 1 < e->c->n_layers) {

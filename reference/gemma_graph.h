@@ -67,7 +67,8 @@ struct pccx_gemma_plan {
 				 * token still reads layer l's (gemma_chunk.h) */
 	/* activations */
 	uint32_t xs[2];		/* (4, D) stream sets: layer l reads [l%2], writes [(l+1)%2] */
-	uint32_t u;		/* (n_layers, d_ple) per-layer inputs u_l */
+	uint32_t u;		/* (n_layers, d_ple) per-layer inputs u_l; with ple_slices (d_ple),
+				 * the slice of the layer being run */
 	uint32_t h;		/* (D) normalised attention input */
 	uint32_t lr;		/* (D) LAuReL output */
 	uint32_t rm;		/* (4) router modalities */
@@ -132,8 +133,10 @@ struct pccx_gemma_plan {
 	 * Each layer makes its own slice of the per-layer inputs (u_l = W_plmp rows of layer l,
 	 * its norm, + its PLE row, / sqrt 2) instead of the step making all of them at its start:
 	 * the slice's GEMV streams while the SFU works through the chain before the layer's W_gate,
-	 * when the ports would wait. Set by plan_build for the families with per-layer inputs
-	 * unless a layer has experts (a MoE job spills the whole of u at its router).
+	 * when the ports would wait, and u holds one slice instead of n_layers (fewer L2 words per
+	 * prompt token in a chunk). Set by plan_build for the families with per-layer inputs
+	 * unless a layer has experts (a MoE job spills the whole of u at its router); part of the
+	 * layout, so never changed after plan_build.
 	 */
 	bool ple_slices;
 	uint32_t max_keys;	/* the most KV rows of an attention kind: max(window, max_ctx) */
@@ -157,6 +160,10 @@ struct pccx_gemma_plan {
 /* Lay out L2 and the host buffers for a model; PCCX_ERR_RANGE if L2 is too small. */
 PCCX_MUST_CHECK int pccx__gemma_plan_build(const struct pccx_gemma_model *m,
 					     struct pccx_gemma_plan *p, pccx_diag *d);
+/* The same with the per-layer inputs made at the start of the step however the model is
+ * (plan.ple_slices off, all of u in L2): the order the slices are compared with in tests. */
+PCCX_MUST_CHECK int pccx__gemma_plan_build_ple_at_start(const struct pccx_gemma_model *m,
+							  struct pccx_gemma_plan *p, pccx_diag *d);
 
 
 /*

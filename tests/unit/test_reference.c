@@ -891,7 +891,13 @@ START_TEST(test_ple_slices_match_setup)
 	rig_open(&a, ple_presets[_i], 5, 1, PCCX_KERN_AUTO);
 	rig_open(&b, ple_presets[_i], 5, 1, PCCX_KERN_AUTO);
 	ck_assert(b.s->plan.ple_slices);
-	a.s->plan.ple_slices = false;
+	ck_assert_int_eq(pccx__gemma_plan_build_ple_at_start(a.m, &a.s->plan, NULL), 0);
+	ck_assert(!a.s->plan.ple_slices);
+	/* one slice of u in L2 instead of all: the same host buffers, fewer L2 words */
+	ck_assert_uint_eq(a.s->plan.in_bytes, b.s->plan.in_bytes);
+	ck_assert_uint_eq(a.s->plan.kv_bytes, b.s->plan.kv_bytes);
+	ck_assert_uint_eq(b.s->plan.words + (b.cfg.n_layers - 1) * pccx_words_for(b.cfg.d_ple),
+			  a.s->plan.words);
 	pccx__ref_exec_on_stage(a.x, record_stage, ra);
 	pccx__ref_exec_on_stage(b.x, record_stage, rb);
 	for (i = 0; i < 6; i++) {
