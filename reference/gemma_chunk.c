@@ -36,6 +36,8 @@ static void record_plan(const struct pccx_gemma_plan *p, struct pccx_gemma_plan 
 	*rp = *p;
 	/* W_up as one GEMV: its rows then are one region wide (forward_ffn) */
 	rp->up_pieces = 1;
+	/* the RoPE tables rebuilt in each RoPE's segment: one copy for every token */
+	rp->rope_per_use = true;
 	rp->rowmask = false;		/* a chunk's matmuls are GEMMs */
 	rp->colskip = false;
 }

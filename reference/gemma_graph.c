@@ -155,12 +155,19 @@ static int plan_build(const struct pccx_gemma_model *m, struct pccx_gemma_plan *
 		p->rope_sin[t] = take(p, &next, W(m->attn[t].head_dim));
 	}
 	p->embed = take(p, &next, W(D));
-	p->ple_in = take(p, &next, W((uint64_t)L * P));
+	/* with per-layer input slices each layer loads its PLE row's slice: the row follows the
+	 * image in BUF_IN, and L2 holds one slice */
+	p->ple_slices = pccx__gemma_config_ple(c) && !sz.experts && !ple_at_start;
+	if (!p->ple_slices)
+		p->ple_in = take(p, &next, W((uint64_t)L * P));
 	p->moe_w = take(p, &next, W(sz.experts_used));
 	p->in_words = (uint32_t)next - p->in;
+	p->ple_in_word = p->ple_slices ? p->in_words : p->ple_in - p->in;
 	/* one region: a single load brings the whole image in */
 	p->n_regions = 0;
 	add_region(p, p->in, p->in_words);
+	if (p->ple_slices)
+		p->ple_in = take(p, &next, W(P));
 
 	for (t = 0; t < PCCX_ATTN_KINDS; t++) {
 		uint64_t words = (uint64_t)m->attn[t].n_heads * W(m->attn[t].head_dim);
@@ -174,7 +181,6 @@ static int plan_build(const struct pccx_gemma_model *m, struct pccx_gemma_plan *
 	p->xs[0] = take(p, &next, NSTREAM * W(D));
 	p->xs[1] = take(p, &next, NSTREAM * W(D));
 	/* the per-layer inputs: all of them, or the one slice of the layer being run */
-	p->ple_slices = pccx__gemma_config_ple(c) && !sz.experts && !ple_at_start;
 	p->u = take(p, &next, p->ple_slices ? W(P) : W((uint64_t)L * P));
 	p->h = take(p, &next, W(D));
 	p->lr = take(p, &next, W(D));
@@ -216,6 +222,7 @@ static int plan_build(const struct pccx_gemma_model *m, struct pccx_gemma_plan *
 	p->rowmask = false;
 	p->colskip = false;
 	p->smul = false;
+	p->rope_per_use = false;
 	if (next > PCCX_L2_WORDS)
 		return pccx__fail(
 			d, PCCX_ERR_RANGE,
@@ -224,6 +231,8 @@ static int plan_build(const struct pccx_gemma_model *m, struct pccx_gemma_plan *
 	p->words = (uint32_t)next;
 
 	p->in_bytes = (uint64_t)p->in_words * 16;
+	if (p->ple_slices)
+		p->in_bytes += (uint64_t)W((uint64_t)L * P) * 16;	/* the PLE row */
 	p->out_bytes = (uint64_t)W(c->vocab) * 16;
 	if (sz.experts) {
 		p->out_rlog = p->out_bytes;
@@ -401,7 +410,7 @@ int pccx__gemma_host_inputs(const struct pccx_gemma_model *m, const struct pccx_
 			pccx__q4_weight(pccx_gemma_q4_nibbles(rec, cols),
 					pccx_gemma_q4_scales(rec), i);
 
-		put_f32(in, p->ple_in - base, i, x * scale);
+		put_f32(in, p->ple_in_word, i, x * scale);
 	}
 	return PCCX_OK;
 }
@@ -637,6 +646,10 @@ static void rope(struct emit *e, const struct pccx_layer_desc *ly, uint32_t x, u
 {
 	uint32_t hw = W(ly->head_dim), half = hw / 2, n = heads * ly->head_dim, h;
 
+	for (h = 0; h < heads && e->p->rope_per_use; h++) {
+		copy(e, e->p->rep_cos[ly->kind] + h * hw, e->p->rope_cos[ly->kind], hw);
+		copy(e, e->p->rep_sin[ly->kind] + h * hw, e->p->rope_sin[ly->kind], hw);
+	}
 	for (h = 0; h < heads; h++) {
 		copy(e, e->p->swap + h * hw, x + h * hw + half, half);
 		copy(e, e->p->swap + h * hw + half, x + h * hw, half);
@@ -700,7 +713,7 @@ static void load_step_inputs(struct emit *e)
 	uint32_t k, i;
 
 	load(e, p->in, PCCX_NPU_BUF_IN, 0, p->in_words * EPW);
-	for (k = 0; k < PCCX_ATTN_KINDS; k++) {
+	for (k = 0; k < PCCX_ATTN_KINDS && !p->rope_per_use; k++) {
 		uint32_t hw = W(e->m->attn[k].head_dim);
 
 		for (i = 0; i < e->m->attn[k].n_heads; i++) {
@@ -733,11 +746,13 @@ static void ple_slice_finish(struct emit *e, uint32_t l)
 
 	if (!p->ple_slices)
 		return;
+	load(e, p->ple_in, PCCX_NPU_BUF_IN, (uint64_t)p->ple_in_word * 16 + (uint64_t)l * P * 4, P);
+	stage(e, p->ple_in, 1, P, "L%u.ple.inputs", l);
 	s_const(e, PCCX_GEMMA_C_INV_SQRT_D);
 	cvo(e, PCCX_CVO_SCALE, 0, u, u, P);
 	rmsnorm(e, u, u, P, gvec(e, e->m->w.ple_proj_norm));
 	stage(e, u, 1, P, "L%u.ple.proj", l);
-	cvo(e, PCCX_CVO_ADD, 0, p->ple_in + l * W(P), u, P);
+	cvo(e, PCCX_CVO_ADD, 0, p->ple_in, u, P);
 	s_const(e, PCCX_GEMMA_C_INV_SQRT2);
 	cvo(e, PCCX_CVO_SCALE, 0, u, u, P);
 	stage(e, u, 1, P, "L%u.ple.u", l);
@@ -755,8 +770,9 @@ static void forward_inputs(struct emit *e)
 	stage(e, p->embed, 1, D, "embed");
 	if (!pccx__gemma_config_ple(c))
 		return;		/* one residual stream: layer 0 reads the embedding */
-	stage(e, p->ple_in, 1, LP, "ple.inputs");
 	if (!p->ple_slices) {
+		for (l = 0; l < c->n_layers; l++)
+			stage(e, p->ple_in + l * W(c->d_ple), 1, c->d_ple, "L%u.ple.inputs", l);
 		/* PLE setup: u = (RMSNorm_{g_pl}(W_plmp e / sqrt D) per slice + p) / sqrt 2 */
 		gemv(e, w->ple_model_proj, p->embed, p->u, false);
 		s_const(e, PCCX_GEMMA_C_INV_SQRT_D);

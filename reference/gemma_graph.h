@@ -54,9 +54,13 @@ struct pccx_gemma_plan {
 	uint32_t rope_cos[PCCX_ATTN_KINDS];	/* (head_dim) cos(pos * inv_freq_(i mod hd/2)) */
 	uint32_t rope_sin[PCCX_ATTN_KINDS];	/* (head_dim) -sin in the first half, +sin after */
 	uint32_t embed;		/* (D) embedding row * sqrt(D) */
-	uint32_t ple_in;	/* (n_layers, d_ple) PLE row * sqrt(d_ple) */
+	uint32_t ple_in;	/* (n_layers, d_ple) PLE row * sqrt(d_ple); with ple_slices
+				 * (d_ple) after the image, the row's slice of the layer being
+				 * run, which the layer loads from BUF_IN at ple_in_word */
+	uint32_t ple_in_word;	/* the PLE row's first 16-byte word in BUF_IN */
 	uint32_t moe_w;		/* (n_experts_used) routing weights the host writes mid-step */
-	/* the RoPE tables repeated for every query head of the kind (filled by copies) */
+	/* the RoPE tables repeated for every query head of the kind (filled by copies: once a
+	 * step, or with rope_per_use before each RoPE) */
 	uint32_t rep_cos[PCCX_ATTN_KINDS];	/* (n_heads, head_dim) */
 	uint32_t rep_sin[PCCX_ATTN_KINDS];	/* (n_heads, head_dim) */
 	/* weight vectors */
@@ -139,6 +143,12 @@ struct pccx_gemma_plan {
 	 * layout, so never changed after plan_build.
 	 */
 	bool ple_slices;
+	/*
+	 * The RoPE tables are repeated per head right before each RoPE instead of once at the
+	 * start of the step: in a prompt chunk (gemma_chunk.c) they are then written and read in
+	 * the same segment, so one copy serves every token. Off after plan_build.
+	 */
+	bool rope_per_use;
 	uint32_t max_keys;	/* the most KV rows of an attention kind: max(window, max_ctx) */
 	/* host buffers */
 	uint64_t in_bytes;

@@ -611,7 +611,8 @@ static void inputs_ple(struct pccx_oracle *o, uint32_t token)
 	pccx__gemma_row_f32(o->m, w->ple_table, token < c->ple_vocab ? token : 0, o->row);
 	for (i = 0; i < LP; i++)
 		o->tmp2[i] = o->row[i] * scale;
-	emit(o, o->tmp2, 1, LP, "ple.inputs");
+	for (l = 0; l < c->n_layers; l++)
+		emit(o, o->tmp2 + l * P, 1, P, "L%u.ple.inputs", l);
 	matvec(o, w->ple_model_proj, o->e, o->u);
 	for (i = 0; i < LP; i++)
 		o->u[i] /= sqrt((double)D);

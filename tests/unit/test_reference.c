@@ -893,10 +893,10 @@ START_TEST(test_ple_slices_match_setup)
 	ck_assert(b.s->plan.ple_slices);
 	ck_assert_int_eq(pccx__gemma_plan_build_ple_at_start(a.m, &a.s->plan, NULL), 0);
 	ck_assert(!a.s->plan.ple_slices);
-	/* one slice of u in L2 instead of all: the same host buffers, fewer L2 words */
+	/* one slice of u and of the PLE row in L2 instead of all: the same host buffers */
 	ck_assert_uint_eq(a.s->plan.in_bytes, b.s->plan.in_bytes);
 	ck_assert_uint_eq(a.s->plan.kv_bytes, b.s->plan.kv_bytes);
-	ck_assert_uint_eq(b.s->plan.words + (b.cfg.n_layers - 1) * pccx_words_for(b.cfg.d_ple),
+	ck_assert_uint_eq(b.s->plan.words + 2 * (b.cfg.n_layers - 1) * pccx_words_for(b.cfg.d_ple),
 			  a.s->plan.words);
 	pccx__ref_exec_on_stage(a.x, record_stage, ra);
 	pccx__ref_exec_on_stage(b.x, record_stage, rb);
@@ -1227,7 +1227,9 @@ static void check_against_oracle(const char *preset, uint64_t seed, uint32_t pos
 			const char *kind = kind_of(st[i].name, &layer);
 			/* the per-layer inputs' slices come from the embedding alone: every layer's
 			 * has the local error of layer 0's stages */
-			bool local = layer <= 0 || !strcmp(kind, "ple.proj") || !strcmp(kind, "ple.u");
+			bool inputs = !strcmp(kind, "ple.inputs") || !strcmp(kind, "ple.proj") ||
+				      !strcmp(kind, "ple.u");
+			bool local = layer <= 0 || inputs;
 			const struct bound *b =
 				local ? find_bound(layer0_bounds,
 							sizeof(layer0_bounds) /
