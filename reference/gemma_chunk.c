@@ -30,16 +30,27 @@ static bool has_experts(const struct pccx_gemma_model *m)
 	return false;
 }
 
-/* The plan as the tokens' steps are recorded. */
-static void record_plan(const struct pccx_gemma_plan *p, struct pccx_gemma_plan *rp)
+/*
+ * The plan the tokens' steps are recorded with and laid out by: the chunk layout
+ * (pccx__gemma_plan_build_chunk: W_up in pieces through two piece buffers, each piece one
+ * region wide; the RoPE tables rebuilt in each RoPE's segment), the device's smul as in the
+ * decode plan. Its host buffers are the decode plan's.
+ */
+static int record_plan(const struct pccx_gemma_model *m, const struct pccx_gemma_plan *p,
+		       struct pccx_gemma_plan *rp, pccx_diag *d)
 {
-	*rp = *p;
-	/* W_up as one GEMV: its rows then are one region wide (forward_ffn) */
-	rp->up_pieces = 1;
-	/* the RoPE tables rebuilt in each RoPE's segment: one copy for every token */
-	rp->rope_per_use = true;
+	int rc = pccx__gemma_plan_build_chunk(m, rp, d);
+
+	if (rc)
+		return rc;
+	if (rp->in_bytes != p->in_bytes || rp->out_bytes != p->out_bytes ||
+	    rp->kv_bytes != p->kv_bytes)
+		return pccx__fail(d, PCCX_ERR_INTERNAL,
+				  "prompt chunks: the chunk plan's host buffers differ from the step's");
+	rp->smul = p->smul;
 	rp->rowmask = false;		/* a chunk's matmuls are GEMMs */
 	rp->colskip = false;
+	return PCCX_OK;
 }
 
 /*
@@ -102,16 +113,15 @@ uint32_t pccx__gemma_chunk_rows_max(const struct pccx_gemma_model *m,
 	uint32_t *seen, rows;
 	pccx_diag d = { 0 };
 
-	if (has_experts(m))
+	if (has_experts(m) || record_plan(m, p, &rp, &d))
 		return 0;
 	seen = malloc(2 * sizeof(uint32_t) * PCCX_L2_WORDS);
-	record_plan(p, &rp);
 	if (!seen || classify(m, &rp, seen, &sh, &d)) {
 		free(seen);
 		return 0;
 	}
 	free(seen);
-	layout_words(p, sh.scratch | sh.same, &token, &once);
+	layout_words(&rp, sh.scratch | sh.same, &token, &once);
 	rows = rows_fit(token, once);
 	return rows < 2 ? 0 : rows;
 }
@@ -138,7 +148,11 @@ int pccx__gemma_chunk_create(struct pccx_gemma_chunk **out, const struct pccx_ge
 		return pccx__fail(d, PCCX_ERR_NOMEM, "prompt chunks: out of memory");
 	ck->m = m;
 	ck->p = p;
-	record_plan(p, &ck->rp);
+	rc = record_plan(m, p, &ck->rp, d);
+	if (rc) {
+		free(ck);
+		return rc;
+	}
 	ck->rows = rows;
 	ck->seen = malloc(2 * sizeof(uint32_t) * PCCX_L2_WORDS);
 	ck->rec = calloc(rows, sizeof(*ck->rec));
@@ -154,7 +168,7 @@ int pccx__gemma_chunk_create(struct pccx_gemma_chunk **out, const struct pccx_ge
 	}
 	ck->scratch = sh.scratch;
 	ck->same = sh.same;
-	layout_words(p, ck->scratch | ck->same, &token, &once);
+	layout_words(&ck->rp, ck->scratch | ck->same, &token, &once);
 	if ((uint64_t)rows * token + once > PCCX_L2_WORDS) {
 		pccx__gemma_chunk_free(ck);
 		return pccx__fail(d, PCCX_ERR_RANGE,
@@ -163,9 +177,9 @@ int pccx__gemma_chunk_create(struct pccx_gemma_chunk **out, const struct pccx_ge
 				  (unsigned long long)(rows * token + once), PCCX_L2_WORDS,
 				  rows_fit(token, once));
 	}
-	for (i = 0; i < p->n_regions; i++) {
+	for (i = 0; i < ck->rp.n_regions; i++) {
 		ck->base[i] = (uint32_t)next;
-		next += (uint64_t)(shared(ck, i) ? 1 : rows) * p->region_words[i];
+		next += (uint64_t)(shared(ck, i) ? 1 : rows) * ck->rp.region_words[i];
 	}
 	ck->words = (uint32_t)next;
 	*out = ck;
@@ -215,12 +229,12 @@ struct emitter {
 /* Token r's address of [a, a + words) in the chunk; false if it is not in one region. */
 static bool move(const struct pccx_gemma_chunk *ck, uint32_t r, uint32_t *a, uint64_t words)
 {
-	int i = pccx__plan_region_of(ck->p, *a, words ? words : 1);
+	int i = pccx__plan_region_of(&ck->rp, *a, words ? words : 1);
 
 	if (i < 0)
 		return false;
-	*a = ck->base[i] + (shared(ck, (uint32_t)i) ? 0 : r * ck->p->region_words[i]) +
-	     (*a - ck->p->region[i]);
+	*a = ck->base[i] + (shared(ck, (uint32_t)i) ? 0 : r * ck->rp.region_words[i]) +
+	     (*a - ck->rp.region[i]);
 	return true;
 }
 
@@ -323,7 +337,7 @@ static bool loads_shared_weights(const struct pccx_gemma_chunk *ck, const struct
 
 	if (op->kind != PCCX_REC_LOAD)
 		return false;
-	i = pccx__plan_region_of(ck->p, op->u.mem.l2, W(op->u.mem.n));
+	i = pccx__plan_region_of(&ck->rp, op->u.mem.l2, W(op->u.mem.n));
 	return i >= 0 && ((ck->same >> i) & 1);
 }
 
@@ -409,14 +423,14 @@ static int emit_weight_matmul(struct emitter *em, uint32_t rows)
 	const struct pccx_npu_matmul *mm = &ck->rec[0].op[ck->at[0]].u.mm;
 	struct pccx_wshape ws = { mm->n, mm->k, mm->fmt, true };
 	uint64_t bytes = (uint64_t)mm->n * pccx__wstream_row_bytes(&ws);
-	int si = pccx__plan_region_of(ck->p, mm->src, W(mm->k));
-	int di = pccx__plan_region_of(ck->p, mm->dst, W(mm->n));
+	int si = pccx__plan_region_of(&ck->rp, mm->src, W(mm->k));
+	int di = pccx__plan_region_of(&ck->rp, mm->dst, W(mm->n));
 	uint32_t r;
 	int rc;
 
 	if (rows > 1 && si >= 0 && di >= 0 && !shared(ck, (uint32_t)si) &&
-	    !shared(ck, (uint32_t)di) && ck->p->region_words[si] == W(mm->k) &&
-	    ck->p->region_words[di] == W(mm->n)) {
+	    !shared(ck, (uint32_t)di) && ck->rp.region_words[si] == W(mm->k) &&
+	    ck->rp.region_words[di] == W(mm->n)) {
 		struct pccx_npu_matmul g = *mm;
 
 		rc = moved_matmul(ck, 0, &g);

@@ -6,8 +6,9 @@
  * per chunk instead of once per token. The KV rows, and every value of every stage, are those
  * token-by-token prefill gives.
  *
- * How: each token's step is recorded (op_record.h) with the decode plan, then the programs
- * are interleaved. L2 holds a copy of every plan region (gemma_graph.h) per token, token r's
+ * How: each token's step is recorded (op_record.h) with the chunk plan (the decode plan's
+ * host buffers, with W_up through two piece buffers and the RoPE tables rebuilt per use,
+ * pccx__gemma_plan_build_chunk), then the programs are interleaved. L2 holds a copy of every plan region (gemma_graph.h) per token, token r's
  * copy of a region at base + r * words, so a region that is exactly one matmul row wide puts
  * the tokens' rows where a GEMM wants them. Between two weight matmuls, token 0's ops run,
  * then token 1's, and so on; then the GEMM. Token r therefore finds the KV rows of tokens
@@ -35,7 +36,8 @@ struct pccx_gemma_chunk_stats {
 struct pccx_gemma_chunk {
 	const struct pccx_gemma_model *m;
 	const struct pccx_gemma_plan *p;	/* the decode plan: regions, host buffers */
-	struct pccx_gemma_plan rp;		/* p as the tokens' steps are recorded (W_up whole) */
+	struct pccx_gemma_plan rp;		/* the chunk layout the tokens' steps are
+						 * recorded with (pccx__gemma_plan_build_chunk) */
 	uint32_t rows;				/* tokens the layout holds */
 	uint32_t words;				/* L2 words it uses */
 	uint32_t base[PCCX_GEMMA_PLAN_REGIONS];	/* L2 word of region i for token 0 */

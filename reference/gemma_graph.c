@@ -49,6 +49,8 @@
 #define GEMV_CHUNK 16384u
 /* W_up is issued in this many GEMVs (forward_ffn), unless the plan says otherwise. */
 #define UP_PIECES 4u
+/* ... in a prompt chunk, into two piece buffers (plan.up_ring) */
+#define CHUNK_UP_PIECES 8u
 
 /* ===================================================================================== */
 /* The L2 plan and the host buffers.                                                     */
@@ -131,8 +133,14 @@ static int plan_sizes(const struct pccx_gemma_model *m, struct plan_sizes *sz, p
 	return PCCX_OK;
 }
 
+/* W_up's rows per piece: a multiple of 8 (whole words, and whole bytes of a rowmask). */
+static uint32_t up_piece_rows(uint32_t F, uint32_t pieces)
+{
+	return ((F + pieces - 1) / pieces + 7) & ~7u;
+}
+
 static int plan_build(const struct pccx_gemma_model *m, struct pccx_gemma_plan *p,
-		      bool ple_at_start, pccx_diag *d)
+		      bool ple_at_start, bool chunk, pccx_diag *d)
 {
 	const struct pccx_gemma_config *c = &m->cfg;
 	uint32_t D = c->d_model, L = c->n_layers, P = c->d_ple, t, l;
@@ -204,7 +212,14 @@ static int plan_build(const struct pccx_gemma_model *m, struct pccx_gemma_plan *
 	p->al = take(p, &next, W(D));
 	p->t = take(p, &next, W(D));
 	p->gate = take(p, &next, sz.ffn);
-	p->up = take(p, &next, sz.ffn);
+	if (chunk) {
+		uint32_t piece = up_piece_rows(sz.ffn * EPW, CHUNK_UP_PIECES);
+
+		p->up = take(p, &next, W(piece));
+		p->up2 = take(p, &next, W(piece));
+	} else {
+		p->up = take(p, &next, sz.ffn);
+	}
 	p->f = take(p, &next, W(D));
 	p->innov = take(p, &next, W(D));
 	p->tmp = take(p, &next, W(D));
@@ -218,11 +233,12 @@ static int plan_build(const struct pccx_gemma_model *m, struct pccx_gemma_plan *
 	if (p->n_regions > PCCX_GEMMA_PLAN_REGIONS)
 		return pccx__fail(d, PCCX_ERR_INTERNAL, "plan: %u regions, room for %u",
 				  p->n_regions, PCCX_GEMMA_PLAN_REGIONS);
-	p->up_pieces = UP_PIECES;
+	p->up_pieces = chunk ? CHUNK_UP_PIECES : UP_PIECES;
+	p->up_ring = chunk;
 	p->rowmask = false;
 	p->colskip = false;
 	p->smul = false;
-	p->rope_per_use = false;
+	p->rope_per_use = chunk;
 	if (next > PCCX_L2_WORDS)
 		return pccx__fail(
 			d, PCCX_ERR_RANGE,
@@ -256,13 +272,26 @@ static int plan_build(const struct pccx_gemma_model *m, struct pccx_gemma_plan *
 int pccx__gemma_plan_build(const struct pccx_gemma_model *m, struct pccx_gemma_plan *p,
 			     pccx_diag *d)
 {
-	return plan_build(m, p, false, d);
+	return plan_build(m, p, false, false, d);
+}
+
+int pccx__gemma_plan_build_chunk(const struct pccx_gemma_model *m, struct pccx_gemma_plan *p,
+				   pccx_diag *d)
+{
+	uint32_t l;
+
+	for (l = 0; l < m->cfg.n_layers; l++)
+		if (m->layers[l].n_experts)
+			return pccx__fail(d, PCCX_ERR_UNSUPPORTED,
+					  "prompt chunks: config '%s' has experts, chosen between "
+					  "the jobs of a step", m->cfg.name);
+	return plan_build(m, p, false, true, d);
 }
 
 int pccx__gemma_plan_build_ple_at_start(const struct pccx_gemma_model *m,
 					struct pccx_gemma_plan *p, pccx_diag *d)
 {
-	return plan_build(m, p, true, d);
+	return plan_build(m, p, true, false, d);
 }
 
 uint64_t pccx__gemma_kv_block(const struct pccx_gemma_model *m,
@@ -1172,6 +1201,15 @@ static void forward_up_rowmask(struct emit *e, uint32_t l, uint32_t piece)
 	}
 }
 
+/* Where W_up's output rows from r (a multiple of piece) go: their place in up, or with
+ * plan.up_ring the piece buffer of that piece's parity. */
+static uint32_t up_at(const struct pccx_gemma_plan *p, uint32_t r, uint32_t piece)
+{
+	if (!p->up_ring)
+		return p->up + r / EPW;
+	return (r / piece) % 2 ? p->up2 : p->up;
+}
+
 /*
  * S3.7: FFN: out = al + RMSNorm_postffn(W_down(GELU(gate') * W_up t)), t = RMSNorm_preffn(al),
  * gate' = W_gate t or its Gaussian top-k.
@@ -1197,26 +1235,27 @@ static void forward_ffn(struct emit *e, uint32_t l, uint32_t X, uint32_t P)
 	}
 	ple_slice_finish(e, l);
 	/* W_up in up_pieces GEMVs, so that only the last piece's product waits for its stream */
-	piece = ((F + p->up_pieces - 1) / p->up_pieces + 7) & ~7u;
+	piece = up_piece_rows(F, p->up_pieces);
 	if (ly->sparse && p->rowmask) {
 		stage(e, p->gate, 1, F, "L%u.ffn.gate", l);
 		forward_up_rowmask(e, l, piece);
 	} else {
-		gemv_rows(e, lw->ffn_up, 0, piece < F ? piece : F, p->t, p->up, false);
+		gemv_rows(e, lw->ffn_up, 0, piece < F ? piece : F, p->t, up_at(p, 0, piece), false);
 		behind(e, lw->ffn_up);	/* model: the activation comes before W_up */
 		stage(e, p->gate, 1, F, "L%u.ffn.gate", l);
 		forward_ffn_act(e, l);
 		for (r = piece; r < F; r += n) {
 			n = F - r < piece ? F - r : piece;
-			gemv_rows(e, lw->ffn_up, r, n, p->t, p->up + r / EPW, false);
+			gemv_rows(e, lw->ffn_up, r, n, p->t, up_at(p, r, piece), false);
 			behind(e, lw->ffn_up);	/* model: the product comes after all of W_up */
-			cvo(e, PCCX_CVO_MUL, 0, p->up + (r - piece) / EPW,
+			cvo(e, PCCX_CVO_MUL, 0, up_at(p, r - piece, piece),
 			    p->gate + (r - piece) / EPW, piece);
 		}
 	}
-	stage(e, p->up, 1, F, "L%u.ffn.up", l);
+	if (!p->up_ring)	/* else no more than two pieces of it are ever in L2 */
+		stage(e, p->up, 1, F, "L%u.ffn.up", l);
 	r = (F - 1) / piece * piece;	/* the last piece */
-	cvo(e, PCCX_CVO_MUL, 0, p->up + r / EPW, p->gate + r / EPW, F - r);
+	cvo(e, PCCX_CVO_MUL, 0, up_at(p, r, piece), p->gate + r / EPW, F - r);
 	stage(e, p->gate, 1, F, "L%u.ffn.hidden", l);
 	if (ly->sparse && p->colskip && lw->down_q4c_ok)
 		gemv_q4c(e, lw->ffn_down, lw->down_q4c, p->gate, p->f);

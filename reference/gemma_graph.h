@@ -115,7 +115,14 @@ struct pccx_gemma_plan {
 	/* bit i: region i holds only bytes of the model's weights, the same for every position
 	 * (the global and layer vector blocks) */
 	uint64_t region_same;
-	uint32_t up_pieces;	/* GEMVs W_up is issued in: 4 in a decode step, 1 in a chunk */
+	uint32_t up_pieces;	/* GEMVs W_up is issued in: 4 in a decode step, 8 in a chunk */
+	/*
+	 * W_up's pieces go to two piece-wide buffers in turn, up and up2, each multiplied into
+	 * gate behind the next piece, instead of to their places in one d_ffn-wide up: a prompt
+	 * chunk's plan (pccx__gemma_plan_build_chunk), whose every token needs its own copy.
+	 */
+	bool up_ring;
+	uint32_t up2;		/* (d_ffn / up_pieces) the second piece buffer (up_ring) */
 	/*
 	 * The device executes GEMV rowmask (FEATURES.ROWMASK): in sparse layers W_up is issued
 	 * after the activation as rowmask GEMVs and reads only the rows it keeps. Off after
@@ -170,6 +177,10 @@ struct pccx_gemma_plan {
 /* Lay out L2 and the host buffers for a model; PCCX_ERR_RANGE if L2 is too small. */
 PCCX_MUST_CHECK int pccx__gemma_plan_build(const struct pccx_gemma_model *m,
 					     struct pccx_gemma_plan *p, pccx_diag *d);
+/* The layout of a prompt chunk's steps (gemma_chunk.h): the decode plan's host buffers, with
+ * up_ring, up_pieces 8 and rope_per_use; PCCX_ERR_UNSUPPORTED for a model with experts. */
+PCCX_MUST_CHECK int pccx__gemma_plan_build_chunk(const struct pccx_gemma_model *m,
+					       struct pccx_gemma_plan *p, pccx_diag *d);
 /* The same with the per-layer inputs made at the start of the step however the model is
  * (plan.ple_slices off, all of u in L2): the order the slices are compared with in tests. */
 PCCX_MUST_CHECK int pccx__gemma_plan_build_ple_at_start(const struct pccx_gemma_model *m,
