@@ -983,7 +983,22 @@ START_TEST(hazards_gemv_then_cvo)
 }
 END_TEST
 
-/* Cycles of the job; *last = issue-to-completion cycles of its last instruction. */
+/* The inputs of the stream-order tests: a GEMV's 256 at word 0, a GEMM's two rows of 64 at
+ * word 100. */
+static void gemv_gemm_inputs(struct pccx_sim_backend *b, uint64_t *rng, float x[256],
+			     float x2[2][64])
+{
+	uint32_t i, r;
+
+	for (i = 0; i < 256; i++)
+		x[i] = t_f32(rng, 1.0f);
+	for (r = 0; r < 2; r++)
+		for (i = 0; i < 64; i++)
+			x2[r][i] = t_f32(rng, 1.0f);
+	memcpy(l2e(b, 0), x, 256 * sizeof(float));
+	memcpy(l2e(b, 100), x2, 2 * 64 * sizeof(float));
+}
+
 /* A GEMV and a GEMM in flight together share the four ports in program order. */
 START_TEST(stream_order_gemv_gemm)
 {
@@ -1000,13 +1015,7 @@ START_TEST(stream_order_gemv_gemm)
 
 	fill_weights(w, &wa, &rng);
 	fill_weights(w + ra * 96, &wb, &rng);
-	for (i = 0; i < 256; i++)
-		x[i] = t_f32(&rng, 1.0f);
-	for (r = 0; r < 2; r++)
-		for (i = 0; i < 64; i++)
-			x2[r][i] = t_f32(&rng, 1.0f);
-	memcpy(l2e(b, 0), x, sizeof(x));
-	memcpy(l2e(b, 100), x2, sizeof(x2));
+	gemv_gemm_inputs(b, &rng, x, x2);
 	tj_add(&j, t_memset(0, 0, 256, 1, 1));
 	tj_add(&j, t_memset(1, 1, 96, 256, PCCX_WFMT_Q4));
 	tj_add(&j, t_memset(0, 2, 64, 2, 1));
@@ -1058,13 +1067,7 @@ START_TEST(stream_order_port_passes_finished_gemm)
 	fill_weights(w, &wa, &rng);
 	fill_weights(w + ra * 96, &wb, &rng);
 	fill_weights(w + offc, &wc, &rng);
-	for (i = 0; i < 256; i++)
-		x[i] = t_f32(&rng, 1.0f);
-	for (r = 0; r < 2; r++)
-		for (i = 0; i < 64; i++)
-			x2[r][i] = t_f32(&rng, 1.0f);
-	memcpy(l2e(b, 0), x, sizeof(x));
-	memcpy(l2e(b, 100), x2, sizeof(x2));
+	gemv_gemm_inputs(b, &rng, x, x2);
 	tj_add(&j, t_memset(0, 0, 256, 1, 1));
 	tj_add(&j, t_memset(1, 1, 96, 256, PCCX_WFMT_Q4));
 	tj_add(&j, t_memset(0, 2, 64, 2, 1));
@@ -1110,6 +1113,7 @@ START_TEST(stream_order_port_passes_finished_gemm)
 }
 END_TEST
 
+/* Cycles of the job; *last = issue-to-completion cycles of its last instruction. */
 static uint64_t run_cycles_cfg(const struct pccx_sim_config *cfg, const struct tjob *j,
 			       uint32_t hw_size, uint64_t *last)
 {
