@@ -153,7 +153,8 @@ struct pccx_gemma_plan {
 	/*
 	 * The RoPE tables are repeated per head right before each RoPE instead of once at the
 	 * start of the step: in a prompt chunk (gemma_chunk.c) they are then written and read in
-	 * the same segment, so one copy serves every token. Off after plan_build.
+	 * the same segment, so one copy serves every token. Set by pccx__gemma_plan_build_chunk,
+	 * off in the decode plan.
 	 */
 	bool rope_per_use;
 	uint32_t max_keys;	/* the most KV rows of an attention kind: max(window, max_ctx) */
