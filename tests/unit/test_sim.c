@@ -983,6 +983,21 @@ START_TEST(hazards_gemv_then_cvo)
 }
 END_TEST
 
+/* What a matmul row computes from x (expect_row), as stored, is at L2 word `word`. */
+static void check_row(struct pccx_sim_backend *b, const uint8_t *w, const struct pccx_wshape *ws,
+		      const float *x, uint32_t word)
+{
+	float *y = malloc(ws->n * sizeof(float));
+	uint32_t i;
+
+	ck_assert_ptr_nonnull(y);
+	expect_row(w, ws, x, y);
+	for (i = 0; i < ws->n; i++)
+		y[i] = pccx__out_store(y[i], false, 0.0f);
+	ck_assert_int_eq(memcmp(l2e(b, word), y, ws->n * sizeof(float)), 0);
+	free(y);
+}
+
 /* The inputs of the stream-order tests: a GEMV's 256 at word 0, a GEMM's two rows of 64 at
  * word 100. */
 static void gemv_gemm_inputs(struct pccx_sim_backend *b, uint64_t *rng, float x[256],
@@ -1006,10 +1021,9 @@ START_TEST(stream_order_gemv_gemm)
 	struct pccx_wshape wa = { 96, 256, PCCX_WFMT_Q4, true };
 	struct pccx_wshape wb = { 50, 64, PCCX_WFMT_F32, false };
 	uint64_t ra = pccx__wstream_row_bytes(&wa), rbb = pccx__wstream_row_bytes(&wb), rng = 77;
-	uint32_t h = balloc(b, ra * 96 + rbb * 50, PCCX_BUF_DEV_READ), i, r;
+	uint32_t h = balloc(b, ra * 96 + rbb * 50, PCCX_BUF_DEV_READ), r;
 	uint8_t *w = bmap(b, h);
-	float x[256], x2[2][64], got[96];
-	float y[96];
+	float x[256], x2[2][64];
 	struct pccx_sim_backend_result res;
 	struct tjob j = { 0 };
 
@@ -1025,17 +1039,9 @@ START_TEST(stream_order_gemv_gemm)
 	tj_add(&j, t_matmul(PCCX_OP_GEMM, 2000, 100, 3, 2, 0));
 	tj_streams(&j, &wb, h, ra * 96);
 	submit_ok(b, &j, &res);
-	expect_row(w, &wa, x, y);
-	for (i = 0; i < 96; i++)
-		got[i] = pccx__out_store(y[i], false, 0.0f);
-	ck_assert_int_eq(memcmp(l2e(b, 1000), got, 96 * 4), 0);
-	for (r = 0; r < 2; r++) {
-		expect_row(w + ra * 96, &wb, x2[r], y);
-		for (i = 0; i < 50; i++)
-			got[i] = pccx__out_store(y[i], false, 0.0f);
-		/* rows of 50 outputs are 13 words apart */
-		ck_assert_int_eq(memcmp(l2e(b, 2000 + r * 13), got, 50 * 4), 0);
-	}
+	check_row(b, w, &wa, x, 1000);
+	for (r = 0; r < 2; r++)	/* rows of 50 outputs are 13 words apart */
+		check_row(b, w + ra * 96, &wb, x2[r], 2000 + r * 13);
 	/* they ran at the same time */
 	ck_assert_uint_lt(pccx__sim_insn_time(pccx__sim_backend_sim(b), 5)->issue,
 			  pccx__sim_insn_time(pccx__sim_backend_sim(b), 4)->done);
@@ -1057,9 +1063,9 @@ START_TEST(stream_order_port_passes_finished_gemm)
 	struct pccx_wshape wc = { 8, 256, PCCX_WFMT_Q4, true };
 	uint64_t ra = pccx__wstream_row_bytes(&wa), rbb = pccx__wstream_row_bytes(&wb);
 	uint64_t offc = ra * 96 + rbb * 3, rng = 78, off3, left3;
-	uint32_t h = balloc(b, offc + pccx__wstream_row_bytes(&wc) * 8, PCCX_BUF_DEV_READ), i, r;
+	uint32_t h = balloc(b, offc + pccx__wstream_row_bytes(&wc) * 8, PCCX_BUF_DEV_READ), r;
 	uint8_t *w = bmap(b, h);
-	float x[256], x2[2][64], got[96], y[96];
+	float x[256], x2[2][64];
 	struct pccx_sim_backend_result res;
 	struct tjob j = { 0 };
 	pccx_sim *sim;
@@ -1095,20 +1101,10 @@ START_TEST(stream_order_port_passes_finished_gemm)
 	sim = pccx__sim_backend_sim(b);
 	/* the GEMM was done before the first GEMV's last byte */
 	ck_assert_uint_lt(pccx__sim_insn_time(sim, 6)->done, pccx__sim_insn_time(sim, 5)->done);
-	expect_row(w, &wa, x, y);
-	for (i = 0; i < 96; i++)
-		got[i] = pccx__out_store(y[i], false, 0.0f);
-	ck_assert_int_eq(memcmp(l2e(b, 1000), got, 96 * 4), 0);
-	for (r = 0; r < 2; r++) {
-		expect_row(w + ra * 96, &wb, x2[r], y);
-		for (i = 0; i < 3; i++)
-			got[i] = pccx__out_store(y[i], false, 0.0f);
-		ck_assert_int_eq(memcmp(l2e(b, 2000 + r), got, 3 * 4), 0);
-	}
-	expect_row(w + offc, &wc, x, y);
-	for (i = 0; i < 8; i++)
-		got[i] = pccx__out_store(y[i], false, 0.0f);
-	ck_assert_int_eq(memcmp(l2e(b, 3000), got, 8 * 4), 0);
+	check_row(b, w, &wa, x, 1000);
+	for (r = 0; r < 2; r++)
+		check_row(b, w + ra * 96, &wb, x2[r], 2000 + r);
+	check_row(b, w + offc, &wc, x, 3000);
 	pccx__sim_backend_destroy(b);
 }
 END_TEST
