@@ -20,16 +20,6 @@ static bool shared(const struct pccx_gemma_chunk *ck, uint32_t i)
 	return ((ck->scratch | ck->same) >> i) & 1;
 }
 
-static bool has_experts(const struct pccx_gemma_model *m)
-{
-	uint32_t l;
-
-	for (l = 0; l < m->cfg.n_layers; l++)
-		if (m->layers[l].n_experts)
-			return true;
-	return false;
-}
-
 /*
  * The plan the tokens' steps are recorded with and laid out by: the chunk layout
  * (pccx__gemma_plan_build_chunk: W_up in pieces through two piece buffers, each piece one
@@ -113,8 +103,8 @@ uint32_t pccx__gemma_chunk_rows_max(const struct pccx_gemma_model *m,
 	uint32_t *seen, rows;
 	pccx_diag d = { 0 };
 
-	if (has_experts(m) || record_plan(m, p, &rp, &d))
-		return 0;
+	if (record_plan(m, p, &rp, &d))
+		return 0;	/* experts, or an L2 too small for the chunk layout */
 	seen = malloc(2 * sizeof(uint32_t) * PCCX_L2_WORDS);
 	if (!seen || classify(m, &rp, seen, &sh, &d)) {
 		free(seen);
@@ -129,6 +119,7 @@ uint32_t pccx__gemma_chunk_rows_max(const struct pccx_gemma_model *m,
 int pccx__gemma_chunk_create(struct pccx_gemma_chunk **out, const struct pccx_gemma_model *m,
 			     const struct pccx_gemma_plan *p, uint32_t rows, pccx_diag *d)
 {
+	struct pccx_gemma_plan rp;
 	struct pccx_gemma_chunk *ck;
 	struct pccx_chunk_share sh;
 	uint64_t next = 0, token, once;
@@ -136,10 +127,9 @@ int pccx__gemma_chunk_create(struct pccx_gemma_chunk **out, const struct pccx_ge
 	int rc;
 
 	*out = NULL;
-	if (has_experts(m))
-		return pccx__fail(d, PCCX_ERR_UNSUPPORTED,
-				  "prompt chunks: config '%s' has experts, chosen between the jobs of "
-				  "a step", m->cfg.name);
+	rc = record_plan(m, p, &rp, d);	/* refuses a model with experts */
+	if (rc)
+		return rc;
 	if (!rows || rows > PCCX_GEMMA_CHUNK_MAX_ROWS)
 		return pccx__fail(d, PCCX_ERR_INVALID, "prompt chunks: %u tokens per chunk (1..%u)",
 				  rows, PCCX_GEMMA_CHUNK_MAX_ROWS);
@@ -148,11 +138,7 @@ int pccx__gemma_chunk_create(struct pccx_gemma_chunk **out, const struct pccx_ge
 		return pccx__fail(d, PCCX_ERR_NOMEM, "prompt chunks: out of memory");
 	ck->m = m;
 	ck->p = p;
-	rc = record_plan(m, p, &ck->rp, d);
-	if (rc) {
-		free(ck);
-		return rc;
-	}
+	ck->rp = rp;
 	ck->rows = rows;
 	ck->seen = malloc(2 * sizeof(uint32_t) * PCCX_L2_WORDS);
 	ck->rec = calloc(rows, sizeof(*ck->rec));
