@@ -114,6 +114,19 @@ int pccx__engine_start(struct pccx_engine_ctx *e, const struct pccx_job_view *jo
 	e->dma = 0;
 	e->dma_done = 0;
 	e->n_wpend = 0;
+	e->n_rpend = 0;
+	e->n_whandle = 0;
+	for (i = 0; i < job->n_dma && e->n_whandle <= PCCX_ENGINE_WHANDLES; i++) {
+		if (job->dma[i].flags != PCCX_DMA_FROM_DEVICE)
+			continue;
+		for (j = 0; j < e->n_whandle && e->whandle[j] != job->dma[i].handle; j++)
+			;
+		if (j == e->n_whandle) {
+			if (e->n_whandle < PCCX_ENGINE_WHANDLES)
+				e->whandle[e->n_whandle] = job->dma[i].handle;
+			e->n_whandle++;
+		}
+	}
 	e->retired = 0;
 	e->progress = 0;
 	e->mmio = 0;
@@ -241,6 +254,85 @@ static bool stream_must_wait(struct pccx_engine_ctx *e, uint32_t handle, uint64_
 	return false;
 }
 
+/* Whether the job's MEMCPYs write buffer `handle` (its stream reads are then tracked). */
+static bool job_writes(const struct pccx_engine_ctx *e, uint32_t handle)
+{
+	uint32_t i;
+
+	if (e->n_whandle > PCCX_ENGINE_WHANDLES)
+		return true;
+	for (i = 0; i < e->n_whandle; i++)
+		if (e->whandle[i] == handle)
+			return true;
+	return false;
+}
+
+/* Drop tracked stream reads whose DataMover statuses have been popped. */
+static void retire_reads(struct pccx_engine_ctx *e)
+{
+	uint32_t i = 0;
+
+	while (i < e->n_rpend) {
+		if (e->ch[e->rpend[i].ch].popped >= e->rpend[i].done_at)
+			e->rpend[i] = e->rpend[--e->n_rpend];
+		else
+			i++;
+	}
+}
+
+/*
+ * Room to track a stream command of channel ch reading [offset, ...) of `handle`: one that
+ * continues a tracked read of the channel extends it; else a free entry, once older reads
+ * are confirmed.
+ */
+static bool read_room(struct pccx_engine_ctx *e, unsigned ch, uint32_t handle, uint64_t offset)
+{
+	uint32_t i;
+
+	for (i = 0; i < e->n_rpend; i++)
+		if (e->rpend[i].ch == ch && e->rpend[i].handle == handle &&
+		    e->rpend[i].hi == offset)
+			return true;
+	retire_reads(e);
+	return e->n_rpend < PCCX_ENGINE_RPEND;
+}
+
+static void track_read(struct pccx_engine_ctx *e, unsigned ch, uint32_t handle, uint64_t offset,
+		       uint64_t len)
+{
+	uint32_t i;
+
+	for (i = 0; i < e->n_rpend; i++)
+		if (e->rpend[i].ch == ch && e->rpend[i].handle == handle &&
+		    e->rpend[i].hi == offset)
+			break;
+	if (i == e->n_rpend) {
+		e->rpend[i].ch = ch;
+		e->rpend[i].handle = handle;
+		e->rpend[i].lo = offset;
+		e->n_rpend++;
+	}
+	e->rpend[i].hi = offset + len;
+	e->rpend[i].done_at = e->ch[ch].pushed;
+}
+
+/*
+ * Sequential semantics the other way: a MEMCPY must not overwrite host bytes a weight stream
+ * of an earlier instruction has yet to read (a prompt chunk's next token stores its KV row in
+ * the ring slot the previous token's attention still streams). True when [lo, hi) of
+ * `handle` overlaps a stream read not yet confirmed.
+ */
+static bool write_must_wait(struct pccx_engine_ctx *e, uint32_t handle, uint64_t lo, uint64_t hi)
+{
+	uint32_t i;
+
+	retire_reads(e);
+	for (i = 0; i < e->n_rpend; i++)
+		if (e->rpend[i].handle == handle && lo < e->rpend[i].hi && e->rpend[i].lo < hi)
+			return true;
+	return false;
+}
+
 /* Push what channel `ch` still needs for the current instruction; true when all is pushed. */
 static bool feed_channel(struct pccx_engine_ctx *e, unsigned ch)
 {
@@ -251,6 +343,7 @@ static bool feed_channel(struct pccx_engine_ctx *e, unsigned ch)
 		if (ch < PCCX_WSTREAM_PORTS) {
 			const struct pccx_stream_desc *d;
 			uint64_t avail;
+			bool tracked;
 
 			if (e->sidx[ch] >= e->job.n_stream) {
 				/* The descriptors ran out: the device will wait for the
@@ -268,11 +361,16 @@ static bool feed_channel(struct pccx_engine_ctx *e, unsigned ch)
 			if (stream_must_wait(e, d->handle, d->offset + e->soff[ch],
 					     c->need < avail ? c->need : avail))
 				return false;
+			tracked = job_writes(e, d->handle);
+			if (tracked && !read_room(e, ch, d->handle, d->offset + e->soff[ch]))
+				return false;
 			if (feed_chunk(e, ch, d->handle, d->offset + e->soff[ch],
 				       c->need < avail ? c->need : avail, &done))
 				return false;
 			if (!done)
 				return false;
+			if (tracked)
+				track_read(e, ch, d->handle, d->offset + e->soff[ch], done);
 			e->soff[ch] += done;
 			if (c->need != ~0ull)
 				c->need -= done;
@@ -398,6 +496,10 @@ int pccx__engine_step(struct pccx_engine_ctx *e)
 			if (e->dma && e->dma->flags == PCCX_DMA_FROM_DEVICE) {
 				retire_writes(e);
 				if (e->n_wpend == PCCX_ENGINE_WPEND)
+					return e->state;
+				/* nor overwrite what an earlier stream has yet to read */
+				if (write_must_wait(e, e->dma->handle, e->dma->offset,
+						    e->dma->offset + e->dma->length))
 					return e->state;
 			}
 			/* The word before its DataMover commands: stream bytes then never wait

@@ -72,6 +72,8 @@ struct pccx_engine_chan {
 };
 
 #define PCCX_ENGINE_WPEND 32          /* device writes to host memory tracked at once */
+#define PCCX_ENGINE_RPEND 64          /* stream reads of host memory the job writes, tracked */
+#define PCCX_ENGINE_WHANDLES 8        /* buffers a job's MEMCPYs write, known by handle */
 
 struct pccx_engine_ctx {
 	/* set by start */
@@ -101,6 +103,17 @@ struct pccx_engine_ctx {
 		uint64_t done_at;            /* result-channel statuses that confirm it */
 	} wpend[PCCX_ENGINE_WPEND];
 	uint32_t n_wpend;
+	/* and the other way: weight-stream commands reading a buffer the job writes, not yet
+	 * confirmed by their statuses; a MEMCPY overwriting those bytes waits for them */
+	struct {
+		uint32_t handle;
+		uint64_t lo, hi;
+		uint32_t ch;
+		uint32_t done_at;            /* the channel's statuses that confirm it */
+	} rpend[PCCX_ENGINE_RPEND];
+	uint32_t n_rpend;
+	uint32_t whandle[PCCX_ENGINE_WHANDLES];  /* the buffers the job's MEMCPYs write */
+	uint32_t n_whandle;                  /* > PCCX_ENGINE_WHANDLES: every buffer counts */
 	/* observation */
 	uint64_t retired;
 	uint64_t progress;

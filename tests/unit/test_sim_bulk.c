@@ -428,19 +428,19 @@ START_TEST(gemm_equals_every_edge)
 END_TEST
 
 /*
- * A GEMV's weights stream into the FIFOs behind a sync CVO; then a MEMCPY to the host
- * overwrites those bytes in host memory while the GEMV takes them. The GEMV computes with
- * what its stream delivered: the bytes from before the write.
+ * A GEMV of `rows` rows streams its weights, and MEMCPYs after it overwrite 4 KiB of every
+ * port's quarter of them in host memory, at its start or at its end. The GEMV computes with
+ * the bytes from before the writes (sequential semantics), and the writes land.
  */
-START_TEST(device_write_after_delivery)
+static void write_over_stream(uint32_t rows, bool sync_first, bool at_end)
 {
-	struct pccx_wshape ws = { 256, 256, PCCX_WFMT_Q4, true };
-	uint64_t rb = pccx__wstream_row_bytes(&ws), wbytes = rb * 256, rng = 5;
+	struct pccx_wshape ws = { rows, 256, PCCX_WFMT_Q4, true };
+	uint64_t rb = pccx__wstream_row_bytes(&ws), wbytes = rb * rows, rng = 5, at;
 	struct pccx_sim_backend *b = NULL;
 	struct pccx_sim_backend_result res;
 	struct pccx_sim_backend_opts opts = { 0 };
-	uint32_t hx, hw, i, k;
-	uint8_t *x8, *w8, *old;
+	uint32_t hx, hw, hy, i, k, q = rows / PCCX_WSTREAM_PORTS;
+	uint8_t *x8, *w8, *y8, *old;
 	float x[256];
 	struct pccx_job_view v;
 	struct tjob j = { 0 };
@@ -449,17 +449,19 @@ START_TEST(device_write_after_delivery)
 	float sx[8];
 
 	ck_assert_msg(pccx__sim_backend_create(NULL, &b, &d) == 0, "%s", d.msg);
-	ck_assert_int_eq(pccx__sim_backend_buf_alloc(b, 4096, PCCX_BUF_DEV_READ |
-						     PCCX_BUF_DEV_WRITE, &hx, &d), 0);
+	ck_assert_int_eq(pccx__sim_backend_buf_alloc(b, 4096, PCCX_BUF_DEV_READ, &hx, &d), 0);
 	ck_assert_int_eq(pccx__sim_backend_buf_alloc(b, wbytes, PCCX_BUF_DEV_READ |
 						     PCCX_BUF_DEV_WRITE, &hw, &d), 0);
+	ck_assert_int_eq(pccx__sim_backend_buf_alloc(b, (uint64_t)rows * 4, PCCX_BUF_DEV_WRITE,
+						     &hy, &d), 0);
 	x8 = pccx__sim_backend_buf_map(b, hx, NULL);
 	w8 = pccx__sim_backend_buf_map(b, hw, NULL);
+	y8 = pccx__sim_backend_buf_map(b, hy, NULL);
 	fill_f32(x8, 4096, &rng);
 	for (i = 0; i < 256; i++)
 		x[i] = get_f32(x8 + 4 * i);
 	fill(w8, wbytes, &rng);
-	for (i = 0; i < 256; i++)
+	for (i = 0; i < rows; i++)
 		for (k = 0; k < 8; k++)
 			put16(w8 + i * rb + 2 * k, pccx__f32_to_fp16(t_f32(&rng, 0.0625f)));
 	old = malloc(wbytes);
@@ -467,27 +469,31 @@ START_TEST(device_write_after_delivery)
 	memcpy(old, w8, wbytes);
 
 	tj_add(&j, t_memset(0, 0, 256, 1, 1));
-	tj_add(&j, t_memset(1, 1, 256, 256, PCCX_WFMT_Q4));
+	tj_add(&j, t_memset(1, 1, rows, 256, PCCX_WFMT_Q4));
 	tj_add(&j, t_memset(0, 2, PCCX_L2_ELEMS_PER_WORD, 256, 1));
-	tj_add(&j, t_memset(0, 3, PCCX_L2_ELEMS_PER_WORD, 64, 1));
+	tj_add(&j, t_memset(0, 3, PCCX_L2_ELEMS_PER_WORD, rows / PCCX_L2_ELEMS_PER_WORD, 1));
 	tj_add(&j, t_memcpy(true, false, X_W, 0, tj_dma(&j, hx, PCCX_DMA_TO_DEVICE, 0, 4096), 2,
 			    true));
-	tj_add(&j, t_cvo(PCCX_CVO_EXP, EXP_SRC, EXP_DST, 30000, 0));
+	if (sync_first)
+		tj_add(&j, t_cvo(PCCX_CVO_EXP, EXP_SRC, EXP_DST, 30000, 0));
 	tj_add(&j, t_matmul(PCCX_OP_GEMV, Y_W, X_W, 1, 0, TF_WSCALE));
 	tj_streams(&j, &ws, hw, 0);
-	/* the inputs over the first 28 rows of every port's quarter */
-	for (i = 0; i < PCCX_WSTREAM_PORTS; i++)
+	/* the inputs over the first (or the last) 4 KiB of every port's quarter */
+	for (i = 0; i < PCCX_WSTREAM_PORTS; i++) {
+		at = (i + (at_end ? 1 : 0)) * q * rb - (at_end ? 4096 : 0);
 		tj_add(&j, t_memcpy(false, true, 0, X_W,
-				    tj_dma(&j, hw, PCCX_DMA_FROM_DEVICE, i * 64 * rb, 4096), 2,
-				    true));
+				    tj_dma(&j, hw, PCCX_DMA_FROM_DEVICE, at, 4096), 2, true));
+	}
 	tj_add(&j, t_memcpy(false, true, 0, Y_W,
-			    tj_dma(&j, hx, PCCX_DMA_FROM_DEVICE, 0, 1024), 3, false));
+			    tj_dma(&j, hy, PCCX_DMA_FROM_DEVICE, 0, (uint64_t)rows * 4), 3, false));
 	v = tj_view(&j);
-	opts.no_validate = true;     /* the job writes what it streams */
 	ck_assert_msg(pccx__sim_backend_submit_wait(b, &v, &opts, &res, &d) == 0, "%s", d.msg);
-	ck_assert_int_ne(memcmp(w8, old, 4096), 0);     /* the writes landed */
+	for (i = 0; i < PCCX_WSTREAM_PORTS; i++) {
+		at = (i + (at_end ? 1 : 0)) * q * rb - (at_end ? 4096 : 0);
+		ck_assert_int_eq(memcmp(w8 + at, x8, 4096), 0);     /* the writes landed */
+	}
 	pccx__q8_quantize(x, 256, q8, sx);
-	for (i = 0; i < 256; i++) {
+	for (i = 0; i < rows; i++) {
 		uint16_t sc[8];
 		float y;
 
@@ -495,12 +501,32 @@ START_TEST(device_write_after_delivery)
 			sc[k] = get16(old + i * rb + 2 * k);
 		y = pccx__out_store(pccx__q4_row_dot(old + i * rb + 16, sc, q8, sx, 256), false,
 				    0.0f);
-		ck_assert_msg(get32(x8 + 4 * i) == pccx_f32_bits(y),
-			      "row %u: got 0x%08x expected 0x%08x", i, get32(x8 + 4 * i),
+		ck_assert_msg(get32(y8 + 4 * i) == pccx_f32_bits(y),
+			      "row %u: got 0x%08x expected 0x%08x", i, get32(y8 + 4 * i),
 			      pccx_f32_bits(y));
 	}
 	free(old);
 	pccx__sim_backend_destroy(b);
+}
+
+/*
+ * The weights are in the FIFOs (they streamed behind a sync CVO) when the writes come, while
+ * the GEMV takes them: the FIFOs keep what their stream delivered.
+ */
+START_TEST(device_write_after_delivery)
+{
+	write_over_stream(256, true, false);
+}
+END_TEST
+
+/*
+ * The writes come while the stream has yet to read those bytes from host memory (the end of
+ * a long GEMV's quarters): the command engine holds them back until the stream's DataMover
+ * statuses confirm the reads (isa/engine.c, write_must_wait).
+ */
+START_TEST(device_write_waits_for_stream_reads)
+{
+	write_over_stream(4096, false, true);
 }
 END_TEST
 
@@ -515,6 +541,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(t, long_stream_equals_every_edge, 0, 8);
 	tcase_add_loop_test(t, gemm_equals_every_edge, 0, 8);
 	tcase_add_test(t, device_write_after_delivery);
+	tcase_add_test(t, device_write_waits_for_stream_reads);
 	suite_add_tcase(s, t);
 	return s;
 }
