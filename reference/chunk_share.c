@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Which plan regions a prompt chunk's tokens can share (chunk_share.h). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "chunk_share.h"
@@ -140,5 +141,96 @@ int pccx__chunk_share_classify(const struct pccx_gemma_plan *p, const struct pcc
 bad:
 	sh->bad_op = (int)o;
 	sh->same = sh->scratch = 0;
+	return PCCX_ERR_INTERNAL;
+}
+
+/* Mark ops [s, e] in a bitmap. */
+static void mark(uint64_t *live, size_t s, size_t e)
+{
+	size_t a = s / 64, b = e / 64, k;
+	uint64_t lo = ~0ull << (s % 64), hi = ~0ull >> (63 - e % 64);
+
+	if (a == b) {
+		live[a] |= lo & hi;
+		return;
+	}
+	live[a] |= lo;
+	for (k = a + 1; k < b; k++)
+		live[k] = ~0ull;
+	live[b] |= hi;
+}
+
+int pccx__chunk_share_conflicts(const struct pccx_gemma_plan *p, const struct pccx_rec *rec,
+				uint64_t mask, uint32_t *seen,
+				uint64_t conflict[PCCX_GEMMA_PLAN_REGIONS])
+{
+	/* per word: 1 + the op that wrote the value it holds, 1 + the last op that read it */
+	uint32_t *def = seen, *use = seen + PCCX_L2_WORDS, w, k, i, j;
+	size_t nw = (rec->n + 63) / 64, o;
+	uint64_t *live = calloc((size_t)p->n_regions * nw + 1, sizeof(*live));
+	int ri;
+
+	if (!live)
+		return PCCX_ERR_NOMEM;
+	memset(seen, 0, 2 * sizeof(uint32_t) * PCCX_L2_WORDS);
+	for (o = 0; o < rec->n; o++) {
+		struct access a;
+
+		if (!accesses(&rec->op[o], &a))
+			goto bad;
+		for (k = 0; k < a.n_rd; k++) {
+			ri = pccx__plan_region_of(p, a.rd[k].base, a.rd[k].words);
+			if (ri < 0)
+				goto bad;
+			if (!(mask >> ri & 1))
+				continue;
+			for (w = a.rd[k].base; w < a.rd[k].base + a.rd[k].words; w++) {
+				if (!def[w])
+					def[w] = 1;	/* a value from before the step */
+				use[w] = (uint32_t)o + 1;
+			}
+		}
+		if (!a.wr.words)
+			continue;
+		ri = pccx__plan_region_of(p, a.wr.base, a.wr.words);
+		if (ri < 0)
+			goto bad;
+		if (!(mask >> ri & 1))
+			continue;
+		for (w = a.wr.base; w < a.wr.base + a.wr.words; w++) {
+			/* the value it held was in L2 from its write to its last read */
+			if (def[w])
+				mark(live + (size_t)ri * nw, def[w] - 1,
+				     use[w] > def[w] ? use[w] - 1 : def[w] - 1);
+			def[w] = (uint32_t)o + 1;
+			use[w] = 0;
+		}
+	}
+	for (i = 0; i < p->n_regions; i++) {
+		if (!(mask >> i & 1))
+			continue;
+		for (w = p->region[i]; w < p->region[i] + p->region_words[i]; w++)
+			if (def[w])
+				mark(live + (size_t)i * nw, def[w] - 1,
+				     use[w] > def[w] ? use[w] - 1 : def[w] - 1);
+	}
+	for (i = 0; i < p->n_regions; i++) {
+		conflict[i] = 0;
+		for (j = 0; j < p->n_regions; j++) {
+			size_t x;
+
+			if (!(mask >> i & 1) || !(mask >> j & 1))
+				continue;
+			for (x = 0; x < nw; x++)
+				if (live[(size_t)i * nw + x] & live[(size_t)j * nw + x]) {
+					conflict[i] |= bit((int)j);
+					break;
+				}
+		}
+	}
+	free(live);
+	return PCCX_OK;
+bad:
+	free(live);
 	return PCCX_ERR_INTERNAL;
 }

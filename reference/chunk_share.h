@@ -35,6 +35,19 @@ PCCX_MUST_CHECK int pccx__chunk_share_classify(const struct pccx_gemma_plan *p,
 					       const struct pccx_rec *rec, uint32_t *seen,
 					       struct pccx_chunk_share *sh);
 
+/*
+ * Which of the regions in `mask` hold values at the same op of the recorded step rec:
+ * conflict[i] has bit j when a value of region i (in L2 from the op that writes it to the
+ * last op that reads it, both included; a value read before any write of the step, from the
+ * step's first op) and a value of region j are both in L2 at some op. A token's regions that
+ * do not conflict can share one place. `seen` as for pccx__chunk_share_classify.
+ * PCCX_ERR_INTERNAL when an op names L2 outside one region, PCCX_ERR_NOMEM.
+ */
+PCCX_MUST_CHECK int pccx__chunk_share_conflicts(const struct pccx_gemma_plan *p,
+						const struct pccx_rec *rec, uint64_t mask,
+						uint32_t *seen,
+						uint64_t conflict[PCCX_GEMMA_PLAN_REGIONS]);
+
 /* The region holding [a, a + words), or -1. */
 int pccx__plan_region_of(const struct pccx_gemma_plan *p, uint32_t a, uint64_t words);
 

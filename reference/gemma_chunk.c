@@ -46,24 +46,31 @@ static int record_plan(const struct pccx_gemma_model *m, const struct pccx_gemma
 /*
  * Which regions the tokens share (chunk_share.h): what the steps at the first and the last
  * position both leave shareable (a local layer's ring is full at the last); every chunk
- * checks its own tokens' steps against it (check_layout). `seen` is the classifier's scratch.
+ * checks its own tokens' steps against it (check_layout). Then, of the regions each token
+ * has a copy of, which hold values at the same op at either position (they cannot share a
+ * place), and which a weight matmul reads or writes whole rows of (a GEMM wants the tokens'
+ * rows one row apart, so those keep a place of their own width). `seen` is the classifier's
+ * scratch.
  */
 static int classify(const struct pccx_gemma_model *m, const struct pccx_gemma_plan *rp,
-		    uint32_t *seen, struct pccx_chunk_share *sh, pccx_diag *d)
+		    uint32_t *seen, struct pccx_chunk_share *sh, struct pccx_chunk_layout *lo,
+		    pccx_diag *d)
 {
-	uint32_t pos[2] = { 0, m->cfg.max_ctx - 1 }, k;
+	uint32_t pos[2] = { 0, m->cfg.max_ctx - 1 }, k, i;
 	struct pccx_chunk_share one;
-	struct pccx_rec rec = { 0 };
+	struct pccx_rec rec[2] = { { 0 }, { 0 } };
+	uint64_t conflict[PCCX_GEMMA_PLAN_REGIONS];
 	int rc = PCCX_OK;
+	size_t o;
 
 	sh->scratch = sh->same = ~0ull;
+	memset(lo, 0, sizeof(*lo));
 	for (k = 0; k < 2 && !rc; k++) {
-		pccx__rec_clear(&rec);
-		rc = pccx__gemma_step(m, rp, pccx__rec_ops(), &rec, pos[k], false, NULL);
+		rc = pccx__gemma_step(m, rp, pccx__rec_ops(), &rec[k], pos[k], false, NULL);
 		if (rc)
 			rc = pccx__fail(d, rc, "prompt chunks: recording the step at position %u: %s",
 					pos[k], pccx_strerror(rc));
-		else if (pccx__chunk_share_classify(rp, &rec, seen, &one))
+		else if (pccx__chunk_share_classify(rp, &rec[k], seen, &one))
 			rc = pccx__fail(d, PCCX_ERR_INTERNAL,
 					"prompt chunks: op %d of the step at position %u names L2 "
 					"outside one plan region", one.bad_op, pos[k]);
@@ -72,19 +79,89 @@ static int classify(const struct pccx_gemma_model *m, const struct pccx_gemma_pl
 			sh->same &= one.same;
 		}
 	}
-	pccx__rec_free(&rec);
+	lo->shared = sh->scratch | sh->same;
+	for (k = 0; k < 2 && !rc; k++) {
+		rc = pccx__chunk_share_conflicts(rp, &rec[k], ~lo->shared, seen, conflict);
+		if (rc) {
+			rc = pccx__fail(d, rc, "prompt chunks: the live values of the step at position "
+					"%u: %s", pos[k], pccx_strerror(rc));
+			break;
+		}
+		for (i = 0; i < rp->n_regions; i++)
+			lo->conflict[i] |= conflict[i];
+		for (o = 0; o < rec[k].n; o++) {
+			const struct pccx_npu_matmul *mm = &rec[k].op[o].u.mm;
+			int si, di;
+
+			if (!pccx__rec_is_weight_matmul(&rec[k].op[o]))
+				continue;
+			si = pccx__plan_region_of(rp, mm->src, W(mm->k));
+			di = pccx__plan_region_of(rp, mm->dst, W(mm->n));
+			if (si >= 0 && rp->region_words[si] == W(mm->k))
+				lo->rows_of |= 1ull << si;
+			if (di >= 0 && rp->region_words[di] == W(mm->n))
+				lo->rows_of |= 1ull << di;
+		}
+	}
+	pccx__rec_free(&rec[0]);
+	pccx__rec_free(&rec[1]);
 	return rc;
 }
 
-/* L2 words per token, and shared by all, of a layout sharing the regions in `shared`. */
-static void layout_words(const struct pccx_gemma_plan *p, uint64_t shared, uint64_t *token,
-			 uint64_t *once)
+/*
+ * The places of a token's regions: widest first, each in the first place as wide as it whose
+ * regions never hold values at the same op as it (a region a GEMM reads or writes rows of
+ * only in one of its own width), else in a place of its own. place_of[i] is region i's, -1
+ * for a shared region; returns the places' count, their widths in width[].
+ */
+static uint32_t place(const struct pccx_gemma_plan *rp, const struct pccx_chunk_layout *lo,
+		      int place_of[PCCX_GEMMA_PLAN_REGIONS], uint32_t width[PCCX_GEMMA_PLAN_REGIONS])
 {
-	uint32_t i;
+	uint64_t members[PCCX_GEMMA_PLAN_REGIONS], left = 0;
+	uint32_t n = 0, i, s;
+
+	for (i = 0; i < rp->n_regions; i++) {
+		place_of[i] = -1;
+		if (!(lo->shared >> i & 1))
+			left |= 1ull << i;
+	}
+	while (left) {
+		uint32_t best = 0;
+		bool any = false;
+
+		for (i = 0; i < rp->n_regions; i++)
+			if ((left >> i & 1) && (!any || rp->region_words[i] > rp->region_words[best])) {
+				best = i;
+				any = true;
+			}
+		left &= ~(1ull << best);
+		for (s = 0; s < n; s++)
+			if (width[s] >= rp->region_words[best] && !(lo->conflict[best] & members[s]) &&
+			    (!(lo->rows_of >> best & 1) || width[s] == rp->region_words[best]))
+				break;
+		if (s == n) {
+			width[n] = rp->region_words[best];
+			members[n++] = 0;
+		}
+		members[s] |= 1ull << best;
+		place_of[best] = (int)s;
+	}
+	return n;
+}
+
+/* L2 words per token and shared by all of layout lo. */
+static void layout_words(const struct pccx_gemma_plan *rp, const struct pccx_chunk_layout *lo,
+			 uint64_t *token, uint64_t *once)
+{
+	int place_of[PCCX_GEMMA_PLAN_REGIONS];
+	uint32_t width[PCCX_GEMMA_PLAN_REGIONS], n = place(rp, lo, place_of, width), i;
 
 	*token = *once = 0;
-	for (i = 0; i < p->n_regions; i++)
-		*((shared >> i & 1) ? once : token) += p->region_words[i];
+	for (i = 0; i < n; i++)
+		*token += width[i];
+	for (i = 0; i < rp->n_regions; i++)
+		if (place_of[i] < 0)
+			*once += rp->region_words[i];
 }
 
 static uint32_t rows_fit(uint64_t token, uint64_t once)
@@ -98,6 +175,7 @@ uint32_t pccx__gemma_chunk_rows_max(const struct pccx_gemma_model *m,
 				    const struct pccx_gemma_plan *p)
 {
 	struct pccx_chunk_share sh;
+	struct pccx_chunk_layout lo;
 	struct pccx_gemma_plan rp;
 	uint64_t token, once;
 	uint32_t *seen, rows;
@@ -106,12 +184,12 @@ uint32_t pccx__gemma_chunk_rows_max(const struct pccx_gemma_model *m,
 	if (record_plan(m, p, &rp, &d))
 		return 0;	/* experts, or an L2 too small for the chunk layout */
 	seen = malloc(2 * sizeof(uint32_t) * PCCX_L2_WORDS);
-	if (!seen || classify(m, &rp, seen, &sh, &d)) {
+	if (!seen || classify(m, &rp, seen, &sh, &lo, &d)) {
 		free(seen);
 		return 0;
 	}
 	free(seen);
-	layout_words(&rp, sh.scratch | sh.same, &token, &once);
+	layout_words(&rp, &lo, &token, &once);
 	rows = rows_fit(token, once);
 	return rows < 2 ? 0 : rows;
 }
@@ -123,7 +201,8 @@ int pccx__gemma_chunk_create(struct pccx_gemma_chunk **out, const struct pccx_ge
 	struct pccx_gemma_chunk *ck;
 	struct pccx_chunk_share sh;
 	uint64_t next = 0, token, once;
-	uint32_t i;
+	int place_of[PCCX_GEMMA_PLAN_REGIONS];
+	uint32_t width[PCCX_GEMMA_PLAN_REGIONS], at[PCCX_GEMMA_PLAN_REGIONS], i, n, s;
 	int rc;
 
 	*out = NULL;
@@ -147,14 +226,14 @@ int pccx__gemma_chunk_create(struct pccx_gemma_chunk **out, const struct pccx_ge
 		pccx__gemma_chunk_free(ck);
 		return pccx__fail(d, PCCX_ERR_NOMEM, "prompt chunks: out of memory");
 	}
-	rc = classify(m, &ck->rp, ck->seen, &sh, d);
+	rc = classify(m, &ck->rp, ck->seen, &sh, &ck->lo, d);
 	if (rc) {
 		pccx__gemma_chunk_free(ck);
 		return rc;
 	}
 	ck->scratch = sh.scratch;
 	ck->same = sh.same;
-	layout_words(&ck->rp, ck->scratch | ck->same, &token, &once);
+	layout_words(&ck->rp, &ck->lo, &token, &once);
 	if ((uint64_t)rows * token + once > PCCX_L2_WORDS) {
 		pccx__gemma_chunk_free(ck);
 		return pccx__fail(d, PCCX_ERR_RANGE,
@@ -163,9 +242,22 @@ int pccx__gemma_chunk_create(struct pccx_gemma_chunk **out, const struct pccx_ge
 				  (unsigned long long)(rows * token + once), PCCX_L2_WORDS,
 				  rows_fit(token, once));
 	}
+	n = place(&ck->rp, &ck->lo, place_of, width);
+	for (s = 0; s < n; s++) {
+		at[s] = (uint32_t)next;
+		next += (uint64_t)rows * width[s];
+	}
 	for (i = 0; i < ck->rp.n_regions; i++) {
+		if (place_of[i] >= 0) {
+			ck->base[i] = at[place_of[i]];
+			ck->stride[i] = width[place_of[i]];
+			ck->place_of[i] = place_of[i];
+			continue;
+		}
 		ck->base[i] = (uint32_t)next;
-		next += (uint64_t)(shared(ck, i) ? 1 : rows) * ck->rp.region_words[i];
+		ck->stride[i] = 0;
+		ck->place_of[i] = -1;
+		next += ck->rp.region_words[i];
 	}
 	ck->words = (uint32_t)next;
 	*out = ck;
@@ -219,8 +311,7 @@ static bool move(const struct pccx_gemma_chunk *ck, uint32_t r, uint32_t *a, uin
 
 	if (i < 0)
 		return false;
-	*a = ck->base[i] + (shared(ck, (uint32_t)i) ? 0 : r * ck->rp.region_words[i]) +
-	     (*a - ck->rp.region[i]);
+	*a = ck->base[i] + r * ck->stride[i] + (*a - ck->rp.region[i]);
 	return true;
 }
 
@@ -327,9 +418,32 @@ static bool loads_shared_weights(const struct pccx_gemma_chunk *ck, const struct
 	return i >= 0 && ((ck->same >> i) & 1);
 }
 
+/* Whether a token's step holds values of two regions that share a place at the same op. */
+static int check_places(const struct pccx_gemma_chunk *ck, const struct pccx_rec *rec,
+			pccx_diag *d)
+{
+	uint64_t conflict[PCCX_GEMMA_PLAN_REGIONS];
+	uint32_t i, j;
+	int rc = pccx__chunk_share_conflicts(&ck->rp, rec, ~ck->lo.shared, ck->seen, conflict);
+
+	if (rc)
+		return pccx__fail(d, rc, "prompt chunks: the live values of position %u: %s",
+				  rec->op[0].u.pos, pccx_strerror(rc));
+	for (i = 0; i < ck->rp.n_regions; i++)
+		for (j = 0; j < ck->rp.n_regions; j++)
+			if (i != j && ck->place_of[i] >= 0 && ck->place_of[i] == ck->place_of[j] &&
+			    (conflict[i] >> j & 1))
+				return pccx__fail(d, PCCX_ERR_INTERNAL,
+						  "prompt chunks: position %u holds values of L2 "
+						  "regions %u and %u at once, which share a place",
+						  rec->op[0].u.pos, i, j);
+	return PCCX_OK;
+}
+
 /*
  * Whether the tokens' recorded steps keep to the layout: each token's step leaves to its
- * segments what the layout shares (chunk_share.h), and every load into a shared block of
+ * segments what the layout shares (chunk_share.h), never holds values of two regions that
+ * share a place at the same op, and every load into a shared block of
  * weights is the one token 0 makes at the same point of its program (later tokens' are left
  * out: token 0's has put the same bytes there, in the same segment, before they run it).
  */
@@ -339,6 +453,7 @@ static int check_layout(struct pccx_gemma_chunk *ck, uint32_t rows, pccx_diag *d
 	uint64_t miss;
 	uint32_t r;
 	size_t o;
+	int rc;
 
 	for (r = 0; r < rows; r++) {
 		const struct pccx_rec *rec = &ck->rec[r], *rec0 = &ck->rec[0];
@@ -353,6 +468,9 @@ static int check_layout(struct pccx_gemma_chunk *ck, uint32_t rows, pccx_diag *d
 					  "prompt chunks: position %u keeps values in L2 region %d "
 					  "that the chunk's tokens share", rec->op[0].u.pos,
 					  __builtin_ctzll(miss));
+		rc = check_places(ck, rec, d);
+		if (rc)
+			return rc;
 		for (o = 0; r && o < rec->n; o++) {
 			const struct pccx_rec_op *a = &rec->op[o], *b = &rec0->op[o < rec0->n ? o : 0];
 
@@ -416,7 +534,8 @@ static int emit_weight_matmul(struct emitter *em, uint32_t rows)
 
 	if (rows > 1 && si >= 0 && di >= 0 && !shared(ck, (uint32_t)si) &&
 	    !shared(ck, (uint32_t)di) && ck->rp.region_words[si] == W(mm->k) &&
-	    ck->rp.region_words[di] == W(mm->n)) {
+	    ck->rp.region_words[di] == W(mm->n) && ck->stride[si] == W(mm->k) &&
+	    ck->stride[di] == W(mm->n)) {
 		struct pccx_npu_matmul g = *mm;
 
 		rc = moved_matmul(ck, 0, &g);

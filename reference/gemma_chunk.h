@@ -8,12 +8,16 @@
  *
  * How: each token's step is recorded (op_record.h) with the chunk plan (the decode plan's
  * host buffers, with W_up through two piece buffers and the RoPE tables rebuilt per use,
- * pccx__gemma_plan_build_chunk), then the programs are interleaved. L2 holds a copy of every plan region (gemma_graph.h) per token, token r's
- * copy of a region at base + r * words, so a region that is exactly one matmul row wide puts
- * the tokens' rows where a GEMM wants them. Between two weight matmuls, token 0's ops run,
- * then token 1's, and so on; then the GEMM. Token r therefore finds the KV rows of tokens
- * 0..r-1 of the same layer stored, as in token-by-token prefill. A weight matmul whose rows
- * are not one region wide runs as one GEMV per token at its place.
+ * pccx__gemma_plan_build_chunk), then the programs are interleaved. L2 holds one copy of the
+ * plan regions (gemma_graph.h) the tokens can share (chunk_share.h) and, per token, a place
+ * for each of the others; regions whose values are never in L2 at the same op of a step share
+ * a place (chunk_share.h, pccx__chunk_share_conflicts). Token r's copy of a region is at
+ * base + r * stride, the stride its place's width, so a region that is exactly one matmul
+ * row wide (it keeps a place of that width) puts the tokens' rows where a GEMM wants them.
+ * Between two weight matmuls, token 0's ops run, then token 1's, and so on; then the GEMM.
+ * Token r therefore finds the KV rows of tokens 0..r-1 of the same layer stored, as in
+ * token-by-token prefill. A weight matmul whose rows are not one region wide runs as one
+ * GEMV per token at its place.
  *
  * The chunk uses no logits: the prompt's last token runs as a decode step. Models with
  * experts are refused (their steps choose experts from values computed mid-step).
@@ -33,6 +37,15 @@ struct pccx_gemma_chunk_stats {
 	uint64_t gemms;
 };
 
+/* How a chunk lays out the regions its tokens each have a copy of (gemma_chunk.c). */
+struct pccx_chunk_layout {
+	uint64_t shared;			/* regions of one copy for all tokens */
+	uint64_t conflict[PCCX_GEMMA_PLAN_REGIONS];	/* bit j of [i]: regions i and j hold
+							 * values at the same op */
+	uint64_t rows_of;			/* regions a weight matmul reads or writes
+						 * whole rows of */
+};
+
 struct pccx_gemma_chunk {
 	const struct pccx_gemma_model *m;
 	const struct pccx_gemma_plan *p;	/* the decode plan: regions, host buffers */
@@ -41,6 +54,10 @@ struct pccx_gemma_chunk {
 	uint32_t rows;				/* tokens the layout holds */
 	uint32_t words;				/* L2 words it uses */
 	uint32_t base[PCCX_GEMMA_PLAN_REGIONS];	/* L2 word of region i for token 0 */
+	uint32_t stride[PCCX_GEMMA_PLAN_REGIONS];	/* ... from one token's to the next
+							 * (0: one copy for all) */
+	int place_of[PCCX_GEMMA_PLAN_REGIONS];	/* the place region i shares, -1: one copy */
+	struct pccx_chunk_layout lo;
 	/* regions of one copy for all tokens (chunk_share.h), bit i for region i */
 	uint64_t scratch;			/* segment-local */
 	uint64_t same;				/* the model's weight bytes, loaded alike */

@@ -107,7 +107,8 @@ struct pccx_gemma_plan {
 	 * The regions of L2 the step uses, in address order: the BUF_IN image as one, then each
 	 * buffer after it that has words (the logits, which reuse the layer working set, are not
 	 * one). Every L2 range an op of a step without logits names lies inside one region; a
-	 * prompt in chunks (gemma_chunk.h) gives every token of the chunk its own copy of each.
+	 * prompt in chunks (gemma_chunk.h) gives every token of the chunk its own copy of each it
+	 * cannot share, regions whose values never meet sharing one place.
 	 */
 	uint32_t n_regions;
 	uint32_t region[PCCX_GEMMA_PLAN_REGIONS];	/* first word */

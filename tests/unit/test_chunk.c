@@ -155,6 +155,18 @@ static struct pccx_rec_op op_gemv(uint32_t dst, uint32_t src)
 	return o;
 }
 
+/* A plan of n regions of 8 words, at L2 words 0, 8, 16, ... */
+static void regions_of_8(struct pccx_gemma_plan *p, uint32_t n)
+{
+	uint32_t i;
+
+	p->n_regions = n;
+	for (i = 0; i < n; i++) {
+		p->region[i] = 8 * i;
+		p->region_words[i] = 8;
+	}
+}
+
 START_TEST(test_share_classes)
 {
 	/* regions of 8 words at 0, 8, ... 56: 0 weights loaded alike (same), 1 and 2 matmul
@@ -166,13 +178,8 @@ START_TEST(test_share_classes)
 	struct pccx_chunk_share sh;
 	struct pccx_rec_op ops[16];
 	struct pccx_rec rec = { ops, 0, 16 };
-	uint32_t i;
 
-	p.n_regions = 8;
-	for (i = 0; i < 8; i++) {
-		p.region[i] = 8 * i;
-		p.region_words[i] = 8;
-	}
+	regions_of_8(&p, 8);
 	p.region_same = 1u << 0 | 1u << 6 | 1u << 7;
 	ops[rec.n++] = op_load(0, PCCX_NPU_BUF_WEIGHTS, 4096, 32);
 	ops[rec.n++] = op_load(48, PCCX_NPU_BUF_WEIGHTS, 8192, 32);
@@ -198,6 +205,43 @@ START_TEST(test_share_classes)
 }
 END_TEST
 
+/* Which regions hold values at the same op (pccx__chunk_share_conflicts). */
+START_TEST(test_share_conflicts)
+{
+	/* regions of 8 words at 0, 8, ... 48; the op of each value's write and last read */
+	static uint32_t seen[2 * PCCX_L2_WORDS];
+	struct pccx_gemma_plan p = { 0 };
+	uint64_t c[PCCX_GEMMA_PLAN_REGIONS];
+	struct pccx_rec_op ops[16];
+	struct pccx_rec rec = { ops, 0, 16 };
+
+	regions_of_8(&p, 7);
+	ops[rec.n++] = op_load(8, PCCX_NPU_BUF_IN, 0, 32);	/* 0: 1 written */
+	ops[rec.n++] = op_load(24, PCCX_NPU_BUF_IN, 0, 32);	/* 1: 3 written */
+	ops[rec.n++] = op_copy(48, 8, 8);	/* 2: 1 read (last), 6 written (never read) */
+	ops[rec.n++] = op_copy(16, 32, 8);	/* 3: 4 read before any write, 2 written */
+	ops[rec.n++] = op_copy(40, 16, 8);	/* 4: 2 read (last), 5 written */
+	ops[rec.n++] = op_copy(48, 24, 8);	/* 5: 3 read (last), 6 written again */
+	ops[rec.n++] = op_copy(0, 40, 8);	/* 6: 5 read (last), 0 written (never read) */
+	/* 1: [0, 2]; 2: [3, 4]; 3: [1, 5]; 4: [0, 3]; 5: [4, 6]; 6: [2, 2] and [5, 5]; 0: [6] */
+	ck_assert_int_eq(pccx__chunk_share_conflicts(&p, &rec, 0x7f, seen, c), 0);
+	ck_assert_uint_eq(c[1], 1u << 1 | 1u << 3 | 1u << 4 | 1u << 6);
+	ck_assert_uint_eq(c[2], 1u << 2 | 1u << 3 | 1u << 4 | 1u << 5);
+	ck_assert_uint_eq(c[3], 0x7eu);
+	ck_assert_uint_eq(c[4], 1u << 1 | 1u << 2 | 1u << 3 | 1u << 4 | 1u << 6);
+	ck_assert_uint_eq(c[5], 1u << 0 | 1u << 2 | 1u << 3 | 1u << 5 | 1u << 6);
+	ck_assert_uint_eq(c[6], 1u << 1 | 1u << 3 | 1u << 4 | 1u << 5 | 1u << 6);
+	ck_assert_uint_eq(c[0], 1u << 0 | 1u << 5);
+	/* regions outside the mask take no part */
+	ck_assert_int_eq(pccx__chunk_share_conflicts(&p, &rec, 0x7f & ~(1u << 3), seen, c), 0);
+	ck_assert_uint_eq(c[3], 0);
+	ck_assert_uint_eq(c[2], 1u << 2 | 1u << 4 | 1u << 5);
+	/* an op naming L2 across two regions */
+	ops[rec.n++] = op_copy(4, 20, 8);
+	ck_assert_int_eq(pccx__chunk_share_conflicts(&p, &rec, 0x7f, seen, c), PCCX_ERR_INTERNAL);
+}
+END_TEST
+
 /* The layouts of the real shapes: one copy of the vector blocks and the scratch for all. */
 START_TEST(test_share_real_shapes)
 {
@@ -207,8 +251,8 @@ START_TEST(test_share_real_shapes)
 	struct pccx_gemma_plan p;
 	struct pccx_gemma_chunk *ck;
 	pccx_diag d = { 0 };
-	uint64_t all = 0;
-	uint32_t i, rows;
+	uint64_t all = 0, token, per_region, sharing = 0;
+	uint32_t i, j, rows, placed = 0;
 
 	ck_assert_int_eq(pccx__gemma_config_preset(shapes[_i], &cfg, &d), 0);
 	ck_assert_msg(pccx__gemma_model_create(&m, &cfg, &d) == 0, "%s", d.msg);
@@ -223,8 +267,62 @@ START_TEST(test_share_real_shapes)
 	/* more tokens than a copy of every region per token would allow */
 	ck_assert_uint_gt(rows, PCCX_L2_WORDS / all);
 	ck_assert_uint_le(ck->words, PCCX_L2_WORDS);
+	/* a token's regions share places: fewer words per token than the regions, no two of a
+	 * place holding values at once, a GEMM's rows one row apart */
+	token = 0;
+	for (i = 0; i < p.n_regions; i++) {
+		if (ck->place_of[i] < 0)
+			continue;
+		if (!(sharing >> ck->place_of[i] & 1))
+			token += ck->stride[i];
+		sharing |= 1ull << ck->place_of[i];
+		ck_assert_uint_ge(ck->stride[i], ck->rp.region_words[i]);
+		if (ck->lo.rows_of >> i & 1)
+			ck_assert_uint_eq(ck->stride[i], ck->rp.region_words[i]);
+		for (j = 0; j < p.n_regions; j++)
+			if (j != i && ck->place_of[j] == ck->place_of[i]) {
+				ck_assert_uint_eq(ck->lo.conflict[i] >> j & 1, 0);
+				ck_assert_uint_eq(ck->base[j], ck->base[i]);
+				placed++;
+			}
+	}
+	ck_assert_uint_gt(placed, 0);
+	per_region = 0;
+	for (i = 0; i < p.n_regions; i++)
+		if (ck->place_of[i] >= 0)
+			per_region += ck->rp.region_words[i];
+	ck_assert_uint_lt(token, per_region);
 	pccx__gemma_chunk_free(ck);
 	pccx__gemma_model_free(m);
+}
+END_TEST
+
+/* A layout that puts two regions whose values live at once in one place is refused. */
+START_TEST(test_place_conflict_refused)
+{
+	struct pccx_gemma_chunk *ck = NULL;
+	uint32_t toks[2] = { 5, 6 }, i, j;
+	pccx_diag d = { 0 };
+	struct ref_pair p;
+	bool found = false;
+
+	ref_pair_open(&p, "tiny", 9);
+	ck_assert_msg(pccx__gemma_chunk_create(&ck, p.m, &p.s[1]->plan, 2, &d) == 0, "%s", d.msg);
+	for (i = 0; i < ck->rp.n_regions && !found; i++)
+		for (j = 0; j < ck->rp.n_regions && !found; j++)
+			if (i != j && ck->place_of[i] >= 0 && ck->place_of[j] >= 0 &&
+			    ck->place_of[i] != ck->place_of[j] && (ck->lo.conflict[i] >> j & 1)) {
+				ck->place_of[j] = ck->place_of[i];
+				ck->base[j] = ck->base[i];
+				ck->stride[j] = ck->stride[i];
+				found = true;
+			}
+	ck_assert(found);
+	ck_assert_int_eq(pccx__gemma_session_chunk(p.s[1], ck, toks, 2, &d), PCCX_ERR_INTERNAL);
+	ck_assert_msg(strstr(d.msg, "share a place") != NULL, "%s", d.msg);
+	ck_assert_uint_eq(p.s[1]->pos, 0);
+	pccx__gemma_chunk_free(ck);
+	ref_pair_close(&p);
 }
 END_TEST
 
@@ -237,6 +335,8 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, test_same_bits, 0, NPRESETS * NROWS);
 	tcase_add_test(tc, test_refusals);
 	tcase_add_test(tc, test_share_classes);
+	tcase_add_test(tc, test_share_conflicts);
+	tcase_add_test(tc, test_place_conflict_refused);
 	tcase_add_loop_test(tc, test_share_real_shapes, 0, 4);
 	suite_add_tcase(s, tc);
 	return s;
