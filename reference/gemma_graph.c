@@ -139,6 +139,48 @@ static uint32_t up_piece_rows(uint32_t F, uint32_t pieces)
 	return ((F + pieces - 1) / pieces + 7) & ~7u;
 }
 
+/*
+ * q, k, v and the context per attention kind (plan.q_of ...): the largest regions for all in
+ * a decode step; in a chunk's plan each kind whose shape is not the largest gets regions of
+ * its own shape after them (a kind of the same shape as an earlier one shares its regions).
+ */
+static void attn_regions(const struct pccx_gemma_model *m, struct pccx_gemma_plan *p,
+			 uint64_t *next, bool chunk, const struct plan_sizes *sz)
+{
+	uint32_t t, u;
+
+	for (t = 0; t < PCCX_ATTN_KINDS; t++) {
+		const struct pccx_attn_desc *a = &m->attn[t];
+		uint64_t q = (uint64_t)a->n_heads * W(a->head_dim);
+		uint64_t kv = (uint64_t)a->n_kv_heads * W(a->head_dim);
+
+		p->q_of[t] = p->q;
+		p->k_of[t] = p->k;
+		p->v_of[t] = p->v;
+		p->ctx_of[t] = p->ctx;
+		if (!chunk || (q == sz->q && kv == sz->kv))
+			continue;
+		for (u = 0; u < t; u++) {
+			const struct pccx_attn_desc *b = &m->attn[u];
+
+			if ((uint64_t)b->n_heads * W(b->head_dim) == q &&
+			    (uint64_t)b->n_kv_heads * W(b->head_dim) == kv)
+				break;
+		}
+		if (u < t) {
+			p->q_of[t] = p->q_of[u];
+			p->k_of[t] = p->k_of[u];
+			p->v_of[t] = p->v_of[u];
+			p->ctx_of[t] = p->ctx_of[u];
+			continue;
+		}
+		p->q_of[t] = take(p, next, q);
+		p->k_of[t] = take(p, next, kv);
+		p->v_of[t] = take(p, next, kv);
+		p->ctx_of[t] = take(p, next, q);
+	}
+}
+
 static int plan_build(const struct pccx_gemma_model *m, struct pccx_gemma_plan *p,
 		      bool ple_at_start, bool chunk, pccx_diag *d)
 {
@@ -188,6 +230,9 @@ static int plan_build(const struct pccx_gemma_model *m, struct pccx_gemma_plan *
 	p->lvec_odd = L > 1 ? take_same(p, &next, sz.lvec) : p->lvec;
 	p->xs[0] = take(p, &next, NSTREAM * W(D));
 	p->xs[1] = take(p, &next, NSTREAM * W(D));
+	/* the projections of the embedding read it inside the image, unless it is copied out */
+	p->embed_mm = chunk && (pccx__gemma_config_ple(c) || pccx__family(c->family)->altup) ?
+			      take(p, &next, W(D)) : p->embed;
 	/* the per-layer inputs: all of them, or the one slice of the layer being run */
 	p->u = take(p, &next, p->ple_slices ? W(P) : W((uint64_t)L * P));
 	p->h = take(p, &next, W(D));
@@ -208,6 +253,7 @@ static int plan_build(const struct pccx_gemma_model *m, struct pccx_gemma_plan *
 	p->swap = take(p, &next, sz.q);
 	p->scores = take(p, &next, sz.scores);
 	p->ctx = take(p, &next, sz.q);
+	attn_regions(m, p, &next, chunk, &sz);
 	p->o = take(p, &next, W(D));
 	p->al = take(p, &next, W(D));
 	p->t = take(p, &next, W(D));
@@ -765,7 +811,7 @@ static void ple_slice_proj(struct emit *e, uint32_t l)
 	uint32_t P = e->c->d_ple;
 
 	if (e->p->ple_slices)
-		gemv_rows(e, e->m->w.ple_model_proj, l * P, P, e->p->embed, e->p->u, false);
+		gemv_rows(e, e->m->w.ple_model_proj, l * P, P, e->p->embed_mm, e->p->u, false);
 }
 
 static void ple_slice_finish(struct emit *e, uint32_t l)
@@ -797,13 +843,15 @@ static void forward_inputs(struct emit *e)
 
 	load_step_inputs(e);
 	stage(e, p->embed, 1, D, "embed");
+	if (p->embed_mm != p->embed)
+		copy(e, p->embed_mm, p->embed, W(D));
 	if (!pccx__gemma_config_ple(c))
 		return;		/* one residual stream: layer 0 reads the embedding */
 	if (!p->ple_slices) {
 		for (l = 0; l < c->n_layers; l++)
 			stage(e, p->ple_in + l * W(c->d_ple), 1, c->d_ple, "L%u.ple.inputs", l);
 		/* PLE setup: u = (RMSNorm_{g_pl}(W_plmp e / sqrt D) per slice + p) / sqrt 2 */
-		gemv(e, w->ple_model_proj, p->embed, p->u, false);
+		gemv(e, w->ple_model_proj, p->embed_mm, p->u, false);
 		s_const(e, PCCX_GEMMA_C_INV_SQRT_D);
 		cvo_vec(e, PCCX_CVO_SCALE, 0, p->u, p->u, LP);
 		rmsnorm_rows(e, p->u, p->u, c->n_layers, c->d_ple, gvec(e, w->ple_proj_norm));
@@ -822,7 +870,14 @@ static void forward_inputs(struct emit *e)
 	copy(e, stream(e, 0, 0), p->embed, W(D));
 	target_magnitude(e, p->embed);
 	for (k = 1; k < NSTREAM; k++) {
-		gemv(e, w->altup_proj[k - 1], p->embed, stream(e, 0, k), false);
+		if (p->embed_mm != p->embed) {
+			/* a chunk's plan: the projection's rows one region wide (a GEMM), then
+			 * into the stream */
+			gemv(e, w->altup_proj[k - 1], p->embed_mm, p->tmp, false);
+			copy(e, stream(e, 0, k), p->tmp, W(D));
+		} else {
+			gemv(e, w->altup_proj[k - 1], p->embed_mm, stream(e, 0, k), false);
+		}
 		match_magnitude(e, stream(e, 0, k));
 	}
 	stage(e, p->xs[0], NSTREAM, D, "altup.streams");
@@ -898,17 +953,16 @@ static void forward_kv_append(struct emit *e, uint32_t l, uint32_t pos)
 	const struct pccx_layer_desc *ly = &e->m->layers[l];
 	const struct pccx_gemma_plan *p = e->p;
 	uint32_t hd = ly->head_dim, hw = W(hd), nkv = ly->n_kv_heads, row = pos % ly->kv_rows, g;
+	uint32_t k = p->k_of[ly->kind], v = p->v_of[ly->kind];
 
-	norm_rope(e, l, p->k, nkv, PCCX_NORM_K, PCCX_GEMMA_LV_K_NORM);
-	stage(e, p->k, nkv, hd, "L%u.attn.k_rope", l);
+	norm_rope(e, l, k, nkv, PCCX_NORM_K, PCCX_GEMMA_LV_K_NORM);
+	stage(e, k, nkv, hd, "L%u.attn.k_rope", l);
 	if (ly->norms & PCCX_NORM_V)
-		rmsnorm_rows(e, p->v, p->v, nkv, hd, NO_WEIGHT);
-	stage(e, p->v, nkv, hd, "L%u.attn.v", l);
+		rmsnorm_rows(e, v, v, nkv, hd, NO_WEIGHT);
+	stage(e, v, nkv, hd, "L%u.attn.v", l);
 	for (g = 0; g < nkv; g++) {
-		store(e, PCCX_NPU_BUF_KV, kv_row_offset(e->m, p, l, g, 0, row),
-		      p->k + g * hw, hd);
-		store(e, PCCX_NPU_BUF_KV, kv_row_offset(e->m, p, l, g, 1, row),
-		      p->v + g * hw, hd);
+		store(e, PCCX_NPU_BUF_KV, kv_row_offset(e->m, p, l, g, 0, row), k + g * hw, hd);
+		store(e, PCCX_NPU_BUF_KV, kv_row_offset(e->m, p, l, g, 1, row), v + g * hw, hd);
 	}
 }
 
@@ -934,8 +988,8 @@ static void forward_attend(struct emit *e, uint32_t l, uint32_t pos)
 		};
 
 		/* scores = q K^T (scale 1.0); rows of the ring buffer in slot order */
-		matmul(e, PCCX_WFMT_F32, kr, keys, hd, group, p->q + g * group * hw, p->scores,
-		       false);
+		matmul(e, PCCX_WFMT_F32, kr, keys, hd, group, p->q_of[ly->kind] + g * group * hw,
+		       p->scores, false);
 		/* softmax per query head: S = max; e = exp(s - S); S = sum; p = e / S */
 		for (r = 0; r < group; r++) {
 			uint32_t s = p->scores + r * sw;
@@ -953,10 +1007,10 @@ static void forward_attend(struct emit *e, uint32_t l, uint32_t pos)
 			cvo(e, PCCX_CVO_SCALE, PCCX_CVOF_RECIP, s, s, keys);
 		}
 		/* ctx = P V: V rows of the window as a transposed weight */
-		matmul(e, PCCX_WFMT_F32T, vr, hd, keys, group, p->scores, p->ctx + g * group * hw,
-		       false);
+		matmul(e, PCCX_WFMT_F32T, vr, hd, keys, group, p->scores,
+		       p->ctx_of[ly->kind] + g * group * hw, false);
 	}
-	stage(e, p->ctx, ly->n_heads, hd, "L%u.attn.ctx", l);
+	stage(e, p->ctx_of[ly->kind], ly->n_heads, hd, "L%u.attn.ctx", l);
 }
 
 /* S3.5: attention on h: q (and k, v in layers that write KV), the cache, o = W_o ctx. */
@@ -965,34 +1019,35 @@ static void forward_attention(struct emit *e, uint32_t l, uint32_t pos)
 	const struct pccx_layer_desc *ly = &e->m->layers[l];
 	const struct pccx_gemma_plan *p = e->p;
 	const struct pccx_gemma_layer_w *lw = &e->m->w.layer[l];
+	uint32_t q = p->q_of[ly->kind], k = p->k_of[ly->kind], v = p->v_of[ly->kind];
 
 	/* W_q, W_k, W_v back to back, each one's norms behind the next projection */
-	gemv(e, lw->attn_q, p->h, p->q, false);
+	gemv(e, lw->attn_q, p->h, q, false);
 	behind(e, lw->attn_q);	/* model: LAuReL ends before the attention */
 	if (e->altup)
 		forward_laurel_finish(e, l);
 	if (ly->kv_write) {
-		gemv(e, lw->attn_k, p->h, p->k, false);
+		gemv(e, lw->attn_k, p->h, k, false);
 		behind(e, lw->attn_k);	/* model: q's norm and RoPE come before W_k */
 		if (ly->k_eq_v)
-			copy(e, p->v, p->k, ly->n_kv_heads * W(ly->head_dim));	/* v = W_k h */
+			copy(e, v, k, ly->n_kv_heads * W(ly->head_dim));	/* v = W_k h */
 	}
 	/* q = RoPE(RMSNorm_{g_q}(W_q h)) per head */
-	norm_rope(e, l, p->q, ly->n_heads, PCCX_NORM_Q, PCCX_GEMMA_LV_Q_NORM);
-	stage(e, p->q, ly->n_heads, ly->head_dim, "L%u.attn.q_rope", l);
+	norm_rope(e, l, q, ly->n_heads, PCCX_NORM_Q, PCCX_GEMMA_LV_Q_NORM);
+	stage(e, q, ly->n_heads, ly->head_dim, "L%u.attn.q_rope", l);
 	if (ly->q_scale != 1.0f) {
 		/* the scores' scaling, applied to q (fewer elements than the scores) */
 		s_const(e, PCCX_GEMMA_C_Q_SCALE);
-		cvo(e, PCCX_CVO_SCALE, 0, p->q, p->q, ly->n_heads * ly->head_dim);
+		cvo(e, PCCX_CVO_SCALE, 0, q, q, ly->n_heads * ly->head_dim);
 	}
 	if (ly->kv_write && !ly->k_eq_v) {
-		gemv(e, lw->attn_v, p->h, p->v, false);
+		gemv(e, lw->attn_v, p->h, v, false);
 		behind(e, lw->attn_v);	/* model: k's norm and RoPE come before W_v */
 	}
 	if (ly->kv_write)
 		forward_kv_append(e, l, pos);
 	forward_attend(e, l, pos);
-	gemv(e, lw->attn_o, p->ctx, p->o, false);
+	gemv(e, lw->attn_o, p->ctx_of[ly->kind], p->o, false);
 	stage(e, p->o, 1, e->c->d_model, "L%u.attn.out", l);
 }
 

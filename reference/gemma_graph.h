@@ -54,6 +54,9 @@ struct pccx_gemma_plan {
 	uint32_t rope_cos[PCCX_ATTN_KINDS];	/* (head_dim) cos(pos * inv_freq_(i mod hd/2)) */
 	uint32_t rope_sin[PCCX_ATTN_KINDS];	/* (head_dim) -sin in the first half, +sin after */
 	uint32_t embed;		/* (D) embedding row * sqrt(D) */
+	uint32_t embed_mm;	/* (D) the embedding a matmul reads: embed, or in a prompt
+				 * chunk's plan a copy in a region of its own (one row wide:
+				 * the PLE and AltUp projections run as GEMMs) */
 	uint32_t ple_in;	/* (n_layers, d_ple) PLE row * sqrt(d_ple); with ple_slices
 				 * (d_ple) after the image, the row's slice of the layer being
 				 * run, which the layer loads from BUF_IN at ple_in_word */
@@ -85,6 +88,11 @@ struct pccx_gemma_plan {
 	uint32_t q;		/* (n_heads, head_dim) */
 	uint32_t k;		/* (n_kv_heads, head_dim) */
 	uint32_t v;		/* (n_kv_heads, head_dim) */
+	/* q, k, v and the context of each attention kind: the one region of the largest shape
+	 * in a decode step; in a prompt chunk's plan each kind's own shape (kinds of one shape
+	 * share), so that every projection's rows are one region wide and run as a GEMM */
+	uint32_t q_of[PCCX_ATTN_KINDS], k_of[PCCX_ATTN_KINDS], v_of[PCCX_ATTN_KINDS];
+	uint32_t ctx_of[PCCX_ATTN_KINDS];
 	uint32_t swap;		/* (n_heads, head_dim) rotate-half scratch */
 	uint32_t scores;	/* (n_heads/n_kv_heads, max_keys) scores, then probabilities */
 	uint32_t ctx;		/* (n_heads, head_dim) attention context */
