@@ -94,6 +94,7 @@ struct plan_sizes {
 	uint64_t kv;		/* n_kv_heads * W(head_dim): k, v */
 	uint64_t scores;	/* (n_heads / n_kv_heads, max_keys) */
 	uint64_t ffn;		/* W(d_ffn): gate, up */
+	uint32_t ffn_narrow;	/* the narrowest d_ffn of a layer without experts */
 	uint64_t lvec;		/* the layer vector block */
 	uint32_t experts;	/* the most experts of a layer (0: no mixture of experts) */
 	uint32_t experts_used;	/* the most a layer chooses */
@@ -126,6 +127,8 @@ static int plan_sizes(const struct pccx_gemma_model *m, struct plan_sizes *sz, p
 					  "config '%s': layer %u: a sparse_z, q scale or score "
 					  "soft-cap of its own", c->name, l);
 		sz->ffn = MAX(sz->ffn, W(MAX(ly->d_ffn, ly->d_expert)));
+		if (!ly->n_experts && (!sz->ffn_narrow || ly->d_ffn < sz->ffn_narrow))
+			sz->ffn_narrow = ly->d_ffn;
 		sz->experts = MAX(sz->experts, ly->n_experts);
 		sz->experts_used = MAX(sz->experts_used, ly->n_experts_used);
 		sz->lvec = MAX(sz->lvec, m->w.layer[l].vec_bytes / 16);
@@ -263,6 +266,13 @@ static int plan_build(const struct pccx_gemma_model *m, struct pccx_gemma_plan *
 
 		p->up = take(p, &next, W(piece));
 		p->up2 = take(p, &next, W(piece));
+		if (sz.ffn_narrow && W(sz.ffn_narrow) < sz.ffn) {
+			piece = up_piece_rows(sz.ffn_narrow, CHUNK_UP_PIECES);
+			p->ffn_narrow = sz.ffn_narrow;
+			p->gate_n = take(p, &next, W(sz.ffn_narrow));
+			p->up_n = take(p, &next, W(piece));
+			p->up2_n = take(p, &next, W(piece));
+		}
 	} else {
 		p->up = take(p, &next, sz.ffn);
 	}
@@ -1069,26 +1079,40 @@ static void forward_attn_residual(struct emit *e, uint32_t l, uint32_t P)
 	stage(e, p->al, 1, D, "L%u.attn.resid", l);
 }
 
+/* The FFN activation and W_up's piece buffers of a layer (plan.gate_n ...: a chunk's narrower
+ * layers). */
+struct ffn_regions {
+	uint32_t gate, up, up2;
+};
+
+static struct ffn_regions ffn_regions(const struct pccx_gemma_plan *p,
+				      const struct pccx_layer_desc *ly)
+{
+	if (p->ffn_narrow && ly->d_ffn == p->ffn_narrow)
+		return (struct ffn_regions){ p->gate_n, p->up_n, p->up2_n };
+	return (struct ffn_regions){ p->gate, p->up, p->up2 };
+}
+
 /* S3.7: gate = GELU(gate'), gate' = gate or, in sparse layers, its Gaussian top-k. */
 static void forward_ffn_act(struct emit *e, uint32_t l)
 {
 	const struct pccx_gemma_plan *p = e->p;
 	const struct pccx_layer_desc *ly = &e->m->layers[l];
-	uint32_t F = ly->d_ffn;
+	uint32_t F = ly->d_ffn, gate = ffn_regions(p, ly).gate;
 
 	if (ly->sparse) {
 		/* cutoff = mean + std * z (population std); gate' = max(gate - cutoff, 0) */
-		cvo(e, PCCX_CVO_SUM, PCCX_CVOF_RECIP, p->gate, p->scal + PCCX_GEMMA_S_MEAN, F);
-		cvo(e, PCCX_CVO_SUMSQ, PCCX_CVOF_SUB | PCCX_CVOF_RECIP, p->gate,
+		cvo(e, PCCX_CVO_SUM, PCCX_CVOF_RECIP, gate, p->scal + PCCX_GEMMA_S_MEAN, F);
+		cvo(e, PCCX_CVO_SUMSQ, PCCX_CVOF_SUB | PCCX_CVOF_RECIP, gate,
 		    p->scal + PCCX_GEMMA_S_DUMP, F);
 		s_fn(e, PCCX_CVO_SQRT, PCCX_GEMMA_S_DUMP);
 		s_op(e, PCCX_CVO_MUL, p->consts + PCCX_GEMMA_C_SPARSE_Z, PCCX_GEMMA_S_DUMP);
 		s_op(e, PCCX_CVO_ADD, p->scal + PCCX_GEMMA_S_MEAN, PCCX_GEMMA_S_DUMP);
-		cvo(e, PCCX_CVO_GELU, PCCX_CVOF_SUB | PCCX_CVOF_RELU, p->gate, p->gate, F);
+		cvo(e, PCCX_CVO_GELU, PCCX_CVOF_SUB | PCCX_CVOF_RELU, gate, gate, F);
 	} else {
-		cvo(e, PCCX_CVO_GELU, 0, p->gate, p->gate, F);
+		cvo(e, PCCX_CVO_GELU, 0, gate, gate, F);
 	}
-	stage(e, p->gate, 1, F, "L%u.ffn.act", l);
+	stage(e, gate, 1, F, "L%u.ffn.act", l);
 }
 
 /* Little-endian FP32 at b. */
@@ -1239,30 +1263,32 @@ static void forward_up_rowmask(struct emit *e, uint32_t l, uint32_t piece)
 	const struct pccx_layer_desc *ly = &e->m->layers[l];
 	const struct pccx_gemma_plan *p = e->p;
 	const struct pccx_gemma_layer_w *lw = &e->m->w.layer[l];
+	struct ffn_regions fr = ffn_regions(p, ly);
 	uint32_t F = ly->d_ffn, r, n;
 
 	forward_ffn_act(e, l);
 	for (r = 0; r < F; r += n) {
 		n = F - r < piece ? F - r : piece;
-		copy(e, p->up + r / EPW, p->gate + r / EPW, W(n));
+		copy(e, fr.up + r / EPW, fr.gate + r / EPW, W(n));
 		e->rowmask = true;
-		gemv_rows(e, lw->ffn_up, r, n, p->t, p->up + r / EPW, false);
+		gemv_rows(e, lw->ffn_up, r, n, p->t, fr.up + r / EPW, false);
 		e->rowmask = false;
 		if (r) {
 			behind(e, lw->ffn_up);	/* the product comes after the next piece */
-			cvo(e, PCCX_CVO_MUL, 0, p->up + (r - piece) / EPW,
-			    p->gate + (r - piece) / EPW, piece);
+			cvo(e, PCCX_CVO_MUL, 0, fr.up + (r - piece) / EPW,
+			    fr.gate + (r - piece) / EPW, piece);
 		}
 	}
 }
 
 /* Where W_up's output rows from r (a multiple of piece) go: their place in up, or with
  * plan.up_ring the piece buffer of that piece's parity. */
-static uint32_t up_at(const struct pccx_gemma_plan *p, uint32_t r, uint32_t piece)
+static uint32_t up_at(const struct pccx_gemma_plan *p, const struct ffn_regions *fr, uint32_t r,
+		     uint32_t piece)
 {
 	if (!p->up_ring)
-		return p->up + r / EPW;
-	return (r / piece) % 2 ? p->up2 : p->up;
+		return fr->up + r / EPW;
+	return (r / piece) % 2 ? fr->up2 : fr->up;
 }
 
 /*
@@ -1274,6 +1300,7 @@ static void forward_ffn(struct emit *e, uint32_t l, uint32_t X, uint32_t P)
 	const struct pccx_layer_desc *ly = &e->m->layers[l];
 	const struct pccx_gemma_plan *p = e->p;
 	const struct pccx_gemma_layer_w *lw = &e->m->w.layer[l];
+	struct ffn_regions fr = ffn_regions(p, ly);
 	uint32_t D = e->c->d_model, F = ly->d_ffn, piece, r, n;
 
 	if (ly->norms & PCCX_NORM_PRE_FFN)
@@ -1281,7 +1308,7 @@ static void forward_ffn(struct emit *e, uint32_t l, uint32_t X, uint32_t P)
 	else
 		copy(e, p->t, p->al, W(D));
 	stage(e, p->t, 1, D, "L%u.ffn.norm", l);
-	gemv(e, lw->ffn_gate, p->t, p->gate, false);
+	gemv(e, lw->ffn_gate, p->t, fr.gate, false);
 	/* model: predictions 1..3 come at the start of the layer, u_l at the start of the step */
 	behind(e, lw->ffn_gate);
 	if (e->altup) {
@@ -1292,30 +1319,30 @@ static void forward_ffn(struct emit *e, uint32_t l, uint32_t X, uint32_t P)
 	/* W_up in up_pieces GEMVs, so that only the last piece's product waits for its stream */
 	piece = up_piece_rows(F, p->up_pieces);
 	if (ly->sparse && p->rowmask) {
-		stage(e, p->gate, 1, F, "L%u.ffn.gate", l);
+		stage(e, fr.gate, 1, F, "L%u.ffn.gate", l);
 		forward_up_rowmask(e, l, piece);
 	} else {
-		gemv_rows(e, lw->ffn_up, 0, piece < F ? piece : F, p->t, up_at(p, 0, piece), false);
+		gemv_rows(e, lw->ffn_up, 0, piece < F ? piece : F, p->t, up_at(p, &fr, 0, piece), false);
 		behind(e, lw->ffn_up);	/* model: the activation comes before W_up */
-		stage(e, p->gate, 1, F, "L%u.ffn.gate", l);
+		stage(e, fr.gate, 1, F, "L%u.ffn.gate", l);
 		forward_ffn_act(e, l);
 		for (r = piece; r < F; r += n) {
 			n = F - r < piece ? F - r : piece;
-			gemv_rows(e, lw->ffn_up, r, n, p->t, up_at(p, r, piece), false);
+			gemv_rows(e, lw->ffn_up, r, n, p->t, up_at(p, &fr, r, piece), false);
 			behind(e, lw->ffn_up);	/* model: the product comes after all of W_up */
-			cvo(e, PCCX_CVO_MUL, 0, up_at(p, r - piece, piece),
-			    p->gate + (r - piece) / EPW, piece);
+			cvo(e, PCCX_CVO_MUL, 0, up_at(p, &fr, r - piece, piece),
+			    fr.gate + (r - piece) / EPW, piece);
 		}
 	}
 	if (!p->up_ring)	/* else no more than two pieces of it are ever in L2 */
-		stage(e, p->up, 1, F, "L%u.ffn.up", l);
+		stage(e, fr.up, 1, F, "L%u.ffn.up", l);
 	r = (F - 1) / piece * piece;	/* the last piece */
-	cvo(e, PCCX_CVO_MUL, 0, up_at(p, r, piece), p->gate + r / EPW, F - r);
-	stage(e, p->gate, 1, F, "L%u.ffn.hidden", l);
+	cvo(e, PCCX_CVO_MUL, 0, up_at(p, &fr, r, piece), fr.gate + r / EPW, F - r);
+	stage(e, fr.gate, 1, F, "L%u.ffn.hidden", l);
 	if (ly->sparse && p->colskip && lw->down_q4c_ok)
-		gemv_q4c(e, lw->ffn_down, lw->down_q4c, p->gate, p->f);
+		gemv_q4c(e, lw->ffn_down, lw->down_q4c, fr.gate, p->f);
 	else
-		gemv(e, lw->ffn_down, p->gate, p->f, false);
+		gemv(e, lw->ffn_down, fr.gate, p->f, false);
 	stage(e, p->f, 1, D, "L%u.ffn.down", l);
 	if (ly->n_experts)
 		forward_moe(e, l);

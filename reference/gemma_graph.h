@@ -132,6 +132,11 @@ struct pccx_gemma_plan {
 	 */
 	bool up_ring;
 	uint32_t up2;		/* (d_ffn / up_pieces) the second piece buffer (up_ring) */
+	/* a chunk's plan, layers of a narrower FFN than the widest (Gemma 4 E2B's single-wide
+	 * ones): their activation and W_up piece buffers, one row of their width each, so that
+	 * their W_gate, W_up and W_down run as GEMMs (ffn_narrow 0: none) */
+	uint32_t ffn_narrow;	/* the d_ffn these are for */
+	uint32_t gate_n, up_n, up2_n;
 	/*
 	 * The device executes GEMV rowmask (FEATURES.ROWMASK): in sparse layers W_up is issued
 	 * after the activation as rowmask GEMVs and reads only the rows it keeps. Off after

@@ -71,10 +71,9 @@ START_TEST(test_same_bits)
 	ck_assert_uint_gt(ck->st.gemms, 0);
 	ck_assert_uint_lt(pccx__ref_exec_counters(p.x[1])->stream_bytes,
 			  pccx__ref_exec_counters(p.x[0])->stream_bytes);
-	/* in one chunk of 36 every weight matmul is a GEMM (attention regions per kind, the
-	 * embedding copied out of the image), but for tiny-gemma4's single-wide FFN layers,
-	 * whose activation and W_up pieces have the double-wide layers' regions */
-	if (!chunk_rows[_i % NROWS] && strcmp(preset, "tiny-gemma4"))
+	/* in one chunk of 36 every weight matmul is a GEMM (attention regions per kind and FFN
+	 * regions per width, the embedding copied out of the image) */
+	if (!chunk_rows[_i % NROWS])
 		ck_assert_uint_eq(ck->st.gemv_bytes, 0);
 	pccx__gemma_chunk_free(ck);
 	ref_pair_close(&p);
