@@ -281,31 +281,26 @@ static void retire_reads(struct pccx_engine_ctx *e)
 }
 
 /*
- * Room to track a stream command of channel ch reading [offset, ...) of `handle`: one that
- * continues a tracked read of the channel extends it; else a free entry, once older reads
- * are confirmed.
+ * The entry to track a stream command of channel ch reading [offset, ...) of `handle` in: one
+ * whose read it continues (it is extended), else a free one once older reads are confirmed;
+ * -1 when every entry is still taken.
  */
-static bool read_room(struct pccx_engine_ctx *e, unsigned ch, uint32_t handle, uint64_t offset)
+static int read_slot(struct pccx_engine_ctx *e, unsigned ch, uint32_t handle, uint64_t offset)
 {
 	uint32_t i;
 
 	for (i = 0; i < e->n_rpend; i++)
 		if (e->rpend[i].ch == ch && e->rpend[i].handle == handle &&
 		    e->rpend[i].hi == offset)
-			return true;
+			return (int)i;
 	retire_reads(e);
-	return e->n_rpend < PCCX_ENGINE_RPEND;
+	return e->n_rpend < PCCX_ENGINE_RPEND ? (int)e->n_rpend : -1;
 }
 
-static void track_read(struct pccx_engine_ctx *e, unsigned ch, uint32_t handle, uint64_t offset,
-		       uint64_t len)
+/* Command [offset, offset + len) of channel ch pushed, tracked in entry i (read_slot). */
+static void track_read(struct pccx_engine_ctx *e, uint32_t i, unsigned ch, uint32_t handle,
+		       uint64_t offset, uint64_t len)
 {
-	uint32_t i;
-
-	for (i = 0; i < e->n_rpend; i++)
-		if (e->rpend[i].ch == ch && e->rpend[i].handle == handle &&
-		    e->rpend[i].hi == offset)
-			break;
 	if (i == e->n_rpend) {
 		e->rpend[i].ch = ch;
 		e->rpend[i].handle = handle;
@@ -343,7 +338,7 @@ static bool feed_channel(struct pccx_engine_ctx *e, unsigned ch)
 		if (ch < PCCX_WSTREAM_PORTS) {
 			const struct pccx_stream_desc *d;
 			uint64_t avail;
-			bool tracked;
+			int slot;	/* read_slot's entry; -2: a buffer no MEMCPY writes */
 
 			if (e->sidx[ch] >= e->job.n_stream) {
 				/* The descriptors ran out: the device will wait for the
@@ -361,16 +356,18 @@ static bool feed_channel(struct pccx_engine_ctx *e, unsigned ch)
 			if (stream_must_wait(e, d->handle, d->offset + e->soff[ch],
 					     c->need < avail ? c->need : avail))
 				return false;
-			tracked = job_writes(e, d->handle);
-			if (tracked && !read_room(e, ch, d->handle, d->offset + e->soff[ch]))
-				return false;
+			slot = job_writes(e, d->handle) ?
+				       read_slot(e, ch, d->handle, d->offset + e->soff[ch]) : -2;
+			if (slot == -1)
+				return false;	/* every tracked read still unconfirmed */
 			if (feed_chunk(e, ch, d->handle, d->offset + e->soff[ch],
 				       c->need < avail ? c->need : avail, &done))
 				return false;
 			if (!done)
 				return false;
-			if (tracked)
-				track_read(e, ch, d->handle, d->offset + e->soff[ch], done);
+			if (slot >= 0)
+				track_read(e, (uint32_t)slot, ch, d->handle, d->offset + e->soff[ch],
+					   done);
 			e->soff[ch] += done;
 			if (c->need != ~0ull)
 				c->need -= done;

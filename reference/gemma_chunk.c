@@ -43,6 +43,14 @@ static int record_plan(const struct pccx_gemma_model *m, const struct pccx_gemma
 	return PCCX_OK;
 }
 
+/* The region that is exactly [a, a + words) (a matmul row, as a GEMM over the tokens wants it), or -1. */
+static int row_region(const struct pccx_gemma_plan *rp, uint32_t a, uint64_t words)
+{
+	int i = pccx__plan_region_of(rp, a, words);
+
+	return i >= 0 && rp->region_words[i] == words ? i : -1;
+}
+
 /*
  * Which regions the tokens share (chunk_share.h): what the steps at the first and the last
  * position both leave shareable (a local layer's ring is full at the last); every chunk
@@ -95,11 +103,11 @@ static int classify(const struct pccx_gemma_model *m, const struct pccx_gemma_pl
 
 			if (!pccx__rec_is_weight_matmul(&rec[k].op[o]))
 				continue;
-			si = pccx__plan_region_of(rp, mm->src, W(mm->k));
-			di = pccx__plan_region_of(rp, mm->dst, W(mm->n));
-			if (si >= 0 && rp->region_words[si] == W(mm->k))
+			si = row_region(rp, mm->src, W(mm->k));
+			di = row_region(rp, mm->dst, W(mm->n));
+			if (si >= 0)
 				lo->rows_of |= 1ull << si;
-			if (di >= 0 && rp->region_words[di] == W(mm->n))
+			if (di >= 0)
 				lo->rows_of |= 1ull << di;
 		}
 	}
@@ -108,22 +116,33 @@ static int classify(const struct pccx_gemma_model *m, const struct pccx_gemma_pl
 	return rc;
 }
 
+/* Where a token's regions go (place()). */
+struct places {
+	int place_of[PCCX_GEMMA_PLAN_REGIONS];	/* region i's place, -1: one copy for all */
+	uint32_t width[PCCX_GEMMA_PLAN_REGIONS];	/* each place's words */
+	uint32_t n;
+	uint64_t token, once;			/* L2 words per token, and shared by all */
+};
+
 /*
  * The places of a token's regions: widest first, each in the first place as wide as it whose
  * regions never hold values at the same op as it (a region a GEMM reads or writes rows of
- * only in one of its own width), else in a place of its own. place_of[i] is region i's, -1
- * for a shared region; returns the places' count, their widths in width[].
+ * only in one of its own width), else in a place of its own.
  */
-static uint32_t place(const struct pccx_gemma_plan *rp, const struct pccx_chunk_layout *lo,
-		      int place_of[PCCX_GEMMA_PLAN_REGIONS], uint32_t width[PCCX_GEMMA_PLAN_REGIONS])
+static void place(const struct pccx_gemma_plan *rp, const struct pccx_chunk_layout *lo,
+		  struct places *pl)
 {
 	uint64_t members[PCCX_GEMMA_PLAN_REGIONS], left = 0;
-	uint32_t n = 0, i, s;
+	uint32_t i, s;
 
+	pl->n = 0;
+	pl->token = pl->once = 0;
 	for (i = 0; i < rp->n_regions; i++) {
-		place_of[i] = -1;
+		pl->place_of[i] = -1;
 		if (!(lo->shared >> i & 1))
 			left |= 1ull << i;
+		else
+			pl->once += rp->region_words[i];
 	}
 	while (left) {
 		uint32_t best = 0;
@@ -135,33 +154,19 @@ static uint32_t place(const struct pccx_gemma_plan *rp, const struct pccx_chunk_
 				any = true;
 			}
 		left &= ~(1ull << best);
-		for (s = 0; s < n; s++)
-			if (width[s] >= rp->region_words[best] && !(lo->conflict[best] & members[s]) &&
-			    (!(lo->rows_of >> best & 1) || width[s] == rp->region_words[best]))
+		for (s = 0; s < pl->n; s++)
+			if (pl->width[s] >= rp->region_words[best] &&
+			    !(lo->conflict[best] & members[s]) &&
+			    (!(lo->rows_of >> best & 1) || pl->width[s] == rp->region_words[best]))
 				break;
-		if (s == n) {
-			width[n] = rp->region_words[best];
-			members[n++] = 0;
+		if (s == pl->n) {
+			pl->width[pl->n] = rp->region_words[best];
+			pl->token += rp->region_words[best];
+			members[pl->n++] = 0;
 		}
 		members[s] |= 1ull << best;
-		place_of[best] = (int)s;
+		pl->place_of[best] = (int)s;
 	}
-	return n;
-}
-
-/* L2 words per token and shared by all of layout lo. */
-static void layout_words(const struct pccx_gemma_plan *rp, const struct pccx_chunk_layout *lo,
-			 uint64_t *token, uint64_t *once)
-{
-	int place_of[PCCX_GEMMA_PLAN_REGIONS];
-	uint32_t width[PCCX_GEMMA_PLAN_REGIONS], n = place(rp, lo, place_of, width), i;
-
-	*token = *once = 0;
-	for (i = 0; i < n; i++)
-		*token += width[i];
-	for (i = 0; i < rp->n_regions; i++)
-		if (place_of[i] < 0)
-			*once += rp->region_words[i];
 }
 
 static uint32_t rows_fit(uint64_t token, uint64_t once)
@@ -177,7 +182,7 @@ uint32_t pccx__gemma_chunk_rows_max(const struct pccx_gemma_model *m,
 	struct pccx_chunk_share sh;
 	struct pccx_chunk_layout lo;
 	struct pccx_gemma_plan rp;
-	uint64_t token, once;
+	struct places pl;
 	uint32_t *seen, rows;
 	pccx_diag d = { 0 };
 
@@ -189,8 +194,8 @@ uint32_t pccx__gemma_chunk_rows_max(const struct pccx_gemma_model *m,
 		return 0;
 	}
 	free(seen);
-	layout_words(&rp, &lo, &token, &once);
-	rows = rows_fit(token, once);
+	place(&rp, &lo, &pl);
+	rows = rows_fit(pl.token, pl.once);
 	return rows < 2 ? 0 : rows;
 }
 
@@ -200,9 +205,9 @@ int pccx__gemma_chunk_create(struct pccx_gemma_chunk **out, const struct pccx_ge
 	struct pccx_gemma_plan rp;
 	struct pccx_gemma_chunk *ck;
 	struct pccx_chunk_share sh;
-	uint64_t next = 0, token, once;
-	int place_of[PCCX_GEMMA_PLAN_REGIONS];
-	uint32_t width[PCCX_GEMMA_PLAN_REGIONS], at[PCCX_GEMMA_PLAN_REGIONS], i, n, s;
+	uint64_t next = 0;
+	struct places pl;
+	uint32_t at[PCCX_GEMMA_PLAN_REGIONS], i, s;
 	int rc;
 
 	*out = NULL;
@@ -233,25 +238,24 @@ int pccx__gemma_chunk_create(struct pccx_gemma_chunk **out, const struct pccx_ge
 	}
 	ck->scratch = sh.scratch;
 	ck->same = sh.same;
-	layout_words(&ck->rp, &ck->lo, &token, &once);
-	if ((uint64_t)rows * token + once > PCCX_L2_WORDS) {
+	place(&ck->rp, &ck->lo, &pl);
+	if ((uint64_t)rows * pl.token + pl.once > PCCX_L2_WORDS) {
 		pccx__gemma_chunk_free(ck);
 		return pccx__fail(d, PCCX_ERR_RANGE,
 				  "prompt chunks: %u tokens of config '%s' need %llu L2 words, L2 has "
 				  "%u (at most %u tokens)", rows, m->cfg.name,
-				  (unsigned long long)(rows * token + once), PCCX_L2_WORDS,
-				  rows_fit(token, once));
+				  (unsigned long long)(rows * pl.token + pl.once), PCCX_L2_WORDS,
+				  rows_fit(pl.token, pl.once));
 	}
-	n = place(&ck->rp, &ck->lo, place_of, width);
-	for (s = 0; s < n; s++) {
+	for (s = 0; s < pl.n; s++) {
 		at[s] = (uint32_t)next;
-		next += (uint64_t)rows * width[s];
+		next += (uint64_t)rows * pl.width[s];
 	}
 	for (i = 0; i < ck->rp.n_regions; i++) {
-		if (place_of[i] >= 0) {
-			ck->base[i] = at[place_of[i]];
-			ck->stride[i] = width[place_of[i]];
-			ck->place_of[i] = place_of[i];
+		if (pl.place_of[i] >= 0) {
+			ck->base[i] = at[pl.place_of[i]];
+			ck->stride[i] = pl.width[pl.place_of[i]];
+			ck->place_of[i] = pl.place_of[i];
 			continue;
 		}
 		ck->base[i] = (uint32_t)next;
@@ -527,14 +531,13 @@ static int emit_weight_matmul(struct emitter *em, uint32_t rows)
 	const struct pccx_npu_matmul *mm = &ck->rec[0].op[ck->at[0]].u.mm;
 	struct pccx_wshape ws = { mm->n, mm->k, mm->fmt, true };
 	uint64_t bytes = (uint64_t)mm->n * pccx__wstream_row_bytes(&ws);
-	int si = pccx__plan_region_of(&ck->rp, mm->src, W(mm->k));
-	int di = pccx__plan_region_of(&ck->rp, mm->dst, W(mm->n));
+	int si = row_region(&ck->rp, mm->src, W(mm->k));
+	int di = row_region(&ck->rp, mm->dst, W(mm->n));
 	uint32_t r;
 	int rc;
 
 	if (rows > 1 && si >= 0 && di >= 0 && !shared(ck, (uint32_t)si) &&
-	    !shared(ck, (uint32_t)di) && ck->rp.region_words[si] == W(mm->k) &&
-	    ck->rp.region_words[di] == W(mm->n) && ck->stride[si] == W(mm->k) &&
+	    !shared(ck, (uint32_t)di) && ck->stride[si] == W(mm->k) &&
 	    ck->stride[di] == W(mm->n)) {
 		struct pccx_npu_matmul g = *mm;
 
