@@ -43,7 +43,8 @@ static int record_plan(const struct pccx_gemma_model *m, const struct pccx_gemma
 	return PCCX_OK;
 }
 
-/* The region that is exactly [a, a + words) (a matmul row, as a GEMM over the tokens wants it), or -1. */
+/* The region that is exactly [a, a + words) (a matmul row, as a GEMM over the tokens wants
+ * it), or -1. */
 static int row_region(const struct pccx_gemma_plan *rp, uint32_t a, uint64_t words)
 {
 	int i = pccx__plan_region_of(rp, a, words);
