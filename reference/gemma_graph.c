@@ -515,6 +515,7 @@ struct emit {
 	int32_t last_w;		/* weight tensor of the last matmul issued (-1: KV rows) */
 	bool rowmask;		/* the matmuls issued now are rowmask GEMVs (forward_ffn_sparse) */
 	uint32_t coefs_of;	/* the layer whose AltUp coefficients were issued ahead, or ~0 */
+	uint32_t vecs_of;	/* the layer whose vector block was loaded ahead, or ~0 */
 	int rc;
 };
 
@@ -665,6 +666,22 @@ static void stage(struct emit *e, uint32_t addr, uint32_t rows, uint32_t cols, c
 static uint32_t lvec_block(const struct pccx_gemma_plan *p, uint32_t layer)
 {
 	return layer % 2 ? p->lvec_odd : p->lvec;
+}
+
+/*
+ * Load layer `layer`'s vector block, unless it was loaded ahead (forward_ffn loads layer
+ * l+1's behind layer l's W_gate: its block is layer l-1's, which nothing reads any more, and
+ * loaded at the layer's start it held up the layer's first norm by the load's time).
+ */
+static void load_layer_vectors(struct emit *e, uint32_t layer)
+{
+	const struct pccx_gemma_layer_w *lw = &e->m->w.layer[layer];
+
+	if (e->vecs_of == layer)
+		return;
+	e->vecs_of = layer;
+	load(e, lvec_block(e->p, layer), PCCX_NPU_BUF_WEIGHTS, lw->vec_offset,
+	     (uint32_t)(lw->vec_bytes / sizeof(float)));
 }
 
 /* L2 word of layer vector k (inside the layer's vector block). */
@@ -897,13 +914,11 @@ static void forward_inputs(struct emit *e)
 static void forward_altup_coefs(struct emit *e, uint32_t l, uint32_t X)
 {
 	const struct pccx_gemma_plan *p = e->p;
-	const struct pccx_gemma_layer_w *lw = &e->m->w.layer[l];
 
 	if (e->coefs_of == l)
 		return;		/* issued ahead, behind layer l-1's W_ple_proj (ple_finish) */
 	e->coefs_of = l;
-	load(e, lvec_block(p, l), PCCX_NPU_BUF_WEIGHTS, lw->vec_offset,
-	     (uint32_t)(lw->vec_bytes / sizeof(float)));
+	load_layer_vectors(e, l);
 	router(e, l, stream(e, X, 0));
 	stage(e, p->rm, 1, NSTREAM, "L%u.altup.router", l);
 	gemv(e, e->m->w.layer[l].pred_coef, p->rm, p->coefs, false);
@@ -1093,26 +1108,40 @@ static struct ffn_regions ffn_regions(const struct pccx_gemma_plan *p,
 	return (struct ffn_regions){ p->gate, p->up, p->up2 };
 }
 
-/* S3.7: gate = GELU(gate'), gate' = gate or, in sparse layers, its Gaussian top-k. */
-static void forward_ffn_act(struct emit *e, uint32_t l)
+/* S3.7, a sparse layer's Gaussian top-k: S = cutoff = mean + std * z (population std). */
+static void forward_ffn_cutoff(struct emit *e, uint32_t l)
 {
 	const struct pccx_gemma_plan *p = e->p;
 	const struct pccx_layer_desc *ly = &e->m->layers[l];
 	uint32_t F = ly->d_ffn, gate = ffn_regions(p, ly).gate;
 
-	if (ly->sparse) {
-		/* cutoff = mean + std * z (population std); gate' = max(gate - cutoff, 0) */
-		cvo(e, PCCX_CVO_SUM, PCCX_CVOF_RECIP, gate, p->scal + PCCX_GEMMA_S_MEAN, F);
-		cvo(e, PCCX_CVO_SUMSQ, PCCX_CVOF_SUB | PCCX_CVOF_RECIP, gate,
-		    p->scal + PCCX_GEMMA_S_DUMP, F);
-		s_fn(e, PCCX_CVO_SQRT, PCCX_GEMMA_S_DUMP);
-		s_op(e, PCCX_CVO_MUL, p->consts + PCCX_GEMMA_C_SPARSE_Z, PCCX_GEMMA_S_DUMP);
-		s_op(e, PCCX_CVO_ADD, p->scal + PCCX_GEMMA_S_MEAN, PCCX_GEMMA_S_DUMP);
-		cvo(e, PCCX_CVO_GELU, PCCX_CVOF_SUB | PCCX_CVOF_RELU, gate, gate, F);
-	} else {
-		cvo(e, PCCX_CVO_GELU, 0, gate, gate, F);
-	}
-	stage(e, gate, 1, F, "L%u.ffn.act", l);
+	cvo(e, PCCX_CVO_SUM, PCCX_CVOF_RECIP, gate, p->scal + PCCX_GEMMA_S_MEAN, F);
+	cvo(e, PCCX_CVO_SUMSQ, PCCX_CVOF_SUB | PCCX_CVOF_RECIP, gate, p->scal + PCCX_GEMMA_S_DUMP,
+	    F);
+	s_fn(e, PCCX_CVO_SQRT, PCCX_GEMMA_S_DUMP);
+	s_op(e, PCCX_CVO_MUL, p->consts + PCCX_GEMMA_C_SPARSE_Z, PCCX_GEMMA_S_DUMP);
+	s_op(e, PCCX_CVO_ADD, p->scal + PCCX_GEMMA_S_MEAN, PCCX_GEMMA_S_DUMP);
+}
+
+/* S3.7 on elements [r, r + n) of gate: GELU(gate'), gate' = max(gate - S, 0) in a sparse
+ * layer (S the cutoff), gate in a dense one. Element-wise: any split gives the same bits. */
+static void forward_ffn_gelu(struct emit *e, uint32_t l, uint32_t r, uint32_t n)
+{
+	const struct pccx_layer_desc *ly = &e->m->layers[l];
+	uint32_t gate = ffn_regions(e->p, ly).gate + r / EPW;
+
+	cvo(e, PCCX_CVO_GELU, ly->sparse ? PCCX_CVOF_SUB | PCCX_CVOF_RELU : 0, gate, gate, n);
+}
+
+/* S3.7: gate = GELU(gate'), gate' = gate or, in sparse layers, its Gaussian top-k. */
+static void forward_ffn_act(struct emit *e, uint32_t l)
+{
+	const struct pccx_layer_desc *ly = &e->m->layers[l];
+
+	if (ly->sparse)
+		forward_ffn_cutoff(e, l);
+	forward_ffn_gelu(e, l, 0, ly->d_ffn);
+	stage(e, ffn_regions(e->p, ly).gate, 1, ly->d_ffn, "L%u.ffn.act", l);
 }
 
 /* Little-endian FP32 at b. */
@@ -1266,19 +1295,23 @@ static void forward_up_rowmask(struct emit *e, uint32_t l, uint32_t piece)
 	struct ffn_regions fr = ffn_regions(p, ly);
 	uint32_t F = ly->d_ffn, r, n;
 
-	forward_ffn_act(e, l);
+	forward_ffn_cutoff(e, l);
 	for (r = 0; r < F; r += n) {
 		n = F - r < piece ? F - r : piece;
+		if (r)
+			behind(e, lw->ffn_up);	/* model: the activation comes before W_up */
+		forward_ffn_gelu(e, l, r, n);
+		if (r + n == F)
+			stage(e, fr.gate, 1, F, "L%u.ffn.act", l);
 		copy(e, fr.up + r / EPW, fr.gate + r / EPW, W(n));
 		e->rowmask = true;
 		gemv_rows(e, lw->ffn_up, r, n, p->t, fr.up + r / EPW, false);
 		e->rowmask = false;
-		if (r) {
-			behind(e, lw->ffn_up);	/* the product comes after the next piece */
-			cvo(e, PCCX_CVO_MUL, 0, fr.up + (r - piece) / EPW,
-			    fr.gate + (r - piece) / EPW, piece);
-		}
 	}
+	/* the products but the last piece's, behind the last piece's stream */
+	behind(e, lw->ffn_up);	/* model: the products come after all of W_up */
+	for (r = 0; r + piece < F; r += piece)
+		cvo(e, PCCX_CVO_MUL, 0, fr.up + r / EPW, fr.gate + r / EPW, piece);
 }
 
 /* Where W_up's output rows from r (a multiple of piece) go: their place in up, or with
@@ -1316,6 +1349,9 @@ static void forward_ffn(struct emit *e, uint32_t l, uint32_t X, uint32_t P)
 		stage(e, p->xs[P], NSTREAM, D, "L%u.altup.pred", l);
 	}
 	ple_slice_finish(e, l);
+	/* model: layer l+1 loads its vectors at its start (not across a job's end: experts) */
+	if (l + 1 < e->c->n_layers && !ly->n_experts)
+		load_layer_vectors(e, l + 1);
 	/* W_up in up_pieces GEMVs, so that only the last piece's product waits for its stream */
 	piece = up_piece_rows(F, p->up_pieces);
 	if (ly->sparse && p->rowmask) {
@@ -1437,11 +1473,9 @@ static void forward_ple_mix(struct emit *e, uint32_t l)
 static void forward_layer_plain(struct emit *e, uint32_t l, uint32_t pos)
 {
 	const struct pccx_gemma_plan *p = e->p;
-	const struct pccx_gemma_layer_w *lw = &e->m->w.layer[l];
 	uint32_t D = e->c->d_model, x = l ? p->f : p->embed;
 
-	load(e, lvec_block(p, l), PCCX_NPU_BUF_WEIGHTS, lw->vec_offset,
-	     (uint32_t)(lw->vec_bytes / sizeof(float)));
+	load_layer_vectors(e, l);
 	rmsnorm(e, x, p->h, D, lvec(e, l, PCCX_GEMMA_LV_ATTN_NORM));
 	stage(e, p->h, 1, D, "L%u.attn.norm", l);
 	forward_attention(e, l, pos);
@@ -1548,6 +1582,7 @@ int pccx__gemma_step(const struct pccx_gemma_model *m, const struct pccx_gemma_p
 	struct emit e = {
 		.ops = ops, .ctx = ctx, .m = m, .c = &m->cfg, .p = p, .last_w = -1, .hb = hb,
 		.pos = pos, .altup = pccx__family(m->cfg.family)->altup, .coefs_of = UINT32_MAX,
+		.vecs_of = UINT32_MAX,
 	};
 	uint32_t l;
 
