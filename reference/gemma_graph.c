@@ -1120,7 +1120,7 @@ static void forward_ffn_cutoff(struct emit *e, uint32_t l)
 	    F);
 	s_fn(e, PCCX_CVO_SQRT, PCCX_GEMMA_S_DUMP);
 	s_op(e, PCCX_CVO_MUL, p->consts + PCCX_GEMMA_C_SPARSE_Z, PCCX_GEMMA_S_DUMP);
-	s_op(e, PCCX_CVO_ADD, p->scal + PCCX_GEMMA_S_MEAN, PCCX_GEMMA_S_DUMP);
+	s_op(e, PCCX_CVO_ADD, p->scal + PCCX_GEMMA_S_MEAN, PCCX_GEMMA_S_CUTOFF);
 }
 
 /* S3.7 on elements [r, r + n) of gate: GELU(gate'), gate' = max(gate - S, 0) in a sparse
@@ -1325,6 +1325,43 @@ static uint32_t up_at(const struct pccx_gemma_plan *p, const struct ffn_regions 
 }
 
 /*
+ * W_up in a prompt chunk (plan.up_ring): a chunk's tokens each run their SFU work between two
+ * GEMMs, so the activation of all of them behind W_up's first piece kept the next piece's
+ * GEMM waiting. Here each piece's activation comes behind that piece's GEMM and its product
+ * behind the next one's; a sparse layer's cutoff comes behind the first. The activation is
+ * element-wise, so the pieces give the bits of one pass; each piece's activation is staged
+ * as its own stage (L<l>.ffn.act<k>), since the products overwrite gate piece by piece.
+ */
+static void forward_up_act_pieces(struct emit *e, uint32_t l, uint32_t piece)
+{
+	const struct pccx_layer_desc *ly = &e->m->layers[l];
+	const struct pccx_gemma_plan *p = e->p;
+	const struct pccx_gemma_layer_w *lw = &e->m->w.layer[l];
+	struct ffn_regions fr = ffn_regions(p, ly);
+	uint32_t F = ly->d_ffn, r, n;
+
+	for (r = 0; r < F; r += n) {
+		n = F - r < piece ? F - r : piece;
+		gemv_rows(e, lw->ffn_up, r, n, p->t, up_at(p, &fr, r, piece), false);
+		behind(e, lw->ffn_up);	/* model: the activation comes before W_up, the
+					 * products after all of it */
+		if (!r) {
+			stage(e, fr.gate, 1, F, "L%u.ffn.gate", l);
+			if (ly->sparse)
+				forward_ffn_cutoff(e, l);
+		}
+		if (r && ly->sparse)	/* S does not outlive a GEMM's segment in a chunk */
+			cvo(e, PCCX_CVO_LDS, 0, p->scal + PCCX_GEMMA_S_CUTOFF,
+			    p->scal + PCCX_GEMMA_S_DUMP, 0);
+		forward_ffn_gelu(e, l, r, n);
+		stage(e, fr.gate + r / EPW, 1, n, "L%u.ffn.act%u", l, r / piece);
+		if (r)
+			cvo(e, PCCX_CVO_MUL, 0, up_at(p, &fr, r - piece, piece),
+			    fr.gate + (r - piece) / EPW, piece);
+	}
+}
+
+/*
  * S3.7: FFN: out = al + RMSNorm_postffn(W_down(GELU(gate') * W_up t)), t = RMSNorm_preffn(al),
  * gate' = W_gate t or its Gaussian top-k.
  */
@@ -1357,6 +1394,8 @@ static void forward_ffn(struct emit *e, uint32_t l, uint32_t X, uint32_t P)
 	if (ly->sparse && p->rowmask) {
 		stage(e, fr.gate, 1, F, "L%u.ffn.gate", l);
 		forward_up_rowmask(e, l, piece);
+	} else if (p->up_ring) {
+		forward_up_act_pieces(e, l, piece);
 	} else {
 		gemv_rows(e, lw->ffn_up, 0, piece < F ? piece : F, p->t, up_at(p, &fr, 0, piece), false);
 		behind(e, lw->ffn_up);	/* model: the activation comes before W_up */

@@ -33,6 +33,7 @@ enum pccx_gemma_scal {
 	PCCX_GEMMA_S_DUMP,	/* results nobody reads again */
 	PCCX_GEMMA_S_MEAN,	/* Gaussian top-k mean */
 	PCCX_GEMMA_S_TMAG,	/* AltUp target magnitude rms(x0) */
+	PCCX_GEMMA_S_CUTOFF,	/* Gaussian top-k cutoff, for a chunk's later W_up pieces */
 	PCCX_GEMMA_NSCAL
 };
 
