@@ -154,10 +154,16 @@ void pccx__sim_wq_settle(struct pccx_sim *s)
 	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
 		struct sim_beatq *q = &s->wq[p];
 
+		/* the storage holds the last cap beats; a span of a long stream holds more */
+		uint64_t keep = q->pushed > q->cap ? q->pushed - q->cap : 0;
+
 		while (q->span_n) {
 			struct sim_span *sp = &q->span[q->span_head];
+			uint64_t from = sp->first > keep ? sp->first : keep;
 
-			store_put(q, sp->first, sp->n, sp->host);
+			if (from < sp->first + sp->n)
+				store_put(q, from, (uint32_t)(sp->first + sp->n - from),
+					  sp->host + (size_t)(from - sp->first) * SIM_BEAT);
 			q->span_head = (q->span_head + 1) % q->span_cap;
 			q->span_n--;
 		}

@@ -427,19 +427,28 @@ START_TEST(gemm_equals_every_edge)
 }
 END_TEST
 
+/* What the device writes to host memory while write_over_stream()'s GEMV streams. */
+enum write_kind {
+	OVER_START,	/* 4 KiB of every port's quarter, at its start, once it streamed */
+	OVER_END,	/* the same at the end of the quarters, still to be read */
+	ELSEWHERE_MID,	/* 4 KiB of another buffer, 90 % into the stream */
+};
+
 /*
- * A GEMV of `rows` rows streams its weights, and MEMCPYs after it overwrite 4 KiB of every
- * port's quarter of them in host memory, at its start or at its end. The GEMV computes with
- * the bytes from before the writes (sequential semantics), and the writes land.
+ * A GEMV of `rows` rows streams its weights, and MEMCPYs after it write host memory: 4 KiB of
+ * every port's quarter of the weights (at its start or at its end), or another buffer well
+ * into the stream. The GEMV computes with the bytes from before the writes (sequential
+ * semantics), and the writes land.
  */
-static void write_over_stream(uint32_t rows, bool sync_first, bool at_end)
+static void write_over_stream(uint32_t rows, enum write_kind kind)
 {
+	bool sync_first = kind == OVER_START, at_end = kind == OVER_END;
 	struct pccx_wshape ws = { rows, 256, PCCX_WFMT_Q4, true };
 	uint64_t rb = pccx__wstream_row_bytes(&ws), wbytes = rb * rows, rng = 5, at;
 	struct pccx_sim_backend *b = NULL;
 	struct pccx_sim_backend_result res;
 	struct pccx_sim_backend_opts opts = { 0 };
-	uint32_t hx, hw, hy, i, k, q = rows / PCCX_WSTREAM_PORTS;
+	uint32_t hx, hw, hy, hz = 0, i, k, q = rows / PCCX_WSTREAM_PORTS;
 	uint8_t *x8, *w8, *y8, *old;
 	float x[256];
 	struct pccx_job_view v;
@@ -454,6 +463,10 @@ static void write_over_stream(uint32_t rows, bool sync_first, bool at_end)
 						     PCCX_BUF_DEV_WRITE, &hw, &d), 0);
 	ck_assert_int_eq(pccx__sim_backend_buf_alloc(b, (uint64_t)rows * 4, PCCX_BUF_DEV_WRITE,
 						     &hy, &d), 0);
+	if (kind == ELSEWHERE_MID) {
+		ck_assert_int_eq(pccx__sim_backend_buf_alloc(b, 4096, PCCX_BUF_DEV_WRITE, &hz, &d),
+				 0);
+	}
 	x8 = pccx__sim_backend_buf_map(b, hx, NULL);
 	w8 = pccx__sim_backend_buf_map(b, hw, NULL);
 	y8 = pccx__sim_backend_buf_map(b, hy, NULL);
@@ -478,8 +491,16 @@ static void write_over_stream(uint32_t rows, bool sync_first, bool at_end)
 		tj_add(&j, t_cvo(PCCX_CVO_EXP, EXP_SRC, EXP_DST, 30000, 0));
 	tj_add(&j, t_matmul(PCCX_OP_GEMV, Y_W, X_W, 1, 0, TF_WSCALE));
 	tj_streams(&j, &ws, hw, 0);
+	if (kind == ELSEWHERE_MID) {
+		/* a CVO of 90 % of the stream's time (a port's beats, one an AXI cycle, in core
+		 * cycles at 400/250 MHz), then its output to the host */
+		tj_add(&j, t_cvo(PCCX_CVO_EXP, EXP_SRC, EXP_SRC,
+				 (uint32_t)(rows * rb / 64 * 36 / 25), 0));
+		tj_add(&j, t_memcpy(false, true, 0, EXP_SRC,
+				    tj_dma(&j, hz, PCCX_DMA_FROM_DEVICE, 0, 4096), 2, true));
+	}
 	/* the inputs over the first (or the last) 4 KiB of every port's quarter */
-	for (i = 0; i < PCCX_WSTREAM_PORTS; i++) {
+	for (i = 0; kind != ELSEWHERE_MID && i < PCCX_WSTREAM_PORTS; i++) {
 		at = (i + (at_end ? 1 : 0)) * q * rb - (at_end ? 4096 : 0);
 		tj_add(&j, t_memcpy(false, true, 0, X_W,
 				    tj_dma(&j, hw, PCCX_DMA_FROM_DEVICE, at, 4096), 2, true));
@@ -488,7 +509,7 @@ static void write_over_stream(uint32_t rows, bool sync_first, bool at_end)
 			    tj_dma(&j, hy, PCCX_DMA_FROM_DEVICE, 0, (uint64_t)rows * 4), 3, false));
 	v = tj_view(&j);
 	ck_assert_msg(pccx__sim_backend_submit_wait(b, &v, &opts, &res, &d) == 0, "%s", d.msg);
-	for (i = 0; i < PCCX_WSTREAM_PORTS; i++) {
+	for (i = 0; kind != ELSEWHERE_MID && i < PCCX_WSTREAM_PORTS; i++) {
 		at = (i + (at_end ? 1 : 0)) * q * rb - (at_end ? 4096 : 0);
 		ck_assert_int_eq(memcmp(w8 + at, x8, 4096), 0);     /* the writes landed */
 	}
@@ -515,7 +536,7 @@ static void write_over_stream(uint32_t rows, bool sync_first, bool at_end)
  */
 START_TEST(device_write_after_delivery)
 {
-	write_over_stream(256, true, false);
+	write_over_stream(256, OVER_START);
 }
 END_TEST
 
@@ -526,7 +547,20 @@ END_TEST
  */
 START_TEST(device_write_waits_for_stream_reads)
 {
-	write_over_stream(4096, false, true);
+	write_over_stream(4096, OVER_END);
+}
+END_TEST
+
+/*
+ * A device write to host memory late in a stream whose rows are computed a batch at a time
+ * where they lie in host memory: the FIFOs then still point at some 33,000 beats a port
+ * (16384 rows of 144 bytes, 36,864 beats a port), more than twice their storage (12,288).
+ * Before the write they copy in what can still be read, the last storage's worth; copying
+ * all of it overran the storage (sim/wstream.c).
+ */
+START_TEST(device_write_during_long_stream)
+{
+	write_over_stream(16384, ELSEWHERE_MID);
 }
 END_TEST
 
@@ -542,6 +576,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(t, gemm_equals_every_edge, 0, 8);
 	tcase_add_test(t, device_write_after_delivery);
 	tcase_add_test(t, device_write_waits_for_stream_reads);
+	tcase_add_test(t, device_write_during_long_stream);
 	suite_add_tcase(s, t);
 	return s;
 }
