@@ -47,6 +47,8 @@
  * made them collide (row misses cost the LM head 38 % of its time in the simulator).
  */
 #define GEMV_CHUNK 16384u
+/* Rows of the LM head's last GEMV (lm_piece_rows). */
+#define LM_TAIL 4096u
 /* W_up is issued in this many GEMVs (forward_ffn), unless the plan says otherwise. */
 #define UP_PIECES 4u
 /* ... in a prompt chunk, into two piece buffers (plan.up_ring) */
@@ -1568,13 +1570,26 @@ static void softcap(struct emit *e, uint32_t x, uint32_t n)
 	cvo_vec(e, PCCX_CVO_SCALE, 0, x, x, n);
 }
 
+/*
+ * Rows of the LM head's GEMV at row r: GEMV_CHUNK, but the last LM_TAIL rows are a piece of
+ * their own, so that only their soft-cap waits for the last weight.
+ */
+static uint32_t lm_piece_rows(uint32_t vocab, uint32_t r)
+{
+	uint32_t left = vocab - r;
+
+	if (left <= LM_TAIL)
+		return left;
+	return left - LM_TAIL < GEMV_CHUNK ? left - LM_TAIL : GEMV_CHUNK;
+}
+
 /* S4: unembed streams 1..3, average, final norm, tied LM head, soft-cap. */
 static void forward_output(struct emit *e)
 {
 	const struct pccx_gemma_config *c = e->c;
 	const struct pccx_gemma_plan *p = e->p;
 	const struct pccx_gemma_weights *w = &e->m->w;
-	uint32_t D = c->d_model, X = c->n_layers % 2, k, r, n = 0;
+	uint32_t D = c->d_model, X = c->n_layers % 2, k, r, n = 0, r0 = 0, n0 = 0;
 
 	if (!e->altup) {
 		rmsnorm(e, p->f, p->h, D, gvec(e, w->final_norm));
@@ -1597,19 +1612,24 @@ static void forward_output(struct emit *e)
 lm_head:
 	/*
 	 * logits = 30 tanh(E h / 30), piece by piece: the soft-cap of each piece is issued
-	 * behind the next piece's GEMV, so it runs while that piece's weights stream. Families
-	 * without a final soft-cap (c->softcap == 0) stop at E h.
+	 * behind the next piece's GEMV, so it runs while that piece's weights stream; the last
+	 * piece is short, so little of it follows the last weight. Families without a final
+	 * soft-cap (c->softcap == 0) stop at E h. The logits go to the host in one store at the
+	 * end: a store behind a piece would run as long on the DDR bus, whose reads and writes
+	 * take turns (docs/sim.md).
 	 */
 	for (r = 0; r < c->vocab; r += n) {
-		n = c->vocab - r < GEMV_CHUNK ? c->vocab - r : GEMV_CHUNK;
+		n = lm_piece_rows(c->vocab, r);
 		gemv_rows(e, w->embed, r, n, p->h, p->logits + r / EPW, false);
 		if (r && c->softcap > 0.0f) {
 			behind(e, w->embed);	/* model: the soft-cap follows the whole LM head */
-			softcap(e, p->logits + (r - GEMV_CHUNK) / EPW, GEMV_CHUNK);
+			softcap(e, p->logits + r0 / EPW, n0);
 		}
+		r0 = r;
+		n0 = n;
 	}
 	if (c->softcap > 0.0f)
-		softcap(e, p->logits + (r - n) / EPW, n);
+		softcap(e, p->logits + r0 / EPW, n0);
 	stage(e, p->logits, 1, c->vocab, "final.logits");
 	store(e, PCCX_NPU_BUF_OUT, 0, p->logits, c->vocab);
 }
