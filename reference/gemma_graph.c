@@ -1571,16 +1571,17 @@ static void softcap(struct emit *e, uint32_t x, uint32_t n)
 }
 
 /*
- * Rows of the LM head's GEMV at row r: GEMV_CHUNK, but the last LM_TAIL rows are a piece of
- * their own, so that only their soft-cap waits for the last weight.
+ * Rows of the LM head's GEMV at row r: GEMV_CHUNK, but the last LM_TAIL rows or a few more
+ * are a piece of their own, so that only their soft-cap waits for the last weight. Every
+ * piece but the last is a multiple of 8 rows, so the next one starts on a word.
  */
 static uint32_t lm_piece_rows(uint32_t vocab, uint32_t r)
 {
-	uint32_t left = vocab - r;
+	uint32_t tail_at = vocab > LM_TAIL ? (vocab - LM_TAIL) & ~7u : 0;
 
-	if (left <= LM_TAIL)
-		return left;
-	return left - LM_TAIL < GEMV_CHUNK ? left - LM_TAIL : GEMV_CHUNK;
+	if (r >= tail_at)
+		return vocab - r;
+	return tail_at - r < GEMV_CHUNK ? tail_at - r : GEMV_CHUNK;
 }
 
 /* S4: unembed streams 1..3, average, final norm, tied LM head, soft-cap. */

@@ -17,6 +17,7 @@
 #include "session.h"
 #include "gemma_gguf.h"
 #include "kernels.h"
+#include "op_record.h"
 #include "oracle.h"
 #include "pccx_num.h"
 
@@ -259,6 +260,48 @@ START_TEST(test_plan_e4b_fits)
 	pccx__gemma_model_free(m);
 	ck_assert_int_eq(pccx__gemma_model_create(&m, &c, &d), 0);
 	ck_assert_int_eq(pccx__gemma_plan_build(m, &p, &d), 0);
+	pccx__gemma_model_free(m);
+}
+END_TEST
+
+/*
+ * The LM head's GEMVs cover the vocabulary once, in order, each piece starting on a word of
+ * the logits (its row a multiple of 4), the last one short (4,096 rows or up to 7 more), for a
+ * vocabulary of the real size and for one that is not a multiple of 8.
+ */
+START_TEST(test_lm_head_pieces)
+{
+	static const uint32_t vocab[] = { 262400, 20013, 12345 };
+	struct pccx_gemma_config c;
+	struct pccx_gemma_model *m;
+	struct pccx_gemma_plan p;
+	struct pccx_rec rec = { 0 };
+	pccx_diag d = { 0 };
+	uint32_t next = 0, last = 0, pieces = 0;
+	size_t o;
+
+	ck_assert_int_eq(pccx__gemma_config_preset("tiny", &c, &d), 0);
+	c.vocab = vocab[_i];
+	ck_assert_msg(pccx__gemma_model_create(&m, &c, &d) == 0, "%s", d.msg);
+	ck_assert_msg(pccx__gemma_plan_build(m, &p, &d) == 0, "%s", d.msg);
+	ck_assert_int_eq(pccx__gemma_step(m, &p, pccx__rec_ops(), &rec, 0, true, NULL), 0);
+	for (o = 0; o < rec.n; o++) {
+		const struct pccx_npu_matmul *mm = &rec.op[o].u.mm;
+
+		if (rec.op[o].kind != PCCX_REC_MATMUL || mm->w.tensor != m->w.embed)
+			continue;
+		ck_assert_uint_eq(mm->w.row0, next);
+		ck_assert_uint_eq(mm->w.row0 % PCCX_L2_ELEMS_PER_WORD, 0);
+		ck_assert_uint_eq(mm->dst, p.logits + mm->w.row0 / PCCX_L2_ELEMS_PER_WORD);
+		next += mm->n;
+		last = mm->n;
+		pieces++;
+	}
+	ck_assert_uint_eq(next, c.vocab);
+	ck_assert_uint_ge(pieces, 2);
+	ck_assert_uint_ge(last, 4096);
+	ck_assert_uint_le(last, 4096 + 7);
+	pccx__rec_free(&rec);
 	pccx__gemma_model_free(m);
 }
 END_TEST
@@ -1620,6 +1663,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_layer_pattern_period);
 	tcase_add_test(tc, test_config_check_rejects);
 	tcase_add_test(tc, test_plan_e4b_fits);
+	tcase_add_loop_test(tc, test_lm_head_pieces, 0, 3);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("exec");
