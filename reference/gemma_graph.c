@@ -1281,9 +1281,11 @@ static void forward_moe(struct emit *e, uint32_t l)
 
 /*
  * W_up of a sparse layer on a device with GEMV rowmask (plan.rowmask), after the activation:
- * per piece, the activation copied to the piece's up rows (the rowmask GEMV's mask: its old
- * destination), the rowmask GEMV, which reads only the rows whose activation is not +-0 and
- * writes +0 in the others, and the previous piece's product behind it. Where act is +-0 the
+ * the cutoff, then per piece the piece's GELU (behind the previous piece's GEMV), the
+ * activation copied to the piece's up rows (the rowmask GEMV's mask: its old destination) and
+ * the rowmask GEMV, which reads only the rows whose activation is not +-0 and writes +0 in the
+ * others; the products of all pieces but the last behind the last GEMV (after the activation's
+ * stage, which they overwrite; forward_ffn issues the last one). Where act is +-0 the
  * product act * up is +-0 whatever finite value up has, and +-0 quantise to INT8 0 without
  * changing a block's amax, so W_down's input, and everything after it, has the dense path's
  * bits; ffn.up (+0 where act is +-0) and ffn.hidden (the sign of those zeros) differ from it
