@@ -144,7 +144,7 @@ void pccx__sim_wq_trim(struct sim_beatq *q, uint64_t keep)
 	}
 }
 
-/* Copy every span into the storage (the lanes' rows computed first). */
+/* Copy the spans into the storage, as much of them as it holds (the lanes' rows computed first). */
 void pccx__sim_wq_settle(struct pccx_sim *s)
 {
 	unsigned p;
@@ -153,7 +153,6 @@ void pccx__sim_wq_settle(struct pccx_sim *s)
 	pccx__sim_matmul_flush(s, &s->gemm);
 	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
 		struct sim_beatq *q = &s->wq[p];
-
 		/* the storage holds the last cap beats; a span of a long stream holds more */
 		uint64_t keep = q->pushed > q->cap ? q->pushed - q->cap : 0;
 
