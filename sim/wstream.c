@@ -144,7 +144,7 @@ void pccx__sim_wq_trim(struct sim_beatq *q, uint64_t keep)
 	}
 }
 
-/* Copy the spans into the storage, as much of them as it holds (the lanes' rows computed first). */
+/* Copy the spans into the storage, as much as it holds (the lanes' rows computed first). */
 void pccx__sim_wq_settle(struct pccx_sim *s)
 {
 	unsigned p;
