@@ -785,8 +785,12 @@ static void target_magnitude(struct emit *e, uint32_t x)
 	s_fn(e, PCCX_CVO_SQRT, PCCX_GEMMA_S_TMAG);
 }
 
-/* Router modalities m = tanh(W_r (RMSNorm_{g_r}(x) / D)) into plan.rm (4 values). */
-static void router(struct emit *e, uint32_t layer, uint32_t x)
+/*
+ * Router modalities m = tanh(W_r (RMSNorm_{g_r}(x) / D)) into plan.rm (4 values), up to the
+ * GEMV: the caller issues the tanh (router_tanh), after whatever SFU work does not depend on
+ * the router and can run while its GEMV does.
+ */
+static void router_gemv(struct emit *e, uint32_t layer, uint32_t x)
 {
 	/* h (the attention's input) is free from the attention to the next input norm; tmp
 	 * would not do: the next layer's router runs while tmp holds the PLE mix */
@@ -796,6 +800,10 @@ static void router(struct emit *e, uint32_t layer, uint32_t x)
 	s_const(e, PCCX_GEMMA_C_INV_D);
 	cvo(e, PCCX_CVO_SCALE, 0, tmp, tmp, D);
 	gemv(e, e->m->w.layer[layer].router, tmp, e->p->rm, false);
+}
+
+static void router_tanh(struct emit *e)
+{
 	cvo(e, PCCX_CVO_TANH, 0, e->p->rm, e->p->rm, NSTREAM);
 }
 
@@ -913,17 +921,27 @@ static void forward_inputs(struct emit *e)
 }
 
 /* S3.1: AltUp router and prediction coefficients: m = router(x0); c = W_pred m. */
-static void forward_altup_coefs(struct emit *e, uint32_t l, uint32_t X)
+static void forward_altup_router(struct emit *e, uint32_t l, uint32_t X)
 {
-	const struct pccx_gemma_plan *p = e->p;
-
-	if (e->coefs_of == l)
-		return;		/* issued ahead, behind layer l-1's W_ple_proj (ple_finish) */
 	e->coefs_of = l;
 	load_layer_vectors(e, l);
-	router(e, l, stream(e, X, 0));
-	stage(e, p->rm, 1, NSTREAM, "L%u.altup.router", l);
-	gemv(e, e->m->w.layer[l].pred_coef, p->rm, p->coefs, false);
+	router_gemv(e, l, stream(e, X, 0));
+}
+
+/* The rest of S3.1 after forward_altup_router (and what runs behind its GEMV). */
+static void forward_altup_pred_coefs(struct emit *e, uint32_t l)
+{
+	router_tanh(e);
+	stage(e, e->p->rm, 1, NSTREAM, "L%u.altup.router", l);
+	gemv(e, e->m->w.layer[l].pred_coef, e->p->rm, e->p->coefs, false);
+}
+
+static void forward_altup_coefs(struct emit *e, uint32_t l, uint32_t X)
+{
+	if (e->coefs_of == l)
+		return;		/* issued ahead, behind layer l-1's W_ple_proj (ple_finish) */
+	forward_altup_router(e, l, X);
+	forward_altup_pred_coefs(e, l);
 }
 
 /* S3.2: AltUp predict of streams k0..k1-1: pred_k = sum_j c[4k+j] x_j + x_k. */
@@ -1456,7 +1474,13 @@ static void ple_finish(struct emit *e, uint32_t l)
 	if (e->altup && l + 1 < e->c->n_layers) {
 		/* model: layer l+1's router comes at its start, after the PLE mix of streams 1..3 */
 		behind(e, e->m->w.layer[l].ple_proj);
-		forward_altup_coefs(e, l + 1, (l + 1) % 2);
+		forward_altup_router(e, l + 1, (l + 1) % 2);
+		/* model: the PLE mix's norm comes before layer l+1's router */
+		behind(e, e->m->w.layer[l + 1].router);
+		rmsnorm(e, p->tmp, p->tmp, D, lvec(e, l, PCCX_GEMMA_LV_POST_PLE_NORM));
+		stage(e, p->tmp, 1, D, "L%u.ple.mix", l);
+		forward_altup_pred_coefs(e, l + 1);
+		return;
 	}
 	rmsnorm(e, p->tmp, p->tmp, D, lvec(e, l, PCCX_GEMMA_LV_POST_PLE_NORM));
 	stage(e, p->tmp, 1, D, "L%u.ple.mix", l);
@@ -1469,15 +1493,16 @@ static void forward_altup_correct(struct emit *e, uint32_t l, uint32_t P, uint32
 	const struct pccx_gemma_layer_w *lw = &e->m->w.layer[l];
 	uint32_t D = e->c->d_model, k;
 
-	/* w = W_corr tanh(router(out)) + 1 */
-	router(e, l, out);
-	copy(e, p->corr, p->ones, 1);
-	gemv(e, lw->corr_coef, p->rm, p->corr, true);
-	stage(e, p->corr, 1, NSTREAM, "L%u.altup.corr", l);
-	/* X'_k = pred_k + w_k (out - pred_0) */
+	/* w = W_corr tanh(router(out)) + 1; X'_k = pred_k + w_k (out - pred_0) */
+	router_gemv(e, l, out);
+	behind(e, lw->router);	/* model: the innovation comes after the coefficients */
 	copy(e, p->innov, out, W(D));
 	s_const(e, PCCX_GEMMA_C_NEG_ONE);
 	cvo(e, PCCX_CVO_SCALE, PCCX_CVOF_ACCM, stream(e, P, 0), p->innov, D);
+	router_tanh(e);
+	copy(e, p->corr, p->ones, 1);
+	gemv(e, lw->corr_coef, p->rm, p->corr, true);
+	stage(e, p->corr, 1, NSTREAM, "L%u.altup.corr", l);
 	correct_stream(e, P, 0);
 
 	/* PLE: d = RMSNorm(W_proj (GELU(W_gate (X'_0 * gamma)) * u_l)); X'_k += d, k = 1..3 */
