@@ -1466,24 +1466,23 @@ static void ple_finish(struct emit *e, uint32_t l)
 {
 	const struct pccx_gemma_plan *p = e->p;
 	uint32_t D = e->c->d_model, dp = e->c->d_ple;
+	bool ahead = e->altup && l + 1 < e->c->n_layers;
 
 	cvo(e, PCCX_CVO_GELU, 0, p->pleg, p->pleg, dp);
 	cvo(e, PCCX_CVO_MUL, 0, p->ple_slices ? p->u : p->u + l * W(dp), p->pleg, dp);
 	stage(e, p->pleg, 1, dp, "L%u.ple.gate", l);
 	gemv(e, e->m->w.layer[l].ple_proj, p->pleg, p->tmp, false);
-	if (e->altup && l + 1 < e->c->n_layers) {
+	if (ahead) {
 		/* model: layer l+1's router comes at its start, after the PLE mix of streams 1..3 */
 		behind(e, e->m->w.layer[l].ple_proj);
 		forward_altup_router(e, l + 1, (l + 1) % 2);
 		/* model: the PLE mix's norm comes before layer l+1's router */
 		behind(e, e->m->w.layer[l + 1].router);
-		rmsnorm(e, p->tmp, p->tmp, D, lvec(e, l, PCCX_GEMMA_LV_POST_PLE_NORM));
-		stage(e, p->tmp, 1, D, "L%u.ple.mix", l);
-		forward_altup_pred_coefs(e, l + 1);
-		return;
 	}
 	rmsnorm(e, p->tmp, p->tmp, D, lvec(e, l, PCCX_GEMMA_LV_POST_PLE_NORM));
 	stage(e, p->tmp, 1, D, "L%u.ple.mix", l);
+	if (ahead)
+		forward_altup_pred_coefs(e, l + 1);
 }
 
 /* S3.8-9: AltUp correct with the layer output, then the PLE mix into streams 1..3. */
