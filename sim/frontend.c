@@ -125,23 +125,14 @@ static void record_issue(struct pccx_sim *s, const struct sim_op *op)
 
 static const char *mnemonic(const struct sim_op *op)
 {
-	static const char *const cvo[16] = { "exp", "sqrt", "gelu", "sin", "cos", "sum", "scale",
-					     "recip", "mul", "add", "tanh", "max", "sumsq", "lds",
-					     "rsqrt", "?" };
+	const struct pccx_opcode_desc *od = pccx__opcode_desc(op->in.opcode);
+	const struct pccx_cvo_desc *cd;
 
-	switch (op->in.opcode) {
-	case PCCX_OP_GEMV:
-		return "gemv";
-	case PCCX_OP_GEMM:
-		return "gemm";
-	case PCCX_OP_MEMCPY:
-		return "memcpy";
-	case PCCX_OP_MEMSET:
-		return "memset";
-	case PCCX_OP_CVO:
-		return cvo[op->in.f[PCCX_FID_D_func] & 15];
-	}
-	return "?";
+	if (op->in.opcode != PCCX_OP_CVO)
+		return od ? od->mnemonic : "?";
+	/* the trace names a CVO by its function, from the one instruction table */
+	cd = pccx__cvo_desc(op->in.f[PCCX_FID_D_func]);
+	return cd ? cd->name : "cvo";
 }
 
 void pccx__sim_retire(struct pccx_sim *s, struct sim_op *op)

@@ -2022,6 +2022,7 @@ START_TEST(trace_json)
 	struct tjob j = { 0 };
 	struct pccx_sim_backend_result res;
 	size_t i, x = 0;
+	bool named_gemv = false, named_tanh = false, named_smul = false, named_memset = false;
 
 	(void)c;
 	ck_assert_int_ge(fd, 0);
@@ -2029,6 +2030,7 @@ START_TEST(trace_json)
 	ck_assert_int_eq(pccx__sim_trace_open(pccx__sim_backend_sim(b), path, &d), 0);
 	gemv_job(&j, &ws, hw);
 	tj_add(&j, t_cvo(PCCX_CVO_TANH, 1000, 1100, 64, 0));
+	tj_add(&j, t_cvo(PCCX_CVO_SMUL, 1000, 1100, 64, 0));
 	submit_ok(b, &j, &res);
 	ck_assert_int_eq(pccx__sim_trace_close(pccx__sim_backend_sim(b), &d), 0);
 	ck_assert_msg(pccx__json_parse_file(path, NULL, &doc, &d) == 0, "%s", d.msg);
@@ -2045,10 +2047,20 @@ START_TEST(trace_json)
 			ck_assert_int_eq(pccx__json_type_of(pccx__json_get(e, "ts")),
 					 PCCX_JSON_NUMBER);
 			ck_assert(pccx__json_num(pccx__json_get(e, "dur")) >= 0);
+			/* instructions are named by the instruction table (a CVO by its function) */
+			const char *name = pccx__json_str(pccx__json_get(e, "name"), &n);
+
+			ck_assert_ptr_nonnull(name);
+			ck_assert_msg(strcmp(name, "?") && strcmp(name, "cvo"), "unnamed event");
+			named_gemv |= !strcmp(name, "gemv");
+			named_tanh |= !strcmp(name, "tanh");
+			named_smul |= !strcmp(name, "smul");
+			named_memset |= !strcmp(name, "memset");
 		}
 	}
-	/* 2 memsets + gemv + cvo, and DataMover commands */
-	ck_assert_uint_ge(x, 4 + 4);
+	/* 2 memsets + gemv + 2 cvos, and DataMover commands */
+	ck_assert_uint_ge(x, 5 + 4);
+	ck_assert(named_gemv && named_tanh && named_smul && named_memset);
 	pccx__json_free(doc);
 	unlink(path);
 	pccx__sim_backend_destroy(b);
