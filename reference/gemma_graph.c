@@ -49,6 +49,8 @@
 #define GEMV_CHUNK 16384u
 /* Rows of the LM head's last GEMV (lm_piece_rows). */
 #define LM_TAIL 4096u
+/* W_q's last heads, a GEMV each, in a layer that writes no KV (forward_q_heads). */
+#define Q_TAIL_HEADS 2u
 /* W_up is issued in this many GEMVs (forward_ffn), unless the plan says otherwise. */
 #define UP_PIECES 4u
 /* ... in a prompt chunk, into two piece buffers (plan.up_ring) */
@@ -293,6 +295,7 @@ static int plan_build(const struct pccx_gemma_model *m, struct pccx_gemma_plan *
 				  p->n_regions, PCCX_GEMMA_PLAN_REGIONS);
 	p->up_pieces = chunk ? CHUNK_UP_PIECES : UP_PIECES;
 	p->up_ring = chunk;
+	p->q_pieces = !chunk;
 	p->rowmask = false;
 	p->colskip = false;
 	p->smul = false;
@@ -742,25 +745,31 @@ static void rmsnorm_rows(struct emit *e, uint32_t src, uint32_t dst, uint32_t ro
 }
 
 /*
- * RoPE on `heads` rows of head_dim at x with the tables of the layer's attention kind
- * (rotate-half): x' = x * cos + swap(x) * [-sin | +sin],  swap(x) = [x_hi | x_lo]. Pairs
- * that do not rotate (rope_dims < head_dim) have cos 1 and sin 0 in the tables.
+ * RoPE on heads [h0, h0 + heads) of the rows of head_dim at x, with the tables of the layer's
+ * attention kind (rotate-half): x' = x * cos + swap(x) * [-sin | +sin],
+ * swap(x) = [x_hi | x_lo]. Pairs that do not rotate (rope_dims < head_dim) have cos 1 and
+ * sin 0 in the tables. Element-wise: the heads may be rotated in any split.
  */
-static void rope(struct emit *e, const struct pccx_layer_desc *ly, uint32_t x, uint32_t heads)
+static void rope(struct emit *e, const struct pccx_layer_desc *ly, uint32_t x, uint32_t h0,
+		 uint32_t heads)
 {
+	const struct pccx_gemma_plan *p = e->p;
 	uint32_t hw = W(ly->head_dim), half = hw / 2, n = heads * ly->head_dim, h;
+	uint32_t cos = p->rep_cos[ly->kind] + h0 * hw, sin = p->rep_sin[ly->kind] + h0 * hw;
+	uint32_t swap = p->swap + h0 * hw;
 
-	for (h = 0; h < heads && e->p->rope_per_use; h++) {
-		copy(e, e->p->rep_cos[ly->kind] + h * hw, e->p->rope_cos[ly->kind], hw);
-		copy(e, e->p->rep_sin[ly->kind] + h * hw, e->p->rope_sin[ly->kind], hw);
+	x += h0 * hw;
+	for (h = 0; h < heads && p->rope_per_use; h++) {
+		copy(e, cos + h * hw, p->rope_cos[ly->kind], hw);
+		copy(e, sin + h * hw, p->rope_sin[ly->kind], hw);
 	}
 	for (h = 0; h < heads; h++) {
-		copy(e, e->p->swap + h * hw, x + h * hw + half, half);
-		copy(e, e->p->swap + h * hw + half, x + h * hw, half);
+		copy(e, swap + h * hw, x + h * hw + half, half);
+		copy(e, swap + h * hw + half, x + h * hw, half);
 	}
-	cvo(e, PCCX_CVO_MUL, 0, e->p->rep_sin[ly->kind], e->p->swap, n);
-	cvo(e, PCCX_CVO_MUL, 0, e->p->rep_cos[ly->kind], x, n);
-	cvo(e, PCCX_CVO_ADD, 0, e->p->swap, x, n);
+	cvo(e, PCCX_CVO_MUL, 0, sin, swap, n);
+	cvo(e, PCCX_CVO_MUL, 0, cos, x, n);
+	cvo(e, PCCX_CVO_ADD, 0, swap, x, n);
 }
 
 /*
@@ -981,15 +990,17 @@ static void forward_laurel_finish(struct emit *e, uint32_t l)
 	stage(e, p->lr, 1, e->c->d_model, "L%u.laurel", l);
 }
 
-/* x = RoPE(RMSNorm_w(x)) on `heads` rows of layer l (q or k); the norm if the layer has it. */
-static void norm_rope(struct emit *e, uint32_t l, uint32_t x, uint32_t heads, uint32_t norm,
-		      enum pccx_gemma_lvec w)
+/* x = RoPE(RMSNorm_w(x)) on heads [h0, h0 + heads) of layer l (q or k); the norm if the layer
+ * has it. Per head: any split of the heads gives the same bits. */
+static void norm_rope(struct emit *e, uint32_t l, uint32_t x, uint32_t h0, uint32_t heads,
+		      uint32_t norm, enum pccx_gemma_lvec w)
 {
 	const struct pccx_layer_desc *ly = &e->m->layers[l];
+	uint32_t hw = W(ly->head_dim);
 
 	if (ly->norms & norm)
-		rmsnorm_rows(e, x, x, heads, ly->head_dim, lvec(e, l, w));
-	rope(e, ly, x, heads);
+		rmsnorm_rows(e, x + h0 * hw, x + h0 * hw, heads, ly->head_dim, lvec(e, l, w));
+	rope(e, ly, x, h0, heads);
 }
 
 /* S3.5, layers that write KV: k = RoPE(RMSNorm_{g_k}(W_k h)), v = RMSNorm(W_v h) at row pos. */
@@ -1000,7 +1011,7 @@ static void forward_kv_append(struct emit *e, uint32_t l, uint32_t pos)
 	uint32_t hd = ly->head_dim, hw = W(hd), nkv = ly->n_kv_heads, row = pos % ly->kv_rows, g;
 	uint32_t k = p->k_of[ly->kind], v = p->v_of[ly->kind];
 
-	norm_rope(e, l, k, nkv, PCCX_NORM_K, PCCX_GEMMA_LV_K_NORM);
+	norm_rope(e, l, k, 0, nkv, PCCX_NORM_K, PCCX_GEMMA_LV_K_NORM);
 	stage(e, k, nkv, hd, "L%u.attn.k_rope", l);
 	if (ly->norms & PCCX_NORM_V)
 		rmsnorm_rows(e, v, v, nkv, hd, NO_WEIGHT);
@@ -1058,6 +1069,34 @@ static void forward_attend(struct emit *e, uint32_t l, uint32_t pos)
 	stage(e, p->ctx_of[ly->kind], ly->n_heads, hd, "L%u.attn.ctx", l);
 }
 
+/*
+ * S3.5, a layer that writes no KV: q = RoPE(RMSNorm_{g_q}(W_q h)) with W_q in GEMVs of
+ * Q_PIECE_HEADS heads. Nothing but q's norm and RoPE lies between W_q and the attention here,
+ * so each piece's heads are normed and rotated behind the next piece's GEMV, and only the last
+ * piece's heads wait for the last weight. Rows and heads are independent: the bits of one
+ * GEMV and one pass.
+ */
+static void forward_q_heads(struct emit *e, uint32_t l)
+{
+	const struct pccx_layer_desc *ly = &e->m->layers[l];
+	const struct pccx_gemma_plan *p = e->p;
+	const struct pccx_gemma_layer_w *lw = &e->m->w.layer[l];
+	uint32_t q = p->q_of[ly->kind], hd = ly->head_dim, H = ly->n_heads, h, n, h_prev = 0;
+
+	for (h = 0; h < H; h += n) {
+		n = H - h > Q_TAIL_HEADS ? H - Q_TAIL_HEADS - h : 1;
+		gemv_rows(e, lw->attn_q, h * hd, n * hd, p->h, q + h * W(hd), false);
+		/* model: LAuReL ends before the attention, q's norm and RoPE follow W_q */
+		behind(e, lw->attn_q);
+		if (!h && e->altup)
+			forward_laurel_finish(e, l);
+		if (h)
+			norm_rope(e, l, q, h_prev, h - h_prev, PCCX_NORM_Q, PCCX_GEMMA_LV_Q_NORM);
+		h_prev = h;
+	}
+	norm_rope(e, l, q, h_prev, H - h_prev, PCCX_NORM_Q, PCCX_GEMMA_LV_Q_NORM);
+}
+
 /* S3.5: attention on h: q (and k, v in layers that write KV), the cache, o = W_o ctx. */
 static void forward_attention(struct emit *e, uint32_t l, uint32_t pos)
 {
@@ -1067,18 +1106,22 @@ static void forward_attention(struct emit *e, uint32_t l, uint32_t pos)
 	uint32_t q = p->q_of[ly->kind], k = p->k_of[ly->kind], v = p->v_of[ly->kind];
 
 	/* W_q, W_k, W_v back to back, each one's norms behind the next projection */
-	gemv(e, lw->attn_q, p->h, q, false);
-	behind(e, lw->attn_q);	/* model: LAuReL ends before the attention */
-	if (e->altup)
-		forward_laurel_finish(e, l);
-	if (ly->kv_write) {
-		gemv(e, lw->attn_k, p->h, k, false);
-		behind(e, lw->attn_k);	/* model: q's norm and RoPE come before W_k */
-		if (ly->k_eq_v)
-			copy(e, v, k, ly->n_kv_heads * W(ly->head_dim));	/* v = W_k h */
+	if (ly->kv_write || !p->q_pieces) {
+		gemv(e, lw->attn_q, p->h, q, false);
+		behind(e, lw->attn_q);	/* model: LAuReL ends before the attention */
+		if (e->altup)
+			forward_laurel_finish(e, l);
+		if (ly->kv_write) {
+			gemv(e, lw->attn_k, p->h, k, false);
+			behind(e, lw->attn_k);	/* model: q's norm and RoPE come before W_k */
+			if (ly->k_eq_v)	/* v = W_k h */
+				copy(e, v, k, ly->n_kv_heads * W(ly->head_dim));
+		}
+		/* q = RoPE(RMSNorm_{g_q}(W_q h)) per head */
+		norm_rope(e, l, q, 0, ly->n_heads, PCCX_NORM_Q, PCCX_GEMMA_LV_Q_NORM);
+	} else {
+		forward_q_heads(e, l);
 	}
-	/* q = RoPE(RMSNorm_{g_q}(W_q h)) per head */
-	norm_rope(e, l, q, ly->n_heads, PCCX_NORM_Q, PCCX_GEMMA_LV_Q_NORM);
 	stage(e, q, ly->n_heads, ly->head_dim, "L%u.attn.q_rope", l);
 	if (ly->q_scale != 1.0f) {
 		/* the scores' scaling, applied to q (fewer elements than the scores) */

@@ -127,6 +127,12 @@ struct pccx_gemma_plan {
 	uint64_t region_same;
 	uint32_t up_pieces;	/* GEMVs W_up is issued in: 4 in a decode step, 8 in a chunk */
 	/*
+	 * In a layer that writes no KV, W_q's last heads are GEMVs of their own, each piece's
+	 * norm and RoPE behind the next piece (a decode step; a chunk's GEMMs need whole rows,
+	 * and its tokens' SFU work runs between two GEMMs anyway).
+	 */
+	bool q_pieces;
+	/*
 	 * W_up's pieces go to two piece-wide buffers in turn, up and up2, each multiplied into
 	 * gate behind the next piece, instead of to their places in one d_ffn-wide up: a prompt
 	 * chunk's plan (pccx__gemma_plan_build_chunk), whose every token needs its own copy.

@@ -1030,6 +1030,41 @@ START_TEST(test_smul_norms_match_two_passes)
 }
 END_TEST
 
+/*
+ * W_q in head pieces in the layers that write no KV (plan.q_pieces, a decode step's plan),
+ * each piece's norm and RoPE behind the next piece: the bits of one W_q GEMV and one pass,
+ * stage by stage, in the logits and the KV cache.
+ */
+static const char *const q_pieces_presets[] = { "tiny", "tiny-gemma4" };
+
+START_TEST(test_q_pieces_match_one_gemv)
+{
+	struct rig a, b;
+	uint64_t ha = 0xCBF29CE484222325ull, hb = ha;
+	uint32_t i;
+
+	rig_open(&a, q_pieces_presets[_i], 4, 1, PCCX_KERN_AUTO);
+	rig_open(&b, q_pieces_presets[_i], 4, 1, PCCX_KERN_AUTO);
+	ck_assert(b.s->plan.q_pieces);
+	a.s->plan.q_pieces = false;
+	pccx__ref_exec_on_stage(a.x, hash_stage, &ha);
+	pccx__ref_exec_on_stage(b.x, hash_stage, &hb);
+	for (i = 0; i < 6; i++) {
+		rig_step(&a, tok_at(&a.cfg, i), true);
+		rig_step(&b, tok_at(&b.cfg, i), true);
+		ck_assert_msg(ha == hb, "%s: the stages of step %u differ", q_pieces_presets[_i], i);
+		ck_assert(!memcmp(a.logits, b.logits, sizeof(float) * a.cfg.vocab));
+		ck_assert(!memcmp(a.s->kv, b.s->kv, a.s->plan.kv_bytes));
+	}
+	/* the shared layers' W_q ran in pieces: more matmuls, the same weight bytes */
+	ck_assert_uint_gt(pccx__ref_exec_counters(b.x)->ops[0], pccx__ref_exec_counters(a.x)->ops[0]);
+	ck_assert_uint_eq(pccx__ref_exec_counters(b.x)->stream_bytes,
+			  pccx__ref_exec_counters(a.x)->stream_bytes);
+	rig_close(&a);
+	rig_close(&b);
+}
+END_TEST
+
 START_TEST(test_deterministic_runs_threads_kernels)
 {
 	float a[512], b[512];
@@ -1682,6 +1717,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_stage_names);
 	tcase_add_loop_test(tc, test_smul_norms_match_two_passes, 0,
 			    sizeof(smul_presets) / sizeof(smul_presets[0]));
+	tcase_add_loop_test(tc, test_q_pieces_match_one_gemv, 0,
+			    sizeof(q_pieces_presets) / sizeof(q_pieces_presets[0]));
 	tcase_add_loop_test(tc, test_ple_slices_match_setup, 0,
 			    sizeof(ple_presets) / sizeof(ple_presets[0]));
 	tcase_add_test(tc, test_deterministic_runs_threads_kernels);
