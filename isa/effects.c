@@ -216,7 +216,7 @@ static int cvo_effects(const struct pccx_insn *in, uint32_t l2, struct pccx_effe
 	} else if (sform || cd->cls == PCCX_CVOC_REDUCE) {
 		/* scalar result: S and element 0 of dst */
 		fx->writes_s = true;
-		fx->reads_s = sform || (in->f[PCCX_FID_D_sub_emax] != 0);
+		fx->reads_s = sform || in->f[PCCX_FID_D_sub_emax] || pccx__insn_racc(in);
 		if (cd->cls == PCCX_CVOC_REDUCE && !sform) {
 			if (!in_l2(src, words, l2))
 				return fail(f, PCCX_ISA_E_L2_RANGE, PCCX_FID_D_src);

@@ -180,6 +180,16 @@ struct pccx_insn {
 	uint32_t f[PCCX_NFIELDS];
 };
 
+/*
+ * Whether a decoded instruction is a SUM or SUMSQ whose sum starts from S (accm): the
+ * extension FEATURES.RACC, which the validator and the device refuse without the bit.
+ */
+static inline bool pccx__insn_racc(const struct pccx_insn *in)
+{
+	return in->opcode == PCCX_OP_CVO && in->f[PCCX_FID_D_accm] && !in->f[PCCX_FID_D_sreg] &&
+	       (in->f[PCCX_FID_D_func] == PCCX_CVO_SUM || in->f[PCCX_FID_D_func] == PCCX_CVO_SUMSQ);
+}
+
 /* Where a word-level fault is: the field id (or -1 for the whole word). */
 struct pccx_isa_fault {
 	int err;        /* enum pccx_isa_err */

@@ -104,6 +104,7 @@
  *          BINARY dst[i] = dst[i] op src[i]           scalar form: S = S op v
  *                 (SMUL: dst[i] = (dst[i] * S) * src[i], vector form only)
  *          REDUCE S = reduce(pre(src[0..len)))        scalar form (MAX only): S = max(S, v)
+ *                 (SUM, SUMSQ with accm, FEATURES.RACC: the sum starts from S, not +0)
  *          LOAD   S = element len of src
  * where v is element 0 of word src. Every instruction that produces a scalar also writes
  * it to element 0 of word dst.
@@ -119,8 +120,9 @@
 	  "upstream (range reduction added)", "RoPE tables (the host normally supplies them)")    \
 	X(COS,    0x4, "cos",    UNARY,  PCCX_CVOF_SUB | PCCX_CVOF_RELU | PCCX_CVOF_ACCM, PCCX_CVOF_RELU,  \
 	  "upstream (range reduction added)", "RoPE tables (the host normally supplies them)")    \
-	X(SUM,    0x5, "sum",    REDUCE, PCCX_CVOF_SUB | PCCX_CVOF_RELU | PCCX_CVOF_RECIP, PCCX_CVO_NO_SFORM, \
-	  "upstream REDUCE_SUM (FP32)", "softmax denominator, Gaussian top-k mean")              \
+	X(SUM,    0x5, "sum",    REDUCE, PCCX_CVOF_SUB | PCCX_CVOF_RELU | PCCX_CVOF_RECIP | PCCX_CVOF_ACCM, \
+	  PCCX_CVO_NO_SFORM, "upstream REDUCE_SUM (FP32); accm: extension (FEATURES.RACC)",       \
+	  "softmax denominator, Gaussian top-k mean (with accm: piece by piece)")                 \
 	X(SCALE,  0x6, "scale",  SCALE,  PCCX_CVOF_RELU | PCCX_CVOF_RECIP | PCCX_CVOF_ACCM, PCCX_CVOF_RECIP, \
 	  "upstream (scalar from S)", "normalisation by 1/rms, softmax 1/sum, AltUp coefficients (with accm)") \
 	X(RECIP,  0x7, "recip",  UNARY,  PCCX_CVOF_SUB | PCCX_CVOF_RELU | PCCX_CVOF_ACCM, PCCX_CVOF_RELU,  \
@@ -133,8 +135,9 @@
 	  "extension", "AltUp router, final logit soft-cap")                                     \
 	X(MAX,    0xB, "max",    REDUCE, PCCX_CVOF_RELU, PCCX_CVOF_NONE,                            \
 	  "extension", "softmax maximum; scalar form clamps (max(mean sq, 1e-5))")               \
-	X(SUMSQ,  0xC, "sumsq",  REDUCE, PCCX_CVOF_SUB | PCCX_CVOF_RECIP, PCCX_CVO_NO_SFORM,       \
-	  "extension", "RMSNorm mean square, Gaussian top-k variance, AltUp magnitudes")         \
+	X(SUMSQ,  0xC, "sumsq",  REDUCE, PCCX_CVOF_SUB | PCCX_CVOF_RECIP | PCCX_CVOF_ACCM,         \
+	  PCCX_CVO_NO_SFORM, "extension; accm: FEATURES.RACC",                                    \
+	  "RMSNorm mean square, Gaussian top-k variance, AltUp magnitudes")                       \
 	X(LDS,    0xD, "lds",    LOAD,   PCCX_CVOF_NONE, PCCX_CVO_NO_SFORM,                          \
 	  "extension", "load AltUp coefficients and constants into S")                            \
 	X(RSQRT,  0xE, "rsqrt",  UNARY,  PCCX_CVOF_SUB | PCCX_CVOF_RELU | PCCX_CVOF_ACCM, PCCX_CVOF_RELU,  \

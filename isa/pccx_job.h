@@ -66,7 +66,7 @@ struct pccx_vlimits {
 	/*
 	 * The device's FEATURES bits (isa/pccx_regs.h): a word that needs an extension the
 	 * device lacks (the CVO smul without SMUL, a GEMV rowmask without ROWMASK, a GEMV on
-	 * q4c weights without COLSKIP) is refused
+	 * q4c weights without COLSKIP, a sum or sumsq with accm without RACC) is refused
 	 * here rather than faulting on the device. The default is every extension: a program
 	 * checked without a device.
 	 */

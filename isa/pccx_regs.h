@@ -53,6 +53,7 @@
 #define PCCX_FEAT_ROWMASK         (1u << 9)   /* GEMV rowmask: only kept rows are read */
 #define PCCX_FEAT_SMUL            (1u << 10)  /* CVO smul: (dst * S) * src, one pass */
 #define PCCX_FEAT_COLSKIP         (1u << 11)  /* q4c weights: only non-zero inputs' columns read */
+#define PCCX_FEAT_RACC            (1u << 12)  /* SUM/SUMSQ accm: the sum starts from S */
 
 #define PCCX_STATUS_BUSY          (1u << 0)
 #define PCCX_STATUS_DONE          (1u << 1)

@@ -139,6 +139,9 @@ int pccx__validate(const struct pccx_job_view *job, pccx_buf_lookup_fn lookup, v
 		    !(lim->features & PCCX_FEAT_SMUL))
 			return reject(res, PCCX_ISA_E_CVO_FUNC, PCCX_VW_INSN, i, PCCX_FID_D_func,
 				      PCCX_FEAT_SMUL, lim->features);
+		if (pccx__insn_racc(&in) && !(lim->features & PCCX_FEAT_RACC))
+			return reject(res, PCCX_ISA_E_FLAGS, PCCX_VW_INSN, i, PCCX_FID_D_accm,
+				      PCCX_FEAT_RACC, lim->features);
 		if (in.opcode == PCCX_OP_GEMV && in.f[PCCX_FID_A_rowmask] &&
 		    !(lim->features & PCCX_FEAT_ROWMASK))
 			return reject(res, PCCX_ISA_E_FLAGS, PCCX_VW_INSN, i, PCCX_FID_A_rowmask,

@@ -40,6 +40,7 @@ static int record_plan(const struct pccx_gemma_model *m, const struct pccx_gemma
 	rp->smul = p->smul;
 	rp->rowmask = false;		/* a chunk's matmuls are GEMMs */
 	rp->colskip = false;
+	rp->racc = false;		/* S does not live across a chunk's GEMM segments */
 	return PCCX_OK;
 }
 

@@ -51,6 +51,8 @@
 #define LM_TAIL 4096u
 /* W_q's last heads, a GEMV each, in a layer that writes no KV (forward_q_heads). */
 #define Q_TAIL_HEADS 2u
+/* W_gate of a sparse layer is issued in this many GEMVs with FEATURES.RACC (gate_pieces). */
+#define GATE_PIECES 4u
 /* W_up is issued in this many GEMVs (forward_ffn), unless the plan says otherwise. */
 #define UP_PIECES 4u
 /* ... in a prompt chunk, into two piece buffers (plan.up_ring) */
@@ -299,6 +301,7 @@ static int plan_build(const struct pccx_gemma_model *m, struct pccx_gemma_plan *
 	p->rowmask = false;
 	p->colskip = false;
 	p->smul = false;
+	p->racc = false;
 	p->rope_per_use = chunk;
 	if (next > PCCX_L2_WORDS)
 		return pccx__fail(
@@ -441,6 +444,7 @@ int pccx__gemma_host_inputs(const struct pccx_gemma_model *m, const struct pccx_
 	consts[PCCX_GEMMA_C_SOFTCAP] = c->softcap;
 	consts[PCCX_GEMMA_C_Q_SCALE] = m->layers[0].q_scale;
 	consts[PCCX_GEMMA_C_ATTN_SOFTCAP] = m->layers[0].attn_softcap;
+	consts[PCCX_GEMMA_C_SPARSE_F] = (float)pccx__gemma_sparse_ffn(m);
 	for (i = 0; i < PCCX_GEMMA_NCONST; i++)
 		put_f32(in, p->consts - base + i, 0, consts[i]);
 	for (i = 0; i < EPW; i++)
@@ -1171,14 +1175,71 @@ static struct ffn_regions ffn_regions(const struct pccx_gemma_plan *p,
 	return (struct ffn_regions){ p->gate, p->up, p->up2 };
 }
 
+/*
+ * Whether layer l's W_gate is issued in GATE_PIECES GEMVs with the Gaussian top-k's sum
+ * carried in S from piece to piece (SUM accm, FEATURES.RACC): a sparse layer of a decode step
+ * on a device with the extension, whose width is the one the mean's divisor (the constant
+ * SPARSE_F) is for, and whose W_up waits for the cutoff (rowmask; in the dense order W_up's
+ * first piece streams while the cutoff is worked out). A chunk's plan keeps one GEMM: S does
+ * not live across its segments.
+ */
+static bool gate_pieces(const struct emit *e, const struct pccx_layer_desc *ly)
+{
+	return e->p->racc && e->p->rowmask && ly->sparse &&
+	       ly->d_ffn == pccx__gemma_sparse_ffn(e->m) &&
+	       ly->d_ffn > up_piece_rows(ly->d_ffn, GATE_PIECES);
+}
+
+/* S, S_MEAN <- the sum of gate[r, r + n), continuing the one of gate[0, r) in S_MEAN. */
+static void gate_sum_piece(struct emit *e, uint32_t gate, uint32_t r, uint32_t n)
+{
+	const struct pccx_gemma_plan *p = e->p;
+
+	if (r)
+		cvo(e, PCCX_CVO_LDS, 0, p->scal + PCCX_GEMMA_S_MEAN, p->scal + PCCX_GEMMA_S_DUMP, 0);
+	cvo(e, PCCX_CVO_SUM, r ? PCCX_CVOF_ACCM : 0, gate + r / EPW, p->scal + PCCX_GEMMA_S_MEAN,
+	    n);
+}
+
+/*
+ * The rest of W_gate after its first piece (gate_pieces): the sum of each piece behind the
+ * next piece's GEMV, with S reloaded from S_MEAN first (the work behind the first piece uses
+ * S). The sum is the one SUM over the whole: the same additions in the same order. The last
+ * piece's sum comes with the cutoff (forward_ffn_cutoff).
+ */
+static void forward_gate_pieces(struct emit *e, uint32_t l)
+{
+	const struct pccx_layer_desc *ly = &e->m->layers[l];
+	const struct pccx_gemma_layer_w *lw = &e->m->w.layer[l];
+	uint32_t F = ly->d_ffn, piece = up_piece_rows(F, GATE_PIECES), gate, r, n;
+	uint32_t t = e->p->t;
+
+	gate = ffn_regions(e->p, ly).gate;
+	for (r = piece; r < F; r += n) {
+		n = F - r < piece ? F - r : piece;
+		gemv_rows(e, lw->ffn_gate, r, n, t, gate + r / EPW, false);
+		behind(e, lw->ffn_gate);	/* model: the top-k's mean follows all of W_gate */
+		gate_sum_piece(e, gate, r - piece, piece);
+	}
+}
+
 /* S3.7, a sparse layer's Gaussian top-k: S = cutoff = mean + std * z (population std). */
 static void forward_ffn_cutoff(struct emit *e, uint32_t l)
 {
 	const struct pccx_gemma_plan *p = e->p;
 	const struct pccx_layer_desc *ly = &e->m->layers[l];
-	uint32_t F = ly->d_ffn, gate = ffn_regions(p, ly).gate;
+	uint32_t F = ly->d_ffn, gate = ffn_regions(p, ly).gate, piece, r;
 
-	cvo(e, PCCX_CVO_SUM, PCCX_CVOF_RECIP, gate, p->scal + PCCX_GEMMA_S_MEAN, F);
+	if (gate_pieces(e, ly)) {
+		/* the last piece's sum, then the mean: sum / F as the SUM's mean divides */
+		piece = up_piece_rows(F, GATE_PIECES);
+		r = (F - 1) / piece * piece;
+		gate_sum_piece(e, gate, r, F - r);
+		cvo(e, PCCX_CVO_SCALE, PCCX_CVOF_SREG | PCCX_CVOF_RECIP,
+		    p->consts + PCCX_GEMMA_C_SPARSE_F, p->scal + PCCX_GEMMA_S_MEAN, 0);
+	} else {
+		cvo(e, PCCX_CVO_SUM, PCCX_CVOF_RECIP, gate, p->scal + PCCX_GEMMA_S_MEAN, F);
+	}
 	cvo(e, PCCX_CVO_SUMSQ, PCCX_CVOF_SUB | PCCX_CVOF_RECIP, gate, p->scal + PCCX_GEMMA_S_DUMP,
 	    F);
 	s_fn(e, PCCX_CVO_SQRT, PCCX_GEMMA_S_DUMP);
@@ -1443,7 +1504,10 @@ static void forward_ffn(struct emit *e, uint32_t l, uint32_t X, uint32_t P)
 	else
 		copy(e, p->t, p->al, W(D));
 	stage(e, p->t, 1, D, "L%u.ffn.norm", l);
-	gemv(e, lw->ffn_gate, p->t, fr.gate, false);
+	if (gate_pieces(e, ly))
+		gemv_rows(e, lw->ffn_gate, 0, up_piece_rows(F, GATE_PIECES), p->t, fr.gate, false);
+	else
+		gemv(e, lw->ffn_gate, p->t, fr.gate, false);
 	/* model: predictions 1..3 come at the start of the layer, u_l at the start of the step */
 	behind(e, lw->ffn_gate);
 	if (e->altup) {
@@ -1454,6 +1518,8 @@ static void forward_ffn(struct emit *e, uint32_t l, uint32_t X, uint32_t P)
 	/* model: layer l+1 loads its vectors at its start (not across a job's end: experts) */
 	if (l + 1 < e->c->n_layers && !ly->n_experts)
 		load_layer_vectors(e, l + 1);
+	if (gate_pieces(e, ly))
+		forward_gate_pieces(e, l);
 	/* W_up in up_pieces GEMVs, so that only the last piece's product waits for its stream */
 	piece = up_piece_rows(F, p->up_pieces);
 	if (ly->sparse && p->rowmask) {

@@ -25,6 +25,7 @@ enum pccx_gemma_const {
 	PCCX_GEMMA_C_SOFTCAP,	/* final logit soft-cap */
 	PCCX_GEMMA_C_Q_SCALE,	/* q scale: query_pre_attn_scalar^-1/2 */
 	PCCX_GEMMA_C_ATTN_SOFTCAP,	/* attention-score soft-cap */
+	PCCX_GEMMA_C_SPARSE_F,	/* d_ffn of the sparse layers: the Gaussian top-k's mean divisor */
 	PCCX_GEMMA_NCONST
 };
 
@@ -161,6 +162,13 @@ struct pccx_gemma_plan {
 	 * after plan_build, the session sets it): the bits of SCALE then MUL in one pass.
 	 */
 	bool smul;
+	/*
+	 * The device sums from S (FEATURES.RACC; off after plan_build, the session sets it): a
+	 * sparse layer's W_gate is issued in pieces and the Gaussian top-k's sum taken piece by
+	 * piece behind them, the bits of one SUM, so that only the last piece's sum follows the
+	 * last weight. Never in a chunk's plan.
+	 */
+	bool racc;
 	/*
 	 * Each layer makes its own slice of the per-layer inputs (u_l = W_plmp rows of layer l,
 	 * its norm, + its PLE row, / sqrt 2) instead of the step making all of them at its start:

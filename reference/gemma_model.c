@@ -373,6 +373,16 @@ void pccx__gemma_row_f32(const struct pccx_gemma_model *m, int32_t t, uint32_t r
 	}
 }
 
+uint32_t pccx__gemma_sparse_ffn(const struct pccx_gemma_model *m)
+{
+	uint32_t l;
+
+	for (l = 0; l < m->cfg.n_layers; l++)
+		if (m->layers[l].sparse)
+			return m->layers[l].d_ffn;
+	return 0;
+}
+
 uint64_t pccx__gemma_streamed_bytes(const struct pccx_gemma_model *m)
 {
 	const struct pccx_gemma_config *c = &m->cfg;

@@ -191,6 +191,9 @@ void pccx__q4c_pack(const uint8_t *w, uint32_t n, uint32_t k, uint8_t *dst);
 /* Dequantise / copy row r of tensor t as FP32 (cols values): w = fp16(d) * q, or the FP32. */
 void pccx__gemma_row_f32(const struct pccx_gemma_model *m, int32_t t, uint32_t r, float *out);
 
+/* d_ffn of the model's first sparse layer (the Gaussian top-k's width), 0 without one. */
+uint32_t pccx__gemma_sparse_ffn(const struct pccx_gemma_model *m);
+
 /* Bytes the streamed tensors of one decode step read (for the benchmark's bandwidth line). */
 uint64_t pccx__gemma_streamed_bytes(const struct pccx_gemma_model *m);
 

@@ -29,6 +29,7 @@ void pccx__sim_config_default(struct pccx_sim_config *c)
 	c->rowmask = 1;
 	c->smul = 1;
 	c->colskip = 1;
+	c->racc = 1;
 	c->sfu_lanes = 1;
 
 	c->mmio_write_axi = 8;
@@ -117,6 +118,8 @@ int pccx__sim_config_check(const struct pccx_sim_config *c, pccx_diag *d)
 	if (c->colskip > 1)
 		return pccx__fail(d, PCCX_ERR_RANGE, "simulator: colskip %u is not 0 or 1",
 				  c->colskip);
+	if (c->racc > 1)
+		return pccx__fail(d, PCCX_ERR_RANGE, "simulator: racc %u is not 0 or 1", c->racc);
 	if (c->sfu_lanes != 1 && c->sfu_lanes != 2 && c->sfu_lanes != 4)
 		return pccx__fail(d, PCCX_ERR_RANGE, "pccx,sfu-lanes: %u is not 1, 2 or 4",
 				  c->sfu_lanes);
@@ -198,6 +201,8 @@ int pccx__sim_config_from_dtb(struct pccx_sim_config *c, const void *blob, size_
 		rc = prop_u32(blob, node, "pccx,smul", &c->smul, d);
 	if (!rc)
 		rc = prop_u32(blob, node, "pccx,colskip", &c->colskip, d);
+	if (!rc)
+		rc = prop_u32(blob, node, "pccx,racc", &c->racc, d);
 	if (!rc)
 		rc = prop_u32(blob, node, "pccx,sfu-lanes", &c->sfu_lanes, d);
 	if (!rc)

@@ -180,6 +180,8 @@ uint64_t pccx__sim_features(const pccx_sim *s)
 		f |= PCCX_FEAT_SMUL;
 	if (s->cfg.colskip)
 		f |= PCCX_FEAT_COLSKIP;
+	if (s->cfg.racc)
+		f |= PCCX_FEAT_RACC;
 	return f;
 }
 

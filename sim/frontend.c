@@ -175,6 +175,9 @@ static int decode_head(struct pccx_sim *s)
 	if (!err && !s->cfg.smul && h->in.opcode == PCCX_OP_CVO &&
 	    h->in.f[PCCX_FID_D_func] == PCCX_CVO_SMUL)
 		err = PCCX_ISA_E_CVO_FUNC;
+	/* a SUM or SUMSQ from S needs FEATURES.RACC (pccx,racc) */
+	if (!err && !s->cfg.racc && pccx__insn_racc(&h->in))
+		err = PCCX_ISA_E_FLAGS;
 	if (err) {
 		pccx__sim_set_error(s, PCCX_CAUSE_ILLEGAL_INSN, (uint32_t)err, s->issued_job, w);
 		return err;

@@ -45,6 +45,7 @@ struct pccx_sim_config {
 	uint32_t rowmask;             /* pccx,rowmask: FEATURES.ROWMASK, GEMV rowmask (1; 0 or 1) */
 	uint32_t smul;                /* pccx,smul: FEATURES.SMUL, the CVO smul (1; 0 or 1) */
 	uint32_t colskip;             /* pccx,colskip: FEATURES.COLSKIP, GEMV on q4c (1; 0 or 1) */
+	uint32_t racc;                /* pccx,racc: FEATURES.RACC, SUM/SUMSQ from S (1; 0 or 1) */
 	uint32_t sfu_lanes;           /* pccx,sfu-lanes: elements per cycle of the SFU's
 				       * element-wise forms (1, as v002; 1, 2 or 4) */
 	uint64_t reg_base;            /* first cell pair of reg (0xA000_0000) */

@@ -1156,6 +1156,8 @@ static void use_extensions(pccx_session *s, const struct pccx_session_opts *opts
 		return;
 	/* RMSNorm's scale and weight in one SFU pass */
 	s->dev->plan.smul = (info.features & PCCX_FEAT_SMUL) != 0;
+	/* the Gaussian top-k's mean summed piece by piece behind W_gate's pieces */
+	s->dev->plan.racc = (info.features & PCCX_FEAT_RACC) != 0;
 	/* sparse layers read only the kept rows of W_up (unless the caller asks otherwise) */
 	no_rowmask = opts && opts->struct_size >= offsetof(struct pccx_session_opts, no_rowmask) +
 						  sizeof(opts->no_rowmask) && opts->no_rowmask;
@@ -1164,6 +1166,7 @@ static void use_extensions(pccx_session *s, const struct pccx_session_opts *opts
 	s->dev->plan.colskip = (info.features & PCCX_FEAT_COLSKIP) && !no_rowmask;
 	if (s->ref) {
 		s->ref->plan.smul = s->dev->plan.smul;
+		s->ref->plan.racc = s->dev->plan.racc;
 		s->ref->plan.rowmask = s->dev->plan.rowmask;
 		s->ref->plan.colskip = s->dev->plan.colskip;
 	}

@@ -218,7 +218,8 @@ enum pccx_sfu_fn {
 /* Flag bits. */
 #define PCCX_SFU_F_SUB		(1u << 0)	/* input stage: x = x - S */
 #define PCCX_SFU_F_RELU		(1u << 1)	/* input stage: x = x > 0 ? x : +0 (NaN stays NaN) */
-#define PCCX_SFU_F_ACCM		(1u << 2)	/* output stage: y = y + old dst element */
+#define PCCX_SFU_F_ACCM		(1u << 2)	/* output stage: y = y + old dst element; SUM,
+						 * SUMSQ: the sum starts from S, not +0 */
 #define PCCX_SFU_F_RECIP	(1u << 3)	/* SCALE: divide by S instead of multiplying */
 #define PCCX_SFU_F_SCALE	(1u << 4)	/* MUL: scale d by S first (the CVO smul) */
 #define PCCX_SFU_F_MEAN		(1u << 5)	/* SUM, SUMSQ: divide the result by (float)n */

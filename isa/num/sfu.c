@@ -114,7 +114,9 @@ float pccx__sfu_reduce(enum pccx_sfu_fn fn, unsigned flags, float S, const float
 	switch (fn) {
 	case PCCX_SFU_SUM:
 	case PCCX_SFU_SUMSQ:
-		acc = 0.0f;
+		/* with accm the sum continues one over an earlier part of the vector: the same
+		 * additions in the same order as one reduction over the whole */
+		acc = (flags & PCCX_SFU_F_ACCM) ? S : 0.0f;
 		for (i = 0; i < n; i++) {
 			x = input_stage(flags, S, src[i]);
 			if (fn == PCCX_SFU_SUMSQ)

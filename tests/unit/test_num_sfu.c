@@ -595,6 +595,54 @@ START_TEST(sfu_reduce_sumsq)
 }
 END_TEST
 
+/*
+ * ACCM on SUM and SUMSQ (FEATURES.RACC) starts the sum from S: pieces in index order, S
+ * carried from one to the next, give the bits of one sum over the whole (and -0, cancelling
+ * and non-associative sums included).
+ */
+START_TEST(sfu_reduce_accm_pieces)
+{
+	static const enum pccx_sfu_fn fns[] = { PCCX_SFU_SUM, PCCX_SFU_SUMSQ };
+	static const unsigned flags[] = { 0, PCCX_SFU_F_RELU };
+	float v[1000], whole, S;
+	uint64_t st = 0x9E3779B97F4A7C15ull;
+	unsigned f, k, cut;
+	int i;
+
+	for (i = 0; i < 1000; i++) {
+		st ^= st << 13;
+		st ^= st >> 7;
+		st ^= st << 17;
+		/* magnitudes over 2^-20 .. 2^20, both signs: the order of the adds matters */
+		v[i] = ldexpf((float)(int32_t)(st >> 40) / 8388608.0f, (int)(st % 41) - 20);
+	}
+	for (k = 0; k < 2; k++)
+		for (f = 0; f < 2; f++)
+			for (cut = 1; cut < 1000; cut += 333) {
+				whole = pccx__sfu_reduce(fns[k], flags[f], 0, v, 1000);
+				S = pccx__sfu_reduce(fns[k], flags[f], 0, v, cut);
+				S = pccx__sfu_reduce(fns[k], flags[f] | PCCX_SFU_F_ACCM, S, v + cut,
+						     1000 - cut);
+				ck_assert_uint_eq(bits(S), bits(whole));
+				/* the mean of the pieces: one division at the end */
+				ck_assert_uint_eq(bits(S / 1000.0f),
+						  bits(pccx__sfu_reduce(fns[k], flags[f] |
+									PCCX_SFU_F_MEAN, 0,
+									v, 1000)));
+			}
+	/* from S = -0: -0 + -0 stays -0, where a sum from +0 gives +0 */
+	v[0] = v[1] = -0.0f;
+	ck_assert_uint_eq(bits(pccx__sfu_reduce(PCCX_SFU_SUM, PCCX_SFU_F_ACCM, -0.0f, v, 2)),
+			  0x80000000u);
+	ck_assert_uint_eq(bits(pccx__sfu_reduce(PCCX_SFU_SUM, 0, -0.0f, v, 2)), 0);
+	/* with MEAN the division is by this piece's n */
+	v[0] = 1.0f;
+	v[1] = 2.0f;
+	ck_assert(pccx__sfu_reduce(PCCX_SFU_SUM, PCCX_SFU_F_ACCM | PCCX_SFU_F_MEAN, 3.0f, v, 2) ==
+		  3.0f);
+}
+END_TEST
+
 START_TEST(sfu_reduce_max)
 {
 	float v[8];
@@ -680,6 +728,7 @@ static Suite *num_sfu_suite(void)
 	tcase_add_test(pipe, sfu_vector_f32);
 	tcase_add_test(pipe, sfu_reduce_sum_sequential);
 	tcase_add_test(pipe, sfu_reduce_sumsq);
+	tcase_add_test(pipe, sfu_reduce_accm_pieces);
 	tcase_add_test(pipe, sfu_reduce_max);
 	tcase_add_test(pipe, sfu_scalar_forms);
 	suite_add_tcase(s, pipe);

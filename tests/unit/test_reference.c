@@ -1065,6 +1065,42 @@ START_TEST(test_q_pieces_match_one_gemv)
 }
 END_TEST
 
+/*
+ * A sparse layer's W_gate in pieces with the Gaussian top-k's sum carried in S from piece to
+ * piece (plan.racc, SUM accm), in the rowmask order it serves: the bits of one W_gate GEMV
+ * and one SUM, stage by stage, in the logits and the KV cache.
+ */
+START_TEST(test_racc_matches_one_sum)
+{
+	struct rig a, b;
+	uint64_t ha = 0xCBF29CE484222325ull, hb = ha;
+	uint32_t i;
+
+	rig_open(&a, "tiny", 4, 1, PCCX_KERN_AUTO);
+	rig_open(&b, "tiny", 4, 1, PCCX_KERN_AUTO);
+	ck_assert(!a.s->plan.racc);
+	ck_assert_uint_gt(pccx__gemma_sparse_ffn(a.m), 0);
+	a.s->plan.rowmask = b.s->plan.rowmask = true;
+	b.s->plan.racc = true;
+	pccx__ref_exec_on_stage(a.x, hash_stage, &ha);
+	pccx__ref_exec_on_stage(b.x, hash_stage, &hb);
+	for (i = 0; i < 6; i++) {
+		rig_step(&a, tok_at(&a.cfg, i), true);
+		rig_step(&b, tok_at(&b.cfg, i), true);
+		ck_assert_msg(ha == hb, "the stages of step %u differ", i);
+		ck_assert(!memcmp(a.logits, b.logits, sizeof(float) * a.cfg.vocab));
+		ck_assert(!memcmp(a.s->kv, b.s->kv, a.s->plan.kv_bytes));
+	}
+	/* W_gate ran in pieces: more matmuls and CVOs, the same weight bytes */
+	ck_assert_uint_gt(pccx__ref_exec_counters(b.x)->ops[0], pccx__ref_exec_counters(a.x)->ops[0]);
+	ck_assert_uint_gt(pccx__ref_exec_counters(b.x)->ops[1], pccx__ref_exec_counters(a.x)->ops[1]);
+	ck_assert_uint_eq(pccx__ref_exec_counters(b.x)->stream_bytes,
+			  pccx__ref_exec_counters(a.x)->stream_bytes);
+	rig_close(&a);
+	rig_close(&b);
+}
+END_TEST
+
 START_TEST(test_deterministic_runs_threads_kernels)
 {
 	float a[512], b[512];
@@ -1719,6 +1755,7 @@ static Suite *suite(void)
 			    sizeof(smul_presets) / sizeof(smul_presets[0]));
 	tcase_add_loop_test(tc, test_q_pieces_match_one_gemv, 0,
 			    sizeof(q_pieces_presets) / sizeof(q_pieces_presets[0]));
+	tcase_add_test(tc, test_racc_matches_one_sum);
 	tcase_add_loop_test(tc, test_ple_slices_match_setup, 0,
 			    sizeof(ple_presets) / sizeof(ple_presets[0]));
 	tcase_add_test(tc, test_deterministic_runs_threads_kernels);

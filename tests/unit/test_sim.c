@@ -1312,6 +1312,44 @@ START_TEST(err_smul_without_the_feature)
 }
 END_TEST
 
+/*
+ * SUM from S (accm) is an extension: a device without FEATURES.RACC (pccx,racc 0) refuses it;
+ * one with it sums from S, the bits of one SUM over the two pieces.
+ */
+START_TEST(err_racc_without_the_feature)
+{
+	struct pccx_sim_backend_opts o = { .no_validate = true, .timeout_cycles = 100000 };
+	struct pccx_sim_backend_result res;
+	struct pccx_sim_backend *b = NULL;
+	struct pccx_sim_config cfg;
+	struct tjob j = { 0 };
+	struct pccx_job_view v;
+	pccx_diag d = { 0 };
+	pccx_sim *s = mksim();
+
+	ck_assert(t_rd64(s, PCCX_REG_FEATURES) & PCCX_FEAT_RACC);
+	pccx__sim_destroy(s);
+	pccx__sim_config_default(&cfg);
+	cfg.racc = 0;
+	ck_assert_msg(pccx__sim_backend_create(&cfg, &b, &d) == 0, "%s", d.msg);
+	ck_assert(!(t_rd64(pccx__sim_backend_sim(b), PCCX_REG_FEATURES) & PCCX_FEAT_RACC));
+	tj_add(&j, t_cvo(PCCX_CVO_SUM, 0, 10, 8, 0));
+	tj_add(&j, t_cvo(PCCX_CVO_SUM, 2, 10, 8, PCCX_CVOF_ACCM));
+	v = tj_view(&j);
+	o.no_validate = false;
+	ck_assert_int_eq(pccx__sim_backend_submit_wait(b, &v, &o, &res, &d), PCCX_ERR_VALIDATE);
+	ck_assert_ptr_nonnull(strstr(d.msg, "FLAGS"));
+	o.no_validate = true;
+	ck_assert_int_eq(pccx__sim_backend_submit_wait(b, &v, &o, &res, &d), PCCX_ERR_DEVICE);
+	ck_assert_uint_eq(res.err.error & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_ILLEGAL_INSN);
+	ck_assert_uint_eq((res.err.error & PCCX_ERROR_ISA_MASK) >> PCCX_ERROR_ISA_SHIFT,
+			  PCCX_ISA_E_FLAGS);
+	ck_assert_uint_eq(res.err.error >> PCCX_ERROR_INDEX_SHIFT, 1);
+	good_job(b);
+	pccx__sim_backend_destroy(b);
+}
+END_TEST
+
 /* After an error, clearing ERROR (without a reset) lets the next job run. */
 START_TEST(err_clear_then_next_job)
 {
@@ -2122,6 +2160,7 @@ static Suite *suite(void)
 	tcase_add_test(t, overlap_weight_prefetch);
 	tcase_add_test(t, err_illegal_word);
 	tcase_add_test(t, err_smul_without_the_feature);
+	tcase_add_test(t, err_racc_without_the_feature);
 	tcase_add_test(t, err_clear_then_next_job);
 	tcase_add_test(t, err_stream_overrun);
 	tcase_add_test(t, slow_host_stalls_at_every_access);

@@ -1098,7 +1098,7 @@ START_TEST(rowmask_stream_range)
 END_TEST
 
 /*
- * The extensions a device lacks (FEATURES without SMUL or ROWMASK, as the kernel, the board
+ * The extensions a device lacks (FEATURES without SMUL, ROWMASK or RACC, as the kernel, the board
  * and the simulator pass it) are refused at their word, as upstream's device would; the
  * default limits, for a program checked without a device, take every extension.
  */
@@ -1110,13 +1110,17 @@ START_TEST(extensions_need_the_feature)
 	I("memset cache=weight entry=0 a=8 b=32 c=%u", PCCX_WFMT_Q4);
 	I("cvo func=smul src=0x20 dst=0x30 len=8");
 	I("gemv dest=0x10 src=0 wshape=0 fshape=0 +w_scale +rowmask");
+	I("cvo func=sumsq src=0x20 dst=0x40 len=8 +accm");
 	ck_assert_int_eq(run(), 0);
 	J.lim.features = ~(uint64_t)PCCX_FEAT_SMUL;
 	expect(PCCX_ISA_E_CVO_FUNC, PCCX_VW_INSN, 2, PCCX_FID_D_func);
 	expect_detail(PCCX_FEAT_SMUL, ~(uint64_t)PCCX_FEAT_SMUL);
 	J.lim.features = ~(uint64_t)PCCX_FEAT_ROWMASK;
 	expect(PCCX_ISA_E_FLAGS, PCCX_VW_INSN, 3, PCCX_FID_A_rowmask);
-	J.lim.features = PCCX_FEAT_SMUL | PCCX_FEAT_ROWMASK;
+	J.lim.features = ~(uint64_t)PCCX_FEAT_RACC;
+	expect(PCCX_ISA_E_FLAGS, PCCX_VW_INSN, 4, PCCX_FID_D_accm);
+	expect_detail(PCCX_FEAT_RACC, ~(uint64_t)PCCX_FEAT_RACC);
+	J.lim.features = PCCX_FEAT_SMUL | PCCX_FEAT_ROWMASK | PCCX_FEAT_RACC;
 	ck_assert_int_eq(run(), 0);
 }
 END_TEST
