@@ -997,6 +997,27 @@ static uint64_t run_fingerprint(const char *preset, uint64_t seed, unsigned thre
  * every stage of every step, the logits and the KV cache bit for bit, for every family, with
  * one CVO fewer per weighted norm.
  */
+/*
+ * Six steps of two rigs whose plans differ only in the order of issue (or an extension giving
+ * the same bits): every stage (hashed), the logits and the KV cache have the same bits after
+ * each step.
+ */
+static void twins_same_bits(struct rig *a, struct rig *b, const char *what)
+{
+	uint64_t ha = 0xCBF29CE484222325ull, hb = ha;
+	uint32_t i;
+
+	pccx__ref_exec_on_stage(a->x, hash_stage, &ha);
+	pccx__ref_exec_on_stage(b->x, hash_stage, &hb);
+	for (i = 0; i < 6; i++) {
+		rig_step(a, tok_at(&a->cfg, i), true);
+		rig_step(b, tok_at(&b->cfg, i), true);
+		ck_assert_msg(ha == hb, "%s: the stages of step %u differ", what, i);
+		ck_assert(!memcmp(a->logits, b->logits, sizeof(float) * a->cfg.vocab));
+		ck_assert(!memcmp(a->s->kv, b->s->kv, a->s->plan.kv_bytes));
+	}
+}
+
 static const char *const smul_presets[] = {
 	"tiny", "tiny-gemma", "tiny-gemma2", "tiny-gemma3", "tiny-gemma4",
 };
@@ -1004,23 +1025,13 @@ static const char *const smul_presets[] = {
 START_TEST(test_smul_norms_match_two_passes)
 {
 	struct rig a, b;
-	uint64_t ha = 0xCBF29CE484222325ull, hb = ha;
 	const struct pccx_ref_counters *ca, *cb;
-	uint32_t i;
 
 	rig_open(&a, smul_presets[_i], 4, 1, PCCX_KERN_AUTO);
 	rig_open(&b, smul_presets[_i], 4, 1, PCCX_KERN_AUTO);
 	ck_assert(!a.s->plan.smul);
 	b.s->plan.smul = true;
-	pccx__ref_exec_on_stage(a.x, hash_stage, &ha);
-	pccx__ref_exec_on_stage(b.x, hash_stage, &hb);
-	for (i = 0; i < 6; i++) {
-		rig_step(&a, tok_at(&a.cfg, i), true);
-		rig_step(&b, tok_at(&b.cfg, i), true);
-		ck_assert_msg(ha == hb, "%s: the stages of step %u differ", smul_presets[_i], i);
-		ck_assert(!memcmp(a.logits, b.logits, sizeof(float) * a.cfg.vocab));
-		ck_assert(!memcmp(a.s->kv, b.s->kv, a.s->plan.kv_bytes));
-	}
+	twins_same_bits(&a, &b, smul_presets[_i]);
 	ca = pccx__ref_exec_counters(a.x);
 	cb = pccx__ref_exec_counters(b.x);
 	ck_assert_uint_lt(cb->ops[1], ca->ops[1]);	/* fewer CVOs */
@@ -1040,22 +1051,12 @@ static const char *const q_pieces_presets[] = { "tiny", "tiny-gemma4" };
 START_TEST(test_q_pieces_match_one_gemv)
 {
 	struct rig a, b;
-	uint64_t ha = 0xCBF29CE484222325ull, hb = ha;
-	uint32_t i;
 
 	rig_open(&a, q_pieces_presets[_i], 4, 1, PCCX_KERN_AUTO);
 	rig_open(&b, q_pieces_presets[_i], 4, 1, PCCX_KERN_AUTO);
 	ck_assert(b.s->plan.q_pieces);
 	a.s->plan.q_pieces = false;
-	pccx__ref_exec_on_stage(a.x, hash_stage, &ha);
-	pccx__ref_exec_on_stage(b.x, hash_stage, &hb);
-	for (i = 0; i < 6; i++) {
-		rig_step(&a, tok_at(&a.cfg, i), true);
-		rig_step(&b, tok_at(&b.cfg, i), true);
-		ck_assert_msg(ha == hb, "%s: the stages of step %u differ", q_pieces_presets[_i], i);
-		ck_assert(!memcmp(a.logits, b.logits, sizeof(float) * a.cfg.vocab));
-		ck_assert(!memcmp(a.s->kv, b.s->kv, a.s->plan.kv_bytes));
-	}
+	twins_same_bits(&a, &b, q_pieces_presets[_i]);
 	/* the shared layers' W_q ran in pieces: more matmuls, the same weight bytes */
 	ck_assert_uint_gt(pccx__ref_exec_counters(b.x)->ops[0], pccx__ref_exec_counters(a.x)->ops[0]);
 	ck_assert_uint_eq(pccx__ref_exec_counters(b.x)->stream_bytes,
@@ -1073,8 +1074,6 @@ END_TEST
 START_TEST(test_racc_matches_one_sum)
 {
 	struct rig a, b;
-	uint64_t ha = 0xCBF29CE484222325ull, hb = ha;
-	uint32_t i;
 
 	rig_open(&a, "tiny", 4, 1, PCCX_KERN_AUTO);
 	rig_open(&b, "tiny", 4, 1, PCCX_KERN_AUTO);
@@ -1082,15 +1081,7 @@ START_TEST(test_racc_matches_one_sum)
 	ck_assert_uint_gt(pccx__gemma_sparse_ffn(a.m), 0);
 	a.s->plan.rowmask = b.s->plan.rowmask = true;
 	b.s->plan.racc = true;
-	pccx__ref_exec_on_stage(a.x, hash_stage, &ha);
-	pccx__ref_exec_on_stage(b.x, hash_stage, &hb);
-	for (i = 0; i < 6; i++) {
-		rig_step(&a, tok_at(&a.cfg, i), true);
-		rig_step(&b, tok_at(&b.cfg, i), true);
-		ck_assert_msg(ha == hb, "the stages of step %u differ", i);
-		ck_assert(!memcmp(a.logits, b.logits, sizeof(float) * a.cfg.vocab));
-		ck_assert(!memcmp(a.s->kv, b.s->kv, a.s->plan.kv_bytes));
-	}
+	twins_same_bits(&a, &b, "racc");
 	/* W_gate ran in pieces: more matmuls and CVOs, the same weight bytes */
 	ck_assert_uint_gt(pccx__ref_exec_counters(b.x)->ops[0], pccx__ref_exec_counters(a.x)->ops[0]);
 	ck_assert_uint_gt(pccx__ref_exec_counters(b.x)->ops[1], pccx__ref_exec_counters(a.x)->ops[1]);

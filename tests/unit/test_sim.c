@@ -1274,8 +1274,13 @@ START_TEST(err_illegal_word)
 }
 END_TEST
 
-/* The CVO smul is an extension: a device without FEATURES.SMUL (pccx,smul 0) refuses it. */
-START_TEST(err_smul_without_the_feature)
+/*
+ * An extension a device lacks (its pccx,* property 0 in the configuration `off` changes) and
+ * the job [ok, word]: the backend's validator refuses the job (naming the ISA code), and the
+ * device itself refuses the word at instruction 1 with ILLEGAL_INSN and that code.
+ */
+static void refused_without(void (*off)(struct pccx_sim_config *), uint64_t feature, uint64_t ok,
+			    uint64_t word, int isa_err, const char *name)
 {
 	struct pccx_sim_backend_opts o = { .no_validate = true, .timeout_cycles = 100000 };
 	struct pccx_sim_backend_result res;
@@ -1286,67 +1291,57 @@ START_TEST(err_smul_without_the_feature)
 	pccx_diag d = { 0 };
 	pccx_sim *s = mksim();
 
-	ck_assert(t_rd64(s, PCCX_REG_FEATURES) & PCCX_FEAT_SMUL);
+	ck_assert(t_rd64(s, PCCX_REG_FEATURES) & feature);
 	pccx__sim_destroy(s);
 	pccx__sim_config_default(&cfg);
-	cfg.smul = 0;
+	off(&cfg);
 	ck_assert_msg(pccx__sim_backend_create(&cfg, &b, &d) == 0, "%s", d.msg);
-	ck_assert(!(t_rd64(pccx__sim_backend_sim(b), PCCX_REG_FEATURES) &
-		    PCCX_FEAT_SMUL));
-	tj_add(&j, t_cvo(PCCX_CVO_MUL, 0, 10, 8, 0));
-	tj_add(&j, t_cvo(PCCX_CVO_SMUL, 0, 10, 8, 0));
+	ck_assert(!(t_rd64(pccx__sim_backend_sim(b), PCCX_REG_FEATURES) & feature));
+	tj_add(&j, ok);
+	tj_add(&j, word);
 	v = tj_view(&j);
 	/* the backend validates against the device's FEATURES: refused before it runs */
 	o.no_validate = false;
 	ck_assert_int_eq(pccx__sim_backend_submit_wait(b, &v, &o, &res, &d), PCCX_ERR_VALIDATE);
-	ck_assert_ptr_nonnull(strstr(d.msg, "CVO_FUNC"));
+	ck_assert_ptr_nonnull(strstr(d.msg, name));
 	/* and the device itself refuses the word */
 	o.no_validate = true;
 	ck_assert_int_eq(pccx__sim_backend_submit_wait(b, &v, &o, &res, &d), PCCX_ERR_DEVICE);
 	ck_assert_uint_eq(res.err.error & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_ILLEGAL_INSN);
-	ck_assert_uint_eq((res.err.error & PCCX_ERROR_ISA_MASK) >> PCCX_ERROR_ISA_SHIFT,
-			  PCCX_ISA_E_CVO_FUNC);
+	ck_assert_uint_eq((res.err.error & PCCX_ERROR_ISA_MASK) >> PCCX_ERROR_ISA_SHIFT, isa_err);
 	ck_assert_uint_eq(res.err.error >> PCCX_ERROR_INDEX_SHIFT, 1);
 	good_job(b);
 	pccx__sim_backend_destroy(b);
 }
+
+static void smul_off(struct pccx_sim_config *c)
+{
+	c->smul = 0;
+}
+
+static void racc_off(struct pccx_sim_config *c)
+{
+	c->racc = 0;
+}
+
+/* The CVO smul is an extension: a device without FEATURES.SMUL (pccx,smul 0) refuses it. */
+START_TEST(err_smul_without_the_feature)
+{
+	refused_without(smul_off, PCCX_FEAT_SMUL, t_cvo(PCCX_CVO_MUL, 0, 10, 8, 0),
+			t_cvo(PCCX_CVO_SMUL, 0, 10, 8, 0), PCCX_ISA_E_CVO_FUNC, "CVO_FUNC");
+}
 END_TEST
 
 /*
- * SUM from S (accm) is an extension: a device without FEATURES.RACC (pccx,racc 0) refuses it;
- * one with it sums from S, the bits of one SUM over the two pieces.
+ * So is a sum from S (sum or sumsq with accm): a device without FEATURES.RACC (pccx,racc 0)
+ * refuses it (cvo_every_function_and_flag runs it on a device with the bit).
  */
 START_TEST(err_racc_without_the_feature)
 {
-	struct pccx_sim_backend_opts o = { .no_validate = true, .timeout_cycles = 100000 };
-	struct pccx_sim_backend_result res;
-	struct pccx_sim_backend *b = NULL;
-	struct pccx_sim_config cfg;
-	struct tjob j = { 0 };
-	struct pccx_job_view v;
-	pccx_diag d = { 0 };
-	pccx_sim *s = mksim();
-
-	ck_assert(t_rd64(s, PCCX_REG_FEATURES) & PCCX_FEAT_RACC);
-	pccx__sim_destroy(s);
-	pccx__sim_config_default(&cfg);
-	cfg.racc = 0;
-	ck_assert_msg(pccx__sim_backend_create(&cfg, &b, &d) == 0, "%s", d.msg);
-	ck_assert(!(t_rd64(pccx__sim_backend_sim(b), PCCX_REG_FEATURES) & PCCX_FEAT_RACC));
-	tj_add(&j, t_cvo(PCCX_CVO_SUM, 0, 10, 8, 0));
-	tj_add(&j, t_cvo(PCCX_CVO_SUM, 2, 10, 8, PCCX_CVOF_ACCM));
-	v = tj_view(&j);
-	o.no_validate = false;
-	ck_assert_int_eq(pccx__sim_backend_submit_wait(b, &v, &o, &res, &d), PCCX_ERR_VALIDATE);
-	ck_assert_ptr_nonnull(strstr(d.msg, "FLAGS"));
-	o.no_validate = true;
-	ck_assert_int_eq(pccx__sim_backend_submit_wait(b, &v, &o, &res, &d), PCCX_ERR_DEVICE);
-	ck_assert_uint_eq(res.err.error & PCCX_ERROR_CAUSE_MASK, PCCX_CAUSE_ILLEGAL_INSN);
-	ck_assert_uint_eq((res.err.error & PCCX_ERROR_ISA_MASK) >> PCCX_ERROR_ISA_SHIFT,
-			  PCCX_ISA_E_FLAGS);
-	ck_assert_uint_eq(res.err.error >> PCCX_ERROR_INDEX_SHIFT, 1);
-	good_job(b);
-	pccx__sim_backend_destroy(b);
+	refused_without(racc_off, PCCX_FEAT_RACC, t_cvo(PCCX_CVO_SUM, 0, 10, 8, 0),
+			t_cvo(PCCX_CVO_SUM, 2, 10, 8, PCCX_CVOF_ACCM), PCCX_ISA_E_FLAGS, "FLAGS");
+	refused_without(racc_off, PCCX_FEAT_RACC, t_cvo(PCCX_CVO_SUMSQ, 0, 10, 8, 0),
+			t_cvo(PCCX_CVO_SUMSQ, 2, 10, 8, PCCX_CVOF_ACCM), PCCX_ISA_E_FLAGS, "FLAGS");
 }
 END_TEST
 
