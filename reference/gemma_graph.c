@@ -190,6 +190,19 @@ static void attn_regions(const struct pccx_gemma_model *m, struct pccx_gemma_pla
 	}
 }
 
+/* The fewest rows of W_q among the layers that write no KV (0 if every layer writes KV). */
+static uint32_t q_rows_kv_free(const struct pccx_gemma_model *m)
+{
+	uint32_t l, rows, fewest = 0;
+
+	for (l = 0; l < m->cfg.n_layers; l++) {
+		rows = m->layers[l].n_heads * m->layers[l].head_dim;
+		if (!m->layers[l].kv_write && (!fewest || rows < fewest))
+			fewest = rows;
+	}
+	return fewest;
+}
+
 static int plan_build(const struct pccx_gemma_model *m, struct pccx_gemma_plan *p,
 		      bool ple_at_start, bool chunk, pccx_diag *d)
 {
@@ -297,7 +310,7 @@ static int plan_build(const struct pccx_gemma_model *m, struct pccx_gemma_plan *
 				  p->n_regions, PCCX_GEMMA_PLAN_REGIONS);
 	p->up_pieces = chunk ? CHUNK_UP_PIECES : UP_PIECES;
 	p->up_ring = chunk;
-	p->q_pieces = !chunk;
+	p->q_pieces = !chunk && q_rows_kv_free(m) >= PCCX_GEMMA_Q_PIECES_MIN_ROWS;
 	p->rowmask = false;
 	p->colskip = false;
 	p->smul = false;
@@ -1074,10 +1087,10 @@ static void forward_attend(struct emit *e, uint32_t l, uint32_t pos)
 }
 
 /*
- * S3.5, a layer that writes no KV: q = RoPE(RMSNorm_{g_q}(W_q h)) with W_q in GEMVs of
- * Q_PIECE_HEADS heads. Nothing but q's norm and RoPE lies between W_q and the attention here,
- * so each piece's heads are normed and rotated behind the next piece's GEMV, and only the last
- * piece's heads wait for the last weight. Rows and heads are independent: the bits of one
+ * S3.5, a layer that writes no KV: q = RoPE(RMSNorm_{g_q}(W_q h)) with W_q as one GEMV for
+ * all heads but the last Q_TAIL_HEADS and one GEMV for each of those. Nothing but q's norm and
+ * RoPE lies between W_q and the attention here, so each piece's heads are normed and rotated
+ * behind the next piece's GEMV, and only the last head waits for the last weight. Rows and heads are independent: the bits of one
  * GEMV and one pass.
  */
 static void forward_q_heads(struct emit *e, uint32_t l)

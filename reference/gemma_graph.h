@@ -29,6 +29,15 @@ enum pccx_gemma_const {
 	PCCX_GEMMA_NCONST
 };
 
+/*
+ * The smallest shapes the two decode-step splits are used for (plan.q_pieces, plan.racc):
+ * each extra GEMV pays its pre phase and start, which only a long enough chain behind it
+ * repays. Measured: E2B, E4B and Gemma 4 E2B / E4B (W_q of 2,048 rows; d_ffn 8,192 and
+ * 16,384) gain; the tiny test shapes (W_q of 128-512 rows, d_ffn 512) lose 2-4 %.
+ */
+#define PCCX_GEMMA_Q_PIECES_MIN_ROWS 2048u
+#define PCCX_GEMMA_RACC_MIN_FFN 8192u
+
 /* Scalar scratch words (FP32 results kept in slot 0). */
 enum pccx_gemma_scal {
 	PCCX_GEMMA_S_DUMP,	/* results nobody reads again */
@@ -129,8 +138,9 @@ struct pccx_gemma_plan {
 	uint32_t up_pieces;	/* GEMVs W_up is issued in: 4 in a decode step, 8 in a chunk */
 	/*
 	 * In a layer that writes no KV, W_q's last heads are GEMVs of their own, each piece's
-	 * norm and RoPE behind the next piece (a decode step; a chunk's GEMMs need whole rows,
-	 * and its tokens' SFU work runs between two GEMMs anyway).
+	 * norm and RoPE behind the next piece. Set by plan_build for a decode step whose
+	 * KV-free layers' W_q has PCCX_GEMMA_Q_PIECES_MIN_ROWS rows or more (a chunk's GEMMs need
+	 * whole rows, and its tokens' SFU work runs between two GEMMs anyway).
 	 */
 	bool q_pieces;
 	/*
@@ -163,7 +173,8 @@ struct pccx_gemma_plan {
 	 */
 	bool smul;
 	/*
-	 * The device sums from S (FEATURES.RACC; off after plan_build, the session sets it): a
+	 * Sum from S (FEATURES.RACC; off after plan_build, the session sets it when the device
+	 * reports the bit and the sparse layers' d_ffn is PCCX_GEMMA_RACC_MIN_FFN or more): a
 	 * sparse layer's W_gate is issued in pieces and the Gaussian top-k's sum taken piece by
 	 * piece behind them, the bits of one SUM, so that only the last piece's sum follows the
 	 * last weight. Never in a chunk's plan.

@@ -1156,8 +1156,10 @@ static void use_extensions(pccx_session *s, const struct pccx_session_opts *opts
 		return;
 	/* RMSNorm's scale and weight in one SFU pass */
 	s->dev->plan.smul = (info.features & PCCX_FEAT_SMUL) != 0;
-	/* the Gaussian top-k's mean summed piece by piece behind W_gate's pieces */
-	s->dev->plan.racc = (info.features & PCCX_FEAT_RACC) != 0;
+	/* the Gaussian top-k's mean summed piece by piece behind W_gate's pieces, where the
+	 * sparse layers are wide enough for that to pay */
+	s->dev->plan.racc = (info.features & PCCX_FEAT_RACC) &&
+			    pccx__gemma_sparse_ffn(s->model->m) >= PCCX_GEMMA_RACC_MIN_FFN;
 	/* sparse layers read only the kept rows of W_up (unless the caller asks otherwise) */
 	no_rowmask = opts && opts->struct_size >= offsetof(struct pccx_session_opts, no_rowmask) +
 						  sizeof(opts->no_rowmask) && opts->no_rowmask;

@@ -252,9 +252,11 @@ void pccx__sfu_vector(enum pccx_sfu_fn fn, unsigned flags, float S, const float 
 
 /*
  * Reductions over n FP32 elements, FP32, strictly in index order, after the input stage
- * (SUB, RELU): SUM acc = +0, acc = acc + x_i; SUMSQ acc = acc + x_i * x_i (product rounded,
- * then the add); MEAN: acc / (float)n. MAX: NaN if any x_i is NaN, else the largest,
- * max(+0, -0) = +0, -Inf for n == 0. ACCM is not applied here (the caller stores the result).
+ * (SUB, RELU): SUM acc = +0 (with ACCM acc = S: the sum continues one over an earlier part
+ * of the vector), acc = acc + x_i; SUMSQ likewise with acc = acc + x_i * x_i (product rounded,
+ * then the add); MEAN: acc / (float)n, n this call's. MAX: NaN if any x_i is NaN, else the
+ * largest, max(+0, -0) = +0, -Inf for n == 0; ACCM does not apply to it. The caller stores the
+ * result.
  */
 float pccx__sfu_reduce(enum pccx_sfu_fn fn, unsigned flags, float S, const float *src, size_t n);
 

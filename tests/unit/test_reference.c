@@ -248,6 +248,9 @@ START_TEST(test_plan_e4b_fits)
 	ck_assert_msg(pccx__gemma_model_create(&m, &c, &d) == 0, "%s", d.msg);
 	ck_assert_msg(pccx__gemma_plan_build(m, &p, &d) == 0, "%s", d.msg);
 	ck_assert_uint_le(p.words, PCCX_L2_WORDS);
+	/* W_q's head pieces in a decode step (2,048 rows), never in a chunk's plan */
+	ck_assert(p.q_pieces);
+	ck_assert(!p.racc);	/* the session's to set, from the device's FEATURES */
 	/* the logits reuse the layer working set; the LM head's input and the scalars stay */
 	ck_assert_uint_eq(p.logits, p.lrank);
 	ck_assert_uint_lt(p.h + pccx_words_for(c.d_model), p.logits + 1);
@@ -256,6 +259,8 @@ START_TEST(test_plan_e4b_fits)
 	/* streamed Q4-like bytes per token: 2.526 GB (research note: 2.523 GB at 4.5 bits) */
 	ck_assert_uint_gt(pccx__gemma_streamed_bytes(m), 2500000000ull);
 	ck_assert_uint_lt(pccx__gemma_streamed_bytes(m), 2550000000ull);
+	ck_assert_msg(pccx__gemma_plan_build_chunk(m, &p, &d) == 0, "%s", d.msg);
+	ck_assert(!p.q_pieces);
 	c.max_ctx = 65535;
 	pccx__gemma_model_free(m);
 	ck_assert_int_eq(pccx__gemma_model_create(&m, &c, &d), 0);
@@ -1054,8 +1059,9 @@ START_TEST(test_q_pieces_match_one_gemv)
 
 	rig_open(&a, q_pieces_presets[_i], 4, 1, PCCX_KERN_AUTO);
 	rig_open(&b, q_pieces_presets[_i], 4, 1, PCCX_KERN_AUTO);
-	ck_assert(b.s->plan.q_pieces);
-	a.s->plan.q_pieces = false;
+	/* off on these small shapes by default (PCCX_GEMMA_Q_PIECES_MIN_ROWS): forced on */
+	ck_assert(!a.s->plan.q_pieces);
+	b.s->plan.q_pieces = true;
 	twins_same_bits(&a, &b, q_pieces_presets[_i]);
 	/* the shared layers' W_q ran in pieces: more matmuls, the same weight bytes */
 	ck_assert_uint_gt(pccx__ref_exec_counters(b.x)->ops[0], pccx__ref_exec_counters(a.x)->ops[0]);
