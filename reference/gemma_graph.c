@@ -32,6 +32,7 @@
 #include "diag.h"
 #include "gemma_graph.h"
 #include "pccx_num.h"
+#include "pccx_regs.h"
 
 #define W(n) pccx_words_for(n)
 #define EPW PCCX_L2_ELEMS_PER_WORD
@@ -350,6 +351,21 @@ int pccx__gemma_plan_build(const struct pccx_gemma_model *m, struct pccx_gemma_p
 			     pccx_diag *d)
 {
 	return plan_build(m, p, false, false, d);
+}
+
+void pccx__gemma_plan_use_features(struct pccx_gemma_plan *p, const struct pccx_gemma_model *m,
+				   uint64_t features, bool no_sparse)
+{
+	/* RMSNorm's scale and weight in one SFU pass */
+	p->smul = (features & PCCX_FEAT_SMUL) != 0;
+	/* the Gaussian top-k's mean summed piece by piece behind W_gate's pieces, where the
+	 * sparse layers are wide enough for that to pay */
+	p->racc = (features & PCCX_FEAT_RACC) &&
+		  pccx__gemma_sparse_ffn(m) >= PCCX_GEMMA_RACC_MIN_FFN;
+	/* sparse layers read only the kept rows of W_up ... */
+	p->rowmask = (features & PCCX_FEAT_ROWMASK) && !no_sparse;
+	/* ... and only the columns of W_down whose hidden units are not 0 */
+	p->colskip = (features & PCCX_FEAT_COLSKIP) && !no_sparse;
 }
 
 int pccx__gemma_plan_build_chunk(const struct pccx_gemma_model *m, struct pccx_gemma_plan *p,

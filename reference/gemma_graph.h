@@ -226,6 +226,14 @@ PCCX_MUST_CHECK int pccx__gemma_plan_build_chunk(const struct pccx_gemma_model *
  * (plan.ple_slices off, all of u in L2): the order the slices are compared with in tests. */
 PCCX_MUST_CHECK int pccx__gemma_plan_build_ple_at_start(const struct pccx_gemma_model *m,
 							  struct pccx_gemma_plan *p, pccx_diag *d);
+/*
+ * The v002 extensions a decode step's plan uses, from the device's FEATURES
+ * (isa/pccx_regs.h): smul; rowmask and colskip unless no_sparse (the dense figures); racc
+ * where the model's sparse layers are PCCX_GEMMA_RACC_MIN_FFN wide or more. A verified run
+ * gives its reference session's plan the same.
+ */
+void pccx__gemma_plan_use_features(struct pccx_gemma_plan *p, const struct pccx_gemma_model *m,
+				   uint64_t features, bool no_sparse);
 
 
 /*

@@ -1154,24 +1154,13 @@ static void use_extensions(pccx_session *s, const struct pccx_session_opts *opts
 
 	if (pccx_device_info(s->model->dev, &info))
 		return;
-	/* RMSNorm's scale and weight in one SFU pass */
-	s->dev->plan.smul = (info.features & PCCX_FEAT_SMUL) != 0;
-	/* the Gaussian top-k's mean summed piece by piece behind W_gate's pieces, where the
-	 * sparse layers are wide enough for that to pay */
-	s->dev->plan.racc = (info.features & PCCX_FEAT_RACC) &&
-			    pccx__gemma_sparse_ffn(s->model->m) >= PCCX_GEMMA_RACC_MIN_FFN;
-	/* sparse layers read only the kept rows of W_up (unless the caller asks otherwise) */
+	/* sparse streaming unless the caller asks otherwise */
 	no_rowmask = opts && opts->struct_size >= offsetof(struct pccx_session_opts, no_rowmask) +
 						  sizeof(opts->no_rowmask) && opts->no_rowmask;
-	s->dev->plan.rowmask = (info.features & PCCX_FEAT_ROWMASK) && !no_rowmask;
-	/* ... and only the columns of W_down whose hidden units are not 0 */
-	s->dev->plan.colskip = (info.features & PCCX_FEAT_COLSKIP) && !no_rowmask;
-	if (s->ref) {
-		s->ref->plan.smul = s->dev->plan.smul;
-		s->ref->plan.racc = s->dev->plan.racc;
-		s->ref->plan.rowmask = s->dev->plan.rowmask;
-		s->ref->plan.colskip = s->dev->plan.colskip;
-	}
+	pccx__gemma_plan_use_features(&s->dev->plan, s->model->m, info.features, no_rowmask);
+	if (s->ref)
+		pccx__gemma_plan_use_features(&s->ref->plan, s->model->m, info.features,
+					      no_rowmask);
 }
 
 int pccx_session_create(pccx_model *model, const struct pccx_session_opts *opts,

@@ -14,6 +14,7 @@
 
 #include "compare.h"
 #include "exec_ref.h"
+#include "pccx_regs.h"
 #include "session.h"
 #include "gemma_gguf.h"
 #include "kernels.h"
@@ -266,6 +267,44 @@ START_TEST(test_plan_e4b_fits)
 	ck_assert_int_eq(pccx__gemma_model_create(&m, &c, &d), 0);
 	ck_assert_int_eq(pccx__gemma_plan_build(m, &p, &d), 0);
 	pccx__gemma_model_free(m);
+}
+END_TEST
+
+/*
+ * The extensions a plan uses, from the device's FEATURES: every one the device reports, the
+ * sparse ones unless asked not to, RACC only where the sparse layers are wide enough (E4B,
+ * not the tiny shape), none the device lacks.
+ */
+START_TEST(test_plan_use_features)
+{
+	static const char *const presets[] = { "e4b", "tiny" };
+	const uint64_t all = PCCX_FEAT_SMUL | PCCX_FEAT_ROWMASK | PCCX_FEAT_COLSKIP |
+			     PCCX_FEAT_RACC;
+	struct pccx_gemma_config c;
+	struct pccx_gemma_model *m;
+	struct pccx_gemma_plan p;
+	pccx_diag d = { 0 };
+	unsigned i;
+
+	for (i = 0; i < 2; i++) {
+		bool wide = !strcmp(presets[i], "e4b");
+
+		ck_assert_int_eq(pccx__gemma_config_preset(presets[i], &c, &d), 0);
+		ck_assert_msg(pccx__gemma_model_create(&m, &c, &d) == 0, "%s", d.msg);
+		ck_assert_msg(pccx__gemma_plan_build(m, &p, &d) == 0, "%s", d.msg);
+		ck_assert(!p.smul && !p.racc && !p.rowmask && !p.colskip);
+		pccx__gemma_plan_use_features(&p, m, all, false);
+		ck_assert(p.smul && p.rowmask && p.colskip);
+		ck_assert(p.racc == wide);
+		pccx__gemma_plan_use_features(&p, m, all, true);	/* the dense figures */
+		ck_assert(p.smul && !p.rowmask && !p.colskip);
+		ck_assert(p.racc == wide);
+		pccx__gemma_plan_use_features(&p, m, all & ~(uint64_t)PCCX_FEAT_RACC, false);
+		ck_assert(!p.racc && p.rowmask);
+		pccx__gemma_plan_use_features(&p, m, 0, false);
+		ck_assert(!p.smul && !p.racc && !p.rowmask && !p.colskip);
+		pccx__gemma_model_free(m);
+	}
 }
 END_TEST
 
@@ -1731,6 +1770,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_layer_pattern_period);
 	tcase_add_test(tc, test_config_check_rejects);
 	tcase_add_test(tc, test_plan_e4b_fits);
+	tcase_add_test(tc, test_plan_use_features);
 	tcase_add_loop_test(tc, test_lm_head_pieces, 0, 3);
 	suite_add_tcase(s, tc);
 
