@@ -143,8 +143,9 @@ static int plan_sizes(const struct pccx_gemma_model *m, struct plan_sizes *sz, p
 	return PCCX_OK;
 }
 
-/* W_up's rows per piece: a multiple of 8 (whole words, and whole bytes of a rowmask). */
-static uint32_t up_piece_rows(uint32_t F, uint32_t pieces)
+/* Rows per piece of an FFN matrix of F rows (W_up, W_gate): a multiple of 8 (whole words, and
+ * whole bytes of a rowmask). */
+static uint32_t ffn_piece_rows(uint32_t F, uint32_t pieces)
 {
 	return ((F + pieces - 1) / pieces + 7) & ~7u;
 }
@@ -282,12 +283,12 @@ static int plan_build(const struct pccx_gemma_model *m, struct pccx_gemma_plan *
 	p->t = take(p, &next, W(D));
 	p->gate = take(p, &next, sz.ffn);
 	if (chunk) {
-		uint32_t piece = up_piece_rows(sz.ffn * EPW, CHUNK_UP_PIECES);
+		uint32_t piece = ffn_piece_rows(sz.ffn * EPW, CHUNK_UP_PIECES);
 
 		p->up = take(p, &next, W(piece));
 		p->up2 = take(p, &next, W(piece));
 		if (sz.ffn_narrow && W(sz.ffn_narrow) < sz.ffn) {
-			piece = up_piece_rows(sz.ffn_narrow, CHUNK_UP_PIECES);
+			piece = ffn_piece_rows(sz.ffn_narrow, CHUNK_UP_PIECES);
 			p->ffn_narrow = sz.ffn_narrow;
 			p->gate_n = take(p, &next, W(sz.ffn_narrow));
 			p->up_n = take(p, &next, W(piece));
@@ -1106,8 +1107,8 @@ static void forward_attend(struct emit *e, uint32_t l, uint32_t pos)
  * S3.5, a layer that writes no KV: q = RoPE(RMSNorm_{g_q}(W_q h)) with W_q as one GEMV for
  * all heads but the last Q_TAIL_HEADS and one GEMV for each of those. Nothing but q's norm and
  * RoPE lies between W_q and the attention here, so each piece's heads are normed and rotated
- * behind the next piece's GEMV, and only the last head waits for the last weight. Rows and heads are independent: the bits of one
- * GEMV and one pass.
+ * behind the next piece's GEMV, and only the last head waits for the last weight. Rows and
+ * heads are independent: the bits of one GEMV and one pass.
  */
 static void forward_q_heads(struct emit *e, uint32_t l)
 {
@@ -1204,6 +1205,12 @@ static struct ffn_regions ffn_regions(const struct pccx_gemma_plan *p,
 	return (struct ffn_regions){ p->gate, p->up, p->up2 };
 }
 
+/* Rows of each of W_gate's GATE_PIECES GEMVs but the last (gate_pieces). */
+static uint32_t gate_piece_rows(uint32_t F)
+{
+	return ffn_piece_rows(F, GATE_PIECES);
+}
+
 /*
  * Whether layer l's W_gate is issued in GATE_PIECES GEMVs with the Gaussian top-k's sum
  * carried in S from piece to piece (SUM accm, FEATURES.RACC): a sparse layer of a decode step
@@ -1216,7 +1223,7 @@ static bool gate_pieces(const struct emit *e, const struct pccx_layer_desc *ly)
 {
 	return e->p->racc && e->p->rowmask && ly->sparse &&
 	       ly->d_ffn == pccx__gemma_sparse_ffn(e->m) &&
-	       ly->d_ffn > up_piece_rows(ly->d_ffn, GATE_PIECES);
+	       ly->d_ffn > gate_piece_rows(ly->d_ffn);
 }
 
 /* S, S_MEAN <- the sum of gate[r, r + n), continuing the one of gate[0, r) in S_MEAN. */
@@ -1240,13 +1247,12 @@ static void forward_gate_pieces(struct emit *e, uint32_t l)
 {
 	const struct pccx_layer_desc *ly = &e->m->layers[l];
 	const struct pccx_gemma_layer_w *lw = &e->m->w.layer[l];
-	uint32_t F = ly->d_ffn, piece = up_piece_rows(F, GATE_PIECES), gate, r, n;
-	uint32_t t = e->p->t;
+	uint32_t F = ly->d_ffn, piece = gate_piece_rows(F), gate = ffn_regions(e->p, ly).gate;
+	uint32_t r, n;
 
-	gate = ffn_regions(e->p, ly).gate;
 	for (r = piece; r < F; r += n) {
 		n = F - r < piece ? F - r : piece;
-		gemv_rows(e, lw->ffn_gate, r, n, t, gate + r / EPW, false);
+		gemv_rows(e, lw->ffn_gate, r, n, e->p->t, gate + r / EPW, false);
 		behind(e, lw->ffn_gate);	/* model: the top-k's mean follows all of W_gate */
 		gate_sum_piece(e, gate, r - piece, piece);
 	}
@@ -1261,7 +1267,7 @@ static void forward_ffn_cutoff(struct emit *e, uint32_t l)
 
 	if (gate_pieces(e, ly)) {
 		/* the last piece's sum, then the mean: sum / F as the SUM's mean divides */
-		piece = up_piece_rows(F, GATE_PIECES);
+		piece = gate_piece_rows(F);
 		r = (F - 1) / piece * piece;
 		gate_sum_piece(e, gate, r, F - r);
 		cvo(e, PCCX_CVO_SCALE, PCCX_CVOF_SREG | PCCX_CVOF_RECIP,
@@ -1534,7 +1540,7 @@ static void forward_ffn(struct emit *e, uint32_t l, uint32_t X, uint32_t P)
 		copy(e, p->t, p->al, W(D));
 	stage(e, p->t, 1, D, "L%u.ffn.norm", l);
 	if (gate_pieces(e, ly))
-		gemv_rows(e, lw->ffn_gate, 0, up_piece_rows(F, GATE_PIECES), p->t, fr.gate, false);
+		gemv_rows(e, lw->ffn_gate, 0, gate_piece_rows(F), p->t, fr.gate, false);
 	else
 		gemv(e, lw->ffn_gate, p->t, fr.gate, false);
 	/* model: predictions 1..3 come at the start of the layer, u_l at the start of the step */
@@ -1550,7 +1556,7 @@ static void forward_ffn(struct emit *e, uint32_t l, uint32_t X, uint32_t P)
 	if (gate_pieces(e, ly))
 		forward_gate_pieces(e, l);
 	/* W_up in up_pieces GEMVs, so that only the last piece's product waits for its stream */
-	piece = up_piece_rows(F, p->up_pieces);
+	piece = ffn_piece_rows(F, p->up_pieces);
 	if (ly->sparse && p->rowmask) {
 		stage(e, fr.gate, 1, F, "L%u.ffn.gate", l);
 		forward_up_rowmask(e, l, piece);
