@@ -367,6 +367,41 @@ static void ch_book(struct pccx_sim *s, struct bulk_ch *bc)
 	bc->c++;
 }
 
+/*
+ * ch_run() after a booking, in the case that makes most of a decode step's bookings: every
+ * burst slot is taken (the booking took the last), the lane takes a beat in every cycle, and
+ * the oldest burst has arrived. Then the oldest burst delivers its remaining beats, one a
+ * cycle while the lane takes one (the FIFO's level stays), and the channel books again in
+ * the cycle of its last beat, when the room the lane made fits the next burst. Returns false,
+ * with nothing changed, when any of that does not hold (ch_run() takes the general way).
+ */
+static bool ch_steady(struct pccx_sim *s, struct bulk *b, struct bulk_ch *bc)
+{
+	struct sim_dm *dm = bc->dm;
+	struct sim_burst *bu = &dm->burst[dm->b_head];
+	uint32_t left = bu->beats - bu->done, room;
+	uint64_t end = bc->c + left - 1;     /* the cycle of the burst's last beat */
+
+	if (!bc->lane || !bc->level || dm->b_level != s->cfg.dm_outstanding ||
+	    end >= b->e || bu->ready_ps > bc->c * s->axi_ps || dm->issued >= dm->cur.btt)
+		return false;
+	room = bc->q->depth - bc->level - bc->reserved;
+	if (room + left < next_burst(s, dm) / SIM_BEAT)
+		return false;
+	ch_push(bc, bu, left);
+	bc->taken += left;
+	bc->got += left;
+	bc->reserved -= left;
+	bu->done += left;
+	dm->b_head = (dm->b_head + 1) % SIM_MAX_BURSTS;
+	dm->b_level--;
+	bc->rc = ~0ull;
+	bc->c = end;
+	bc->issue = true;
+	bc->key = end;
+	return true;
+}
+
 /* The window's beats, delivered (ch_push) and counted, then those taken given to the lane. */
 static void ch_data(struct pccx_sim *s, struct bulk *b, struct bulk_ch *bc)
 {
@@ -426,7 +461,8 @@ static void stream_run(struct pccx_sim *s, struct bulk *b)
 		if (!first)
 			break;
 		ch_book(s, first);
-		ch_run(s, b, first);
+		if (!ch_steady(s, b, first))
+			ch_run(s, b, first);
 	}
 	for (p = 0; p < BULK_CH; p++) {
 		struct bulk_ch *bc = &b->ch[p];

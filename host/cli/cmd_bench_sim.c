@@ -164,7 +164,7 @@ static void print_figures(const char *config, const struct bench_run *r, bool no
 	printf("weight ports: %.2f GB/s = %.1f%% of the %u ports' %.1f GB/s at %.0f MHz AXI\n",
 	       bw / 1e9, 100.0 * bw / port_bound(&r->info), PCCX_WSTREAM_PORTS,
 	       port_bound(&r->info) / 1e9, (double)r->info.axi_hz / 1e6);
-	printf("host: %.2f s per simulated token\n",
+	printf("host: %.3f s per simulated token\n",
 	       st->decode_steps ? r->t_gen / (double)st->decode_steps : 0.0);
 	if (st->prompt_tokens)
 		printf("simulated prefill: %.3f tok/s (%llu prompt tokens, first token after %.2f ms; "
