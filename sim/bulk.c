@@ -16,6 +16,12 @@
  * (pccx__sim_gemm_keeps_up(): a prompt chunk of up to 16 rows), whose beats then move exactly
  * as a GEMV's do.
  *
+ * A MEMCPY from the host (eng_dma.c) drains the fmap FIFO at the core clock, one word per
+ * edge. With the core clock at least as fast as the AXI clock, every AXI cycle holds a core
+ * edge, so a beat delivered in AXI cycle c is in L2 before cycle c + 1 and the FIFO is empty
+ * at every AXI edge: for the fmap DataMover that is a lane taking, in each cycle, the beat of
+ * the cycle before. The last cycle's beat is taken in the window if its core edge is.
+ *
  * An event is anything else: an instruction that can issue, an engine reaching the end of a
  * phase, a lane's last beat, a DataMover command starting or delivering its last beat, the
  * fmap/result path, a GEMM the array cannot keep up with, a reset, the IDLE interrupt or the
@@ -43,6 +49,8 @@ struct bulk_ch {
 	const uint8_t *push_host;    /* beats delivered, not yet in the FIFO (ch_push) */
 	uint32_t push_n;
 	uint64_t key;            /* c when issue, else ~0 */
+	bool drain;              /* the fmap channel, drained by a MEMCPY into L2 */
+	uint8_t *l2;             /* drain: the L2 word its next beat goes to */
 };
 
 struct bulk {
@@ -50,6 +58,8 @@ struct bulk {
 	struct sim_matmul *mm;   /* the instruction whose lanes stream (or the idle GEMV) */
 	struct bulk_ch ch[BULK_CH];
 	bool starve_all;         /* a lane waits every cycle (its port is another's) */
+	uint64_t kend;           /* the first core edge past the window */
+	uint32_t fmap_pops;      /* words the MEMCPY took from the fmap FIFO in the window */
 	uint64_t starve[SIM_BULK_AXI / 64];  /* bit i: a lane waited in cycle a + i */
 };
 
@@ -92,8 +102,11 @@ static uint64_t core_event(const struct pccx_sim *s)
 	uint64_t next = s->core_cycle + 1, ev = ~0ull;
 	bool idle;
 
-	if (s->core_cycle < s->reset_until || s->dma_in.busy || s->dma_out.busy)
+	if (s->core_cycle < s->reset_until || s->dma_out.busy)
 		return 0;
+	if (s->dma_in.busy && (s->core_cycle + 1 < s->dma_in.start_after || s->fmapq.level ||
+			       s->core_ps > s->axi_ps))
+		return 0;     /* not (yet) a drain as stream_setup() sets up */
 	if (s->gemm.busy && s->gemm.phase == 1 &&
 	    ((s->gemv.busy && s->gemv.phase == 1) || !pccx__sim_gemm_keeps_up(s, &s->gemm)))
 		return 0;     /* the array limits the stream, or two streams count their stalls */
@@ -124,7 +137,7 @@ static uint64_t core_event(const struct pccx_sim *s)
 }
 
 /* What k core edges without an event add up to (core_tick, frontend_tick, device_core_tick). */
-static void core_bulk(struct pccx_sim *s, uint64_t k)
+static void core_bulk(struct pccx_sim *s, uint64_t k, uint32_t fmap_pops)
 {
 	uint64_t ps = k * s->core_ps;
 
@@ -150,6 +163,11 @@ static void core_bulk(struct pccx_sim *s, uint64_t k)
 		if (s->gemm.phase == 1)
 			s->gemm.mac_budget = pccx__sim_gemm_mac_cap(&s->gemm);
 	}
+	if (s->dma_in.busy) {
+		s->busy_ps[PCCX_SIM_U_DMA_IN] += ps;
+		s->st.stall_fmap += k - fmap_pops;
+		s->dma_in.done += fmap_pops;
+	}
 	if (s->l2copy.busy)
 		s->busy_ps[PCCX_SIM_U_L2COPY] += ps;
 	if (s->sfu.busy)
@@ -171,6 +189,7 @@ static uint64_t stream_setup(struct pccx_sim *s, struct bulk *b)
 	unsigned p;
 
 	b->starve_all = false;
+	b->fmap_pops = 0;
 	b->mm = mm;
 	if (s->dm[PCCX_DM_RESULT].active || dm_startable(s, &s->dm[PCCX_DM_RESULT]))
 		return 0;
@@ -192,6 +211,14 @@ static uint64_t stream_setup(struct pccx_sim *s, struct bulk *b)
 		if (dm->active)    /* its (window's) last beat is delivered at the earliest then */
 			stop = min64(stop, a + (dm->win ? dm->win_bytes - dm->win_got :
 						      dm->cur.btt - dm->delivered) / SIM_BEAT - 1);
+		if (p == PCCX_DM_FMAP && s->dma_in.busy) {
+			const struct sim_xfer *x = &s->dma_in;
+
+			/* the beat that completes the MEMCPY is delivered at the earliest then */
+			bc->drain = true;
+			bc->l2 = pccx__sim_l2_word(s, x->op->in.f[PCCX_FID_B_dest] + x->done);
+			stop = min64(stop, a + (x->words - x->done) - 1);
+		}
 		if (p >= PCCX_WSTREAM_PORTS || !streaming || !l->bytes_left)
 			continue;
 		any = true;
@@ -225,7 +252,11 @@ static void ch_flush(struct bulk_ch *bc)
 
 	if (!bc->push_n)
 		return;
-	if (bc->q->span_cap)
+	if (bc->drain) {
+		/* all but the window's last beat are in L2 by its end (ch_data) */
+		memcpy(bc->l2, bc->push_host, (size_t)bc->push_n * SIM_BEAT);
+		bc->l2 += (size_t)bc->push_n * SIM_BEAT;
+	} else if (bc->q->span_cap)
 		pccx__sim_wq_push(bc->q, bc->push_host, bc->push_n);
 	else
 		for (i = 0; i < bc->push_n; i++)
@@ -262,7 +293,7 @@ static void ch_run(struct pccx_sim *s, struct bulk *b, struct bulk_ch *bc)
 	while (bc->c < b->e) {
 		uint64_t n = b->e - bc->c, j = ~0ull, room, need = 0;
 		uint32_t nb = dm->b_level;
-		bool pop = bc->lane != NULL, dlv = false, ends = false, elig;
+		bool pop = bc->lane || bc->drain, dlv = false, ends = false, elig;
 
 		if (nb) {
 			if (bc->rc <= bc->c || ready_by(s, dm, bc)) {
@@ -279,9 +310,12 @@ static void ch_run(struct pccx_sim *s, struct bulk *b, struct bulk_ch *bc)
 				n = min64(n, bc->rc - bc->c);
 			}
 		}
-		if (pop && !bc->level) {
+		if (pop && !bc->level && bc->drain && !dlv) {
+			pop = false;       /* the MEMCPY waits until a beat comes */
+		} else if (pop && !bc->level) {
 			/* the lane waits this cycle; a delivery makes a beat for the next */
-			b->starve[(bc->c - b->a) / 64] |= 1ull << ((bc->c - b->a) % 64);
+			if (!bc->drain)
+				b->starve[(bc->c - b->a) / 64] |= 1ull << ((bc->c - b->a) % 64);
 			pop = false;
 			n = 1;
 			ends = dlv && dm->burst[dm->b_head].beats - dm->burst[dm->b_head].done == 1;
@@ -408,7 +442,27 @@ static void ch_data(struct pccx_sim *s, struct bulk *b, struct bulk_ch *bc)
 	struct sim_dm *dm = bc->dm;
 	struct sim_beatq *q = bc->q;
 
+	bool keep = false;
+	uint32_t run;
+
+	if (bc->drain && bc->got > bc->taken) {
+		/* the beat of the window's last cycle: taken in it if the core edge after its
+		 * AXI edge is; if not, it waits in the FIFO */
+		if (ceil_div((b->e - 1) * s->axi_ps, s->core_ps) < b->kend) {
+			bc->taken++;
+		} else {
+			keep = true;
+			bc->push_n--;
+		}
+	}
+	run = bc->push_n;
 	ch_flush(bc);
+	if (bc->drain) {
+		if (keep)
+			sim_beatq_push(q, bc->push_host + (size_t)run * SIM_BEAT);
+		b->fmap_pops = bc->taken;
+		bc->taken = 0;
+	}
 	dm->delivered += (uint64_t)bc->got * SIM_BEAT;
 	dm->win_got += (uint64_t)bc->got * SIM_BEAT;
 	q->reserved = bc->reserved;
@@ -516,10 +570,11 @@ int pccx__sim_bulk(struct pccx_sim *s, uint64_t t_ps, bool may_defer)
 	kend = ceil_div(h, s->core_ps);
 	if (b.e <= b.a && kend <= s->core_cycle + 1)
 		return SIM_BULK_NONE;
+	b.kend = kend;
 	if (b.e > b.a)
 		stream_run(s, &b);
 	if (kend > s->core_cycle + 1)
-		core_bulk(s, kend - 1 - s->core_cycle);
+		core_bulk(s, kend - 1 - s->core_cycle, b.fmap_pops);
 	last = s->axi_cycle * s->axi_ps;
 	if (s->core_cycle * s->core_ps > last)
 		last = s->core_cycle * s->core_ps;

@@ -60,10 +60,10 @@ struct run {
 };
 
 /* Which job a comparison runs, and where its weights start in their buffer. */
-enum job_kind { JOB_DECODE, JOB_STREAM, JOB_GEMM };
+enum job_kind { JOB_DECODE, JOB_STREAM, JOB_GEMM, JOB_MEMCPY };
 
 struct jobspec {
-	enum job_kind kind;   /* decode_job(), stream_job() or gemm_job() */
+	enum job_kind kind;   /* decode_job(), stream_job(), gemm_job() or memcpy_job() */
 	uint64_t base;        /* bytes before the first matrix (not a multiple of 256: bursts
 			       * split at 4 KiB boundaries) */
 };
@@ -185,6 +185,30 @@ static void gemm_job(struct tjob *j, const struct wmat *wm, uint32_t hx, uint32_
 	tj_add(j, t_cvo(PCCX_CVO_EXP, EXP_SRC, EXP_DST + 0x200, 5000, 1));
 }
 
+/*
+ * A long MEMCPY from the host while a long GEMV streams: the fmap channel's bursts wait for
+ * the DDR behind the weights', so the MEMCPY drains its FIFO in bulk windows between them,
+ * and CVOs of many lengths end on core edges in between (a window that ends just after the
+ * AXI edge of a beat leaves it in the FIFO for the next edge).
+ */
+static void memcpy_job(struct tjob *j, const struct wmat *wm, uint32_t hx, uint32_t hw)
+{
+	unsigned i;
+
+	tj_add(j, t_memset(0, 0, 1024, 1, 1));
+	tj_add(j, t_memset(0, 4, PCCX_L2_ELEMS_PER_WORD, X_BYTES / 16, 1));
+	tj_add(j, t_memset(0, 5, PCCX_L2_ELEMS_PER_WORD, 256, 1));
+	tj_add(j, t_memset(1, 8 + LONG_SHAPE, shapes[LONG_SHAPE].n, shapes[LONG_SHAPE].k,
+			   shapes[LONG_SHAPE].fmt));
+	tj_add(j, t_memcpy(true, false, X_W, 0, tj_dma(j, hx, PCCX_DMA_TO_DEVICE, 0, 4096), 5,
+			   false));
+	matmul(j, wm, LONG_SHAPE, PCCX_OP_GEMV, Y_W, 0, 0, hw);
+	tj_add(j, t_memcpy(true, false, XG_W, 0, tj_dma(j, hx, PCCX_DMA_TO_DEVICE, 0, X_BYTES), 4,
+			   true));
+	for (i = 0; i < 24; i++)
+		tj_add(j, t_cvo(PCCX_CVO_EXP, EXP_SRC, EXP_DST + i * 0x40, 97 + 61 * i, 1));
+}
+
 static char *slurp(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
@@ -276,6 +300,8 @@ static void run_job(const struct pccx_sim_config *cfg, bool every_edge, bool slo
 		stream_job(&j, wm, hx, hw, hy);
 	else if (js->kind == JOB_GEMM)
 		gemm_job(&j, wm, hx, hw);
+	else if (js->kind == JOB_MEMCPY)
+		memcpy_job(&j, wm, hx, hw);
 	else
 		decode_job(&j, wm, hx, hw, hy);
 	ck_assert_int_eq(pccx__sim_trace_open(sim, path, &d), 0);
@@ -351,6 +377,11 @@ static void same_both_ways(const struct pccx_sim_config *cfg, bool slow_host,
 	ck_assert_uint_gt(a->ddr_bursts, 1000);
 	if (js->kind == JOB_GEMM)
 		ck_assert_uint_eq(a->unit_insns[PCCX_SIM_U_GEMM], 4);
+	if (js->kind == JOB_MEMCPY) {
+		/* the MEMCPY waited for its beats while the GEMV streamed */
+		ck_assert_uint_gt(a->stall_fmap, 1000);
+		ck_assert_uint_gt(a->stall_weights + a->dm_busy[0], 0);
+	}
 	if (js->kind == JOB_DECODE) {
 		ck_assert_uint_gt(a->dm_stall_full[PCCX_DM_FMAP], 0);
 		ck_assert_uint_gt(a->unit_insns[PCCX_SIM_U_GEMV], 6);
@@ -424,6 +455,14 @@ END_TEST
 START_TEST(gemm_equals_every_edge)
 {
 	looped_both_ways(JOB_GEMM, _i);
+}
+END_TEST
+
+/* A MEMCPY from the host behind a streaming GEMV, in the four configurations, on and off
+ * bursts: the windows in which it drains the fmap FIFO agree with the edge model. */
+START_TEST(memcpy_in_equals_every_edge)
+{
+	looped_both_ways(JOB_MEMCPY, _i);
 }
 END_TEST
 
@@ -574,6 +613,7 @@ static Suite *suite(void)
 	tcase_add_test(t, bulk_equals_every_edge_slow_host);
 	tcase_add_loop_test(t, long_stream_equals_every_edge, 0, 8);
 	tcase_add_loop_test(t, gemm_equals_every_edge, 0, 8);
+	tcase_add_loop_test(t, memcpy_in_equals_every_edge, 0, 8);
 	tcase_add_test(t, device_write_after_delivery);
 	tcase_add_test(t, device_write_waits_for_stream_reads);
 	tcase_add_test(t, device_write_during_long_stream);
