@@ -24,7 +24,7 @@
  *
  * An event is anything else: an instruction that can issue, an engine reaching the end of a
  * phase, a lane's last beat, a DataMover command starting or delivering its last beat, the
- * fmap/result path, a GEMM the array cannot keep up with, a reset, the IDLE interrupt or the
+ * beat that completes a MEMCPY from the host, a MEMCPY to the host, the result channel, a GEMM the array cannot keep up with, a reset, the IDLE interrupt or the
  * overrun watchdog. The edge of an event, and every edge when pccx__sim_set_every_edge() asks for
  * it, runs through timing.c; so does a window with nothing to gain.
  */
@@ -441,7 +441,6 @@ static void ch_data(struct pccx_sim *s, struct bulk *b, struct bulk_ch *bc)
 {
 	struct sim_dm *dm = bc->dm;
 	struct sim_beatq *q = bc->q;
-
 	bool keep = false;
 	uint32_t run;
 
