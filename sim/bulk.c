@@ -24,8 +24,8 @@
  *
  * An event is anything else: an instruction that can issue, an engine reaching the end of a
  * phase, a lane's last beat, a DataMover command starting or delivering its last beat, the
- * beat that completes a MEMCPY from the host, a MEMCPY to the host, the result channel, a GEMM the array cannot keep up with, a reset, the IDLE interrupt or the
- * overrun watchdog. The edge of an event, and every edge when pccx__sim_set_every_edge() asks for
+ * beat that completes a MEMCPY from the host, a MEMCPY to the host, the result channel, a
+ * GEMM the array cannot keep up with, a reset, the IDLE interrupt or the overrun watchdog. The edge of an event, and every edge when pccx__sim_set_every_edge() asks for
  * it, runs through timing.c; so does a window with nothing to gain.
  */
 #include <string.h>
