@@ -24,8 +24,9 @@
  *
  * An event is anything else: an instruction that can issue, an engine reaching the end of a
  * phase, a lane's last beat, a DataMover command starting or delivering its last beat, the
- * beat that completes a MEMCPY from the host, a MEMCPY to the host, the result channel, a
- * GEMM the array cannot keep up with, a reset, the IDLE interrupt or the overrun watchdog. The edge of an event, and every edge when pccx__sim_set_every_edge() asks for
+ * beat that completes a MEMCPY from the host, a MEMCPY to the host, the result channel at
+ * work (one that waits for a MEMCPY to the host with nothing to write only counts its busy
+ * cycles), a GEMM the array cannot keep up with, a reset, the IDLE interrupt or the overrun watchdog. The edge of an event, and every edge when pccx__sim_set_every_edge() asks for
  * it, runs through timing.c; so does a window with nothing to gain.
  */
 #include <string.h>
@@ -184,6 +185,7 @@ static void core_bulk(struct pccx_sim *s, uint64_t k, uint32_t fmap_pops)
 static uint64_t stream_setup(struct pccx_sim *s, struct bulk *b)
 {
 	struct sim_matmul *mm = s->gemm.busy && s->gemm.phase == 1 ? &s->gemm : &s->gemv;
+	const struct sim_dm *res = &s->dm[PCCX_DM_RESULT];
 	bool streaming = mm->busy && mm->phase == 1, any = false;
 	uint64_t stop = ~0ull, a = b->a;
 	unsigned p;
@@ -191,7 +193,9 @@ static uint64_t stream_setup(struct pccx_sim *s, struct bulk *b)
 	b->starve_all = false;
 	b->fmap_pops = 0;
 	b->mm = mm;
-	if (s->dm[PCCX_DM_RESULT].active || dm_startable(s, &s->dm[PCCX_DM_RESULT]))
+	/* the result channel takes part only while it waits for a MEMCPY to the host: nothing
+	 * in its FIFO (only such a MEMCPY, an event, fills it) and no write in flight */
+	if (dm_startable(s, res) || (res->active && (s->resq.level || res->b_level)))
 		return 0;
 	for (p = 0; p < BULK_CH; p++) {
 		struct bulk_ch *bc = &b->ch[p];
@@ -525,6 +529,8 @@ static void stream_run(struct pccx_sim *s, struct bulk *b)
 			s->dm_busy_ps[p] += (b->e - b->a) * s->axi_ps;
 		s->dm_full_ps[p] += bc->full * s->axi_ps;
 	}
+	if (s->dm[PCCX_DM_RESULT].active)    /* waiting, as stream_setup() found it */
+		s->dm_busy_ps[PCCX_DM_RESULT] += (b->e - b->a) * s->axi_ps;
 	for (w = 0; w < (n + 63) / 64 && !b->starve_all; w++)
 		waited += (uint64_t)__builtin_popcountll(b->starve[w]);
 	s->stall_weights_ps += (b->starve_all ? n : waited) * s->axi_ps;

@@ -149,8 +149,8 @@ static void stream_job(struct tjob *j, const struct wmat *wm, uint32_t hx, uint3
 	matmul(j, wm, LONG_SHAPE, PCCX_OP_GEMV, Y_W, 0, 0, hw);
 	for (i = 0; i < 8; i++)
 		tj_add(j, t_cvo(PCCX_CVO_EXP, EXP_SRC, EXP_DST + i * 0x100, 3000 + 1000 * i, 1));
-	/* the results stay in L2 (compared there): a result channel waiting for them all along
-	 * would keep every window on the edge model */
+	/* the results stay in L2 (compared there); decode_job() has a result channel waiting
+	 * while GEMVs stream */
 	(void)hy;
 }
 
