@@ -190,12 +190,7 @@ struct kern_job {
 	uint32_t next;		/* atomic: the first row not taken yet */
 };
 
-typedef void (*rows_fn)(const uint8_t *, uint64_t, uint32_t, const struct pccx_kern_act *,
-			float *);
-typedef void (*gemm_fn)(const uint8_t *, uint64_t, uint32_t, const struct pccx_kern_act *,
-			uint32_t, float *, size_t);
-
-static rows_fn rows_of(enum pccx_kern_impl impl)
+pccx_kern_q4_rows_fn pccx__kern_q4_rows_of(enum pccx_kern_impl impl)
 {
 	switch (impl) {
 	case PCCX_KERN_AVX512:
@@ -208,7 +203,7 @@ static rows_fn rows_of(enum pccx_kern_impl impl)
 	}
 }
 
-static gemm_fn gemm_of(enum pccx_kern_impl impl)
+pccx_kern_q4_gemm_fn pccx__kern_q4_gemm_rows_of(enum pccx_kern_impl impl)
 {
 	switch (impl) {
 	case PCCX_KERN_AVX512:
@@ -254,9 +249,10 @@ static void job_part(void *ctx, unsigned part, unsigned nparts)
 	while (pccx__kern_take(&j->next, j->chunk, j->n, &lo, &hi)) {
 		w = j->w + lo * j->row_bytes;
 		if (j->m == 1)
-			rows_of(j->impl)(w, j->row_bytes, hi - lo, j->a, j->y + lo);
+			pccx__kern_q4_rows_of(j->impl)(w, j->row_bytes, hi - lo, j->a, j->y + lo);
 		else
-			gemm_of(j->impl)(w, j->row_bytes, hi - lo, j->a, j->m, j->y + lo, j->ldy);
+			pccx__kern_q4_gemm_rows_of(j->impl)(w, j->row_bytes, hi - lo, j->a, j->m,
+							    j->y + lo, j->ldy);
 	}
 }
 

@@ -89,6 +89,16 @@ void pccx__kern_q4_gemm_rows_avx512(const uint8_t *w, uint64_t row_bytes, uint32
 				    const struct pccx_kern_act *a, uint32_t m, float *y,
 				    size_t ldy);
 
+/* The row and GEMM kernels of one implementation (reference/kernels.c's pool jobs and the
+ * simulator's rows use these; every implementation gives the same bits). */
+typedef void (*pccx_kern_q4_rows_fn)(const uint8_t *w, uint64_t row_bytes, uint32_t n,
+				     const struct pccx_kern_act *a, float *y);
+typedef void (*pccx_kern_q4_gemm_fn)(const uint8_t *w, uint64_t row_bytes, uint32_t n,
+				     const struct pccx_kern_act *a, uint32_t m, float *y,
+				     size_t ldy);
+pccx_kern_q4_rows_fn pccx__kern_q4_rows_of(enum pccx_kern_impl impl);
+pccx_kern_q4_gemm_fn pccx__kern_q4_gemm_rows_of(enum pccx_kern_impl impl);
+
 /*
  * Blocks [b, k/32) of one stored row (scales at rec, nibbles at rec + sb) against a, one at a
  * time, continuing acc exactly as pccx__q4_row_dot does; the canonical result.

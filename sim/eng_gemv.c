@@ -216,29 +216,14 @@ fail:
 	return PCCX_ERR_NOMEM;
 }
 
-/* The widest of the reference's single-thread q4 row kernels this CPU runs (same bits). */
-sim_q4_rows_fn pccx__sim_q4_rows_pick(void)
-{
-	switch (pccx__kern_resolve(PCCX_KERN_AUTO)) {
-	case PCCX_KERN_AVX512:
-		return pccx__kern_q4_rows_avx512;
-	case PCCX_KERN_AVX2:
-		return pccx__kern_have_avxvnni() ? pccx__kern_q4_rows_avxvnni
-						 : pccx__kern_q4_rows_avx2;
-	default:
-		return pccx__kern_q4_rows_ref;
-	}
-}
-
 /* y[i] of row r0 + i of every input row for the n q4 row records at w. */
 static void q4_rows(const struct pccx_sim *s, const struct sim_matmul *mm, const uint8_t *w,
 		    uint32_t n, uint32_t r0)
 {
-	uint32_t r;
-
-	for (r = 0; r < mm->m; r++)
-		s->q4_rows(w, mm->lane[0].row_bytes, n, &mm->act[r],
-			   mm->y + (size_t)r * mm->n + r0);
+	if (mm->m == 1)
+		s->q4_rows(w, mm->lane[0].row_bytes, n, mm->act, mm->y + r0);
+	else
+		s->q4_gemm(w, mm->lane[0].row_bytes, n, mm->act, mm->m, mm->y + r0, mm->n);
 }
 
 static void lane_flush(struct pccx_sim *s, struct sim_matmul *mm, unsigned p)

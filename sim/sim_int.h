@@ -7,6 +7,7 @@
 #ifndef PCCX_SIM_INT_H
 #define PCCX_SIM_INT_H
 
+#include "kernels.h"
 #include "pccx_sim.h"
 #include "pccx_job.h"
 #include "pccx_regs.h"
@@ -197,13 +198,12 @@ struct sim_xfer {                  /* MEMCPY to/from the host */
 struct sim_trace;
 struct pccx_kern_act;
 
-/* A q4 row kernel of reference/kernels.h. */
-typedef void (*sim_q4_rows_fn)(const uint8_t *w, uint64_t row_bytes, uint32_t n,
-				    const struct pccx_kern_act *a, float *y);
-
 struct pccx_sim {
 	struct pccx_sim_config cfg;
-	sim_q4_rows_fn q4_rows;   /* the q4 row dots (with scales) */
+	/* the widest of the reference's single-thread q4 kernels this CPU runs: one activation
+	 * row, and several (a prompt chunk's GEMM); the same bits */
+	pccx_kern_q4_rows_fn q4_rows;
+	pccx_kern_q4_gemm_fn q4_gemm;
 	struct sim_rowq *rowq;         /* the thread computing q4 row batches (rowq.c) */
 	int rowq_mode;                 /* 1 always, -1 never, 0 when a CPU is spare for it */
 	bool rowq_tried;               /* rowq_mode applied: rowq is what it gave */
@@ -379,7 +379,6 @@ void pccx__sim_timed_abort(struct pccx_sim *s);
 
 /* eng_gemv.c: take n beats from port p's FIFO into lane p (rows computed as they complete) */
 void pccx__sim_lane_take(struct pccx_sim *s, struct sim_matmul *mm, unsigned p, uint32_t n);
-sim_q4_rows_fn pccx__sim_q4_rows_pick(void);
 /* Compute the rows a lane holds (before host memory changes under them). */
 void pccx__sim_matmul_flush(struct pccx_sim *s, struct sim_matmul *mm);
 
