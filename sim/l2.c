@@ -10,12 +10,23 @@ uint8_t *pccx__sim_l2_word(struct pccx_sim *s, uint32_t w)
 	return s->l2 + (size_t)w * SIM_BEAT;
 }
 
+/* A little-endian host holds an FP32 element as L2 does: the bytes move as they are. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define L2_HOST_ORDER 1
+#else
+#define L2_HOST_ORDER 0
+#endif
+
 /* n FP32 elements starting at element 0 of `word`. */
 void pccx__sim_l2_get(struct pccx_sim *s, uint32_t word, float *e, uint64_t n)
 {
 	const uint8_t *p = pccx__sim_l2_word(s, word);
 	uint64_t i;
 
+	if (L2_HOST_ORDER) {
+		memcpy(e, p, (size_t)n * 4);
+		return;
+	}
 	for (i = 0; i < n; i++, p += 4)
 		e[i] = pccx_f32_from_bits((uint32_t)p[0] | (uint32_t)p[1] << 8 |
 					  (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
@@ -27,6 +38,10 @@ void pccx__sim_l2_put(struct pccx_sim *s, uint32_t word, const float *e, uint64_
 	uint8_t *p = pccx__sim_l2_word(s, word);
 	uint64_t i;
 
+	if (L2_HOST_ORDER) {
+		memcpy(p, e, (size_t)n * 4);
+		return;
+	}
 	for (i = 0; i < n; i++, p += 4) {
 		uint32_t b = pccx_f32_bits(e[i]);
 
