@@ -153,6 +153,13 @@ void pccx__kern_f32t_cols_ref(const float *w, uint64_t row_bytes, uint32_t k, ui
 			      const float *x, size_t xs, uint32_t m, float *y, size_t ldy);
 void pccx__kern_f32t_cols_avx512(const float *w, uint64_t row_bytes, uint32_t k, uint32_t n,
 				 const float *x, size_t xs, uint32_t m, float *y, size_t ldy);
+/* One thread: the AVX-512 kernel when impl resolves to it, else _ref (the simulator's). */
+void pccx__kern_f32_rows(enum pccx_kern_impl impl, const float *w, uint64_t row_bytes,
+			 uint32_t n, uint32_t k, const float *x, size_t xs, uint32_t m, float *y,
+			 size_t ldy);
+void pccx__kern_f32t_cols(enum pccx_kern_impl impl, const float *w, uint64_t row_bytes,
+			  uint32_t k, uint32_t n, const float *x, size_t xs, uint32_t m, float *y,
+			  size_t ldy);
 /* The same split across the pool's threads by outputs; the AVX-512 kernels when impl is. */
 void pccx__kern_f32_gemm(struct pccx_pool *pool, enum pccx_kern_impl impl, const float *w,
 			 uint64_t row_bytes, uint32_t n, uint32_t k, const float *x, size_t xs,

@@ -53,7 +53,7 @@ void pccx__kern_f32t_cols_ref(const float *w, uint64_t row_bytes, uint32_t k, ui
 
 struct f32_job {
 	bool t;			/* F32T */
-	bool vec;		/* the AVX-512 kernels */
+	enum pccx_kern_impl impl;	/* resolved */
 	const float *w;
 	uint64_t row_bytes;
 	uint32_t n, k, m;
@@ -65,6 +65,26 @@ struct f32_job {
 	uint32_t next;		/* atomic: the first output not taken yet */
 };
 
+void pccx__kern_f32_rows(enum pccx_kern_impl impl, const float *w, uint64_t row_bytes,
+			 uint32_t n, uint32_t k, const float *x, size_t xs, uint32_t m, float *y,
+			 size_t ldy)
+{
+	if (pccx__kern_resolve(impl) == PCCX_KERN_AVX512)
+		pccx__kern_f32_rows_avx512(w, row_bytes, n, k, x, xs, m, y, ldy);
+	else
+		pccx__kern_f32_rows_ref(w, row_bytes, n, k, x, xs, m, y, ldy);
+}
+
+void pccx__kern_f32t_cols(enum pccx_kern_impl impl, const float *w, uint64_t row_bytes,
+			  uint32_t k, uint32_t n, const float *x, size_t xs, uint32_t m, float *y,
+			  size_t ldy)
+{
+	if (pccx__kern_resolve(impl) == PCCX_KERN_AVX512)
+		pccx__kern_f32t_cols_avx512(w, row_bytes, k, n, x, xs, m, y, ldy);
+	else
+		pccx__kern_f32t_cols_ref(w, row_bytes, k, n, x, xs, m, y, ldy);
+}
+
 /* Chunks of outputs of every row of x, rows of W (F32) or columns (F32T), taken in turn. */
 static void f32_part(void *ctx, unsigned part, unsigned nparts)
 {
@@ -75,18 +95,12 @@ static void f32_part(void *ctx, unsigned part, unsigned nparts)
 	(void)nparts;
 	while (pccx__kern_take(&j->next, j->chunk, j->n, &lo, &hi)) {
 		cnt = hi - lo;
-		if (j->t && j->vec)
-			pccx__kern_f32t_cols_avx512(j->w + lo, j->row_bytes, j->k, cnt, j->x, j->xs,
-						    j->m, j->y + lo, j->ldy);
-		else if (j->t)
-			pccx__kern_f32t_cols_ref(j->w + lo, j->row_bytes, j->k, cnt, j->x, j->xs,
-						 j->m, j->y + lo, j->ldy);
-		else if (j->vec)
-			pccx__kern_f32_rows_avx512(frow(j->w, j->row_bytes, lo), j->row_bytes, cnt,
-						   j->k, j->x, j->xs, j->m, j->y + lo, j->ldy);
+		if (j->t)
+			pccx__kern_f32t_cols(j->impl, j->w + lo, j->row_bytes, j->k, cnt, j->x, j->xs,
+					     j->m, j->y + lo, j->ldy);
 		else
-			pccx__kern_f32_rows_ref(frow(j->w, j->row_bytes, lo), j->row_bytes, cnt,
-						j->k, j->x, j->xs, j->m, j->y + lo, j->ldy);
+			pccx__kern_f32_rows(j->impl, frow(j->w, j->row_bytes, lo), j->row_bytes,
+					    cnt, j->k, j->x, j->xs, j->m, j->y + lo, j->ldy);
 	}
 }
 
@@ -106,8 +120,8 @@ void pccx__kern_f32_gemm(struct pccx_pool *pool, enum pccx_kern_impl impl, const
 			 uint64_t row_bytes, uint32_t n, uint32_t k, const float *x, size_t xs,
 			 uint32_t m, float *y, size_t ldy)
 {
-	struct f32_job j = { false, pccx__kern_resolve(impl) == PCCX_KERN_AVX512, w, row_bytes,
-			     n, k, m, x, xs, y, ldy, 0, 0 };
+	struct f32_job j = { false, pccx__kern_resolve(impl), w, row_bytes, n, k, m, x, xs, y,
+			     ldy, 0, 0 };
 
 	f32_run(pool, &j);
 }
@@ -116,8 +130,8 @@ void pccx__kern_f32t_gemm(struct pccx_pool *pool, enum pccx_kern_impl impl, cons
 			  uint64_t row_bytes, uint32_t k, uint32_t n, const float *x, size_t xs,
 			  uint32_t m, float *y, size_t ldy)
 {
-	struct f32_job j = { true, pccx__kern_resolve(impl) == PCCX_KERN_AVX512, w, row_bytes,
-			     n, k, m, x, xs, y, ldy, 0, 0 };
+	struct f32_job j = { true, pccx__kern_resolve(impl), w, row_bytes, n, k, m, x, xs, y,
+			     ldy, 0, 0 };
 
 	f32_run(pool, &j);
 }

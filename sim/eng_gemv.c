@@ -174,14 +174,19 @@ int pccx__sim_matmul_start(struct pccx_sim *s, struct sim_matmul *mm, struct sim
 					       mm->sx + (size_t)r * (mm->k / PCCX_Q4_BLOCK));
 		if (mm->ws.fmt == PCCX_WFMT_Q4 && mm->ws.w_scale && q4_kernel_prepare(mm))
 			goto fail;
-	} else if (mm->ws.fmt == PCCX_WFMT_F32T) {
-		uint64_t bytes = (uint64_t)mm->k * mm->n * sizeof(*mm->wt);
+	} else if (mm->ws.fmt == PCCX_WFMT_F32T || mm->ws.fmt == PCCX_WFMT_F32) {
+		/* the whole matrix, for the reference's F32 kernels at completion: rows padded
+		 * to whole vectors (their padding is never an output) */
+		bool t = mm->ws.fmt == PCCX_WFMT_F32T;
+		uint32_t rows = t ? mm->k : mm->n, width = t ? mm->n : mm->k;
+		uint64_t bytes;
 
-		if (bytes > SIM_MAX_F32T_BYTES)
-			goto fail;
-		mm->wt = malloc(bytes);
-		if (!mm->wt)
-			goto fail;
+		mm->wt_stride = (width + 15) & ~15u;
+		bytes = (uint64_t)rows * mm->wt_stride * sizeof(*mm->wt);
+		if (bytes <= SIM_MAX_F32T_BYTES)
+			mm->wt = calloc(rows, (size_t)mm->wt_stride * sizeof(*mm->wt));
+		if (t && !mm->wt)
+			goto fail;       /* f32t has no row-by-row form */
 	}
 	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
 		struct sim_lane *l = &mm->lane[p];
@@ -314,6 +319,11 @@ static void sim_matmul_row_done(struct pccx_sim *s, struct sim_matmul *mm, unsig
 		return;
 	}
 	case PCCX_WFMT_F32:
+		if (mm->wt) {
+			for (i = 0; i < mm->k; i++)
+				mm->wt[(size_t)row * mm->wt_stride + i] = f32_le(rec + 4 * i);
+			return;
+		}
 		for (i = 0; i < mm->k; i++)
 			mm->tmp[i] = f32_le(rec + 4 * i);
 		for (r = 0; r < mm->m; r++)
@@ -323,7 +333,7 @@ static void sim_matmul_row_done(struct pccx_sim *s, struct sim_matmul *mm, unsig
 	case PCCX_WFMT_F32T:
 		nvals = mm->n;
 		for (i = 0; i < nvals; i++)
-			mm->wt[(size_t)row * nvals + i] = f32_le(rec + 4 * i);
+			mm->wt[(size_t)row * mm->wt_stride + i] = f32_le(rec + 4 * i);
 		return;
 	case PCCX_WFMT_Q4C:
 		pccx__sim_q4c_record(s, mm, p, row);
@@ -338,12 +348,20 @@ static void complete(struct pccx_sim *s, struct sim_matmul *mm)
 	uint32_t r, i;
 
 	pccx__sim_rowq_wait(s);        /* the rows computed on the second thread */
+	/* the reference's single-thread F32 kernels: pccx__f32_colsum / pccx__f32_row_dot per
+	 * output, vectorised across outputs (the same bits) */
+	if (mm->ws.fmt == PCCX_WFMT_F32T)
+		pccx__kern_f32t_cols(PCCX_KERN_AUTO, mm->wt,
+				     (uint64_t)mm->wt_stride * sizeof(*mm->wt), mm->k, mm->n, mm->x,
+				     mm->k, mm->m, mm->y, mm->n);
+	else if (mm->ws.fmt == PCCX_WFMT_F32 && mm->wt)
+		pccx__kern_f32_rows(PCCX_KERN_AUTO, mm->wt,
+				    (uint64_t)mm->wt_stride * sizeof(*mm->wt), mm->n, mm->k, mm->x,
+				    mm->k, mm->m, mm->y, mm->n);
 	for (r = 0; r < mm->m; r++) {
 		float *y = mm->y + (size_t)r * mm->n;
 		float *out = mm->out + (size_t)r * mm->n;
 
-		if (mm->ws.fmt == PCCX_WFMT_F32T)
-			pccx__f32_colsum(mm->wt, mm->x + (size_t)r * mm->k, mm->k, mm->n, y);
 		pccx__sim_l2_get(s, dest + r * nw, out, mm->n);
 		for (i = 0; i < mm->n; i++)
 			out[i] = pccx__out_store(y[i], mm->accm, out[i]);

@@ -179,7 +179,9 @@ struct sim_matmul {
 	float *out;                    /* (m, n) results as stored */
 	float *tmp;                    /* one f32 row record */
 	uint16_t *sc;                  /* q4: one row record's FP16 block scales */
-	float *wt;                     /* f32t: (k, n) whole matrix */
+	float *wt;                     /* f32t: (k, n) whole matrix; f32: (n, k), or NULL when
+					* too large (each row computed as it arrives) */
+	uint32_t wt_stride;            /* floats between two rows of wt (a multiple of 16) */
 };
 
 struct sim_timed {                 /* SFU, L2 copy, MEMSET: a fixed duration */
