@@ -165,7 +165,7 @@ int pccx__chunk_share_conflicts(const struct pccx_gemma_plan *p, const struct pc
 				uint64_t conflict[PCCX_GEMMA_PLAN_REGIONS])
 {
 	/* per word: 1 + the op that wrote the value it holds, 1 + the last op that read it */
-	uint32_t *def = seen, *use = seen + PCCX_L2_WORDS, w, k, i, j;
+	uint32_t *def = seen, *use = seen + PCCX_L2_WORDS, w, k, i, j, pd, pu;
 	size_t nw = (rec->n + 63) / 64, o;
 	uint64_t *live = calloc((size_t)p->n_regions * nw + 1, sizeof(*live));
 	int ri;
@@ -197,11 +197,15 @@ int pccx__chunk_share_conflicts(const struct pccx_gemma_plan *p, const struct pc
 			goto bad;
 		if (!(mask >> ri & 1))
 			continue;
-		for (w = a.wr.base; w < a.wr.base + a.wr.words; w++) {
-			/* the value it held was in L2 from its write to its last read */
-			if (def[w])
+		for (w = a.wr.base, pd = pu = 0; w < a.wr.base + a.wr.words; w++) {
+			/* the value it held was in L2 from its write to its last read (a vector's
+			 * words mostly share both: marked once) */
+			if (def[w] && (def[w] != pd || use[w] != pu)) {
 				mark(live + (size_t)ri * nw, def[w] - 1,
 				     use[w] > def[w] ? use[w] - 1 : def[w] - 1);
+				pd = def[w];
+				pu = use[w];
+			}
 			def[w] = (uint32_t)o + 1;
 			use[w] = 0;
 		}
@@ -209,10 +213,13 @@ int pccx__chunk_share_conflicts(const struct pccx_gemma_plan *p, const struct pc
 	for (i = 0; i < p->n_regions; i++) {
 		if (!(mask >> i & 1))
 			continue;
-		for (w = p->region[i]; w < p->region[i] + p->region_words[i]; w++)
-			if (def[w])
+		for (w = p->region[i], pd = pu = 0; w < p->region[i] + p->region_words[i]; w++)
+			if (def[w] && (def[w] != pd || use[w] != pu)) {
 				mark(live + (size_t)i * nw, def[w] - 1,
 				     use[w] > def[w] ? use[w] - 1 : def[w] - 1);
+				pd = def[w];
+				pu = use[w];
+			}
 	}
 	for (i = 0; i < p->n_regions; i++) {
 		conflict[i] = 0;
