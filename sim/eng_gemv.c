@@ -32,13 +32,6 @@
 #define SIM_Q4_BATCH_BYTES (1u << 20)
 #define SIM_Q4_BATCH_BYTES_RQ (1u << 18)
 
-/* A little-endian FP32 of a stream record. */
-static float f32_le(const uint8_t *p)
-{
-	return pccx_f32_from_bits((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-				  (uint32_t)p[3] << 24);
-}
-
 void pccx__sim_matmul_abort(struct pccx_sim *s, struct sim_matmul *mm)
 {
 	unsigned p;
@@ -288,7 +281,7 @@ static void lane_row_inplace(struct pccx_sim *s, struct sim_matmul *mm, unsigned
 static void sim_matmul_row_done(struct pccx_sim *s, struct sim_matmul *mm, unsigned p, uint32_t row)
 {
 	const uint8_t *rec = mm->lane[p].row;
-	uint32_t r, i, nvals;
+	uint32_t r, i;
 
 	switch (mm->ws.fmt) {
 	case PCCX_WFMT_Q4: {
@@ -320,20 +313,16 @@ static void sim_matmul_row_done(struct pccx_sim *s, struct sim_matmul *mm, unsig
 	}
 	case PCCX_WFMT_F32:
 		if (mm->wt) {
-			for (i = 0; i < mm->k; i++)
-				mm->wt[(size_t)row * mm->wt_stride + i] = f32_le(rec + 4 * i);
+			sim_f32s_from_le(mm->wt + (size_t)row * mm->wt_stride, rec, mm->k);
 			return;
 		}
-		for (i = 0; i < mm->k; i++)
-			mm->tmp[i] = f32_le(rec + 4 * i);
+		sim_f32s_from_le(mm->tmp, rec, mm->k);
 		for (r = 0; r < mm->m; r++)
 			mm->y[(size_t)r * mm->n + row] =
 				pccx__f32_row_dot(mm->tmp, mm->x + (size_t)r * mm->k, mm->k);
 		return;
 	case PCCX_WFMT_F32T:
-		nvals = mm->n;
-		for (i = 0; i < nvals; i++)
-			mm->wt[(size_t)row * mm->wt_stride + i] = f32_le(rec + 4 * i);
+		sim_f32s_from_le(mm->wt + (size_t)row * mm->wt_stride, rec, mm->n);
 		return;
 	case PCCX_WFMT_Q4C:
 		pccx__sim_q4c_record(s, mm, p, row);

@@ -337,6 +337,39 @@ static inline void sim_beatq_pop(struct sim_beatq *q, uint8_t *beat)
 	q->level--;
 }
 
+/* n FP32 values from / to little-endian bytes (L2 words, stream records): a little-endian
+ * host holds them as they are, so the bytes move in one copy; elsewhere value by value. */
+static inline void sim_f32s_from_le(float *dst, const uint8_t *src, size_t n)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	__builtin_memcpy(dst, src, n * 4);
+#else
+	size_t i;
+
+	for (i = 0; i < n; i++, src += 4)
+		dst[i] = pccx_f32_from_bits((uint32_t)src[0] | (uint32_t)src[1] << 8 |
+					    (uint32_t)src[2] << 16 | (uint32_t)src[3] << 24);
+#endif
+}
+
+static inline void sim_f32s_to_le(uint8_t *dst, const float *src, size_t n)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	__builtin_memcpy(dst, src, n * 4);
+#else
+	size_t i;
+
+	for (i = 0; i < n; i++, dst += 4) {
+		uint32_t b = pccx_f32_bits(src[i]);
+
+		dst[0] = (uint8_t)b;
+		dst[1] = (uint8_t)(b >> 8);
+		dst[2] = (uint8_t)(b >> 16);
+		dst[3] = (uint8_t)(b >> 24);
+	}
+#endif
+}
+
 /* datamover.c */
 void pccx__sim_dm_init(struct pccx_sim *s);
 void pccx__sim_dm_reset(struct pccx_sim *s, struct sim_dm *dm);
