@@ -175,7 +175,7 @@ int pccx__sim_matmul_start(struct pccx_sim *s, struct sim_matmul *mm, struct sim
 		uint64_t bytes;
 
 		mm->wt_stride = (width + 15) & ~15u;
-		bytes = (uint64_t)rows * mm->wt_stride * sizeof(*mm->wt);
+		bytes = (uint64_t)rows * width * sizeof(*mm->wt);
 		if (bytes <= SIM_MAX_F32T_BYTES)
 			mm->wt = calloc(rows, (size_t)mm->wt_stride * sizeof(*mm->wt));
 		if (t && !mm->wt)
