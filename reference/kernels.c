@@ -190,30 +190,21 @@ struct kern_job {
 	uint32_t next;		/* atomic: the first row not taken yet */
 };
 
-pccx_kern_q4_rows_fn pccx__kern_q4_rows_of(enum pccx_kern_impl impl)
+struct pccx_kern_q4 pccx__kern_q4_of(enum pccx_kern_impl impl)
 {
-	switch (impl) {
-	case PCCX_KERN_AVX512:
-		return pccx__kern_q4_rows_avx512;
-	case PCCX_KERN_AVX2:
-		return pccx__kern_have_avxvnni() ? pccx__kern_q4_rows_avxvnni
-						 : pccx__kern_q4_rows_avx2;
-	default:
-		return pccx__kern_q4_rows_ref;
-	}
-}
+	struct pccx_kern_q4 k = { pccx__kern_q4_rows_ref, pccx__kern_q4_gemm_rows_ref };
 
-pccx_kern_q4_gemm_fn pccx__kern_q4_gemm_rows_of(enum pccx_kern_impl impl)
-{
-	switch (impl) {
-	case PCCX_KERN_AVX512:
-		return pccx__kern_q4_gemm_rows_avx512;
-	case PCCX_KERN_AVX2:
-		return pccx__kern_have_avxvnni() ? pccx__kern_q4_gemm_rows_avxvnni
-						 : pccx__kern_q4_gemm_rows_avx2;
-	default:
-		return pccx__kern_q4_gemm_rows_ref;
+	if (impl == PCCX_KERN_AVX512) {
+		k.rows = pccx__kern_q4_rows_avx512;
+		k.gemm = pccx__kern_q4_gemm_rows_avx512;
+	} else if (impl == PCCX_KERN_AVX2 && pccx__kern_have_avxvnni()) {
+		k.rows = pccx__kern_q4_rows_avxvnni;
+		k.gemm = pccx__kern_q4_gemm_rows_avxvnni;
+	} else if (impl == PCCX_KERN_AVX2) {
+		k.rows = pccx__kern_q4_rows_avx2;
+		k.gemm = pccx__kern_q4_gemm_rows_avx2;
 	}
+	return k;
 }
 
 uint32_t pccx__kern_chunk(uint32_t n, unsigned nparts)
@@ -241,19 +232,14 @@ bool pccx__kern_take(uint32_t *next, uint32_t chunk, uint32_t n, uint32_t *lo, u
 static void job_part(void *ctx, unsigned part, unsigned nparts)
 {
 	struct kern_job *j = ctx;
+	struct pccx_kern_q4 k = pccx__kern_q4_of(j->impl);
 	uint32_t lo, hi;
-	const uint8_t *w;
 
 	(void)part;
 	(void)nparts;
-	while (pccx__kern_take(&j->next, j->chunk, j->n, &lo, &hi)) {
-		w = j->w + lo * j->row_bytes;
-		if (j->m == 1)
-			pccx__kern_q4_rows_of(j->impl)(w, j->row_bytes, hi - lo, j->a, j->y + lo);
-		else
-			pccx__kern_q4_gemm_rows_of(j->impl)(w, j->row_bytes, hi - lo, j->a, j->m,
-							    j->y + lo, j->ldy);
-	}
+	while (pccx__kern_take(&j->next, j->chunk, j->n, &lo, &hi))
+		pccx__kern_q4_apply(&k, j->w + lo * j->row_bytes, j->row_bytes, hi - lo, j->a,
+				    j->m, j->y + lo, j->ldy);
 }
 
 /* Below this many weight-activation products a second thread costs more than it saves. */

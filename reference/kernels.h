@@ -96,8 +96,24 @@ typedef void (*pccx_kern_q4_rows_fn)(const uint8_t *w, uint64_t row_bytes, uint3
 typedef void (*pccx_kern_q4_gemm_fn)(const uint8_t *w, uint64_t row_bytes, uint32_t n,
 				     const struct pccx_kern_act *a, uint32_t m, float *y,
 				     size_t ldy);
-pccx_kern_q4_rows_fn pccx__kern_q4_rows_of(enum pccx_kern_impl impl);
-pccx_kern_q4_gemm_fn pccx__kern_q4_gemm_rows_of(enum pccx_kern_impl impl);
+struct pccx_kern_q4 {
+	pccx_kern_q4_rows_fn rows;	/* one activation row */
+	pccx_kern_q4_gemm_fn gemm;	/* several, each row's bits the row kernel's */
+};
+struct pccx_kern_q4 pccx__kern_q4_of(enum pccx_kern_impl impl);
+
+/* n rows at w against activation rows a[0 .. m): y[j * ldy + i]. One activation row takes the
+ * row kernel, which needs no transposed weights; several share each weight row's read. */
+static inline void pccx__kern_q4_apply(const struct pccx_kern_q4 *k, const uint8_t *w,
+				       uint64_t row_bytes, uint32_t n,
+				       const struct pccx_kern_act *a, uint32_t m, float *y,
+				       size_t ldy)
+{
+	if (m == 1)
+		k->rows(w, row_bytes, n, a, y);
+	else
+		k->gemm(w, row_bytes, n, a, m, y, ldy);
+}
 
 /*
  * Blocks [b, k/32) of one stored row (scales at rec, nibbles at rec + sb) against a, one at a

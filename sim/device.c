@@ -494,8 +494,7 @@ int pccx__sim_create(const struct pccx_sim_config *cfg, pccx_sim **out, pccx_dia
 	if (!s)
 		return pccx__fail(d, PCCX_ERR_NOMEM, "simulator: out of memory");
 	s->cfg = *cfg;
-	s->q4_rows = pccx__kern_q4_rows_of(pccx__kern_resolve(PCCX_KERN_AUTO));
-	s->q4_gemm = pccx__kern_q4_gemm_rows_of(pccx__kern_resolve(PCCX_KERN_AUTO));
+	s->q4 = pccx__kern_q4_of(pccx__kern_resolve(PCCX_KERN_AUTO));
 	s->core_ps = (1000000000000ull + cfg->core_hz / 2) / cfg->core_hz;
 	s->axi_ps = (1000000000000ull + cfg->axi_hz / 2) / cfg->axi_hz;
 	s->l2 = calloc(cfg->l2_words, SIM_BEAT);

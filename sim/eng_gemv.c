@@ -218,10 +218,8 @@ fail:
 static void q4_rows(const struct pccx_sim *s, const struct sim_matmul *mm, const uint8_t *w,
 		    uint32_t n, uint32_t r0)
 {
-	if (mm->m == 1)
-		s->q4_rows(w, mm->lane[0].row_bytes, n, mm->act, mm->y + r0);
-	else
-		s->q4_gemm(w, mm->lane[0].row_bytes, n, mm->act, mm->m, mm->y + r0, mm->n);
+	pccx__kern_q4_apply(&s->q4, w, mm->lane[0].row_bytes, n, mm->act, mm->m, mm->y + r0,
+			    mm->n);
 }
 
 static void lane_flush(struct pccx_sim *s, struct sim_matmul *mm, unsigned p)

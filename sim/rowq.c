@@ -16,8 +16,7 @@
 #include "sim_int.h"
 
 struct rowq_job {
-	pccx_kern_q4_rows_fn rows;     /* for one activation row */
-	pccx_kern_q4_gemm_fn gemm;     /* for several, the same bits */
+	const struct pccx_kern_q4 *k;
 	const uint8_t *w;
 	uint64_t row_bytes;
 	uint32_t n, m;                 /* rows, activation rows */
@@ -28,10 +27,7 @@ struct rowq_job {
 
 static void job_run(const struct rowq_job *j)
 {
-	if (j->m == 1)
-		j->rows(j->w, j->row_bytes, j->n, j->act, j->y);
-	else
-		j->gemm(j->w, j->row_bytes, j->n, j->act, j->m, j->y, j->ystride);
+	pccx__kern_q4_apply(j->k, j->w, j->row_bytes, j->n, j->act, j->m, j->y, j->ystride);
 }
 
 #ifdef PCCX_FREESTANDING
@@ -45,7 +41,7 @@ bool pccx__sim_rowq_active(struct pccx_sim *s)
 void pccx__sim_rowq_post(struct pccx_sim *s, const uint8_t *w, uint64_t row_bytes, uint32_t n,
 			 const struct pccx_kern_act *act, uint32_t m, float *y, size_t ystride)
 {
-	struct rowq_job j = { s->q4_rows, s->q4_gemm, w, row_bytes, n, m, act, y, ystride };
+	struct rowq_job j = { &s->q4, w, row_bytes, n, m, act, y, ystride };
 
 	job_run(&j);
 }
@@ -216,7 +212,7 @@ bool pccx__sim_rowq_active(struct pccx_sim *s)
 void pccx__sim_rowq_post(struct pccx_sim *s, const uint8_t *w, uint64_t row_bytes, uint32_t n,
 			 const struct pccx_kern_act *act, uint32_t m, float *y, size_t ystride)
 {
-	struct rowq_job j = { s->q4_rows, s->q4_gemm, w, row_bytes, n, m, act, y, ystride };
+	struct rowq_job j = { &s->q4, w, row_bytes, n, m, act, y, ystride };
 	struct sim_rowq *q = rowq_get(s);
 
 	if (!q) {

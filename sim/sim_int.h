@@ -204,8 +204,7 @@ struct pccx_sim {
 	struct pccx_sim_config cfg;
 	/* the widest of the reference's single-thread q4 kernels this CPU runs: one activation
 	 * row, and several (a prompt chunk's GEMM); the same bits */
-	pccx_kern_q4_rows_fn q4_rows;
-	pccx_kern_q4_gemm_fn q4_gemm;
+	struct pccx_kern_q4 q4;
 	struct sim_rowq *rowq;         /* the thread computing q4 row batches (rowq.c) */
 	int rowq_mode;                 /* 1 always, -1 never, 0 when a CPU is spare for it */
 	bool rowq_tried;               /* rowq_mode applied: rowq is what it gave */
