@@ -38,6 +38,8 @@ void pccx__sim_matmul_abort(struct pccx_sim *s, struct sim_matmul *mm)
 
 	pccx__sim_rowq_wait(s);        /* batches in progress read the activations */
 	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
+		free(mm->lane[p].q4c);     /* records not computed: no one reads their sums */
+		mm->lane[p].q4c = NULL;
 		free(mm->lane[p].row);
 		mm->lane[p].row = NULL;
 		free(mm->lane[p].rec);
@@ -226,6 +228,7 @@ static void lane_flush(struct pccx_sim *s, struct sim_matmul *mm, unsigned p)
 {
 	struct sim_lane *l = &mm->lane[p];
 
+	pccx__sim_q4c_flush(s, l);
 	/* on the second thread: the rows lie in host memory and the results wait for complete() */
 	if (l->pend)
 		pccx__sim_rowq_post(s, l->pend_host, l->row_bytes, l->pend, mm->act, mm->m,

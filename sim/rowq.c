@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The q4 row batches of the GEMV/GEMM lanes, computed on a second thread.
+ * The q4 row batches of the GEMV/GEMM lanes, and the q4c records, computed on a second thread.
  *
  * A batch's results are only read when its instruction completes (eng_gemv.c), so the
  * simulation runs on while another thread computes them: a lane posts a batch of complete
@@ -11,11 +11,18 @@
  * computed them or when. The thread is started with the first batch if a CPU is spare for it
  * (cpu_spare()); otherwise, and in the bare-metal firmware, batches are computed where they
  * are posted.
+ *
+ * A q4c GEMV's records (q4c.c) add into one block's INT32 sums and end blocks into FP32
+ * accumulators, so their order matters: they come as ordered jobs, which only the thread
+ * runs, in the order they were posted (the simulator waits for them rather than take one out
+ * of turn).
  */
 #include "kernels.h"
 #include "sim_int.h"
 
 struct rowq_job {
+	void (*fn)(void *arg);         /* an ordered job (NULL: q4 rows) */
+	void *arg;
 	const struct pccx_kern_q4 *k;
 	const uint8_t *w;
 	uint64_t row_bytes;
@@ -27,6 +34,10 @@ struct rowq_job {
 
 static void job_run(const struct rowq_job *j)
 {
+	if (j->fn) {
+		j->fn(j->arg);
+		return;
+	}
 	pccx__kern_q4_apply(j->k, j->w, j->row_bytes, j->n, j->act, j->m, j->y, j->ystride);
 }
 
@@ -38,12 +49,43 @@ bool pccx__sim_rowq_active(struct pccx_sim *s)
 	return false;
 }
 
+static void post(struct pccx_sim *s, const struct rowq_job *j)
+{
+	struct sim_rowq *q = rowq_get(s);
+
+	if (!q) {
+		job_run(j);
+		return;
+	}
+	pthread_mutex_lock(&q->lock);
+	if (q->queued == ROWQ_JOBS) {
+		/* the worker is far behind: this job is computed here, an ordered one after all
+		 * the jobs before it */
+		pthread_mutex_unlock(&q->lock);
+		if (j->fn)
+			pccx__sim_rowq_wait(s);
+		job_run(j);
+		return;
+	}
+	q->job[(q->head + q->queued++) % ROWQ_JOBS] = *j;
+	__atomic_add_fetch(&q->n, 1, __ATOMIC_RELEASE);
+	if (q->idle)
+		pthread_cond_signal(&q->work);
+	pthread_mutex_unlock(&q->lock);
+}
+
 void pccx__sim_rowq_post(struct pccx_sim *s, const uint8_t *w, uint64_t row_bytes, uint32_t n,
 			 const struct pccx_kern_act *act, uint32_t m, float *y, size_t ystride)
 {
-	struct rowq_job j = { &s->q4, w, row_bytes, n, m, act, y, ystride };
+	struct rowq_job j = { NULL, NULL, &s->q4, w, row_bytes, n, m, act, y, ystride };
 
 	job_run(&j);
+}
+
+void pccx__sim_rowq_post_ordered(struct pccx_sim *s, void (*fn)(void *arg), void *arg)
+{
+	(void)s;
+	fn(arg);
 }
 
 void pccx__sim_rowq_wait(struct pccx_sim *s)
@@ -209,28 +251,44 @@ bool pccx__sim_rowq_active(struct pccx_sim *s)
 	return rowq_get(s) != NULL;
 }
 
-void pccx__sim_rowq_post(struct pccx_sim *s, const uint8_t *w, uint64_t row_bytes, uint32_t n,
-			 const struct pccx_kern_act *act, uint32_t m, float *y, size_t ystride)
+static void post(struct pccx_sim *s, const struct rowq_job *j)
 {
-	struct rowq_job j = { &s->q4, w, row_bytes, n, m, act, y, ystride };
 	struct sim_rowq *q = rowq_get(s);
 
 	if (!q) {
-		job_run(&j);
+		job_run(j);
 		return;
 	}
 	pthread_mutex_lock(&q->lock);
 	if (q->queued == ROWQ_JOBS) {
-		/* the worker is far behind: this batch is computed here */
+		/* the worker is far behind: this job is computed here, an ordered one after all
+		 * the jobs before it */
 		pthread_mutex_unlock(&q->lock);
-		job_run(&j);
+		if (j->fn)
+			pccx__sim_rowq_wait(s);
+		job_run(j);
 		return;
 	}
-	q->job[(q->head + q->queued++) % ROWQ_JOBS] = j;
+	q->job[(q->head + q->queued++) % ROWQ_JOBS] = *j;
 	__atomic_add_fetch(&q->n, 1, __ATOMIC_RELEASE);
 	if (q->idle)
 		pthread_cond_signal(&q->work);
 	pthread_mutex_unlock(&q->lock);
+}
+
+void pccx__sim_rowq_post(struct pccx_sim *s, const uint8_t *w, uint64_t row_bytes, uint32_t n,
+			 const struct pccx_kern_act *act, uint32_t m, float *y, size_t ystride)
+{
+	struct rowq_job j = { NULL, NULL, &s->q4, w, row_bytes, n, m, act, y, ystride };
+
+	post(s, &j);
+}
+
+void pccx__sim_rowq_post_ordered(struct pccx_sim *s, void (*fn)(void *arg), void *arg)
+{
+	struct rowq_job j = { .fn = fn, .arg = arg };
+
+	post(s, &j);
 }
 
 void pccx__sim_rowq_wait(struct pccx_sim *s)
@@ -242,8 +300,8 @@ void pccx__sim_rowq_wait(struct pccx_sim *s)
 		return;
 	pthread_mutex_lock(&q->lock);
 	/* rather than wait for the worker, compute the batches it has not started (the newest
-	 * first: it takes the oldest) */
-	while (q->queued) {
+	 * first: it takes the oldest), up to an ordered job, which is the worker's */
+	while (q->queued && !q->job[(q->head + q->queued - 1) % ROWQ_JOBS].fn) {
 		struct rowq_job j = take(q, true);
 
 		run_taken(q, &j);

@@ -135,6 +135,8 @@ struct sim_rec {
 	uint32_t bytes, id;
 };
 
+struct sim_q4c_batch;
+
 /* A GEMV/GEMM lane: the rows of one weight port. */
 struct sim_lane {
 	uint32_t row_first, row_count, rows_done;
@@ -153,6 +155,7 @@ struct sim_lane {
 	uint64_t win_range;            /* bytes of the port's range */
 	uint64_t win_left;             /* ... its windows still cover */
 	int32_t *isum;                 /* q4c: the rows' INT32 sums of the current block */
+	struct sim_q4c_batch *q4c;     /* q4c: records taken and not computed yet (q4c.c) */
 };
 
 struct sim_matmul {
@@ -390,6 +393,8 @@ int pccx__sim_rowmask_start(struct pccx_sim *s, struct sim_matmul *mm);
 /* q4c.c: the records of a GEMV on q4c weights, and what each one computes */
 int pccx__sim_q4c_start(struct sim_matmul *mm);
 void pccx__sim_q4c_record(struct pccx_sim *s, struct sim_matmul *mm, unsigned p, uint32_t id);
+/* The records lane p holds go to be computed (rowq.c), in order. */
+void pccx__sim_q4c_flush(struct pccx_sim *s, struct sim_lane *l);
 
 /* eng_dma.c: MEMCPY engines */
 void pccx__sim_dma_start(struct pccx_sim *s, struct sim_op *op);
@@ -422,6 +427,8 @@ void pccx__sim_matmul_flush(struct pccx_sim *s, struct sim_matmul *mm);
 void pccx__sim_rowq_post(struct pccx_sim *s, const uint8_t *w, uint64_t row_bytes, uint32_t n,
 			 const struct pccx_kern_act *act, uint32_t m, float *y, size_t ystride);
 void pccx__sim_rowq_wait(struct pccx_sim *s);
+/* fn(arg) after every ordered job posted before it (wait: it has run). */
+void pccx__sim_rowq_post_ordered(struct pccx_sim *s, void (*fn)(void *arg), void *arg);
 /* Whether batches go to the second thread (started if it is to be). */
 bool pccx__sim_rowq_active(struct pccx_sim *s);
 void pccx__sim_rowq_stop(struct pccx_sim *s);

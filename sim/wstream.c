@@ -49,7 +49,9 @@ static uint32_t slot_of(const struct sim_beatq *q, uint64_t b)
 
 static struct sim_span *span_at(const struct sim_beatq *q, uint32_t i)
 {
-	return &q->span[(q->span_head + i) % q->span_cap];
+	uint32_t at = q->span_head + i;    /* i < span_cap: one wrap at most, no division */
+
+	return &q->span[at >= q->span_cap ? at - q->span_cap : at];
 }
 
 /* Copy beats [first, first + n) of the storage out (wrapping). */

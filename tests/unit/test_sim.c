@@ -1846,8 +1846,10 @@ END_TEST
  * quantise to 0 beside large ones, and a dense tail. Both GEMVs give the reference's L2, and
  * the q4c outputs are the Q4 outputs' bits; only the records of non-zero inputs and their
  * blocks' scales are read; edge by edge as in bulk; a slow host and three windows per port
- * cut inside records change the cycles only; 5 rows (odd and empty ports) as well. A device
- * without the feature refuses the GEMV.
+ * cut inside records change the cycles only; 5 rows (odd and empty ports) as well. In bulk the
+ * records are computed on the row thread (batches in order, and those cut inside a record on
+ * the simulator's thread after them), edge by edge on the simulator's. A device without the
+ * feature refuses the GEMV.
  */
 static void qc_job(const struct pccx_sim_config *cfg, bool every_edge, bool cut,
 		   const struct pccx_sim_backend_opts *opts, uint32_t n, struct rm_run *out)
@@ -1868,6 +1870,7 @@ static void qc_job(const struct pccx_sim_config *cfg, bool every_edge, bool cut,
 
 	ck_assert_msg(pccx__sim_backend_create(cfg, &b, &d) == 0, "%s", d.msg);
 	pccx__sim_set_every_edge(pccx__sim_backend_sim(b), every_edge);
+	pccx__sim_set_row_thread(pccx__sim_backend_sim(b), !every_edge);
 	w = x_open(&x, b, wsize, &rng);
 	fill_weights(w, &q, &rng);
 	pccx__q4c_pack(w, n, k, w + qoff);
