@@ -34,6 +34,11 @@ dtc -q -I dts -O dtb -o "$out/sfu4.dtb" "$out/sfu4.dts"
 "$pccx" bench --config "$cfg" --tokens 2 --prompt "$prompt" --dtb "$out/sfu4.dtb" |
   tee "$out/sim-sfu4"
 echo
+# The two ways of streaming a sparse layer's kept W_up rows (docs/sim.md): the GEMV rowmask
+# extension, and v002 alone with the host reading the activation back.
+echo "== one sparse FFN layer's W_up: GEMV rowmask, by the host, and whole, config $cfg"
+"$pccx" bench --sparse --config "$cfg" | tee "$out/sparse"
+echo
 # The other families' real shapes (synthetic weights); the quick pass takes their tiny shapes.
 # A 16-token prompt first, in chunks as the session runs it, then the decode.
 if [ "$cfg" = tiny ]; then families="tiny-gemma tiny-gemma2 tiny-gemma3 tiny-gemma4 tiny-gemma4-moe"
@@ -82,6 +87,9 @@ for v in "" _sparse; do
   emit "sim_weight_gb_per_token_${cfg}$v" "$(num "$f" '/^weight bytes per token:/ {print $5}')" GB
   emit "sim_ddr_ceiling_${cfg}$v" "$(num "$f" '/= .*% of the .*DDR/ {for (i = 1; i <= NF; i++) if ($i ~ /%$/) {sub(/%/, "", $i); print $i; exit}}')" %
   emit "sim_port_bound_${cfg}$v" "$(num "$f" '/^weight ports:/ {for (i = 1; i <= NF; i++) if ($i ~ /%$/) {sub(/%/, "", $i); print $i; exit}}')" %
+done
+for w in rowmask host dense; do
+  emit "sim_sparse_layer_w_up_${w}_${cfg}" "$(num "$out/sparse" '$1 == "'$w'" {print $4}')" us
 done
 emit "sim_decode_${cfg}_sparse_4_sfu_lanes" "$(num "$out/sim-sfu4" '/^simulated decode:/ {print $3}')" tok/s
 for f in $families; do

@@ -80,6 +80,7 @@ int pccx_cmd_bench_ref(int argc, char **argv);
 int pccx_cmd_synth(int argc, char **argv);
 int pccx_cmd_bench(int argc, char **argv);
 int pccx_cmd_bench_sim(int argc, char **argv);
+int pccx_cmd_bench_sparse(int argc, char **argv);
 int pccx_cmd_run(int argc, char **argv);
 int pccx_cmd_chat(int argc, char **argv);
 int pccx_cmd_info(int argc, char **argv);

@@ -27,6 +27,8 @@ int pccx_cmd_bench(int argc, char **argv)
 		return pccx_cmd_bench_ref(argc, argv);
 	if (take(&argc, argv, "--sampler"))
 		return pccx_cmd_bench_sampler(argc, argv);
+	if (take(&argc, argv, "--sparse"))
+		return pccx_cmd_bench_sparse(argc, argv);
 	if (take(&argc, argv, "--sim"))
 		return pccx_cmd_bench_sim(argc, argv);
 	for (i = 1; i < argc; i++)
@@ -35,6 +37,7 @@ int pccx_cmd_bench(int argc, char **argv)
 	printf("usage: pccx bench --config CONFIG [options]   simulated decode on the NPU model\n"
 	       "       pccx bench --ref --config CONFIG [...]  host reference decode (tok/s, memory)\n"
 	       "       pccx bench --sampler [...]              host sampler (ns per token)\n"
+	       "       pccx bench --sparse [--config CONFIG]   a sparse layer's W_up: rowmask or host\n"
 	       "'pccx bench --ref --help' etc. describe each.\n");
 	return pccx_cli_wants_help(argc, argv) ? 0 : 2;
 }
