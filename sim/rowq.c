@@ -49,31 +49,6 @@ bool pccx__sim_rowq_active(struct pccx_sim *s)
 	return false;
 }
 
-static void post(struct pccx_sim *s, const struct rowq_job *j)
-{
-	struct sim_rowq *q = rowq_get(s);
-
-	if (!q) {
-		job_run(j);
-		return;
-	}
-	pthread_mutex_lock(&q->lock);
-	if (q->queued == ROWQ_JOBS) {
-		/* the worker is far behind: this job is computed here, an ordered one after all
-		 * the jobs before it */
-		pthread_mutex_unlock(&q->lock);
-		if (j->fn)
-			pccx__sim_rowq_wait(s);
-		job_run(j);
-		return;
-	}
-	q->job[(q->head + q->queued++) % ROWQ_JOBS] = *j;
-	__atomic_add_fetch(&q->n, 1, __ATOMIC_RELEASE);
-	if (q->idle)
-		pthread_cond_signal(&q->work);
-	pthread_mutex_unlock(&q->lock);
-}
-
 void pccx__sim_rowq_post(struct pccx_sim *s, const uint8_t *w, uint64_t row_bytes, uint32_t n,
 			 const struct pccx_kern_act *act, uint32_t m, float *y, size_t ystride)
 {
