@@ -424,25 +424,132 @@ T512 static void gemm_group16(const uint8_t *const rec[G], uint32_t nr, uint64_t
 	}
 }
 
+/*
+ * Block b of two groups of 16 rows (weights wa, wb: wt layout of block b as weights16x4 gives
+ * it) for every activation row j < m: acca[j] = acca[j] + c_b of group A, accb[j] likewise.
+ * Each activation broadcast feeds both groups' dots, half the loads per product of
+ * gemm_pair's; each row's additions are the same, in the same block order.
+ */
+T512 static void gemm_block2(const __m512i *wa, const __m512i *wb, __m512 da, __m512 db,
+			     const struct pccx_kern_act *a, uint32_t m, uint32_t b, __m512 *acca,
+			     __m512 *accb)
+{
+	const uint32_t off = 32 * (b & ~3u) + 16 * (b & 3u);
+	__m512i w0[8], w1[8];
+	uint32_t j;
+	unsigned i;
+
+#pragma GCC unroll 8
+	for (i = 0; i < 8; i++) {
+		w0[i] = wa[i];
+		w1[i] = wb[i];
+	}
+	for (j = 0; j < m; j++) {
+		const int8_t *xe = a[j].xp + off, *xo = xe + 64;
+		/* the dots start at -8 sum(x): dot - 8 sum x, exact in INT32 */
+		__m512i ea = _mm512_set1_epi32(-8 * a[j].xsum[b]), eb = ea;
+		__m512i oa = _mm512_setzero_si512(), ob = oa;
+
+#pragma GCC unroll 4
+		for (i = 0; i < 4; i++) {
+			__m512i x = bcast4(xe + 4 * i);
+
+			ea = _mm512_dpbusd_epi32(ea, w0[i], x);
+			eb = _mm512_dpbusd_epi32(eb, w1[i], x);
+		}
+#pragma GCC unroll 4
+		for (i = 0; i < 4; i++) {
+			__m512i x = bcast4(xo + 4 * i);
+
+			oa = _mm512_dpbusd_epi32(oa, w0[4 + i], x);
+			ob = _mm512_dpbusd_epi32(ob, w1[4 + i], x);
+		}
+		__m512 sx = _mm512_set1_ps(a[j].sx[b]);
+
+		acca[j] = _mm512_add_ps(acca[j], _mm512_mul_ps(_mm512_cvtepi32_ps(
+			_mm512_add_epi32(ea, oa)), _mm512_mul_ps(da, sx)));
+		accb[j] = _mm512_add_ps(accb[j], _mm512_mul_ps(_mm512_cvtepi32_ps(
+			_mm512_add_epi32(eb, ob)), _mm512_mul_ps(db, sx)));
+	}
+}
+
+/* Rows y[j * ldy + r] of a group of 16 (nr of them) from its accumulators, blocks [0, b)
+ * summed, the rest (k not a multiple of 128) one at a time. */
+T512 static void gemm_store16(const uint8_t *const rec[G], uint32_t nr, uint64_t sb,
+			      const struct pccx_kern_act *a, uint32_t m, uint32_t b,
+			      const __m512 *acc, float *y, size_t ldy)
+{
+	float v[G];
+	uint32_t j, r;
+
+	for (j = 0; j < m; j++) {
+		if (b == a->k / 32) {
+			_mm512_mask_storeu_ps(y + j * ldy, (__mmask16)((1u << nr) - 1),
+					      canon16(acc[j]));
+			continue;
+		}
+		_mm512_storeu_ps(v, acc[j]);
+		for (r = 0; r < nr; r++)
+			y[j * ldy + r] = pccx__kern_q4_row_finish(rec[r], sb, &a[j], b, v[r]);
+	}
+}
+
+/* Rows rec[0 .. 16) and rec[16 .. 16 + nrb) (1 <= nrb <= 16) against activation rows
+ * a[0 .. m), m <= MB: gemm_group16's results for both groups. */
+T512 static void gemm_group32(const uint8_t *const rec[2 * G], uint32_t nrb, uint64_t sb,
+			      const struct pccx_kern_act *a, uint32_t m, struct pccx_kern_pf *f,
+			      float *y, size_t ldy)
+{
+	uint32_t nb = a->k / 32, b, i, j;
+	__m512 acca[MB], accb[MB], da[8], db[8];
+	__m512i wta[32], wtb[32];
+
+	for (j = 0; j < m; j++) {
+		acca[j] = _mm512_setzero_ps();
+		accb[j] = _mm512_setzero_ps();
+	}
+	for (b = 0; b + 4 <= nb; b += 4) {
+		if (b % 8 == 0) {
+			scales16x8(rec, b, da);
+			scales16x8(rec + G, b, db);
+		}
+		pccx__kern_pf_step(f);
+		weights16x4(rec, sb, b, wta);
+		weights16x4(rec + G, sb, b, wtb);
+		for (i = 0; i < 4; i++)
+			gemm_block2(wta + 8 * i, wtb + 8 * i, da[(b + i) % 8], db[(b + i) % 8], a,
+				    m, b + i, acca, accb);
+	}
+	gemm_store16(rec, G, sb, a, m, b, acca, y, ldy);
+	gemm_store16(rec + G, nrb, sb, a, m, b, accb, y + G, ldy);
+}
+
 void pccx__kern_q4_gemm_rows_avx512(const uint8_t *w, uint64_t row_bytes, uint32_t n,
 				    const struct pccx_kern_act *a, uint32_t m, float *y,
 				    size_t ldy)
 {
 	uint64_t sb = pccx__kern_scale_bytes(a->k);
-	const uint8_t *rec[G];
-	uint32_t r0, r, nr, j0, mb;
+	const uint8_t *rec[2 * G];
+	uint32_t r0, r, nr, g, j0, mb;
 
-	for (r0 = 0; r0 < n; r0 += G) {
-		nr = n - r0 < G ? n - r0 : G;
-		for (r = 0; r < G; r++)
+	for (r0 = 0; r0 < n; r0 += g) {
+		/* two groups of 16 rows while more than 16 are left, sharing the broadcasts */
+		g = n - r0 > G ? 2 * G : G;
+		nr = n - r0 < g ? n - r0 : g;
+		for (r = 0; r < g; r++)
 			rec[r] = w + (uint64_t)(r0 + (r < nr ? r : nr - 1)) * row_bytes;
 		for (j0 = 0; j0 < m; j0 += MB) {
-			/* one share of the next group per step of four blocks */
-			struct pccx_kern_pf f = pccx__kern_pf_group(w, row_bytes, n, r0, G,
+			/* one share of the next rows per step of four blocks */
+			struct pccx_kern_pf f = pccx__kern_pf_group(w, row_bytes, n, r0, g,
 								    a->k / 128);
 
 			mb = m - j0 < MB ? m - j0 : MB;
-			gemm_group16(rec, nr, sb, a + j0, mb, &f, y + j0 * ldy + r0, ldy);
+			if (g == 2 * G)
+				gemm_group32(rec, nr - G, sb, a + j0, mb, &f, y + j0 * ldy + r0,
+					     ldy);
+			else
+				gemm_group16(rec, nr, sb, a + j0, mb, &f, y + j0 * ldy + r0,
+					     ldy);
 		}
 	}
 }
