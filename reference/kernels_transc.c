@@ -4,10 +4,12 @@
  * lanes (AVX-512). GELU and tanh
  * are isa/num's algorithms (transc.c) operation for operation, each IEEE operation of a lane
  * exactly the scalar one (no FMA: the build has -ffp-contract=off and every product and sum is
- * its own instruction). Branches become masks: every path is computed for all lanes and each
- * lane keeps the value of the path the scalar code takes for it (the others may see Inf or
- * NaN; no exception traps). Through the SFU's input stage, accumulate and canonical NaN, the
- * bits are those of pccx__sfu_vector.
+ * its own instruction). Branches become masks: a path is computed for all lanes when any lane
+ * takes it, and each lane keeps the value of the path the scalar code takes for it (the others
+ * may see Inf or NaN; no exception traps); a path no lane takes is not computed (GELU's large
+ * negative branch, tanh's exponential above 1, scale2's out-of-range exponents, all rare).
+ * Through the SFU's input stage, accumulate and canonical NaN, the bits are those of
+ * pccx__sfu_vector.
  */
 #include "kernels.h"
 #include "pccx_num.h"
@@ -90,13 +92,17 @@ T512 static V exp_reduce2(V xh, V xl, VI *k, V *lo)
 T512 static V scale2(V p, VI k)
 {
 	const VI c127 = _mm512_set1_epi32(127), c125 = _mm512_set1_epi32(125);
-	V big = MUL(MUL(p, pow2i(_mm512_sub_epi32(k, c127))), pow2i(c127));
-	V small = MUL(MUL(p, pow2i(_mm512_add_epi32(k, c125))),
-		      pow2i(_mm512_set1_epi32(-125)));
+	__mmask16 hi = _mm512_cmpgt_epi32_mask(k, c127);
+	__mmask16 lo = _mm512_cmplt_epi32_mask(k, _mm512_set1_epi32(-125));
 	V mid = MUL(p, pow2i(k));
 
-	mid = _mm512_mask_mov_ps(mid, _mm512_cmpgt_epi32_mask(k, c127), big);
-	return _mm512_mask_mov_ps(mid, _mm512_cmplt_epi32_mask(k, _mm512_set1_epi32(-125)), small);
+	if (hi)
+		mid = _mm512_mask_mov_ps(mid, hi, MUL(MUL(p, pow2i(_mm512_sub_epi32(k, c127))),
+						      pow2i(c127)));
+	if (lo)
+		mid = _mm512_mask_mov_ps(mid, lo, MUL(MUL(p, pow2i(_mm512_add_epi32(k, c125))),
+						      pow2i(_mm512_set1_epi32(-125))));
+	return mid;
 }
 
 T512 static V qnan16(void)
@@ -133,12 +139,14 @@ T512 static V gelu16(V x)
 	ra = ADD(y, _mm512_div_ps(t, dh));
 
 	/* else: x e^{2v} */
-	p = exp_reduce2(_mm512_sub_ps(_mm512_setzero_ps(), wh),
-			_mm512_sub_ps(_mm512_setzero_ps(), wl), &k, &t);
-	two_prod(x, p, &ph, &pl);
-	rb = scale2(ADD(ph, ADD(pl, MUL(x, t))), k);
-
-	y = _mm512_mask_mov_ps(rb, path_a, ra);
+	y = ra;
+	if (path_a != (__mmask16)0xFFFF) {
+		p = exp_reduce2(_mm512_sub_ps(_mm512_setzero_ps(), wh),
+				_mm512_sub_ps(_mm512_setzero_ps(), wl), &k, &t);
+		two_prod(x, p, &ph, &pl);
+		rb = scale2(ADD(ph, ADD(pl, MUL(x, t))), k);
+		y = _mm512_mask_mov_ps(rb, path_a, ra);
+	}
 	/* the scalar code's early returns, the first one taken winning */
 	y = _mm512_mask_mov_ps(y, _mm512_cmplt_epi32_mask(ax, _mm512_set1_epi32(0x21800000)),
 			       MUL(C(0.5f), x));
@@ -155,6 +163,7 @@ T512 static V tanh16(V x)
 	V a = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x),
 						   _mm512_set1_epi32(0x7FFFFFFF)));
 	V s = MUL(a, a), q, t, e, lo;
+	__mmask16 small;
 	VI k;
 
 	q = ADD(C(PCCX_NUM_TANH_T7), MUL(s, C(PCCX_NUM_TANH_T8)));
@@ -166,12 +175,14 @@ T512 static V tanh16(V x)
 	q = ADD(C(PCCX_NUM_TANH_T1), MUL(s, q));
 	q = ADD(C(PCCX_NUM_TANH_T0), MUL(s, q));
 	t = ADD(a, MUL(a, MUL(s, q)));				/* a <= 1 */
-	e = exp_reduce2(MUL(C(2.0f), a), C(0.0f), &k, &lo);
-	e = scale2(e, k);
-	e = SUB(C(1.0f), _mm512_div_ps(C(2.0f), ADD(e, C(1.0f))));	/* 1 < a < 9.5 */
-	t = _mm512_mask_mov_ps(C(1.0f), _mm512_cmp_ps_mask(a, C(9.5f), _CMP_LT_OQ), e);
-	t = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask(a, C(1.0f), _CMP_LE_OQ),
-			       ADD(a, MUL(a, MUL(s, q))));
+	small = _mm512_cmp_ps_mask(a, C(1.0f), _CMP_LE_OQ);
+	if (small != (__mmask16)0xFFFF) {
+		e = exp_reduce2(MUL(C(2.0f), a), C(0.0f), &k, &lo);
+		e = scale2(e, k);
+		e = SUB(C(1.0f), _mm512_div_ps(C(2.0f), ADD(e, C(1.0f))));	/* 1 < a < 9.5 */
+		e = _mm512_mask_mov_ps(C(1.0f), _mm512_cmp_ps_mask(a, C(9.5f), _CMP_LT_OQ), e);
+		t = _mm512_mask_mov_ps(e, small, t);
+	}
 	t = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(t), sign));
 	return _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), qnan16());
 }
