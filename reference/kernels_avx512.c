@@ -336,6 +336,27 @@ T512 static void weights16x4(const uint8_t *const rec[G], uint64_t sb, uint32_t 
 	}
 }
 
+/* weights16x4 of the j < 4 blocks left from b: only their nibbles are loaded (the others read
+ * as 0 and are not used). */
+T512 static void weights16_tail(const uint8_t *const rec[G], uint64_t sb, uint32_t b, uint32_t j,
+				__m512i wt[32])
+{
+	const __mmask64 mk = ((__mmask64)1 << (16 * j)) - 1;
+	__m512i v[G], t[G];
+	unsigned r, e;
+
+#pragma GCC unroll 16
+	for (r = 0; r < G; r++)
+		v[r] = _mm512_maskz_loadu_epi8(mk, rec[r] + sb + 16 * b);
+	transpose16(v, t);
+	/* t[4i + g]: word g of block b + i */
+#pragma GCC unroll 16
+	for (e = 0; e < G; e++) {
+		wt[8 * (e / 4) + e % 4] = lo_q8(t[e]);
+		wt[8 * (e / 4) + 4 + e % 4] = hi_q8(t[e]);
+	}
+}
+
 /* Four activation bytes broadcast to every 32-bit lane. */
 T512 static __m512i bcast4(const int8_t *p)
 {
@@ -430,9 +451,10 @@ T512 static void gemm_group16(const uint8_t *const rec[G], uint32_t nr, uint64_t
  * Each activation broadcast feeds both groups' dots, half the loads per product of
  * gemm_pair's; each row's additions are the same, in the same block order.
  */
-T512 static void gemm_block2(const __m512i *wa, const __m512i *wb, __m512 da, __m512 db,
-			     const struct pccx_kern_act *a, uint32_t m, uint32_t b, __m512 *acca,
-			     __m512 *accb)
+T512 static inline __attribute__((always_inline)) void
+gemm_block2(const __m512i *wa, const __m512i *wb, __m512 da, __m512 db,
+	    const struct pccx_kern_act *a, uint32_t m, uint32_t b, const int8_t *xt,
+	    __m512 *acca, __m512 *accb)
 {
 	const uint32_t off = 32 * (b & ~3u) + 16 * (b & 3u);
 	__m512i w0[8], w1[8];
@@ -445,7 +467,9 @@ T512 static void gemm_block2(const __m512i *wa, const __m512i *wb, __m512 da, __
 		w1[i] = wb[i];
 	}
 	for (j = 0; j < m; j++) {
-		const int8_t *xe = a[j].xp + off, *xo = xe + 64;
+		/* the row's activations laid out (xp), or its last blocks' (xt: tail_act's) */
+		const int8_t *xe = xt ? xt + 128 * j + 16 * (b & 3u) : a[j].xp + off;
+		const int8_t *xo = xe + 64;
 		/* the dots start at -8 sum(x): dot - 8 sum x, exact in INT32 */
 		__m512i ea = _mm512_set1_epi32(-8 * a[j].xsum[b]), eb = ea;
 		__m512i oa = _mm512_setzero_si512(), ob = oa;
@@ -495,10 +519,12 @@ T512 static void gemm_store16(const uint8_t *const rec[G], uint32_t nr, uint64_t
 }
 
 /* Rows rec[0 .. 16) and rec[16 .. 16 + nrb) (1 <= nrb <= 16) against activation rows
- * a[0 .. m), m <= MB: gemm_group16's results for both groups. */
+ * a[0 .. m), m <= MB: gemm_group16's results for both groups. xt: for a k that is not a
+ * multiple of 128, each activation row's last 1-3 blocks as tail_act lays them out (128 bytes
+ * a row), which then go the same way. */
 T512 static void gemm_group32(const uint8_t *const rec[2 * G], uint32_t nrb, uint64_t sb,
-			      const struct pccx_kern_act *a, uint32_t m, struct pccx_kern_pf *f,
-			      float *y, size_t ldy)
+			      const struct pccx_kern_act *a, uint32_t m, const int8_t *xt,
+			      struct pccx_kern_pf *f, float *y, size_t ldy)
 {
 	uint32_t nb = a->k / 32, b, i, j;
 	__m512 acca[MB], accb[MB], da[8], db[8];
@@ -518,7 +544,20 @@ T512 static void gemm_group32(const uint8_t *const rec[2 * G], uint32_t nrb, uin
 		weights16x4(rec + G, sb, b, wtb);
 		for (i = 0; i < 4; i++)
 			gemm_block2(wta + 8 * i, wtb + 8 * i, da[(b + i) % 8], db[(b + i) % 8], a,
-				    m, b + i, acca, accb);
+				    m, b + i, NULL, acca, accb);
+	}
+	if (b < nb && xt) {
+		/* b % 8 == 4 finds the last blocks' scales in da[4 ..] already */
+		if (b % 8 == 0) {
+			scales16x8(rec, b, da);
+			scales16x8(rec + G, b, db);
+		}
+		weights16_tail(rec, sb, b, nb - b, wta);
+		weights16_tail(rec + G, sb, b, nb - b, wtb);
+		for (i = 0; i < nb - b; i++)
+			gemm_block2(wta + 8 * i, wtb + 8 * i, da[(b + i) % 8], db[(b + i) % 8], a,
+				    m, b + i, xt, acca, accb);
+		b = nb;
 	}
 	gemm_store16(rec, G, sb, a, m, b, acca, y, ldy);
 	gemm_store16(rec + G, nrb, sb, a, m, b, accb, y + G, ldy);
@@ -530,7 +569,8 @@ void pccx__kern_q4_gemm_rows_avx512(const uint8_t *w, uint64_t row_bytes, uint32
 {
 	uint64_t sb = pccx__kern_scale_bytes(a->k);
 	const uint8_t *rec[2 * G];
-	uint32_t r0, r, nr, g, j0, mb;
+	uint32_t r0, r, nr, g, j0, mb, nb = a->k / 32, xt_j0 = UINT32_MAX;
+	int8_t xt[MB * 128];
 
 	for (r0 = 0; r0 < n; r0 += g) {
 		/* two groups of 16 rows while more than 16 are left, sharing the broadcasts */
@@ -544,9 +584,14 @@ void pccx__kern_q4_gemm_rows_avx512(const uint8_t *w, uint64_t row_bytes, uint32
 								    a->k / 128);
 
 			mb = m - j0 < MB ? m - j0 : MB;
+			if (nb % 4 && g == 2 * G && xt_j0 != j0) {
+				for (r = 0; r < mb; r++)
+					tail_act(&a[j0 + r], nb / 4 * 4, nb % 4, xt + 128 * r);
+				xt_j0 = j0;
+			}
 			if (g == 2 * G)
-				gemm_group32(rec, nr - G, sb, a + j0, mb, &f, y + j0 * ldy + r0,
-					     ldy);
+				gemm_group32(rec, nr - G, sb, a + j0, mb, nb % 4 ? xt : NULL, &f,
+					     y + j0 * ldy + r0, ldy);
 			else
 				gemm_group16(rec, nr, sb, a + j0, mb, &f, y + j0 * ldy + r0,
 					     ldy);
