@@ -12,11 +12,13 @@
  *            row (v002 GEMVs write whole words of 4 rows; the copy leaves the other rows +0);
  *   dense    every row: the piece GEMVs without the mask, for scale.
  *
- * The kept rows are the Gaussian top-k's share of the synthetic weights (5 % of d_ffn, at
- * random places); the activation that picks them and the products after W_up cost the same
- * both ways and are left out. The host's scan is timed on this machine, not simulated.
+ * The kept rows are the Gaussian top-k's share (1 - Phi(z), 5 % of d_ffn for Gemma 3n), at
+ * random places, as on the synthetic weights; the activation that picks them and the products
+ * after W_up cost the same both ways and are left out. The host's scan is timed on this
+ * machine, not simulated.
  * Figures only: nothing passes or fails.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,8 +212,9 @@ static int check_bytes(const char *name, const struct sparse_run *r,
 			  (unsigned long long)(r->rows * ly->row_bytes));
 }
 
-/* The kept rows: the top-k's share (1 - Phi(z)) of the rows, at random places. */
-static int make_mask(struct sparse_layer *ly, uint64_t seed, pccx_diag *d)
+/* The kept rows: the top-k's share 1 - Phi(z) of the rows (Gemma 3n's z for 0.95 sparsity
+ * keeps 5 %), at random places. */
+static int make_mask(struct sparse_layer *ly, float z, uint64_t seed, pccx_diag *d)
 {
 	uint32_t *order = malloc((size_t)ly->f * sizeof(*order)), i;
 	pccx_rng rng;
@@ -221,8 +224,7 @@ static int make_mask(struct sparse_layer *ly, uint64_t seed, pccx_diag *d)
 		free(order);
 		return pccx__fail(d, PCCX_ERR_NOMEM, "bench --sparse: out of memory");
 	}
-	/* 1 - Phi(1.6448536) = 0.05: Gemma 3n's 0.95 sparsity */
-	ly->kept = (uint32_t)(0.05 * ly->f + 0.5);
+	ly->kept = (uint32_t)(0.5 * erfc((double)z / sqrt(2.0)) * ly->f + 0.5);
 	pccx__rng_seed(&rng, seed, 0);
 	for (i = 0; i < ly->f; i++)
 		order[i] = i;
@@ -279,7 +281,7 @@ static int sparse(const struct sparse_args *a, pccx_diag *d)
 				  "does not fit L2", a->config);
 	ws = (struct pccx_wshape){ ly.f, ly.d, PCCX_WFMT_Q4, true };
 	ly.row_bytes = pccx__wstream_row_bytes(&ws);
-	rc = make_mask(&ly, a->seed, d);
+	rc = make_mask(&ly, c.sparse_z, a->seed, d);
 	if (!rc)
 		rc = pccx__sim_backend_create(&cfg, &b, d);
 	/* zero weights: the figures do not depend on the values */
