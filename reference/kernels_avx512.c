@@ -317,31 +317,13 @@ T512 static void transpose16(const __m512i v[G], __m512i t[G])
 /*
  * Blocks b .. b+3 of 16 rows, transposed: wt[8 i + g] lane r = the q + 8 values of the low
  * nibbles of bytes 4g .. 4g+3 of row r's block b + i (its even elements 8g, 8g+2, 8g+4, 8g+6),
- * wt[8 i + 4 + g] those of the high nibbles (the odd elements).
+ * wt[8 i + 4 + g] those of the high nibbles (the odd elements). Only the nibbles of the nblk
+ * (1-4) blocks from b are loaded; those of the others read as 0 and are not used.
  */
-T512 static void weights16x4(const uint8_t *const rec[G], uint64_t sb, uint32_t b, __m512i wt[32])
+T512 static void weights16(const uint8_t *const rec[G], uint64_t sb, uint32_t b, uint32_t nblk,
+			   __m512i wt[32])
 {
-	__m512i v[G], t[G];
-	unsigned r, e;
-
-#pragma GCC unroll 16
-	for (r = 0; r < G; r++)
-		v[r] = _mm512_loadu_si512((const void *)(rec[r] + sb + 16 * b));
-	transpose16(v, t);
-	/* t[4i + g]: word g of block b + i */
-#pragma GCC unroll 16
-	for (e = 0; e < G; e++) {
-		wt[8 * (e / 4) + e % 4] = lo_q8(t[e]);
-		wt[8 * (e / 4) + 4 + e % 4] = hi_q8(t[e]);
-	}
-}
-
-/* weights16x4 of the j < 4 blocks left from b: only their nibbles are loaded (the others read
- * as 0 and are not used). */
-T512 static void weights16_tail(const uint8_t *const rec[G], uint64_t sb, uint32_t b, uint32_t j,
-				__m512i wt[32])
-{
-	const __mmask64 mk = ((__mmask64)1 << (16 * j)) - 1;
+	const __mmask64 mk = nblk >= 4 ? ~(__mmask64)0 : ((__mmask64)1 << (16 * nblk)) - 1;
 	__m512i v[G], t[G];
 	unsigned r, e;
 
@@ -366,90 +348,13 @@ T512 static __m512i bcast4(const int8_t *p)
 	return _mm512_set1_epi32(v);
 }
 
-/* One block's (q + 8) * x sum per weight-row lane: eight vpdpbusd in two chains. */
-#define BDOT(w, xe, xo)                                                                      \
-	_mm512_add_epi32(                                                                    \
-		_mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_dpbusd_epi32( \
-			_mm512_setzero_si512(), w[0], bcast4(xe)), w[1], bcast4(xe + 4)),     \
-			w[2], bcast4(xe + 8)), w[3], bcast4(xe + 12)),                        \
-		_mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_dpbusd_epi32( \
-			_mm512_setzero_si512(), w[4], bcast4(xo)), w[5], bcast4(xo + 4)),     \
-			w[6], bcast4(xo + 8)), w[7], bcast4(xo + 12)))
-
-/* c = (float)(dot - 8 sum x) * (d * sx) for block b of activation row x. */
-T512 static __m512 gemm_c(__m512i dot, __m512 d, const struct pccx_kern_act *x, uint32_t b)
-{
-	__m512 t = _mm512_mul_ps(d, _mm512_set1_ps(x->sx[b]));
-	__m512i s = _mm512_sub_epi32(dot, _mm512_set1_epi32(8 * x->xsum[b]));
-
-	return _mm512_mul_ps(_mm512_cvtepi32_ps(s), t);
-}
-
 /*
- * acc[j] = acc[j] + c_b, then acc[j] = acc[j] + c_{b+1}, for blocks b, b+1 (b even) of every
- * activation row j < m, one lane per weight row; both blocks' weights (wt[0 .. 16)) stay in
- * registers for all m rows.
- */
-T512 static void gemm_pair(const __m512i *wt, __m512 d0, __m512 d1, const struct pccx_kern_act *a,
-			   uint32_t m, uint32_t b, __m512 *acc)
-{
-	const uint32_t off = 32 * (b & ~3u) + 16 * (b & 3u);
-	__m512i w0[8], w1[8];
-	uint32_t j;
-	unsigned g;
-
-#pragma GCC unroll 8
-	for (g = 0; g < 8; g++) {
-		w0[g] = wt[g];
-		w1[g] = wt[8 + g];
-	}
-	for (j = 0; j < m; j++) {
-		const int8_t *x0 = a[j].xp + off, *x1 = x0 + 16;
-		__m512 c0 = gemm_c(BDOT(w0, x0, x0 + 64), d0, &a[j], b);
-		__m512 c1 = gemm_c(BDOT(w1, x1, x1 + 64), d1, &a[j], b + 1);
-
-		acc[j] = _mm512_add_ps(_mm512_add_ps(acc[j], c0), c1);
-	}
-}
-
-/* Rows rec[0 .. nr) against activation rows a[0 .. m), m <= MB; y[j * ldy + r]. */
-T512 static void gemm_group16(const uint8_t *const rec[G], uint32_t nr, uint64_t sb,
-			      const struct pccx_kern_act *a, uint32_t m, struct pccx_kern_pf *f,
-			      float *y, size_t ldy)
-{
-	uint32_t nb = a->k / 32, b, i, j, r;
-	__m512 acc[MB], d[8];
-	__m512i wt[32];
-	float v[G];
-
-	for (j = 0; j < m; j++)
-		acc[j] = _mm512_setzero_ps();
-	for (b = 0; b + 4 <= nb; b += 4) {
-		/* the scale beats are whole 16-byte beats: eight scales are there to read */
-		if (b % 8 == 0)
-			scales16x8(rec, b, d);
-		pccx__kern_pf_step(f);
-		weights16x4(rec, sb, b, wt);
-		for (i = 0; i < 4; i += 2)
-			gemm_pair(wt + 8 * i, d[(b + i) % 8], d[(b + i + 1) % 8], a, m, b + i, acc);
-	}
-	for (j = 0; j < m; j++) {
-		if (b == nb) {
-			_mm512_mask_storeu_ps(y + j * ldy, (__mmask16)((1u << nr) - 1),
-					      canon16(acc[j]));
-			continue;
-		}
-		_mm512_storeu_ps(v, acc[j]);
-		for (r = 0; r < nr; r++)
-			y[j * ldy + r] = pccx__kern_q4_row_finish(rec[r], sb, &a[j], b, v[r]);
-	}
-}
-
-/*
- * Block b of two groups of 16 rows (weights wa, wb: wt layout of block b as weights16x4 gives
- * it) for every activation row j < m: acca[j] = acca[j] + c_b of group A, accb[j] likewise.
- * Each activation broadcast feeds both groups' dots, half the loads per product of
- * gemm_pair's; each row's additions are the same, in the same block order.
+ * Block b of two groups of 16 rows (weights wa, wb: block b's part of what weights16 gives)
+ * for every activation row j < m: acca[j] = acca[j] + c_b of group A, accb[j] likewise, with
+ * c_b = (float)(dot_b - 8 sum x_b) * (d_b * sx_b). Each activation broadcast feeds both
+ * groups' dots (half the loads per product of one group's), and each dot starts at
+ * -8 sum(x) (integers: exact). xt: the row's activations for the last 1-3 blocks of a k that
+ * is not a multiple of 128, laid out by tail_act (128 bytes a row); else from xp.
  */
 T512 static inline __attribute__((always_inline)) void
 gemm_block2(const __m512i *wa, const __m512i *wb, __m512 da, __m512 db,
@@ -467,12 +372,11 @@ gemm_block2(const __m512i *wa, const __m512i *wb, __m512 da, __m512 db,
 		w1[i] = wb[i];
 	}
 	for (j = 0; j < m; j++) {
-		/* the row's activations laid out (xp), or its last blocks' (xt: tail_act's) */
 		const int8_t *xe = xt ? xt + 128 * j + 16 * (b & 3u) : a[j].xp + off;
 		const int8_t *xo = xe + 64;
-		/* the dots start at -8 sum(x): dot - 8 sum x, exact in INT32 */
 		__m512i ea = _mm512_set1_epi32(-8 * a[j].xsum[b]), eb = ea;
 		__m512i oa = _mm512_setzero_si512(), ob = oa;
+		__m512 sx;
 
 #pragma GCC unroll 4
 		for (i = 0; i < 4; i++) {
@@ -488,8 +392,7 @@ gemm_block2(const __m512i *wa, const __m512i *wb, __m512 da, __m512 db,
 			oa = _mm512_dpbusd_epi32(oa, w0[4 + i], x);
 			ob = _mm512_dpbusd_epi32(ob, w1[4 + i], x);
 		}
-		__m512 sx = _mm512_set1_ps(a[j].sx[b]);
-
+		sx = _mm512_set1_ps(a[j].sx[b]);
 		acca[j] = _mm512_add_ps(acca[j], _mm512_mul_ps(_mm512_cvtepi32_ps(
 			_mm512_add_epi32(ea, oa)), _mm512_mul_ps(da, sx)));
 		accb[j] = _mm512_add_ps(accb[j], _mm512_mul_ps(_mm512_cvtepi32_ps(
@@ -497,36 +400,27 @@ gemm_block2(const __m512i *wa, const __m512i *wb, __m512 da, __m512 db,
 	}
 }
 
-/* Rows y[j * ldy + r] of a group of 16 (nr of them) from its accumulators, blocks [0, b)
- * summed, the rest (k not a multiple of 128) one at a time. */
-T512 static void gemm_store16(const uint8_t *const rec[G], uint32_t nr, uint64_t sb,
-			      const struct pccx_kern_act *a, uint32_t m, uint32_t b,
-			      const __m512 *acc, float *y, size_t ldy)
+/* Rows y[j * ldy + r], r < nr, of a group of 16 from its accumulators. */
+T512 static void gemm_store16(uint32_t nr, uint32_t m, const __m512 *acc, float *y, size_t ldy)
 {
-	float v[G];
-	uint32_t j, r;
+	uint32_t j;
 
-	for (j = 0; j < m; j++) {
-		if (b == a->k / 32) {
-			_mm512_mask_storeu_ps(y + j * ldy, (__mmask16)((1u << nr) - 1),
-					      canon16(acc[j]));
-			continue;
-		}
-		_mm512_storeu_ps(v, acc[j]);
-		for (r = 0; r < nr; r++)
-			y[j * ldy + r] = pccx__kern_q4_row_finish(rec[r], sb, &a[j], b, v[r]);
-	}
+	for (j = 0; j < m; j++)
+		_mm512_mask_storeu_ps(y + j * ldy, (__mmask16)((1u << nr) - 1), canon16(acc[j]));
 }
 
-/* Rows rec[0 .. 16) and rec[16 .. 16 + nrb) (1 <= nrb <= 16) against activation rows
- * a[0 .. m), m <= MB: gemm_group16's results for both groups. xt: for a k that is not a
- * multiple of 128, each activation row's last 1-3 blocks as tail_act lays them out (128 bytes
- * a row), which then go the same way. */
-T512 static void gemm_group32(const uint8_t *const rec[2 * G], uint32_t nrb, uint64_t sb,
-			      const struct pccx_kern_act *a, uint32_t m, const int8_t *xt,
-			      struct pccx_kern_pf *f, float *y, size_t ldy)
+/*
+ * Rows rec[0 .. nra) and rec[16 .. 16 + nrb) (nra 1-16; nrb 0-16, 0 when nra < 16; unused
+ * lanes repeat a row and are not stored) against activation rows a[0 .. m), m <= MB:
+ * y[j * ldy + r]. xt: tail_act's layouts of the rows' last blocks when k is not a multiple of
+ * 128 (the blocks after the last whole group of four go the same way, their nibbles loaded
+ * under a mask).
+ */
+T512 static void gemm_group32(const uint8_t *const rec[2 * G], uint32_t nra, uint32_t nrb,
+			      uint64_t sb, const struct pccx_kern_act *a, uint32_t m,
+			      const int8_t *xt, struct pccx_kern_pf *f, float *y, size_t ldy)
 {
-	uint32_t nb = a->k / 32, b, i, j;
+	uint32_t nb = a->k / 32, b, i, j, t;
 	__m512 acca[MB], accb[MB], da[8], db[8];
 	__m512i wta[32], wtb[32];
 
@@ -534,33 +428,23 @@ T512 static void gemm_group32(const uint8_t *const rec[2 * G], uint32_t nrb, uin
 		acca[j] = _mm512_setzero_ps();
 		accb[j] = _mm512_setzero_ps();
 	}
-	for (b = 0; b + 4 <= nb; b += 4) {
+	for (b = 0; b < nb; b += 4) {
+		t = nb - b < 4 ? nb - b : 4;
+		/* the scale beats are whole 16-byte beats: eight scales are there to read */
 		if (b % 8 == 0) {
 			scales16x8(rec, b, da);
 			scales16x8(rec + G, b, db);
 		}
 		pccx__kern_pf_step(f);
-		weights16x4(rec, sb, b, wta);
-		weights16x4(rec + G, sb, b, wtb);
-		for (i = 0; i < 4; i++)
+		weights16(rec, sb, b, t, wta);
+		weights16(rec + G, sb, b, t, wtb);
+		for (i = 0; i < t; i++)
 			gemm_block2(wta + 8 * i, wtb + 8 * i, da[(b + i) % 8], db[(b + i) % 8], a,
-				    m, b + i, NULL, acca, accb);
+				    m, b + i, t < 4 ? xt : NULL, acca, accb);
 	}
-	if (b < nb && xt) {
-		/* b % 8 == 4 finds the last blocks' scales in da[4 ..] already */
-		if (b % 8 == 0) {
-			scales16x8(rec, b, da);
-			scales16x8(rec + G, b, db);
-		}
-		weights16_tail(rec, sb, b, nb - b, wta);
-		weights16_tail(rec + G, sb, b, nb - b, wtb);
-		for (i = 0; i < nb - b; i++)
-			gemm_block2(wta + 8 * i, wtb + 8 * i, da[(b + i) % 8], db[(b + i) % 8], a,
-				    m, b + i, xt, acca, accb);
-		b = nb;
-	}
-	gemm_store16(rec, G, sb, a, m, b, acca, y, ldy);
-	gemm_store16(rec + G, nrb, sb, a, m, b, accb, y + G, ldy);
+	gemm_store16(nra, m, acca, y, ldy);
+	if (nrb)
+		gemm_store16(nrb, m, accb, y + G, ldy);
 }
 
 void pccx__kern_q4_gemm_rows_avx512(const uint8_t *w, uint64_t row_bytes, uint32_t n,
@@ -569,32 +453,26 @@ void pccx__kern_q4_gemm_rows_avx512(const uint8_t *w, uint64_t row_bytes, uint32
 {
 	uint64_t sb = pccx__kern_scale_bytes(a->k);
 	const uint8_t *rec[2 * G];
-	uint32_t r0, r, nr, g, j0, mb, nb = a->k / 32, xt_j0 = UINT32_MAX;
+	uint32_t r0, r, nr, j0, mb, nb = a->k / 32, xt_j0 = UINT32_MAX;
 	int8_t xt[MB * 128];
 
-	for (r0 = 0; r0 < n; r0 += g) {
-		/* two groups of 16 rows while more than 16 are left, sharing the broadcasts */
-		g = n - r0 > G ? 2 * G : G;
-		nr = n - r0 < g ? n - r0 : g;
-		for (r = 0; r < g; r++)
+	for (r0 = 0; r0 < n; r0 += 2 * G) {
+		nr = n - r0 < 2 * G ? n - r0 : 2 * G;
+		for (r = 0; r < 2 * G; r++)
 			rec[r] = w + (uint64_t)(r0 + (r < nr ? r : nr - 1)) * row_bytes;
 		for (j0 = 0; j0 < m; j0 += MB) {
 			/* one share of the next rows per step of four blocks */
-			struct pccx_kern_pf f = pccx__kern_pf_group(w, row_bytes, n, r0, g,
-								    a->k / 128);
+			struct pccx_kern_pf f = pccx__kern_pf_group(w, row_bytes, n, r0, 2 * G,
+								    (a->k + 127) / 128);
 
 			mb = m - j0 < MB ? m - j0 : MB;
-			if (nb % 4 && g == 2 * G && xt_j0 != j0) {
+			if (nb % 4 && xt_j0 != j0) {
 				for (r = 0; r < mb; r++)
 					tail_act(&a[j0 + r], nb / 4 * 4, nb % 4, xt + 128 * r);
 				xt_j0 = j0;
 			}
-			if (g == 2 * G)
-				gemm_group32(rec, nr - G, sb, a + j0, mb, nb % 4 ? xt : NULL, &f,
-					     y + j0 * ldy + r0, ldy);
-			else
-				gemm_group16(rec, nr, sb, a + j0, mb, &f, y + j0 * ldy + r0,
-					     ldy);
+			gemm_group32(rec, nr < G ? nr : G, nr > G ? nr - G : 0, sb, a + j0, mb,
+				     xt, &f, y + j0 * ldy + r0, ldy);
 		}
 	}
 }
