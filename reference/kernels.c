@@ -36,6 +36,18 @@ void pccx__kern_act_prepare_ref(struct pccx_kern_act *a)
 	}
 }
 
+void pccx__kern_act_tail(const struct pccx_kern_act *a, uint32_t b, uint32_t j, int8_t xq[128])
+{
+	uint32_t i, t;
+
+	__builtin_memset(xq, 0, 128);
+	for (i = 0; i < j; i++)
+		for (t = 0; t < 16; t++) {
+			xq[16 * i + t] = a->q8[32 * (b + i) + 2 * t];
+			xq[64 + 16 * i + t] = a->q8[32 * (b + i) + 2 * t + 1];
+		}
+}
+
 void pccx__kern_q4_rows_ref(const uint8_t *w, uint64_t row_bytes, uint32_t n,
 			    const struct pccx_kern_act *a, float *y)
 {

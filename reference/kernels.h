@@ -56,6 +56,9 @@ struct pccx_kern_act {
 void pccx__kern_act_prepare(struct pccx_kern_act *a);
 /* The same in plain C, byte by byte (the definition of the layout). */
 void pccx__kern_act_prepare_ref(struct pccx_kern_act *a);
+/* The last j (1-3) blocks from b of a row whose block count is not a multiple of four, laid
+ * out as xp lays out a whole group of four, with zeros for the missing blocks (128 bytes). */
+void pccx__kern_act_tail(const struct pccx_kern_act *a, uint32_t b, uint32_t j, int8_t xq[128]);
 
 /* Bytes of the FP16 scale beats at the start of a stored Q4 row of k elements. */
 uint64_t pccx__kern_scale_bytes(uint32_t k);

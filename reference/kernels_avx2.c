@@ -209,19 +209,32 @@ void pccx__kern_q4_rows_avxvnni(const uint8_t *w, uint64_t row_bytes, uint32_t n
  * Blocks b .. b+3 of 8 rows, transposed: wt[8 i + g] lane r = the q + 8 values of the low
  * nibbles of bytes 4g .. 4g+3 of row r's block b + i (its even elements 8g .. 8g+6),
  * wt[8 i + 4 + g] those of the high nibbles (the odd elements): per pair of blocks an 8 x 8
- * transpose of the rows' 32-bit words.
+ * transpose of the rows' 32-bit words. Only the nibbles of the nblk (1-4) blocks from b are
+ * loaded; those of the others read as 0 and are not used.
  */
-T256 static void weights8x4(const uint8_t *const rec[G], uint64_t sb, uint32_t b, __m256i wt[32])
+T256 static void weights8x4(const uint8_t *const rec[G], uint64_t sb, uint32_t b, uint32_t nblk,
+			    __m256i wt[32])
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0F), x88 = _mm256_set1_epi8((char)0x88);
+	const __m256i first = _mm256_setr_epi32(-1, -1, -1, -1, 0, 0, 0, 0);
 	__m256i v[G], a[G], q[G];
 	unsigned h, r, g;
 
 	for (h = 0; h < 2; h++) {
+		/* blocks b + 2h, b + 2h + 1: both, the first alone (a masked load), or neither */
+		uint32_t nh = nblk > 2 * h ? nblk - 2 * h : 0;
+
 #pragma GCC unroll 8
-		for (r = 0; r < G; r++)
-			v[r] = _mm256_loadu_si256((const __m256i *)(const void *)
-						  (rec[r] + sb + 16 * (b + 2 * h)));
+		for (r = 0; r < G; r++) {
+			const uint8_t *nib = rec[r] + sb + 16 * (b + 2 * h);
+
+			if (nh >= 2)
+				v[r] = _mm256_loadu_si256((const __m256i *)(const void *)nib);
+			else if (nh == 1)
+				v[r] = _mm256_maskload_epi32((const int *)(const void *)nib, first);
+			else
+				v[r] = _mm256_setzero_si256();
+		}
 #pragma GCC unroll 8
 		for (r = 0; r < G; r += 2) {
 			a[r] = _mm256_unpacklo_epi32(v[r], v[r + 1]);
@@ -302,28 +315,31 @@ TVNNI static __m256i gdot_vnni(const __m256i w[8], const int8_t *xe, const int8_
  */
 #define GEMM_FN(name, TGT, GDOT)                                                             \
 	TGT static void name(const uint8_t *const rec[G], uint32_t nr, uint64_t sb,          \
-			     const struct pccx_kern_act *a, uint32_t m,                      \
+			     const struct pccx_kern_act *a, uint32_t m, const int8_t *xt,    \
 			     struct pccx_kern_pf *f, float *y, size_t ldy)                   \
 	{                                                                                   \
-		uint32_t nb = a->k / 32, b, i, j, r;                                        \
+		uint32_t nb = a->k / 32, b, i, j, r, nblk;                                  \
 		__m256 acc[MB], d[8];                                                       \
 		__m256i wt[32];                                                             \
 		float v[G];                                                                 \
                                                                                             \
 		for (j = 0; j < m; j++)                                                     \
 			acc[j] = _mm256_setzero_ps();                                       \
-		for (b = 0; b + 4 <= nb; b += 4) {                                          \
+		for (b = 0; b < nb; b += 4) {                                               \
+			nblk = nb - b < 4 ? nb - b : 4;                                     \
 			/* scale beats are whole: eight scales can be read at b % 8 == 0 */ \
 			if (b % 8 == 0)                                                     \
 				scales8x8(rec, b, d);                                       \
 			pccx__kern_pf_step(f);                                              \
-			weights8x4(rec, sb, b, wt);                                         \
-			for (i = 0; i < 4; i++) {                                           \
+			weights8x4(rec, sb, b, nblk, wt);                                   \
+			for (i = 0; i < nblk; i++) {                                        \
 				const uint32_t off = 32 * b + 16 * i, bi = b + i;           \
 				const __m256 db = d[bi % 8];                                \
                                                                                             \
 				for (j = 0; j < m; j++) {                                   \
-					const int8_t *xe = a[j].xp + off;                   \
+					/* the last 1-3 blocks: from xt's layouts */        \
+					const int8_t *xe = nblk < 4 ? xt + 128 * j + 16 * i \
+								 : a[j].xp + off;           \
 					__m256i s = GDOT(wt + 8 * i, xe, xe + 64);          \
 					__m256 t = _mm256_mul_ps(db,                        \
 						_mm256_set1_ps(a[j].sx[bi]));               \
@@ -339,7 +355,7 @@ TVNNI static __m256i gdot_vnni(const __m256i w[8], const int8_t *xe, const int8_
 			_mm256_storeu_ps(v, acc[j]);                                        \
 			for (r = 0; r < nr; r++)                                            \
 				y[j * ldy + r] = pccx__kern_q4_row_finish(rec[r], sb, &a[j], \
-									  b, v[r]);  \
+									  nb, v[r]); \
 		}                                                                           \
 	}
 
@@ -347,16 +363,18 @@ GEMM_FN(gemm_group_avx2, T256, gdot_avx2)
 GEMM_FN(gemm_group_vnni, TVNNI, gdot_vnni)
 
 typedef void (*gemm_group_fn)(const uint8_t *const rec[G], uint32_t nr, uint64_t sb,
-			      const struct pccx_kern_act *a, uint32_t m, struct pccx_kern_pf *f,
-			      float *y, size_t ldy);
+			      const struct pccx_kern_act *a, uint32_t m, const int8_t *xt,
+			      struct pccx_kern_pf *f, float *y, size_t ldy);
 
-/* All n rows, G at a time, against the m activation rows, MB at a time. */
+/* All n rows, G at a time, against the m activation rows, MB at a time. When k is not a
+ * multiple of 128, each activation row's last 1-3 blocks are laid out once per pass (xt). */
 static void gemm_all(gemm_group_fn group, const uint8_t *w, uint64_t row_bytes, uint32_t n,
 		     const struct pccx_kern_act *a, uint32_t m, float *y, size_t ldy)
 {
 	uint64_t sb = pccx__kern_scale_bytes(a->k);
 	const uint8_t *rec[G];
-	uint32_t r0, r, nr, j0, mb;
+	uint32_t r0, r, nr, j0, mb, nb = a->k / 32, xt_j0 = UINT32_MAX;
+	int8_t xt[MB * 128];
 
 	for (r0 = 0; r0 < n; r0 += G) {
 		nr = n - r0 < G ? n - r0 : G;
@@ -365,10 +383,16 @@ static void gemm_all(gemm_group_fn group, const uint8_t *w, uint64_t row_bytes, 
 		for (j0 = 0; j0 < m; j0 += MB) {
 			/* one share of the next group per step of four blocks */
 			struct pccx_kern_pf f = pccx__kern_pf_group(w, row_bytes, n, r0, G,
-								    a->k / 128);
+								    (a->k + 127) / 128);
 
 			mb = m - j0 < MB ? m - j0 : MB;
-			group(rec, nr, sb, a + j0, mb, &f, y + j0 * ldy + r0, ldy);
+			if (nb % 4 && xt_j0 != j0) {
+				for (r = 0; r < mb; r++)
+					pccx__kern_act_tail(&a[j0 + r], nb / 4 * 4, nb % 4,
+							    xt + 128 * r);
+				xt_j0 = j0;
+			}
+			group(rec, nr, sb, a + j0, mb, xt, &f, y + j0 * ldy + r0, ldy);
 		}
 	}
 }

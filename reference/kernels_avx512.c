@@ -175,23 +175,6 @@ T512 static __m512 accumulate(__m512 acc, const __m512i dot[4], const __m512 d[4
 	return acc;
 }
 
-/* Rows rec[0 .. nr) (nr <= 16; the lanes past nr repeat a row and are not stored). */
-/*
- * The last 1-3 blocks (j of them, from b) of a row whose block count is not a multiple of
- * four, laid out as a whole group of four (xp's layout) with zeros for the missing blocks.
- */
-static void tail_act(const struct pccx_kern_act *a, uint32_t b, uint32_t j, int8_t xq[128])
-{
-	uint32_t i, t;
-
-	__builtin_memset(xq, 0, 128);
-	for (i = 0; i < j; i++)
-		for (t = 0; t < 16; t++) {
-			xq[16 * i + t] = a->q8[32 * (b + i) + 2 * t];
-			xq[64 + 16 * i + t] = a->q8[32 * (b + i) + 2 * t + 1];
-		}
-}
-
 /*
  * dots16x4 for the j < 4 blocks left from b: only their nibbles are loaded (the others read as
  * 0, and meet zero activations in xq), so lanes of blocks past the row's end sum to 0.
@@ -266,7 +249,7 @@ void pccx__kern_q4_rows_avx512(const uint8_t *w, uint64_t row_bytes, uint32_t n,
 	int8_t xq[128];
 
 	if (nb % 4)
-		tail_act(a, nb / 4 * 4, nb % 4, xq);
+		pccx__kern_act_tail(a, nb / 4 * 4, nb % 4, xq);
 	for (r0 = 0; r0 < n; r0 += G) {
 		/* one share of the next group per step of four blocks */
 		struct pccx_kern_pf f = pccx__kern_pf_group(w, row_bytes, n, r0, G, a->k / 128);
@@ -354,7 +337,7 @@ T512 static __m512i bcast4(const int8_t *p)
  * c_b = (float)(dot_b - 8 sum x_b) * (d_b * sx_b). Each activation broadcast feeds both
  * groups' dots (half the loads per product of one group's), and each dot starts at
  * -8 sum(x) (integers: exact). xt: the row's activations for the last 1-3 blocks of a k that
- * is not a multiple of 128, laid out by tail_act (128 bytes a row); else from xp.
+ * is not a multiple of 128, laid out by pccx__kern_act_tail (128 bytes a row); else from xp.
  */
 T512 static inline __attribute__((always_inline)) void
 gemm_block2(const __m512i *wa, const __m512i *wb, __m512 da, __m512 db,
@@ -412,7 +395,7 @@ T512 static void gemm_store16(uint32_t nr, uint32_t m, const __m512 *acc, float 
 /*
  * Rows rec[0 .. nra) and rec[16 .. 16 + nrb) (nra 1-16; nrb 0-16, 0 when nra < 16; unused
  * lanes repeat a row and are not stored) against activation rows a[0 .. m), m <= MB:
- * y[j * ldy + r]. xt: tail_act's layouts of the rows' last blocks when k is not a multiple of
+ * y[j * ldy + r]. xt: pccx__kern_act_tail's layouts of the rows' last blocks when k is not a multiple of
  * 128 (the blocks after the last whole group of four go the same way, their nibbles loaded
  * under a mask).
  */
@@ -468,7 +451,8 @@ void pccx__kern_q4_gemm_rows_avx512(const uint8_t *w, uint64_t row_bytes, uint32
 			mb = m - j0 < MB ? m - j0 : MB;
 			if (nb % 4 && xt_j0 != j0) {
 				for (r = 0; r < mb; r++)
-					tail_act(&a[j0 + r], nb / 4 * 4, nb % 4, xt + 128 * r);
+					pccx__kern_act_tail(&a[j0 + r], nb / 4 * 4, nb % 4,
+							    xt + 128 * r);
 				xt_j0 = j0;
 			}
 			gemm_group32(rec, nr < G ? nr : G, nr > G ? nr - G : 0, sb, a + j0, mb,
