@@ -351,11 +351,11 @@ TVNNI static __m256i gdot_vnni(const __m256i w[8], const int8_t *xe, const int8_
 				}                                                           \
 			}                                                                   \
 		}                                                                           \
+		/* every block is summed: only NaNs become the canonical one */            \
 		for (j = 0; j < m; j++) {                                                   \
 			_mm256_storeu_ps(v, acc[j]);                                        \
 			for (r = 0; r < nr; r++)                                            \
-				y[j * ldy + r] = pccx__kern_q4_row_finish(rec[r], sb, &a[j], \
-									  nb, v[r]); \
+				y[j * ldy + r] = pccx_f32_canon(v[r]);                      \
 		}                                                                           \
 	}
 
