@@ -62,6 +62,26 @@ for round in 1 2 3; do
     awk '$1 == "decode" && $2 > 0 {printf "ref %.4f\n", 1 / $2}'
 done | tee "$out/alt"
 echo
+# The reference against llama.cpp on one GGUF and one machine, the bar of the host-speed goals:
+# the shape with the Gemma 3 tokenizer embedded (llama.cpp needs a vocabulary), llama.cpp's CPU
+# libraries as node-llama-cpp packs them (scripts/fetch-llamacpp.sh, x86-64 Linux), a 64-token
+# prompt and 16 decode steps on 2 threads each, llama-bench's way (scripts/llamacpp-bench.mjs),
+# the two alternated twice: the best of each. The quick pass has no tokenizer-sized shape.
+: >"$out/vs-ref"
+: >"$out/vs-llama"
+if [ "$cfg" != tiny ] && scripts/deps.sh test >/dev/null &&
+   tok=$(scripts/fetch-tokenizer.sh) && llama=$(scripts/fetch-llamacpp.sh); then
+  echo "== the reference and llama.cpp on the same GGUF, config $cfg, 2 threads, alternated"
+  "$pccx" synth --config "$cfg" --tokenizer "$tok" -o "$out/vocab.gguf" >/dev/null
+  for round in 1 2; do
+    "$pccx" bench --ref -m "$out/vocab.gguf" -n 16 --prefill 64 --batch 64 --threads 2 |
+      grep -E '^ *(decode|prefill batched) ' | tee -a "$out/vs-ref" || true
+    node scripts/llamacpp-bench.mjs "$llama" "$out/vocab.gguf" 64 16 2 |
+      tee -a "$out/vs-llama" || true
+  done
+  rm -f "$out/vocab.gguf"
+  echo
+fi
 echo "== the same model loaded from a GGUF file (peak RSS of the load)"
 "$pccx" synth --config "$cfg" -o "$out/model.gguf" >/dev/null
 "$pccx" bench --ref -m "$out/model.gguf" -n 1 --threads 2 | tee "$out/gguf"
@@ -134,6 +154,23 @@ if [ -n "$alt_sim" ] && [ -n "$alt_ref" ]; then
   ratio=$(awk -v s="$alt_sim" -v r="$alt_ref" 'BEGIN { if (r > 0) printf "%.2f", s / r }')
 fi
 emit "sim_over_ref_host_time_${cfg}_alternated" "$ratio" x
+# the best of each in the alternated runs on the same GGUF
+best() { # FILE AWK-PROGRAM printing one figure a line
+  awk "$2" "$1" 2>/dev/null | sort -g | tail -n 1
+}
+vs_dec=$(best "$out/vs-ref" '$1 == "decode" {print $2}')
+vs_pre=$(best "$out/vs-ref" '$1 == "prefill" && $2 == "batched" {print $3}')
+ll_dec=$(best "$out/vs-llama" '{for (i = 1; i <= NF; i++) if ($i ~ /^tg/) print $(i+1)}')
+ll_pre=$(best "$out/vs-llama" '{for (i = 1; i <= NF; i++) if ($i ~ /^pp/) print $(i+1)}')
+emit "ref_decode_${cfg}_gguf_2threads" "$vs_dec" tok/s
+emit "llamacpp_decode_${cfg}_gguf_2threads" "$ll_dec" tok/s
+emit "ref_prefill_batched_${cfg}_gguf_2threads" "$vs_pre" tok/s
+emit "llamacpp_prompt64_${cfg}_gguf_2threads" "$ll_pre" tok/s
+over() { # A B: A / B
+  [ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b }'
+}
+emit "ref_over_llamacpp_decode_${cfg}" "$(over "$vs_dec" "$ll_dec" || true)" x
+emit "ref_over_llamacpp_prefill_${cfg}" "$(over "$vs_pre" "$ll_pre" || true)" x
 # pccx check's table: path, result, tokens, prefill ms/tok, decode ms/tok, device ms/job, jobs
 emit inprocess_ms_per_decode_token "$(num "$out/check" '$1 == "sim" && $2 == "ran" {print $5}')" ms
 emit serial_ms_per_decode_token "$(num "$out/check" '$1 == "serial" && $2 == "ran" {print $5}')" ms
