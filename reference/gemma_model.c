@@ -336,6 +336,13 @@ int pccx__gemma_model_create(struct pccx_gemma_model **out,
 		pccx__gemma_model_free(m);
 		return rc;
 	}
+#ifdef MADV_HUGEPAGE
+	/* The row kernels read 16 rows side by side, five 4 KiB pages a group: on 2 MiB pages
+	 * their TLB misses vanish (a 262,144 x 2048 GEMV on two threads of an AMD EPYC VM read
+	 * 26.5-28.5 GB/s from 4 KiB pages, 30.1-31.9 from 2 MiB ones). Advice only: where the
+	 * kernel has no transparent huge pages the mapping stays as it is. */
+	(void)madvise(m->mapping, m->size, MADV_HUGEPAGE);
+#endif
 	m->mapping_size = m->size;
 	m->data = m->mapping;
 	*out = m;
