@@ -17,30 +17,18 @@ if [ "$(uname -s)-$(uname -m)" != Linux-x86_64 ]; then
 	echo "fetch-llamacpp.sh: only the x86-64 Linux libraries are fetched" >&2
 	exit 1
 fi
+# shellcheck source=scripts/npm-cache.sh
+. "$root/scripts/npm-cache.sh"
 installed=""
 [ -f "$pkgjson" ] && [ -d "$bins" ] &&
 	installed="$(sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$pkgjson" | head -n 1)"
 if [ "$installed" != "$version" ]; then
-	if ! command -v npm >/dev/null 2>&1; then
-		echo "fetch-llamacpp.sh: npm not found (scripts/deps.sh test installs it)" >&2
-		exit 1
-	fi
-	mkdir -p "$prefix"
-	# A private package.json keeps npm from walking up into any parent project.
-	[ -f "$prefix/package.json" ] ||
-		printf '{ "name": "pccx-llamacpp-cache", "private": true, "type": "module" }\n' \
-			>"$prefix/package.json"
 	# Only the CPU libraries: the optional GPU builds are large, and no install script runs
 	# (with prebuilt libraries present nothing needs building).
-	spec="node-llama-cpp@$version @node-llama-cpp/linux-x64@$version"
-	if ! npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error --omit=optional \
-		--ignore-scripts --cache "$prefix/.npm-cache" $spec >"$prefix/install.log" 2>&1; then
-		echo "fetch-llamacpp.sh: npm install $spec failed; log:" >&2
-		tail -n 20 "$prefix/install.log" >&2
-		exit 1
-	fi
+	npm_cache_install fetch-llamacpp.sh "$prefix" --omit=optional --ignore-scripts \
+		"node-llama-cpp@$version" "@node-llama-cpp/linux-x64@$version" || exit 1
 	if [ ! -d "$bins" ]; then
-		echo "fetch-llamacpp.sh: $spec installed but $bins is missing" >&2
+		echo "fetch-llamacpp.sh: node-llama-cpp@$version installed but $bins is missing" >&2
 		exit 1
 	fi
 fi

