@@ -107,6 +107,9 @@ emit() { # NAME VALUE UNIT
 num() { # FILE AWK-PROGRAM: the first value it prints
   awk "$2" "$1" 2>/dev/null | head -n 1
 }
+over() { # A B: A / B to two places, nothing when either is missing
+  [ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b }'
+}
 echo
 echo "== figures"
 emit sampler_topk40_ns "$(num "$out/sampler" '/llama.cpp-like/ {for (i = 1; i <= NF; i++) if ($(i+1) == "ns/sample") print $i}')" ns/sample
@@ -149,11 +152,7 @@ alt_sim=$(awk '$1 == "sim" && (m == "" || $2 < m) {m = $2} END {print m}' "$out/
 alt_ref=$(awk '$1 == "ref" && (m == "" || $2 < m) {m = $2} END {print m}' "$out/alt")
 emit "sim_host_s_per_token_${cfg}_alternated" "$alt_sim" s
 emit "ref_host_s_per_token_${cfg}_alternated" "$alt_ref" s
-ratio=""
-if [ -n "$alt_sim" ] && [ -n "$alt_ref" ]; then
-  ratio=$(awk -v s="$alt_sim" -v r="$alt_ref" 'BEGIN { if (r > 0) printf "%.2f", s / r }')
-fi
-emit "sim_over_ref_host_time_${cfg}_alternated" "$ratio" x
+emit "sim_over_ref_host_time_${cfg}_alternated" "$(over "$alt_sim" "$alt_ref" || true)" x
 # the best of each in the alternated runs on the same GGUF
 best() { # FILE AWK-PROGRAM printing one figure a line
   awk "$2" "$1" 2>/dev/null | sort -g | tail -n 1
@@ -166,9 +165,6 @@ emit "ref_decode_${cfg}_gguf_2threads" "$vs_dec" tok/s
 emit "llamacpp_decode_${cfg}_gguf_2threads" "$ll_dec" tok/s
 emit "ref_prefill_batched_${cfg}_gguf_2threads" "$vs_pre" tok/s
 emit "llamacpp_prompt64_${cfg}_gguf_2threads" "$ll_pre" tok/s
-over() { # A B: A / B
-  [ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b }'
-}
 emit "ref_over_llamacpp_decode_${cfg}" "$(over "$vs_dec" "$ll_dec" || true)" x
 emit "ref_over_llamacpp_prefill_${cfg}" "$(over "$vs_pre" "$ll_pre" || true)" x
 # pccx check's table: path, result, tokens, prefill ms/tok, decode ms/tok, device ms/job, jobs
