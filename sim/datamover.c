@@ -387,7 +387,7 @@ static void s2mm_tick(struct pccx_sim *s, struct sim_dm *dm)
 		uint32_t bytes = burst_bytes(s, dm, dm->issued);
 
 		/* what the weight streams delivered is read before the device writes memory */
-		pccx__sim_wq_settle(s);
+		pccx__sim_wq_settle(s, dm->host + collected, SIM_BEAT);
 		sim_beatq_pop(q, dm->host + collected);
 		dm->wr_fill++;
 		if ((uint64_t)dm->wr_fill * SIM_BEAT == bytes) {

@@ -464,7 +464,7 @@ int pccx__sim_dma_window_remove(pccx_sim *s, uint64_t base)
 	size_t i;
 
 	pccx__sim_sync(s);
-	pccx__sim_wq_settle(s);      /* stream beats read from this memory are copied in */
+	pccx__sim_wq_settle(s, NULL, 0); /* stream beats read from this memory are copied in */
 	for (i = 0; i < s->n_win; i++)
 		if (s->win[i].base == base) {
 			s->win[i] = s->win[--s->n_win];

@@ -31,6 +31,10 @@
  * second thread (rowq.c), short enough that it keeps close behind the stream. */
 #define SIM_Q4_BATCH_BYTES (1u << 20)
 #define SIM_Q4_BATCH_BYTES_RQ (1u << 18)
+/* With a second thread, a lane's rows are posted this far ahead of the beats that deliver
+ * them, in batches of SIM_Q4_AHEAD_BATCH bytes (below). */
+#define SIM_Q4_AHEAD_BYTES (4u << 20)
+#define SIM_Q4_AHEAD_BATCH (1u << 19)
 
 void pccx__sim_matmul_abort(struct pccx_sim *s, struct sim_matmul *mm)
 {
@@ -246,10 +250,94 @@ void pccx__sim_matmul_flush(struct pccx_sim *s, struct sim_matmul *mm)
 	pccx__sim_rowq_wait(s);
 }
 
+void pccx__sim_matmul_no_ahead(struct sim_matmul *mm)
+{
+	unsigned p;
+
+	for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
+		mm->lane[p].ahead_host = NULL;
+}
+
+/* Post lane p's rows ahead, up to SIM_Q4_AHEAD_BYTES past row `row` (whose beats just came). */
+static void ahead_post(struct pccx_sim *s, struct sim_matmul *mm, unsigned p, uint32_t row)
+{
+	struct sim_lane *l = &mm->lane[p];
+	uint32_t per = (uint32_t)(SIM_Q4_AHEAD_BATCH / l->row_bytes), n;
+	const uint8_t *w;
+
+	if (!per)
+		per = 1;
+	while (l->ahead_end < l->ahead_lim &&
+	       (uint64_t)(l->ahead_end - row) * l->row_bytes < SIM_Q4_AHEAD_BYTES) {
+		n = l->ahead_lim - l->ahead_end < per ? l->ahead_lim - l->ahead_end : per;
+		w = l->ahead_host + (size_t)(l->ahead_end - l->ahead_row) * l->row_bytes;
+		/* a device write there gives these rows up (pccx__sim_wq_settle) */
+		pccx__sim_wq_ref(&s->wq[p], w, (uint64_t)n * l->row_bytes);
+		pccx__sim_rowq_post(s, w, l->row_bytes, n, mm->act, mm->m, mm->y + l->ahead_end,
+				    mm->n);
+		l->ahead_end += n;
+	}
+}
+
+/*
+ * The rows after `row` (whose beats just came, at w) will most likely follow it in host
+ * memory, as the row before did: the second thread computes them ahead of their beats, up to
+ * the end of the lane or of the DMA window holding w (nothing past it may be read). Each row
+ * is checked when its beats come; rows that come from anywhere else end it (ahead_check()).
+ */
+static void ahead_start(struct pccx_sim *s, struct sim_matmul *mm, unsigned p, uint32_t row,
+			const uint8_t *w)
+{
+	struct sim_lane *l = &mm->lane[p];
+	uintptr_t at = (uintptr_t)w;
+	uint64_t fit = 0;
+	size_t i;
+
+	for (i = 0; i < s->n_win; i++) {
+		uintptr_t h = (uintptr_t)s->win[i].host;
+
+		if (at >= h && at - h < s->win[i].len) {
+			fit = (s->win[i].len - (at - h)) / l->row_bytes;
+			break;
+		}
+	}
+	if (fit < 2)
+		return;
+	l->ahead_host = w;
+	l->ahead_row = row;
+	l->ahead_end = row;
+	l->ahead_lim = l->row_first + l->row_count - row < fit ? l->row_first + l->row_count
+								 : row + (uint32_t)fit;
+	ahead_post(s, mm, p, row);
+}
+
+/*
+ * Lane p's row `row` came, at w: true when it was computed ahead from those very bytes. Rows
+ * past those ahead go the usual way; a row from elsewhere gives the lane's rows ahead up (the
+ * second thread done with them first, so that the usual way's results are the last written).
+ */
+static bool ahead_check(struct pccx_sim *s, struct sim_matmul *mm, unsigned p, uint32_t row,
+			const uint8_t *w)
+{
+	struct sim_lane *l = &mm->lane[p];
+
+	if (row < l->ahead_end &&
+	    w == l->ahead_host + (size_t)(row - l->ahead_row) * l->row_bytes) {
+		ahead_post(s, mm, p, row);
+		return true;
+	}
+	if (row < l->ahead_lim)
+		pccx__sim_rowq_wait(s);
+	l->ahead_host = NULL;
+	l->ahead_off = true;
+	return false;
+}
+
 /*
  * Row `row` of lane p is complete: when it lies in host memory in one piece it is held with
  * the rows before it (if it follows them there) and the batch is computed when full or at the
- * last row; otherwise it is copied out and computed alone.
+ * last row; otherwise it is copied out and computed alone. With a second thread, once two
+ * rows have followed each other in host memory the rest are computed ahead.
  */
 static void lane_row_inplace(struct pccx_sim *s, struct sim_matmul *mm, unsigned p, uint32_t row)
 {
@@ -258,6 +346,16 @@ static void lane_row_inplace(struct pccx_sim *s, struct sim_matmul *mm, unsigned
 	const uint8_t *w = pccx__sim_wq_host(&s->wq[p], l->row_beat, beats);
 	uint32_t left;
 
+	if (l->ahead_host && ahead_check(s, mm, p, row, w))
+		return;
+	if (w && !l->ahead_off && !l->ahead_host && l->pend == 1 && !mm->window &&
+	    l->pend_row + 1 == row && l->pend_host + l->row_bytes == w &&
+	    pccx__sim_rowq_active(s)) {
+		lane_flush(s, mm, p);
+		ahead_start(s, mm, p, row, w);
+		if (l->ahead_host)
+			return;
+	}
 	if (w) {
 		if (l->pend && l->pend_host + (size_t)l->pend * l->row_bytes != w)
 			lane_flush(s, mm, p);

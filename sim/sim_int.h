@@ -41,15 +41,27 @@ struct sim_span {
  * The weight FIFOs (span_cap > 0) hold where their beats came from instead of copies: beats
  * [taken, pushed) are either in the storage or in one of the spans, whose bytes are read from
  * host memory when a lane takes them. pccx__sim_wq_settle() copies every span into the
- * storage before the device writes host memory or a window closes, so what a stream
- * delivered never changes (wstream.c).
+ * storage before the device writes host memory they may read or a window closes, so what a
+ * stream delivered never changes (wstream.c).
  */
+/* Host memory that may still be read for a weight FIFO's beats: [lo, hi) as addresses. */
+struct sim_ref {
+	uintptr_t lo, hi;
+};
+
+#define SIM_WQ_REFS 8u
+
 struct sim_beatq {
 	uint8_t *data;
 	uint32_t depth, cap, head, level, reserved;
 	uint64_t pushed, taken;        /* beats ever pushed / taken */
 	struct sim_span *span;         /* ring of span_n spans from span_head */
 	uint32_t span_cap, span_head, span_n;
+	/* every range of host memory its spans, the rows computed from them and the rows
+	 * computed ahead of it (eng_gemv.c) may read, since the last full settle: a few
+	 * ranges, the closest merged when there would be more */
+	struct sim_ref ref[SIM_WQ_REFS];
+	uint32_t n_ref;
 };
 
 /* Beats a weight FIFO's storage holds beyond its depth: a row record in reception
@@ -148,6 +160,11 @@ struct sim_lane {
 	uint32_t batch;                /* in place: rows computed together */
 	uint32_t pend, pend_row;       /* in place: complete rows not computed yet, the first */
 	const uint8_t *pend_host;      /* ... and where they lie */
+	/* in place, on the second thread: rows [ahead_row, ahead_end) posted before their
+	 * beats came, read at ahead_host onwards; rows up to ahead_lim lie in the same window */
+	const uint8_t *ahead_host;     /* NULL: none ahead */
+	uint32_t ahead_row, ahead_end, ahead_lim;
+	bool ahead_off;                /* the rows did not follow each other: none ahead */
 	/* rowmask and q4c: the records this lane takes, ascending in the port's range */
 	struct sim_rec *rec;
 	uint32_t n_rec;
@@ -306,12 +323,15 @@ int pccx__sim_beatq_init(struct sim_beatq *q, uint32_t depth, uint32_t cap, uint
 void pccx__sim_beatq_free(struct sim_beatq *q);
 void pccx__sim_beatq_clear(struct sim_beatq *q);
 /* Weight FIFOs: push n beats of host memory; copy beats out; where a run of beats lies in
- * host memory (NULL: not in one span); forget spans before beat `keep`; copy every span in. */
+ * host memory (NULL: not in one span); forget spans before beat `keep`; note host memory
+ * read for the FIFO's beats; before the device writes `bytes` at `host` (NULL: a window
+ * closes), copy every span in if the weight path may read there. */
 void pccx__sim_wq_push(struct sim_beatq *q, const uint8_t *host, uint32_t n);
 void pccx__sim_wq_fetch(const struct sim_beatq *q, uint64_t first, uint32_t n, uint8_t *dst);
 const uint8_t *pccx__sim_wq_host(const struct sim_beatq *q, uint64_t first, uint32_t n);
 void pccx__sim_wq_trim(struct sim_beatq *q, uint64_t keep);
-void pccx__sim_wq_settle(struct pccx_sim *s);
+void pccx__sim_wq_ref(struct sim_beatq *q, const uint8_t *host, uint64_t bytes);
+void pccx__sim_wq_settle(struct pccx_sim *s, const uint8_t *host, uint64_t bytes);
 
 /* Beats that may still be requested. */
 static inline uint32_t sim_beatq_room(const struct sim_beatq *q)
@@ -418,8 +438,10 @@ void pccx__sim_timed_abort(struct pccx_sim *s);
 
 /* eng_gemv.c: take n beats from port p's FIFO into lane p (rows computed as they complete) */
 void pccx__sim_lane_take(struct pccx_sim *s, struct sim_matmul *mm, unsigned p, uint32_t n);
-/* Compute the rows a lane holds (before host memory changes under them). */
+/* Compute the rows a lane holds (before host memory changes under them); after that, give up
+ * the rows computed ahead of their beats (they are computed again when their beats come). */
 void pccx__sim_matmul_flush(struct pccx_sim *s, struct sim_matmul *mm);
+void pccx__sim_matmul_no_ahead(struct sim_matmul *mm);
 
 /* rowq.c: q4 row batches computed on a second thread. Post: y[r * ystride + i] = row i of w
  * against act[r], for r < m, i < n. Wait: every batch posted is computed. Stop: the thread

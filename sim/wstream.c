@@ -20,6 +20,7 @@ int pccx__sim_beatq_init(struct sim_beatq *q, uint32_t depth, uint32_t cap, uint
 	q->depth = depth;
 	q->cap = cap;
 	q->span_cap = spans;
+	q->n_ref = 0;
 	pccx__sim_beatq_clear(q);
 	return 0;
 }
@@ -30,6 +31,51 @@ void pccx__sim_beatq_free(struct sim_beatq *q)
 	free(q->span);
 	q->data = NULL;
 	q->span = NULL;
+}
+
+void pccx__sim_wq_ref(struct sim_beatq *q, const uint8_t *host, uint64_t bytes)
+{
+	uintptr_t lo = (uintptr_t)host, hi = lo + bytes, gap, best = UINTPTR_MAX;
+	uint32_t i, at = 0;
+
+	/* the newest range first: a stream mostly continues where it was */
+	for (i = q->n_ref; i-- > 0;) {
+		struct sim_ref *r = &q->ref[i];
+
+		if (lo <= r->hi && hi >= r->lo) {
+			r->lo = lo < r->lo ? lo : r->lo;
+			r->hi = hi > r->hi ? hi : r->hi;
+			return;
+		}
+	}
+	if (q->n_ref < SIM_WQ_REFS) {
+		q->ref[q->n_ref++] = (struct sim_ref){ lo, hi };
+		return;
+	}
+	/* no range left: the closest one grows over the gap (it only ever covers more) */
+	for (i = 0; i < q->n_ref; i++) {
+		gap = hi < q->ref[i].lo ? q->ref[i].lo - hi : lo - q->ref[i].hi;
+		if (gap < best) {
+			best = gap;
+			at = i;
+		}
+	}
+	q->ref[at].lo = lo < q->ref[at].lo ? lo : q->ref[at].lo;
+	q->ref[at].hi = hi > q->ref[at].hi ? hi : q->ref[at].hi;
+}
+
+/* May the weight path read any of [host, host + bytes)? */
+static bool wq_refers(const struct pccx_sim *s, const uint8_t *host, uint64_t bytes)
+{
+	uintptr_t lo = (uintptr_t)host, hi = lo + bytes;
+	unsigned p;
+	uint32_t i;
+
+	for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
+		for (i = 0; i < s->wq[p].n_ref; i++)
+			if (lo < s->wq[p].ref[i].hi && hi > s->wq[p].ref[i].lo)
+				return true;
+	return false;
 }
 
 void pccx__sim_beatq_clear(struct sim_beatq *q)
@@ -82,6 +128,7 @@ void pccx__sim_wq_push(struct sim_beatq *q, const uint8_t *host, uint32_t n)
 
 		if (sp->first + sp->n == first && sp->host + (size_t)sp->n * SIM_BEAT == host) {
 			sp->n += n;
+			pccx__sim_wq_ref(q, host, (uint64_t)n * SIM_BEAT);
 			return;
 		}
 	}
@@ -91,6 +138,7 @@ void pccx__sim_wq_push(struct sim_beatq *q, const uint8_t *host, uint32_t n)
 		return;
 	}
 	*span_at(q, q->span_n++) = (struct sim_span){ first, host, n };
+	pccx__sim_wq_ref(q, host, (uint64_t)n * SIM_BEAT);
 }
 
 void pccx__sim_wq_fetch(const struct sim_beatq *q, uint64_t first, uint32_t n, uint8_t *dst)
@@ -146,17 +194,28 @@ void pccx__sim_wq_trim(struct sim_beatq *q, uint64_t keep)
 	}
 }
 
-/* Copy the spans into the storage, as much as it holds (the lanes' rows computed first). */
-void pccx__sim_wq_settle(struct pccx_sim *s)
+/*
+ * Before the device writes host memory the weight path may read (or a window closes): the
+ * lanes' rows computed, those computed ahead of their beats given up (eng_gemv.c), and the
+ * spans copied into the storage, as much as it holds. A write anywhere else (results, KV
+ * rows) changes nothing the streams read and costs nothing here.
+ */
+void pccx__sim_wq_settle(struct pccx_sim *s, const uint8_t *host, uint64_t bytes)
 {
 	unsigned p;
 
+	if (host && !wq_refers(s, host, bytes))
+		return;
 	pccx__sim_matmul_flush(s, &s->gemv);
 	pccx__sim_matmul_flush(s, &s->gemm);
+	pccx__sim_matmul_no_ahead(&s->gemv);
+	pccx__sim_matmul_no_ahead(&s->gemm);
 	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
 		struct sim_beatq *q = &s->wq[p];
 		/* the storage holds the last cap beats; a span of a long stream holds more */
 		uint64_t keep = q->pushed > q->cap ? q->pushed - q->cap : 0;
+
+		q->n_ref = 0;      /* nothing is read in host memory for these beats any more */
 
 		while (q->span_n) {
 			struct sim_span *sp = &q->span[q->span_head];

@@ -473,6 +473,40 @@ enum write_kind {
 	ELSEWHERE_MID,	/* 4 KiB of another buffer, 90 % into the stream */
 };
 
+/* Random q4 rows with FP16 scales in [-1/16, 1/16). */
+static void fill_q4_rows(uint8_t *w, uint32_t rows, uint64_t rb, uint64_t *rng)
+{
+	uint32_t i, k;
+
+	fill(w, (uint64_t)rows * rb, rng);
+	for (i = 0; i < rows; i++)
+		for (k = 0; k < 8; k++)
+			put16(w + i * rb + 2 * k, pccx__f32_to_fp16(t_f32(rng, 0.0625f)));
+}
+
+/* The GEMV's outputs at y8 are those of x (256 elements) against the q4 rows at w. */
+static void check_q4_rows(const uint8_t *y8, const float *x, const uint8_t *w, uint32_t rows,
+			  uint64_t rb)
+{
+	int8_t q8[256];
+	float sx[8];
+	uint32_t i, k;
+
+	pccx__q8_quantize(x, 256, q8, sx);
+	for (i = 0; i < rows; i++) {
+		uint16_t sc[8];
+		float y;
+
+		for (k = 0; k < 8; k++)
+			sc[k] = get16(w + i * rb + 2 * k);
+		y = pccx__out_store(pccx__q4_row_dot(w + i * rb + 16, sc, q8, sx, 256), false,
+				    0.0f);
+		ck_assert_msg(get32(y8 + 4 * i) == pccx_f32_bits(y),
+			      "row %u: got 0x%08x expected 0x%08x", i, get32(y8 + 4 * i),
+			      pccx_f32_bits(y));
+	}
+}
+
 /*
  * A GEMV of `rows` rows streams its weights, and MEMCPYs after it write host memory: 4 KiB of
  * every port's quarter of the weights (at its start or at its end), or another buffer well
@@ -487,16 +521,16 @@ static void write_over_stream(uint32_t rows, enum write_kind kind)
 	struct pccx_sim_backend *b = NULL;
 	struct pccx_sim_backend_result res;
 	struct pccx_sim_backend_opts opts = { 0 };
-	uint32_t hx, hw, hy, hz = 0, i, k, q = rows / PCCX_WSTREAM_PORTS;
+	uint32_t hx, hw, hy, hz = 0, i, q = rows / PCCX_WSTREAM_PORTS;
 	uint8_t *x8, *w8, *y8, *old;
 	float x[256];
 	struct pccx_job_view v;
 	struct tjob j = { 0 };
 	pccx_diag d = { 0 };
-	int8_t q8[256];
-	float sx[8];
 
 	ck_assert_msg(pccx__sim_backend_create(NULL, &b, &d) == 0, "%s", d.msg);
+	/* the rows on the second thread, ahead of the stream where they can be */
+	pccx__sim_set_row_thread(pccx__sim_backend_sim(b), true);
 	ck_assert_int_eq(pccx__sim_backend_buf_alloc(b, 4096, PCCX_BUF_DEV_READ, &hx, &d), 0);
 	ck_assert_int_eq(pccx__sim_backend_buf_alloc(b, wbytes, PCCX_BUF_DEV_READ |
 						     PCCX_BUF_DEV_WRITE, &hw, &d), 0);
@@ -512,10 +546,7 @@ static void write_over_stream(uint32_t rows, enum write_kind kind)
 	fill_f32(x8, 4096, &rng);
 	for (i = 0; i < 256; i++)
 		x[i] = get_f32(x8 + 4 * i);
-	fill(w8, wbytes, &rng);
-	for (i = 0; i < rows; i++)
-		for (k = 0; k < 8; k++)
-			put16(w8 + i * rb + 2 * k, pccx__f32_to_fp16(t_f32(&rng, 0.0625f)));
+	fill_q4_rows(w8, rows, rb, &rng);
 	old = malloc(wbytes);
 	ck_assert_ptr_nonnull(old);
 	memcpy(old, w8, wbytes);
@@ -552,22 +583,96 @@ static void write_over_stream(uint32_t rows, enum write_kind kind)
 		at = (i + (at_end ? 1 : 0)) * q * rb - (at_end ? 4096 : 0);
 		ck_assert_int_eq(memcmp(w8 + at, x8, 4096), 0);     /* the writes landed */
 	}
-	pccx__q8_quantize(x, 256, q8, sx);
-	for (i = 0; i < rows; i++) {
-		uint16_t sc[8];
-		float y;
-
-		for (k = 0; k < 8; k++)
-			sc[k] = get16(old + i * rb + 2 * k);
-		y = pccx__out_store(pccx__q4_row_dot(old + i * rb + 16, sc, q8, sx, 256), false,
-				    0.0f);
-		ck_assert_msg(get32(y8 + 4 * i) == pccx_f32_bits(y),
-			      "row %u: got 0x%08x expected 0x%08x", i, get32(y8 + 4 * i),
-			      pccx_f32_bits(y));
-	}
+	check_q4_rows(y8, x, old, rows, rb);
 	free(old);
 	pccx__sim_backend_destroy(b);
 }
+
+/*
+ * A long GEMV whose ports each read the first `first` rows of their range from one place and
+ * the rest from another: further on in the same buffer, past a gap (same_buf), or from a
+ * second buffer. The second thread computes a port's rows ahead of the stream once two of
+ * them follow each other in host memory (sim/eng_gemv.c); the first row from elsewhere must
+ * give those up, and every output be that of the bytes its row was streamed from.
+ */
+static void split_stream(uint32_t rows, uint32_t first, bool same_buf)
+{
+	struct pccx_wshape ws = { rows, 256, PCCX_WFMT_Q4, true };
+	uint64_t rb = pccx__wstream_row_bytes(&ws), wbytes = rb * rows, rng = 9, moved;
+	struct pccx_sim_backend *b = NULL;
+	struct pccx_sim_backend_result res;
+	struct pccx_sim_backend_opts opts = { 0 };
+	uint32_t hx, hw, hw2, hy, i, r0, n;
+	uint8_t *x8, *w8, *w2, *y8, *streamed;
+	float x[256];
+	struct pccx_job_view v;
+	struct tjob j = { 0 };
+	pccx_diag d = { 0 };
+	unsigned p;
+
+	/* same_buf: the moved rows lie one matrix and 4 KiB further on in the weight buffer */
+	moved = same_buf ? wbytes + 4096 : 0;
+	ck_assert_msg(pccx__sim_backend_create(NULL, &b, &d) == 0, "%s", d.msg);
+	pccx__sim_set_row_thread(pccx__sim_backend_sim(b), true);
+	ck_assert_int_eq(pccx__sim_backend_buf_alloc(b, 4096, PCCX_BUF_DEV_READ, &hx, &d), 0);
+	ck_assert_int_eq(pccx__sim_backend_buf_alloc(b, same_buf ? moved + wbytes : wbytes,
+						     PCCX_BUF_DEV_READ, &hw, &d), 0);
+	hw2 = hw;
+	if (!same_buf)
+		ck_assert_int_eq(pccx__sim_backend_buf_alloc(b, wbytes, PCCX_BUF_DEV_READ, &hw2,
+							     &d), 0);
+	ck_assert_int_eq(pccx__sim_backend_buf_alloc(b, (uint64_t)rows * 4, PCCX_BUF_DEV_WRITE,
+						     &hy, &d), 0);
+	x8 = pccx__sim_backend_buf_map(b, hx, NULL);
+	w8 = pccx__sim_backend_buf_map(b, hw, NULL);
+	w2 = (uint8_t *)pccx__sim_backend_buf_map(b, hw2, NULL) + moved;
+	y8 = pccx__sim_backend_buf_map(b, hy, NULL);
+	fill_f32(x8, 4096, &rng);
+	for (i = 0; i < 256; i++)
+		x[i] = get_f32(x8 + 4 * i);
+	fill_q4_rows(w8, rows, rb, &rng);
+	fill_q4_rows(w2, rows, rb, &rng);
+	streamed = malloc(wbytes);
+	ck_assert_ptr_nonnull(streamed);
+
+	tj_add(&j, t_memset(0, 0, 256, 1, 1));
+	tj_add(&j, t_memset(1, 1, rows, 256, PCCX_WFMT_Q4));
+	tj_add(&j, t_memset(0, 2, PCCX_L2_ELEMS_PER_WORD, 256, 1));
+	tj_add(&j, t_memset(0, 3, PCCX_L2_ELEMS_PER_WORD, rows / PCCX_L2_ELEMS_PER_WORD, 1));
+	tj_add(&j, t_memcpy(true, false, X_W, 0, tj_dma(&j, hx, PCCX_DMA_TO_DEVICE, 0, 4096), 2,
+			    true));
+	tj_add(&j, t_matmul(PCCX_OP_GEMV, Y_W, X_W, 1, 0, TF_WSCALE));
+	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
+		pccx__wstream_port_rows(&ws, p, &r0, &n);
+		ck_assert_uint_gt(n, first);
+		j.stream[j.n_stream++] = (struct pccx_stream_desc){
+			.handle = hw, .port = p, .offset = (uint64_t)r0 * rb,
+			.length = (uint64_t)first * rb };
+		j.stream[j.n_stream++] = (struct pccx_stream_desc){
+			.handle = hw2, .port = p, .offset = moved + (uint64_t)(r0 + first) * rb,
+			.length = (uint64_t)(n - first) * rb };
+		memcpy(streamed + (uint64_t)r0 * rb, w8 + (uint64_t)r0 * rb, first * rb);
+		memcpy(streamed + (uint64_t)(r0 + first) * rb, w2 + (uint64_t)(r0 + first) * rb,
+		       (n - first) * rb);
+	}
+	tj_add(&j, t_memcpy(false, true, 0, Y_W,
+			    tj_dma(&j, hy, PCCX_DMA_FROM_DEVICE, 0, (uint64_t)rows * 4), 3, false));
+	v = tj_view(&j);
+	ck_assert_msg(pccx__sim_backend_submit_wait(b, &v, &opts, &res, &d) == 0, "%s", d.msg);
+	check_q4_rows(y8, x, streamed, rows, rb);
+	free(streamed);
+	pccx__sim_backend_destroy(b);
+}
+
+/* The ports' rows from two buffers, and from two places of one buffer, switching early in
+ * the ports' ranges (the rows ahead of the stream not yet computed) and late (computed). */
+START_TEST(rows_ahead_follow_the_stream)
+{
+	static const uint32_t first[] = { 2, 40, 3000 };
+
+	split_stream(16384, first[_i % 3], _i >= 3);
+}
+END_TEST
 
 /*
  * The weights are in the FIFOs (they streamed behind a sync CVO) when the writes come, while
@@ -617,6 +722,7 @@ static Suite *suite(void)
 	tcase_add_test(t, device_write_after_delivery);
 	tcase_add_test(t, device_write_waits_for_stream_reads);
 	tcase_add_test(t, device_write_during_long_stream);
+	tcase_add_loop_test(t, rows_ahead_follow_the_stream, 0, 6);
 	suite_add_tcase(s, t);
 	return s;
 }
