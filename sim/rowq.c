@@ -9,8 +9,8 @@
  * for the one it has (a busy machine may leave the thread behind). Each batch is one call of
  * the same row kernel on the same rows as before, so the bits do not depend on which thread
  * computed them or when. The thread is started with the first batch if a CPU is spare for it
- * (cpu_spare()); otherwise, and in the bare-metal firmware, batches are computed where they
- * are posted.
+ * (cpu_spare(), asked again every ROWQ_RETRY_NS while none is); otherwise, and in the
+ * bare-metal firmware, batches are computed where they are posted.
  *
  * A q4c GEMV's records (q4c.c) add into one block's INT32 sums and end blocks into FP32
  * accumulators, so their order matters: they come as ordered jobs, which only the thread
@@ -83,6 +83,7 @@ void pccx__sim_rowq_stop(struct pccx_sim *s)
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "pool.h"
 
@@ -196,16 +197,40 @@ static bool cpu_spare(void)
 	return run < ncpu;
 }
 
-/* The worker, started on first use; NULL: compute on the caller's thread. */
+/* A CPU found busy is looked at again this much later (ns). */
+#define ROWQ_RETRY_NS 100000000ull
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * The worker, started on first use; NULL: compute on the caller's thread. When no CPU was
+ * spare, the question is asked again ROWQ_RETRY_NS later: /proc/loadavg counts what is
+ * runnable at one instant, and a process that happened to be runnable then must not keep a
+ * whole run on one thread.
+ */
 static struct sim_rowq *rowq_get(struct pccx_sim *s)
 {
 	struct sim_rowq *q;
 
-	if (s->rowq || s->rowq_tried)
+	if (s->rowq)
 		return s->rowq;
+	if (s->rowq_tried && (s->rowq_mode != 0 || now_ns() < s->rowq_retry_ns))
+		return NULL;
 	s->rowq_tried = true;
-	if (s->rowq_mode < 0 || (s->rowq_mode == 0 && !cpu_spare()) ||
-	    pccx__pool_ncpu() < 2 || !(q = calloc(1, sizeof(*q))))
+	s->rowq_retry_ns = UINT64_MAX;
+	if (s->rowq_mode < 0 || pccx__pool_ncpu() < 2)
+		return NULL;
+	if (s->rowq_mode == 0 && !cpu_spare()) {
+		s->rowq_retry_ns = now_ns() + ROWQ_RETRY_NS;
+		return NULL;
+	}
+	if (!(q = calloc(1, sizeof(*q))))
 		return NULL;
 	pthread_mutex_init(&q->lock, NULL);
 	pthread_cond_init(&q->work, NULL);

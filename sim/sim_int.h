@@ -228,6 +228,7 @@ struct pccx_sim {
 	struct sim_rowq *rowq;         /* the thread computing q4 row batches (rowq.c) */
 	int rowq_mode;                 /* 1 always, -1 never, 0 when a CPU is spare for it */
 	bool rowq_tried;               /* rowq_mode applied: rowq is what it gave */
+	uint64_t rowq_retry_ns;        /* no CPU was spare: when to look again (rowq.c) */
 	bool every_edge;               /* pccx__sim_set_every_edge(): no bulk advance */
 	/*
 	 * Deferred edges: when no event comes before defer_h (ps), time runs on without the
