@@ -484,6 +484,18 @@ static void fill_q4_rows(uint8_t *w, uint32_t rows, uint64_t rb, uint64_t *rng)
 			put16(w + i * rb + 2 * k, pccx__f32_to_fp16(t_f32(rng, 0.0625f)));
 }
 
+/* The shapes of a GEMV of `rows` q4 rows of 256 (shape 1), its input (256 elements from the
+ * host buffer hx) at X_W and its output's (shape 3). */
+static void gemv_prologue(struct tjob *j, uint32_t rows, uint32_t hx)
+{
+	tj_add(j, t_memset(0, 0, 256, 1, 1));
+	tj_add(j, t_memset(1, 1, rows, 256, PCCX_WFMT_Q4));
+	tj_add(j, t_memset(0, 2, PCCX_L2_ELEMS_PER_WORD, 256, 1));
+	tj_add(j, t_memset(0, 3, PCCX_L2_ELEMS_PER_WORD, rows / PCCX_L2_ELEMS_PER_WORD, 1));
+	tj_add(j, t_memcpy(true, false, X_W, 0, tj_dma(j, hx, PCCX_DMA_TO_DEVICE, 0, 4096), 2,
+			   true));
+}
+
 /* The GEMV's outputs at y8 are those of x (256 elements) against the q4 rows at w. */
 static void check_q4_rows(const uint8_t *y8, const float *x, const uint8_t *w, uint32_t rows,
 			  uint64_t rb)
@@ -551,12 +563,7 @@ static void write_over_stream(uint32_t rows, enum write_kind kind)
 	ck_assert_ptr_nonnull(old);
 	memcpy(old, w8, wbytes);
 
-	tj_add(&j, t_memset(0, 0, 256, 1, 1));
-	tj_add(&j, t_memset(1, 1, rows, 256, PCCX_WFMT_Q4));
-	tj_add(&j, t_memset(0, 2, PCCX_L2_ELEMS_PER_WORD, 256, 1));
-	tj_add(&j, t_memset(0, 3, PCCX_L2_ELEMS_PER_WORD, rows / PCCX_L2_ELEMS_PER_WORD, 1));
-	tj_add(&j, t_memcpy(true, false, X_W, 0, tj_dma(&j, hx, PCCX_DMA_TO_DEVICE, 0, 4096), 2,
-			    true));
+	gemv_prologue(&j, rows, hx);
 	if (sync_first)
 		tj_add(&j, t_cvo(PCCX_CVO_EXP, EXP_SRC, EXP_DST, 30000, 0));
 	tj_add(&j, t_matmul(PCCX_OP_GEMV, Y_W, X_W, 1, 0, TF_WSCALE));
@@ -635,12 +642,7 @@ static void split_stream(uint32_t rows, uint32_t first, bool same_buf)
 	streamed = malloc(wbytes);
 	ck_assert_ptr_nonnull(streamed);
 
-	tj_add(&j, t_memset(0, 0, 256, 1, 1));
-	tj_add(&j, t_memset(1, 1, rows, 256, PCCX_WFMT_Q4));
-	tj_add(&j, t_memset(0, 2, PCCX_L2_ELEMS_PER_WORD, 256, 1));
-	tj_add(&j, t_memset(0, 3, PCCX_L2_ELEMS_PER_WORD, rows / PCCX_L2_ELEMS_PER_WORD, 1));
-	tj_add(&j, t_memcpy(true, false, X_W, 0, tj_dma(&j, hx, PCCX_DMA_TO_DEVICE, 0, 4096), 2,
-			    true));
+	gemv_prologue(&j, rows, hx);
 	tj_add(&j, t_matmul(PCCX_OP_GEMV, Y_W, X_W, 1, 0, TF_WSCALE));
 	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
 		pccx__wstream_port_rows(&ws, p, &r0, &n);
