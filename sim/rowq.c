@@ -87,8 +87,9 @@ void pccx__sim_rowq_stop(struct pccx_sim *s)
 
 #include "pool.h"
 
-/* Batches posted and not computed yet, at most; a post beyond waits for room. */
-#define ROWQ_JOBS 64u
+/* Batches posted and not computed yet, at most (two matmuls' lanes with rows ahead, eng_gemv.c,
+ * hold up to about 72); a post beyond is computed where it is posted. */
+#define ROWQ_JOBS 128u
 
 
 struct sim_rowq {
