@@ -479,6 +479,39 @@ void pccx__sim_matmul_core_tick(struct pccx_sim *s, struct sim_matmul *mm)
 	}
 }
 
+/*
+ * Whole rows at the head of lane p's n beats that were computed ahead from where their beats
+ * came (one check for the run: the beats lie in one span, where the rows were read): taken
+ * at once, the FIFO advanced past them. Returns the beats taken (0: the rows go one by one).
+ */
+static uint32_t ahead_run(struct pccx_sim *s, struct sim_matmul *mm, unsigned p, uint32_t n)
+{
+	struct sim_lane *l = &mm->lane[p];
+	struct sim_beatq *q = &s->wq[p];
+	uint32_t row = l->row_first + l->rows_done, bpr = (uint32_t)(l->row_bytes / SIM_BEAT);
+	uint32_t k = n / bpr, beats;
+	const uint8_t *w;
+
+	ahead_post(s, mm, p, row);
+	if (row + k > l->ahead_end)
+		k = row < l->ahead_end ? l->ahead_end - row : 0;
+	/* the last row is left to the usual way, which checks it and moves the rows ahead on */
+	if (k < 2)
+		return 0;
+	k--;
+	beats = k * bpr;
+	w = pccx__sim_wq_host(q, q->taken, beats);
+	if (w != l->ahead_host + (size_t)(row - l->ahead_row) * l->row_bytes)
+		return 0;
+	q->taken += beats;
+	q->level -= beats;
+	q->head += beats;
+	if (q->head >= q->cap)
+		q->head -= q->cap;
+	l->rows_done += k;
+	return beats;
+}
+
 void pccx__sim_lane_take(struct pccx_sim *s, struct sim_matmul *mm, unsigned p, uint32_t n)
 {
 	struct sim_lane *l = &mm->lane[p];
@@ -487,6 +520,14 @@ void pccx__sim_lane_take(struct pccx_sim *s, struct sim_matmul *mm, unsigned p, 
 	l->bytes_left -= (uint64_t)n * PCCX_BEAT_BYTES;
 	while (n) {
 		uint64_t rb = l->rec ? l->rec[l->rows_done].bytes : l->row_bytes;
+
+		if (l->ahead_host && !l->got && n >= rb / PCCX_BEAT_BYTES) {
+			uint32_t done = ahead_run(s, mm, p, n);
+
+			n -= done;
+			if (done)
+				continue;
+		}
 		uint64_t want = (rb - l->got) / PCCX_BEAT_BYTES;
 		uint32_t run = n < want ? n : (uint32_t)want;
 
