@@ -66,14 +66,16 @@ echo
 # the shape with the Gemma 3 tokenizer embedded (llama.cpp needs a vocabulary), llama.cpp's CPU
 # libraries as node-llama-cpp packs them (scripts/fetch-llamacpp.sh, x86-64 Linux), a 64-token
 # prompt and 16 decode steps on 2 threads each, llama-bench's way (scripts/llamacpp-bench.mjs),
-# the two alternated twice: the best of each. The quick pass has no tokenizer-sized shape.
+# the two alternated three times: the best of each, and the median of the three pairs' ratios
+# (the two runs of a pair share the machine's load of the moment). The quick pass has no
+# tokenizer-sized shape.
 : >"$out/vs-ref"
 : >"$out/vs-llama"
 if [ "$cfg" != tiny ] && scripts/deps.sh test >/dev/null &&
    tok=$(scripts/fetch-tokenizer.sh) && llama=$(scripts/fetch-llamacpp.sh); then
   echo "== the reference and llama.cpp on the same GGUF, config $cfg, 2 threads, alternated"
   "$pccx" synth --config "$cfg" --tokenizer "$tok" -o "$out/vocab.gguf" >/dev/null
-  for round in 1 2; do
+  for round in 1 2 3; do
     "$pccx" bench --ref -m "$out/vocab.gguf" -n 16 --prefill 64 --batch 64 --threads 2 |
       grep -E '^ *(decode|prefill batched) ' | tee -a "$out/vs-ref" || true
     node scripts/llamacpp-bench.mjs "$llama" "$out/vocab.gguf" 64 16 2 |
@@ -167,6 +169,14 @@ emit "ref_prefill_batched_${cfg}_gguf_2threads" "$vs_pre" tok/s
 emit "llamacpp_prompt64_${cfg}_gguf_2threads" "$ll_pre" tok/s
 emit "ref_over_llamacpp_decode_${cfg}" "$(over "$vs_dec" "$ll_dec" || true)" x
 emit "ref_over_llamacpp_prefill_${cfg}" "$(over "$vs_pre" "$ll_pre" || true)" x
+# the median of the alternated pairs' ratios (round i of the reference over round i of llama.cpp)
+pair_median() { # FILE-A AWK-A FILE-B AWK-B: one figure a line in each, a round a line
+  paste <(awk "$2" "$1" 2>/dev/null) <(awk "$4" "$3" 2>/dev/null) |
+    awk 'NF == 2 && $2 > 0 {print $1 / $2}' | sort -g |
+    awk '{v[NR] = $1} END {if (NR) printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+}
+emit "ref_over_llamacpp_decode_${cfg}_median_pair" "$(pair_median "$out/vs-ref" '$1 == "decode" {print $2}' "$out/vs-llama" '{for (i = 1; i <= NF; i++) if ($i ~ /^tg/) print $(i+1)}')" x
+emit "ref_over_llamacpp_prefill_${cfg}_median_pair" "$(pair_median "$out/vs-ref" '$1 == "prefill" && $2 == "batched" {print $3}' "$out/vs-llama" '{for (i = 1; i <= NF; i++) if ($i ~ /^pp/) print $(i+1)}')" x
 # pccx check's table: path, result, tokens, prefill ms/tok, decode ms/tok, device ms/job, jobs
 emit inprocess_ms_per_decode_token "$(num "$out/check" '$1 == "sim" && $2 == "ran" {print $5}')" ms
 emit serial_ms_per_decode_token "$(num "$out/check" '$1 == "serial" && $2 == "ran" {print $5}')" ms
