@@ -14,6 +14,10 @@
 #include "pccx_num.h"
 
 #define L2_ELEMS ((size_t)PCCX_L2_WORDS * PCCX_L2_ELEMS_PER_WORD)
+/* Below this many weights (n * k) a q4c GEMV's ports run on the calling thread. */
+#define Q4C_MT_MIN (1u << 20)
+/* Blocks a q4c GEMV's port has on their way ahead of the one it reads (measured: 2-8 alike). */
+#define Q4C_AHEAD 2
 
 enum { OP_MATMUL, OP_CVO, OP_COPY, OP_LOAD, OP_STORE, OP_STAGE, OP_BEGIN, OP_END };
 
@@ -40,6 +44,10 @@ struct pccx_ref_exec {
 	int32_t *xsum;			/* (L2_ELEMS / 32) */
 	struct pccx_kern_act *act;	/* (L2_ELEMS / 32) one per row of x */
 	float *y;			/* (L2_ELEMS) y[r * n + i] */
+	uint32_t *idx;			/* (L2_ELEMS) a rowmask GEMV's kept rows */
+	int32_t *sum;			/* (L2_ELEMS) a q4c GEMV's INT32 block sums */
+	uint8_t *gather;		/* (gather_bytes) pccx__kern_q4_gemv_gather's scratch */
+	size_t gather_bytes;
 };
 
 static struct pccx_ref_exec *X(void *ctx)
@@ -189,74 +197,140 @@ static bool row_kept(float v)
 }
 
 /*
- * GEMV rowmask (docs/isa.md): the mask is the old destination; each run of kept rows is
- * computed from its own rows of W (the same bits as the whole GEMV gives them), the others
- * are +0. Returns the stream bytes the kept rows take.
+ * GEMV rowmask (docs/isa.md): the mask is the old destination; the kept rows are computed
+ * from their own rows of W (the same bits as the whole GEMV gives them), gathered across the
+ * pool's threads; the others are +0. Returns the stream bytes the kept rows take, or 0 with
+ * x->err set when the gather scratch cannot be had.
  */
-static uint64_t matmul_q4_rowmask(struct pccx_ref_exec *x, const struct pccx_npu_matmul *mm,
-				  const uint8_t *w, uint64_t rb)
+static int matmul_q4_rowmask(struct pccx_ref_exec *x, const struct pccx_npu_matmul *mm,
+			     const uint8_t *w, uint64_t rb, uint64_t *bytes)
 {
 	const float *mask = word(x, mm->dst);
-	uint32_t i = 0, j;
-	uint64_t kept = 0;
+	size_t need = pccx__kern_gather_bytes(x->pool, rb);
+	uint32_t i, kept = 0;
 
+	if (need > x->gather_bytes) {
+		uint8_t *g = realloc(x->gather, need);
+
+		if (!g)
+			return pccx__fail(&x->err, PCCX_ERR_NOMEM, "gemv rowmask: out of memory");
+		x->gather = g;
+		x->gather_bytes = need;
+	}
 	x->act[0] = (struct pccx_kern_act){ mm->k, x->q8, x->sx, x->xp, x->xsum };
 	pccx__kern_q8_quantize(word(x, mm->src), mm->k, x->q8, x->sx);
 	pccx__kern_act_prepare(&x->act[0]);
-	while (i < mm->n) {
-		if (!row_kept(mask[i])) {
-			x->y[i++] = 0.0f;
-			continue;
-		}
-		for (j = i; j < mm->n && row_kept(mask[j]); j++)
-			;
-		pccx__kern_q4_gemv(x->pool, x->impl, w + (size_t)i * rb, rb, j - i, x->act,
-				   x->y + i);
-		kept += (uint64_t)(j - i) * rb;
-		i = j;
+	for (i = 0; i < mm->n; i++) {
+		if (row_kept(mask[i]))
+			x->idx[kept++] = i;
+		x->y[i] = 0.0f;
 	}
-	return kept;
+	pccx__kern_q4_gemv_gather(x->pool, x->impl, w, rb, x->idx, kept, x->act, x->y,
+				  x->gather);
+	*bytes = (uint64_t)kept * rb;
+	return PCCX_OK;
 }
 
 /*
  * GEMV on q4c weights (FEATURES.COLSKIP, docs/isa.md): per port, its rows from the column
  * records of the inputs whose INT8 value is not 0, block by block (isa/num: the dense GEMV's
- * bits when the weights' scales are finite). Returns the stream bytes those records take.
+ * bits when the weights' scales are finite). The ports are independent (their own rows, sums
+ * and outputs), so the pool's threads take them in turn.
  */
-static uint64_t matmul_q4c(struct pccx_ref_exec *x, const struct pccx_npu_matmul *mm,
-			   const uint8_t *w, int32_t *sum)
+struct q4c_job {
+	struct pccx_ref_exec *x;
+	const uint8_t *w;
+	struct pccx_wshape ws;
+	uint32_t nb;			/* blocks of 32 inputs */
+	uint32_t next;			/* atomic: the next port not taken */
+	uint64_t bytes[PCCX_WSTREAM_PORTS];
+};
+
+/*
+ * The records block b reads (its inputs' columns that are not 0, its scales) on their way.
+ * Inlined: GCC takes a function of prefetches alone for one without effects and drops its
+ * calls.
+ */
+static inline __attribute__((always_inline)) void
+q4c_prefetch(const struct pccx_ref_exec *x, const uint8_t *blk, uint64_t cb, uint64_t bb,
+	     uint32_t b)
 {
-	struct pccx_wshape ws = { mm->n, mm->k, PCCX_WFMT_Q4C, true };
-	uint32_t nb = mm->k / PCCX_Q4_BLOCK, first, rows, b, c;
+	const int8_t *q = x->q8 + (size_t)b * PCCX_Q4_BLOCK;
+	uint64_t off;
+	uint32_t c;
+
+	for (c = 0; c < PCCX_Q4_BLOCK; c++)
+		if (q[c])
+			for (off = 0; off < cb; off += 64)
+				__builtin_prefetch(blk + c * cb + off);
+	for (off = PCCX_Q4_BLOCK * cb; off < bb; off += 64)
+		__builtin_prefetch(blk + off);
+}
+
+static void q4c_port(struct q4c_job *j, unsigned p)
+{
+	struct pccx_ref_exec *x = j->x;
+	const uint8_t *base = j->w + pccx__wstream_port_offset(&j->ws, p);
+	uint32_t first, rows, b, c, ahead = 0;
+	int32_t *sum;
+	uint64_t cb, bb, bytes = 0;
+
+	pccx__wstream_port_rows(&j->ws, p, &first, &rows);
+	if (!rows)
+		return;
+	sum = x->sum + first;
+	cb = pccx__wstream_q4c_col_bytes(rows);
+	bb = pccx__wstream_q4c_block_bytes(rows);
+	memset(sum, 0, (size_t)rows * sizeof(*sum));
+	for (b = 0; b < j->nb; b++) {
+		const int8_t *q = x->q8 + (size_t)b * PCCX_Q4_BLOCK;
+
+		if (!pccx__q4c_block_read(q, x->sx[b]))
+			continue;
+		/* the blocks after it on their way: a port's block records lie 9 KiB apart
+		 * (E4B's W_down), too far for the CPU's own prefetch to follow */
+		for (ahead = ahead > b ? ahead : b + 1; ahead < j->nb && ahead <= b + Q4C_AHEAD; ahead++)
+			if (pccx__q4c_block_read(x->q8 + (size_t)ahead * PCCX_Q4_BLOCK,
+						 x->sx[ahead]))
+				q4c_prefetch(x, base + ahead * bb, cb, bb, ahead);
+		for (c = 0; c < PCCX_Q4_BLOCK; c++)
+			if (q[c]) {
+				pccx__kern_q4c_column(base + b * bb + c * cb, rows, q[c], sum);
+				bytes += cb;
+			}
+		pccx__kern_q4c_block_end(base + b * bb + PCCX_Q4_BLOCK * cb, rows, x->sx[b], sum,
+					 x->y + first);
+		bytes += bb - PCCX_Q4_BLOCK * cb;
+	}
+	j->bytes[p] = bytes;
+}
+
+static void q4c_part(void *ctx, unsigned part, unsigned nparts)
+{
+	struct q4c_job *j = ctx;
+	uint32_t lo, hi;
+
+	(void)part;
+	(void)nparts;
+	while (pccx__kern_take(&j->next, 1, PCCX_WSTREAM_PORTS, &lo, &hi))
+		q4c_port(j, lo);
+}
+
+/* Returns the stream bytes the records read take. */
+static uint64_t matmul_q4c(struct pccx_ref_exec *x, const struct pccx_npu_matmul *mm,
+			   const uint8_t *w)
+{
+	struct q4c_job j = { x, w, { mm->n, mm->k, PCCX_WFMT_Q4C, true }, mm->k / PCCX_Q4_BLOCK,
+			     0, { 0 } };
 	uint64_t bytes = 0;
 	unsigned p;
 
 	pccx__kern_q8_quantize(word(x, mm->src), mm->k, x->q8, x->sx);
 	memset(x->y, 0, (size_t)mm->n * sizeof(*x->y));
-	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
-		const uint8_t *base = w + pccx__wstream_port_offset(&ws, p);
-		uint64_t cb, bb;
-
-		pccx__wstream_port_rows(&ws, p, &first, &rows);
-		cb = pccx__wstream_q4c_col_bytes(rows);
-		bb = pccx__wstream_q4c_block_bytes(rows);
-		memset(sum, 0, (size_t)rows * sizeof(*sum));
-		for (b = 0; rows && b < nb; b++) {
-			const int8_t *q = x->q8 + (size_t)b * PCCX_Q4_BLOCK;
-
-			if (!pccx__q4c_block_read(q, x->sx[b]))
-				continue;
-			for (c = 0; c < PCCX_Q4_BLOCK; c++)
-				if (q[c]) {
-					pccx__kern_q4c_column(base + b * bb + c * cb, rows, q[c],
-							      sum);
-					bytes += cb;
-				}
-			pccx__kern_q4c_block_end(base + b * bb + PCCX_Q4_BLOCK * cb, rows,
-						 x->sx[b], sum, x->y + first);
-			bytes += bb - PCCX_Q4_BLOCK * cb;
-		}
-	}
+	/* a port's rows of a short GEMV are not worth a second thread's wake-up */
+	pccx__pool_run((uint64_t)mm->n * mm->k >= Q4C_MT_MIN ? x->pool : NULL, q4c_part, &j);
+	for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
+		bytes += j.bytes[p];
 	return bytes;
 }
 
@@ -324,15 +398,11 @@ static int op_matmul(void *ctx, const struct pccx_npu_matmul *mm)
 	w = x->buf[mm->w.buf].base + mm->w.offset;
 
 	if (mm->rowmask) {
-		bytes = matmul_q4_rowmask(x, mm, w, rb);
-	} else if (mm->fmt == PCCX_WFMT_Q4C) {
-		int32_t *sum = malloc((size_t)mm->n * sizeof(*sum));
-
-		if (!sum)
-			return pccx__fail(&x->err, PCCX_ERR_NOMEM, "gemv q4c: out of memory");
-		bytes = matmul_q4c(x, mm, w, sum);
-		free(sum);
-	}
+		rc = matmul_q4_rowmask(x, mm, w, rb, &bytes);
+		if (rc)
+			return rc;
+	} else if (mm->fmt == PCCX_WFMT_Q4C)
+		bytes = matmul_q4c(x, mm, w);
 	else if (mm->fmt == PCCX_WFMT_Q4)
 		matmul_q4(x, mm, w, rb);
 	else
@@ -572,7 +642,10 @@ int pccx__ref_exec_create(struct pccx_ref_exec **out, unsigned n_threads, enum p
 	x->xsum = malloc(L2_ELEMS / 32 * sizeof(int32_t));
 	x->act = malloc(L2_ELEMS / 32 * sizeof(*x->act));
 	x->y = malloc(L2_ELEMS * sizeof(float));
-	if (!x->l2 || !x->q8 || !x->xp || !x->sx || !x->xsum || !x->act || !x->y) {
+	x->idx = malloc(L2_ELEMS * sizeof(*x->idx));
+	x->sum = malloc(L2_ELEMS * sizeof(*x->sum));
+	if (!x->l2 || !x->q8 || !x->xp || !x->sx || !x->xsum || !x->act || !x->y || !x->idx ||
+	    !x->sum) {
 		pccx__ref_exec_free(x);
 		return pccx__fail(d, PCCX_ERR_NOMEM, "reference NPU: out of memory");
 	}
@@ -603,6 +676,9 @@ void pccx__ref_exec_free(struct pccx_ref_exec *x)
 	free(x->xsum);
 	free(x->act);
 	free(x->y);
+	free(x->idx);
+	free(x->sum);
+	free(x->gather);
 	free(x);
 }
 

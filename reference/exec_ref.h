@@ -11,6 +11,7 @@
 
 #include "kernels.h"
 #include "npu_ops.h"
+#include "pccx_regs.h"
 
 struct pccx_ref_exec;
 
@@ -27,6 +28,15 @@ struct pccx_ref_counters {
 	uint64_t load_bytes;	/* host -> L2 */
 	uint64_t store_bytes;	/* L2 -> host */
 };
+
+/*
+ * The v002 extensions the reference executes (docs/isa.md), each giving the bits of the ops
+ * it replaces: what a reference run on its own plans with (pccx__gemma_plan_use_features), so
+ * that it runs the graph a device reporting them runs and reads only the sparse layers' kept
+ * W_up rows and W_down columns.
+ */
+#define PCCX_REF_EXEC_FEATURES \
+	(PCCX_FEAT_SMUL | PCCX_FEAT_ROWMASK | PCCX_FEAT_COLSKIP | PCCX_FEAT_RACC)
 
 /* n_threads 0 = every online CPU. */
 PCCX_MUST_CHECK int pccx__ref_exec_create(struct pccx_ref_exec **out, unsigned n_threads,

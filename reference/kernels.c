@@ -2,6 +2,7 @@
 /* Q4 GEMV/GEMM host kernels: the reference kernels, CPU features, dispatch and threading. */
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#include <string.h>
 #endif
 #include "kernels.h"
 #include "pccx_num.h"
@@ -272,6 +273,68 @@ void pccx__kern_q4_gemv(struct pccx_pool *pool, enum pccx_kern_impl impl, const 
 	struct kern_job j = { pccx__kern_resolve(impl), w, row_bytes, n, 1, a, y, 0, 0, 0 };
 
 	run(pool, &j);
+}
+
+/*
+ * ---- scattered rows: each thread copies its next PCCX_KERN_GATHER_ROWS rows into its own
+ * scratch (a few KiB, in L1) and runs the row kernel there; a row's result does not depend on
+ * where its bytes lie or which rows share its group ----
+ */
+
+struct gather_job {
+	struct pccx_kern_q4 k;
+	const uint8_t *w;
+	uint64_t row_bytes;
+	const uint32_t *idx;
+	uint32_t n;
+	const struct pccx_kern_act *a;
+	float *y;
+	uint8_t *scratch;
+	uint32_t chunk;
+	uint32_t next;		/* atomic: the first index not taken yet */
+};
+
+size_t pccx__kern_gather_bytes(const struct pccx_pool *pool, uint64_t row_bytes)
+{
+	return (size_t)pccx__pool_threads(pool) * PCCX_KERN_GATHER_ROWS * row_bytes;
+}
+
+static void gather_part(void *ctx, unsigned part, unsigned nparts)
+{
+	struct gather_job *j = ctx;
+	const uint64_t rb = j->row_bytes;
+	uint8_t *rows = j->scratch + (size_t)part * PCCX_KERN_GATHER_ROWS * rb;
+	float out[PCCX_KERN_GATHER_ROWS];
+	uint32_t lo, hi, i, g, r;
+	uint64_t off;
+
+	(void)nparts;
+	while (pccx__kern_take(&j->next, j->chunk, j->n, &lo, &hi))
+		for (i = lo; i < hi; i += g) {
+			g = hi - i < PCCX_KERN_GATHER_ROWS ? hi - i : PCCX_KERN_GATHER_ROWS;
+			/* the next group's rows on their way while this one is copied */
+			for (r = i + g; r < i + 2 * g && r < hi; r++)
+				for (off = 0; off < rb; off += 64)
+					__builtin_prefetch(j->w + (size_t)j->idx[r] * rb + off);
+			for (r = 0; r < g; r++)
+				memcpy(rows + (size_t)r * rb, j->w + (size_t)j->idx[i + r] * rb, rb);
+			j->k.rows(rows, rb, g, j->a, out);
+			for (r = 0; r < g; r++)
+				j->y[j->idx[i + r]] = out[r];
+		}
+}
+
+void pccx__kern_q4_gemv_gather(struct pccx_pool *pool, enum pccx_kern_impl impl,
+			       const uint8_t *w, uint64_t row_bytes, const uint32_t *idx,
+			       uint32_t n, const struct pccx_kern_act *a, float *y, uint8_t *scratch)
+{
+	struct gather_job j = { pccx__kern_q4_of(pccx__kern_resolve(impl)), w, row_bytes, idx, n,
+				a, y, scratch, 0, 0 };
+
+	if ((uint64_t)n * a->k < MT_MIN_MACS)
+		pool = NULL;
+	j.chunk = pccx__kern_chunk(n, pccx__pool_threads(pool));
+	pccx__pool_run(pool, gather_part, &j);
 }
 
 void pccx__kern_q4_gemm(struct pccx_pool *pool, enum pccx_kern_impl impl, const uint8_t *w,

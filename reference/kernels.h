@@ -261,4 +261,15 @@ void pccx__kern_q4_gemm(struct pccx_pool *pool, enum pccx_kern_impl impl, const 
 			uint64_t row_bytes, uint32_t n, const struct pccx_kern_act *a, uint32_t m,
 			float *y, size_t ldy);
 
+/*
+ * Rows idx[0 .. n) of w (any order, each at most once): y[idx[i]] = that row against a[0],
+ * split across the pool's threads, each row's bits those of pccx__kern_q4_gemv. scratch holds
+ * pccx__kern_gather_bytes(pool, row_bytes) bytes (PCCX_KERN_GATHER_ROWS rows per thread).
+ */
+#define PCCX_KERN_GATHER_ROWS 16
+size_t pccx__kern_gather_bytes(const struct pccx_pool *pool, uint64_t row_bytes);
+void pccx__kern_q4_gemv_gather(struct pccx_pool *pool, enum pccx_kern_impl impl,
+			       const uint8_t *w, uint64_t row_bytes, const uint32_t *idx,
+			       uint32_t n, const struct pccx_kern_act *a, float *y, uint8_t *scratch);
+
 #endif /* PCCX_GEMMA_KERNELS_H */

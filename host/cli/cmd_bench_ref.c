@@ -19,6 +19,7 @@ struct bench_args {
 	const char *config, *model;
 	uint64_t n, prefill, batch, seed, threads, max_ctx;
 	enum pccx_kern_impl kernel;
+	bool no_rowmask, vs_dense;
 };
 
 #define A(f, type) PCCX_AT(struct bench_args, f, type)
@@ -43,6 +44,12 @@ static const struct pccx_opt bench_opts[] = {
 		 .values = pccx_cli_kernel_names),
 	PCCX_OPT("max-ctx", 0, PCCX_OPT_UINT, A(max_ctx, uint64_t), "N",
 		 "KV positions of global layers", .min = 1, .max = 65535),
+	PCCX_OPT("no-rowmask", 0, PCCX_OPT_FLAG, A(no_rowmask, bool), NULL,
+		 "dense FFN: read every W_up row and W_down column of the sparse\n"
+		 "layers (the same bits, more bytes)"),
+	PCCX_OPT("vs-dense", 0, PCCX_OPT_FLAG, A(vs_dense, bool), NULL,
+		 "every other timed step with the dense FFN, and both times printed\n"
+		 "(the two share the machine's load of the moment)"),
 	{ 0 }
 };
 #undef A
@@ -62,6 +69,8 @@ struct bench_run {
 	struct pccx_ref_exec *x;
 	struct pccx_gemma_session *s;
 	double t_synth, t_dec, t_pre, t_batch;
+	double t_dense;			/* --vs-dense: the dense steps' time ... */
+	uint64_t dense_bytes;		/* ... and weight bytes */
 	struct pccx_batch_prefill_stats bst;	/* of the batched prefill */
 	bool batched;				/* the model allows it (no experts) */
 	uint64_t ops, stream_bytes;	/* of the timed decode steps */
@@ -127,17 +136,28 @@ static int decode(const struct bench_args *a, struct bench_run *r, pccx_diag *d)
 		rc = prefill_batched(a, r, tok, d);
 	pccx__ref_exec_reset_counters(r->x);
 	cnt = pccx__ref_exec_counters(r->x);
-	for (i = 0; !rc && i < a->n; i++) {
+	for (i = 0; !rc && i < (a->vs_dense ? 2 * a->n : a->n); i++) {
+		bool dense = a->vs_dense && (i & 1);
+		uint64_t b0 = cnt->stream_bytes;
+
+		if (a->vs_dense)
+			pccx__gemma_plan_use_features(&r->s->plan, r->m, PCCX_REF_EXEC_FEATURES,
+						      dense);
 		t0 = pccx_cli_now();
 		rc = pccx__gemma_session_step(r->s, tok, logits, d);
-		r->t_dec += pccx_cli_now() - t0;
+		if (dense) {
+			r->t_dense += pccx_cli_now() - t0;
+			r->dense_bytes += cnt->stream_bytes - b0;
+		} else {
+			r->t_dec += pccx_cli_now() - t0;
+		}
 		for (tok = 0, k = 1; k < vocab; k++)
 			if (logits[k] > logits[tok])
 				tok = k;
 	}
 	for (k = 0; k < 5; k++)
 		r->ops += cnt->ops[k];
-	r->stream_bytes = cnt->stream_bytes;
+	r->stream_bytes = cnt->stream_bytes - r->dense_bytes;
 	free(logits);
 	return rc;
 }
@@ -156,12 +176,21 @@ static void print_figures(const struct bench_args *a, const struct bench_run *r)
 	       (double)r->m->size / 1e6, a->model ? "loaded" : "synthesised", r->t_synth);
 	printf("  streamed per token        %10.1f MB  weights + KV rows\n",
 	       (double)r->stream_bytes / n / 1e6);
-	printf("  NPU ops per token         %10.0f\n", (double)r->ops / n);
+	printf("  NPU ops per token         %10.0f\n", (double)r->ops / n / (a->vs_dense ? 2 : 1));
 	printf("  host kernel               %10s  x %u threads\n",
 	       pccx__kern_name(pccx__ref_exec_kernel(r->x)), pccx__ref_exec_threads(r->x));
+	if (pccx__gemma_sparse_ffn(r->m))
+		printf("  sparse layers' FFN        %10s  %s\n", a->no_rowmask ? "dense" : "sparse",
+		       a->no_rowmask ? "(every W_up row and W_down column read)"
+				     : "(only kept W_up rows and W_down columns read)");
 	printf("  decode                    %10.3f tok/s  (%.1f ms/token, %.2f GB/s streamed, %llu "
 	       "tokens)\n",
 	       n / r->t_dec, 1e3 * r->t_dec / n, (double)r->stream_bytes / r->t_dec / 1e9, n);
+	if (a->vs_dense)
+		printf("  decode, dense FFN         %10.3f tok/s  (%.1f ms/token, %.2f GB/s streamed, %llu "
+		       "tokens, alternated)\n",
+		       n / r->t_dense, 1e3 * r->t_dense / n, (double)r->dense_bytes / r->t_dense / 1e9,
+		       n);
 	if (prefill)
 		printf("  prefill (no LM head)      %10.3f tok/s  (%llu tokens, token by token)\n",
 		       prefill / r->t_pre, prefill);
@@ -197,9 +226,15 @@ int pccx_cmd_bench_ref(int argc, char **argv)
 		if (rc)
 			return pccx_cli_fail(rc, &d);
 	}
-	if (a.n + 2 * a.prefill + 1 > cfg.max_ctx) {
+	if (a.vs_dense && a.no_rowmask) {
+		fprintf(stderr, "pccx: bench --ref: --vs-dense compares with --no-rowmask; give one\n");
+		pccx__gemma_model_free(r.m);
+		return 2;
+	}
+	if ((a.vs_dense ? 2 : 1) * a.n + 2 * a.prefill + 1 > cfg.max_ctx) {
 		fprintf(stderr, "pccx: bench --ref: %llu steps exceed the context %u\n",
-			(unsigned long long)(a.n + 2 * a.prefill + 1), cfg.max_ctx);
+			(unsigned long long)((a.vs_dense ? 2 : 1) * a.n + 2 * a.prefill + 1),
+			cfg.max_ctx);
 		pccx__gemma_model_free(r.m);
 		return 2;
 	}
@@ -212,6 +247,9 @@ int pccx_cmd_bench_ref(int argc, char **argv)
 		rc = pccx__ref_exec_create(&r.x, (unsigned)a.threads, a.kernel, &d);
 	if (!rc)
 		rc = pccx__gemma_session_create(&r.s, r.m, pccx__ref_exec_ops(), r.x, &d);
+	if (!rc)
+		pccx__gemma_plan_use_features(&r.s->plan, r.m, PCCX_REF_EXEC_FEATURES,
+					      a.no_rowmask);
 	if (!rc)
 		rc = decode(&a, &r, &d);
 	if (rc)

@@ -185,6 +185,13 @@ static int start(struct ref_run *r, pccx_diag *d)
 	int rc;
 
 	rc = pccx_cli_ref_start(&r->r, a->oracle, d);
+	/*
+	 * Only the kept W_up rows and W_down columns of the sparse layers are read (the same
+	 * logits and KV rows); the oracle and the stage dumps compare every stage, whose
+	 * ffn.up is +0 where the activation is, so they see the dense FFN.
+	 */
+	if (!rc && !a->oracle && !a->dump)
+		pccx__gemma_plan_use_features(&r->r.s->plan, r->r.m, PCCX_REF_EXEC_FEATURES, false);
 	if (!rc)
 		rc = pccx_sampler_create(&r->smp, &a->sc, r->r.cfg.vocab, d);
 	if (rc)

@@ -516,6 +516,138 @@ START_TEST(test_exec_gemv_rowmask)
 }
 END_TEST
 
+/*
+ * The sparse GEMVs at full size, where the pool's threads share them (the kept rows of a
+ * rowmask GEMV gathered group by group, the ports of a q4c GEMV): on every kernel this CPU
+ * runs, with one and two threads, each kept row has the bits the dense GEMV on the _ref kernel
+ * gives it, the others +0; the q4c GEMV of an input mostly 0 the bits of the dense GEMV.
+ */
+#define SP_N 4096u
+#define SP_K 2048u
+
+static void sparse_weights(uint8_t *w, uint64_t rb, uint64_t *s)
+{
+	uint32_t r, b;
+
+	for (r = 0; r < SP_N; r++) {
+		uint8_t *rec = w + (size_t)r * rb;
+
+		for (b = 0; b < rb; b++)
+			rec[b] = (uint8_t)lcg(s);
+		for (b = 0; b < SP_K / PCCX_Q4_BLOCK; b++) {
+			uint16_t h = pccx__f32_to_fp16((float)(lcg(s) % 1000 + 1) * 1e-5f);
+
+			memcpy(rec + 2 * b, &h, 2);
+		}
+	}
+}
+
+/* The dense GEMV of L2 word src against w, on the _ref kernel, one thread. */
+static void sparse_dense(const uint8_t *w, uint64_t wbytes, const float *xin, float *y)
+{
+	struct npu n;
+	struct pccx_npu_matmul mm = { .dst = 20000, .src = 10, .n = SP_N, .k = SP_K, .m = 1,
+				      .fmt = PCCX_WFMT_Q4, .w = { PCCX_NPU_BUF_KV, 0, -1, 0 } };
+	pccx_diag d;
+
+	memset(&n, 0, sizeof(n));
+	ck_assert_int_eq(pccx__ref_exec_create(&n.x, 1, PCCX_KERN_REF, &d), 0);
+	n.ops = pccx__ref_exec_ops();
+	n.l2 = pccx__ref_exec_l2(n.x);
+	ck_assert_int_eq(n.ops->bind(n.x, PCCX_NPU_BUF_KV, (void *)w, wbytes, false), 0);
+	memcpy(&EL(&n, 10, 0), xin, SP_K * sizeof(float));
+	ck_assert_int_eq(n.ops->matmul(n.x, &mm), 0);
+	memcpy(y, &EL(&n, 20000, 0), SP_N * sizeof(float));
+	pccx__ref_exec_free(n.x);
+}
+
+START_TEST(test_exec_sparse_gemv_threads)
+{
+	const struct pccx_wshape ws = { SP_N, SP_K, PCCX_WFMT_Q4, true };
+	const struct pccx_wshape cs = { SP_N, SP_K, PCCX_WFMT_Q4C, true };
+	const uint64_t rb = pccx__wstream_row_bytes(&ws);
+	const uint64_t wbytes = rb * SP_N, cbytes = pccx__wstream_port_offset(&cs, 4);
+	uint8_t *w = malloc(wbytes), *wc = malloc(cbytes);
+	float *xd = malloc(SP_K * sizeof(float)), *xs = malloc(SP_K * sizeof(float));
+	float *yd = malloc(SP_N * sizeof(float)), *ys = malloc(SP_N * sizeof(float));
+	float *mask = malloc(SP_N * sizeof(float));
+	uint64_t s = 5;
+	uint32_t i, kept = 0, nz = 0;
+	int impl;
+
+	ck_assert(w && wc && xd && xs && yd && ys && mask);
+	sparse_weights(w, rb, &s);
+	pccx__q4c_pack(w, SP_N, SP_K, wc);
+	for (i = 0; i < SP_K; i++) {
+		xd[i] = (float)((int)(lcg(&s) % 2001) - 1000) / 300.0f;
+		xs[i] = lcg(&s) % 100 < 3 ? xd[i] : 0.0f;
+		nz += xs[i] != 0.0f;
+	}
+	for (i = 0; i < SP_N; i++) {
+		mask[i] = lcg(&s) % 100 < 5 ? 1.0f : (i & 1 ? -0.0f : 0.0f);
+		kept += mask[i] != 0.0f;
+	}
+	ck_assert_uint_gt(nz, 20);
+	ck_assert_uint_gt(kept, 100);
+	sparse_dense(w, wbytes, xd, yd);
+	sparse_dense(w, wbytes, xs, ys);
+	for (impl = PCCX_KERN_REF; impl < PCCX_KERN_NIMPL; impl++) {
+		unsigned threads;
+
+		if (!pccx__kern_supported((enum pccx_kern_impl)impl))
+			continue;
+		for (threads = 1; threads <= 2; threads++) {
+			struct npu n;
+			struct pccx_npu_matmul mm = { .dst = 20000, .src = 10, .n = SP_N,
+						      .k = SP_K, .m = 1, .fmt = PCCX_WFMT_Q4,
+						      .rowmask = true,
+						      .w = { PCCX_NPU_BUF_KV, 0, -1, 0 } };
+			pccx_diag d;
+			uint64_t before;
+
+			memset(&n, 0, sizeof(n));
+			ck_assert_int_eq(pccx__ref_exec_create(&n.x, threads,
+							       (enum pccx_kern_impl)impl, &d), 0);
+			n.ops = pccx__ref_exec_ops();
+			n.l2 = pccx__ref_exec_l2(n.x);
+			ck_assert_int_eq(n.ops->bind(n.x, PCCX_NPU_BUF_KV, w, wbytes, false), 0);
+			ck_assert_int_eq(n.ops->bind(n.x, PCCX_NPU_BUF_WEIGHTS, wc, cbytes, false),
+					 0);
+			/* rowmask: the mask is the old destination */
+			memcpy(&EL(&n, 10, 0), xd, SP_K * sizeof(float));
+			memcpy(&EL(&n, 20000, 0), mask, SP_N * sizeof(float));
+			before = pccx__ref_exec_counters(n.x)->stream_bytes;
+			ck_assert_int_eq(n.ops->matmul(n.x, &mm), 0);
+			ck_assert_uint_eq(pccx__ref_exec_counters(n.x)->stream_bytes - before,
+					  kept * rb);
+			for (i = 0; i < SP_N; i++)
+				ck_assert_msg(pccx_f32_bits(EL(&n, 20000, i)) ==
+						      (mask[i] != 0.0f ? pccx_f32_bits(yd[i]) : 0u),
+					      "%s, %u threads, rowmask row %u",
+					      pccx__kern_name((enum pccx_kern_impl)impl), threads, i);
+			/* q4c: the input mostly 0 */
+			mm.rowmask = false;
+			mm.fmt = PCCX_WFMT_Q4C;
+			mm.w = (struct pccx_npu_wref){ PCCX_NPU_BUF_WEIGHTS, 0, -1, 0 };
+			memcpy(&EL(&n, 10, 0), xs, SP_K * sizeof(float));
+			ck_assert_int_eq(n.ops->matmul(n.x, &mm), 0);
+			for (i = 0; i < SP_N; i++)
+				ck_assert_msg(pccx_f32_bits(EL(&n, 20000, i)) == pccx_f32_bits(ys[i]),
+					      "%s, %u threads, q4c row %u",
+					      pccx__kern_name((enum pccx_kern_impl)impl), threads, i);
+			pccx__ref_exec_free(n.x);
+		}
+	}
+	free(w);
+	free(wc);
+	free(xd);
+	free(xs);
+	free(yd);
+	free(ys);
+	free(mask);
+}
+END_TEST
+
 START_TEST(test_exec_gemm_f32_and_f32t)
 {
 	struct npu n;
@@ -1777,6 +1909,7 @@ static Suite *suite(void)
 	tc = tcase_create("exec");
 	tcase_add_test(tc, test_exec_gemv_q4);
 	tcase_add_test(tc, test_exec_gemv_rowmask);
+	tcase_add_test(tc, test_exec_sparse_gemv_threads);
 	tcase_add_test(tc, test_rowmask_matches_dense);
 	tcase_add_test(tc, test_colskip_matches_dense);
 	tcase_add_test(tc, test_exec_gemm_f32_and_f32t);
