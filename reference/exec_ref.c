@@ -199,8 +199,7 @@ static bool row_kept(float v)
 /*
  * GEMV rowmask (docs/isa.md): the mask is the old destination; the kept rows are computed
  * from their own rows of W (the same bits as the whole GEMV gives them), gathered across the
- * pool's threads; the others are +0. Returns the stream bytes the kept rows take, or 0 with
- * x->err set when the gather scratch cannot be had.
+ * pool's threads; the others are +0. *bytes: the stream bytes the kept rows take.
  */
 static int matmul_q4_rowmask(struct pccx_ref_exec *x, const struct pccx_npu_matmul *mm,
 			     const uint8_t *w, uint64_t rb, uint64_t *bytes)
@@ -289,7 +288,8 @@ static void q4c_port(struct q4c_job *j, unsigned p)
 			continue;
 		/* the blocks after it on their way: a port's block records lie 9 KiB apart
 		 * (E4B's W_down), too far for the CPU's own prefetch to follow */
-		for (ahead = ahead > b ? ahead : b + 1; ahead < j->nb && ahead <= b + Q4C_AHEAD; ahead++)
+		for (ahead = ahead > b ? ahead : b + 1; ahead < j->nb && ahead <= b + Q4C_AHEAD;
+		     ahead++)
 			if (pccx__q4c_block_read(x->q8 + (size_t)ahead * PCCX_Q4_BLOCK,
 						 x->sx[ahead]))
 				q4c_prefetch(x, base + ahead * bb, cb, bb, ahead);
