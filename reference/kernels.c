@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* Q4 GEMV/GEMM host kernels: the reference kernels, CPU features, dispatch and threading. */
+#include <string.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
-#include <string.h>
 #endif
 #include "kernels.h"
 #include "pccx_num.h"
