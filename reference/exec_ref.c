@@ -16,8 +16,29 @@
 #define L2_ELEMS ((size_t)PCCX_L2_WORDS * PCCX_L2_ELEMS_PER_WORD)
 /* Below this many weights (n * k) a q4c GEMV's ports run on the calling thread. */
 #define Q4C_MT_MIN (1u << 20)
-/* Blocks a q4c GEMV's port has on their way ahead of the one it reads (measured: 2-8 alike). */
-#define Q4C_AHEAD 2
+/*
+ * Blocks a q4c GEMV's port has on their way to L2 ahead of the one it reads (E4B's W_down on
+ * two threads: 0.44 ms with 2 blocks into L1, 0.25-0.31 ms with 8 into L2; 4-16 alike).
+ */
+#define Q4C_AHEAD 8
+
+/*
+ * A step's matmuls follow each other in the same order every token, with the SFU's serial
+ * work between them, during which no weights stream. So each matmul notes the weights that
+ * followed it last time (a table keyed by its weights' address), and the ops between it and
+ * the next matmul each fetch the next WNEXT_STEP bytes of those weights towards L2, up to
+ * WNEXT_MAX: the next matmul starts on weights in cache. A wrong guess costs bandwidth only.
+ */
+#define WNEXT_SLOTS 4096u		/* a power of two, several steps' matmuls */
+#define WNEXT_PROBE 8u
+#define WNEXT_STEP (8u << 10)
+#define WNEXT_MAX (512u << 10)
+
+struct wnext {
+	const uint8_t *w;		/* a matmul's weights (NULL: a free slot) */
+	const uint8_t *next;		/* the weights of the matmul that followed it */
+	uint64_t next_bytes;		/* read whole from next; 0: not worth fetching ahead */
+};
 
 enum { OP_MATMUL, OP_CVO, OP_COPY, OP_LOAD, OP_STORE, OP_STAGE, OP_BEGIN, OP_END };
 
@@ -48,6 +69,10 @@ struct pccx_ref_exec {
 	int32_t *sum;			/* (L2_ELEMS) a q4c GEMV's INT32 block sums */
 	uint8_t *gather;		/* (gather_bytes) pccx__kern_q4_gemv_gather's scratch */
 	size_t gather_bytes;
+	/* the weights each matmul was followed by last time, and those fetched ahead now */
+	struct wnext *wnext;		/* (WNEXT_SLOTS) */
+	const uint8_t *last_w;		/* the last matmul's weights */
+	const uint8_t *ahead_at, *ahead_end;
 };
 
 static struct pccx_ref_exec *X(void *ctx)
@@ -149,6 +174,9 @@ static int op_bind(void *ctx, uint32_t buf, void *base, uint64_t size, bool dev_
 	x->buf[buf].base = base;
 	x->buf[buf].size = size;
 	x->buf[buf].dev_write = dev_write;
+	/* what followed what lay in the buffers bound before */
+	memset(x->wnext, 0, WNEXT_SLOTS * sizeof(*x->wnext));
+	x->last_w = x->ahead_at = x->ahead_end = NULL;
 	return PCCX_OK;
 }
 
@@ -246,9 +274,9 @@ struct q4c_job {
 };
 
 /*
- * The records block b reads (its inputs' columns that are not 0, its scales) on their way.
- * Inlined: GCC takes a function of prefetches alone for one without effects and drops its
- * calls.
+ * The records block b reads (its inputs' columns that are not 0, its scales) on their way to
+ * L2 (into L1 they crowd out the block being read). Inlined: GCC takes a function of
+ * prefetches alone for one without effects and drops its calls.
  */
 static inline __attribute__((always_inline)) void
 q4c_prefetch(const struct pccx_ref_exec *x, const uint8_t *blk, uint64_t cb, uint64_t bb,
@@ -261,9 +289,9 @@ q4c_prefetch(const struct pccx_ref_exec *x, const uint8_t *blk, uint64_t cb, uin
 	for (c = 0; c < PCCX_Q4_BLOCK; c++)
 		if (q[c])
 			for (off = 0; off < cb; off += 64)
-				__builtin_prefetch(blk + c * cb + off);
+				__builtin_prefetch(blk + c * cb + off, 0, 2);
 	for (off = PCCX_Q4_BLOCK * cb; off < bb; off += 64)
-		__builtin_prefetch(blk + off);
+		__builtin_prefetch(blk + off, 0, 2);
 }
 
 static void q4c_port(struct q4c_job *j, unsigned p)
@@ -352,6 +380,55 @@ static void matmul_f32(struct pccx_ref_exec *x, const struct pccx_npu_matmul *mm
 				     mm->n);
 }
 
+static struct wnext *wnext_slot(struct pccx_ref_exec *x, const uint8_t *w)
+{
+	uint64_t h = ((uint64_t)(uintptr_t)w >> 4) * 0x9E3779B97F4A7C15ull;
+	uint32_t i = (uint32_t)(h >> 40) & (WNEXT_SLOTS - 1), k;
+
+	for (k = 0; k < WNEXT_PROBE; k++) {
+		struct wnext *e = &x->wnext[(i + k) & (WNEXT_SLOTS - 1)];
+
+		if (e->w == w || !e->w)
+			return e;
+	}
+	return &x->wnext[i];	/* full around it: the newest wins */
+}
+
+/* The next WNEXT_STEP bytes of the weights guessed to come next, towards L2. */
+static void fetch_ahead(struct pccx_ref_exec *x)
+{
+	const uint8_t *end;
+
+	if (x->ahead_at >= x->ahead_end)
+		return;
+	end = x->ahead_end - x->ahead_at > WNEXT_STEP ? x->ahead_at + WNEXT_STEP : x->ahead_end;
+	for (; x->ahead_at < end; x->ahead_at += 64)
+		__builtin_prefetch(x->ahead_at, 0, 2);
+}
+
+/*
+ * Matmul w (reading `bytes` from it whole, or 0 for the sparse GEMVs' scattered reads) is
+ * done: note it as what followed the previous one, and start on the weights that followed it
+ * last time.
+ */
+static void matmul_done(struct pccx_ref_exec *x, const uint8_t *w, uint64_t bytes)
+{
+	struct wnext *e;
+
+	if (x->last_w) {
+		e = wnext_slot(x, x->last_w);
+		*e = (struct wnext){ x->last_w, w, bytes };
+	}
+	x->last_w = w;
+	e = wnext_slot(x, w);
+	x->ahead_at = x->ahead_end = NULL;
+	if (e->w == w && e->next_bytes) {
+		x->ahead_at = e->next;
+		x->ahead_end = e->next + (e->next_bytes < WNEXT_MAX ? e->next_bytes : WNEXT_MAX);
+		fetch_ahead(x);
+	}
+}
+
 /* GEMV/GEMM y[m][n] = x[m][:] . W[n][:] (Q4, F32) or x[m][:] . W[:][n] (F32T). */
 static int op_matmul(void *ctx, const struct pccx_npu_matmul *mm)
 {
@@ -421,6 +498,7 @@ static int op_matmul(void *ctx, const struct pccx_npu_matmul *mm)
 	}
 	if (mm->findemax)
 		x->S = smax;
+	matmul_done(x, w, mm->rowmask || mm->fmt == PCCX_WFMT_Q4C ? 0 : bytes);
 	return PCCX_OK;
 }
 
@@ -472,6 +550,7 @@ static int op_cvo(void *ctx, const struct pccx_npu_cvo *op)
 	unsigned f = pccx__cvo_sfu_flags(op->func, op->flags);
 
 	x->cnt.ops[OP_CVO]++;
+	fetch_ahead(x);
 	snprintf(what, sizeof(what), "cvo %s", cd ? cd->name : "?");
 	pccx__shape_reset(&st);
 	in.f[PCCX_FID_D_func] = op->func;
@@ -515,6 +594,7 @@ static int op_copy(void *ctx, uint32_t dst, uint32_t src, uint32_t words)
 	int rc;
 
 	x->cnt.ops[OP_COPY]++;
+	fetch_ahead(x);
 	pccx__shape_reset(&st);
 	rc = memset_fmap(x, "copy shape", &st, PCCX_L2_ELEMS_PER_WORD, words);
 	in.f[PCCX_FID_B_dest] = dst;
@@ -574,6 +654,7 @@ static int op_load(void *ctx, uint32_t dst, uint32_t buf, uint64_t off, uint32_t
 	struct pccx_ref_exec *x = X(ctx);
 
 	x->cnt.ops[OP_LOAD]++;
+	fetch_ahead(x);
 	return xfer(x, "load", false, dst, buf, off, n);
 }
 
@@ -582,6 +663,7 @@ static int op_store(void *ctx, uint32_t buf, uint64_t off, uint32_t src, uint32_
 	struct pccx_ref_exec *x = X(ctx);
 
 	x->cnt.ops[OP_STORE]++;
+	fetch_ahead(x);
 	return xfer(x, "store", true, src, buf, off, n);
 }
 
@@ -644,8 +726,9 @@ int pccx__ref_exec_create(struct pccx_ref_exec **out, unsigned n_threads, enum p
 	x->y = malloc(L2_ELEMS * sizeof(float));
 	x->idx = malloc(L2_ELEMS * sizeof(*x->idx));
 	x->sum = malloc(L2_ELEMS * sizeof(*x->sum));
+	x->wnext = calloc(WNEXT_SLOTS, sizeof(*x->wnext));
 	if (!x->l2 || !x->q8 || !x->xp || !x->sx || !x->xsum || !x->act || !x->y || !x->idx ||
-	    !x->sum) {
+	    !x->sum || !x->wnext) {
 		pccx__ref_exec_free(x);
 		return pccx__fail(d, PCCX_ERR_NOMEM, "reference NPU: out of memory");
 	}
@@ -679,6 +762,7 @@ void pccx__ref_exec_free(struct pccx_ref_exec *x)
 	free(x->idx);
 	free(x->sum);
 	free(x->gather);
+	free(x->wnext);
 	free(x);
 }
 
