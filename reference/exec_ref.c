@@ -88,18 +88,20 @@ static float *word(struct pccx_ref_exec *x, uint32_t w)
 /* ------------------------------------------------------------------------------------- */
 /* Legality: each op is encoded as the instructions it stands for and checked by isa/.   */
 
-static int isa_fail(struct pccx_ref_exec *x, const char *what, const struct pccx_isa_fault *f)
+/* what, or "what name" when name is not NULL (formatted only here, on the way out) */
+static int isa_fail(struct pccx_ref_exec *x, const char *what, const char *name,
+		    const struct pccx_isa_fault *f)
 {
 	const char *field =
 		f->field >= 0 && f->field < PCCX_NFIELDS ? pccx__fields[f->field].name : "-";
 
-	return pccx__fail(&x->err, PCCX_ERR_INVALID, "%s: %s (field %s)", what,
-			  pccx__isa_strerror(f->err), field);
+	return pccx__fail(&x->err, PCCX_ERR_INVALID, "%s%s%s: %s (field %s)", what,
+			  name ? " " : "", name ? name : "", pccx__isa_strerror(f->err), field);
 }
 
 /* Encode, decode (word-level legality) and compute effects against the shape state. */
-static int check_insn(struct pccx_ref_exec *x, const char *what, struct pccx_insn *in,
-		      struct pccx_shape_state *st)
+static int check_insn_named(struct pccx_ref_exec *x, const char *what, const char *name,
+			    struct pccx_insn *in, struct pccx_shape_state *st)
 {
 	struct pccx_isa_fault f = { 0, -1 };
 	struct pccx_effects fx;
@@ -107,14 +109,20 @@ static int check_insn(struct pccx_ref_exec *x, const char *what, struct pccx_ins
 	uint64_t w;
 
 	if (pccx__encode(in, &w, &f) || pccx__decode(w, &dec, &f))
-		return isa_fail(x, what, &f);
+		return isa_fail(x, what, name, &f);
 	if (dec.opcode == PCCX_OP_MEMSET) {
 		pccx__shape_apply(st, &dec);
 		return PCCX_OK;
 	}
 	if (pccx__insn_effects(&dec, st, PCCX_L2_WORDS, &fx, &f))
-		return isa_fail(x, what, &f);
+		return isa_fail(x, what, name, &f);
 	return PCCX_OK;
+}
+
+static int check_insn(struct pccx_ref_exec *x, const char *what, struct pccx_insn *in,
+		      struct pccx_shape_state *st)
+{
+	return check_insn_named(x, what, NULL, in, st);
 }
 
 static int memset_fmap(struct pccx_ref_exec *x, const char *what, struct pccx_shape_state *st,
@@ -544,14 +552,12 @@ static int op_cvo(void *ctx, const struct pccx_npu_cvo *op)
 	const struct pccx_cvo_desc *cd = pccx__cvo_desc(op->func);
 	struct pccx_insn in = { .opcode = PCCX_OP_CVO };
 	struct pccx_shape_state st;
-	char what[32];
 	bool sform = op->flags & PCCX_CVOF_SREG;
 	int fn = pccx__cvo_sfu_fn(op->func), rc;
 	unsigned f = pccx__cvo_sfu_flags(op->func, op->flags);
 
 	x->cnt.ops[OP_CVO]++;
 	fetch_ahead(x);
-	snprintf(what, sizeof(what), "cvo %s", cd ? cd->name : "?");
 	pccx__shape_reset(&st);
 	in.f[PCCX_FID_D_func] = op->func;
 	in.f[PCCX_FID_D_src] = op->src;
@@ -562,7 +568,7 @@ static int op_cvo(void *ctx, const struct pccx_npu_cvo *op)
 	in.f[PCCX_FID_D_accm] = !!(op->flags & PCCX_CVOF_ACCM);
 	in.f[PCCX_FID_D_sreg] = sform;
 	in.f[PCCX_FID_D_relu] = !!(op->flags & PCCX_CVOF_RELU);
-	rc = check_insn(x, what, &in, &st);
+	rc = check_insn_named(x, "cvo", cd ? cd->name : "?", &in, &st);
 	if (rc)
 		return rc;
 
