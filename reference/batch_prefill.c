@@ -46,6 +46,13 @@ struct pccx_batch_prefill {
 	struct pccx_kern_act *act;	/* (max_rows) the rows' matmul inputs, over their q8 .. */
 	float *y;			/* (max_rows, max_n) the rows' matmul results */
 	uint32_t rows;			/* of the batch being run */
+	/*
+	 * The session's plan without the sparse FFN and S carried across pieces, which the rows'
+	 * programs are recorded with: a batch shares each weight GEMV among its rows as a GEMM,
+	 * which has no rowmask (the rows keep different hidden units) and no S between its
+	 * segments; the same bits (docs/isa.md: a rowmask GEMV's and RACC's are the dense ops').
+	 */
+	struct pccx_gemma_plan plan;
 };
 
 /* ------------------------------------------------------------------------------------- */
@@ -224,12 +231,16 @@ static int run_batch(struct pccx_batch_prefill *b, const uint32_t *tokens, uint3
 	uint32_t r;
 	int rc;
 
+	b->plan = s->plan;
+	b->plan.rowmask = false;
+	b->plan.colskip = false;
+	b->plan.racc = false;
 	for (r = 0; r < rows; r++) {
-		rc = pccx__gemma_host_inputs(s->m, &s->plan, tokens[r], pos + r, b->row[r].in, d);
+		rc = pccx__gemma_host_inputs(s->m, &b->plan, tokens[r], pos + r, b->row[r].in, d);
 		if (rc)
 			return rc;
 		pccx__rec_clear(&b->rec[r]);
-		rc = pccx__gemma_step(s->m, &s->plan, pccx__rec_ops(), &b->rec[r], pos + r, false,
+		rc = pccx__gemma_step(s->m, &b->plan, pccx__rec_ops(), &b->rec[r], pos + r, false,
 				      NULL);
 		if (rc)
 			return pccx__fail(d, rc, "batched prefill: recording position %u: %s",

@@ -65,8 +65,8 @@ struct pccx_ref_exec {
 	int32_t *xsum;			/* (L2_ELEMS / 32) */
 	struct pccx_kern_act *act;	/* (L2_ELEMS / 32) one per row of x */
 	float *y;			/* (L2_ELEMS) y[r * n + i] */
-	uint32_t *idx;			/* (L2_ELEMS) a rowmask GEMV's kept rows */
-	int32_t *sum;			/* (L2_ELEMS) a q4c GEMV's INT32 block sums */
+	uint32_t *idx;			/* (L2_ELEMS, at the first use) a rowmask GEMV's kept rows */
+	int32_t *sum;			/* (L2_ELEMS, at the first use) a q4c GEMV's INT32 sums */
 	uint8_t *gather;		/* (gather_bytes) pccx__kern_q4_gemv_gather's scratch */
 	size_t gather_bytes;
 	/* the weights each matmul was followed by last time, and those fetched ahead now */
@@ -244,6 +244,10 @@ static int matmul_q4_rowmask(struct pccx_ref_exec *x, const struct pccx_npu_matm
 	size_t need = pccx__kern_gather_bytes(x->pool, rb);
 	uint32_t i, kept = 0;
 
+	if (!x->idx)
+		x->idx = malloc(L2_ELEMS * sizeof(*x->idx));
+	if (!x->idx)
+		return pccx__fail(&x->err, PCCX_ERR_NOMEM, "gemv rowmask: out of memory");
 	if (need > x->gather_bytes) {
 		uint8_t *g = realloc(x->gather, need);
 
@@ -352,22 +356,26 @@ static void q4c_part(void *ctx, unsigned part, unsigned nparts)
 		q4c_port(j, lo);
 }
 
-/* Returns the stream bytes the records read take. */
-static uint64_t matmul_q4c(struct pccx_ref_exec *x, const struct pccx_npu_matmul *mm,
-			   const uint8_t *w)
+/* *bytes: the stream bytes the records read take. */
+static int matmul_q4c(struct pccx_ref_exec *x, const struct pccx_npu_matmul *mm,
+		      const uint8_t *w, uint64_t *bytes)
 {
 	struct q4c_job j = { x, w, { mm->n, mm->k, PCCX_WFMT_Q4C, true }, mm->k / PCCX_Q4_BLOCK,
 			     0, { 0 } };
-	uint64_t bytes = 0;
 	unsigned p;
+
+	if (!x->sum)
+		x->sum = malloc(L2_ELEMS * sizeof(*x->sum));
+	if (!x->sum)
+		return pccx__fail(&x->err, PCCX_ERR_NOMEM, "gemv q4c: out of memory");
 
 	pccx__kern_q8_quantize(word(x, mm->src), mm->k, x->q8, x->sx);
 	memset(x->y, 0, (size_t)mm->n * sizeof(*x->y));
 	/* a port's rows of a short GEMV are not worth a second thread's wake-up */
 	pccx__pool_run((uint64_t)mm->n * mm->k >= Q4C_MT_MIN ? x->pool : NULL, q4c_part, &j);
-	for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
-		bytes += j.bytes[p];
-	return bytes;
+	for (*bytes = 0, p = 0; p < PCCX_WSTREAM_PORTS; p++)
+		*bytes += j.bytes[p];
+	return PCCX_OK;
 }
 
 /*
@@ -405,13 +413,15 @@ static struct wnext *wnext_slot(struct pccx_ref_exec *x, const uint8_t *w)
 /* The next WNEXT_STEP bytes of the weights guessed to come next, towards L2. */
 static void fetch_ahead(struct pccx_ref_exec *x)
 {
-	const uint8_t *end;
+	size_t n, off;
 
 	if (x->ahead_at >= x->ahead_end)
 		return;
-	end = x->ahead_end - x->ahead_at > WNEXT_STEP ? x->ahead_at + WNEXT_STEP : x->ahead_end;
-	for (; x->ahead_at < end; x->ahead_at += 64)
-		__builtin_prefetch(x->ahead_at, 0, 2);
+	n = (size_t)(x->ahead_end - x->ahead_at);
+	n = n < WNEXT_STEP ? n : WNEXT_STEP;
+	for (off = 0; off < n; off += 64)
+		__builtin_prefetch(x->ahead_at + off, 0, 2);
+	x->ahead_at += n;
 }
 
 /*
@@ -482,16 +492,16 @@ static int op_matmul(void *ctx, const struct pccx_npu_matmul *mm)
 		return rc;
 	w = x->buf[mm->w.buf].base + mm->w.offset;
 
-	if (mm->rowmask) {
+	if (mm->rowmask)
 		rc = matmul_q4_rowmask(x, mm, w, rb, &bytes);
-		if (rc)
-			return rc;
-	} else if (mm->fmt == PCCX_WFMT_Q4C)
-		bytes = matmul_q4c(x, mm, w);
+	else if (mm->fmt == PCCX_WFMT_Q4C)
+		rc = matmul_q4c(x, mm, w, &bytes);
 	else if (mm->fmt == PCCX_WFMT_Q4)
 		matmul_q4(x, mm, w, rb);
 	else
 		matmul_f32(x, mm, w, rb);
+	if (rc)
+		return rc;
 	x->cnt.stream_bytes += bytes;
 	for (r = 0; r < mm->m; r++) {
 		float *out = word(x, mm->dst + r * pccx_words_for(mm->n));
@@ -730,11 +740,8 @@ int pccx__ref_exec_create(struct pccx_ref_exec **out, unsigned n_threads, enum p
 	x->xsum = malloc(L2_ELEMS / 32 * sizeof(int32_t));
 	x->act = malloc(L2_ELEMS / 32 * sizeof(*x->act));
 	x->y = malloc(L2_ELEMS * sizeof(float));
-	x->idx = malloc(L2_ELEMS * sizeof(*x->idx));
-	x->sum = malloc(L2_ELEMS * sizeof(*x->sum));
 	x->wnext = calloc(WNEXT_SLOTS, sizeof(*x->wnext));
-	if (!x->l2 || !x->q8 || !x->xp || !x->sx || !x->xsum || !x->act || !x->y || !x->idx ||
-	    !x->sum || !x->wnext) {
+	if (!x->l2 || !x->q8 || !x->xp || !x->sx || !x->xsum || !x->act || !x->y || !x->wnext) {
 		pccx__ref_exec_free(x);
 		return pccx__fail(d, PCCX_ERR_NOMEM, "reference NPU: out of memory");
 	}

@@ -173,14 +173,16 @@ int pccx__rec_replay(const struct pccx_rec_op *op, const struct pccx_npu_ops *o,
 bool pccx__rec_is_weight_matmul(const struct pccx_rec_op *op)
 {
 	return op->kind == PCCX_REC_MATMUL && op->u.mm.w.buf == PCCX_NPU_BUF_WEIGHTS &&
-	       op->u.mm.fmt == PCCX_WFMT_Q4 && op->u.mm.m == 1 && !op->u.mm.findemax;
+	       op->u.mm.fmt == PCCX_WFMT_Q4 && op->u.mm.m == 1 && !op->u.mm.findemax &&
+	       !op->u.mm.rowmask;
 }
 
 bool pccx__rec_same_matmul(const struct pccx_npu_matmul *a, const struct pccx_npu_matmul *b)
 {
 	return a->dst == b->dst && a->src == b->src && a->n == b->n && a->k == b->k &&
 	       a->m == b->m && a->fmt == b->fmt && a->accm == b->accm &&
-	       a->findemax == b->findemax && a->w.buf == b->w.buf && a->w.offset == b->w.offset;
+	       a->findemax == b->findemax && a->rowmask == b->rowmask && a->w.buf == b->w.buf &&
+	       a->w.offset == b->w.offset;
 }
 
 bool pccx__rec_cvo_effects(const struct pccx_npu_cvo *op, struct pccx_effects *fx)

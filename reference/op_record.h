@@ -53,7 +53,7 @@ PCCX_MUST_CHECK int pccx__rec_replay(const struct pccx_rec_op *op, const struct 
 /*
  * A matmul whose weights one pass can serve to every token of a batch: Q4 rows of the model
  * (PCCX_NPU_BUF_WEIGHTS) against one activation row, no S <- max (which each token keeps in
- * its own scalar register).
+ * its own scalar register), no rowmask (each token keeps its own rows).
  */
 bool pccx__rec_is_weight_matmul(const struct pccx_rec_op *op);
 /* Whether two such matmuls are the same instruction (fields; tensor and row0 are names). */

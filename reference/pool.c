@@ -7,7 +7,9 @@
  */
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "diag.h"
@@ -33,13 +35,16 @@ struct worker_arg {
 };
 
 /*
- * Spins of a waiting thread before it sleeps: about 0.8 ms of pauses (26 ns each on the AMD
- * EPYC VMs the figures come from). A decode step's serial work between two matmuls is
- * mostly shorter, so the worker is still spinning when the next one comes instead of asleep
- * on a futex (waking it took tens of microseconds there); E4B's decode, this against 1500
- * spins alternated step by step in one process: 3.4-6.5 % less time a step.
+ * How long a waiting thread spins before it sleeps: 0.8 ms, timed (a pause lasts 26 ns on
+ * the AMD EPYC VMs the figures come from, about 40 on Intel cores, and is no instruction at
+ * all elsewhere), the clock read once every SPIN_STRIDE pauses. A decode step's serial work
+ * between two matmuls is mostly shorter, so the worker is still spinning when the next one
+ * comes instead of asleep on a futex (waking it took tens of microseconds there); E4B's
+ * decode, 0.8 ms of spins against 1500 pauses (about 40 us) alternated step by step in one
+ * process: 3.4-6.5 % less time a step.
  */
-#define SPINS 30000
+#define SPIN_NS 800000ll
+#define SPIN_STRIDE 64u
 
 static void relax(void)
 {
@@ -55,6 +60,29 @@ void pccx__pool_relax(void)
 	relax();
 }
 
+static long long now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000000000ll + t.tv_nsec;
+}
+
+/* Pause until done(arg) or SPIN_NS have passed; returns done(arg). */
+static bool spin_until(bool (*done)(struct pccx_pool *p, unsigned long long v),
+		       struct pccx_pool *p, unsigned long long v)
+{
+	long long t0 = now_ns();
+	unsigned i;
+
+	for (i = 1; !done(p, v); i++) {
+		relax();
+		if (i % SPIN_STRIDE == 0 && now_ns() - t0 >= SPIN_NS)
+			return done(p, v);
+	}
+	return true;
+}
+
 static unsigned long long gen_now(struct pccx_pool *p)
 {
 	return __atomic_load_n(&p->gen, __ATOMIC_ACQUIRE);
@@ -65,14 +93,21 @@ static int stopping(struct pccx_pool *p)
 	return __atomic_load_n(&p->stop, __ATOMIC_ACQUIRE);
 }
 
+static bool run_or_stop(struct pccx_pool *p, unsigned long long seen)
+{
+	return gen_now(p) != seen || stopping(p);
+}
+
+static bool parts_done(struct pccx_pool *p, unsigned long long unused)
+{
+	(void)unused;
+	return !__atomic_load_n(&p->pending, __ATOMIC_ACQUIRE);
+}
+
 /* Wait until a run after `seen` is published or the pool stops. */
 static void wait_run(struct pccx_pool *p, unsigned long long seen)
 {
-	unsigned i;
-
-	for (i = 0; i < SPINS && gen_now(p) == seen && !stopping(p); i++)
-		relax();
-	if (gen_now(p) != seen || stopping(p))
+	if (spin_until(run_or_stop, p, seen))
 		return;
 	pthread_mutex_lock(&p->lock);
 	while (!stopping(p) && gen_now(p) == seen)
@@ -185,8 +220,6 @@ unsigned pccx__pool_threads(const struct pccx_pool *p)
 
 void pccx__pool_run(struct pccx_pool *p, pccx_pool_fn fn, void *ctx)
 {
-	unsigned i;
-
 	if (!p || p->n == 1) {
 		fn(ctx, 0, 1);
 		return;
@@ -200,9 +233,7 @@ void pccx__pool_run(struct pccx_pool *p, pccx_pool_fn fn, void *ctx)
 	pthread_cond_broadcast(&p->go);
 	pthread_mutex_unlock(&p->lock);
 	fn(ctx, 0, p->n);
-	for (i = 0; i < SPINS && __atomic_load_n(&p->pending, __ATOMIC_ACQUIRE); i++)
-		relax();
-	if (!__atomic_load_n(&p->pending, __ATOMIC_ACQUIRE))
+	if (spin_until(parts_done, p, 0))
 		return;
 	pthread_mutex_lock(&p->lock);
 	while (__atomic_load_n(&p->pending, __ATOMIC_ACQUIRE))

@@ -70,7 +70,7 @@ struct bench_run {
 	struct pccx_gemma_session *s;
 	double t_synth, t_dec, t_pre, t_batch;
 	double t_dense;			/* --vs-dense: the dense steps' time ... */
-	uint64_t dense_bytes;		/* ... and weight bytes */
+	uint64_t dense_bytes, dense_ops;	/* ... weight bytes and ops */
 	struct pccx_batch_prefill_stats bst;	/* of the batched prefill */
 	bool batched;				/* the model allows it (no experts) */
 	uint64_t ops, stream_bytes;	/* of the timed decode steps */
@@ -112,8 +112,8 @@ static int prefill_batched(const struct bench_args *a, struct bench_run *r, uint
 }
 
 /*
- * One warm-up step, `prefill` steps without logits, the same prompt batched, n timed greedy
- * decode steps.
+ * One warm-up step (with --vs-dense, one on each plan), `prefill` steps without logits, the
+ * same prompt batched, n timed greedy decode steps (with --vs-dense, n on each plan in turn).
  */
 static int decode(const struct bench_args *a, struct bench_run *r, pccx_diag *d)
 {
@@ -127,6 +127,11 @@ static int decode(const struct bench_args *a, struct bench_run *r, pccx_diag *d)
 		return pccx__fail(d, PCCX_ERR_NOMEM, "bench --ref: out of memory");
 	/* warm-up (first touch of the KV pages and of the scratch) */
 	rc = pccx__gemma_session_step(r->s, tok, logits, d);
+	if (!rc && a->vs_dense) {
+		pccx__gemma_plan_use_features(&r->s->plan, r->m, PCCX_REF_EXEC_FEATURES, true);
+		rc = pccx__gemma_session_step(r->s, tok, logits, d);
+		pccx__gemma_plan_use_features(&r->s->plan, r->m, PCCX_REF_EXEC_FEATURES, false);
+	}
 	for (i = 0; !rc && i < a->prefill; i++) {
 		t0 = pccx_cli_now();
 		rc = pccx__gemma_session_step(r->s, tok, NULL, d);
@@ -138,16 +143,21 @@ static int decode(const struct bench_args *a, struct bench_run *r, pccx_diag *d)
 	cnt = pccx__ref_exec_counters(r->x);
 	for (i = 0; !rc && i < (a->vs_dense ? 2 * a->n : a->n); i++) {
 		bool dense = a->vs_dense && (i & 1);
-		uint64_t b0 = cnt->stream_bytes;
+		uint64_t b0 = cnt->stream_bytes, o0 = 0;
 
 		if (a->vs_dense)
 			pccx__gemma_plan_use_features(&r->s->plan, r->m, PCCX_REF_EXEC_FEATURES,
 						      dense);
+		for (k = 0; k < 5; k++)
+			o0 += cnt->ops[k];
 		t0 = pccx_cli_now();
 		rc = pccx__gemma_session_step(r->s, tok, logits, d);
 		if (dense) {
 			r->t_dense += pccx_cli_now() - t0;
 			r->dense_bytes += cnt->stream_bytes - b0;
+			for (k = 0; k < 5; k++)
+				r->dense_ops += cnt->ops[k];
+			r->dense_ops -= o0;
 		} else {
 			r->t_dec += pccx_cli_now() - t0;
 		}
@@ -157,6 +167,7 @@ static int decode(const struct bench_args *a, struct bench_run *r, pccx_diag *d)
 	}
 	for (k = 0; k < 5; k++)
 		r->ops += cnt->ops[k];
+	r->ops -= r->dense_ops;
 	r->stream_bytes = cnt->stream_bytes - r->dense_bytes;
 	free(logits);
 	return rc;
@@ -176,7 +187,7 @@ static void print_figures(const struct bench_args *a, const struct bench_run *r)
 	       (double)r->m->size / 1e6, a->model ? "loaded" : "synthesised", r->t_synth);
 	printf("  streamed per token        %10.1f MB  weights + KV rows\n",
 	       (double)r->stream_bytes / n / 1e6);
-	printf("  NPU ops per token         %10.0f\n", (double)r->ops / n / (a->vs_dense ? 2 : 1));
+	printf("  NPU ops per token         %10.0f\n", (double)r->ops / n);
 	printf("  host kernel               %10s  x %u threads\n",
 	       pccx__kern_name(pccx__ref_exec_kernel(r->x)), pccx__ref_exec_threads(r->x));
 	if (pccx__gemma_sparse_ffn(r->m))
@@ -213,6 +224,10 @@ int pccx_cmd_bench_ref(int argc, char **argv)
 	rc = pccx_opt_parse(&bench_cmd, argc, argv, &a);
 	if (rc != PCCX_OPT_RUN)
 		return rc;
+	if (a.vs_dense && a.no_rowmask) {
+		fprintf(stderr, "pccx: bench --ref: --vs-dense compares with --no-rowmask; give one\n");
+		return 2;
+	}
 	if (a.model) {
 		/* the figures of a load: the model file and the device-layout copy */
 		t0 = pccx_cli_now();
@@ -226,14 +241,9 @@ int pccx_cmd_bench_ref(int argc, char **argv)
 		if (rc)
 			return pccx_cli_fail(rc, &d);
 	}
-	if (a.vs_dense && a.no_rowmask) {
-		fprintf(stderr, "pccx: bench --ref: --vs-dense compares with --no-rowmask; give one\n");
-		pccx__gemma_model_free(r.m);
-		return 2;
-	}
-	if ((a.vs_dense ? 2 : 1) * a.n + 2 * a.prefill + 1 > cfg.max_ctx) {
+	if ((a.vs_dense ? 2 : 1) * (a.n + 1) + 2 * a.prefill > cfg.max_ctx) {
 		fprintf(stderr, "pccx: bench --ref: %llu steps exceed the context %u\n",
-			(unsigned long long)((a.vs_dense ? 2 : 1) * a.n + 2 * a.prefill + 1),
+			(unsigned long long)((a.vs_dense ? 2 : 1) * (a.n + 1) + 2 * a.prefill),
 			cfg.max_ctx);
 		pccx__gemma_model_free(r.m);
 		return 2;

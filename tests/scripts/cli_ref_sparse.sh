@@ -12,6 +12,8 @@ cli_init cli_ref_sparse "$@"
 
 # the MB streamed per token in $T/out
 streamed() { awk '$1 == "streamed" { print $4; exit }' "$T/out"; }
+# the NPU ops per token in $T/out
+ops() { awk '$1 == "NPU" { print $5; exit }' "$T/out"; }
 
 prompt="The quick brown fox jumps over the lazy dog"
 for cfg in tiny; do
@@ -25,7 +27,7 @@ for cfg in tiny; do
 
   want_rc 0 "$pccx" bench --ref --config "$cfg" -n 2 --threads 2 --max-ctx 64
   has "$T/out" "sparse layers' FFN            sparse"
-  sb=$(streamed)
+  sb=$(streamed) so=$(ops)
   want_rc 0 "$pccx" bench --ref --config "$cfg" -n 2 --threads 2 --max-ctx 64 --no-rowmask
   has "$T/out" "sparse layers' FFN             dense"
   db=$(streamed)
@@ -35,7 +37,10 @@ for cfg in tiny; do
   want_rc 0 "$pccx" bench --ref --config "$cfg" -n 2 --threads 2 --max-ctx 64 --vs-dense
   has "$T/out" "decode, dense FFN"
   checks=$((checks + 1))
-  [ "$(streamed)" = "$sb" ] || fail "$cfg --vs-dense: $(streamed) MB per sparse token, not $sb"
+  [ "$(ops)" = "$so" ] || fail "$cfg --vs-dense: $(ops) NPU ops per sparse token, not $so"
+  checks=$((checks + 1))
+  awk -v s="$(streamed)" -v b="$sb" 'BEGIN { exit !(s > 0.9 * b && s < 1.1 * b) }' ||
+    fail "$cfg --vs-dense: $(streamed) MB per sparse token, against $sb"
 done
 
 # a family without sparse layers says nothing of them

@@ -78,6 +78,47 @@ START_TEST(test_same_bits)
 }
 END_TEST
 
+/*
+ * On a session planned with the reference's own extensions (PCCX_REF_EXEC_FEATURES: the
+ * sparse FFN, as pccx ref and pccx bench --ref run): the batched prefill gives the KV cache and
+ * next logits of token-by-token prefill on that plan, and shares every weight GEMV among the
+ * rows as on the dense plan (the same weight passes and bytes: no rowmask GEMV taken for a
+ * batchable one, no q4c W_down replayed row by row).
+ */
+START_TEST(test_sparse_plan)
+{
+	struct pccx_batch_prefill_stats st[2];
+	uint32_t n = 37, i, k;
+	pccx_diag d = { 0 };
+
+	for (k = 0; k < 2; k++) {
+		struct pccx_batch_prefill *b;
+		struct ref_pair p;
+
+		ref_pair_open(&p, "tiny", 5);
+		for (i = 0; k && i < 2; i++)
+			pccx__gemma_plan_use_features(&p.s[i]->plan, p.m, PCCX_REF_EXEC_FEATURES,
+						      false);
+		ck_assert(p.s[1]->plan.rowmask == (k == 1));
+		ck_assert_msg(pccx__batch_prefill_create(&b, p.s[1], 16, 2, PCCX_KERN_AUTO, &d) ==
+			      0, "%s", d.msg);
+		prefill_both(&p, b, n, 10);
+		ck_assert_msg(memcmp(p.s[0]->kv, p.s[1]->kv, p.s[0]->plan.kv_bytes) == 0,
+			      "plan %u: the KV caches differ", k);
+		for (i = 0; i < 2; i++)
+			ck_assert_msg(pccx__gemma_session_step(p.s[i], tok_at(&p.cfg, n),
+							       p.logits[i], &d) == 0, "%s", d.msg);
+		ck_assert(!memcmp(p.logits[0], p.logits[1], sizeof(float) * p.cfg.vocab));
+		pccx__batch_prefill_stats(b, &st[k]);
+		pccx__batch_prefill_free(b);
+		ref_pair_close(&p);
+	}
+	ck_assert_uint_gt(st[0].batched_matmuls, 0);
+	ck_assert_uint_eq(st[1].batched_matmuls, st[0].batched_matmuls);
+	ck_assert_uint_eq(st[1].weight_bytes, st[0].weight_bytes);
+}
+END_TEST
+
 START_TEST(test_refusals)
 {
 	struct pccx_batch_prefill *b = NULL;
@@ -121,6 +162,7 @@ static Suite *suite(void)
 
 	tcase_set_timeout(tc, 600);
 	tcase_add_loop_test(tc, test_same_bits, 0, NPRESETS * NROWS);
+	tcase_add_test(tc, test_sparse_plan);
 	tcase_add_test(tc, test_refusals);
 	suite_add_tcase(s, tc);
 	return s;

@@ -571,7 +571,9 @@ START_TEST(test_exec_sparse_gemv_threads)
 	float *xd = malloc(SP_K * sizeof(float)), *xs = malloc(SP_K * sizeof(float));
 	float *yd = malloc(SP_N * sizeof(float)), *ys = malloc(SP_N * sizeof(float));
 	float *mask = malloc(SP_N * sizeof(float));
-	uint64_t s = 5;
+	int8_t q8[SP_K];
+	float sx[SP_K / PCCX_Q4_BLOCK];
+	uint64_t s = 5, q4c_bytes = 0;
 	uint32_t i, kept = 0, nz = 0;
 	int impl;
 
@@ -588,7 +590,23 @@ START_TEST(test_exec_sparse_gemv_threads)
 		kept += mask[i] != 0.0f;
 	}
 	ck_assert_uint_gt(nz, 20);
-	ck_assert_uint_gt(kept, 100);
+	/* enough kept rows for the pool's threads to share them (2^18 weight MACs) */
+	ck_assert_uint_ge((uint64_t)kept * SP_K, 1u << 18);
+	/* the q4c records read: per port, per block with an INT8 input not 0, those inputs'
+	 * columns and the block's scales */
+	pccx__q8_quantize(xs, SP_K, q8, sx);
+	for (i = 0; i < 4; i++) {
+		uint32_t first, rows, b, c, cols;
+
+		pccx__wstream_port_rows(&cs, i, &first, &rows);
+		for (b = 0; rows && b < SP_K / PCCX_Q4_BLOCK; b++) {
+			for (cols = 0, c = 0; c < PCCX_Q4_BLOCK; c++)
+				cols += q8[b * PCCX_Q4_BLOCK + c] != 0;
+			if (cols)
+				q4c_bytes += cols * pccx__wstream_q4c_col_bytes(rows) +
+					     pccx__wstream_q4c_scale_bytes(rows);
+		}
+	}
 	sparse_dense(w, wbytes, xd, yd);
 	sparse_dense(w, wbytes, xs, ys);
 	for (impl = PCCX_KERN_REF; impl < PCCX_KERN_NIMPL; impl++) {
@@ -630,7 +648,10 @@ START_TEST(test_exec_sparse_gemv_threads)
 			mm.fmt = PCCX_WFMT_Q4C;
 			mm.w = (struct pccx_npu_wref){ PCCX_NPU_BUF_WEIGHTS, 0, -1, 0 };
 			memcpy(&EL(&n, 10, 0), xs, SP_K * sizeof(float));
+			before = pccx__ref_exec_counters(n.x)->stream_bytes;
 			ck_assert_int_eq(n.ops->matmul(n.x, &mm), 0);
+			ck_assert_uint_eq(pccx__ref_exec_counters(n.x)->stream_bytes - before,
+					  q4c_bytes);
 			for (i = 0; i < SP_N; i++)
 				ck_assert_msg(pccx_f32_bits(EL(&n, 20000, i)) == pccx_f32_bits(ys[i]),
 					      "%s, %u threads, q4c row %u",
@@ -1907,6 +1928,7 @@ static Suite *suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("exec");
+	tcase_set_timeout(tc, 120);	/* the full-size sparse GEMVs on every kernel, under ASan */
 	tcase_add_test(tc, test_exec_gemv_q4);
 	tcase_add_test(tc, test_exec_gemv_rowmask);
 	tcase_add_test(tc, test_exec_sparse_gemv_threads);
