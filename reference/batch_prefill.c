@@ -46,12 +46,7 @@ struct pccx_batch_prefill {
 	struct pccx_kern_act *act;	/* (max_rows) the rows' matmul inputs, over their q8 .. */
 	float *y;			/* (max_rows, max_n) the rows' matmul results */
 	uint32_t rows;			/* of the batch being run */
-	/*
-	 * The session's plan without the sparse FFN and S carried across pieces, which the rows'
-	 * programs are recorded with: a batch shares each weight GEMV among its rows as a GEMM,
-	 * which has no rowmask (the rows keep different hidden units) and no S between its
-	 * segments; the same bits (docs/isa.md: a rowmask GEMV's and RACC's are the dense ops').
-	 */
+	/* the session's plan as the rows' programs are recorded with (pccx__gemma_plan_for_rows) */
 	struct pccx_gemma_plan plan;
 };
 
@@ -232,9 +227,7 @@ static int run_batch(struct pccx_batch_prefill *b, const uint32_t *tokens, uint3
 	int rc;
 
 	b->plan = s->plan;
-	b->plan.rowmask = false;
-	b->plan.colskip = false;
-	b->plan.racc = false;
+	pccx__gemma_plan_for_rows(&b->plan);
 	for (r = 0; r < rows; r++) {
 		rc = pccx__gemma_host_inputs(s->m, &b->plan, tokens[r], pos + r, b->row[r].in, d);
 		if (rc)

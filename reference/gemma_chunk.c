@@ -38,9 +38,7 @@ static int record_plan(const struct pccx_gemma_model *m, const struct pccx_gemma
 		return pccx__fail(d, PCCX_ERR_INTERNAL,
 				  "prompt chunks: the chunk plan's host buffers differ from the step's");
 	rp->smul = p->smul;
-	rp->rowmask = false;		/* a chunk's matmuls are GEMMs */
-	rp->colskip = false;
-	rp->racc = false;		/* S does not live across a chunk's GEMM segments */
+	pccx__gemma_plan_for_rows(rp);	/* a chunk's matmuls are GEMMs */
 	return PCCX_OK;
 }
 

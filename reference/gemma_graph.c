@@ -369,6 +369,13 @@ void pccx__gemma_plan_use_features(struct pccx_gemma_plan *p, const struct pccx_
 	p->colskip = (features & PCCX_FEAT_COLSKIP) && !no_sparse;
 }
 
+void pccx__gemma_plan_for_rows(struct pccx_gemma_plan *p)
+{
+	p->rowmask = false;
+	p->colskip = false;
+	p->racc = false;
+}
+
 int pccx__gemma_plan_build_chunk(const struct pccx_gemma_model *m, struct pccx_gemma_plan *p,
 				   pccx_diag *d)
 {

@@ -227,6 +227,13 @@ PCCX_MUST_CHECK int pccx__gemma_plan_build_chunk(const struct pccx_gemma_model *
 PCCX_MUST_CHECK int pccx__gemma_plan_build_ple_at_start(const struct pccx_gemma_model *m,
 							  struct pccx_gemma_plan *p, pccx_diag *d);
 /*
+ * Drop what a program whose matmuls a GEMM shares among several tokens cannot use (a prompt
+ * chunk, a batched prompt): the rowmask and q4c GEMVs (each token keeps its own hidden
+ * units) and S carried from piece to piece (S does not live across a GEMM's segments). The
+ * bits are those of the ops they replace.
+ */
+void pccx__gemma_plan_for_rows(struct pccx_gemma_plan *p);
+/*
  * The v002 extensions a decode step's plan uses, from the device's FEATURES
  * (isa/pccx_regs.h): smul; rowmask and colskip unless no_sparse (the dense figures); racc
  * where the model's sparse layers are PCCX_GEMMA_RACC_MIN_FFN wide or more. A verified run

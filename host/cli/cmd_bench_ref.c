@@ -111,6 +111,17 @@ static int prefill_batched(const struct bench_args *a, struct bench_run *r, uint
 	return rc;
 }
 
+/* The NPU ops counted so far (matmul, CVO, copy, load, store). */
+static uint64_t ops_done(const struct pccx_ref_counters *cnt)
+{
+	uint64_t n = 0;
+	unsigned k;
+
+	for (k = 0; k < 5; k++)
+		n += cnt->ops[k];
+	return n;
+}
+
 /*
  * One warm-up step (with --vs-dense, one on each plan), `prefill` steps without logits, the
  * same prompt batched, n timed greedy decode steps (with --vs-dense, n on each plan in turn).
@@ -143,21 +154,18 @@ static int decode(const struct bench_args *a, struct bench_run *r, pccx_diag *d)
 	cnt = pccx__ref_exec_counters(r->x);
 	for (i = 0; !rc && i < (a->vs_dense ? 2 * a->n : a->n); i++) {
 		bool dense = a->vs_dense && (i & 1);
-		uint64_t b0 = cnt->stream_bytes, o0 = 0;
+		uint64_t b0 = cnt->stream_bytes, o0;
 
 		if (a->vs_dense)
 			pccx__gemma_plan_use_features(&r->s->plan, r->m, PCCX_REF_EXEC_FEATURES,
 						      dense);
-		for (k = 0; k < 5; k++)
-			o0 += cnt->ops[k];
+		o0 = ops_done(cnt);
 		t0 = pccx_cli_now();
 		rc = pccx__gemma_session_step(r->s, tok, logits, d);
 		if (dense) {
 			r->t_dense += pccx_cli_now() - t0;
 			r->dense_bytes += cnt->stream_bytes - b0;
-			for (k = 0; k < 5; k++)
-				r->dense_ops += cnt->ops[k];
-			r->dense_ops -= o0;
+			r->dense_ops += ops_done(cnt) - o0;
 		} else {
 			r->t_dec += pccx_cli_now() - t0;
 		}
@@ -165,9 +173,7 @@ static int decode(const struct bench_args *a, struct bench_run *r, pccx_diag *d)
 			if (logits[k] > logits[tok])
 				tok = k;
 	}
-	for (k = 0; k < 5; k++)
-		r->ops += cnt->ops[k];
-	r->ops -= r->dense_ops;
+	r->ops = ops_done(cnt) - r->dense_ops;
 	r->stream_bytes = cnt->stream_bytes - r->dense_bytes;
 	free(logits);
 	return rc;
