@@ -73,6 +73,13 @@ struct pccx_ref_exec {
 	struct wnext *wnext;		/* (WNEXT_SLOTS) */
 	const uint8_t *last_w;		/* the last matmul's weights */
 	const uint8_t *ahead_at, *ahead_end;
+	/* a Q4 matmul the pool's workers run while the caller goes on (see settle) */
+	struct {
+		bool on;
+		struct pccx_kern_q4_job job;
+		struct pccx_npu_matmul mm;
+		struct pccx_l2_range wr;	/* its outputs in L2, written when it is joined */
+	} pend;
 };
 
 static struct pccx_ref_exec *X(void *ctx)
@@ -99,12 +106,14 @@ static int isa_fail(struct pccx_ref_exec *x, const char *what, const char *name,
 			  name ? " " : "", name ? name : "", pccx__isa_strerror(f->err), field);
 }
 
-/* Encode, decode (word-level legality) and compute effects against the shape state. */
-static int check_insn_named(struct pccx_ref_exec *x, const char *what, const char *name,
-			    struct pccx_insn *in, struct pccx_shape_state *st)
+/*
+ * Encode, decode (word-level legality) and compute effects against the shape state; *fx (not
+ * for a MEMSET) says what the instruction reads and writes.
+ */
+static int check_insn_fx(struct pccx_ref_exec *x, const char *what, const char *name,
+			 struct pccx_insn *in, struct pccx_shape_state *st, struct pccx_effects *fx)
 {
 	struct pccx_isa_fault f = { 0, -1 };
-	struct pccx_effects fx;
 	struct pccx_insn dec;
 	uint64_t w;
 
@@ -114,7 +123,7 @@ static int check_insn_named(struct pccx_ref_exec *x, const char *what, const cha
 		pccx__shape_apply(st, &dec);
 		return PCCX_OK;
 	}
-	if (pccx__insn_effects(&dec, st, PCCX_L2_WORDS, &fx, &f))
+	if (pccx__insn_effects(&dec, st, PCCX_L2_WORDS, fx, &f))
 		return isa_fail(x, what, name, &f);
 	return PCCX_OK;
 }
@@ -122,7 +131,67 @@ static int check_insn_named(struct pccx_ref_exec *x, const char *what, const cha
 static int check_insn(struct pccx_ref_exec *x, const char *what, struct pccx_insn *in,
 		      struct pccx_shape_state *st)
 {
-	return check_insn_named(x, what, NULL, in, st);
+	struct pccx_effects fx;
+
+	return check_insn_fx(x, what, NULL, in, st, &fx);
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* A matmul behind the caller's back.                                                    */
+
+static float *word(struct pccx_ref_exec *x, uint32_t w);
+static void matmul_done(struct pccx_ref_exec *x, const uint8_t *w, uint64_t bytes);
+
+/* y (the kernel's output rows) into L2 at the matmul's destination, and its max into S. */
+static void matmul_store(struct pccx_ref_exec *x, const struct pccx_npu_matmul *mm)
+{
+	float smax = 0.0f;
+	uint32_t r;
+
+	for (r = 0; r < mm->m; r++) {
+		float *out = word(x, mm->dst + r * pccx_words_for(mm->n));
+		const float *y = x->y + (size_t)r * mm->n;
+
+		pccx__kern_out_store(y, out, mm->n, mm->accm);
+		if (mm->findemax) {
+			float rmax = pccx__sfu_reduce(PCCX_SFU_MAX, 0, 0.0f, out, mm->n);
+
+			smax = r ? pccx__sfu_scalar(PCCX_SFU_MAX, 0, smax, rmax) : rmax;
+		}
+	}
+	if (mm->findemax)
+		x->S = smax;
+}
+
+/* The pending matmul finished (the caller taking its share of the rows left) and stored. */
+static void join(struct pccx_ref_exec *x)
+{
+	if (!x->pend.on)
+		return;
+	pccx__kern_q4_gemm_join(x->pool);
+	x->pend.on = false;
+	matmul_store(x, &x->pend.mm);
+}
+
+static bool overlap(struct pccx_l2_range a, struct pccx_l2_range b)
+{
+	return a.words && b.words && a.base < b.base + b.words && b.base < a.base + a.words;
+}
+
+/*
+ * Before an instruction with effects fx runs: join the pending matmul if the instruction reads
+ * or writes the words it will write, or S when it finds a max. Its input was quantised when
+ * it started, so later writes there are free to go ahead: on the device, too, an instruction
+ * waits only for the ranges of those in flight (docs/isa.md), and an op that waits for
+ * nothing here computes what it would have after the matmul.
+ */
+static void settle(struct pccx_ref_exec *x, const struct pccx_effects *fx)
+{
+	if (x->pend.on &&
+	    (overlap(fx->rd[0], x->pend.wr) || overlap(fx->rd[1], x->pend.wr) ||
+	     overlap(fx->wr, x->pend.wr) ||
+	     (x->pend.mm.findemax && (fx->reads_s || fx->writes_s))))
+		join(x);
 }
 
 static int memset_fmap(struct pccx_ref_exec *x, const char *what, struct pccx_shape_state *st,
@@ -177,6 +246,7 @@ static int op_bind(void *ctx, uint32_t buf, void *base, uint64_t size, bool dev_
 {
 	struct pccx_ref_exec *x = X(ctx);
 
+	join(x);	/* its weights may lie in the buffer bound before */
 	if (buf >= PCCX_NPU_NBUF)
 		return pccx__fail(&x->err, PCCX_ERR_INVALID, "bind: buffer %u", buf);
 	x->buf[buf].base = base;
@@ -191,12 +261,14 @@ static int op_bind(void *ctx, uint32_t buf, void *base, uint64_t size, bool dev_
 static int op_begin(void *ctx, uint32_t pos)
 {
 	(void)pos;
+	join(X(ctx));
 	X(ctx)->cnt.ops[OP_BEGIN]++;
 	return PCCX_OK;
 }
 
 static int op_end(void *ctx)
 {
+	join(X(ctx));	/* the job's results are all in L2 when it ends */
 	X(ctx)->cnt.ops[OP_END]++;
 	return PCCX_OK;
 }
@@ -220,10 +292,16 @@ static void matmul_q4(struct pccx_ref_exec *x, const struct pccx_npu_matmul *mm,
 				       x->q8 + (size_t)r * mm->k, x->sx + (size_t)r * nb);
 		pccx__kern_act_prepare(a);
 	}
-	if (mm->m == 1)
+	if (pccx__pool_threads(x->pool) > 1) {
+		/* the workers start on it; the caller goes on until an op needs it (settle) */
+		pccx__kern_q4_gemm_start(x->pool, &x->pend.job, x->impl, w, rb, mm->n, x->act,
+					 mm->m, x->y, mm->n);
+		x->pend.on = true;
+	} else if (mm->m == 1) {
 		pccx__kern_q4_gemv(x->pool, x->impl, w, rb, mm->n, x->act, x->y);
-	else
+	} else {
 		pccx__kern_q4_gemm(x->pool, x->impl, w, rb, mm->n, x->act, mm->m, x->y, mm->n);
+	}
 }
 
 /* A rowmask element keeps its row unless it is +-0 (a NaN keeps it). */
@@ -352,7 +430,7 @@ static void q4c_part(void *ctx, unsigned part, unsigned nparts)
 
 	(void)part;
 	(void)nparts;
-	while (pccx__kern_take(&j->next, 1, PCCX_WSTREAM_PORTS, &lo, &hi))
+	while (pccx__kern_take(&j->next, 1, 0, PCCX_WSTREAM_PORTS, &lo, &hi))
 		q4c_port(j, lo);
 }
 
@@ -455,13 +533,13 @@ static int op_matmul(void *ctx, const struct pccx_npu_matmul *mm)
 	struct pccx_insn in = { .opcode = mm->m == 1 ? PCCX_OP_GEMV : PCCX_OP_GEMM };
 	struct pccx_wshape ws = { mm->n, mm->k, mm->fmt,
 				  mm->fmt == PCCX_WFMT_Q4 || mm->fmt == PCCX_WFMT_Q4C };
+	struct pccx_effects fx;
 	uint64_t rb, bytes;
 	const uint8_t *w;
-	float smax = 0.0f;
-	uint32_t r;
 	int rc;
 
 	x->cnt.ops[OP_MATMUL]++;
+	join(x);	/* one matmul at a time: they share the pool and the scratch */
 	pccx__shape_reset(&st);
 	rc = memset_fmap(x, "matmul fmap shape", &st, mm->k, mm->m);
 	if (!rc) {
@@ -481,7 +559,7 @@ static int op_matmul(void *ctx, const struct pccx_npu_matmul *mm)
 	in.f[PCCX_FID_A_accm] = mm->accm;
 	in.f[PCCX_FID_A_w_scale] = ws.w_scale;
 	in.f[PCCX_FID_A_rowmask] = mm->rowmask;
-	rc = check_insn(x, mm->m == 1 ? "gemv" : "gemm", &in, &st);
+	rc = check_insn_fx(x, mm->m == 1 ? "gemv" : "gemm", NULL, &in, &st, &fx);
 	if (rc)
 		return rc;
 	/* the effects check kept x and y inside L2: m * k and m * n fit the scratch */
@@ -503,20 +581,14 @@ static int op_matmul(void *ctx, const struct pccx_npu_matmul *mm)
 	if (rc)
 		return rc;
 	x->cnt.stream_bytes += bytes;
-	for (r = 0; r < mm->m; r++) {
-		float *out = word(x, mm->dst + r * pccx_words_for(mm->n));
-		const float *y = x->y + (size_t)r * mm->n;
-
-		pccx__kern_out_store(y, out, mm->n, mm->accm);
-		if (mm->findemax) {
-			float rmax = pccx__sfu_reduce(PCCX_SFU_MAX, 0, 0.0f, out, mm->n);
-
-			smax = r ? pccx__sfu_scalar(PCCX_SFU_MAX, 0, smax, rmax) : rmax;
-		}
-	}
-	if (mm->findemax)
-		x->S = smax;
+	/* the next weights are fetched ahead by the ops from here, while this one runs */
 	matmul_done(x, w, mm->rowmask || mm->fmt == PCCX_WFMT_Q4C ? 0 : bytes);
+	if (x->pend.on) {
+		x->pend.mm = *mm;
+		x->pend.wr = fx.wr;
+		return PCCX_OK;
+	}
+	matmul_store(x, mm);
 	return PCCX_OK;
 }
 
@@ -561,6 +633,7 @@ static int op_cvo(void *ctx, const struct pccx_npu_cvo *op)
 	struct pccx_ref_exec *x = X(ctx);
 	const struct pccx_cvo_desc *cd = pccx__cvo_desc(op->func);
 	struct pccx_insn in = { .opcode = PCCX_OP_CVO };
+	struct pccx_effects fx;
 	struct pccx_shape_state st;
 	bool sform = op->flags & PCCX_CVOF_SREG;
 	int fn = pccx__cvo_sfu_fn(op->func), rc;
@@ -578,9 +651,10 @@ static int op_cvo(void *ctx, const struct pccx_npu_cvo *op)
 	in.f[PCCX_FID_D_accm] = !!(op->flags & PCCX_CVOF_ACCM);
 	in.f[PCCX_FID_D_sreg] = sform;
 	in.f[PCCX_FID_D_relu] = !!(op->flags & PCCX_CVOF_RELU);
-	rc = check_insn_named(x, "cvo", cd ? cd->name : "?", &in, &st);
+	rc = check_insn_fx(x, "cvo", cd ? cd->name : "?", &in, &st, &fx);
 	if (rc)
 		return rc;
+	settle(x, &fx);
 
 	if (cd->cls == PCCX_CVOC_LOAD) {
 		/* a unit store like any other: a NaN from host data becomes the canonical one */
@@ -597,7 +671,8 @@ static int op_cvo(void *ctx, const struct pccx_npu_cvo *op)
 		struct vec_job j = { fn, f, x->S, word(x, op->src), word(x, op->dst), op->len };
 		uint32_t mt = pccx__kern_sfu_cheap(fn) ? MT_MIN_ELEMS_CHEAP : MT_MIN_ELEMS;
 
-		pccx__pool_run(op->len >= mt ? x->pool : NULL, vec_part, &j);
+		/* the pool is the pending matmul's until it is joined */
+		pccx__pool_run(op->len >= mt && !x->pend.on ? x->pool : NULL, vec_part, &j);
 	}
 	return PCCX_OK;
 }
@@ -606,6 +681,7 @@ static int op_copy(void *ctx, uint32_t dst, uint32_t src, uint32_t words)
 {
 	struct pccx_ref_exec *x = X(ctx);
 	struct pccx_insn in = { .opcode = PCCX_OP_MEMCPY };
+	struct pccx_effects fx;
 	struct pccx_shape_state st;
 	int rc;
 
@@ -616,9 +692,10 @@ static int op_copy(void *ctx, uint32_t dst, uint32_t src, uint32_t words)
 	in.f[PCCX_FID_B_dest] = dst;
 	in.f[PCCX_FID_B_src] = src;
 	if (!rc)
-		rc = check_insn(x, "copy", &in, &st);
+		rc = check_insn_fx(x, "copy", NULL, &in, &st, &fx);
 	if (rc)
 		return rc;
+	settle(x, &fx);
 	memcpy(word(x, dst), word(x, src), (size_t)words * 16);
 	return PCCX_OK;
 }
@@ -636,6 +713,7 @@ static int xfer(struct pccx_ref_exec *x, const char *what, bool to_host, uint32_
 	while (!rc && words) {
 		uint32_t chunk = words < 0xFFFFu ? (uint32_t)words : 0xFFFFu;
 		struct pccx_insn in = { .opcode = PCCX_OP_MEMCPY };
+		struct pccx_effects fx;
 		struct pccx_shape_state st;
 		uint64_t cb = (uint64_t)chunk * 16;
 
@@ -644,9 +722,10 @@ static int xfer(struct pccx_ref_exec *x, const char *what, bool to_host, uint32_
 		in.f[to_host ? PCCX_FID_B_to_host : PCCX_FID_B_from_host] = 1;
 		in.f[to_host ? PCCX_FID_B_src : PCCX_FID_B_dest] = at;
 		if (!rc)
-			rc = check_insn(x, what, &in, &st);
+			rc = check_insn_fx(x, what, NULL, &in, &st, &fx);
 		if (rc)
 			break;
+		settle(x, &fx);
 		if (to_host)
 			memcpy(x->buf[buf].base + off, word(x, at), cb);
 		else
@@ -693,6 +772,7 @@ static int op_stage(void *ctx, const char *name, uint32_t addr, uint32_t rows, u
 		return pccx__fail(&x->err, PCCX_ERR_RANGE, "stage %s: outside L2", name);
 	if (!x->on_stage)
 		return PCCX_OK;
+	join(x);
 	return x->on_stage(x->stage_user, name, word(x, addr), rows, cols,
 			   stride * PCCX_L2_ELEMS_PER_WORD);
 }
@@ -764,6 +844,7 @@ void pccx__ref_exec_free(struct pccx_ref_exec *x)
 {
 	if (!x)
 		return;
+	join(x);
 	pccx__pool_destroy(x->pool);
 	free(x->l2);
 	free(x->q8);
@@ -802,11 +883,13 @@ void pccx__ref_exec_reset_counters(struct pccx_ref_exec *x)
 
 float *pccx__ref_exec_l2(struct pccx_ref_exec *x)
 {
+	join(x);
 	return x->l2;
 }
 
-float pccx__ref_exec_sreg(const struct pccx_ref_exec *x)
+float pccx__ref_exec_sreg(struct pccx_ref_exec *x)
 {
+	join(x);
 	return x->S;
 }
 

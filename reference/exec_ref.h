@@ -53,7 +53,7 @@ const struct pccx_ref_counters *pccx__ref_exec_counters(const struct pccx_ref_ex
 void pccx__ref_exec_reset_counters(struct pccx_ref_exec *x);
 /* Direct access for tests: L2 (PCCX_L2_WORDS * 4 FP32) and the scalar register. */
 float *pccx__ref_exec_l2(struct pccx_ref_exec *x);
-float pccx__ref_exec_sreg(const struct pccx_ref_exec *x);
+float pccx__ref_exec_sreg(struct pccx_ref_exec *x);
 unsigned pccx__ref_exec_threads(const struct pccx_ref_exec *x);
 enum pccx_kern_impl pccx__ref_exec_kernel(const struct pccx_ref_exec *x);
 

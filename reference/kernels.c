@@ -191,17 +191,6 @@ const char *pccx__kern_name(enum pccx_kern_impl impl)
  * each output is computed whole by one thread, so the bits do not depend on who takes what ----
  */
 
-struct kern_job {
-	enum pccx_kern_impl impl;
-	const uint8_t *w;
-	uint64_t row_bytes;
-	uint32_t n, m;
-	const struct pccx_kern_act *a;
-	float *y;
-	size_t ldy;
-	uint32_t chunk;
-	uint32_t next;		/* atomic: the first row not taken yet */
-};
 
 struct pccx_kern_q4 pccx__kern_q4_of(enum pccx_kern_impl impl)
 {
@@ -222,21 +211,23 @@ struct pccx_kern_q4 pccx__kern_q4_of(enum pccx_kern_impl impl)
 
 uint32_t pccx__kern_chunk(uint32_t n, unsigned nparts)
 {
-	uint32_t c = n / (4 * (nparts ? nparts : 1));
-
-	return c < 16 ? 16 : (c + 15) / 16 * 16;
+	(void)n;
+	return nparts > 1 ? PCCX_KERN_CHUNK_MIN : UINT32_MAX;
 }
 
-bool pccx__kern_take(uint32_t *next, uint32_t chunk, uint32_t n, uint32_t *lo, uint32_t *hi)
+bool pccx__kern_take(uint32_t *next, uint32_t chunk, unsigned nparts, uint32_t n, uint32_t *lo,
+		     uint32_t *hi)
 {
-	uint32_t at = __atomic_load_n(next, __ATOMIC_RELAXED);
+	uint32_t at = __atomic_load_n(next, __ATOMIC_RELAXED), c;
 
 	/* a compare-and-swap loop, so that the counter never passes n (no wrap-around) */
 	do {
 		if (at >= n)
 			return false;
+		c = nparts ? (n - at) / (2 * nparts) / 16 * 16 : 0;
+		c = c > chunk ? c : chunk;
 		*lo = at;
-		*hi = n - at < chunk ? n : at + chunk;
+		*hi = n - at < c ? n : at + c;
 	} while (!__atomic_compare_exchange_n(next, &at, *hi, false, __ATOMIC_RELAXED,
 					      __ATOMIC_RELAXED));
 	return true;
@@ -244,13 +235,12 @@ bool pccx__kern_take(uint32_t *next, uint32_t chunk, uint32_t n, uint32_t *lo, u
 
 static void job_part(void *ctx, unsigned part, unsigned nparts)
 {
-	struct kern_job *j = ctx;
+	struct pccx_kern_q4_job *j = ctx;
 	struct pccx_kern_q4 k = pccx__kern_q4_of(j->impl);
 	uint32_t lo, hi;
 
 	(void)part;
-	(void)nparts;
-	while (pccx__kern_take(&j->next, j->chunk, j->n, &lo, &hi))
+	while (pccx__kern_take(&j->next, j->chunk, nparts, j->n, &lo, &hi))
 		pccx__kern_q4_apply(&k, j->w + lo * j->row_bytes, j->row_bytes, hi - lo, j->a,
 				    j->m, j->y + lo, j->ldy);
 }
@@ -258,7 +248,7 @@ static void job_part(void *ctx, unsigned part, unsigned nparts)
 /* Below this many weight-activation products a second thread costs more than it saves. */
 #define MT_MIN_MACS (1u << 18)
 
-static void run(struct pccx_pool *pool, struct kern_job *j)
+static void run(struct pccx_pool *pool, struct pccx_kern_q4_job *j)
 {
 	if ((uint64_t)j->n * j->a->k * j->m < MT_MIN_MACS)
 		pool = NULL;
@@ -270,7 +260,7 @@ static void run(struct pccx_pool *pool, struct kern_job *j)
 void pccx__kern_q4_gemv(struct pccx_pool *pool, enum pccx_kern_impl impl, const uint8_t *w,
 			uint64_t row_bytes, uint32_t n, const struct pccx_kern_act *a, float *y)
 {
-	struct kern_job j = { pccx__kern_resolve(impl), w, row_bytes, n, 1, a, y, 0, 0, 0 };
+	struct pccx_kern_q4_job j = { pccx__kern_resolve(impl), w, row_bytes, n, 1, a, y, 0, 0, 0 };
 
 	run(pool, &j);
 }
@@ -308,8 +298,7 @@ static void gather_part(void *ctx, unsigned part, unsigned nparts)
 	uint32_t lo, hi, i, g, r;
 	uint64_t off;
 
-	(void)nparts;
-	while (pccx__kern_take(&j->next, j->chunk, j->n, &lo, &hi))
+	while (pccx__kern_take(&j->next, j->chunk, nparts, j->n, &lo, &hi))
 		for (i = lo; i < hi; i += g) {
 			g = hi - i < PCCX_KERN_GATHER_ROWS ? hi - i : PCCX_KERN_GATHER_ROWS;
 			/* the next group's rows on their way while this one is copied */
@@ -341,8 +330,23 @@ void pccx__kern_q4_gemm(struct pccx_pool *pool, enum pccx_kern_impl impl, const 
 			uint64_t row_bytes, uint32_t n, const struct pccx_kern_act *a, uint32_t m,
 			float *y, size_t ldy)
 {
-	struct kern_job j = { pccx__kern_resolve(impl), w, row_bytes, n, m, a, y, ldy, 0, 0 };
+	struct pccx_kern_q4_job j = { pccx__kern_resolve(impl), w, row_bytes, n, m, a, y, ldy, 0, 0 };
 
 	if (m)
 		run(pool, &j);
+}
+
+void pccx__kern_q4_gemm_start(struct pccx_pool *pool, struct pccx_kern_q4_job *j,
+			      enum pccx_kern_impl impl, const uint8_t *w, uint64_t row_bytes,
+			      uint32_t n, const struct pccx_kern_act *a, uint32_t m, float *y,
+			      size_t ldy)
+{
+	*j = (struct pccx_kern_q4_job){ pccx__kern_resolve(impl), w, row_bytes, n, m, a, y, ldy,
+					pccx__kern_chunk(n, pccx__pool_threads(pool)), 0 };
+	pccx__pool_start(pool, job_part, j);
+}
+
+void pccx__kern_q4_gemm_join(struct pccx_pool *pool)
+{
+	pccx__pool_join(pool);
 }

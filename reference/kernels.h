@@ -247,11 +247,16 @@ enum pccx_kern_impl pccx__kern_resolve(enum pccx_kern_impl impl);
 const char *pccx__kern_name(enum pccx_kern_impl impl);
 
 /*
- * Work sharing: rows in chunks (a multiple of 16, about a quarter of a thread's share) that the
- * threads take in turn from *next until n.
+ * Work sharing: the threads take rows [*lo, *hi) in turn from *next until n. With nparts > 0 a
+ * take gets a share of the rows left, (n - *next) / (2 nparts) rounded down to a multiple of 16,
+ * but at least `chunk` (guided: few takes while much is left, and the threads finish within a
+ * small chunk of each other); with nparts = 0 every take gets `chunk`. pccx__kern_chunk is the
+ * least rows a take of nparts threads gets (UINT32_MAX, all at once, for one thread).
  */
+#define PCCX_KERN_CHUNK_MIN 32u
 uint32_t pccx__kern_chunk(uint32_t n, unsigned nparts);
-bool pccx__kern_take(uint32_t *next, uint32_t chunk, uint32_t n, uint32_t *lo, uint32_t *hi);
+bool pccx__kern_take(uint32_t *next, uint32_t chunk, unsigned nparts, uint32_t n, uint32_t *lo,
+		     uint32_t *hi);
 
 /* All n rows, split across the pool's threads (pool may be NULL). */
 void pccx__kern_q4_gemv(struct pccx_pool *pool, enum pccx_kern_impl impl, const uint8_t *w,
@@ -260,6 +265,30 @@ void pccx__kern_q4_gemv(struct pccx_pool *pool, enum pccx_kern_impl impl, const 
 void pccx__kern_q4_gemm(struct pccx_pool *pool, enum pccx_kern_impl impl, const uint8_t *w,
 			uint64_t row_bytes, uint32_t n, const struct pccx_kern_act *a, uint32_t m,
 			float *y, size_t ldy);
+
+/*
+ * pccx__kern_q4_gemm in two halves on a pool of two or more threads (pccx__pool_start and
+ * _join): the workers start on the rows at once, and the caller, free until it joins, takes
+ * what is left of them then. *j is the caller's to keep until the join returns; a, w and y
+ * must stay as they are until then. The same bits as pccx__kern_q4_gemm.
+ */
+struct pccx_kern_q4_job {
+	enum pccx_kern_impl impl;
+	const uint8_t *w;
+	uint64_t row_bytes;
+	uint32_t n, m;
+	const struct pccx_kern_act *a;
+	float *y;
+	size_t ldy;
+	uint32_t chunk;
+	uint32_t next;		/* atomic: the first row not taken yet */
+};
+
+void pccx__kern_q4_gemm_start(struct pccx_pool *pool, struct pccx_kern_q4_job *j,
+			      enum pccx_kern_impl impl, const uint8_t *w, uint64_t row_bytes,
+			      uint32_t n, const struct pccx_kern_act *a, uint32_t m, float *y,
+			      size_t ldy);
+void pccx__kern_q4_gemm_join(struct pccx_pool *pool);
 
 /*
  * Rows idx[0 .. n) of w (any order, each at most once): y[idx[i]] = that row against a[0],

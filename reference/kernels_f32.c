@@ -92,8 +92,7 @@ static void f32_part(void *ctx, unsigned part, unsigned nparts)
 	uint32_t lo, hi, cnt;
 
 	(void)part;
-	(void)nparts;
-	while (pccx__kern_take(&j->next, j->chunk, j->n, &lo, &hi)) {
+	while (pccx__kern_take(&j->next, j->chunk, nparts, j->n, &lo, &hi)) {
 		cnt = hi - lo;
 		if (j->t)
 			pccx__kern_f32t_cols(j->impl, j->w + lo, j->row_bytes, j->k, cnt, j->x, j->xs,

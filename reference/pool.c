@@ -218,12 +218,8 @@ unsigned pccx__pool_threads(const struct pccx_pool *p)
 	return p ? p->n : 1;
 }
 
-void pccx__pool_run(struct pccx_pool *p, pccx_pool_fn fn, void *ctx)
+void pccx__pool_start(struct pccx_pool *p, pccx_pool_fn fn, void *ctx)
 {
-	if (!p || p->n == 1) {
-		fn(ctx, 0, 1);
-		return;
-	}
 	/* fn, ctx and pending are published by the release store of gen */
 	p->fn = fn;
 	p->ctx = ctx;
@@ -232,13 +228,27 @@ void pccx__pool_run(struct pccx_pool *p, pccx_pool_fn fn, void *ctx)
 	__atomic_store_n(&p->gen, gen_now(p) + 1, __ATOMIC_RELEASE);
 	pthread_cond_broadcast(&p->go);
 	pthread_mutex_unlock(&p->lock);
-	fn(ctx, 0, p->n);
+}
+
+void pccx__pool_join(struct pccx_pool *p)
+{
+	p->fn(p->ctx, 0, p->n);
 	if (spin_until(parts_done, p, 0))
 		return;
 	pthread_mutex_lock(&p->lock);
 	while (__atomic_load_n(&p->pending, __ATOMIC_ACQUIRE))
 		pthread_cond_wait(&p->done, &p->lock);
 	pthread_mutex_unlock(&p->lock);
+}
+
+void pccx__pool_run(struct pccx_pool *p, pccx_pool_fn fn, void *ctx)
+{
+	if (!p || p->n == 1) {
+		fn(ctx, 0, 1);
+		return;
+	}
+	pccx__pool_start(p, fn, ctx);
+	pccx__pool_join(p);
 }
 
 unsigned pccx__pool_ncpu(void)

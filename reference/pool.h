@@ -22,6 +22,14 @@ void pccx__pool_destroy(struct pccx_pool *p);
 unsigned pccx__pool_threads(const struct pccx_pool *p);
 /* Not reentrant: one run at a time per pool. p == NULL runs fn(ctx, 0, 1). */
 void pccx__pool_run(struct pccx_pool *p, pccx_pool_fn fn, void *ctx);
+/*
+ * pccx__pool_run in two halves, for a pool of two or more threads: _start hands parts
+ * 1 .. nparts-1 to the workers and returns at once; _join runs part 0 on the caller and returns
+ * when every part is done. In between the caller may do other work, but no other run of this
+ * pool, and fn must not depend on part 0 starting early (work taken from a shared counter).
+ */
+void pccx__pool_start(struct pccx_pool *p, pccx_pool_fn fn, void *ctx);
+void pccx__pool_join(struct pccx_pool *p);
 /* One step of a spin-wait (a pause where the CPU has one). */
 void pccx__pool_relax(void);
 /*

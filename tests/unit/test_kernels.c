@@ -661,6 +661,7 @@ static void exec_gemm_case(enum pccx_kern_impl impl, unsigned threads, uint32_t 
 		for (r = 0; r < m; r++)
 			memcpy(old + r * n, &EL(l2, dst + r * ys, 0), sizeof(float) * n);
 		ck_assert_int_eq(ops->matmul(x, &mm), 0);
+		l2 = pccx__ref_exec_l2(x);	/* waits for a matmul still running */
 		for (r = 0; r < m; r++) {
 			pccx__q8_quantize(&EL(l2, src + r * xs, 0), k, q8, sx);
 			for (j = 0; j < n; j++) {

@@ -542,6 +542,104 @@ static void sparse_weights(uint8_t *w, uint64_t rb, uint64_t *s)
 	}
 }
 
+/*
+ * A Q4 matmul on two threads runs behind the caller's back until an op needs it: each op that
+ * reads or writes its outputs, or S after a findemax, must see it done, and one that writes
+ * its input may go ahead. The same ops on one thread (every op in order) and on two leave the
+ * same L2, S and host buffer, bit for bit, for each such order: a pending GEMV's output read
+ * (copy, store, vector CVO), overwritten (copy, load), accumulated into (accm), its S read
+ * (SCALE) and overwritten (a reduction); and its input overwritten while it runs.
+ */
+static void async_program(unsigned threads, const uint8_t *w, uint64_t wbytes, float *kv,
+			  float *l2_out, float *s_out)
+{
+	struct pccx_npu_matmul mm = { .src = 10, .n = SP_N, .k = SP_K, .m = 1,
+				      .fmt = PCCX_WFMT_Q4, .w = { PCCX_NPU_BUF_WEIGHTS, 0, -1, 0 } };
+	const size_t l2_elems = (size_t)PCCX_L2_WORDS * PCCX_L2_ELEMS_PER_WORD;
+	struct npu n;
+	uint64_t s = 99;
+	pccx_diag d;
+	size_t i;
+
+	memset(&n, 0, sizeof(n));
+	ck_assert_int_eq(pccx__ref_exec_create(&n.x, threads, PCCX_KERN_AUTO, &d), 0);
+	n.ops = pccx__ref_exec_ops();
+	n.l2 = pccx__ref_exec_l2(n.x);
+	for (i = 0; i < l2_elems; i++)
+		n.l2[i] = (float)((int)(lcg(&s) % 2001) - 1000) / 113.0f;
+	ck_assert_int_eq(n.ops->bind(n.x, PCCX_NPU_BUF_WEIGHTS, (void *)w, wbytes, false), 0);
+	ck_assert_int_eq(n.ops->bind(n.x, PCCX_NPU_BUF_KV, kv, 4096 * sizeof(float), true), 0);
+
+	mm.dst = 20000;
+	mm.findemax = true;
+	ck_assert_int_eq(n.ops->matmul(n.x, &mm), 0);
+	ck_assert_int_eq(cvo(&n, PCCX_CVO_SCALE, 0, 30000, 31000, 2048), 0);	/* reads S */
+	mm.findemax = false;
+	mm.dst = 22000;
+	mm.accm = true;
+	ck_assert_int_eq(n.ops->matmul(n.x, &mm), 0);
+	ck_assert_int_eq(n.ops->copy(n.x, 40000, 22000 + 300, 100), 0);	/* reads its output */
+	mm.accm = false;
+	mm.dst = 24000;
+	ck_assert_int_eq(n.ops->matmul(n.x, &mm), 0);
+	ck_assert_int_eq(n.ops->copy(n.x, 24000 + 7, 41000, 50), 0);	/* writes its output */
+	mm.src = 24000;
+	mm.dst = 26000;
+	ck_assert_int_eq(n.ops->matmul(n.x, &mm), 0);
+	ck_assert_int_eq(cvo(&n, PCCX_CVO_ADD, 0, 30000, 32000, 2048), 0);	/* neither */
+	ck_assert_int_eq(n.ops->copy(n.x, 24000, 42000, 512), 0);	/* writes its input */
+	ck_assert_int_eq(cvo(&n, PCCX_CVO_MUL, 0, 26000 + 1000, 33000, 64), 0);	/* reads */
+	mm.src = 10;
+	mm.dst = 28000;
+	ck_assert_int_eq(n.ops->matmul(n.x, &mm), 0);
+	ck_assert_int_eq(n.ops->store(n.x, PCCX_NPU_BUF_KV, 0, 28000 + 1000, 4096), 0);
+	mm.dst = 34000;
+	ck_assert_int_eq(n.ops->matmul(n.x, &mm), 0);
+	ck_assert_int_eq(n.ops->load(n.x, 34000 + 512, PCCX_NPU_BUF_KV, 64, 256), 0);
+	mm.dst = 36000;
+	mm.findemax = true;
+	ck_assert_int_eq(n.ops->matmul(n.x, &mm), 0);
+	ck_assert_int_eq(cvo(&n, PCCX_CVO_SUM, 0, 30000, 38000, 64), 0);	/* writes S */
+	mm.findemax = false;
+	mm.dst = 39000;
+	ck_assert_int_eq(n.ops->matmul(n.x, &mm), 0);
+	ck_assert_int_eq(n.ops->end(n.x), 0);
+	memcpy(l2_out, pccx__ref_exec_l2(n.x), l2_elems * sizeof(float));
+	*s_out = pccx__ref_exec_sreg(n.x);
+	pccx__ref_exec_free(n.x);
+}
+
+START_TEST(test_exec_async_matmul_order)
+{
+	const struct pccx_wshape ws = { SP_N, SP_K, PCCX_WFMT_Q4, true };
+	const uint64_t rb = pccx__wstream_row_bytes(&ws), wbytes = rb * SP_N;
+	const size_t l2_elems = (size_t)PCCX_L2_WORDS * PCCX_L2_ELEMS_PER_WORD;
+	uint8_t *w = malloc(wbytes);
+	float *l2[2] = { malloc(l2_elems * sizeof(float)), malloc(l2_elems * sizeof(float)) };
+	float *kv[2] = { calloc(4096, sizeof(float)), calloc(4096, sizeof(float)) };
+	float sreg[2];
+	uint64_t s = 7;
+	size_t i;
+
+	ck_assert(w && l2[0] && l2[1] && kv[0] && kv[1]);
+	sparse_weights(w, rb, &s);
+	async_program(1, w, wbytes, kv[0], l2[0], &sreg[0]);
+	async_program(2, w, wbytes, kv[1], l2[1], &sreg[1]);
+	for (i = 0; i < l2_elems; i++)
+		ck_assert_msg(pccx_f32_bits(l2[0][i]) == pccx_f32_bits(l2[1][i]),
+			      "L2 word %zu element %zu: 0x%08x on one thread, 0x%08x on two",
+			      i / PCCX_L2_ELEMS_PER_WORD, i % PCCX_L2_ELEMS_PER_WORD,
+			      pccx_f32_bits(l2[0][i]), pccx_f32_bits(l2[1][i]));
+	ck_assert_uint_eq(pccx_f32_bits(sreg[0]), pccx_f32_bits(sreg[1]));
+	ck_assert_mem_eq(kv[0], kv[1], 4096 * sizeof(float));
+	free(w);
+	for (i = 0; i < 2; i++) {
+		free(l2[i]);
+		free(kv[i]);
+	}
+}
+END_TEST
+
 /* The dense GEMV of L2 word src against w, on the _ref kernel, one thread. */
 static void sparse_dense(const uint8_t *w, uint64_t wbytes, const float *xin, float *y)
 {
@@ -1932,6 +2030,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_exec_gemv_q4);
 	tcase_add_test(tc, test_exec_gemv_rowmask);
 	tcase_add_test(tc, test_exec_sparse_gemv_threads);
+	tcase_add_test(tc, test_exec_async_matmul_order);
 	tcase_add_test(tc, test_rowmask_matches_dense);
 	tcase_add_test(tc, test_colskip_matches_dense);
 	tcase_add_test(tc, test_exec_gemm_f32_and_f32t);
