@@ -413,11 +413,12 @@ static void q4c_port(struct q4c_job *j, unsigned p)
 				q4c_prefetch(x, base + ahead * bb, cb, bb, ahead);
 		for (c = 0; c < PCCX_Q4_BLOCK; c++)
 			if (q[c]) {
-				pccx__kern_q4c_column(base + b * bb + c * cb, rows, q[c], sum);
+				pccx__kern_q4c_column(x->impl, base + b * bb + c * cb, rows, q[c],
+						      sum);
 				bytes += cb;
 			}
-		pccx__kern_q4c_block_end(base + b * bb + PCCX_Q4_BLOCK * cb, rows, x->sx[b], sum,
-					 x->y + first);
+		pccx__kern_q4c_block_end(x->impl, base + b * bb + PCCX_Q4_BLOCK * cb, rows,
+					 x->sx[b], sum, x->y + first);
 		bytes += bb - PCCX_Q4_BLOCK * cb;
 	}
 	j->bytes[p] = bytes;

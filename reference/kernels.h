@@ -221,12 +221,14 @@ bool pccx__kern_sfu_avx512(enum pccx_sfu_fn fn, unsigned flags, float S, const f
 			   float *dst, size_t n);
 
 /*
- * A GEMV on q4c weights: pccx__q4c_column and pccx__q4c_block_end with AVX2 where the CPU has
- * it; the same INT32 sums, and accumulators that store as the same bits (kernels_q4c.c).
+ * A GEMV on q4c weights: pccx__q4c_column and pccx__q4c_block_end on the vectors of `impl`
+ * (resolved as for the Q4 kernels: AVX-512, AVX2 with F16C, or isa/num's scalar steps); the
+ * same INT32 sums, and accumulators that store as the same bits (kernels_q4c.c).
  */
-void pccx__kern_q4c_column(const uint8_t *col, size_t rows, int32_t x, int32_t *sum);
-void pccx__kern_q4c_block_end(const uint8_t *scales, size_t rows, float sx, int32_t *sum,
-			      float *acc);
+void pccx__kern_q4c_column(enum pccx_kern_impl impl, const uint8_t *col, size_t rows, int32_t x,
+			   int32_t *sum);
+void pccx__kern_q4c_block_end(enum pccx_kern_impl impl, const uint8_t *scales, size_t rows,
+			      float sx, int32_t *sum, float *acc);
 
 /* out[i] = pccx__out_store(y[i], accm, out[i]) for i < n (the GEMV/GEMM output stage). */
 void pccx__kern_out_store(const float *y, float *out, size_t n, bool accm);

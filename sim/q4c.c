@@ -82,9 +82,9 @@ struct sim_q4c_batch {
 static void q4c_op_run(const struct q4c_op *o, uint32_t rows, int32_t *isum, float *acc)
 {
 	if (!o->end)
-		pccx__kern_q4c_column(o->rec, rows, o->x, isum);
+		pccx__kern_q4c_column(PCCX_KERN_AUTO, o->rec, rows, o->x, isum);
 	else
-		pccx__kern_q4c_block_end(o->rec, rows, o->sx, isum, acc);
+		pccx__kern_q4c_block_end(PCCX_KERN_AUTO, o->rec, rows, o->sx, isum, acc);
 }
 
 static void q4c_batch_run(void *arg)

@@ -460,8 +460,9 @@ END_TEST
 
 /*
  * The q4c GEMV's kernels give isa/num's INT32 sums and, once stored (NaN canonical), its
- * accumulators: every row count up to 100 (vector bodies and scalar tails, odd counts), all
- * INT8 inputs, random scale bits (NaN, Inf, subnormal FP16) and wild activation scales.
+ * accumulators, on every kernel this CPU runs: every row count up to 100 (vector bodies of 32
+ * and 16 rows, scalar tails, odd counts), all INT8 inputs, random scale bits (NaN, Inf,
+ * subnormal FP16) and wild activation scales.
  */
 START_TEST(test_q4c_bit_identical)
 {
@@ -469,33 +470,43 @@ START_TEST(test_q4c_bit_identical)
 	int32_t s0[100], s1[100];
 	float a0[100], a1[100];
 	uint64_t s = 12;
-	unsigned rows, it, i;
+	unsigned rows, it, i, impl;
 
-	for (rows = 0; rows <= 100; rows++)
-		for (it = 0; it < 20; it++) {
-			int32_t x = (int32_t)(lcg(&s) % 255) - 127;
-			float sx = it % 4 ? (float)(lcg(&s) % 1000) / 997.0f : wild_float(&s);
+	for (impl = PCCX_KERN_REF; impl < PCCX_KERN_NIMPL; impl++) {
+		const enum pccx_kern_impl k = (enum pccx_kern_impl)impl;
 
-			for (i = 0; i < sizeof(col); i++)
-				col[i] = (uint8_t)lcg(&s);
-			for (i = 0; i < sizeof(sc); i++)
-				sc[i] = (uint8_t)lcg(&s);
-			for (i = 0; i < 100; i++) {
-				s0[i] = s1[i] = (int32_t)(lcg(&s) % 2001) - 1000;
-				a0[i] = a1[i] = wild_float(&s);
+		if (!pccx__kern_supported(k))
+			continue;
+		for (rows = 0; rows <= 100; rows++)
+			for (it = 0; it < 20; it++) {
+				int32_t x = (int32_t)(lcg(&s) % 255) - 127;
+				float sx = it % 4 ? (float)(lcg(&s) % 1000) / 997.0f
+						  : wild_float(&s);
+
+				for (i = 0; i < sizeof(col); i++)
+					col[i] = (uint8_t)lcg(&s);
+				for (i = 0; i < sizeof(sc); i++)
+					sc[i] = (uint8_t)lcg(&s);
+				for (i = 0; i < 100; i++) {
+					s0[i] = s1[i] = (int32_t)(lcg(&s) % 2001) - 1000;
+					a0[i] = a1[i] = wild_float(&s);
+				}
+				pccx__q4c_column(col, rows, x, s0);
+				pccx__kern_q4c_column(k, col, rows, x, s1);
+				ck_assert_msg(!memcmp(s0, s1, sizeof(s0)), "%s column: rows %u",
+					      pccx__kern_name(k), rows);
+				pccx__q4c_block_end(sc, rows, sx, s0, a0);
+				pccx__kern_q4c_block_end(k, sc, rows, sx, s1, a1);
+				ck_assert_msg(!memcmp(s0, s1, sizeof(s0)), "%s block end sums: rows %u",
+					      pccx__kern_name(k), rows);
+				for (i = 0; i < 100; i++)
+					ck_assert_msg(pccx_f32_bits(pccx_f32_store(a0[i])) ==
+						      pccx_f32_bits(pccx_f32_store(a1[i])),
+						      "%s rows %u row %u: 0x%08x vs 0x%08x",
+						      pccx__kern_name(k), rows, i,
+						      pccx_f32_bits(a0[i]), pccx_f32_bits(a1[i]));
 			}
-			pccx__q4c_column(col, rows, x, s0);
-			pccx__kern_q4c_column(col, rows, x, s1);
-			ck_assert_msg(!memcmp(s0, s1, sizeof(s0)), "column: rows %u", rows);
-			pccx__q4c_block_end(sc, rows, sx, s0, a0);
-			pccx__kern_q4c_block_end(sc, rows, sx, s1, a1);
-			ck_assert_msg(!memcmp(s0, s1, sizeof(s0)), "block end sums: rows %u", rows);
-			for (i = 0; i < 100; i++)
-				ck_assert_msg(pccx_f32_bits(pccx_f32_store(a0[i])) ==
-					      pccx_f32_bits(pccx_f32_store(a1[i])),
-					      "rows %u row %u: 0x%08x vs 0x%08x", rows, i,
-					      pccx_f32_bits(a0[i]), pccx_f32_bits(a1[i]));
-		}
+	}
 }
 END_TEST
 
