@@ -79,6 +79,8 @@ struct pccx_ref_exec {
 		struct pccx_kern_q4_job job;
 		struct pccx_npu_matmul mm;
 		struct pccx_l2_range wr;	/* its outputs in L2, written when it is joined */
+		const uint8_t *w;		/* the host bytes it streams until it is joined */
+		uint64_t wbytes;
 	} pend;
 };
 
@@ -180,10 +182,10 @@ static bool overlap(struct pccx_l2_range a, struct pccx_l2_range b)
 
 /*
  * Before an instruction with effects fx runs: join the pending matmul if the instruction reads
- * or writes the words it will write, or S when it finds a max. Its input was quantised when
- * it started, so later writes there are free to go ahead: on the device, too, an instruction
- * waits only for the ranges of those in flight (docs/isa.md), and an op that waits for
- * nothing here computes what it would have after the matmul.
+ * or writes the words it will write, or S when it finds a max (the device's interlocks on L2
+ * and S, docs/isa.md). Its input was quantised when it started, so later writes there are free
+ * to go ahead, and an op that waits for nothing here computes what it would have after the
+ * matmul. Host memory is the other dependency: see settle_host.
  */
 static void settle(struct pccx_ref_exec *x, const struct pccx_effects *fx)
 {
@@ -191,6 +193,20 @@ static void settle(struct pccx_ref_exec *x, const struct pccx_effects *fx)
 	    (overlap(fx->rd[0], x->pend.wr) || overlap(fx->rd[1], x->pend.wr) ||
 	     overlap(fx->wr, x->pend.wr) ||
 	     (x->pend.mm.findemax && (fx->reads_s || fx->writes_s))))
+		join(x);
+}
+
+/*
+ * Before n bytes at host address at are written (a MEMCPY to the host): join the pending
+ * matmul if it streams any of them, since in program order it read them before (docs/isa.md,
+ * host memory: the engine holds such a MEMCPY until the stream's reads are done). Compared as
+ * addresses, so two bindings of the same memory are one.
+ */
+static void settle_host(struct pccx_ref_exec *x, const uint8_t *at, uint64_t n)
+{
+	uintptr_t a = (uintptr_t)at, w = (uintptr_t)x->pend.w;
+
+	if (x->pend.on && a < w + x->pend.wbytes && w < a + n)
 		join(x);
 }
 
@@ -587,6 +603,8 @@ static int op_matmul(void *ctx, const struct pccx_npu_matmul *mm)
 	if (x->pend.on) {
 		x->pend.mm = *mm;
 		x->pend.wr = fx.wr;
+		x->pend.w = w;
+		x->pend.wbytes = bytes;
 		return PCCX_OK;
 	}
 	matmul_store(x, mm);
@@ -727,10 +745,12 @@ static int xfer(struct pccx_ref_exec *x, const char *what, bool to_host, uint32_
 		if (rc)
 			break;
 		settle(x, &fx);
-		if (to_host)
+		if (to_host) {
+			settle_host(x, x->buf[buf].base + off, cb);
 			memcpy(x->buf[buf].base + off, word(x, at), cb);
-		else
+		} else {
 			memcpy(word(x, at), x->buf[buf].base + off, cb);
+		}
 		at += chunk;
 		off += cb;
 		n -= chunk * PCCX_L2_ELEMS_PER_WORD;

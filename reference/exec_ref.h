@@ -51,7 +51,12 @@ void pccx__ref_exec_on_stage(struct pccx_ref_exec *x, pccx_ref_stage_fn fn, void
 const char *pccx__ref_exec_error(const struct pccx_ref_exec *x);
 const struct pccx_ref_counters *pccx__ref_exec_counters(const struct pccx_ref_exec *x);
 void pccx__ref_exec_reset_counters(struct pccx_ref_exec *x);
-/* Direct access for tests: L2 (PCCX_L2_WORDS * 4 FP32) and the scalar register. */
+/*
+ * Direct access to L2 (PCCX_L2_WORDS * 4 FP32) and the scalar register, once every op issued
+ * so far is done: with two or more threads a Q4 matmul may still be running when its op
+ * returns (docs/reference.md §9), and these wait for it. What the pointer shows after a later
+ * op is only sure once it is asked for again.
+ */
 float *pccx__ref_exec_l2(struct pccx_ref_exec *x);
 float pccx__ref_exec_sreg(struct pccx_ref_exec *x);
 unsigned pccx__ref_exec_threads(const struct pccx_ref_exec *x);

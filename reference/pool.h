@@ -30,6 +30,7 @@ void pccx__pool_run(struct pccx_pool *p, pccx_pool_fn fn, void *ctx);
  */
 void pccx__pool_start(struct pccx_pool *p, pccx_pool_fn fn, void *ctx);
 void pccx__pool_join(struct pccx_pool *p);
+/* (pccx__pool_destroy after a _start without its _join: the workers skip their parts.) */
 /* One step of a spin-wait (a pause where the CPU has one). */
 void pccx__pool_relax(void);
 /*

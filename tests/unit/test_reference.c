@@ -548,9 +548,11 @@ static void sparse_weights(uint8_t *w, uint64_t rb, uint64_t *s)
  * its input may go ahead. The same ops on one thread (every op in order) and on two leave the
  * same L2, S and host buffer, bit for bit, for each such order: a pending GEMV's output read
  * (copy, store, vector CVO), overwritten (copy, load), accumulated into (accm), its S read
- * (SCALE) and overwritten (a reduction); and its input overwritten while it runs.
+ * (SCALE) and overwritten (a reduction); its input overwritten while it runs; and the host
+ * bytes it streams overwritten by a store (weights in a buffer the device writes, kv, which
+ * starts as a copy of w).
  */
-static void async_program(unsigned threads, const uint8_t *w, uint64_t wbytes, float *kv,
+static void async_program(unsigned threads, const uint8_t *w, uint64_t wbytes, uint8_t *kv,
 			  float *l2_out, float *s_out)
 {
 	struct pccx_npu_matmul mm = { .src = 10, .n = SP_N, .k = SP_K, .m = 1,
@@ -568,7 +570,7 @@ static void async_program(unsigned threads, const uint8_t *w, uint64_t wbytes, f
 	for (i = 0; i < l2_elems; i++)
 		n.l2[i] = (float)((int)(lcg(&s) % 2001) - 1000) / 113.0f;
 	ck_assert_int_eq(n.ops->bind(n.x, PCCX_NPU_BUF_WEIGHTS, (void *)w, wbytes, false), 0);
-	ck_assert_int_eq(n.ops->bind(n.x, PCCX_NPU_BUF_KV, kv, 4096 * sizeof(float), true), 0);
+	ck_assert_int_eq(n.ops->bind(n.x, PCCX_NPU_BUF_KV, kv, wbytes, true), 0);
 
 	mm.dst = 20000;
 	mm.findemax = true;
@@ -603,6 +605,14 @@ static void async_program(unsigned threads, const uint8_t *w, uint64_t wbytes, f
 	mm.findemax = false;
 	mm.dst = 39000;
 	ck_assert_int_eq(n.ops->matmul(n.x, &mm), 0);
+	/* a store over the weights a GEMV streams, at rows its workers have not reached yet */
+	mm.w.buf = PCCX_NPU_BUF_KV;
+	mm.dst = 44000;
+	ck_assert_int_eq(n.ops->matmul(n.x, &mm), 0);
+	ck_assert_int_eq(n.ops->store(n.x, PCCX_NPU_BUF_KV, wbytes - (64u << 10), 50000,
+				      16384), 0);
+	mm.dst = 46000;
+	ck_assert_int_eq(n.ops->matmul(n.x, &mm), 0);
 	ck_assert_int_eq(n.ops->end(n.x), 0);
 	memcpy(l2_out, pccx__ref_exec_l2(n.x), l2_elems * sizeof(float));
 	*s_out = pccx__ref_exec_sreg(n.x);
@@ -616,13 +626,15 @@ START_TEST(test_exec_async_matmul_order)
 	const size_t l2_elems = (size_t)PCCX_L2_WORDS * PCCX_L2_ELEMS_PER_WORD;
 	uint8_t *w = malloc(wbytes);
 	float *l2[2] = { malloc(l2_elems * sizeof(float)), malloc(l2_elems * sizeof(float)) };
-	float *kv[2] = { calloc(4096, sizeof(float)), calloc(4096, sizeof(float)) };
+	uint8_t *kv[2] = { malloc(wbytes), malloc(wbytes) };
 	float sreg[2];
 	uint64_t s = 7;
 	size_t i;
 
 	ck_assert(w && l2[0] && l2[1] && kv[0] && kv[1]);
 	sparse_weights(w, rb, &s);
+	memcpy(kv[0], w, wbytes);
+	memcpy(kv[1], w, wbytes);
 	async_program(1, w, wbytes, kv[0], l2[0], &sreg[0]);
 	async_program(2, w, wbytes, kv[1], l2[1], &sreg[1]);
 	for (i = 0; i < l2_elems; i++)
@@ -631,7 +643,7 @@ START_TEST(test_exec_async_matmul_order)
 			      i / PCCX_L2_ELEMS_PER_WORD, i % PCCX_L2_ELEMS_PER_WORD,
 			      pccx_f32_bits(l2[0][i]), pccx_f32_bits(l2[1][i]));
 	ck_assert_uint_eq(pccx_f32_bits(sreg[0]), pccx_f32_bits(sreg[1]));
-	ck_assert_mem_eq(kv[0], kv[1], 4096 * sizeof(float));
+	ck_assert_mem_eq(kv[0], kv[1], wbytes);
 	free(w);
 	for (i = 0; i < 2; i++) {
 		free(l2[i]);
