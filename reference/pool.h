@@ -45,6 +45,12 @@ int pccx__thread_start(pthread_t *tid, void *(*fn)(void *), void *arg);
 #endif
 /* Online CPUs (>= 1). */
 unsigned pccx__pool_ncpu(void);
+/*
+ * Threads runnable on the machine at this instant, the caller included (/proc/loadavg's
+ * fourth field); 0 when unknown. The load average itself cannot tell other work from this
+ * process's own recent runs.
+ */
+unsigned pccx__pool_runnable(void);
 
 /* The contiguous share [*lo, *hi) of n items for `part` of `nparts`, in units of `align`. */
 void pccx__pool_split(unsigned long long n, unsigned align, unsigned part, unsigned nparts,

@@ -176,26 +176,16 @@ static void *worker(void *arg)
 }
 
 /*
- * Whether a CPU is spare for the worker: fewer threads runnable right now (this one included,
- * /proc/loadavg's fourth field) than CPUs. On a machine whose other CPU is busy the worker
- * would only take turns with the simulator on one (measured with one other CPU-bound process
- * on two CPUs: 0.35-0.46 s per E4B step against 0.26 s on one thread). The load average
- * itself cannot tell other work from this process's own recent runs.
+ * Whether a CPU is spare for the worker: fewer threads runnable right now (this one included)
+ * than CPUs, or nothing known. On a machine whose other CPU is busy the worker would only take
+ * turns with the simulator on one (measured with one other CPU-bound process on two CPUs:
+ * 0.35-0.46 s per E4B step against 0.26 s on one thread).
  */
 static bool cpu_spare(void)
 {
-	unsigned ncpu = pccx__pool_ncpu(), run = 0;
-	FILE *f;
+	unsigned ncpu = pccx__pool_ncpu();
 
-	if (ncpu < 2)
-		return false;
-	f = fopen("/proc/loadavg", "r");
-	if (!f)
-		return true;
-	if (fscanf(f, "%*f %*f %*f %u", &run) != 1)
-		run = 0;
-	fclose(f);
-	return run < ncpu;
+	return ncpu >= 2 && pccx__pool_runnable() < ncpu;
 }
 
 /* A CPU found busy is looked at again this much later (ns). */

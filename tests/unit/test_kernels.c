@@ -253,6 +253,30 @@ START_TEST(test_pool_threads_block_signals)
 }
 END_TEST
 
+/*
+ * pccx__pool_start and _join run every part once, the caller's part 0 at the join; and the
+ * count of runnable threads the pool's spin follows counts at least the caller (it is
+ * running) where the kernel reports it.
+ */
+START_TEST(test_pool_start_join_and_runnable)
+{
+	unsigned parts = 0;
+	struct pccx_pool *p;
+	pccx_diag d;
+	FILE *f = fopen("/proc/loadavg", "r");
+
+	ck_assert_int_eq(pccx__pool_create(&p, 3, &d), 0);
+	pccx__pool_start(p, count_part, &parts);
+	pccx__pool_join(p);
+	ck_assert_uint_eq(parts, 7);
+	pccx__pool_destroy(p);
+	if (f) {
+		fclose(f);
+		ck_assert_uint_ge(pccx__pool_runnable(), 1);
+	}
+}
+END_TEST
+
 /* Splitting rows across threads changes no byte, for the GEMV and the GEMM. */
 START_TEST(test_threads_bit_identical)
 {
@@ -724,6 +748,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_gemm_is_m_gemvs);
 	tcase_add_test(tc, test_threads_bit_identical);
 	tcase_add_test(tc, test_pool_threads_block_signals);
+	tcase_add_test(tc, test_pool_start_join_and_runnable);
 	tcase_add_test(tc, test_names_and_support);
 	tcase_add_test(tc, test_exec_q4_gemm);
 	tcase_add_test(tc, test_sfu_vector_bit_identical);
