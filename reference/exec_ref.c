@@ -142,7 +142,6 @@ static int check_insn(struct pccx_ref_exec *x, const char *what, struct pccx_ins
 /* A matmul behind the caller's back.                                                    */
 
 static float *word(struct pccx_ref_exec *x, uint32_t w);
-static void matmul_done(struct pccx_ref_exec *x, const uint8_t *w, uint64_t bytes);
 
 /* y (the kernel's output rows) into L2 at the matmul's destination, and its max into S. */
 static void matmul_store(struct pccx_ref_exec *x, const struct pccx_npu_matmul *mm)

@@ -209,9 +209,8 @@ struct pccx_kern_q4 pccx__kern_q4_of(enum pccx_kern_impl impl)
 	return k;
 }
 
-uint32_t pccx__kern_chunk(uint32_t n, unsigned nparts)
+uint32_t pccx__kern_chunk(unsigned nparts)
 {
-	(void)n;
 	return nparts > 1 ? PCCX_KERN_CHUNK_MIN : UINT32_MAX;
 }
 
@@ -252,7 +251,7 @@ static void run(struct pccx_pool *pool, struct pccx_kern_q4_job *j)
 {
 	if ((uint64_t)j->n * j->a->k * j->m < MT_MIN_MACS)
 		pool = NULL;
-	j->chunk = pccx__kern_chunk(j->n, pccx__pool_threads(pool));
+	j->chunk = pccx__kern_chunk(pccx__pool_threads(pool));
 	j->next = 0;
 	pccx__pool_run(pool, job_part, j);
 }
@@ -322,7 +321,7 @@ void pccx__kern_q4_gemv_gather(struct pccx_pool *pool, enum pccx_kern_impl impl,
 
 	if ((uint64_t)n * a->k < MT_MIN_MACS)
 		pool = NULL;
-	j.chunk = pccx__kern_chunk(n, pccx__pool_threads(pool));
+	j.chunk = pccx__kern_chunk(pccx__pool_threads(pool));
 	pccx__pool_run(pool, gather_part, &j);
 }
 
@@ -342,7 +341,7 @@ void pccx__kern_q4_gemm_start(struct pccx_pool *pool, struct pccx_kern_q4_job *j
 			      size_t ldy)
 {
 	*j = (struct pccx_kern_q4_job){ pccx__kern_resolve(impl), w, row_bytes, n, m, a, y, ldy,
-					pccx__kern_chunk(n, pccx__pool_threads(pool)), 0 };
+					pccx__kern_chunk(pccx__pool_threads(pool)), 0 };
 	pccx__pool_start(pool, job_part, j);
 }
 

@@ -256,7 +256,7 @@ const char *pccx__kern_name(enum pccx_kern_impl impl);
  * least rows a take of nparts threads gets (UINT32_MAX, all at once, for one thread).
  */
 #define PCCX_KERN_CHUNK_MIN 32u
-uint32_t pccx__kern_chunk(uint32_t n, unsigned nparts);
+uint32_t pccx__kern_chunk(unsigned nparts);
 bool pccx__kern_take(uint32_t *next, uint32_t chunk, unsigned nparts, uint32_t n, uint32_t *lo,
 		     uint32_t *hi);
 

@@ -110,7 +110,7 @@ static void f32_run(struct pccx_pool *pool, struct f32_job *j)
 {
 	if ((uint64_t)j->n * j->k * j->m < MT_MIN_MACS)
 		pool = NULL;
-	j->chunk = pccx__kern_chunk(j->n, pccx__pool_threads(pool));
+	j->chunk = pccx__kern_chunk(pccx__pool_threads(pool));
 	j->next = 0;
 	pccx__pool_run(pool, f32_part, j);
 }
