@@ -703,18 +703,53 @@ int pccx_sampler_sample(pccx_sampler *s, const float *logits, size_t n_logits,
 /* ------------------------------------------------------------------------------------------ */
 /* Reference path: the definition, step by step, over a full sort */
 
-struct naive_ent {
-	float l;
-	int32_t id;
-};
-
-static int naive_rank_cmp(const void *pa, const void *pb)
+/*
+ * The full sort's key: the logit descending, then the id ascending, as one unsigned number.
+ * Equal logits (+0 and -0 among them) give equal high halves.
+ */
+static uint64_t naive_rank_key(float l, int32_t id)
 {
-	const struct naive_ent *a = pa, *b = pb;
+	uint32_t b;
 
-	if (a->l != b->l)
-		return a->l > b->l ? -1 : 1;
-	return (a->id > b->id) - (a->id < b->id);
+	if (l == 0.0f)
+		l = 0.0f;
+	memcpy(&b, &l, sizeof(b));
+	b = b & 0x80000000u ? ~b : b | 0x80000000u;	/* ascending with the float */
+	return (uint64_t)~b << 32 | (uint32_t)id;
+}
+
+static int32_t naive_rank_id(uint64_t key)
+{
+	return (int32_t)(uint32_t)key;
+}
+
+/*
+ * Keys ascending: a stable sort by the high half, a byte at a time from the lowest (LSD radix).
+ * The keys come in id order, so equal logits stay in ascending id order. A comparison sort of
+ * the vocabulary took about 40 ms, the test suite's largest single cost.
+ */
+static void naive_rank_sort(uint64_t *key, uint64_t *tmp, size_t n)
+{
+	uint64_t *src = key, *dst = tmp, *t;
+	size_t count[256], i, sum, c;
+	unsigned shift;
+
+	for (shift = 32; shift < 64; shift += 8) {
+		memset(count, 0, sizeof(count));
+		for (i = 0; i < n; i++)
+			count[(src[i] >> shift) & 0xff]++;
+		for (i = 0, sum = 0; i < 256; i++) {
+			c = count[i];
+			count[i] = sum;
+			sum += c;
+		}
+		for (i = 0; i < n; i++)
+			dst[count[(src[i] >> shift) & 0xff]++] = src[i];
+		t = src;
+		src = dst;
+		dst = t;
+	}
+	/* four passes: the sorted keys are back in key[] */
 }
 
 void pccx__sampler_naive_free(pccx_sampler_naive *nv)
@@ -731,7 +766,7 @@ int pccx__sampler_naive_distribution(const pccx_sampler_config *cfg, const float
 				     size_t n, const int32_t *history, size_t n_history,
 				     pccx_sampler_naive *out, pccx_diag *d)
 {
-	struct naive_ent *e = NULL;
+	uint64_t *e = NULL, *etmp = NULL;
 	float *l = NULL;
 	int32_t *win = NULL;
 	ptrdiff_t *rank = NULL;
@@ -747,11 +782,12 @@ int pccx__sampler_naive_distribution(const pccx_sampler_config *cfg, const float
 		return pccx__fail(d, PCCX_ERR_RANGE, "sampler: vocabulary size %zu", n);
 	l = malloc(n * sizeof(*l));
 	e = malloc(n * sizeof(*e));
+	etmp = malloc(n * sizeof(*etmp));
 	rank = malloc(n * sizeof(*rank));
 	out->ids = malloc(n * sizeof(*out->ids));
 	out->weights = malloc(n * sizeof(*out->weights));
 	out->probs = malloc(n * sizeof(*out->probs));
-	if (!l || !e || !rank || !out->ids || !out->weights || !out->probs) {
+	if (!l || !e || !etmp || !rank || !out->ids || !out->weights || !out->probs) {
 		rc = pccx__fail(d, PCCX_ERR_NOMEM, "sampler: out of memory");
 		goto fail;
 	}
@@ -799,19 +835,17 @@ int pccx__sampler_naive_distribution(const pccx_sampler_config *cfg, const float
 	}
 
 	/* 3. Rank order over the whole vocabulary. */
-	for (i = 0; i < n; i++) {
-		e[i].l = l[i];
-		e[i].id = (int32_t)i;
-	}
-	qsort(e, n, sizeof(*e), naive_rank_cmp);
-	if (e[0].l == -INFINITY) {
+	for (i = 0; i < n; i++)
+		e[i] = naive_rank_key(l[i], (int32_t)i);
+	naive_rank_sort(e, etmp, n);
+	if (l[naive_rank_id(e[0])] == -INFINITY) {
 		rc = fail_no_finite(d, n);
 		goto fail;
 	}
 
 	/* T == 0: the first entry of the rank order. */
 	if (cfg->temperature == 0.0f) {
-		out->ids[0] = e[0].id;
+		out->ids[0] = naive_rank_id(e[0]);
 		out->weights[0] = 1.0;
 		out->probs[0] = 1.0;
 		out->dist.n = 1;
@@ -826,13 +860,13 @@ int pccx__sampler_naive_distribution(const pccx_sampler_config *cfg, const float
 
 	/* 5. Tempered weights relative to the best, normaliser S in ascending id order. */
 	tau = 1.0 / (double)cfg->temperature;
-	m = (double)e[0].l * tau;
+	m = (double)l[naive_rank_id(e[0])] * tau;
 	for (r = 0; r < k; r++)
-		out->weights[r] = pccx__sampler_exp((double)e[r].l * tau - m);
+		out->weights[r] = pccx__sampler_exp((double)l[naive_rank_id(e[r])] * tau - m);
 	for (i = 0; i < n; i++)
 		rank[i] = -1;
 	for (r = 0; r < k; r++)
-		rank[e[r].id] = (ptrdiff_t)r;
+		rank[naive_rank_id(e[r])] = (ptrdiff_t)r;
 	S = 0.0;
 	for (i = 0; i < n; i++)
 		if (rank[i] >= 0)
@@ -868,7 +902,7 @@ int pccx__sampler_naive_distribution(const pccx_sampler_config *cfg, const float
 	for (r = 0; r < kept; r++)
 		total += out->weights[r];
 	for (r = 0; r < kept; r++) {
-		out->ids[r] = e[r].id;
+		out->ids[r] = naive_rank_id(e[r]);
 		out->probs[r] = out->weights[r] / total;
 	}
 	out->dist.n = kept;
@@ -879,12 +913,14 @@ done:
 	out->dist.probs = out->probs;
 	free(l);
 	free(e);
+	free(etmp);
 	free(rank);
 	free(win);
 	return PCCX_OK;
 fail:
 	free(l);
 	free(e);
+	free(etmp);
 	free(rank);
 	free(win);
 	pccx__sampler_naive_free(out);
