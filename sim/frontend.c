@@ -139,6 +139,11 @@ void pccx__sim_retire(struct pccx_sim *s, struct sim_op *op)
 {
 	/* before anything later can run: the op's results are in L2 and nothing after it
 	 * that conflicts with its ranges has started (the interlocks wait for this retire) */
+	if (s->flip_armed && op->index >= s->flip_index && op->in.opcode == PCCX_OP_GEMV &&
+	    op->fx.wr.words) {
+		s->flip_armed = false;
+		pccx__sim_l2_word(s, op->fx.wr.base)[0] ^= 1;
+	}
 	if (s->on_retire)
 		s->on_retire(s->retire_user, op->index);
 	s->retired++;
@@ -303,6 +308,13 @@ void pccx__sim_inject_error(pccx_sim *sim, uint32_t index, uint32_t cause)
 	sim->inject_armed = true;
 	sim->inject_index = index;
 	sim->inject_cause = cause;
+}
+
+void pccx__sim_inject_flip(pccx_sim *sim, uint32_t index)
+{
+	pccx__sim_sync(sim);
+	sim->flip_armed = true;
+	sim->flip_index = index;
 }
 
 void pccx__sim_on_retire(pccx_sim *sim, pccx_sim_retire_fn fn, void *user)

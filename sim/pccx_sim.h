@@ -251,6 +251,13 @@ void pccx__sim_on_retire(pccx_sim *sim, pccx_sim_retire_fn fn, void *user);
 void pccx__sim_inject_error(pccx_sim *sim, uint32_t index, uint32_t cause);
 
 /*
+ * Silent corruption, for tests of what checks results: the first GEMV of job index `index` or
+ * later to retire has the lowest bit of its first output element flipped in L2 as it retires,
+ * with no error raised. One shot, armed across resets like pccx__sim_inject_error.
+ */
+void pccx__sim_inject_flip(pccx_sim *sim, uint32_t index);
+
+/*
  * Run every clock edge through the edge-by-edge model instead of advancing through the edges
  * between events at once (docs/sim.md, "Host cost"). Both give the same cycles, statistics,
  * trace and bits; tests compare them.

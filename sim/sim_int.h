@@ -250,6 +250,8 @@ struct pccx_sim {
 	bool inject_armed;             /* pccx__sim_inject_error(): raise inject_cause at */
 	uint32_t inject_index;         /* ... the issue of this job index */
 	uint32_t inject_cause;
+	bool flip_armed;               /* pccx__sim_inject_flip(): corrupt the first GEMV result */
+	uint32_t flip_index;           /* ... retired at or after this job index */
 	uint64_t error, error_info;
 	uint64_t irq_status, irq_enable;
 	bool done_bit, halted, was_idle;

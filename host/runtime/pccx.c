@@ -57,6 +57,9 @@ struct pccx_device {
 	bool inject;                       /* sim: arm an error before job number inject_job */
 	uint64_t inject_job;
 	uint32_t inject_index, inject_cause;
+	bool flip;                         /* sim: arm a flipped GEMV result before job flip_job */
+	uint64_t flip_job;
+	uint32_t flip_index;
 };
 
 /*
@@ -409,6 +412,16 @@ int pccx__device_test_inject_error(pccx_device *dev, uint64_t job, uint32_t inde
 	dev->inject_job = job;
 	dev->inject_index = index;
 	dev->inject_cause = cause;
+	return PCCX_OK;
+}
+
+int pccx__device_test_inject_flip(pccx_device *dev, uint64_t job, uint32_t index)
+{
+	if (!dev || !dev->sim_be)
+		return PCCX_ERR_UNSUPPORTED;
+	dev->flip = true;
+	dev->flip_job = job;
+	dev->flip_index = index;
 	return PCCX_OK;
 }
 
@@ -895,6 +908,10 @@ static int run_sim(pccx_session *s, const struct pccx_compiler *c,
 		dev->inject = false;
 		pccx__sim_inject_error(pccx__sim_backend_sim(dev->sim_be), dev->inject_index,
 				       dev->inject_cause);
+	}
+	if (dev->flip && !dev->flip_job--) {
+		dev->flip = false;
+		pccx__sim_inject_flip(pccx__sim_backend_sim(dev->sim_be), dev->flip_index);
 	}
 
 	/* statistics are reset at each submit: res.stats covers this job alone */

@@ -2,7 +2,7 @@
 /*
  * Test hooks of libpccx's in-process (sim) backend: how the test suite makes the simulated
  * device fail or the host slow, to drive every path a fault or a stall takes through the
- * library. Not part of the public API and not installed. Both return PCCX_ERR_UNSUPPORTED on
+ * library. Not part of the public API and not installed. Each returns PCCX_ERR_UNSUPPORTED on
  * another backend (the guest tests reach the simulator behind /dev/pccx through its daemon).
  */
 #ifndef PCCX_TESTING_H
@@ -18,6 +18,13 @@
  */
 PCCX_MUST_CHECK int pccx__device_test_inject_error(pccx_device *dev, uint64_t job, uint32_t index,
 						   uint32_t cause);
+
+/*
+ * The first GEMV at or after instruction `index` of the job `job` jobs from now retires with
+ * the lowest bit of its first output element flipped, and no error (pccx__sim_inject_flip):
+ * a result only a comparison with the reference can catch. One shot.
+ */
+PCCX_MUST_CHECK int pccx__device_test_inject_flip(pccx_device *dev, uint64_t job, uint32_t index);
 
 /*
  * Every job from now on is fed by a slow host: after register access n of a job with

@@ -25,7 +25,15 @@ struct pccx_verify {
 	const struct pccx_job_builder *jb;
 	pccx_sim *sim;
 	uint32_t compared;
-	bool *done, *pending;     /* per device stage of the running job */
+	/*
+	 * The running job's stages by their last writer (ascending, then by stage), the ones whose
+	 * last writer retired still waiting for an earlier writer (ascending), and the first
+	 * instruction not known to have completed: every instruction before it has.
+	 */
+	uint32_t *by_insn;
+	uint32_t *wait, n_wait;
+	uint32_t low;
+	uint32_t *merged;         /* scratch: the stages one retire looks at */
 	uint32_t cap_flags;
 	bool mismatch;
 	char msg[480];
@@ -91,8 +99,9 @@ void pccx__verify_free(struct pccx_verify *v)
 	for (i = 0; i < v->cap_st; i++)
 		free(v->st[i].data);
 	free(v->st);
-	free(v->done);
-	free(v->pending);
+	free(v->by_insn);
+	free(v->wait);
+	free(v->merged);
 	free(v);
 }
 
@@ -156,11 +165,15 @@ static bool writers_done(struct pccx_verify *v, uint32_t k)
 {
 	const struct pccx_job_builder_stage *ds = &v->jb->stages[k];
 	uint64_t lo = ds->word, hi = lo + (uint64_t)ds->rows * pccx_words_for(ds->cols);
+	const struct pccx_sim_insn_time *t;
 	uint32_t j;
 
-	for (j = 0; j < ds->insn; j++) {
+	/* instructions complete for good: only those after the first one still running can be
+	 * outstanding, a few units' worth, where every earlier instruction was scanned before */
+	while ((t = pccx__sim_insn_time(v->sim, v->low)) && t->done)
+		v->low++;
+	for (j = v->low; j < ds->insn; j++) {
 		const struct pccx_l2_range *r = &v->jb->wr[j];
-		const struct pccx_sim_insn_time *t;
 
 		if (!r->words || r->base >= hi || lo >= (uint64_t)r->base + r->words)
 			continue;
@@ -174,30 +187,57 @@ static bool writers_done(struct pccx_verify *v, uint32_t k)
 /*
  * A stage is compared when its last writer retires and every earlier writer of its range
  * has completed (writers of disjoint parts, e.g. one per head, may finish out of order).
+ * A retire looks at the stages still waiting and those whose last writer it is, in stage
+ * order, so that the first mismatch reported is the first stage's.
  */
 static void on_retire(void *user, uint32_t index)
 {
 	struct pccx_verify *v = user;
-	uint32_t k;
+	const struct pccx_job_builder_stage *st = v->jb->stages;
+	uint32_t n = 0, i = 0, w = 0, kept = 0, k, lo, hi;
 
 	if (v->mismatch)
 		return;
-	for (k = 0; k < v->jb->n_stages && !v->mismatch; k++) {
-		if (v->done[k])
-			continue;
-		if (v->jb->stages[k].insn > index)
-			continue;
-		if (v->jb->stages[k].insn == index || v->pending[k]) {
-			if (!writers_done(v, k)) {
-				v->pending[k] = true;
-				continue;
-			}
-			compare_stage(v, k);
-			v->done[k] = true;
-			v->pending[k] = false;
-			v->compared++;
-		}
+	/* the stages whose last writer this is (instructions retire out of order: a GEMV may
+	 * retire after the CVOs behind it), found by bisection */
+	lo = 0;
+	hi = v->jb->n_stages;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (st[v->by_insn[mid]].insn < index)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
+	while (i < v->n_wait || (lo < v->jb->n_stages && st[v->by_insn[lo]].insn == index)) {
+		bool from_wait = i < v->n_wait;
+
+		if (from_wait && lo < v->jb->n_stages && st[v->by_insn[lo]].insn == index &&
+		    v->by_insn[lo] < v->wait[i])
+			from_wait = false;
+		v->merged[n++] = from_wait ? v->wait[i++] : v->by_insn[lo++];
+	}
+	for (w = 0; w < n; w++) {
+		k = v->merged[w];
+		if (v->mismatch || !writers_done(v, k)) {
+			v->wait[kept++] = k;
+			continue;
+		}
+		compare_stage(v, k);
+		v->compared++;
+	}
+	v->n_wait = kept;
+}
+
+static int cmp_stage_insn(const void *pa, const void *pb, void *user)
+{
+	const struct pccx_job_builder_stage *st = user;
+	uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+
+	if (st[a].insn != st[b].insn)
+		return st[a].insn < st[b].insn ? -1 : 1;
+	return (a > b) - (a < b);
 }
 
 int pccx__verify_device_job(struct pccx_verify *v, struct pccx_sim_backend *b,
@@ -205,6 +245,7 @@ int pccx__verify_device_job(struct pccx_verify *v, struct pccx_sim_backend *b,
 			    const struct pccx_sim_backend_opts *opts, struct pccx_sim_backend_result *res,
 			    pccx_diag *d)
 {
+	uint32_t k;
 	int rc;
 
 	if (v->capture_status)
@@ -212,22 +253,25 @@ int pccx__verify_device_job(struct pccx_verify *v, struct pccx_sim_backend *b,
 	v->jb = &c->jb;
 	v->sim = pccx__sim_backend_sim(b);
 	if (v->cap_flags < c->jb.n_stages) {
-		bool *nd = realloc(v->done, c->jb.n_stages * sizeof(bool));
-		bool *np;
+		uint32_t **a[] = { &v->by_insn, &v->wait, &v->merged };
+		size_t i;
 
-		if (!nd)
-			return pccx__fail(d, PCCX_ERR_NOMEM, "verify: out of memory");
-		v->done = nd;
-		np = realloc(v->pending, c->jb.n_stages * sizeof(bool));
-		if (!np)
-			return pccx__fail(d, PCCX_ERR_NOMEM, "verify: out of memory");
-		v->pending = np;
+		for (i = 0; i < sizeof(a) / sizeof(a[0]); i++) {
+			uint32_t *na = realloc(*a[i], c->jb.n_stages * sizeof(uint32_t));
+
+			if (!na)
+				return pccx__fail(d, PCCX_ERR_NOMEM, "verify: out of memory");
+			*a[i] = na;
+		}
 		v->cap_flags = c->jb.n_stages;
 	}
-	if (c->jb.n_stages) {
-		memset(v->done, 0, c->jb.n_stages * sizeof(bool));
-		memset(v->pending, 0, c->jb.n_stages * sizeof(bool));
-	}
+	for (k = 0; k < c->jb.n_stages; k++)
+		v->by_insn[k] = k;
+	if (c->jb.n_stages)
+		qsort_r(v->by_insn, c->jb.n_stages, sizeof(*v->by_insn), cmp_stage_insn,
+			c->jb.stages);
+	v->n_wait = 0;
+	v->low = 0;
 	v->compared = 0;
 	v->mismatch = false;
 	v->msg[0] = '\0';

@@ -472,6 +472,48 @@ START_TEST(device_fault_every_session_path)
 END_TEST
 
 /*
+ * verify catches a result that is wrong without an error: one GEMV's first output element
+ * with its lowest bit flipped (the loop index picks the job and the instruction: the prompt's
+ * chunk early and late, the last prompt token's step, a generate step). The call fails with
+ * PCCX_ERR_MISMATCH naming the stage and the element; without verify the same job runs on.
+ */
+START_TEST(verify_catches_a_flipped_result)
+{
+	static const struct {
+		uint64_t job;
+		uint32_t insn;
+		bool in_prefill;
+	} at[] = { { 0, 0, true }, { 0, 4000, true }, { 1, 300, true }, { 1, 200, false } };
+	unsigned which = (unsigned)_i % 4;
+	bool verify = _i < 4;
+	struct faulty f;
+	struct run got;
+	pccx_sampler_config c;
+	pccx_diag d = { 0 };
+	int rc;
+
+	fsampler(&c);
+	memset(&got, 0, sizeof(got));
+	faulty_open(&f, verify);
+	if (!at[which].in_prefill)
+		ck_assert_msg(pccx_session_prefill(f.s, fprompt, FPROMPT, &d) == 0, "%s", d.msg);
+	ck_assert_int_eq(pccx__device_test_inject_flip(f.dev, at[which].job, at[which].insn), 0);
+	if (at[which].in_prefill)
+		rc = pccx_session_prefill(f.s, fprompt, FPROMPT, &d);
+	else
+		rc = pccx_session_generate(f.s, &c, 4, collect, &got, &d);
+	if (verify) {
+		ck_assert_msg(rc == PCCX_ERR_MISMATCH, "%d %s", rc, d.msg);
+		ck_assert_msg(strstr(d.msg, "stage '") && strstr(d.msg, "differs: device"), "%s",
+			      d.msg);
+	} else {
+		ck_assert_msg(rc == 0, "%d %s", rc, d.msg);
+	}
+	faulty_close(&f);
+}
+END_TEST
+
+/*
  * A slow host changes nothing: every job of the tiny model fed by a host that stalls after
  * every 13th register access (each phase of the 5-access DataMover command and the word
  * push is hit) for 2.5 times the overrun grace, with every stage verified.
@@ -722,6 +764,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, unknown_backend_refused);
 	tcase_add_loop_test(tc, device_fault_every_session_path, 0, 10);
 	tcase_add_loop_test(tc, slow_host_same_bits, 0, 2);
+	tcase_add_loop_test(tc, verify_catches_a_flipped_result, 0, 8);
 	tcase_add_test(tc, null_session_refused);
 	tcase_add_test(tc, session_continues_across_turns);
 	tcase_add_test(tc, max_context_is_the_limit);
