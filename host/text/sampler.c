@@ -265,6 +265,56 @@ static int reserve(pccx_sampler *s, size_t n, pccx_diag *d)
 /* ------------------------------------------------------------------------------------------ */
 /* Fast path */
 
+/*
+ * A full sort's key: the logit descending, then the id ascending (the rank order), as one
+ * unsigned number. Equal logits (+0 and -0 among them) give equal high halves.
+ */
+static uint64_t rank_key(float l, int32_t id)
+{
+	uint32_t b;
+
+	if (l == 0.0f)
+		l = 0.0f;
+	memcpy(&b, &l, sizeof(b));
+	b = b & 0x80000000u ? ~b : b | 0x80000000u;	/* ascending with the float */
+	return (uint64_t)~b << 32 | (uint32_t)id;
+}
+
+static int32_t rank_id(uint64_t key)
+{
+	return (int32_t)(uint32_t)key;
+}
+
+/*
+ * Keys ascending: a stable sort by the high half, a byte at a time from the lowest (LSD radix).
+ * Keys given in id order keep equal logits in ascending id order. A comparison sort of 262,400
+ * entries took about 30-40 ms; this one about 3.
+ */
+static void rank_sort(uint64_t *key, uint64_t *tmp, size_t n)
+{
+	uint64_t *src = key, *dst = tmp, *t;
+	size_t count[256], i, sum, c;
+	unsigned shift;
+
+	for (shift = 32; shift < 64; shift += 8) {
+		memset(count, 0, sizeof(count));
+		for (i = 0; i < n; i++)
+			count[(src[i] >> shift) & 0xff]++;
+		for (i = 0, sum = 0; i < 256; i++) {
+			c = count[i];
+			count[i] = sum;
+			sum += c;
+		}
+		for (i = 0; i < n; i++)
+			dst[count[(src[i] >> shift) & 0xff]++] = src[i];
+		t = src;
+		src = dst;
+		dst = t;
+	}
+	/* four passes: the sorted keys are back in key[] */
+}
+
+
 /* Rank order: higher logit first, equal logits by lower id. A total order (ids are unique). */
 static inline bool cand_better(float la, int32_t ia, float lb, int32_t ib)
 {
@@ -448,6 +498,28 @@ static int select_argmax(pccx_sampler *s, const float *logits, size_t npen, int3
 	return PCCX_OK;
 }
 
+/*
+ * Every one of the V candidates in s->cand into rank order, by keys. The weight and probability
+ * arrays (cap >= V entries of 8 bytes, filled only after the selection) hold the keys and the
+ * sort's second buffer meanwhile.
+ */
+_Static_assert(sizeof(struct smp_cand) == sizeof(uint64_t) && sizeof(double) == sizeof(uint64_t),
+	       "rank_all keeps keys and candidates in the weight arrays");
+
+static void rank_all(pccx_sampler *s, size_t V)
+{
+	uint64_t *key = (uint64_t *)(void *)s->w, *tmp = (uint64_t *)(void *)s->p;
+	struct smp_cand *h = s->cand, *was = (struct smp_cand *)(void *)tmp;
+	size_t i;
+
+	for (i = 0; i < V; i++)
+		key[i] = rank_key(h[i].l, h[i].id);
+	rank_sort(key, tmp, V);
+	memcpy(was, h, V * sizeof(*h));	/* rank_sort left the keys in key[], tmp is free */
+	for (i = 0; i < V; i++)
+		h[i] = was[rank_id(key[i])];
+}
+
 /* The k best tokens in rank order in s->cand[0..k). */
 static int select_top(pccx_sampler *s, const float *logits, size_t npen, size_t k, pccx_diag *d)
 {
@@ -470,7 +542,7 @@ static int select_top(pccx_sampler *s, const float *logits, size_t npen, size_t 
 			h[i].l = x;
 			h[i].id = (int32_t)i;
 		}
-		qsort(h, V, sizeof(*h), cand_rank_cmp);
+		rank_all(s, V);
 		return PCCX_OK;
 	}
 	while (i < V) {
@@ -703,55 +775,6 @@ int pccx_sampler_sample(pccx_sampler *s, const float *logits, size_t n_logits,
 /* ------------------------------------------------------------------------------------------ */
 /* Reference path: the definition, step by step, over a full sort */
 
-/*
- * The full sort's key: the logit descending, then the id ascending, as one unsigned number.
- * Equal logits (+0 and -0 among them) give equal high halves.
- */
-static uint64_t naive_rank_key(float l, int32_t id)
-{
-	uint32_t b;
-
-	if (l == 0.0f)
-		l = 0.0f;
-	memcpy(&b, &l, sizeof(b));
-	b = b & 0x80000000u ? ~b : b | 0x80000000u;	/* ascending with the float */
-	return (uint64_t)~b << 32 | (uint32_t)id;
-}
-
-static int32_t naive_rank_id(uint64_t key)
-{
-	return (int32_t)(uint32_t)key;
-}
-
-/*
- * Keys ascending: a stable sort by the high half, a byte at a time from the lowest (LSD radix).
- * The keys come in id order, so equal logits stay in ascending id order. A comparison sort of
- * the vocabulary took about 40 ms, the test suite's largest single cost.
- */
-static void naive_rank_sort(uint64_t *key, uint64_t *tmp, size_t n)
-{
-	uint64_t *src = key, *dst = tmp, *t;
-	size_t count[256], i, sum, c;
-	unsigned shift;
-
-	for (shift = 32; shift < 64; shift += 8) {
-		memset(count, 0, sizeof(count));
-		for (i = 0; i < n; i++)
-			count[(src[i] >> shift) & 0xff]++;
-		for (i = 0, sum = 0; i < 256; i++) {
-			c = count[i];
-			count[i] = sum;
-			sum += c;
-		}
-		for (i = 0; i < n; i++)
-			dst[count[(src[i] >> shift) & 0xff]++] = src[i];
-		t = src;
-		src = dst;
-		dst = t;
-	}
-	/* four passes: the sorted keys are back in key[] */
-}
-
 void pccx__sampler_naive_free(pccx_sampler_naive *nv)
 {
 	if (!nv)
@@ -836,16 +859,16 @@ int pccx__sampler_naive_distribution(const pccx_sampler_config *cfg, const float
 
 	/* 3. Rank order over the whole vocabulary. */
 	for (i = 0; i < n; i++)
-		e[i] = naive_rank_key(l[i], (int32_t)i);
-	naive_rank_sort(e, etmp, n);
-	if (l[naive_rank_id(e[0])] == -INFINITY) {
+		e[i] = rank_key(l[i], (int32_t)i);
+	rank_sort(e, etmp, n);
+	if (l[rank_id(e[0])] == -INFINITY) {
 		rc = fail_no_finite(d, n);
 		goto fail;
 	}
 
 	/* T == 0: the first entry of the rank order. */
 	if (cfg->temperature == 0.0f) {
-		out->ids[0] = naive_rank_id(e[0]);
+		out->ids[0] = rank_id(e[0]);
 		out->weights[0] = 1.0;
 		out->probs[0] = 1.0;
 		out->dist.n = 1;
@@ -860,13 +883,13 @@ int pccx__sampler_naive_distribution(const pccx_sampler_config *cfg, const float
 
 	/* 5. Tempered weights relative to the best, normaliser S in ascending id order. */
 	tau = 1.0 / (double)cfg->temperature;
-	m = (double)l[naive_rank_id(e[0])] * tau;
+	m = (double)l[rank_id(e[0])] * tau;
 	for (r = 0; r < k; r++)
-		out->weights[r] = pccx__sampler_exp((double)l[naive_rank_id(e[r])] * tau - m);
+		out->weights[r] = pccx__sampler_exp((double)l[rank_id(e[r])] * tau - m);
 	for (i = 0; i < n; i++)
 		rank[i] = -1;
 	for (r = 0; r < k; r++)
-		rank[naive_rank_id(e[r])] = (ptrdiff_t)r;
+		rank[rank_id(e[r])] = (ptrdiff_t)r;
 	S = 0.0;
 	for (i = 0; i < n; i++)
 		if (rank[i] >= 0)
@@ -902,7 +925,7 @@ int pccx__sampler_naive_distribution(const pccx_sampler_config *cfg, const float
 	for (r = 0; r < kept; r++)
 		total += out->weights[r];
 	for (r = 0; r < kept; r++) {
-		out->ids[r] = naive_rank_id(e[r]);
+		out->ids[r] = rank_id(e[r]);
 		out->probs[r] = out->weights[r] / total;
 	}
 	out->dist.n = kept;
