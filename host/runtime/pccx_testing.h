@@ -22,7 +22,8 @@ PCCX_MUST_CHECK int pccx__device_test_inject_error(pccx_device *dev, uint64_t jo
 /*
  * The first GEMV at or after instruction `index` of the job `job` jobs from now retires with
  * the lowest bit of its first output element flipped, and no error (pccx__sim_inject_flip):
- * a result only a comparison with the reference can catch. One shot.
+ * a result only a comparison with the reference can catch. One shot; a job with no GEMV from
+ * `index` on leaves it armed for the next jobs' GEMVs at or after `index`.
  */
 PCCX_MUST_CHECK int pccx__device_test_inject_flip(pccx_device *dev, uint64_t job, uint32_t index);
 

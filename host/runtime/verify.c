@@ -5,6 +5,7 @@
 
 #include "diag.h"
 #include "pccx_num.h"
+#include "stage_track.h"
 #include "verify.h"
 
 struct ref_stage {
@@ -25,16 +26,9 @@ struct pccx_verify {
 	const struct pccx_job_builder *jb;
 	pccx_sim *sim;
 	uint32_t compared;
-	/*
-	 * The running job's stages by their last writer (ascending, then by stage), the ones whose
-	 * last writer retired still waiting for an earlier writer (ascending), and the first
-	 * instruction not known to have completed: every instruction before it has.
-	 */
-	uint32_t *by_insn;
-	uint32_t *wait, n_wait;
-	uint32_t low;
-	uint32_t *merged;         /* scratch: the stages one retire looks at */
-	uint32_t cap_flags;
+	struct pccx_stage_track track;  /* when the running job's stages may be compared */
+	uint32_t *ready;                /* the stages one retire makes ready */
+	uint32_t cap_ready;
 	bool mismatch;
 	char msg[480];
 };
@@ -99,9 +93,8 @@ void pccx__verify_free(struct pccx_verify *v)
 	for (i = 0; i < v->cap_st; i++)
 		free(v->st[i].data);
 	free(v->st);
-	free(v->by_insn);
-	free(v->wait);
-	free(v->merged);
+	pccx__stage_track_free(&v->track);
+	free(v->ready);
 	free(v);
 }
 
@@ -160,84 +153,30 @@ static void compare_stage(struct pccx_verify *v, uint32_t k)
 		}
 }
 
-/* Have all instructions before the stage's last writer that write its range completed? */
-static bool writers_done(struct pccx_verify *v, uint32_t k)
+static bool insn_done(void *user, uint32_t j)
 {
-	const struct pccx_job_builder_stage *ds = &v->jb->stages[k];
-	uint64_t lo = ds->word, hi = lo + (uint64_t)ds->rows * pccx_words_for(ds->cols);
-	const struct pccx_sim_insn_time *t;
-	uint32_t j;
+	const struct pccx_sim_insn_time *t = pccx__sim_insn_time(user, j);
 
-	/* instructions complete for good: only those after the first one still running can be
-	 * outstanding, a few units' worth, where every earlier instruction was scanned before */
-	while ((t = pccx__sim_insn_time(v->sim, v->low)) && t->done)
-		v->low++;
-	for (j = v->low; j < ds->insn; j++) {
-		const struct pccx_l2_range *r = &v->jb->wr[j];
-
-		if (!r->words || r->base >= hi || lo >= (uint64_t)r->base + r->words)
-			continue;
-		t = pccx__sim_insn_time(v->sim, j);
-		if (!t || !t->done)
-			return false;
-	}
-	return true;
+	return t && t->done;
 }
 
 /*
- * A stage is compared when its last writer retires and every earlier writer of its range
- * has completed (writers of disjoint parts, e.g. one per head, may finish out of order).
- * A retire looks at the stages still waiting and those whose last writer it is, in stage
- * order, so that the first mismatch reported is the first stage's.
+ * A stage is compared when it is ready (stage_track.h): at its last writer's retire, or at the
+ * retire that completes the last earlier writer of its range. The stages one retire makes
+ * ready are compared in stage order; the first difference stops the job's comparisons.
  */
 static void on_retire(void *user, uint32_t index)
 {
 	struct pccx_verify *v = user;
-	const struct pccx_job_builder_stage *st = v->jb->stages;
-	uint32_t n = 0, i = 0, w = 0, kept = 0, k, lo, hi;
+	uint32_t n, i;
 
 	if (v->mismatch)
 		return;
-	/* the stages whose last writer this is (instructions retire out of order: a GEMV may
-	 * retire after the CVOs behind it), found by bisection */
-	lo = 0;
-	hi = v->jb->n_stages;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (st[v->by_insn[mid]].insn < index)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	while (i < v->n_wait || (lo < v->jb->n_stages && st[v->by_insn[lo]].insn == index)) {
-		bool from_wait = i < v->n_wait;
-
-		if (from_wait && lo < v->jb->n_stages && st[v->by_insn[lo]].insn == index &&
-		    v->by_insn[lo] < v->wait[i])
-			from_wait = false;
-		v->merged[n++] = from_wait ? v->wait[i++] : v->by_insn[lo++];
-	}
-	for (w = 0; w < n; w++) {
-		k = v->merged[w];
-		if (v->mismatch || !writers_done(v, k)) {
-			v->wait[kept++] = k;
-			continue;
-		}
-		compare_stage(v, k);
+	n = pccx__stage_track_retire(&v->track, index, insn_done, v->sim, v->ready);
+	for (i = 0; i < n && !v->mismatch; i++) {
+		compare_stage(v, v->ready[i]);
 		v->compared++;
 	}
-	v->n_wait = kept;
-}
-
-static int cmp_stage_insn(const void *pa, const void *pb, void *user)
-{
-	const struct pccx_job_builder_stage *st = user;
-	uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
-
-	if (st[a].insn != st[b].insn)
-		return st[a].insn < st[b].insn ? -1 : 1;
-	return (a > b) - (a < b);
 }
 
 int pccx__verify_device_job(struct pccx_verify *v, struct pccx_sim_backend *b,
@@ -245,33 +184,23 @@ int pccx__verify_device_job(struct pccx_verify *v, struct pccx_sim_backend *b,
 			    const struct pccx_sim_backend_opts *opts, struct pccx_sim_backend_result *res,
 			    pccx_diag *d)
 {
-	uint32_t k;
 	int rc;
 
 	if (v->capture_status)
 		return pccx__fail(d, v->capture_status, "verify: cannot keep the reference stages");
 	v->jb = &c->jb;
 	v->sim = pccx__sim_backend_sim(b);
-	if (v->cap_flags < c->jb.n_stages) {
-		uint32_t **a[] = { &v->by_insn, &v->wait, &v->merged };
-		size_t i;
+	if (v->cap_ready < c->jb.n_stages) {
+		uint32_t *nr = realloc(v->ready, c->jb.n_stages * sizeof(*nr));
 
-		for (i = 0; i < sizeof(a) / sizeof(a[0]); i++) {
-			uint32_t *na = realloc(*a[i], c->jb.n_stages * sizeof(uint32_t));
-
-			if (!na)
-				return pccx__fail(d, PCCX_ERR_NOMEM, "verify: out of memory");
-			*a[i] = na;
-		}
-		v->cap_flags = c->jb.n_stages;
+		if (!nr)
+			return pccx__fail(d, PCCX_ERR_NOMEM, "verify: out of memory");
+		v->ready = nr;
+		v->cap_ready = c->jb.n_stages;
 	}
-	for (k = 0; k < c->jb.n_stages; k++)
-		v->by_insn[k] = k;
-	if (c->jb.n_stages)
-		qsort_r(v->by_insn, c->jb.n_stages, sizeof(*v->by_insn), cmp_stage_insn,
-			c->jb.stages);
-	v->n_wait = 0;
-	v->low = 0;
+	rc = pccx__stage_track_begin(&v->track, c->jb.stages, c->jb.n_stages, c->jb.wr, d);
+	if (rc)
+		return rc;
 	v->compared = 0;
 	v->mismatch = false;
 	v->msg[0] = '\0';
