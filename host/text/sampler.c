@@ -387,6 +387,14 @@ static int fail_inf(pccx_diag *d, size_t i)
 	return pccx__fail(d, PCCX_ERR_RANGE, "sampler: logits[%zu] is +inf", i);
 }
 
+/* A penalty below 1 divides a positive logit by it: past FLT_MAX * rho that is +inf, which
+ * no distribution can hold (an input +inf is refused the same way). */
+static int fail_penalised_inf(pccx_diag *d, size_t i, float x, float rho)
+{
+	return pccx__fail(d, PCCX_ERR_RANGE, "sampler: logits[%zu] = %g divided by the repetition "
+			  "penalty %g is +inf", i, (double)x, (double)rho);
+}
+
 static int fail_no_finite(pccx_diag *d, size_t n)
 {
 	return pccx__fail(d, PCCX_ERR_INVALID,
@@ -456,6 +464,9 @@ static int collect_penalties(pccx_sampler *s, const float *logits, const int32_t
 		else if (x == INFINITY)
 			return fail_inf(d, (size_t)s->pen_id[i]);
 		s->pen_l[i] = pccx__sampler_penalise(x, cfg->repetition_penalty);
+		if (s->pen_l[i] == INFINITY)
+			return fail_penalised_inf(d, (size_t)s->pen_id[i], x,
+						  cfg->repetition_penalty);
 	}
 	*npen = n;
 	return PCCX_OK;
@@ -851,10 +862,18 @@ int pccx__sampler_naive_distribution(const pccx_sampler_config *cfg, const float
 			win[nwin++] = history[i];
 		}
 		qsort(win, nwin, sizeof(*win), i32_cmp);
-		for (i = 0; i < nwin; i++)
-			if (i == 0 || win[i] != win[i - 1])
-				l[win[i]] = pccx__sampler_penalise(l[win[i]],
-								   cfg->repetition_penalty);
+		for (i = 0; i < nwin; i++) {
+			float x = l[win[i]];
+
+			if (i && win[i] == win[i - 1])
+				continue;
+			l[win[i]] = pccx__sampler_penalise(x, cfg->repetition_penalty);
+			if (l[win[i]] == INFINITY) {
+				rc = fail_penalised_inf(d, (size_t)win[i], x,
+							cfg->repetition_penalty);
+				goto fail;
+			}
+		}
 	}
 
 	/* 3. Rank order over the whole vocabulary. */

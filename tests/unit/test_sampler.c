@@ -563,6 +563,44 @@ static void expect_refused(pccx_sampler_config c, const char *field)
 	ck_assert_ptr_null(s);
 }
 
+/*
+ * A penalty below 1 divides a positive logit by it: one past FLT_MAX * rho would be +inf, and
+ * both paths refuse it as they refuse an input +inf, naming the token.
+ */
+START_TEST(test_penalised_overflow_refused)
+{
+	static const float l[4] = { 1.0f, 3e38f, 2.0f, 3.0f };
+	static const int32_t h[1] = { 1 };
+	pccx_sampler_config c;
+	pccx_sampler_naive nv;
+	pccx_sampler_dist dist;
+	pccx_sampler *s;
+	pccx_diag d = { 0 };
+	unsigned k;
+
+	pccx_sampler_config_default(&c);
+	c.repetition_penalty = 0.5f;
+	for (k = 0; k < 3; k++) {
+		c.temperature = k == 0 ? 0.0f : 1.0f;   /* greedy, top-k, every token */
+		c.top_k = k == 2 ? 0 : 2;
+		c.top_p = 1.0f;
+		s = mk(&c, 4);
+		ck_assert_int_eq(pccx_sampler_distribution(s, l, 4, h, 1, &dist, &d),
+				 PCCX_ERR_RANGE);
+		ck_assert_msg(strstr(d.msg, "logits[1]") && strstr(d.msg, "penalty"), "%s", d.msg);
+		ck_assert_int_eq(pccx__sampler_naive_distribution(&c, l, 4, h, 1, &nv, &d),
+				 PCCX_ERR_RANGE);
+		ck_assert_msg(strstr(d.msg, "logits[1]") && strstr(d.msg, "penalty"), "%s", d.msg);
+		/* a penalty of 1.5 on the same logits is fine */
+		c.repetition_penalty = 1.5f;
+		ck_assert_int_eq(pccx_sampler_set_config(s, &c, &d), PCCX_OK);
+		dist_of(s, l, 4, h, 1, &dist);
+		c.repetition_penalty = 0.5f;
+		pccx_sampler_destroy(s);
+	}
+}
+END_TEST
+
 START_TEST(test_invalid_configs_refused)
 {
 	pccx_sampler_config c, ok;
@@ -666,7 +704,7 @@ END_TEST
 
 static void fill_random_logits(pccx_rng *r, float *l, size_t n)
 {
-	uint32_t kind = pccx__rng_next_u32(r) % 6;
+	uint32_t kind = pccx__rng_next_u32(r) % 7;
 	float scale = 0.05f + pccx__rng_uniform_float(r) * 40.0f;
 	size_t i;
 
@@ -687,6 +725,14 @@ static void fill_random_logits(pccx_rng *r, float *l, size_t n)
 		case 4:		/* soft-capped range with a steep tail */
 			x = x * x * x / (scale * scale) * 4.0f;
 			break;
+		case 6: {	/* zeros of both signs (equal, so tied) and subnormals */
+			static const float tiny[6] = { 0.0f, -0.0f, 0x1p-149f, -0x1p-149f,
+						       0x1p-130f, -0x1p-130f };
+
+			if (pccx__rng_next_u32(r) % 4)
+				x = tiny[pccx__rng_next_u32(r) % 6];
+			break;
+		}
 		default:
 			break;
 		}
@@ -1011,6 +1057,7 @@ static Suite *sampler_suite(void)
 	tcase_add_test(equiv, test_fast_equals_full_sort_small);
 	tcase_add_test(equiv, test_fast_equals_full_sort_gemma_vocab);
 	tcase_add_test(equiv, test_top_k_at_vocab_equals_off);
+	tcase_add_test(equiv, test_penalised_overflow_refused);
 	suite_add_tcase(s, equiv);
 
 	tcase_set_timeout(rec, 120);
