@@ -67,7 +67,7 @@ static bool writers_done(struct pccx_stage_track *t, uint32_t k, uint32_t index,
 }
 
 uint32_t pccx__stage_track_retire(struct pccx_stage_track *t, uint32_t index,
-				  pccx_stage_done_fn done, void *user, uint32_t *ready)
+				  pccx_stage_done_fn done, void *user, const uint32_t **ready)
 {
 	const struct pccx_job_builder_stage *st = t->st;
 	uint32_t n = 0, i = 0, w, kept = 0, out = 0, lo = 0, hi = t->n;
@@ -90,15 +90,17 @@ uint32_t pccx__stage_track_retire(struct pccx_stage_track *t, uint32_t index,
 			from_wait = false;
 		t->merged[n++] = from_wait ? t->wait[i++] : t->by_insn[lo++];
 	}
+	/* the ready ones stay in merged[], in order (out <= w) */
 	for (w = 0; w < n; w++) {
 		uint32_t k = t->merged[w];
 
 		if (writers_done(t, k, index, done, user))
-			ready[out++] = k;
+			t->merged[out++] = k;
 		else
 			t->wait[kept++] = k;
 	}
 	t->n_wait = kept;
+	*ready = t->merged;
 	return out;
 }
 

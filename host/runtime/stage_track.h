@@ -25,7 +25,7 @@ struct pccx_stage_track {
 	uint32_t n;                         /* stages */
 	uint32_t *by_insn;                  /* stages by last writer, then by stage */
 	uint32_t *wait, n_wait;             /* last writer retired, an earlier one not (ascending) */
-	uint32_t *merged;                   /* scratch of one retire */
+	uint32_t *merged;                   /* one retire's stages, then the ready ones */
 	uint32_t low;                       /* every instruction before it has completed */
 	uint32_t cap;
 };
@@ -35,12 +35,12 @@ PCCX_MUST_CHECK int pccx__stage_track_begin(struct pccx_stage_track *t,
 					    const struct pccx_job_builder_stage *st, uint32_t n,
 					    const struct pccx_l2_range *wr, pccx_diag *d);
 /*
- * Instruction `index` retires (done(user, index) may still say no). The stages that became
- * ready go to ready[] (room for n) in ascending stage order; returns how many. Each stage is
- * returned once, at the first retire at which it is ready.
+ * Instruction `index` retires (done(user, index) may still say no). *ready points at the stages
+ * that became ready, in ascending stage order, until the next call; returns how many. Each
+ * stage is returned once, at the first retire at which it is ready.
  */
 uint32_t pccx__stage_track_retire(struct pccx_stage_track *t, uint32_t index,
-				  pccx_stage_done_fn done, void *user, uint32_t *ready);
+				  pccx_stage_done_fn done, void *user, const uint32_t **ready);
 /* Stages whose last writer retired and that still wait. */
 uint32_t pccx__stage_track_waiting(const struct pccx_stage_track *t);
 void pccx__stage_track_free(struct pccx_stage_track *t);

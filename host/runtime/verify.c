@@ -27,8 +27,6 @@ struct pccx_verify {
 	pccx_sim *sim;
 	uint32_t compared;
 	struct pccx_stage_track track;  /* when the running job's stages may be compared */
-	uint32_t *ready;                /* the stages one retire makes ready */
-	uint32_t cap_ready;
 	bool mismatch;
 	char msg[480];
 };
@@ -94,7 +92,6 @@ void pccx__verify_free(struct pccx_verify *v)
 		free(v->st[i].data);
 	free(v->st);
 	pccx__stage_track_free(&v->track);
-	free(v->ready);
 	free(v);
 }
 
@@ -168,13 +165,14 @@ static bool insn_done(void *user, uint32_t j)
 static void on_retire(void *user, uint32_t index)
 {
 	struct pccx_verify *v = user;
+	const uint32_t *ready;
 	uint32_t n, i;
 
 	if (v->mismatch)
 		return;
-	n = pccx__stage_track_retire(&v->track, index, insn_done, v->sim, v->ready);
+	n = pccx__stage_track_retire(&v->track, index, insn_done, v->sim, &ready);
 	for (i = 0; i < n && !v->mismatch; i++) {
-		compare_stage(v, v->ready[i]);
+		compare_stage(v, ready[i]);
 		v->compared++;
 	}
 }
@@ -190,14 +188,6 @@ int pccx__verify_device_job(struct pccx_verify *v, struct pccx_sim_backend *b,
 		return pccx__fail(d, v->capture_status, "verify: cannot keep the reference stages");
 	v->jb = &c->jb;
 	v->sim = pccx__sim_backend_sim(b);
-	if (v->cap_ready < c->jb.n_stages) {
-		uint32_t *nr = realloc(v->ready, c->jb.n_stages * sizeof(*nr));
-
-		if (!nr)
-			return pccx__fail(d, PCCX_ERR_NOMEM, "verify: out of memory");
-		v->ready = nr;
-		v->cap_ready = c->jb.n_stages;
-	}
 	rc = pccx__stage_track_begin(&v->track, c->jb.stages, c->jb.n_stages, c->jb.wr, d);
 	if (rc)
 		return rc;

@@ -118,6 +118,55 @@ float pccx__sampler_penalise(float x, float rho)
 	return x > 0.0f ? x / rho : x * rho;
 }
 
+/*
+ * A full sort's key: the logit descending, then the id ascending (the rank order), as one
+ * unsigned number. Equal logits (+0 and -0 among them) give equal high halves.
+ */
+static uint64_t rank_key(float l, int32_t id)
+{
+	uint32_t b;
+
+	if (l == 0.0f)
+		l = 0.0f;
+	memcpy(&b, &l, sizeof(b));
+	b = b & 0x80000000u ? ~b : b | 0x80000000u;	/* ascending with the float */
+	return (uint64_t)~b << 32 | (uint32_t)id;
+}
+
+static int32_t rank_id(uint64_t key)
+{
+	return (int32_t)(uint32_t)key;
+}
+
+/*
+ * Keys ascending: a stable sort by the high half, a byte at a time from the lowest (LSD radix).
+ * Keys given in id order keep equal logits in ascending id order. A comparison sort of 262,400
+ * entries took about 30-40 ms; this one about 3.
+ */
+static void rank_sort(uint64_t *key, uint64_t *tmp, size_t n)
+{
+	uint64_t *src = key, *dst = tmp, *t;
+	size_t count[256], i, sum, c;
+	unsigned shift;
+
+	for (shift = 32; shift < 64; shift += 8) {
+		memset(count, 0, sizeof(count));
+		for (i = 0; i < n; i++)
+			count[(src[i] >> shift) & 0xff]++;
+		for (i = 0, sum = 0; i < 256; i++) {
+			c = count[i];
+			count[i] = sum;
+			sum += c;
+		}
+		for (i = 0; i < n; i++)
+			dst[count[(src[i] >> shift) & 0xff]++] = src[i];
+		t = src;
+		src = dst;
+		dst = t;
+	}
+	/* four passes: the sorted keys are back in key[] */
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* Config */
 
@@ -264,56 +313,6 @@ static int reserve(pccx_sampler *s, size_t n, pccx_diag *d)
 
 /* ------------------------------------------------------------------------------------------ */
 /* Fast path */
-
-/*
- * A full sort's key: the logit descending, then the id ascending (the rank order), as one
- * unsigned number. Equal logits (+0 and -0 among them) give equal high halves.
- */
-static uint64_t rank_key(float l, int32_t id)
-{
-	uint32_t b;
-
-	if (l == 0.0f)
-		l = 0.0f;
-	memcpy(&b, &l, sizeof(b));
-	b = b & 0x80000000u ? ~b : b | 0x80000000u;	/* ascending with the float */
-	return (uint64_t)~b << 32 | (uint32_t)id;
-}
-
-static int32_t rank_id(uint64_t key)
-{
-	return (int32_t)(uint32_t)key;
-}
-
-/*
- * Keys ascending: a stable sort by the high half, a byte at a time from the lowest (LSD radix).
- * Keys given in id order keep equal logits in ascending id order. A comparison sort of 262,400
- * entries took about 30-40 ms; this one about 3.
- */
-static void rank_sort(uint64_t *key, uint64_t *tmp, size_t n)
-{
-	uint64_t *src = key, *dst = tmp, *t;
-	size_t count[256], i, sum, c;
-	unsigned shift;
-
-	for (shift = 32; shift < 64; shift += 8) {
-		memset(count, 0, sizeof(count));
-		for (i = 0; i < n; i++)
-			count[(src[i] >> shift) & 0xff]++;
-		for (i = 0, sum = 0; i < 256; i++) {
-			c = count[i];
-			count[i] = sum;
-			sum += c;
-		}
-		for (i = 0; i < n; i++)
-			dst[count[(src[i] >> shift) & 0xff]++] = src[i];
-		t = src;
-		src = dst;
-		dst = t;
-	}
-	/* four passes: the sorted keys are back in key[] */
-}
-
 
 /* Rank order: higher logit first, equal logits by lower id. A total order (ids are unique). */
 static inline bool cand_better(float la, int32_t ia, float lb, int32_t ib)

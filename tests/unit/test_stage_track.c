@@ -36,14 +36,14 @@ START_TEST(last_writer_first)
 	struct pccx_job_builder_stage st[1] = { stage(1, 0, 2) };
 	struct pccx_stage_track t = { 0 };
 	bool done[2] = { false, false };
-	uint32_t ready[1];
+	const uint32_t *ready;
 	pccx_diag d = { 0 };
 
 	ck_assert_int_eq(pccx__stage_track_begin(&t, st, 1, wr, &d), 0);
-	ck_assert_uint_eq(pccx__stage_track_retire(&t, 1, done_of, done, ready), 0);
+	ck_assert_uint_eq(pccx__stage_track_retire(&t, 1, done_of, done, &ready), 0);
 	ck_assert_uint_eq(pccx__stage_track_waiting(&t), 1);
 	done[1] = true;
-	ck_assert_uint_eq(pccx__stage_track_retire(&t, 0, done_of, done, ready), 1);
+	ck_assert_uint_eq(pccx__stage_track_retire(&t, 0, done_of, done, &ready), 1);
 	ck_assert_uint_eq(ready[0], 0);
 	ck_assert_uint_eq(pccx__stage_track_waiting(&t), 0);
 	pccx__stage_track_free(&t);
@@ -57,20 +57,20 @@ START_TEST(only_earlier_writers_of_the_range)
 	struct pccx_job_builder_stage st[2] = { stage(2, 0, 4), stage(1, 0, 2) };
 	struct pccx_stage_track t = { 0 };
 	bool done[4] = { false, false, false, false };
-	uint32_t ready[2];
+	const uint32_t *ready;
 	pccx_diag d = { 0 };
 
 	ck_assert_int_eq(pccx__stage_track_begin(&t, st, 2, wr, &d), 0);
 	/* 2 retires: stage 0 waits for 1 (not for 0: another range; not for 3: after it) */
-	ck_assert_uint_eq(pccx__stage_track_retire(&t, 2, done_of, done, ready), 0);
+	ck_assert_uint_eq(pccx__stage_track_retire(&t, 2, done_of, done, &ready), 0);
 	done[2] = true;
 	/* 1 retires: both stages ready, in stage order */
-	ck_assert_uint_eq(pccx__stage_track_retire(&t, 1, done_of, done, ready), 2);
+	ck_assert_uint_eq(pccx__stage_track_retire(&t, 1, done_of, done, &ready), 2);
 	ck_assert_uint_eq(ready[0], 0);
 	ck_assert_uint_eq(ready[1], 1);
 	done[1] = true;
-	ck_assert_uint_eq(pccx__stage_track_retire(&t, 0, done_of, done, ready), 0);
-	ck_assert_uint_eq(pccx__stage_track_retire(&t, 3, done_of, done, ready), 0);
+	ck_assert_uint_eq(pccx__stage_track_retire(&t, 0, done_of, done, &ready), 0);
+	ck_assert_uint_eq(pccx__stage_track_retire(&t, 3, done_of, done, &ready), 0);
 	pccx__stage_track_free(&t);
 }
 END_TEST
@@ -111,10 +111,11 @@ START_TEST(random_jobs_against_the_definition)
 	for (job = 0; job < 800; job++) {
 		struct pccx_l2_range wr[MAX_INSN];
 		struct pccx_job_builder_stage st[MAX_STAGES];
-		uint32_t order[MAX_INSN], ready[MAX_STAGES], n_insn = 1 + rnd(&seed, MAX_INSN);
+		uint32_t order[MAX_INSN], n_insn = 1 + rnd(&seed, MAX_INSN);
 		uint32_t n_st = rnd(&seed, MAX_STAGES + 1), i, k, got, seen_total = 0;
 		int32_t at[MAX_STAGES];
 		bool done[MAX_INSN] = { false }, was_ready[MAX_STAGES] = { false };
+		const uint32_t *ready;
 		pccx_diag d = { 0 };
 
 		for (i = 0; i < n_insn; i++) {
@@ -139,7 +140,7 @@ START_TEST(random_jobs_against_the_definition)
 		for (i = 0; i < n_insn; i++) {
 			uint32_t now = order[i];
 
-			got = pccx__stage_track_retire(&t, now, done_of, done, ready);
+			got = pccx__stage_track_retire(&t, now, done_of, done, &ready);
 			done[now] = true;
 			for (k = 0; k < got; k++) {
 				ck_assert_msg(at[ready[k]] < 0, "job %d: stage %u twice", job, ready[k]);
