@@ -30,6 +30,8 @@
  * it, runs through timing.c; so does a window with nothing to gain.
  */
 #include <string.h>
+#include <stdlib.h>
+#include <stdio.h>
 
 #include "sim_int.h"
 
@@ -503,23 +505,223 @@ static struct bulk_ch *next_booking(struct bulk *b)
 	return first;
 }
 
+/* A channel in steady_rounds(): what its bookings change, kept apart until they end. */
+struct steady {
+	struct bulk_ch *bc;
+	struct sim_dm *dm;
+	uint64_t issued, last;   /* dm->issued; full bursts are booked while issued < last */
+	uint64_t key;            /* the cycle of its next booking */
+	uint32_t head, steps;    /* dm->b_head; bookings made with their ch_steady() step */
+	uint64_t ready[SIM_MAX_BURSTS];    /* dm->burst[].ready_ps */
+};
+
+/*
+ * Back into the channels and the DDR model: the state ch_book() and ch_steady() leave after
+ * each channel's steps, and `extra` (NULL or one channel) with one booking more. The bursts
+ * booked here and still in flight get their records; every step delivered a whole burst
+ * that followed the last in host memory, so the beats delivered extend the channel's run.
+ */
+static void steady_sync(struct pccx_sim *s, struct steady *st, unsigned n, const struct steady *extra,
+			const struct sim_ddr *d, const struct sim_ddr_tally *t)
+{
+	const uint32_t bytes = s->cfg.ddr_burst_bytes, beats = bytes / SIM_BEAT;
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		struct steady *x = &st[i];
+		struct bulk_ch *bc = x->bc;
+		struct sim_dm *dm = x->dm;
+		uint32_t booked = x->steps + (x == extra), fly = s->cfg.dm_outstanding - 1u + (x == extra);
+		uint32_t k;
+
+		/* the newest bookings, those still in flight */
+		for (k = 0; k < booked && k < fly; k++) {
+			uint32_t slot = (x->head + fly - 1 - k) % SIM_MAX_BURSTS;
+			uint64_t off = x->issued - (uint64_t)(k + 1) * bytes;
+			struct sim_burst *bu = &dm->burst[slot];
+
+			bu->addr = dm->cur.addr + off;
+			bu->host = dm->host + off;
+			bu->beats = beats;
+			bu->done = 0;
+			bu->ready_ps = x->ready[slot];
+		}
+		dm->issued = x->issued;
+		dm->b_head = x->head;
+		if (!x->steps)
+			continue;
+		bc->taken += x->steps * beats;
+		bc->got += x->steps * beats;
+		bc->push_n += x->steps * beats;
+		bc->rc = ~0ull;
+		bc->c = x->key;
+		bc->key = x->key;
+	}
+	s->ddr = *d;
+	pccx__sim_ddr_add_tally(s, t);
+}
+/*
+ * The bookings while every channel that books keeps a steady period: each a full burst,
+ * followed by ch_steady()'s step with the oldest burst, whole, to deliver, so the channel books
+ * again exactly a period (a burst's beats) later. Channels advancing alike keep their order,
+ * and the round robin's order within a cycle repeats every PCCX_DM_CHANNELS cycles, so the
+ * edge model's order of the bookings repeats after a few rounds (three of 16 cycles) and is
+ * worked out once here, not per booking. Each step is then a booking on the DDR model and a
+ * look at the burst it must wait for, with the model's state and the channels' counts in
+ * registers: most of a decode step's bookings run here. Returns at the first booking that is
+ * not such a step, with every channel as the loop in stream_run() would leave it.
+ */
+static void steady_rounds(struct pccx_sim *s, struct bulk *b)
+{
+	const struct pccx_sim_config *cfg = &s->cfg;
+	const uint32_t bytes = cfg->ddr_burst_bytes, period = bytes / SIM_BEAT;
+	const uint32_t out = cfg->dm_outstanding;
+	const uint64_t axi = s->axi_ps, lat = cfg->ddr_read_latency_ps, e = b->e;
+	struct steady st[BULK_CH], *seq[PCCX_DM_CHANNELS * BULK_CH], *x;
+	uint64_t cyc[PCCX_DM_CHANNELS * BULK_CH], key[BULK_CH], rounds = 1, r, c, m;
+	struct sim_ddr_tally t = { 0 };
+	struct sim_ddr d;
+	unsigned p, n = 0, len, j;
+	uint32_t i;
+
+	if (4096 % bytes || out < 2)
+		return;    /* a burst may end at a 4 KiB boundary (next_burst()) */
+	for (p = 0; p < BULK_CH; p++) {
+		struct bulk_ch *bc = &b->ch[p];
+		struct sim_dm *dm = bc->dm;
+		const struct sim_burst *h;
+
+		if (bc->key == ~0ull)
+			continue;
+		/* as ch_steady() left it: its lane takes a beat a cycle, one burst slot free, the
+		 * bursts in flight whole, one run of host memory with the beats delivered before
+		 * them and the next burst, which starts a full one in its 4 KiB page */
+		if (!bc->issue || !bc->lane || !bc->level || dm->b_level + 1 != out ||
+		    (dm->cur.addr + dm->issued) % bytes)
+			return;
+		h = &dm->burst[dm->b_head];
+		if (bc->push_n && bc->push_host + (size_t)bc->push_n * SIM_BEAT != h->host)
+			return;
+		for (i = 0; i < out - 1; i++) {
+			const struct sim_burst *bu = &dm->burst[(dm->b_head + i) % SIM_MAX_BURSTS];
+
+			if (bu->beats != period || bu->done || bu->host != h->host + (size_t)i * bytes)
+				return;
+		}
+		if (h->host + (size_t)(out - 1) * bytes != dm->host + dm->issued)
+			return;
+		x = &st[n++];
+		x->bc = bc;
+		x->dm = dm;
+		x->issued = dm->issued;
+		x->last = dm->cur.btt > bytes ? dm->cur.btt - bytes : 0;
+		x->key = bc->key;
+		x->head = dm->b_head;
+		x->steps = 0;
+		for (i = 0; i < SIM_MAX_BURSTS; i++)
+			x->ready[i] = dm->burst[i].ready_ps;
+		key[n - 1] = bc->key;
+	}
+	if (!n)
+		return;
+	for (i = 0; i < n; i++)
+		if (!st[i].bc->push_n)
+			st[i].bc->push_host = st[i].dm->burst[st[i].head].host;
+	while (period * rounds % PCCX_DM_CHANNELS)
+		rounds++;
+	/* each channel's bookings from one period after the earliest on, back to that period:
+	 * the order below then holds every channel's bookings of each span of rounds, and a
+	 * channel skips those before its key */
+	m = ~0ull;
+	for (p = 0; p < n; p++)
+		m = key[p] < m ? key[p] : m;
+	for (p = 0; p < n; p++)
+		key[p] -= (key[p] - m) / period * period;
+	len = (unsigned)rounds * n;
+	for (j = 0; j < len; j++) {
+		unsigned best = PCCX_DM_CHANNELS, pick = 0;
+
+		m = ~0ull;
+		for (p = 0; p < n; p++)
+			m = key[p] < m ? key[p] : m;
+		for (p = 0; p < n; p++) {
+			unsigned ch = (unsigned)(st[p].bc - b->ch);
+			unsigned rr = (ch + PCCX_DM_CHANNELS - (unsigned)(m % PCCX_DM_CHANNELS)) %
+				      PCCX_DM_CHANNELS;
+
+			if (key[p] == m && rr < best) {
+				best = rr;
+				pick = p;
+			}
+		}
+		seq[j] = &st[pick];
+		cyc[j] = m;
+		key[pick] += period;
+	}
+	d = s->ddr;
+	for (r = 0;; r += rounds * period) {
+		for (j = 0; j < len; j++) {
+			x = seq[j];
+			c = cyc[j] + r;
+			if (c < x->key)
+				continue;
+			if (x->issued >= x->last)
+				goto general;    /* not a full burst with more after it */
+			/* ch_book(): the burst's record is written by steady_sync() */
+			x->ready[(x->head + out - 1) % SIM_MAX_BURSTS] =
+				sim_ddr_book(&d, cfg, &t, c * axi, x->dm->cur.addr + x->issued, bytes,
+					     0) + lat;
+			x->issued += bytes;
+			/* ch_steady(): the oldest burst, arrived, delivered to its end */
+			if (x->ready[x->head] > (c + 1) * axi || c + period >= e)
+				goto booked;
+			x->head = (x->head + 1) % SIM_MAX_BURSTS;
+			x->key = c + period;
+			x->steps++;
+		}
+	}
+general:
+	steady_sync(s, st, n, NULL, &d, &t);
+	return;
+booked:
+	/* the rest of ch_book() for this booking, then ch_run() as ch_steady() does not apply */
+	steady_sync(s, st, n, x, &d, &t);
+	if (!x->dm->b_level++)
+		x->bc->rc = ~0ull;
+	x->bc->reserved += period;
+	x->bc->issue = false;
+	x->bc->key = ~0ull;
+	x->bc->c = c + 1;
+	ch_run(s, b, x->bc);
+}
+
 /* The channels run to the window's end, the bookings made in the edge model's order. */
 static void stream_run(struct pccx_sim *s, struct bulk *b)
 {
 	uint64_t n = b->e - b->a, waited = 0, w;
-	unsigned p;
+	unsigned p, alike = 0;
 
 	memset(b->starve, 0, (size_t)(n + 63) / 64 * sizeof(b->starve[0]));
 	for (p = 0; p < BULK_CH; p++)
 		ch_run(s, b, &b->ch[p]);
 	for (;;) {
 		struct bulk_ch *first = next_booking(b);
+		uint64_t c;
 
 		if (!first)
 			break;
+		c = first->key;
 		ch_book(s, first);
-		if (!ch_steady(s, b, first))
+		if (!ch_steady(s, b, first)) {
 			ch_run(s, b, first);
+			alike = 0;
+		} else if (first->key != c + s->cfg.ddr_burst_bytes / SIM_BEAT) {
+			alike = 0;
+		} else if (++alike == 2 * BULK_CH) {
+			/* every channel that books has kept the period for a while */
+			steady_rounds(s, b);
+			alike = 0;
+		}
 	}
 	for (p = 0; p < BULK_CH; p++) {
 		struct bulk_ch *bc = &b->ch[p];

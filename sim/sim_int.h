@@ -128,6 +128,75 @@ struct sim_ddr {
 	uint64_t burst_q, burst_r;     /* a full burst's bytes * 10^6 / MB/s: quotient, remainder */
 };
 
+/* What bookings on the DDR model add to the statistics (struct pccx_sim_stats, ddr_busy_ps). */
+struct sim_ddr_tally {
+	uint64_t bursts, row_misses, turnarounds, refreshes, read_bytes, write_bytes, busy_ps;
+};
+
+/*
+ * Book one burst on the DDR bus, requested at now_ps. Returns the time its transfer ends on
+ * the bus (the caller adds the read latency or the write response time). The one definition
+ * of the DDR model's timing (docs/sim.md), inline so that a run of bookings (sim/bulk.c) keeps
+ * the model's state in registers.
+ */
+static inline uint64_t sim_ddr_book(struct sim_ddr *d, const struct pccx_sim_config *c,
+				    struct sim_ddr_tally *t, uint64_t now_ps, uint64_t addr,
+				    uint32_t bytes, int write)
+{
+	uint64_t start = now_ps > d->free_ps ? now_ps : d->free_ps, dur, num, end;
+	/* Bank bits XOR the low row bits, as memory controllers hash them, so streams whose
+	 * addresses differ by a large power of two do not all fight over one bank. */
+	uint32_t bank = (uint32_t)((addr >> d->bank_shift) ^ (addr >> d->row_shift)) & d->bank_mask;
+	uint64_t row = addr >> d->row_shift;
+	uint32_t i;
+
+	if (start >= d->next_refresh_ps) {
+		/* Refreshes missed while the bus was idle cost nothing; the due one blocks it. */
+		uint64_t k = (start - d->next_refresh_ps) / c->ddr_refi_ps;
+
+		t->refreshes += k + 1;
+		d->next_refresh_ps += k * c->ddr_refi_ps;
+		if (start < d->next_refresh_ps + c->ddr_refresh_ps)
+			start = d->next_refresh_ps + c->ddr_refresh_ps;
+		d->next_refresh_ps += c->ddr_refi_ps;
+		for (i = 0; i < c->ddr_banks; i++)
+			d->open_row[i] = ~0ull;
+	}
+	if (bytes == c->ddr_burst_bytes) {
+		/* the same quotient and remainder without a division (rem < ddr_mbps) */
+		num = d->rem + d->burst_r;
+		dur = d->burst_q + (num >= c->ddr_mbps);
+		d->rem = num >= c->ddr_mbps ? num - c->ddr_mbps : num;
+	} else {
+		num = (uint64_t)bytes * 1000000u + d->rem;
+		dur = num / c->ddr_mbps;
+		d->rem = num % c->ddr_mbps;
+	}
+	dur += c->ddr_burst_ps;
+	if (d->open_row[bank] != row) {
+		dur += c->ddr_row_miss_ps;
+		d->open_row[bank] = row;
+		t->row_misses++;
+	}
+	if (write != d->last_dir) {
+		dur += c->ddr_turnaround_ps;
+		d->last_dir = write;
+		t->turnarounds++;
+	}
+	end = start + dur;
+	d->free_ps = end;
+	t->busy_ps += dur;
+	t->bursts++;
+	if (write)
+		t->write_bytes += bytes;
+	else
+		t->read_bytes += bytes;
+	return end;
+}
+
+/* The tally of bookings made outside pccx__sim_ddr_access(), added to the statistics. */
+void pccx__sim_ddr_add_tally(struct pccx_sim *s, const struct sim_ddr_tally *t);
+
 /* One instruction between issue and completion. */
 struct sim_op {
 	bool used;

@@ -18,11 +18,6 @@
 
 #include "sim_int.h"
 
-static uint64_t max64(uint64_t a, uint64_t b)
-{
-	return a > b ? a : b;
-}
-
 /* An idle bus, no open row, the next refresh one interval away. */
 static void sim_ddr_reset(struct pccx_sim *s)
 {
@@ -58,63 +53,25 @@ int pccx__sim_ddr_init(struct pccx_sim *s)
 	return 0;
 }
 
-/*
- * Book one burst on the DDR bus, requested at now_ps. Returns the time its transfer ends on
- * the bus (the caller adds the read latency or the write response time).
- */
+void pccx__sim_ddr_add_tally(struct pccx_sim *s, const struct sim_ddr_tally *t)
+{
+	s->st.ddr_bursts += t->bursts;
+	s->st.ddr_row_misses += t->row_misses;
+	s->st.ddr_turnarounds += t->turnarounds;
+	s->st.ddr_refreshes += t->refreshes;
+	s->st.ddr_read_bytes += t->read_bytes;
+	s->st.ddr_write_bytes += t->write_bytes;
+	s->ddr_busy_ps += t->busy_ps;
+}
+
+/* One burst on the DDR model (sim_ddr_book()), counted in the statistics at once. */
 uint64_t pccx__sim_ddr_access(struct pccx_sim *s, uint64_t now_ps, uint64_t addr, uint32_t bytes,
 			      int write)
 {
-	struct sim_ddr *d = &s->ddr;
-	const struct pccx_sim_config *c = &s->cfg;
-	uint64_t start = max64(now_ps, d->free_ps), dur, num, end;
-	/* Bank bits XOR the low row bits, as memory controllers hash them, so streams whose
-	 * addresses differ by a large power of two do not all fight over one bank. */
-	uint32_t bank = (uint32_t)((addr >> d->bank_shift) ^ (addr >> d->row_shift)) & d->bank_mask;
-	uint64_t row = addr >> d->row_shift;
-	uint32_t i;
+	struct sim_ddr_tally t = { 0 };
+	uint64_t end = sim_ddr_book(&s->ddr, &s->cfg, &t, now_ps, addr, bytes, write);
 
-	if (start >= d->next_refresh_ps) {
-		/* Refreshes missed while the bus was idle cost nothing; the due one blocks it. */
-		uint64_t k = (start - d->next_refresh_ps) / c->ddr_refi_ps;
-
-		s->st.ddr_refreshes += k + 1;
-		d->next_refresh_ps += k * c->ddr_refi_ps;
-		if (start < d->next_refresh_ps + c->ddr_refresh_ps)
-			start = d->next_refresh_ps + c->ddr_refresh_ps;
-		d->next_refresh_ps += c->ddr_refi_ps;
-		for (i = 0; i < c->ddr_banks; i++)
-			d->open_row[i] = ~0ull;
-	}
-	if (bytes == c->ddr_burst_bytes) {
-		/* the same quotient and remainder without a division (rem < ddr_mbps) */
-		num = d->rem + d->burst_r;
-		dur = d->burst_q + (num >= c->ddr_mbps);
-		d->rem = num >= c->ddr_mbps ? num - c->ddr_mbps : num;
-	} else {
-		num = (uint64_t)bytes * 1000000u + d->rem;
-		dur = num / c->ddr_mbps;
-		d->rem = num % c->ddr_mbps;
-	}
-	dur += c->ddr_burst_ps;
-	if (d->open_row[bank] != row) {
-		dur += c->ddr_row_miss_ps;
-		d->open_row[bank] = row;
-		s->st.ddr_row_misses++;
-	}
-	if (write != d->last_dir) {
-		dur += c->ddr_turnaround_ps;
-		d->last_dir = write;
-		s->st.ddr_turnarounds++;
-	}
-	end = start + dur;
-	d->free_ps = end;
-	s->ddr_busy_ps += dur;
-	s->st.ddr_bursts++;
-	if (write)
-		s->st.ddr_write_bytes += bytes;
-	else
-		s->st.ddr_read_bytes += bytes;
+	pccx__sim_ddr_add_tally(s, &t);
 	return end;
 }
 

@@ -390,6 +390,9 @@ static void same_both_ways(const struct pccx_sim_config *cfg, bool slow_host,
 	run_free(&k);
 }
 
+/* The configurations the equivalence tests run in (config()). */
+#define CONFIGS 6
+
 static void config(struct pccx_sim_config *cfg, int which)
 {
 	pccx__sim_config_default(cfg);
@@ -404,6 +407,14 @@ static void config(struct pccx_sim_config *cfg, int which)
 	case 3:            /* an AXI clock whose edges rarely meet the core's */
 		cfg->axi_hz = 333000000;
 		cfg->ddr_read_latency_ps = 250000;
+		break;
+	case 4:            /* bursts of 4 beats (the round robin's order repeats in 3 periods), 5 in flight */
+		cfg->ddr_burst_bytes = 64;
+		cfg->dm_outstanding = 5;
+		break;
+	case 5:            /* bursts of 1 beat (in 6 periods), 3 in flight */
+		cfg->ddr_burst_bytes = 16;
+		cfg->dm_outstanding = 3;
 		break;
 	}
 }
@@ -430,18 +441,19 @@ START_TEST(bulk_equals_every_edge_slow_host)
 }
 END_TEST
 
-/* Loop case i of a job: configuration i % 4, its weights on (i < 4) or off burst boundaries. */
+/* Loop case i of a job: configuration i % CONFIGS, its weights on (i < CONFIGS) or off burst
+ * boundaries. */
 static void looped_both_ways(enum job_kind kind, int i)
 {
 	struct pccx_sim_config cfg;
-	struct jobspec js = { kind, i >= 4 ? 4096 + 48 : 0 };
+	struct jobspec js = { kind, i >= CONFIGS ? 4096 + 48 : 0 };
 
-	config(&cfg, i % 4);
+	config(&cfg, i % CONFIGS);
 	same_both_ways(&cfg, false, &js);
 }
 
 /*
- * A long GEMV in the four configurations, its weights on and off burst boundaries (bursts
+ * A long GEMV in the six configurations, its weights on and off burst boundaries (bursts
  * that stop at 4 KiB boundaries): bulk advance agrees with the edge model over long runs of
  * stream windows.
  */
@@ -451,14 +463,14 @@ START_TEST(long_stream_equals_every_edge)
 }
 END_TEST
 
-/* Prompt chunks through the GEMM array, in the four configurations, on and off bursts. */
+/* Prompt chunks through the GEMM array, in the six configurations, on and off bursts. */
 START_TEST(gemm_equals_every_edge)
 {
 	looped_both_ways(JOB_GEMM, _i);
 }
 END_TEST
 
-/* A MEMCPY from the host behind a streaming GEMV, in the four configurations, on and off
+/* A MEMCPY from the host behind a streaming GEMV, in the six configurations, on and off
  * bursts: the windows in which it drains the fmap FIFO agree with the edge model. */
 START_TEST(memcpy_in_equals_every_edge)
 {
@@ -716,11 +728,11 @@ static Suite *suite(void)
 	TCase *t = tcase_create("core");
 
 	tcase_set_timeout(t, 300);
-	tcase_add_loop_test(t, bulk_equals_every_edge, 0, 4);
+	tcase_add_loop_test(t, bulk_equals_every_edge, 0, CONFIGS);
 	tcase_add_test(t, bulk_equals_every_edge_slow_host);
-	tcase_add_loop_test(t, long_stream_equals_every_edge, 0, 8);
-	tcase_add_loop_test(t, gemm_equals_every_edge, 0, 8);
-	tcase_add_loop_test(t, memcpy_in_equals_every_edge, 0, 8);
+	tcase_add_loop_test(t, long_stream_equals_every_edge, 0, 2 * CONFIGS);
+	tcase_add_loop_test(t, gemm_equals_every_edge, 0, 2 * CONFIGS);
+	tcase_add_loop_test(t, memcpy_in_equals_every_edge, 0, 2 * CONFIGS);
 	tcase_add_test(t, device_write_after_delivery);
 	tcase_add_test(t, device_write_waits_for_stream_reads);
 	tcase_add_test(t, device_write_during_long_stream);
