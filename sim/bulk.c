@@ -14,7 +14,9 @@
  *
  * The lanes are those of the GEMV, or of a GEMM whose array keeps up with its stream
  * (pccx__sim_gemm_keeps_up(): a prompt chunk of up to 16 rows), whose beats then move exactly
- * as a GEMV's do.
+ * as a GEMV's do. A GEMM the array limits (more rows) takes its beats as the array's MAC
+ * budget lets it: sched_plan() works out which beats each lane takes in the window before the
+ * channels run, and ends the window before a FIFO could run dry where that is not known.
  *
  * A MEMCPY from the host (eng_dma.c) drains the fmap FIFO at the core clock, one word per
  * edge. With the core clock at least as fast as the AXI clock, every AXI cycle holds a core
@@ -26,8 +28,9 @@
  * phase, a lane's last beat, a DataMover command starting or delivering its last beat, the
  * beat that completes a MEMCPY from the host, a MEMCPY to the host, the result channel at
  * work (one that waits for a MEMCPY to the host with nothing to write only counts its busy
- * cycles), a GEMM the array cannot keep up with, a reset, the IDLE interrupt or the overrun watchdog. The edge of an event, and every edge when pccx__sim_set_every_edge() asks for
- * it, runs through timing.c; so does a window with nothing to gain.
+ * cycles), a GEMM streaming beside a GEMV, a reset, the IDLE interrupt or the overrun
+ * watchdog. The edge of an event, and every edge when pccx__sim_set_every_edge() asks for it,
+ * runs through timing.c; so does a window with nothing to gain.
  */
 #include <string.h>
 #include <stdlib.h>
@@ -61,6 +64,9 @@ struct bulk {
 	struct sim_matmul *mm;   /* the instruction whose lanes stream (or the idle GEMV) */
 	struct bulk_ch ch[BULK_CH];
 	bool starve_all;         /* a lane waits every cycle (its port is another's) */
+	/* a GEMM the array limits: each lane takes the beats of s->bulk_takes (sched_plan()) */
+	bool sched;
+	uint64_t budget_end;     /* sched: the array's MAC budget after the window */
 	uint64_t kend;           /* the first core edge past the window */
 	uint32_t fmap_pops;      /* words the MEMCPY took from the fmap FIFO in the window */
 	uint64_t starve[SIM_BULK_AXI / 64];  /* bit i: a lane waited in cycle a + i */
@@ -110,9 +116,8 @@ static uint64_t core_event(const struct pccx_sim *s)
 	if (s->dma_in.busy && (s->core_cycle + 1 < s->dma_in.start_after || s->fmapq.level ||
 			       s->core_ps > s->axi_ps))
 		return 0;     /* not (yet) a drain as stream_setup() sets up */
-	if (s->gemm.busy && s->gemm.phase == 1 &&
-	    ((s->gemv.busy && s->gemv.phase == 1) || !pccx__sim_gemm_keeps_up(s, &s->gemm)))
-		return 0;     /* the array limits the stream, or two streams count their stalls */
+	if (s->gemm.busy && s->gemm.phase == 1 && s->gemv.busy && s->gemv.phase == 1)
+		return 0;     /* two streams count their stalls */
 	if (s->overrun_since)
 		return 0;
 	idle = s->fifo_level == 0 && pccx__sim_engines_idle(s) && !pccx__sim_dm_outstanding(s) &&
@@ -140,7 +145,7 @@ static uint64_t core_event(const struct pccx_sim *s)
 }
 
 /* What k core edges without an event add up to (core_tick, frontend_tick, device_core_tick). */
-static void core_bulk(struct pccx_sim *s, uint64_t k, uint32_t fmap_pops)
+static void core_bulk(struct pccx_sim *s, const struct bulk *b, uint64_t k)
 {
 	uint64_t ps = k * s->core_ps;
 
@@ -162,14 +167,16 @@ static void core_bulk(struct pccx_sim *s, uint64_t k, uint32_t fmap_pops)
 		s->busy_ps[PCCX_SIM_U_GEMV] += ps;
 	if (s->gemm.busy) {
 		s->busy_ps[PCCX_SIM_U_GEMM] += ps;
-		/* its core edges add mac_rate each, up to the cap: kept up with (core_event) */
+		/* its core edges add mac_rate each, up to the cap: kept up with, or as the
+		 * window's plan found them (sched_plan()) */
 		if (s->gemm.phase == 1)
-			s->gemm.mac_budget = pccx__sim_gemm_mac_cap(&s->gemm);
+			s->gemm.mac_budget = b->sched ? b->budget_end :
+					     pccx__sim_gemm_mac_cap(&s->gemm);
 	}
 	if (s->dma_in.busy) {
 		s->busy_ps[PCCX_SIM_U_DMA_IN] += ps;
-		s->st.stall_fmap += k - fmap_pops;
-		s->dma_in.done += fmap_pops;
+		s->st.stall_fmap += k - b->fmap_pops;
+		s->dma_in.done += b->fmap_pops;
 	}
 	if (s->l2copy.busy)
 		s->busy_ps[PCCX_SIM_U_L2COPY] += ps;
@@ -291,11 +298,113 @@ static void ch_push(struct bulk_ch *bc, const struct sim_burst *bu, uint32_t n)
  * its last) or none; in the run's last cycle the burst may end, or the room for the next
  * burst be there.
  */
+/* The first j < n with T[i + j + 1] - T[i] >= want (the takes of cycles i .. i + j), or n. */
+static uint64_t takes_reach(const uint16_t *T, uint64_t i, uint64_t n, uint64_t want)
+{
+	uint64_t lo = 0, hi = n;
+
+	if (!want)
+		return 0;
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		if ((uint64_t)(T[i + mid + 1] - T[i]) >= want)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+/*
+ * ch_run() for a lane of a GEMM the array limits: the lane takes the beats the window's plan
+ * gives it (sched_plan(), which also ends the window before the FIFO could run dry), so the
+ * runs below are those of the deliveries and the bookings, and the room a run makes is the
+ * plan's takes in it.
+ */
+static void ch_run_sched(struct pccx_sim *s, struct bulk *b, struct bulk_ch *bc)
+{
+	struct sim_dm *dm = bc->dm;
+	const uint16_t *T = s->bulk_takes[dm->ch];
+	uint32_t out = s->cfg.dm_outstanding, depth = bc->q->depth;
+
+	while (bc->c < b->e) {
+		uint64_t n = b->e - bc->c, i = bc->c - b->a, j = ~0ull, room, need;
+		uint32_t nb = dm->b_level, took;
+		bool dlv = false, ends = false, elig;
+
+		if (nb) {
+			if (bc->rc <= bc->c || ready_by(s, dm, bc)) {
+				uint32_t left = dm->burst[dm->b_head].beats -
+						dm->burst[dm->b_head].done;
+
+				dlv = true;
+				if (left <= n) {
+					n = left;
+					ends = true;
+				}
+			} else {
+				bc->rc = ready_cycle(s, dm);
+				n = min64(n, bc->rc - bc->c);
+			}
+		}
+		room = depth - bc->level - bc->reserved;
+		elig = dm->active && dm->issued < dm->cur.btt;
+		if (elig) {
+			need = next_burst(s, dm) / SIM_BEAT;
+			/* the first cycle j of the run with a burst slot and room for it, the room
+			 * counted after the lane's step of cycle j */
+			if (nb < out)
+				j = takes_reach(T, i, n, need > room ? need - room : 0);
+			else if (ends && nb - 1 < out &&
+				 room + (uint64_t)(T[i + n] - T[i]) >= need)
+				j = n - 1;
+			if (j < n) {
+				n = j + 1;
+				if (ends && dm->burst[dm->b_head].beats -
+					    dm->burst[dm->b_head].done != n)
+					ends = false;
+			}
+			/* stalled with no burst in flight: the cycles before the issue */
+			if (!nb)
+				bc->full += j < n ? n - 1 : n;
+			else if (nb == 1 && ends && j >= n)
+				bc->full++;
+		}
+		took = (uint32_t)(T[i + n] - T[i]);
+		bc->level -= took;
+		bc->taken += took;
+		if (dlv) {
+			ch_push(bc, &dm->burst[dm->b_head], (uint32_t)n);
+			bc->level += (uint32_t)n;
+			bc->reserved -= (uint32_t)n;
+			bc->got += (uint32_t)n;
+			dm->burst[dm->b_head].done += (uint32_t)n;
+			if (ends) {
+				dm->b_head = (dm->b_head + 1) % SIM_MAX_BURSTS;
+				dm->b_level--;
+				bc->rc = ~0ull;
+			}
+		}
+		if (elig && j == n - 1) {
+			bc->c += n - 1;
+			bc->issue = true;
+			bc->key = bc->c;
+			return;
+		}
+		bc->c += n;
+	}
+}
+
 static void ch_run(struct pccx_sim *s, struct bulk *b, struct bulk_ch *bc)
 {
 	struct sim_dm *dm = bc->dm;
 	uint32_t out = s->cfg.dm_outstanding, depth = bc->q->depth;
 
+	if (b->sched && bc->lane) {
+		ch_run_sched(s, b, bc);
+		return;
+	}
 	while (bc->c < b->e) {
 		uint64_t n = b->e - bc->c, j = ~0ull, room, need = 0;
 		uint32_t nb = dm->b_level;
@@ -701,7 +810,8 @@ static void stream_run(struct pccx_sim *s, struct bulk *b)
 	uint64_t n = b->e - b->a, waited = 0, w;
 	unsigned p, alike = 0;
 
-	memset(b->starve, 0, (size_t)(n + 63) / 64 * sizeof(b->starve[0]));
+	if (!b->sched)    /* sched_plan() marked the lanes' waits */
+		memset(b->starve, 0, (size_t)(n + 63) / 64 * sizeof(b->starve[0]));
 	for (p = 0; p < BULK_CH; p++)
 		ch_run(s, b, &b->ch[p]);
 	for (;;) {
@@ -712,7 +822,7 @@ static void stream_run(struct pccx_sim *s, struct bulk *b)
 			break;
 		c = first->key;
 		ch_book(s, first);
-		if (!ch_steady(s, b, first)) {
+		if (b->sched || !ch_steady(s, b, first)) {
 			ch_run(s, b, first);
 			alike = 0;
 		} else if (first->key != c + s->cfg.ddr_burst_bytes / SIM_BEAT) {
@@ -737,6 +847,103 @@ static void stream_run(struct pccx_sim *s, struct bulk *b)
 		waited += (uint64_t)__builtin_popcountll(b->starve[w]);
 	s->stall_weights_ps += (b->starve_all ? n : waited) * s->axi_ps;
 	s->axi_cycle = b->e - 1;
+}
+
+/*
+ * A GEMM the array limits (pccx__sim_gemm_keeps_up() false): which beats its lanes take in
+ * the window, as matmul_axi_tick() and matmul_core_tick() decide them edge by edge (the core
+ * edges add mac_rate to the budget up to its cap, an AXI edge before a core edge of the same
+ * time; at an AXI edge each lane in port order with a beat in its FIFO takes it if the budget
+ * holds its MACs, and one without waits). A FIFO's beats are its level, less the takes, plus
+ * what the bursts in flight at the window's start deliver: exactly, until the first cycle in
+ * which a burst booked in the window could have arrived (the read latency after the start),
+ * and a lower bound after it, so the window ends before a later cycle in which a FIFO could
+ * be empty (the edge model runs it). No lane takes its last beat in the window: it ends
+ * before the cycle a lane's last beat would take at one beat a cycle (stream_setup()). Fills
+ * s->bulk_takes and the window's waits, may move its end *h earlier and sets the budget after
+ * it. False: a lane takes records (GEMV only), not planned.
+ */
+static bool sched_plan(struct pccx_sim *s, struct bulk *b, uint64_t *h)
+{
+	struct sim_matmul *mm = b->mm;
+	const uint64_t cap = pccx__sim_gemm_mac_cap(mm);
+	uint64_t e = ceil_div(*h, s->axi_ps), budget = mm->mac_budget, k = s->core_cycle + 1, c;
+	const uint64_t exact = b->a + s->cfg.ddr_read_latency_ps / s->axi_ps + 1;
+	uint64_t got[PCCX_WSTREAM_PORTS] = { 0 };
+	/* the beats a FIFO holds before each edge: its level, less the takes, plus what the
+	 * bursts in flight at the start deliver (one beat a cycle each, in order, from when it
+	 * has arrived; a beat delivered in a cycle is there for the next) */
+	uint64_t have[PCCX_WSTREAM_PORTS] = { 0 }, d_at[PCCX_WSTREAM_PORTS] = { 0 };
+	uint32_t t[PCCX_WSTREAM_PORTS] = { 0 }, d_left[PCCX_WSTREAM_PORTS] = { 0 };
+	uint32_t d_burst[PCCX_WSTREAM_PORTS] = { 0 };
+	unsigned p;
+
+	if (e > b->a)
+		memset(b->starve, 0, (size_t)(e - b->a + 63) / 64 * sizeof(b->starve[0]));
+	for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
+		const struct sim_lane *l = b->ch[p].lane;
+		const struct sim_dm *dm = b->ch[p].dm;
+
+		s->bulk_takes[p][0] = 0;
+		if (!l)
+			continue;
+		if (l->rec)
+			return false;
+		got[p] = l->got;
+		have[p] = b->ch[p].level;
+		if (dm->b_level) {
+			const struct sim_burst *bu = &dm->burst[dm->b_head];
+
+			d_at[p] = ceil_div(bu->ready_ps, s->axi_ps);
+			d_at[p] = d_at[p] > b->a ? d_at[p] : b->a;
+			d_left[p] = bu->beats - bu->done;
+		}
+	}
+	for (c = b->a; c < e; c++) {
+		for (; k * s->core_ps < c * s->axi_ps; k++)
+			budget = budget + mm->mac_rate < cap ? budget + mm->mac_rate : cap;
+		for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
+			if (b->ch[p].lane && !have[p] && c >= exact)
+				break;
+		if (p < PCCX_WSTREAM_PORTS)
+			break;
+		for (p = 0; p < PCCX_WSTREAM_PORTS; p++) {
+			const struct sim_dm *dm = b->ch[p].dm;
+
+			if (b->ch[p].lane) {
+				uint64_t cost = (uint64_t)pccx__sim_gemm_beat_macs(mm, got[p]) * mm->m;
+
+				if (!have[p]) {
+					b->starve[(c - b->a) / 64] |= 1ull << ((c - b->a) % 64);
+				} else if (budget >= cost) {
+					budget -= cost;
+					t[p]++;
+					have[p]--;
+					got[p] += PCCX_BEAT_BYTES;
+					if (got[p] == b->ch[p].lane->row_bytes)
+						got[p] = 0;
+				}
+				if (d_left[p] && d_at[p] <= c) {
+					have[p]++;
+					if (!--d_left[p] && ++d_burst[p] < dm->b_level) {
+						const struct sim_burst *bu = &dm->burst[(dm->b_head +
+							d_burst[p]) % SIM_MAX_BURSTS];
+
+						d_at[p] = ceil_div(bu->ready_ps, s->axi_ps);
+						d_at[p] = d_at[p] > c + 1 ? d_at[p] : c + 1;
+						d_left[p] = bu->beats;
+					}
+				}
+			}
+			s->bulk_takes[p][c - b->a + 1] = (uint16_t)t[p];
+		}
+	}
+	if (c < e)
+		*h = c * s->axi_ps;
+	for (; k * s->core_ps < *h; k++)
+		budget = budget + mm->mac_rate < cap ? budget + mm->mac_rate : cap;
+	b->budget_end = budget;
+	return true;
 }
 
 /* ---- the window ---------------------------------------------------------------------------- */
@@ -773,6 +980,10 @@ int pccx__sim_bulk(struct pccx_sim *s, uint64_t t_ps, bool may_defer)
 		return SIM_BULK_DEFERRED;
 	}
 	h = min64(min64(t_ps + 1, (b.a + SIM_BULK_AXI) * s->axi_ps), hev);
+	b.sched = b.mm == &s->gemm && s->gemm.busy && s->gemm.phase == 1 &&
+		  !pccx__sim_gemm_keeps_up(s, &s->gemm);
+	if (b.sched && !sched_plan(s, &b, &h))
+		return SIM_BULK_NONE;
 	b.e = ceil_div(h, s->axi_ps);
 	kend = ceil_div(h, s->core_ps);
 	if (b.e <= b.a && kend <= s->core_cycle + 1)
@@ -781,7 +992,7 @@ int pccx__sim_bulk(struct pccx_sim *s, uint64_t t_ps, bool may_defer)
 	if (b.e > b.a)
 		stream_run(s, &b);
 	if (kend > s->core_cycle + 1)
-		core_bulk(s, kend - 1 - s->core_cycle, b.fmap_pops);
+		core_bulk(s, &b, kend - 1 - s->core_cycle);
 	last = s->axi_cycle * s->axi_ps;
 	if (s->core_cycle * s->core_ps > last)
 		last = s->core_cycle * s->core_ps;

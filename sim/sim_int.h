@@ -305,6 +305,9 @@ struct pccx_sim {
 	 * between. pccx__sim_sync() runs those edges before anything that changes or counts.
 	 */
 	uint64_t defer_ps, defer_h;
+	/* bulk.c: in a window of a GEMM the array limits, the beats each lane takes in the
+	 * window's first i AXI cycles */
+	uint16_t bulk_takes[PCCX_WSTREAM_PORTS][SIM_BULK_AXI + 1];
 	uint64_t core_ps, axi_ps;
 	uint64_t now_ps;
 	uint64_t core_cycle, axi_cycle;  /* edges passed */
