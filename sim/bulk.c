@@ -167,11 +167,10 @@ static void core_bulk(struct pccx_sim *s, const struct bulk *b, uint64_t k)
 		s->busy_ps[PCCX_SIM_U_GEMV] += ps;
 	if (s->gemm.busy) {
 		s->busy_ps[PCCX_SIM_U_GEMM] += ps;
-		/* its core edges add mac_rate each, up to the cap: kept up with, or as the
-		 * window's plan found them (sched_plan()) */
-		if (s->gemm.phase == 1)
-			s->gemm.mac_budget = b->sched ? b->budget_end :
-					     pccx__sim_gemm_mac_cap(&s->gemm);
+		/* its core edges add mac_rate each, up to the cap: kept up with (for a GEMM the
+		 * array limits, sched_plan() has the budget after the window) */
+		if (s->gemm.phase == 1 && !b->sched)
+			s->gemm.mac_budget = pccx__sim_gemm_mac_cap(&s->gemm);
 	}
 	if (s->dma_in.busy) {
 		s->busy_ps[PCCX_SIM_U_DMA_IN] += ps;
@@ -991,6 +990,8 @@ int pccx__sim_bulk(struct pccx_sim *s, uint64_t t_ps, bool may_defer)
 	b.kend = kend;
 	if (b.e > b.a)
 		stream_run(s, &b);
+	if (b.sched)      /* the window's takes and core edges, the latter possibly none */
+		s->gemm.mac_budget = b.budget_end;
 	if (kend > s->core_cycle + 1)
 		core_bulk(s, &b, kend - 1 - s->core_cycle);
 	last = s->axi_cycle * s->axi_ps;
