@@ -374,10 +374,14 @@ int pccx__sim_mmio_write32(pccx_sim *s, uint32_t off, uint32_t v)
 		if (!(off & 4))
 			ctrl_write(s, off, v);
 	} else {
-		unsigned ch = off / 0x1000u - 1;
+		unsigned ch = off / 0x1000u - 1, reg = off & 0xfffu;
 
-		pccx__sim_sync(s);
-		pccx__sim_dm_write(s, ch, off & 0xfffu, v);
+		/* A staged command register only holds its value until CMD_PUSH reads it:
+		 * nothing the deferred edges do depends on it, so they need not run first. */
+		if (reg != PCCX_DM_CMD_LO && reg != PCCX_DM_CMD_HI && reg != PCCX_DM_CMD_EXT &&
+		    reg != PCCX_DM_CMD_ADDR_HI)
+			pccx__sim_sync(s);
+		pccx__sim_dm_write(s, ch, reg, v);
 	}
 	return 0;
 }
