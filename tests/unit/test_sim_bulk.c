@@ -60,12 +60,14 @@ struct run {
 };
 
 /* Which job a comparison runs, and where its weights start in their buffer. */
-enum job_kind { JOB_DECODE, JOB_STREAM, JOB_GEMM, JOB_MEMCPY };
+enum job_kind { JOB_DECODE, JOB_STREAM, JOB_GEMM, JOB_MEMCPY, JOB_GEMM_MEMCPY, JOB_KINDS };
 
 struct jobspec {
-	enum job_kind kind;   /* decode_job(), stream_job(), gemm_job() or memcpy_job() */
+	enum job_kind kind;   /* decode_job(), stream_job(), gemm_job(), memcpy_job() or
+			       * gemm_memcpy_job() */
 	uint64_t base;        /* bytes before the first matrix (not a multiple of 256: bursts
 			       * split at 4 KiB boundaries) */
+	bool any_config;      /* a configuration the job was not shaped for: only compared */
 };
 
 static uint64_t wm_layout(struct wmat *wm, uint64_t base)
@@ -156,8 +158,8 @@ static void stream_job(struct tjob *j, const struct wmat *wm, uint32_t hx, uint3
 
 /*
  * Prompt chunks: GEMMs of 4 and 16 rows (the array keeps up with the stream, so their lanes
- * run in bulk windows), an f32 GEMM of 16 rows, and one of 32 rows the array cannot keep up
- * with (edge by edge), with CVOs on the SFU while they stream.
+ * take a beat a cycle), an f32 GEMM of 16 rows, and one of 32 rows the array cannot keep up
+ * with (its windows planned from the MAC budget), with CVOs on the SFU while they stream.
  */
 static void gemm_job(struct tjob *j, const struct wmat *wm, uint32_t hx, uint32_t hw)
 {
@@ -207,6 +209,41 @@ static void memcpy_job(struct tjob *j, const struct wmat *wm, uint32_t hx, uint3
 			   true));
 	for (i = 0; i < 24; i++)
 		tj_add(j, t_cvo(PCCX_CVO_EXP, EXP_SRC, EXP_DST + i * 0x40, 97 + 61 * i, 1));
+}
+
+/*
+ * A GEMM of 32 rows the array cannot keep up with beside MEMCPYs from the host that do not
+ * depend on it: its planned windows with the fmap channel draining in them.
+ */
+static void gemm_memcpy_job(struct tjob *j, const struct wmat *wm, uint32_t hx, uint32_t hw)
+{
+	unsigned i;
+
+	tj_add(j, t_memset(0, 2, 1024, 32, 1));
+	tj_add(j, t_memset(0, 3, 256, 32, 1));
+	tj_add(j, t_memset(0, 4, PCCX_L2_ELEMS_PER_WORD, X_BYTES / 16, 1));
+	tj_add(j, t_memset(0, 5, PCCX_L2_ELEMS_PER_WORD, X_BYTES / 64, 1));
+	tj_add(j, t_memset(1, 8 + LONG_SHAPE, shapes[LONG_SHAPE].n, shapes[LONG_SHAPE].k,
+			   shapes[LONG_SHAPE].fmt));
+	tj_add(j, t_memset(1, 8 + 2, shapes[2].n, shapes[2].k, shapes[2].fmt));
+	tj_add(j, t_memcpy(true, false, XG_W, 0, tj_dma(j, hx, PCCX_DMA_TO_DEVICE, 0, X_BYTES), 4,
+			   false));
+	tj_add(j, t_matmul(PCCX_OP_GEMM, Y_W, XG_W, 8 + LONG_SHAPE, 2, TF_WSCALE));
+	tj_streams(j, &wm[LONG_SHAPE].ws, hw, wm[LONG_SHAPE].off);
+	tj_add(j, t_memcpy(true, false, 0x14000, 0, tj_dma(j, hx, PCCX_DMA_TO_DEVICE, 0, X_BYTES),
+			   4, true));
+	for (i = 0; i < 12; i++)
+		tj_add(j, t_cvo(PCCX_CVO_EXP, EXP_SRC, EXP_DST + i * 0x40, 97 + 61 * i, 1));
+	tj_add(j, t_memcpy(true, false, 0x18000, 0,
+			   tj_dma(j, hx, PCCX_DMA_TO_DEVICE, 0, X_BYTES / 4), 5, true));
+	tj_add(j, t_matmul(PCCX_OP_GEMM, 0x6000, XG_W, 8 + 2, 3, 0));
+	tj_streams(j, &wm[2].ws, hw, wm[2].off);
+	tj_add(j, t_memcpy(true, false, 0x19000, 0,
+			   tj_dma(j, hx, PCCX_DMA_TO_DEVICE, 0, X_BYTES / 4), 5, true));
+	tj_add(j, t_matmul(PCCX_OP_GEMM, 0x2000, XG_W, 8 + LONG_SHAPE, 2, TF_WSCALE));
+	tj_streams(j, &wm[LONG_SHAPE].ws, hw, wm[LONG_SHAPE].off);
+	for (i = 0; i < 12; i++)
+		tj_add(j, t_cvo(PCCX_CVO_EXP, EXP_SRC, EXP_DST + i * 0x40, 131 + 37 * i, 1));
 }
 
 static char *slurp(const char *path, size_t *len)
@@ -302,6 +339,8 @@ static void run_job(const struct pccx_sim_config *cfg, bool every_edge, bool slo
 		gemm_job(&j, wm, hx, hw);
 	else if (js->kind == JOB_MEMCPY)
 		memcpy_job(&j, wm, hx, hw);
+	else if (js->kind == JOB_GEMM_MEMCPY)
+		gemm_memcpy_job(&j, wm, hx, hw);
 	else
 		decode_job(&j, wm, hx, hw, hy);
 	ck_assert_int_eq(pccx__sim_trace_open(sim, path, &d), 0);
@@ -373,6 +412,8 @@ static void same_both_ways(const struct pccx_sim_config *cfg, bool slow_host,
 	ck_assert_int_eq(memcmp(e.l2, k.l2, (size_t)cfg->l2_words * 16), 0);
 	ck_assert_int_eq(memcmp(e.out, k.out, 4096 + (size_t)OUT_WORDS * 16), 0);
 	ck_assert_uint_eq(e.s_bits, k.s_bits);
+	if (js->any_config)
+		goto done;
 	/* the job did what it is for: many bursts, the fmap channel stalled on its full FIFO */
 	ck_assert_uint_gt(a->ddr_bursts, 1000);
 	if (js->kind == JOB_GEMM)
@@ -386,12 +427,17 @@ static void same_both_ways(const struct pccx_sim_config *cfg, bool slow_host,
 		ck_assert_uint_gt(a->dm_stall_full[PCCX_DM_FMAP], 0);
 		ck_assert_uint_gt(a->unit_insns[PCCX_SIM_U_GEMV], 6);
 	}
+	if (js->kind == JOB_GEMM_MEMCPY) {
+		ck_assert_uint_eq(a->unit_insns[PCCX_SIM_U_GEMM], 3);
+		ck_assert_uint_gt(a->stall_fmap, 0);
+	}
+done:
 	run_free(&e);
 	run_free(&k);
 }
 
 /* The configurations the equivalence tests run in (config()). */
-#define CONFIGS 7
+#define CONFIGS 8
 
 static void config(struct pccx_sim_config *cfg, int which)
 {
@@ -419,6 +465,9 @@ static void config(struct pccx_sim_config *cfg, int which)
 	case 6:            /* a core clock slower than the AXI clock */
 		cfg->core_hz = 200000000;
 		break;
+	case 7:            /* bursts of 3 beats, which 4 KiB pages do not hold whole */
+		cfg->ddr_burst_bytes = 48;
+		break;
 	}
 }
 
@@ -426,7 +475,7 @@ START_TEST(bulk_equals_every_edge)
 {
 	struct pccx_sim_config cfg;
 
-	struct jobspec js = { JOB_DECODE, 0 };
+	struct jobspec js = { JOB_DECODE, 0, false };
 
 	config(&cfg, _i);
 	same_both_ways(&cfg, false, &js);
@@ -437,7 +486,7 @@ START_TEST(bulk_equals_every_edge_slow_host)
 {
 	struct pccx_sim_config cfg;
 
-	struct jobspec js = { JOB_DECODE, 0 };
+	struct jobspec js = { JOB_DECODE, 0, false };
 
 	config(&cfg, 0);
 	same_both_ways(&cfg, true, &js);
@@ -449,14 +498,14 @@ END_TEST
 static void looped_both_ways(enum job_kind kind, int i)
 {
 	struct pccx_sim_config cfg;
-	struct jobspec js = { kind, i >= CONFIGS ? 4096 + 48 : 0 };
+	struct jobspec js = { kind, i >= CONFIGS ? 4096 + 48 : 0, false };
 
 	config(&cfg, i % CONFIGS);
 	same_both_ways(&cfg, false, &js);
 }
 
 /*
- * A long GEMV in the seven configurations, its weights on and off burst boundaries (bursts
+ * A long GEMV in the eight configurations, its weights on and off burst boundaries (bursts
  * that stop at 4 KiB boundaries): bulk advance agrees with the edge model over long runs of
  * stream windows.
  */
@@ -466,18 +515,74 @@ START_TEST(long_stream_equals_every_edge)
 }
 END_TEST
 
-/* Prompt chunks through the GEMM array, in the seven configurations, on and off bursts. */
+/* Prompt chunks through the GEMM array, in the eight configurations, on and off bursts. */
 START_TEST(gemm_equals_every_edge)
 {
 	looped_both_ways(JOB_GEMM, _i);
 }
 END_TEST
 
-/* A MEMCPY from the host behind a streaming GEMV, in the seven configurations, on and off
+/* A MEMCPY from the host behind a streaming GEMV, in the eight configurations, on and off
  * bursts: the windows in which it drains the fmap FIFO agree with the edge model. */
 START_TEST(memcpy_in_equals_every_edge)
 {
 	looped_both_ways(JOB_MEMCPY, _i);
+}
+END_TEST
+
+/* A GEMM the array limits beside MEMCPYs from the host, in the configurations, on and off
+ * bursts. */
+START_TEST(gemm_beside_memcpy_equals_every_edge)
+{
+	looped_both_ways(JOB_GEMM_MEMCPY, _i);
+}
+END_TEST
+
+static uint64_t xorshift(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+/*
+ * Configurations drawn at random (the same ones every run: the seed is the loop index) with
+ * a random job: either clock the faster, bursts that do and do not divide 4 KiB, shallow and
+ * deep FIFOs, 1 to 16 bursts in flight, slow and fast DDR, short and long read latencies,
+ * small and large arrays, weights on and off burst boundaries, a third with a slow host.
+ */
+START_TEST(random_configs_equal_every_edge)
+{
+	static const uint64_t hz[] = { 100000000, 150000000, 200000000, 250000000, 300000000,
+				       333000000, 400000000, 500000000, 533000000 };
+	static const uint32_t burst[] = { 16, 32, 64, 128, 256, 512, 1024, 48, 80, 96, 112, 144,
+					  160, 240, 400, 272 };
+	static const uint32_t depth[] = { 64, 80, 96, 128, 200, 256, 1024, 4096 };
+	uint64_t x = 0x9e3779b97f4a7c15ull ^ ((uint64_t)(_i + 1) * 0x100000001b3ull);
+	struct pccx_sim_config cfg;
+	struct jobspec js = { JOB_DECODE, 0, true };
+	unsigned r;
+
+	for (r = 0; r < 4; r++)
+		xorshift(&x);
+	pccx__sim_config_default(&cfg);
+	cfg.core_hz = hz[xorshift(&x) % 9];
+	cfg.axi_hz = hz[xorshift(&x) % 9];
+	cfg.ddr_burst_bytes = burst[xorshift(&x) % 16];
+	cfg.wstream_fifo_depth = depth[xorshift(&x) % 8];
+	if (cfg.ddr_burst_bytes / PCCX_BEAT_BYTES > cfg.wstream_fifo_depth ||
+	    cfg.ddr_burst_bytes / PCCX_BEAT_BYTES > cfg.fmap_fifo_depth)
+		cfg.ddr_burst_bytes = PCCX_BEAT_BYTES;
+	cfg.dm_outstanding = 1 + (uint32_t)(xorshift(&x) % 16);
+	cfg.ddr_mbps = xorshift(&x) % 2 ? 19200 : 2000 + xorshift(&x) % 40000;
+	cfg.ddr_read_latency_ps = 4000 * (uint32_t)(xorshift(&x) % 60) +
+				  1234 * (uint32_t)(xorshift(&x) % 3);
+	cfg.gemm_q4_macs = 256u << (xorshift(&x) % 5);
+	cfg.gemm_f32_macs = 64u << (xorshift(&x) % 5);
+	js.kind = (enum job_kind)(xorshift(&x) % JOB_KINDS);
+	js.base = xorshift(&x) % 2 ? 4096 + 48 : 0;
+	same_both_ways(&cfg, _i % 3 == 1, &js);
 }
 END_TEST
 
@@ -736,6 +841,8 @@ static Suite *suite(void)
 	tcase_add_loop_test(t, long_stream_equals_every_edge, 0, 2 * CONFIGS);
 	tcase_add_loop_test(t, gemm_equals_every_edge, 0, 2 * CONFIGS);
 	tcase_add_loop_test(t, memcpy_in_equals_every_edge, 0, 2 * CONFIGS);
+	tcase_add_loop_test(t, gemm_beside_memcpy_equals_every_edge, 0, 2 * CONFIGS);
+	tcase_add_loop_test(t, random_configs_equal_every_edge, 0, 32);
 	tcase_add_test(t, device_write_after_delivery);
 	tcase_add_test(t, device_write_waits_for_stream_reads);
 	tcase_add_test(t, device_write_during_long_stream);
