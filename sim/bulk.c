@@ -289,14 +289,6 @@ static void ch_push(struct bulk_ch *bc, const struct sim_burst *bu, uint32_t n)
 	bc->push_n += n;
 }
 
-/*
- * Run a channel from bc->c until it has a burst to book (bc->issue; bc->c the cycle, its lane
- * and delivery steps done) or until the window's end. Only the counts move here; the bytes
- * follow in ch_data(). Each pass covers a run of cycles in which every step repeats alike:
- * the lane takes a beat each cycle or none, the oldest burst delivers one each cycle (up to
- * its last) or none; in the run's last cycle the burst may end, or the room for the next
- * burst be there.
- */
 /* The first j < n with T[i + j + 1] - T[i] >= want (the takes of cycles i .. i + j), or n. */
 static uint64_t takes_reach(const uint16_t *T, uint64_t i, uint64_t n, uint64_t want)
 {
@@ -316,98 +308,26 @@ static uint64_t takes_reach(const uint16_t *T, uint64_t i, uint64_t n, uint64_t 
 }
 
 /*
- * ch_run() for a lane of a GEMM the array limits: the lane takes the beats the window's plan
- * gives it (sched_plan(), which also ends the window before the FIFO could run dry), so the
- * runs below are those of the deliveries and the bookings, and the room a run makes is the
- * plan's takes in it.
+ * Run a channel from bc->c until it has a burst to book (bc->issue; bc->c the cycle, its lane
+ * and delivery steps done) or until the window's end. Only the counts move here; the bytes
+ * follow in ch_data(). Each pass covers a run of cycles in which every step repeats alike:
+ * the lane takes a beat each cycle or none (or the plan's beats), the oldest burst delivers
+ * one each cycle (up to its last) or none; in the run's last cycle the burst may end, or the
+ * room for the next burst be there.
  */
-static void ch_run_sched(struct pccx_sim *s, struct bulk *b, struct bulk_ch *bc)
-{
-	struct sim_dm *dm = bc->dm;
-	const uint16_t *T = s->bulk_takes[dm->ch];
-	uint32_t out = s->cfg.dm_outstanding, depth = bc->q->depth;
-
-	while (bc->c < b->e) {
-		uint64_t n = b->e - bc->c, i = bc->c - b->a, j = ~0ull, room, need;
-		uint32_t nb = dm->b_level, took;
-		bool dlv = false, ends = false, elig;
-
-		if (nb) {
-			if (bc->rc <= bc->c || ready_by(s, dm, bc)) {
-				uint32_t left = dm->burst[dm->b_head].beats -
-						dm->burst[dm->b_head].done;
-
-				dlv = true;
-				if (left <= n) {
-					n = left;
-					ends = true;
-				}
-			} else {
-				bc->rc = ready_cycle(s, dm);
-				n = min64(n, bc->rc - bc->c);
-			}
-		}
-		room = depth - bc->level - bc->reserved;
-		elig = dm->active && dm->issued < dm->cur.btt;
-		if (elig) {
-			need = next_burst(s, dm) / SIM_BEAT;
-			/* the first cycle j of the run with a burst slot and room for it, the room
-			 * counted after the lane's step of cycle j */
-			if (nb < out)
-				j = takes_reach(T, i, n, need > room ? need - room : 0);
-			else if (ends && nb - 1 < out &&
-				 room + (uint64_t)(T[i + n] - T[i]) >= need)
-				j = n - 1;
-			if (j < n) {
-				n = j + 1;
-				if (ends && dm->burst[dm->b_head].beats -
-					    dm->burst[dm->b_head].done != n)
-					ends = false;
-			}
-			/* stalled with no burst in flight: the cycles before the issue */
-			if (!nb)
-				bc->full += j < n ? n - 1 : n;
-			else if (nb == 1 && ends && j >= n)
-				bc->full++;
-		}
-		took = (uint32_t)(T[i + n] - T[i]);
-		bc->level -= took;
-		bc->taken += took;
-		if (dlv) {
-			ch_push(bc, &dm->burst[dm->b_head], (uint32_t)n);
-			bc->level += (uint32_t)n;
-			bc->reserved -= (uint32_t)n;
-			bc->got += (uint32_t)n;
-			dm->burst[dm->b_head].done += (uint32_t)n;
-			if (ends) {
-				dm->b_head = (dm->b_head + 1) % SIM_MAX_BURSTS;
-				dm->b_level--;
-				bc->rc = ~0ull;
-			}
-		}
-		if (elig && j == n - 1) {
-			bc->c += n - 1;
-			bc->issue = true;
-			bc->key = bc->c;
-			return;
-		}
-		bc->c += n;
-	}
-}
-
 static void ch_run(struct pccx_sim *s, struct bulk *b, struct bulk_ch *bc)
 {
 	struct sim_dm *dm = bc->dm;
 	uint32_t out = s->cfg.dm_outstanding, depth = bc->q->depth;
+	/* the lane of a GEMM the array limits takes the beats of the window's plan, which
+	 * ends the window before its FIFO could run dry (sched_plan()): T[i] counts its takes
+	 * in the window's first i cycles */
+	const uint16_t *T = b->sched && bc->lane ? s->bulk_takes[dm->ch] : NULL;
 
-	if (b->sched && bc->lane) {
-		ch_run_sched(s, b, bc);
-		return;
-	}
 	while (bc->c < b->e) {
-		uint64_t n = b->e - bc->c, j = ~0ull, room, need = 0;
+		uint64_t n = b->e - bc->c, j = ~0ull, room, need = 0, i = bc->c - b->a;
 		uint32_t nb = dm->b_level;
-		bool pop = bc->lane || bc->drain, dlv = false, ends = false, elig;
+		bool pop = (bc->lane || bc->drain) && !T, dlv = false, ends = false, elig;
 
 		if (nb) {
 			if (bc->rc <= bc->c || ready_by(s, dm, bc)) {
@@ -442,13 +362,17 @@ static void ch_run(struct pccx_sim *s, struct bulk *b, struct bulk_ch *bc)
 		if (elig) {
 			need = next_burst(s, dm) / SIM_BEAT;
 			/* the first cycle j of the run with a burst slot and room for it; the room
-			 * after the lane's step of cycle j is room + (j + 1) * pop */
+			 * after the lane's step of cycle j is room + (j + 1) * pop, or room and the
+			 * plan's takes of cycles i .. i + j */
 			if (nb < out) {
-				if (pop)
+				if (T)
+					j = takes_reach(T, i, n, need > room ? need - room : 0);
+				else if (pop)
 					j = need > room + 1 ? need - room - 1 : 0;
 				else if (room >= need)
 					j = 0;
-			} else if (ends && nb - 1 < out && room + (pop ? n : 0) >= need) {
+			} else if (ends && nb - 1 < out &&
+				   room + (T ? (uint64_t)(T[i + n] - T[i]) : pop ? n : 0) >= need) {
 				j = n - 1;
 			}
 			if (j < n) {
@@ -463,9 +387,11 @@ static void ch_run(struct pccx_sim *s, struct bulk *b, struct bulk_ch *bc)
 			else if (nb == 1 && ends && j >= n)
 				bc->full++;
 		}
-		if (pop) {
-			bc->level -= (uint32_t)n;
-			bc->taken += (uint32_t)n;
+		if (pop || T) {
+			uint32_t took = T ? (uint32_t)(T[i + n] - T[i]) : (uint32_t)n;
+
+			bc->level -= took;
+			bc->taken += took;
 		}
 		if (dlv) {
 			ch_push(bc, &dm->burst[dm->b_head], (uint32_t)n);
