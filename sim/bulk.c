@@ -786,14 +786,13 @@ static void stream_run(struct pccx_sim *s, struct bulk *b)
  * which a burst booked in the window could have arrived (the read latency after the start),
  * and a lower bound after it, so the window ends before a later cycle in which a FIFO could
  * be empty (the edge model runs it). No lane takes its last beat in the window: it ends
- * before the cycle a lane's last beat would take at one beat a cycle (stream_setup()). Fills
- * s->bulk_takes and the window's waits, may move its end *h earlier and sets the budget after
- * it. False: a lane takes records (GEMV only), not planned.
+ * before the cycle a lane's last beat would take at one beat a cycle (stream_setup()). A
+ * GEMM's lanes take whole rows (records are GEMV only). Fills s->bulk_takes and the window's
+ * waits, may move its end *h earlier and sets the budget after it.
  */
-static bool sched_plan(struct pccx_sim *s, struct bulk *b, uint64_t *h)
+static void sched_plan(struct pccx_sim *s, struct bulk *b, uint64_t *h)
 {
 	struct sim_matmul *mm = b->mm;
-	const uint64_t cap = pccx__sim_gemm_mac_cap(mm);
 	uint64_t e = ceil_div(*h, s->axi_ps), budget = mm->mac_budget, k = s->core_cycle + 1, c;
 	const uint64_t exact = b->a + s->cfg.ddr_read_latency_ps / s->axi_ps + 1;
 	uint64_t got[PCCX_WSTREAM_PORTS] = { 0 };
@@ -814,8 +813,6 @@ static bool sched_plan(struct pccx_sim *s, struct bulk *b, uint64_t *h)
 		s->bulk_takes[p][0] = 0;
 		if (!l)
 			continue;
-		if (l->rec)
-			return false;
 		got[p] = l->got;
 		have[p] = b->ch[p].level;
 		if (dm->b_level) {
@@ -828,7 +825,7 @@ static bool sched_plan(struct pccx_sim *s, struct bulk *b, uint64_t *h)
 	}
 	for (c = b->a; c < e; c++) {
 		for (; k * s->core_ps < c * s->axi_ps; k++)
-			budget = budget + mm->mac_rate < cap ? budget + mm->mac_rate : cap;
+			budget = pccx__sim_gemm_mac_add(mm, budget);
 		for (p = 0; p < PCCX_WSTREAM_PORTS; p++)
 			if (b->ch[p].lane && !have[p] && c >= exact)
 				break;
@@ -868,9 +865,8 @@ static bool sched_plan(struct pccx_sim *s, struct bulk *b, uint64_t *h)
 	if (c < e)
 		*h = c * s->axi_ps;
 	for (; k * s->core_ps < *h; k++)
-		budget = budget + mm->mac_rate < cap ? budget + mm->mac_rate : cap;
+		budget = pccx__sim_gemm_mac_add(mm, budget);
 	b->budget_end = budget;
-	return true;
 }
 
 /* ---- the window ---------------------------------------------------------------------------- */
@@ -909,8 +905,8 @@ int pccx__sim_bulk(struct pccx_sim *s, uint64_t t_ps, bool may_defer)
 	h = min64(min64(t_ps + 1, (b.a + SIM_BULK_AXI) * s->axi_ps), hev);
 	b.sched = b.mm == &s->gemm && s->gemm.busy && s->gemm.phase == 1 &&
 		  !pccx__sim_gemm_keeps_up(s, &s->gemm);
-	if (b.sched && !sched_plan(s, &b, &h))
-		return SIM_BULK_NONE;
+	if (b.sched)
+		sched_plan(s, &b, &h);
 	b.e = ceil_div(h, s->axi_ps);
 	kend = ceil_div(h, s->core_ps);
 	if (b.e <= b.a && kend <= s->core_cycle + 1)

@@ -14,6 +14,13 @@ uint64_t pccx__sim_gemm_mac_cap(const struct sim_matmul *mm)
 	return 4ull * mm->mac_rate + 64ull * mm->m;
 }
 
+uint64_t pccx__sim_gemm_mac_add(const struct sim_matmul *mm, uint64_t budget)
+{
+	uint64_t cap = pccx__sim_gemm_mac_cap(mm);
+
+	return budget + mm->mac_rate < cap ? budget + mm->mac_rate : cap;
+}
+
 /* The most MACs one beat of this instruction's rows contributes per activation row. */
 uint32_t pccx__sim_gemm_beat_macs_max(const struct sim_matmul *mm)
 {

@@ -469,11 +469,7 @@ void pccx__sim_matmul_core_tick(struct pccx_sim *s, struct sim_matmul *mm)
 	if (mm->phase == 0 && s->core_cycle >= mm->phase_end) {
 		mm->phase = 1;
 	} else if (mm->phase == 1 && mm->mac_rate) {
-		uint64_t cap = pccx__sim_gemm_mac_cap(mm);
-
-		mm->mac_budget += mm->mac_rate;
-		if (mm->mac_budget > cap)
-			mm->mac_budget = cap;
+		mm->mac_budget = pccx__sim_gemm_mac_add(mm, mm->mac_budget);
 	} else if (mm->phase == 2 && s->core_cycle >= mm->phase_end) {
 		complete(s, mm);
 	}

@@ -504,6 +504,8 @@ void pccx__sim_matmul_abort(struct pccx_sim *s, struct sim_matmul *mm);
 uint32_t pccx__sim_gemm_beat_macs(const struct sim_matmul *mm, uint64_t byte_in_row);
 uint32_t pccx__sim_gemm_beat_macs_max(const struct sim_matmul *mm);
 uint64_t pccx__sim_gemm_mac_cap(const struct sim_matmul *mm);
+/* The budget after one core edge of the streaming phase: mac_rate more, up to the cap. */
+uint64_t pccx__sim_gemm_mac_add(const struct sim_matmul *mm, uint64_t budget);
 bool pccx__sim_gemm_keeps_up(const struct pccx_sim *s, const struct sim_matmul *mm);
 
 /* eng_sfu.c: CVO and the L2 copy (fixed-duration units) */
